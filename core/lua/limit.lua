@@ -1,0 +1,253 @@
+-- limit.lua — checks every rule of one user key in one call, all or nothing (ratelock's `hit` and `peek`).
+--
+-- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
+-- ARGV[1]   "hit" (spend on every rule when every rule allows) or "peek" (never spend)
+-- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
+-- ARGV[3]   cost, an integer >= 1
+-- ARGV[4i..4i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs, burst
+--
+-- Reply: a flat array of 5 integers per rule, in rule order:
+--   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed)
+-- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity.
+-- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE).
+-- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
+--
+-- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
+-- sliding_log}::decide in core/src/algorithm/. Every quantity is an integer below 2^50, exact in
+-- Lua's doubles; the sliding-window weighting is f64 arithmetic in the same order as the Rust code.
+
+-- floor(a / b) for non-negative integers below 2^53, exact despite rounding in the float division.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+local function cdiv(a, b)
+  if a <= 0 then return 0 end
+  return idiv(a + b - 1, b)
+end
+
+local function int(x)
+  return string.format('%d', x)
+end
+
+local function px(us)
+  return int(cdiv(us, 1000))
+end
+
+local function gcd(a, b)
+  while b ~= 0 do
+    a, b = b, a - idiv(a, b) * b
+  end
+  return a
+end
+
+-- GCRA: state is the theoretical arrival time (a string integer, µs).
+local function rule_gcra(key, now, cost, limit, period, burst)
+  local t = cdiv(period, limit)
+  local tau = burst * t
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local new_tat = tat + cost * t
+  local allow_at = new_tat - tau
+  if allow_at > now then
+    return { 0, limit, idiv(math.max(now + tau - tat, 0), t), tat - now, allow_at - now }
+  end
+  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0 }, function()
+    redis.call('SET', key, int(new_tat), 'PX', px(new_tat - now))
+  end
+end
+
+-- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
+local function rule_token(key, now, cost, limit, period, burst)
+  local g = gcd(limit, period)
+  local scale, rate = idiv(period, g), idiv(limit, g)
+  local capacity, need = burst * scale, cost * scale
+  local v = redis.call('HMGET', key, 't', 'l')
+  local tokens, last = tonumber(v[1]), tonumber(v[2])
+  if tokens == nil or last == nil then
+    tokens, last = capacity, now
+  end
+  if now > last then
+    local elapsed = now - last
+    if elapsed >= cdiv(capacity - tokens, rate) then
+      tokens = capacity
+    else
+      tokens = tokens + elapsed * rate
+    end
+  end
+  if last < now then last = now end
+  if tokens < need then
+    return { 0, limit, idiv(tokens, scale), cdiv(capacity - tokens, rate), cdiv(need - tokens, rate) }
+  end
+  tokens = tokens - need
+  local reset = cdiv(capacity - tokens, rate)
+  return { 1, limit, idiv(tokens, scale), reset, 0 }, function()
+    redis.call('HSET', key, 't', int(tokens), 'l', int(last))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Leaky bucket (meter): hash {v = water as µs of drain time, l = last update µs}.
+local function rule_leaky(key, now, cost, limit, period, burst)
+  local t = cdiv(period, limit)
+  local capacity, pour = burst * t, cost * t
+  local v = redis.call('HMGET', key, 'v', 'l')
+  local level, last = tonumber(v[1]), tonumber(v[2])
+  if level == nil or last == nil then
+    level, last = 0, now
+  end
+  if now > last then level = math.max(level - (now - last), 0) end
+  if last < now then last = now end
+  if level + pour > capacity then
+    return { 0, limit, idiv(capacity - level, t), level, level + pour - capacity }
+  end
+  level = level + pour
+  return { 1, limit, idiv(capacity - level, t), level, 0 }, function()
+    redis.call('HSET', key, 'v', int(level), 'l', int(last))
+    redis.call('PEXPIRE', key, px(level))
+  end
+end
+
+-- Fixed window: hash {w = window index, c = count}.
+local function rule_fixed(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  local v = redis.call('HMGET', key, 'w', 'c')
+  local count = 0
+  if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
+  local reset = (window + 1) * period - now
+  if count + cost > limit then
+    return { 0, limit, math.max(limit - count, 0), reset, reset }
+  end
+  count = count + cost
+  return { 1, limit, limit - count, reset, 0 }, function()
+    redis.call('HSET', key, 'w', int(window), 'c', int(count))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Smallest value in 0..max for which the monotone predicate holds, starting from a guess.
+local function settle(guess, max, fits)
+  while guess < max and not fits(guess) do guess = guess + 1 end
+  while guess > 0 and fits(guess - 1) do guess = guess - 1 end
+  return guess
+end
+
+-- Sliding window counter: hash {w = current window index, c = its count, p = previous window's count}.
+local function rule_sliding(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  local rem = period - (now - window * period)
+  local v = redis.call('HMGET', key, 'w', 'c', 'p')
+  local w, cur, prev = tonumber(v[1]), 0, 0
+  if w == window then
+    cur, prev = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+  elseif w ~= nil and w + 1 == window then
+    prev = tonumber(v[2]) or 0
+  end
+  local used = prev * rem / period + cur
+  local function reset_for(c)
+    if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
+  end
+  if used + cost > limit then
+    local retry
+    if cur + cost <= limit then
+      local room = limit - cur - cost
+      local guess = math.min(math.max(rem - math.floor(room * period / prev), 0), rem)
+      retry = settle(guess, rem, function(wait)
+        return prev * (rem - wait) / period + cur + cost <= limit
+      end)
+    else
+      local room = limit - cost
+      local guess = math.min(math.max(period - math.floor(room * period / cur), 0), period)
+      retry = rem + settle(guess, period, function(into)
+        return cur * (period - into) / period + cost <= limit
+      end)
+    end
+    return { 0, limit, math.max(math.floor(limit - used), 0), reset_for(cur), retry }
+  end
+  local count = cur + cost
+  local reset = reset_for(count)
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, function()
+    redis.call('HSET', key, 'w', int(window), 'c', int(count), 'p', int(prev))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores.
+local function rule_log(key, now, cost, limit, period)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - period))
+  local count = redis.call('ZCARD', key)
+  local newest = nil
+  if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  if count + cost > limit then
+    local k = count + cost - limit
+    local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
+    return { 0, limit, math.max(limit - count, 0), math.max(newest + period - now, 0), kth + period - now }
+  end
+  local latest = now
+  if newest ~= nil and newest > now then latest = newest end
+  local reset = latest + period - now
+  return { 1, limit, limit - count - cost, reset, 0 }, function()
+    local stamp = int(now)
+    local taken = redis.call('ZCOUNT', key, stamp, stamp)
+    local args = {}
+    for n = taken, taken + cost - 1 do
+      args[#args + 1] = stamp
+      args[#args + 1] = stamp .. ':' .. int(n)
+    end
+    redis.call('ZADD', key, unpack(args))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+local rules_by_code = {
+  g = rule_gcra, tb = rule_token, lb = rule_leaky,
+  fw = rule_fixed, sw = rule_sliding, sl = rule_log,
+}
+local uses_burst = { g = true, tb = true, lb = true }
+
+local mode = ARGV[1]
+if mode ~= 'hit' and mode ~= 'peek' then
+  return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
+end
+local now = tonumber(ARGV[2])
+if now == nil then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local cost = tonumber(ARGV[3])
+if cost == nil or cost < 1 or cost ~= math.floor(cost) then
+  return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
+end
+if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
+  return redis.error_reply('ERR ratelock: expected 4 arguments per key')
+end
+
+local reply, writes, all_allowed = {}, {}, true
+for i = 1, #KEYS do
+  local at = 3 + 4 * (i - 1)
+  local code = ARGV[at + 1]
+  local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
+  local decide = rules_by_code[code]
+  if decide == nil or limit == nil or period == nil or burst == nil or limit < 1 or period < 1 or burst < 1 then
+    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
+  end
+  local capacity = limit
+  if uses_burst[code] then capacity = burst end
+  if cost > capacity then
+    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
+  end
+  local outcome, write = decide(KEYS[i], now, cost, limit, period, burst)
+  if outcome[1] == 0 then all_allowed = false end
+  writes[i] = write
+  for j = 1, 5 do reply[#reply + 1] = outcome[j] end
+end
+if mode == 'hit' and all_allowed then
+  for i = 1, #KEYS do writes[i]() end
+end
+return reply

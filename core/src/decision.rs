@@ -1,0 +1,107 @@
+//! `Decision`: the answer to a hit or peek over all rules of a key, with the rule that decided it.
+
+use std::time::Duration;
+
+use crate::algorithm::{combine, Outcome};
+
+/// One rule's part of a [`Decision`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RuleDecision {
+    /// Whether this rule admits the request.
+    pub allowed: bool,
+    /// The rule's limit.
+    pub limit: u64,
+    /// Units left after this request (nothing is spent when the request is denied).
+    pub remaining: u64,
+    /// Until the rule is fully replenished / its window ends.
+    pub reset_after: Duration,
+    /// Zero when allowed; else the exact wait until this rule would admit the same request.
+    pub retry_after: Duration,
+}
+
+impl From<Outcome> for RuleDecision {
+    fn from(o: Outcome) -> Self {
+        RuleDecision {
+            allowed: o.allowed,
+            limit: o.limit,
+            remaining: o.remaining,
+            reset_after: Duration::from_micros(o.reset_after_us),
+            retry_after: Duration::from_micros(o.retry_after_us),
+        }
+    }
+}
+
+/// The answer to `hit` or `peek`. Denied is a value, not an error.
+///
+/// `limit`, `remaining`, `reset_after` and `retry_after` come from the deciding rule (`rule_index`):
+/// when denied, the denying rule with the longest wait; when allowed, the rule with the least remaining.
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// let limiter = ratelock::Limiter::memory();
+/// let rules = "1/minute".parse()?;
+/// assert!(limiter.hit("k", &rules, 1).await?.allowed);
+/// let denied = limiter.hit("k", &rules, 1).await?;
+/// assert!(!denied.allowed);
+/// assert!(denied.retry_after > std::time::Duration::from_secs(59));
+/// # Ok::<(), ratelock::Error>(()) });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decision {
+    /// True when every rule admitted the request (and it was spent, for `hit`).
+    pub allowed: bool,
+    /// The deciding rule's limit.
+    pub limit: u64,
+    /// The deciding rule's remaining units.
+    pub remaining: u64,
+    /// Until the deciding rule is fully replenished.
+    pub reset_after: Duration,
+    /// Zero when allowed; else the exact wait until this same request would be allowed.
+    pub retry_after: Duration,
+    /// Index (into the rules passed) of the deciding rule.
+    pub rule_index: usize,
+    /// True when the store failed and the failure policy produced this answer.
+    pub degraded: bool,
+    /// Every rule's own answer, in the order of the rules.
+    pub rules: Vec<RuleDecision>,
+}
+
+impl Decision {
+    /// Builds a decision from per-rule outcomes (at least one).
+    pub fn from_outcomes(outcomes: &[Outcome]) -> Self {
+        let (allowed, index) = combine(outcomes);
+        let deciding = outcomes[index];
+        Decision {
+            allowed,
+            limit: deciding.limit,
+            remaining: deciding.remaining,
+            reset_after: Duration::from_micros(deciding.reset_after_us),
+            retry_after: if allowed {
+                Duration::ZERO
+            } else {
+                Duration::from_micros(deciding.retry_after_us)
+            },
+            rule_index: index,
+            degraded: false,
+            rules: outcomes.iter().copied().map(RuleDecision::from).collect(),
+        }
+    }
+
+    /// A decision made without the store (failure policy `allow` or `deny`).
+    pub(crate) fn degraded(allowed: bool, limit: u64, retry_after: Duration) -> Self {
+        Decision {
+            allowed,
+            limit,
+            remaining: 0,
+            reset_after: retry_after,
+            retry_after: if allowed { Duration::ZERO } else { retry_after },
+            rule_index: 0,
+            degraded: true,
+            rules: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The one error type of ratelock: misuse (bad rules or arguments) and infrastructure failures.
+//! A denial is never an error; it is a `Decision` with `allowed == false`.
+
+use std::fmt;
+
+/// Everything that can go wrong in ratelock, with predicates for the common questions.
+///
+/// ```
+/// use ratelock::{Error, Rules};
+/// let err = "ten/second".parse::<Rules>().unwrap_err();
+/// assert!(err.is_invalid_rule());
+/// assert!(err.to_string().contains("ten"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Rule text or a rule built in code is not valid; `part` names the offending piece.
+    #[error("invalid rule {text:?}: {reason} (at {part:?})")]
+    InvalidRule {
+        /// The whole text (or a rendering of the rule built in code).
+        text: String,
+        /// The piece that could not be understood.
+        part: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An argument other than a rule is not valid (cost 0, a prefix with braces, a bad URL...).
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// Which argument.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The cost can never be allowed by this rule, however long the caller waits.
+    #[error("cost {cost} exceeds the capacity {capacity} of rule {rule:?}: it can never be allowed")]
+    CostExceedsCapacity {
+        /// The requested cost.
+        cost: u64,
+        /// The most the rule can ever admit at once.
+        capacity: u64,
+        /// The rule, as text.
+        rule: String,
+    },
+    /// The store could not be reached or answered with an error.
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+    /// The store did not answer within the configured timeout. The command may still have run.
+    #[error("store timed out after {0:?} (the command may have run; it is not replayed)")]
+    Timeout(std::time::Duration),
+}
+
+impl Error {
+    /// True for rule text or rule values that are not valid.
+    pub fn is_invalid_rule(&self) -> bool {
+        matches!(self, Error::InvalidRule { .. })
+    }
+
+    /// True for arguments that are not valid.
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Error::InvalidArgument { .. })
+    }
+
+    /// True when the cost is above what the rule can ever admit.
+    pub fn is_cost_exceeds_capacity(&self) -> bool {
+        matches!(self, Error::CostExceedsCapacity { .. })
+    }
+
+    /// True for infrastructure failures (unreachable store or timeout): what a failure policy covers.
+    pub fn is_store_failure(&self) -> bool {
+        matches!(self, Error::StoreUnavailable(_) | Error::Timeout(_))
+    }
+
+    /// True when the store did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+
+    /// A stable, language-neutral code for this error, used by the bindings.
+    ///
+    /// ```
+    /// use ratelock::Error;
+    /// assert_eq!(Error::StoreUnavailable("down".into()).code(), "STORE_UNAVAILABLE");
+    /// ```
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidRule { .. } => "INVALID_RULE",
+            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
+            Error::CostExceedsCapacity { .. } => "COST_EXCEEDS_CAPACITY",
+            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
+            Error::Timeout(_) => "TIMEOUT",
+        }
+    }
+
+    pub(crate) fn invalid_rule(text: &str, part: &str, reason: impl fmt::Display) -> Self {
+        Error::InvalidRule {
+            text: text.to_owned(),
+            part: part.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid_argument(name: &'static str, reason: impl fmt::Display) -> Self {
+        Error::InvalidArgument {
+            name,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

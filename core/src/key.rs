@@ -1,0 +1,60 @@
+//! Storage key layout, shared by every store and language: `<prefix>:{<escaped user key>}:<rule id>`.
+//! The braces are the Redis Cluster hash tag, so all rules of one user key live in one slot.
+
+use crate::error::{Error, Result};
+use crate::rule::Rule;
+
+/// Writes the escaped form of a user key: `%` → `%25`, `{` → `%7B`, `}` → `%7D`, and the empty key
+/// → `%` (an empty hash tag would make Redis hash the whole key). The mapping is injective, so two
+/// different user keys can never share storage, and no user key can close the hash tag early.
+///
+/// ```
+/// let mut out = Vec::new();
+/// ratelock::key::escape_into(&mut out, b"a}b{c%");
+/// assert_eq!(out, b"a%7Db%7Bc%25");
+/// ```
+pub fn escape_into(out: &mut Vec<u8>, key: &[u8]) {
+    if key.is_empty() {
+        out.push(b'%');
+        return;
+    }
+    for &byte in key {
+        match byte {
+            b'%' => out.extend_from_slice(b"%25"),
+            b'{' => out.extend_from_slice(b"%7B"),
+            b'}' => out.extend_from_slice(b"%7D"),
+            other => out.push(other),
+        }
+    }
+}
+
+/// Writes `<prefix>:{<escaped key>}:` — the part shared by all rules of one key.
+pub fn write_base(out: &mut Vec<u8>, prefix: &str, key: &[u8]) {
+    out.extend_from_slice(prefix.as_bytes());
+    out.extend_from_slice(b":{");
+    escape_into(out, key);
+    out.extend_from_slice(b"}:");
+}
+
+/// The full storage key of one rule for one user key.
+///
+/// ```
+/// let rule: ratelock::Rule = "10/second".parse()?;
+/// let key = ratelock::key::storage_key("rl", b"user:42", &rule);
+/// assert_eq!(key, b"rl:{user:42}:g10/1000b10");
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+pub fn storage_key(prefix: &str, key: &[u8], rule: &Rule) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefix.len() + key.len() + rule.id().len() + 8);
+    write_base(&mut out, prefix, key);
+    out.extend_from_slice(rule.id().as_bytes());
+    out
+}
+
+/// Checks a key prefix: it may not contain braces (they would move the hash tag).
+pub fn check_prefix(prefix: &str) -> Result<()> {
+    if prefix.contains(['{', '}']) {
+        return Err(Error::invalid_argument("prefix", "must not contain '{' or '}'"));
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! # ratelock
+//!
+//! Rate limiting and distributed locks with one semantics for every language and store.
+//!
+//! Layers, from the bottom: [`algorithm`] (pure decisions, time as an argument), the Lua scripts in
+//! `lua/` (the same algorithms for Redis), [`store`] (memory and Redis), and the API ([`Limiter`]).
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use ratelock::{Limiter, Rules};
+//!
+//! let limiter = Limiter::memory(); // or Limiter::connect("redis://127.0.0.1/").await?
+//! let rules: Rules = "10/second; 1000/hour".parse()?;
+//! let decision = limiter.hit("user:42", &rules, 1).await?;
+//! assert!(decision.allowed);
+//! assert_eq!(decision.remaining, 9);
+//! # Ok::<(), ratelock::Error>(()) });
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod algorithm;
+pub mod clock;
+mod decision;
+mod error;
+pub mod key;
+mod limiter;
+mod rule;
+pub mod store;
+
+pub use decision::{Decision, RuleDecision};
+pub use error::{Error, Result};
+pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
+pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
+pub use store::{Store, StoreOptions};

@@ -1,0 +1,220 @@
+//! `Limiter`: the public rate-limiting API (`hit`, `peek`, `reset`) over a store, with a key prefix,
+//! a default algorithm for rule text, a clock choice and a failure policy.
+
+use std::time::Duration;
+
+use crate::algorithm::check_cost;
+use crate::clock::now_us;
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::key::check_prefix;
+use crate::rule::{Algorithm, Rules};
+use crate::store::{LimitRequest, MemoryStore, Store, StoreOptions};
+
+/// What a limiter answers when its store fails or times out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// Return the error (the default).
+    #[default]
+    Raise,
+    /// Allow the request; the decision says `degraded = true`.
+    Allow,
+    /// Deny the request; the decision says `degraded = true`.
+    Deny,
+}
+
+impl std::str::FromStr for FailurePolicy {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "raise" => Ok(FailurePolicy::Raise),
+            "allow" => Ok(FailurePolicy::Allow),
+            "deny" => Ok(FailurePolicy::Deny),
+            _ => Err(Error::invalid_argument(
+                "on_error",
+                format!("{text:?} is not raise, allow or deny"),
+            )),
+        }
+    }
+}
+
+/// Whose clock decides: the store's (Redis `TIME`, the default: no client clock skew) or this process's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClockSource {
+    /// The store reads its own clock (Redis `TIME`; the memory store reads the local clock).
+    #[default]
+    Store,
+    /// This process sends its wall-clock time with every call.
+    Local,
+}
+
+/// How a [`Limiter`] is set up. Start from `LimiterOptions::default()` and change what you need.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LimiterOptions {
+    /// Prefix of every storage key (no braces). Default `"rl"`.
+    pub prefix: String,
+    /// What to answer when the store fails.
+    pub on_error: FailurePolicy,
+    /// Algorithm of rules given as text without `using`.
+    pub default_algorithm: Algorithm,
+    /// Whose clock decides.
+    pub clock: ClockSource,
+    /// The store's settings (timeout, memory bound).
+    pub store: StoreOptions,
+    /// `retry_after` of a degraded denial.
+    pub degraded_retry_after: Duration,
+}
+
+impl Default for LimiterOptions {
+    fn default() -> Self {
+        LimiterOptions {
+            prefix: "rl".to_owned(),
+            on_error: FailurePolicy::Raise,
+            default_algorithm: Algorithm::Gcra,
+            clock: ClockSource::Store,
+            store: StoreOptions::default(),
+            degraded_retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Checks keys against rules: every rule of a key in one round trip, all or nothing.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use ratelock::Limiter;
+/// let limiter = Limiter::memory();
+/// let rules = limiter.rules("2/second; 3/minute")?;
+/// assert!(limiter.hit("user:42", &rules, 2).await?.allowed);
+/// let denied = limiter.hit("user:42", &rules, 2).await?;
+/// assert!(!denied.allowed);
+/// assert_eq!(denied.rule_index, 1); // the per-minute rule has the longer wait
+/// # Ok::<(), ratelock::Error>(()) });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Limiter {
+    store: Store,
+    options: LimiterOptions,
+}
+
+impl Limiter {
+    /// A limiter on a new embedded memory store with default options.
+    pub fn memory() -> Self {
+        let options = LimiterOptions::default();
+        Limiter {
+            store: Store::Memory(MemoryStore::new(options.store.max_keys)),
+            options,
+        }
+    }
+
+    /// Connects to `url` (`memory://`, `redis://`, `rediss://`) with default options.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, LimiterOptions::default()).await
+    }
+
+    /// Connects to `url` with the given options.
+    pub async fn connect_with(url: &str, options: LimiterOptions) -> Result<Self> {
+        check_prefix(&options.prefix)?;
+        let store = Store::connect(url, &options.store).await?;
+        Ok(Limiter { store, options })
+    }
+
+    /// A limiter over an existing store (shared with other limiters or locks).
+    pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
+        check_prefix(&options.prefix)?;
+        Ok(Limiter { store, options })
+    }
+
+    /// The store this limiter uses.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The limiter's options.
+    pub fn options(&self) -> &LimiterOptions {
+        &self.options
+    }
+
+    /// Parses rule text with this limiter's default algorithm.
+    pub fn rules(&self, text: &str) -> Result<Rules> {
+        Rules::parse_with_default(text, self.options.default_algorithm)
+    }
+
+    /// Takes `cost` units from every rule for `key` if all of them allow it; otherwise takes nothing.
+    pub async fn hit(&self, key: impl AsRef<[u8]>, rules: &Rules, cost: u64) -> Result<Decision> {
+        self.run(key.as_ref(), rules, cost, None, true).await
+    }
+
+    /// Like [`hit`](Self::hit) at an explicit time (µs since the Unix epoch) instead of a clock.
+    pub async fn hit_at(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        now_us: u64,
+    ) -> Result<Decision> {
+        self.run(key.as_ref(), rules, cost, Some(now_us), true).await
+    }
+
+    /// Answers what [`hit`](Self::hit) would answer, without spending anything.
+    pub async fn peek(&self, key: impl AsRef<[u8]>, rules: &Rules, cost: u64) -> Result<Decision> {
+        self.run(key.as_ref(), rules, cost, None, false).await
+    }
+
+    /// Like [`peek`](Self::peek) at an explicit time (µs since the Unix epoch).
+    pub async fn peek_at(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        now_us: u64,
+    ) -> Result<Decision> {
+        self.run(key.as_ref(), rules, cost, Some(now_us), false).await
+    }
+
+    /// Forgets the state of every given rule for `key`.
+    pub async fn reset(&self, key: impl AsRef<[u8]>, rules: &Rules) -> Result<()> {
+        self.store.reset(&self.options.prefix, key.as_ref(), rules).await
+    }
+
+    async fn run(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now: Option<u64>,
+        spend: bool,
+    ) -> Result<Decision> {
+        for rule in rules.iter() {
+            check_cost(rule, cost)?;
+        }
+        let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
+        let request = LimitRequest {
+            prefix: &self.options.prefix,
+            key,
+            rules,
+            cost,
+            now_us,
+            spend,
+        };
+        match self.store.check(&request).await {
+            Ok(outcomes) => Ok(Decision::from_outcomes(&outcomes)),
+            Err(err) if err.is_store_failure() => self.degrade(err, rules),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn degrade(&self, err: Error, rules: &Rules) -> Result<Decision> {
+        let limit = rules[0].limit();
+        let retry = self.options.degraded_retry_after;
+        match self.options.on_error {
+            FailurePolicy::Raise => Err(err),
+            FailurePolicy::Allow => Ok(Decision::degraded(true, limit, retry)),
+            FailurePolicy::Deny => Ok(Decision::degraded(false, limit, retry)),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Rules: `limit` per `period` under an algorithm (and a burst for the bucket algorithms),
+//! validated once when built, so nothing downstream re-checks them.
+
+mod algorithm;
+mod display;
+mod parse;
+mod rules;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use algorithm::Algorithm;
+pub use rules::Rules;
+
+use crate::error::{Error, Result};
+
+/// Largest accepted `limit` and `burst`.
+pub const MAX_LIMIT: u64 = 1_000_000_000;
+/// Largest accepted `limit` for `sliding_log`, which stores one entry per admitted unit.
+pub const MAX_SLIDING_LOG_LIMIT: u64 = 10_000;
+/// Longest accepted period: 366 days.
+pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 24 * 3600);
+/// Bound on every stored quantity, so that Lua's doubles stay exact (2^53 would be the hard limit).
+pub(crate) const MAX_SCALED: u64 = 1 << 50;
+
+/// One rate-limiting rule. Build it from text (`"10/second"`) or in code; either way it is checked once.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratelock::{Algorithm, Rule};
+///
+/// let rule = Rule::new(100, Duration::from_secs(60))?.with_burst(20)?;
+/// assert_eq!(rule.to_string(), "100/minute burst 20");
+/// let log = Rule::new(5, Duration::from_secs(1))?.using(Algorithm::SlidingLog)?;
+/// assert_eq!(log.to_string(), "5/second using sliding_log");
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Rule {
+    algorithm: Algorithm,
+    limit: u64,
+    period_us: u64,
+    burst: u64,
+    id: Arc<str>,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Rule {}
+
+impl std::hash::Hash for Rule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl Rule {
+    /// `limit` per `period` with the default algorithm (GCRA) and `burst == limit`.
+    pub fn new(limit: u64, period: Duration) -> Result<Self> {
+        Self::build(Algorithm::Gcra, limit, period, limit)
+    }
+
+    /// The same rule with another algorithm. Fails if the burst would be meaningless for it.
+    pub fn using(&self, algorithm: Algorithm) -> Result<Self> {
+        let burst = if algorithm.uses_burst() {
+            self.burst
+        } else {
+            self.limit
+        };
+        if !algorithm.uses_burst() && self.burst != self.limit {
+            return Err(Error::invalid_rule(
+                &self.to_string(),
+                algorithm.name(),
+                "burst applies only to gcra, token_bucket and leaky_bucket",
+            ));
+        }
+        Self::build(algorithm, self.limit, self.period(), burst)
+    }
+
+    /// The same rule with another burst (how many units may be taken at once).
+    pub fn with_burst(&self, burst: u64) -> Result<Self> {
+        if !self.algorithm.uses_burst() && burst != self.limit {
+            return Err(Error::invalid_rule(
+                &self.to_string(),
+                &format!("burst {burst}"),
+                "burst applies only to gcra, token_bucket and leaky_bucket",
+            ));
+        }
+        Self::build(self.algorithm, self.limit, self.period(), burst)
+    }
+
+    /// Builds and validates a rule from all its parts.
+    pub fn build(algorithm: Algorithm, limit: u64, period: Duration, burst: u64) -> Result<Self> {
+        let shown = || format!("{limit} per {period:?}");
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(Error::invalid_rule(
+                &shown(),
+                &limit.to_string(),
+                format!("limit must be between 1 and {MAX_LIMIT}"),
+            ));
+        }
+        if period < Duration::from_millis(1) || period > MAX_PERIOD {
+            return Err(Error::invalid_rule(
+                &shown(),
+                &format!("{period:?}"),
+                "period must be between 1 ms and 366 days",
+            ));
+        }
+        if period.subsec_nanos() % 1_000_000 != 0 {
+            return Err(Error::invalid_rule(
+                &shown(),
+                &format!("{period:?}"),
+                "period must be a whole number of milliseconds",
+            ));
+        }
+        if burst == 0 || burst > MAX_LIMIT {
+            return Err(Error::invalid_rule(
+                &shown(),
+                &format!("burst {burst}"),
+                format!("burst must be between 1 and {MAX_LIMIT}"),
+            ));
+        }
+        if !algorithm.uses_burst() && burst != limit {
+            return Err(Error::invalid_rule(
+                &shown(),
+                &format!("burst {burst}"),
+                "burst applies only to gcra, token_bucket and leaky_bucket",
+            ));
+        }
+        let period_us = period.as_micros() as u64;
+        let mut rule = Rule {
+            algorithm,
+            limit,
+            period_us,
+            burst,
+            id: Arc::from(""),
+        };
+        rule.check_ranges()?;
+        rule.id = Arc::from(rule.storage_id());
+        Ok(rule)
+    }
+
+    fn check_ranges(&self) -> Result<()> {
+        let fail = |part: String, reason: &str| Err(Error::invalid_rule(&self.to_string(), &part, reason));
+        match self.algorithm {
+            Algorithm::Gcra | Algorithm::LeakyBucket => {
+                if self.period_us < self.limit {
+                    return fail(
+                        self.limit.to_string(),
+                        "rate too fine: more than one unit per microsecond",
+                    );
+                }
+                if (self.burst as u128) * (self.emission_interval_us() as u128) > MAX_SCALED as u128 {
+                    return fail(format!("burst {}", self.burst), "burst × period is too large");
+                }
+            }
+            Algorithm::TokenBucket => {
+                let (scale, _) = self.token_scale();
+                if (self.burst as u128) * (scale as u128) > MAX_SCALED as u128 {
+                    return fail(format!("burst {}", self.burst), "burst × period is too large");
+                }
+            }
+            Algorithm::SlidingLog if self.limit > MAX_SLIDING_LOG_LIMIT => {
+                return fail(
+                    self.limit.to_string(),
+                    "sliding_log keeps one entry per unit: limit must be at most 10000",
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The algorithm that decides this rule.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// How many units per period.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        Duration::from_micros(self.period_us)
+    }
+
+    /// The burst (bucket algorithms) — equal to `limit` for the window algorithms.
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// The most units one request can ever take: `burst` for buckets, `limit` for windows.
+    pub fn capacity(&self) -> u64 {
+        if self.algorithm.uses_burst() {
+            self.burst
+        } else {
+            self.limit
+        }
+    }
+
+    /// The stable identifier of the rule's shape, the last part of its storage key.
+    ///
+    /// ```
+    /// let rule: ratelock::Rule = "100/minute burst 20".parse()?;
+    /// assert_eq!(rule.id(), "g100/60000b20");
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn period_us(&self) -> u64 {
+        self.period_us
+    }
+
+    /// GCRA / leaky bucket: µs per unit, rounded up (never admits faster than the rule).
+    pub(crate) fn emission_interval_us(&self) -> u64 {
+        self.period_us.div_ceil(self.limit)
+    }
+
+    /// Token bucket: (scaled units per token, scaled units refilled per µs), reduced by their gcd.
+    pub(crate) fn token_scale(&self) -> (u64, u64) {
+        let g = gcd(self.limit, self.period_us);
+        (self.period_us / g, self.limit / g)
+    }
+
+    fn storage_id(&self) -> String {
+        let period_ms = self.period_us / 1000;
+        let code = self.algorithm.code();
+        if self.algorithm.uses_burst() {
+            format!("{code}{}/{period_ms}b{}", self.limit, self.burst)
+        } else {
+            format!("{code}{}/{period_ms}", self.limit)
+        }
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl std::str::FromStr for Rule {
+    type Err = Error;
+
+    /// Parses exactly one rule (see [`Rules`] for several).
+    fn from_str(text: &str) -> Result<Self> {
+        let rules = Rules::parse_with_default(text, Algorithm::Gcra)?;
+        match rules.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(Error::invalid_rule(text, text, "expected exactly one rule")),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The rule text parser: `"10/second"`, `"10 per 2 minutes"`, `"100/minute burst 20 using token_bucket"`,
+//! several rules joined by `;` or `,`. Every error names the part of the text that was wrong.
+
+use std::time::Duration;
+
+use super::{Algorithm, Rule};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token<'a> {
+    Number(u64, &'a str),
+    Word(String, &'a str),
+    Slash,
+}
+
+/// Parses one or more rules separated by `;` or `,`.
+pub(super) fn parse_rules(text: &str, default: Algorithm) -> Result<Vec<Rule>> {
+    if text.trim().is_empty() {
+        return Err(Error::invalid_rule(text, text, "empty rule text"));
+    }
+    text.split([';', ','])
+        .map(|segment| parse_rule(text, segment, default))
+        .collect()
+}
+
+fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
+    let fail = |part: &str, reason: &str| Error::invalid_rule(text, part, reason);
+    if segment.trim().is_empty() {
+        return Err(fail(segment, "empty rule between separators"));
+    }
+    let tokens = tokenize(text, segment)?;
+    let mut tokens = tokens.into_iter().peekable();
+
+    let limit = match tokens.next() {
+        Some(Token::Number(n, _)) => n,
+        Some(other) => {
+            return Err(fail(
+                token_text(&other),
+                "a rule starts with a number (the limit)",
+            ))
+        }
+        None => return Err(fail(segment, "empty rule")),
+    };
+    match tokens.next() {
+        Some(Token::Slash) => {}
+        Some(Token::Word(word, _)) if word == "per" => {}
+        Some(other) => return Err(fail(token_text(&other), "expected '/' or 'per' after the limit")),
+        None => return Err(fail(segment.trim(), "missing period (e.g. '/second')")),
+    }
+    let count = match tokens.peek() {
+        Some(Token::Number(n, raw)) => {
+            if *n == 0 {
+                return Err(fail(raw, "the period count must be at least 1"));
+            }
+            let n = *n;
+            tokens.next();
+            n
+        }
+        _ => 1,
+    };
+    let unit_ms = match tokens.next() {
+        Some(Token::Word(word, raw)) => unit_millis(&word)
+            .ok_or_else(|| fail(raw, "unknown unit (expected ms, second, minute, hour or day)"))?,
+        Some(other) => {
+            return Err(fail(
+                token_text(&other),
+                "expected a unit (ms, second, minute, hour, day)",
+            ))
+        }
+        None => {
+            return Err(fail(
+                segment.trim(),
+                "missing unit (ms, second, minute, hour or day)",
+            ))
+        }
+    };
+    let period_ms = count
+        .checked_mul(unit_ms)
+        .ok_or_else(|| fail(segment.trim(), "period is too long"))?;
+
+    let mut burst = None;
+    let mut algorithm = None;
+    while let Some(token) = tokens.next() {
+        match token {
+            Token::Word(word, raw) if word == "burst" => {
+                if burst.is_some() {
+                    return Err(fail(raw, "burst given twice"));
+                }
+                match tokens.next() {
+                    Some(Token::Number(n, _)) => burst = Some(n),
+                    _ => return Err(fail(raw, "'burst' must be followed by a number")),
+                }
+            }
+            Token::Word(word, raw) if word == "using" => {
+                if algorithm.is_some() {
+                    return Err(fail(raw, "algorithm given twice"));
+                }
+                match tokens.next() {
+                    Some(Token::Word(_, name)) => {
+                        let alg = name.parse::<Algorithm>().map_err(|_| {
+                            fail(
+                                name,
+                                "unknown algorithm (expected gcra, token_bucket, leaky_bucket, \
+                                 fixed_window, sliding_window or sliding_log)",
+                            )
+                        })?;
+                        algorithm = Some(alg);
+                    }
+                    _ => return Err(fail(raw, "'using' must be followed by an algorithm name")),
+                }
+            }
+            other => {
+                return Err(fail(
+                    token_text(&other),
+                    "unexpected text (expected 'burst N' or 'using ALGORITHM')",
+                ))
+            }
+        }
+    }
+
+    let algorithm = algorithm.unwrap_or(default);
+    if burst.is_some() && !algorithm.uses_burst() {
+        return Err(fail(
+            segment.trim(),
+            "burst applies only to gcra, token_bucket and leaky_bucket",
+        ));
+    }
+    let period = Duration::from_millis(period_ms);
+    Rule::build(algorithm, limit, period, burst.unwrap_or(limit)).map_err(|err| match err {
+        Error::InvalidRule { part, reason, .. } => {
+            let part = if segment.contains(part.as_str()) {
+                part
+            } else {
+                segment.trim().to_owned()
+            };
+            Error::invalid_rule(text, &part, reason)
+        }
+        other => other,
+    })
+}
+
+fn tokenize<'a>(text: &str, segment: &'a str) -> Result<Vec<Token<'a>>> {
+    let mut tokens = Vec::new();
+    let bytes = segment.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let start = i;
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'/' {
+            tokens.push(Token::Slash);
+            i += 1;
+        } else if c.is_ascii_digit() {
+            while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'_') {
+                i += 1;
+            }
+            let raw = &segment[start..i];
+            let value = raw
+                .replace('_', "")
+                .parse::<u64>()
+                .map_err(|_| Error::invalid_rule(text, raw, "number is too large"))?;
+            tokens.push(Token::Number(value, raw));
+        } else if c.is_ascii_alphabetic() || c == b'_' || c == b'-' {
+            while i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' || bytes[i] == b'-')
+            {
+                i += 1;
+            }
+            let raw = &segment[start..i];
+            tokens.push(Token::Word(raw.to_ascii_lowercase(), raw));
+        } else {
+            let end = segment[start..]
+                .char_indices()
+                .nth(1)
+                .map_or(segment.len(), |(offset, _)| start + offset);
+            return Err(Error::invalid_rule(
+                text,
+                &segment[start..end],
+                "unexpected character",
+            ));
+        }
+    }
+    Ok(tokens)
+}
+
+fn token_text<'a>(token: &Token<'a>) -> &'a str {
+    match token {
+        Token::Number(_, raw) | Token::Word(_, raw) => raw,
+        Token::Slash => "/",
+    }
+}
+
+fn unit_millis(word: &str) -> Option<u64> {
+    Some(match word {
+        "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Rules;
+
+    fn rule(text: &str) -> Rule {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn error_part(text: &str) -> String {
+        match text.parse::<Rules>() {
+            Err(Error::InvalidRule { part, .. }) => part,
+            other => panic!("{text}: expected an invalid-rule error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_the_documented_forms() {
+        assert_eq!(rule("10/second"), rule("10/s"));
+        assert_eq!(rule("10 per second"), rule("10/sec"));
+        assert_eq!(rule("10 per 2 minutes").period(), Duration::from_secs(120));
+        assert_eq!(rule("10/2minutes").period(), Duration::from_secs(120));
+        assert_eq!(rule("100/minute burst 20").burst(), 20);
+        assert_eq!(
+            rule("100/minute using sliding_log").algorithm(),
+            Algorithm::SlidingLog
+        );
+        assert_eq!(
+            rule("100 PER Minute USING Token-Bucket").algorithm(),
+            Algorithm::TokenBucket
+        );
+        assert_eq!(rule("5/250ms").period(), Duration::from_millis(250));
+        assert_eq!(rule("1/d").period(), Duration::from_secs(86_400));
+        assert_eq!(rule("1_000/h").limit(), 1000);
+        let rules: Rules = "10/second; 1000/hour using fixed_window, 5 per 3 days"
+            .parse()
+            .unwrap();
+        assert_eq!(rules.len(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_bad_part() {
+        assert_eq!(error_part("10/fortnight"), "fortnight");
+        assert_eq!(error_part("ten/second"), "ten");
+        assert_eq!(error_part("10/second; 5 per 0 minutes"), "0");
+        assert_eq!(error_part("0/second"), "0");
+        assert_eq!(error_part("10/s using magic"), "magic");
+        assert_eq!(error_part("10/s burst"), "burst");
+        assert_eq!(error_part("10/s; "), " ");
+        assert_eq!(error_part(""), "");
+        assert_eq!(error_part("99999999999999999999999/s"), "99999999999999999999999");
+        assert_eq!(error_part("10/s!"), "!");
+        assert_eq!(error_part("10 second"), "second");
+        assert_eq!(
+            error_part("10/s burst 5 using fixed_window"),
+            "10/s burst 5 using fixed_window"
+        );
+        assert_eq!(error_part("20000/s using sliding_log"), "20000");
+        assert_eq!(error_part("10/s; 10/second"), "10/second");
+        assert_eq!(error_part("10 per 400 days"), "10 per 400 days");
+        assert_eq!(error_part("2000/ms"), "2000");
+    }
+
+    #[test]
+    fn non_ascii_text_is_an_error_not_a_panic() {
+        assert_eq!(error_part("10/sécond"), "é");
+        assert_eq!(error_part("１０/s"), "１");
+    }
+}
