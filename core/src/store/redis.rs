@@ -95,34 +95,51 @@ impl RedisStore {
 
     /// EVALSHA; on NOSCRIPT (the script certainly did not run) load it and run it once more.
     async fn eval(&self, script: &LuaScript, cmd: Cmd) -> Result<Value> {
-        match self.query(&cmd).await {
-            Err(Error::StoreUnavailable(message)) if message.starts_with("NOSCRIPT") => {
+        match self.send(&cmd).await {
+            Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
                 load.arg("LOAD").arg(script.body);
                 self.query(&load).await?;
                 self.query(&cmd).await
             }
-            other => other,
+            Err(Failure::Other(err)) => Err(err),
+            Ok(value) => Ok(value),
         }
     }
 
-    /// One command with the store's timeout. Errors are mapped, never retried here.
+    /// One command with the store's timeout; errors are mapped, never retried.
     async fn query(&self, cmd: &Cmd) -> Result<Value> {
+        self.send(cmd).await.map_err(|failure| match failure {
+            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into()),
+            Failure::Other(err) => err,
+        })
+    }
+
+    async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let mut connection = self.connection.clone();
         match tokio::time::timeout(self.timeout, connection.send_packed_command(cmd)).await {
-            Err(_) => Err(Error::Timeout(self.timeout)),
-            Ok(Err(err)) if err.is_timeout() => Err(Error::Timeout(self.timeout)),
-            Ok(Err(err)) => Err(map_error(err)),
+            Err(_) => Err(Failure::Other(Error::Timeout(self.timeout))),
+            Ok(Err(err)) if err.is_timeout() => Err(Failure::Other(Error::Timeout(self.timeout))),
+            Ok(Err(err)) => Err(Failure::Other(map_error(err))),
+            Ok(Ok(Value::ServerError(err))) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
+            Ok(Ok(Value::ServerError(err))) => Err(Failure::Other(Error::StoreUnavailable(format!(
+                "{} {}",
+                err.code(),
+                err.details().unwrap_or_default()
+            )))),
             Ok(Ok(value)) => Ok(value),
         }
     }
 }
 
+/// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.
+enum Failure {
+    NoScript,
+    Other(Error),
+}
+
 fn map_error(err: redis::RedisError) -> Error {
-    match err.code() {
-        Some("NOSCRIPT") => Error::StoreUnavailable(format!("NOSCRIPT {err}")),
-        _ => Error::StoreUnavailable(err.to_string()),
-    }
+    Error::StoreUnavailable(err.to_string())
 }
 
 /// Turns the script's own "cost exceeds capacity of rule N" reply into the typed error.
@@ -150,27 +167,28 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
 }
 
 fn parse_outcomes(reply: Value, rules: usize) -> Result<Vec<Outcome>> {
-    let bad = || Error::StoreUnavailable("unexpected reply from limit.lua".into());
-    let Value::Array(items) = reply else {
-        return Err(bad());
+    let bad = |what: &dyn std::fmt::Debug| {
+        Error::StoreUnavailable(format!("unexpected reply from limit.lua: {what:?}"))
     };
-    if items.len() != rules * 5 {
-        return Err(bad());
+    let items = match reply {
+        Value::Array(items) if items.len() == rules * 5 => items,
+        other => return Err(bad(&other)),
+    };
+    let mut numbers = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::Int(n) if n >= 0 => numbers.push(n as u64),
+            other => return Err(bad(&other)),
+        }
     }
-    let mut numbers = items.into_iter().map(|v| match v {
-        Value::Int(n) if n >= 0 => Ok(n as u64),
-        _ => Err(bad()),
-    });
-    let mut next = || numbers.next().unwrap_or_else(|| Err(bad()));
-    let mut outcomes = Vec::with_capacity(rules);
-    for _ in 0..rules {
-        outcomes.push(Outcome {
-            allowed: next()? == 1,
-            limit: next()?,
-            remaining: next()?,
-            reset_after_us: next()?,
-            retry_after_us: next()?,
-        });
-    }
-    Ok(outcomes)
+    Ok(numbers
+        .chunks_exact(5)
+        .map(|n| Outcome {
+            allowed: n[0] == 1,
+            limit: n[1],
+            remaining: n[2],
+            reset_after_us: n[3],
+            retry_after_us: n[4],
+        })
+        .collect())
 }

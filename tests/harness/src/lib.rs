@@ -1,0 +1,10 @@
+//! ratelock's test kit: real `redis-server` processes for tests and benchmarks, the shared vectors,
+//! and Redis Cluster slot arithmetic. Used by the integration tests in `tests/` and by `bench/`.
+
+#![allow(missing_docs)]
+
+pub mod redis_server;
+pub mod slot;
+pub mod vectors;
+
+pub use redis_server::RedisServer;

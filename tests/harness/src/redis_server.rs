@@ -1,0 +1,131 @@
+//! A real `redis-server` for tests: started on a free loopback port in a private temp directory,
+//! without persistence, and stopped by PID when dropped (also on panic).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running redis-server owned by the test that started it.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    extra_args: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port. Panics with a clear message if redis-server is missing.
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra command-line arguments (e.g. `["--requirepass", "x"]`).
+    pub fn start_with(extra_args: &[&str]) -> Self {
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!("ratelock-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create redis temp dir");
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir,
+                extra_args: extra_args.clone(),
+            };
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("could not start redis-server on a free port after 5 attempts");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--enable-debug-command", "yes", "--dir"])
+            .arg(&self.dir)
+            .args(&self.extra_args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot run redis-server ({e}); install it: apt-get install -y redis-server")
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(_)) = child.try_wait() {
+                    self.child = None;
+                    return false;
+                }
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.stop();
+        false
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The PID of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A plain synchronous connection for inspecting the server from a test.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect to test redis")
+    }
+
+    /// Stops the server by PID and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the server and starts a fresh one (no persistence: empty) on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.spawn() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not restart on port {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free loopback port")
+}

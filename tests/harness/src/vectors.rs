@@ -1,0 +1,221 @@
+//! The shared vectors (`tests/vectors/*.json`, format in `tests/vectors/README.md`): loading them,
+//! running them against a store with explicit `now`, and filling in expectations from the Rust core.
+
+use std::path::{Path, PathBuf};
+
+use ratelock::{Decision, Rules, Store};
+use serde::{Deserialize, Serialize};
+
+/// One vector file: scenarios that each start from empty state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VectorFile {
+    /// What the file covers.
+    pub description: String,
+    /// The scenarios.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// A sequence of steps on fresh state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Unique within the file.
+    pub name: String,
+    /// What it shows.
+    pub description: String,
+    /// Rules used by steps that give none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
+    /// Key used by steps that give none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+}
+
+/// One operation and what it must answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    /// `hit`, `peek` or `reset`.
+    pub op: String,
+    /// Time in µs since the Unix epoch.
+    pub now_us: u64,
+    /// Overrides the scenario key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Overrides the scenario rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
+    /// Units (default 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cost: u64,
+    /// The expected decision (hit and peek).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+    /// The expected error code instead (see `Error::code`), e.g. `COST_EXCEEDS_CAPACITY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
+/// The expected decision: the deciding rule's figures and every rule's `[allowed, limit, remaining,
+/// reset_after_us, retry_after_us]` (allowed as 1/0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expect {
+    /// Every rule allowed.
+    pub allowed: bool,
+    /// Deciding rule's limit.
+    pub limit: u64,
+    /// Deciding rule's remaining.
+    pub remaining: u64,
+    /// Deciding rule's reset, µs.
+    pub reset_after_us: u64,
+    /// Wait until the same request would be allowed, µs (0 when allowed).
+    pub retry_after_us: u64,
+    /// Index of the deciding rule.
+    pub rule_index: usize,
+    /// Per rule: allowed (1/0), limit, remaining, reset_after_us, retry_after_us.
+    pub per_rule: Vec<[u64; 5]>,
+}
+
+impl Expect {
+    /// The expectation a decision satisfies.
+    pub fn of(decision: &Decision) -> Self {
+        Expect {
+            allowed: decision.allowed,
+            limit: decision.limit,
+            remaining: decision.remaining,
+            reset_after_us: decision.reset_after.as_micros() as u64,
+            retry_after_us: decision.retry_after.as_micros() as u64,
+            rule_index: decision.rule_index,
+            per_rule: decision
+                .rules
+                .iter()
+                .map(|r| {
+                    [
+                        r.allowed as u64,
+                        r.limit,
+                        r.remaining,
+                        r.reset_after.as_micros() as u64,
+                        r.retry_after.as_micros() as u64,
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What one step produced: a decision, an error code, or nothing (reset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A decision.
+    Decision(Expect),
+    /// An error's stable code.
+    Error(String),
+    /// A reset.
+    Done,
+}
+
+/// The directory holding the vector files.
+pub fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors")
+}
+
+/// Every vector file, sorted by name.
+pub fn load_all() -> Vec<(String, VectorFile)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
+        .expect("read tests/vectors")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read vector file");
+            let file: VectorFile =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path.file_name().unwrap().to_string_lossy().into_owned(), file)
+        })
+        .collect()
+}
+
+/// Runs one step against a store under `prefix`.
+pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &Step) -> Answer {
+    let key = step
+        .key
+        .as_ref()
+        .or(scenario.key.as_ref())
+        .map_or("k", String::as_str);
+    let text = step
+        .rules
+        .as_ref()
+        .or(scenario.rules.as_ref())
+        .expect("a step needs rules");
+    let rules: Rules = match text.parse() {
+        Ok(rules) => rules,
+        Err(err) => return Answer::Error(err.code().to_owned()),
+    };
+    let spend = match step.op.as_str() {
+        "hit" => true,
+        "peek" => false,
+        "reset" => {
+            return match store.reset(prefix, key.as_bytes(), &rules).await {
+                Ok(()) => Answer::Done,
+                Err(err) => Answer::Error(err.code().to_owned()),
+            }
+        }
+        other => panic!("unknown op {other:?} in scenario {}", scenario.name),
+    };
+    let request = ratelock::store::LimitRequest {
+        prefix,
+        key: key.as_bytes(),
+        rules: &rules,
+        cost: step.cost,
+        now_us: Some(step.now_us),
+        spend,
+    };
+    match store.check(&request).await {
+        Ok(outcomes) => Answer::Decision(Expect::of(&Decision::from_outcomes(&outcomes))),
+        Err(err) => Answer::Error(err.code().to_owned()),
+    }
+}
+
+/// The answer a step expects.
+pub fn expected(step: &Step) -> Answer {
+    match (&step.expect, &step.expect_error) {
+        (Some(expect), None) => Answer::Decision(expect.clone()),
+        (None, Some(code)) => Answer::Error(code.clone()),
+        (None, None) => Answer::Done,
+        (Some(_), Some(_)) => panic!("a step expects either a decision or an error, not both"),
+    }
+}
+
+/// Runs every scenario of every file against `store`; returns one line per disagreement.
+pub async fn check_all(store: &Store, files: &[(String, VectorFile)]) -> (usize, Vec<String>) {
+    let mut steps = 0;
+    let mut failures = Vec::new();
+    for (file_index, (name, file)) in files.iter().enumerate() {
+        for (index, scenario) in file.scenarios.iter().enumerate() {
+            let prefix = format!("vec{file_index}.{index}");
+            for (step_index, step) in scenario.steps.iter().enumerate() {
+                steps += 1;
+                let got = run_step(store, &prefix, scenario, step).await;
+                let want = expected(step);
+                if got != want {
+                    failures.push(format!(
+                        "{name} / {} / step {step_index} ({} at {}): expected {want:?}, got {got:?}",
+                        scenario.name, step.op, step.now_us
+                    ));
+                }
+            }
+        }
+    }
+    (steps, failures)
+}
