@@ -7,7 +7,9 @@
 -- ARGV[4i..4i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs, burst
 --
 -- Reply: a flat array of 5 integers per rule, in rule order:
---   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed)
+--   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed).
+--   When any rule denies, nothing is spent and every rule reports its figures as they stand
+--   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1.
 -- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity.
 -- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE).
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
@@ -55,10 +57,11 @@ local function rule_gcra(key, now, cost, limit, period, burst)
   if tat < now then tat = now end
   local new_tat = tat + cost * t
   local allow_at = new_tat - tau
+  local standing = { 1, limit, idiv(math.max(now + tau - tat, 0), t), tat - now, 0 }
   if allow_at > now then
-    return { 0, limit, idiv(math.max(now + tau - tat, 0), t), tat - now, allow_at - now }
+    return { 0, limit, standing[3], standing[4], allow_at - now }
   end
-  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0 }, function()
+  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0 }, standing, function()
     redis.call('SET', key, int(new_tat), 'PX', px(new_tat - now))
   end
 end
@@ -82,12 +85,13 @@ local function rule_token(key, now, cost, limit, period, burst)
     end
   end
   if last < now then last = now end
+  local standing = { 1, limit, idiv(tokens, scale), cdiv(capacity - tokens, rate), 0 }
   if tokens < need then
-    return { 0, limit, idiv(tokens, scale), cdiv(capacity - tokens, rate), cdiv(need - tokens, rate) }
+    return { 0, limit, standing[3], standing[4], cdiv(need - tokens, rate) }
   end
   tokens = tokens - need
   local reset = cdiv(capacity - tokens, rate)
-  return { 1, limit, idiv(tokens, scale), reset, 0 }, function()
+  return { 1, limit, idiv(tokens, scale), reset, 0 }, standing, function()
     redis.call('HSET', key, 't', int(tokens), 'l', int(last))
     redis.call('PEXPIRE', key, px(reset))
   end
@@ -104,11 +108,12 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   end
   if now > last then level = math.max(level - (now - last), 0) end
   if last < now then last = now end
+  local standing = { 1, limit, idiv(capacity - level, t), level, 0 }
   if level + pour > capacity then
-    return { 0, limit, idiv(capacity - level, t), level, level + pour - capacity }
+    return { 0, limit, standing[3], standing[4], level + pour - capacity }
   end
   level = level + pour
-  return { 1, limit, idiv(capacity - level, t), level, 0 }, function()
+  return { 1, limit, idiv(capacity - level, t), level, 0 }, standing, function()
     redis.call('HSET', key, 'v', int(level), 'l', int(last))
     redis.call('PEXPIRE', key, px(level))
   end
@@ -121,11 +126,12 @@ local function rule_fixed(key, now, cost, limit, period)
   local count = 0
   if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
   local reset = (window + 1) * period - now
+  local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
   if count + cost > limit then
-    return { 0, limit, math.max(limit - count, 0), reset, reset }
+    return { 0, limit, standing[3], reset, reset }
   end
   count = count + cost
-  return { 1, limit, limit - count, reset, 0 }, function()
+  return { 1, limit, limit - count, reset, 0 }, standing, function()
     redis.call('HSET', key, 'w', int(window), 'c', int(count))
     redis.call('PEXPIRE', key, px(reset))
   end
@@ -153,6 +159,7 @@ local function rule_sliding(key, now, cost, limit, period)
   local function reset_for(c)
     if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
   end
+  local standing = { 1, limit, math.max(math.floor(limit - used), 0), reset_for(cur), 0 }
   if used + cost > limit then
     local retry
     if cur + cost <= limit then
@@ -168,11 +175,11 @@ local function rule_sliding(key, now, cost, limit, period)
         return cur * (period - into) / period + cost <= limit
       end)
     end
-    return { 0, limit, math.max(math.floor(limit - used), 0), reset_for(cur), retry }
+    return { 0, limit, standing[3], standing[4], retry }
   end
   local count = cur + cost
   local reset = reset_for(count)
-  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, function()
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function()
     redis.call('HSET', key, 'w', int(window), 'c', int(count), 'p', int(prev))
     redis.call('PEXPIRE', key, px(reset))
   end
@@ -184,15 +191,17 @@ local function rule_log(key, now, cost, limit, period)
   local count = redis.call('ZCARD', key)
   local newest = nil
   if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
+  if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
   if count + cost > limit then
     local k = count + cost - limit
     local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
-    return { 0, limit, math.max(limit - count, 0), math.max(newest + period - now, 0), kth + period - now }
+    return { 0, limit, standing[3], standing[4], kth + period - now }
   end
   local latest = now
   if newest ~= nil and newest > now then latest = newest end
   local reset = latest + period - now
-  return { 1, limit, limit - count - cost, reset, 0 }, function()
+  return { 1, limit, limit - count - cost, reset, 0 }, standing, function()
     local stamp = int(now)
     local taken = redis.call('ZCOUNT', key, stamp, stamp)
     local args = {}
@@ -228,7 +237,7 @@ if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
   return redis.error_reply('ERR ratelock: expected 4 arguments per key')
 end
 
-local reply, writes, all_allowed = {}, {}, true
+local outcomes, standings, writes, all_allowed = {}, {}, {}, true
 for i = 1, #KEYS do
   local at = 3 + 4 * (i - 1)
   local code = ARGV[at + 1]
@@ -242,12 +251,21 @@ for i = 1, #KEYS do
   if cost > capacity then
     return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
   end
-  local outcome, write = decide(KEYS[i], now, cost, limit, period, burst)
-  if outcome[1] == 0 then all_allowed = false end
-  writes[i] = write
-  for j = 1, 5 do reply[#reply + 1] = outcome[j] end
+  local outcome, standing, write = decide(KEYS[i], now, cost, limit, period, burst)
+  if outcome[1] == 0 then
+    all_allowed = false
+    standing = outcome
+  end
+  outcomes[i], standings[i], writes[i] = outcome, standing, write
 end
 if mode == 'hit' and all_allowed then
   for i = 1, #KEYS do writes[i]() end
+end
+-- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
+local reply = {}
+for i = 1, #KEYS do
+  local answer = outcomes[i]
+  if not all_allowed then answer = standings[i] end
+  for j = 1, 5 do reply[#reply + 1] = answer[j] end
 end
 return reply

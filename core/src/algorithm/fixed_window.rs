@@ -1,6 +1,6 @@
 //! Fixed window: one counter per window `floor(now / period)`. Mirrored by `rule_fixed` in `lua/limit.lua`.
 
-use super::{Outcome, State, Step, Update};
+use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a fixed-window rule. `state` is `(window index, count in that window)`.
@@ -13,31 +13,18 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> St
     };
     let reset = (window + 1) * period - now;
     let limit = rule.limit();
+    let standing = (limit.saturating_sub(count), reset);
     if count + cost > limit {
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit,
-                remaining: limit.saturating_sub(count),
-                reset_after_us: reset,
-                retry_after_us: reset,
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        return Step::denied(limit, standing, reset);
     }
     let count = count + cost;
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit,
-            remaining: limit - count,
-            reset_after_us: reset,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Replace(State::FixedWindow { window, count })),
-        ttl_us: reset,
-    }
+    let after = (limit - count, reset);
+    Step::allowed(
+        limit,
+        standing,
+        after,
+        Update::Replace(State::FixedWindow { window, count }),
+    )
 }
 
 #[cfg(test)]

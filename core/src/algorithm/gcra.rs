@@ -1,7 +1,7 @@
 //! GCRA: the state is one timestamp, the theoretical arrival time (TAT) at which the bucket is empty.
 //! Mirrored by `rule_gcra` in `lua/limit.lua`.
 
-use super::{Outcome, State, Step, Update};
+use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a GCRA rule. `tat` is the stored theoretical arrival time, in µs.
@@ -14,30 +14,17 @@ pub fn decide(rule: &Rule, tat: Option<u64>, now: u64, cost: u64) -> Step {
     let tat0 = tat.map_or(now, |tat| tat.max(now));
     let new_tat = tat0 + cost * t;
     let allow_at = new_tat.saturating_sub(tau);
+    let standing = ((now + tau).saturating_sub(tat0) / t, tat0 - now);
     if allow_at > now {
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit: rule.limit(),
-                remaining: (now + tau).saturating_sub(tat0) / t,
-                reset_after_us: tat0 - now,
-                retry_after_us: allow_at - now,
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        return Step::denied(rule.limit(), standing, allow_at - now);
     }
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit: rule.limit(),
-            remaining: (now + tau - new_tat) / t,
-            reset_after_us: new_tat - now,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Replace(State::Gcra { tat: new_tat })),
-        ttl_us: new_tat - now,
-    }
+    let after = ((now + tau - new_tat) / t, new_tat - now);
+    Step::allowed(
+        rule.limit(),
+        standing,
+        after,
+        Update::Replace(State::Gcra { tat: new_tat }),
+    )
 }
 
 #[cfg(test)]
@@ -45,6 +32,8 @@ mod tests {
     use super::*;
 
     const SECOND: u64 = 1_000_000;
+
+    use crate::algorithm::Outcome;
 
     fn run(rule: &Rule, tat: &mut Option<u64>, now: u64, cost: u64) -> Outcome {
         let step = decide(rule, *tat, now, cost);

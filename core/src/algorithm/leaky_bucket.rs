@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter (the funnel): water drains one unit per emission interval; a request is
 //! poured in if it fits under `burst`. Decides exactly like GCRA. Mirrored by `rule_leaky` in `lua/limit.lua`.
 
-use super::{Outcome, State, Step, Update};
+use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a leaky-bucket rule. `state` is `(level, last)`: the water as µs of drain time, as of `last`.
@@ -14,31 +14,18 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> St
         level = level.saturating_sub(now - last);
     }
     let last = last.max(now);
+    let standing = ((capacity - level) / t, level);
     if level + pour > capacity {
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit: rule.limit(),
-                remaining: (capacity - level) / t,
-                reset_after_us: level,
-                retry_after_us: level + pour - capacity,
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        return Step::denied(rule.limit(), standing, level + pour - capacity);
     }
     let level = level + pour;
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit: rule.limit(),
-            remaining: (capacity - level) / t,
-            reset_after_us: level,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Replace(State::LeakyBucket { level, last })),
-        ttl_us: level,
-    }
+    let after = ((capacity - level) / t, level);
+    Step::allowed(
+        rule.limit(),
+        standing,
+        after,
+        Update::Replace(State::LeakyBucket { level, last }),
+    )
 }
 
 #[cfg(test)]

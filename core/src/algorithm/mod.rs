@@ -97,12 +97,70 @@ pub enum Update {
 /// One rule's decision and, when allowed, the state change it wants and for how long to keep the state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    /// The answer.
+    /// The answer if this rule's part of the request is carried out.
     pub outcome: Outcome,
+    /// The rule's figures left as they are: what it reports when another rule denies the request.
+    pub unspent: Outcome,
     /// The change to store if the request as a whole is allowed.
     pub update: Option<Update>,
-    /// µs the updated state stays meaningful (its TTL).
+    /// µs the updated state stays meaningful (its TTL): the reset time after the update.
     pub ttl_us: u64,
+}
+
+impl Step {
+    /// A denial: `(remaining, reset_after_us)` as they stand, and the exact wait.
+    pub(crate) fn denied(limit: u64, standing: (u64, u64), retry_after_us: u64) -> Step {
+        let outcome = Outcome {
+            allowed: false,
+            limit,
+            remaining: standing.0,
+            reset_after_us: standing.1,
+            retry_after_us,
+        };
+        Step {
+            outcome,
+            unspent: outcome,
+            update: None,
+            ttl_us: 0,
+        }
+    }
+
+    /// An admission: figures as they stand, figures after the update, and the update itself.
+    pub(crate) fn allowed(limit: u64, standing: (u64, u64), after: (u64, u64), update: Update) -> Step {
+        let outcome = |(remaining, reset_after_us): (u64, u64)| Outcome {
+            allowed: true,
+            limit,
+            remaining,
+            reset_after_us,
+            retry_after_us: 0,
+        };
+        Step {
+            outcome: outcome(after),
+            unspent: outcome(standing),
+            update: Some(update),
+            ttl_us: after.1,
+        }
+    }
+}
+
+/// The per-rule answers of a whole request: if every rule allows, each rule's outcome; otherwise
+/// nothing is spent, so every rule reports its figures as they stand.
+///
+/// ```
+/// use ratelock::algorithm::{decide, outcomes};
+/// let fast: ratelock::Rule = "5/second".parse()?;
+/// let slow: ratelock::Rule = "1/minute".parse()?;
+/// let steps = [decide(&fast, None, 0, 2)?, decide(&slow, None, 0, 2).unwrap_or_else(|_| decide(&slow, None, 0, 1).unwrap())];
+/// let answers = outcomes(&steps);
+/// assert_eq!(answers[0].remaining, if answers[1].allowed { 3 } else { 5 });
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+pub fn outcomes(steps: &[Step]) -> Vec<Outcome> {
+    let all_allowed = steps.iter().all(|s| s.outcome.allowed);
+    steps
+        .iter()
+        .map(|s| if all_allowed { s.outcome } else { s.unspent })
+        .collect()
 }
 
 /// Decides one rule. `state` must be the state stored for this rule (or `None`).

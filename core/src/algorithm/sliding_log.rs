@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Outcome, Step, Update};
+use super::{Step, Update};
 use crate::rule::Rule;
 
 /// Decides a sliding-log rule over `entries` (ascending µs timestamps).
@@ -14,41 +14,29 @@ pub fn decide(rule: &Rule, entries: &VecDeque<u64>, now: u64, cost: u64) -> Step
     let first_alive = entries.partition_point(|&s| s + period <= now);
     let count = (entries.len() - first_alive) as u64;
     let newest = entries.back().copied();
+    let standing = (
+        limit.saturating_sub(count),
+        newest.map_or(0, |s| (s + period).saturating_sub(now)),
+    );
     if count + cost > limit {
         let kth = entries[first_alive + (count + cost - limit) as usize - 1];
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit,
-                remaining: limit.saturating_sub(count),
-                reset_after_us: newest.map_or(0, |s| (s + period).saturating_sub(now)),
-                retry_after_us: kth + period - now,
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        return Step::denied(limit, standing, kth + period - now);
     }
-    let reset = newest.map_or(now, |s| s.max(now)) + period - now;
+    let after = (
+        limit - count - cost,
+        newest.map_or(now, |s| s.max(now)) + period - now,
+    );
     let drop_through = if first_alive > 0 {
         now.checked_sub(period)
     } else {
         None
     };
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit,
-            remaining: limit - count - cost,
-            reset_after_us: reset,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Append {
-            drop_through,
-            at: now,
-            count: cost,
-        }),
-        ttl_us: reset,
-    }
+    let update = Update::Append {
+        drop_through,
+        at: now,
+        count: cost,
+    };
+    Step::allowed(limit, standing, after, update)
 }
 
 /// Applies an append: drops entries `<= drop_through`, then inserts `count` entries at `at` in order.

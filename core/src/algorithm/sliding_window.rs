@@ -3,7 +3,7 @@
 //! aligned window, nor more than `2 × limit` in any span of one period. The weighting is done in f64 in
 //! exactly the order `lua/limit.lua` (`rule_sliding`) does it, so both give bit-identical answers.
 
-use super::{Outcome, State, Step, Update};
+use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a sliding-window rule. `state` is `(window index, current count, previous count)`.
@@ -27,36 +27,22 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64, u64)>, now: u64, cost: u64) 
             0
         }
     };
+    let standing = (floor_non_negative(limit as f64 - used), reset_for(current));
     if used + cost as f64 > limit as f64 {
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit,
-                remaining: floor_non_negative(limit as f64 - used),
-                reset_after_us: reset_for(current),
-                retry_after_us: retry_after(limit, period, remaining_in_window, current, previous, cost),
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        let retry = retry_after(limit, period, remaining_in_window, current, previous, cost);
+        return Step::denied(limit, standing, retry);
     }
+    let after = (
+        floor_non_negative(limit as f64 - (used + cost as f64)),
+        reset_for(current + cost),
+    );
     let current = current + cost;
-    let reset = reset_for(current);
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit,
-            remaining: floor_non_negative(limit as f64 - (used + cost as f64)),
-            reset_after_us: reset,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Replace(State::SlidingWindow {
-            window,
-            current,
-            previous,
-        })),
-        ttl_us: reset,
-    }
+    let update = Update::Replace(State::SlidingWindow {
+        window,
+        current,
+        previous,
+    });
+    Step::allowed(limit, standing, after, update)
 }
 
 /// `previous × remaining / period`, in this operation order (Lua computes the same expression).

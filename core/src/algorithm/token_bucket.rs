@@ -2,7 +2,7 @@
 //! `limit / g` per µs (g = gcd(limit, period)), so no refill is ever rounded away.
 //! Mirrored by `rule_token` in `lua/limit.lua`.
 
-use super::{Outcome, State, Step, Update};
+use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a token-bucket rule. `state` is `(scaled tokens, last refill µs)`; fresh buckets are full.
@@ -21,37 +21,25 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> St
         };
     }
     let last = last.max(now);
+    let standing = (tokens / scale, (capacity - tokens).div_ceil(rate));
     if tokens < need {
-        return Step {
-            outcome: Outcome {
-                allowed: false,
-                limit: rule.limit(),
-                remaining: tokens / scale,
-                reset_after_us: (capacity - tokens).div_ceil(rate),
-                retry_after_us: (need - tokens).div_ceil(rate),
-            },
-            update: None,
-            ttl_us: 0,
-        };
+        return Step::denied(rule.limit(), standing, (need - tokens).div_ceil(rate));
     }
     let tokens = tokens - need;
-    let reset = (capacity - tokens).div_ceil(rate);
-    Step {
-        outcome: Outcome {
-            allowed: true,
-            limit: rule.limit(),
-            remaining: tokens / scale,
-            reset_after_us: reset,
-            retry_after_us: 0,
-        },
-        update: Some(Update::Replace(State::TokenBucket { tokens, last })),
-        ttl_us: reset,
-    }
+    let after = (tokens / scale, (capacity - tokens).div_ceil(rate));
+    Step::allowed(
+        rule.limit(),
+        standing,
+        after,
+        Update::Replace(State::TokenBucket { tokens, last }),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::algorithm::Outcome;
 
     fn run(rule: &Rule, state: &mut Option<(u64, u64)>, now: u64, cost: u64) -> Outcome {
         let step = decide(rule, *state, now, cost);

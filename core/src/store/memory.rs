@@ -9,7 +9,7 @@ use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
 use super::LimitRequest;
-use crate::algorithm::{decide, Outcome, State, Step};
+use crate::algorithm::{decide, outcomes, Outcome, State, Step};
 use crate::clock::now_us;
 use crate::error::Result;
 use crate::key::write_base;
@@ -123,8 +123,8 @@ impl MemoryStore {
             buffer.extend_from_slice(rule.id().as_bytes());
             steps.push(decide(rule, shard.live_state(buffer, now), now, request.cost)?);
         }
-        let outcomes = steps.iter().map(|s| s.outcome).collect();
-        if request.spend && steps.iter().all(|s| s.outcome.allowed) {
+        let outcomes = outcomes(&steps);
+        if request.spend && outcomes.iter().all(|o| o.allowed) {
             for (rule, step) in rules.iter().zip(steps) {
                 buffer.truncate(base_len);
                 buffer.extend_from_slice(rule.id().as_bytes());

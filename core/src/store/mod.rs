@@ -42,6 +42,8 @@ pub struct StoreOptions {
     pub timeout: Duration,
     /// Memory store: the most keys kept before the ones closest to expiry are evicted.
     pub max_keys: usize,
+    /// `rediss://`: PEM certificate(s) to trust instead of the system's roots (e.g. a private CA).
+    pub tls_root_ca: Option<Vec<u8>>,
 }
 
 impl Default for StoreOptions {
@@ -49,6 +51,7 @@ impl Default for StoreOptions {
         StoreOptions {
             timeout: Duration::from_secs(1),
             max_keys: 1_000_000,
+            tls_root_ca: None,
         }
     }
 }

@@ -32,11 +32,7 @@ impl std::fmt::Debug for RedisStore {
 impl RedisStore {
     /// Connects to `url` (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
-        #[cfg(feature = "tls")]
-        if url.starts_with("rediss://") {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let client = redis::Client::open(url).map_err(|e| Error::invalid_argument("url", e))?;
+        let client = open_client(url, options).map_err(|e| Error::invalid_argument("url", e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.timeout))
             .set_response_timeout(Some(options.timeout))
@@ -136,6 +132,23 @@ impl RedisStore {
 enum Failure {
     NoScript,
     Other(Error),
+}
+
+fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::Client> {
+    #[cfg(feature = "tls")]
+    if url.starts_with("rediss://") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if let Some(pem) = &options.tls_root_ca {
+            let certificates = redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem.clone()),
+            };
+            return redis::Client::build_with_tls(url, certificates);
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = options;
+    redis::Client::open(url)
 }
 
 fn map_error(err: redis::RedisError) -> Error {
