@@ -8,3 +8,8 @@ pub mod slot;
 pub mod vectors;
 
 pub use redis_server::RedisServer;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,31 @@
+# The commands the README names. `make demo` runs the demo on the embedded memory store;
+# `make test` runs every check CI runs (formatting, lints, all tests, the package build).
+
+CARGO ?= cargo
+
+.PHONY: demo test lint unit-and-integration package-check bench vectors-fill
+
+demo:
+	$(CARGO) run --quiet -p ratelock-examples --bin demo
+
+test: lint unit-and-integration package-check
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p ratelock --no-default-features --all-targets -- -D warnings
+
+unit-and-integration:
+	$(CARGO) test --workspace
+
+# Builds the crate from its packaged form: proves the Lua scripts travel inside it.
+package-check:
+	$(CARGO) package -p ratelock --allow-dirty --quiet
+	$(CARGO) package -p ratelock --allow-dirty --list | grep -qx 'lua/limit.lua'
+
+bench:
+	$(CARGO) run --release --quiet -p ratelock-bench
+
+# Recompute vector expectations from the Rust core (new scenarios only; review the diff).
+vectors-fill:
+	$(CARGO) run --quiet -p ratelock-testkit --bin vectors -- fill
