@@ -1,0 +1,64 @@
+//! Property tests for rules: every valid rule prints as text that parses back to the same rule,
+//! several rules round-trip together, and no input text makes the parser panic.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use ratelock::{Algorithm, Rule, Rules};
+
+fn any_rule() -> impl Strategy<Value = Rule> {
+    let algorithm = prop::sample::select(Algorithm::ALL.to_vec());
+    let period_ms = prop_oneof![
+        1u64..=1_000,
+        (1u64..=120).prop_map(|n| n * 1_000),
+        (1u64..=90).prop_map(|n| n * 60_000),
+        (1u64..=48).prop_map(|n| n * 3_600_000),
+        (1u64..=366).prop_map(|n| n * 86_400_000),
+        1u64..=31_622_400_000,
+    ];
+    (algorithm, 1u64..=1_000_000, period_ms, 1u64..=1_000_000).prop_filter_map(
+        "valid rules only",
+        |(algorithm, limit, period_ms, burst)| {
+            let burst = if algorithm.uses_burst() { burst } else { limit };
+            Rule::build(algorithm, limit, Duration::from_millis(period_ms), burst).ok()
+        },
+    )
+}
+
+proptest! {
+    #[test]
+    fn display_parses_back_to_the_same_rule(rule in any_rule()) {
+        let text = rule.to_string();
+        let parsed: Rule = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert_eq!(parsed.algorithm(), rule.algorithm());
+        prop_assert_eq!(parsed.limit(), rule.limit());
+        prop_assert_eq!(parsed.period(), rule.period());
+        prop_assert_eq!(parsed.burst(), rule.burst());
+        prop_assert_eq!(parsed.id(), rule.id());
+    }
+
+    #[test]
+    fn several_rules_round_trip_together(rules in prop::collection::vec(any_rule(), 1..5)) {
+        let mut unique: Vec<Rule> = Vec::new();
+        for rule in rules {
+            if !unique.contains(&rule) {
+                unique.push(rule);
+            }
+        }
+        let rules = Rules::new(unique).unwrap();
+        let parsed: Rules = rules.to_string().parse().unwrap();
+        prop_assert_eq!(parsed, rules);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,40}") {
+        let _ = text.parse::<Rules>();
+    }
+
+    #[test]
+    fn rule_like_text_never_panics(text in "[0-9]{0,25}[ /]{0,2}(per )?[0-9]{0,5} ?[a-z_]{0,14}( burst [0-9]{0,22})?( using [a-z_]{0,15})?[;,]?") {
+        if let Err(err) = text.parse::<Rules>() {
+            prop_assert!(err.is_invalid_rule(), "{text:?}: {err:?}");
+        }
+    }
+}
