@@ -1,0 +1,115 @@
+//! ratelock-bench: throughput of the Rust client against redis-benchmark on the same script and
+//! server, memory-store decisions per second, and Redis memory per key. Prints figures; never fails.
+
+mod client_throughput;
+mod machine_info;
+mod memory_throughput;
+mod redis_benchmark;
+mod redis_comparison;
+mod report;
+mod script_call;
+
+use std::time::Duration;
+
+use ratelock::store::MemoryStore;
+use ratelock::{Limiter, Rules};
+use ratelock_testkit::RedisServer;
+
+use crate::memory_throughput::MemoryRate;
+use crate::report::{Row, Target, Unit};
+
+/// The user key of every measurement.
+const KEY: &str = "bench:gcra";
+/// Fast enough that nothing the Redis runs send is ever denied.
+const RULE: &str = "1000000/second";
+/// The same rate with a burst so deep that every memory-store hit is allowed (and written).
+const RULE_ALWAYS_ALLOWED: &str = "1000000/second burst 1000000000";
+const MEMORY_WARM_UP: Duration = Duration::from_millis(500);
+const MEMORY_MEASURE: Duration = Duration::from_secs(1);
+const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
+
+#[tokio::main]
+async fn main() {
+    let server = RedisServer::start();
+    let rules: Rules = RULE.parse().expect("bench rule");
+    let mut notes = Vec::new();
+
+    let mut rows = redis_comparison::rows(&server, KEY, &rules, &mut notes).await;
+    rows.extend(memory_rows(&mut notes));
+
+    let table = report::text_table(&rows);
+    println!("\n{table}");
+    for note in &notes {
+        println!("- {note}");
+    }
+    write_results(&table, &rows, &notes);
+}
+
+/// `Limiter::hit` on the memory store against the store's own `check`, for a mostly denying rule
+/// (after its burst, one hit per µs is allowed) and for an always allowing one.
+fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
+    let clock_ns = memory_throughput::clock_read_ns(Duration::from_millis(300));
+    notes.push(format!(
+        "one read of the memory store's clock (ratelock::clock::now_us) takes {clock_ns:.1} ns here"
+    ));
+    [RULE, RULE_ALWAYS_ALLOWED]
+        .into_iter()
+        .map(|text| {
+            let rules: Rules = text.parse().expect("bench rule");
+            let hits = memory_throughput::limiter_hits(
+                &Limiter::memory(),
+                &rules,
+                KEY,
+                MEMORY_WARM_UP,
+                MEMORY_MEASURE,
+            );
+            let checks = memory_throughput::store_checks(
+                &MemoryStore::new(1_000_000),
+                &rules,
+                KEY,
+                MEMORY_WARM_UP,
+                MEMORY_MEASURE,
+            );
+            notes.push(format!(
+                "memory `{text}`: Limiter::hit allowed {}, MemoryStore::check allowed {} of the calls",
+                percent(&hits),
+                percent(&checks)
+            ));
+            Row {
+                name: format!("memory hit `{text}`, 1 thread vs MemoryStore::check"),
+                unit: Unit::PerSecond,
+                measured: Some(hits.per_second),
+                baseline: Some(checks.per_second),
+                target: Target::AtLeast(MEMORY_TARGET_PER_SECOND),
+            }
+        })
+        .collect()
+}
+
+fn percent(rate: &MemoryRate) -> String {
+    format!("{:.1}%", rate.allowed_share * 100.0)
+}
+
+/// Overwrites bench/RESULTS.md with the machine facts, the table and the notes.
+fn write_results(table: &str, rows: &[Row], notes: &[String]) {
+    let mut text = String::from(
+        "# ratelock-bench results\n\nWritten by `cargo run --release -p ratelock-bench` (`make bench`).\n\n",
+    );
+    for (label, value) in machine_info::describe() {
+        text.push_str(&format!("- {label}: {value}\n"));
+    }
+    text.push('\n');
+    text.push_str(&report::markdown_table(rows));
+    text.push('\n');
+    for note in notes {
+        text.push_str(&format!("- {note}\n"));
+    }
+    text.push_str("\n<details><summary>as printed</summary>\n\n```text\n");
+    text.push_str(table);
+    text.push_str("```\n\n</details>\n");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/RESULTS.md");
+    match std::fs::write(path, text) {
+        Ok(()) => println!("\nwrote {path}"),
+        Err(err) => eprintln!("\ncould not write {path}: {err}"),
+    }
+}
