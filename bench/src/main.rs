@@ -50,7 +50,7 @@ async fn main() {
 fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
     let clock_ns = memory_throughput::clock_read_ns(Duration::from_millis(300));
     notes.push(format!(
-        "one read of the memory store's clock (ratelock::clock::now_us) takes {clock_ns:.1} ns here"
+        "one read of the memory store's clock (ratelock::clock::process_now_us) takes {clock_ns:.1} ns here"
     ));
     [RULE, RULE_ALWAYS_ALLOWED]
         .into_iter()

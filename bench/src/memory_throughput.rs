@@ -59,9 +59,9 @@ pub fn store_checks(
     repeat_for(measure, check)
 }
 
-/// Nanoseconds of one read of the clock the memory store uses (`ratelock::clock::now_us`).
+/// Nanoseconds of one read of the clock the memory store uses (`ratelock::clock::process_now_us`).
 pub fn clock_read_ns(measure: Duration) -> f64 {
-    let rate = repeat_for(measure, || black_box(ratelock::clock::now_us()) > 0);
+    let rate = repeat_for(measure, || black_box(ratelock::clock::process_now_us()) > 0);
     1e9 / rate.per_second
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::algorithm::{combine, Outcome};
+use crate::algorithm::{combine, Outcome, Outcomes};
 
 /// One rule's part of a [`Decision`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,14 +66,13 @@ pub struct Decision {
     pub rule_index: usize,
     /// True when the store failed and the failure policy produced this answer.
     pub degraded: bool,
-    /// Every rule's own answer, in the order of the rules.
-    pub rules: Vec<RuleDecision>,
+    outcomes: Outcomes,
 }
 
 impl Decision {
     /// Builds a decision from per-rule outcomes (at least one).
-    pub fn from_outcomes(outcomes: &[Outcome]) -> Self {
-        let (allowed, index) = combine(outcomes);
+    pub fn from_outcomes(outcomes: Outcomes) -> Self {
+        let (allowed, index) = combine(&outcomes);
         let deciding = outcomes[index];
         Decision {
             allowed,
@@ -87,7 +86,7 @@ impl Decision {
             },
             rule_index: index,
             degraded: false,
-            rules: outcomes.iter().copied().map(RuleDecision::from).collect(),
+            outcomes,
         }
     }
 
@@ -101,7 +100,17 @@ impl Decision {
             retry_after: if allowed { Duration::ZERO } else { retry_after },
             rule_index: 0,
             degraded: true,
-            rules: Vec::new(),
+            outcomes: Outcomes::new(),
         }
+    }
+
+    /// Every rule's own answer, in the order of the rules (none for a degraded decision).
+    pub fn rules(&self) -> impl ExactSizeIterator<Item = RuleDecision> + '_ {
+        self.outcomes.iter().map(|&o| RuleDecision::from(o))
+    }
+
+    /// One rule's own answer, by its index in the rules passed.
+    pub fn rule(&self, index: usize) -> Option<RuleDecision> {
+        self.outcomes.get(index).map(|&o| RuleDecision::from(o))
     }
 }

@@ -18,6 +18,10 @@ pub fn escape_into(out: &mut Vec<u8>, key: &[u8]) {
         out.push(b'%');
         return;
     }
+    if !key.iter().any(|b| matches!(b, b'%' | b'{' | b'}')) {
+        out.extend_from_slice(key);
+        return;
+    }
     for &byte in key {
         match byte {
             b'%' => out.extend_from_slice(b"%25"),
@@ -41,7 +45,7 @@ pub fn write_base(out: &mut Vec<u8>, prefix: &str, key: &[u8]) {
 /// ```
 /// let rule: ratelock::Rule = "10/second".parse()?;
 /// let key = ratelock::key::storage_key("rl", b"user:42", &rule);
-/// assert_eq!(key, b"rl:{user:42}:g10/1000b10");
+/// assert_eq!(key, b"rl:{user:42}:g10/1000");
 /// # Ok::<(), ratelock::Error>(())
 /// ```
 pub fn storage_key(prefix: &str, key: &[u8], rule: &Rule) -> Vec<u8> {

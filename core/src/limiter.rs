@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use crate::algorithm::check_cost;
 use crate::clock::now_us;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -189,9 +188,6 @@ impl Limiter {
         now: Option<u64>,
         spend: bool,
     ) -> Result<Decision> {
-        for rule in rules.iter() {
-            check_cost(rule, cost)?;
-        }
         let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
         let request = LimitRequest {
             prefix: &self.options.prefix,
@@ -201,8 +197,20 @@ impl Limiter {
             now_us,
             spend,
         };
-        match self.store.check(&request).await {
-            Ok(outcomes) => Ok(Decision::from_outcomes(&outcomes)),
+        let checked = match &self.store {
+            // The memory store never waits: answer without going through a future.
+            Store::Memory(store) => store.check(&request),
+            #[cfg(feature = "redis")]
+            other => {
+                // Misuse is answered here, without a round trip.
+                for rule in rules.iter() {
+                    crate::algorithm::check_cost(rule, cost)?;
+                }
+                other.check(&request).await
+            }
+        };
+        match checked {
+            Ok(outcomes) => Ok(Decision::from_outcomes(outcomes)),
             Err(err) if err.is_store_failure() => self.degrade(err, rules),
             Err(err) => Err(err),
         }

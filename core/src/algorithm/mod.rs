@@ -11,6 +11,8 @@ pub mod token_bucket;
 
 use std::collections::VecDeque;
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
 use crate::rule::{Algorithm, Rule};
 
@@ -32,6 +34,9 @@ pub struct Outcome {
     /// µs until this same request would be allowed; 0 when allowed.
     pub retry_after_us: u64,
 }
+
+/// Per-rule outcomes of one request, stored inline for one rule (no allocation on the common path).
+pub type Outcomes = SmallVec<[Outcome; 1]>;
 
 /// The stored state of one rule for one key. `None` (no state) always means "fresh".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +160,7 @@ impl Step {
 /// assert_eq!(answers[0].remaining, if answers[1].allowed { 3 } else { 5 });
 /// # Ok::<(), ratelock::Error>(())
 /// ```
-pub fn outcomes(steps: &[Step]) -> Vec<Outcome> {
+pub fn outcomes(steps: &[Step]) -> Outcomes {
     let all_allowed = steps.iter().all(|s| s.outcome.allowed);
     steps
         .iter()

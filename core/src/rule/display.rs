@@ -17,7 +17,7 @@ impl fmt::Display for Rule {
         let period_ms = self.period_us / 1000;
         let (size, unit) = UNITS
             .into_iter()
-            .find(|(size, _)| period_ms % size == 0)
+            .find(|(size, _)| period_ms.is_multiple_of(*size))
             .unwrap_or((1, "ms"));
         let count = period_ms / size;
         if count == 1 {

@@ -42,6 +42,10 @@ pub struct Rule {
     period_us: u64,
     burst: u64,
     id: Arc<str>,
+    /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
+    emission_interval_us: u64,
+    /// Derived once at build time: token-bucket (scale, rate), see `token_scale`.
+    token_scale: (u64, u64),
 }
 
 impl PartialEq for Rule {
@@ -110,7 +114,7 @@ impl Rule {
                 "period must be between 1 ms and 366 days",
             ));
         }
-        if period.subsec_nanos() % 1_000_000 != 0 {
+        if !period.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(Error::invalid_rule(
                 &shown(),
                 &format!("{period:?}"),
@@ -132,12 +136,15 @@ impl Rule {
             ));
         }
         let period_us = period.as_micros() as u64;
+        let g = gcd(limit, period_us);
         let mut rule = Rule {
             algorithm,
             limit,
             period_us,
             burst,
             id: Arc::from(""),
+            emission_interval_us: period_us.div_ceil(limit),
+            token_scale: (period_us / g, limit / g),
         };
         rule.check_ranges()?;
         rule.id = Arc::from(rule.storage_id());
@@ -221,19 +228,19 @@ impl Rule {
 
     /// GCRA / leaky bucket: µs per unit, rounded up (never admits faster than the rule).
     pub(crate) fn emission_interval_us(&self) -> u64 {
-        self.period_us.div_ceil(self.limit)
+        self.emission_interval_us
     }
 
     /// Token bucket: (scaled units per token, scaled units refilled per µs), reduced by their gcd.
     pub(crate) fn token_scale(&self) -> (u64, u64) {
-        let g = gcd(self.limit, self.period_us);
-        (self.period_us / g, self.limit / g)
+        self.token_scale
     }
 
     fn storage_id(&self) -> String {
         let period_ms = self.period_us / 1000;
         let code = self.algorithm.code();
-        if self.algorithm.uses_burst() {
+        // The burst is written only when it differs from the limit: shorter keys for the common case.
+        if self.algorithm.uses_burst() && self.burst != self.limit {
             format!("{code}{}/{period_ms}b{}", self.limit, self.burst)
         } else {
             format!("{code}{}/{period_ms}", self.limit)

@@ -9,11 +9,11 @@ use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
 use super::LimitRequest;
-use crate::algorithm::{decide, outcomes, Outcome, State, Step};
-use crate::clock::now_us;
+use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
+use crate::clock::process_now_us;
 use crate::error::Result;
 use crate::key::write_base;
-use crate::rule::Rules;
+use crate::rule::{Rule, Rules};
 
 const SHARDS: usize = 64;
 const EVICTION_SAMPLE: usize = 16;
@@ -59,6 +59,7 @@ impl std::fmt::Debug for MemoryStore {
 }
 
 thread_local! {
+    /// Reused for building storage keys, so a warm call allocates nothing.
     static KEY_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -92,43 +93,39 @@ impl MemoryStore {
     }
 
     /// Checks every rule of the request under one shard lock; spends only if all allow.
-    pub fn check(&self, request: &LimitRequest<'_>) -> Result<Vec<Outcome>> {
+    pub fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
         KEY_BUFFER.with(|buffer| {
-            let mut buffer = buffer.borrow_mut();
-            buffer.clear();
-            write_base(&mut buffer, request.prefix, request.key);
-            self.check_with_base(&mut buffer, request)
+            let mut key = buffer.borrow_mut();
+            key.clear();
+            write_base(&mut key, request.prefix, request.key);
+            self.check_with_base(&mut key, request)
         })
     }
 
-    fn check_with_base(&self, buffer: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Vec<Outcome>> {
-        let base_len = buffer.len();
-        let now = request.now_us.unwrap_or_else(now_us);
-        let mut shard = self.shard_for(buffer).lock();
+    fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Outcomes> {
+        let base_len = key.len();
+        let now = request.now_us.unwrap_or_else(process_now_us);
+        let max_keys = self.inner.max_keys_per_shard;
+        let mut shard = self.shard_for(key).lock();
         let rules = request.rules.as_slice();
 
         if let [rule] = rules {
-            buffer.extend_from_slice(rule.id().as_bytes());
-            let step = decide(rule, shard.live_state(buffer, now), now, request.cost)?;
-            let outcome = step.outcome;
-            if request.spend {
-                shard.store(buffer, step, now, self.inner.max_keys_per_shard);
-            }
-            return Ok(vec![outcome]);
+            key.extend_from_slice(rule.id().as_bytes());
+            return shard.check_one(key, rule, request, now, max_keys);
         }
 
-        let mut steps = Vec::with_capacity(rules.len());
+        let mut steps = smallvec::SmallVec::<[Step; 4]>::with_capacity(rules.len());
         for rule in rules {
-            buffer.truncate(base_len);
-            buffer.extend_from_slice(rule.id().as_bytes());
-            steps.push(decide(rule, shard.live_state(buffer, now), now, request.cost)?);
+            key.truncate(base_len);
+            key.extend_from_slice(rule.id().as_bytes());
+            steps.push(decide(rule, shard.live_state(key, now), now, request.cost)?);
         }
         let outcomes = outcomes(&steps);
         if request.spend && outcomes.iter().all(|o| o.allowed) {
             for (rule, step) in rules.iter().zip(steps) {
-                buffer.truncate(base_len);
-                buffer.extend_from_slice(rule.id().as_bytes());
-                shard.store(buffer, step, now, self.inner.max_keys_per_shard);
+                key.truncate(base_len);
+                key.extend_from_slice(rule.id().as_bytes());
+                shard.store(key, step, now, max_keys);
             }
         }
         Ok(outcomes)
@@ -155,6 +152,37 @@ impl MemoryStore {
 }
 
 impl Shard {
+    /// One rule: decide and update with a single map lookup.
+    fn check_one(
+        &mut self,
+        key: &[u8],
+        rule: &Rule,
+        request: &LimitRequest<'_>,
+        now: u64,
+        max_keys: usize,
+    ) -> Result<Outcomes> {
+        if let Some(slot) = self.map.get_mut(key) {
+            let live = slot.expires_at > now;
+            let step = decide(rule, slot.state.as_ref().filter(|_| live), now, request.cost)?;
+            if request.spend {
+                if let Some(update) = step.update {
+                    if !live {
+                        slot.state = None;
+                    }
+                    update.apply(&mut slot.state);
+                    slot.expires_at = now + step.ttl_us;
+                }
+            }
+            return Ok(smallvec::smallvec![step.outcome]);
+        }
+        let step = decide(rule, None, now, request.cost)?;
+        let outcome = step.outcome;
+        if request.spend {
+            self.store(key, step, now, max_keys);
+        }
+        Ok(smallvec::smallvec![outcome])
+    }
+
     fn live_state(&self, key: &[u8], now: u64) -> Option<&State> {
         self.map
             .get(key)

@@ -9,7 +9,7 @@ mod script;
 
 use std::time::Duration;
 
-use crate::algorithm::Outcome;
+use crate::algorithm::Outcomes;
 use crate::error::{Error, Result};
 use crate::rule::Rules;
 
@@ -93,11 +93,13 @@ impl Store {
     }
 
     /// Checks (and for `hit`, spends on) every rule of the request; one outcome per rule.
-    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Vec<Outcome>> {
+    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
         match self {
             Store::Memory(store) => store.check(request),
+            // Boxed: the Redis future is large, and embedding it would make every memory-store call
+            // move it around; one allocation is nothing beside a network round trip.
             #[cfg(feature = "redis")]
-            Store::Redis(store) => store.check(request).await,
+            Store::Redis(store) => Box::pin(store.check(request)).await,
         }
     }
 

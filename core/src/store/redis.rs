@@ -9,7 +9,7 @@ use redis::{Cmd, Value};
 
 use super::script::{LuaScript, LIMIT};
 use super::{LimitRequest, StoreOptions};
-use crate::algorithm::Outcome;
+use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::{storage_key, write_base};
 use crate::rule::Rules;
@@ -50,7 +50,7 @@ impl RedisStore {
     }
 
     /// Runs `limit.lua` over every rule of the request in one round trip.
-    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Vec<Outcome>> {
+    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
         let rules = request.rules.as_slice();
         let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
         write_base(&mut base, request.prefix, request.key);
@@ -179,7 +179,7 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
     }
 }
 
-fn parse_outcomes(reply: Value, rules: usize) -> Result<Vec<Outcome>> {
+fn parse_outcomes(reply: Value, rules: usize) -> Result<Outcomes> {
     let bad = |what: &dyn std::fmt::Debug| {
         Error::StoreUnavailable(format!("unexpected reply from limit.lua: {what:?}"))
     };

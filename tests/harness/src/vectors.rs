@@ -95,8 +95,7 @@ impl Expect {
             retry_after_us: decision.retry_after.as_micros() as u64,
             rule_index: decision.rule_index,
             per_rule: decision
-                .rules
-                .iter()
+                .rules()
                 .map(|r| {
                     [
                         r.allowed as u64,
@@ -182,7 +181,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         spend,
     };
     match store.check(&request).await {
-        Ok(outcomes) => Answer::Decision(Expect::of(&Decision::from_outcomes(&outcomes))),
+        Ok(outcomes) => Answer::Decision(Expect::of(&Decision::from_outcomes(outcomes))),
         Err(err) => Answer::Error(err.code().to_owned()),
     }
 }

@@ -51,7 +51,8 @@ async fn a_denial_by_one_rule_spends_nothing_on_the_others() {
             assert!(!denied.allowed);
             assert_eq!(denied.rule_index, 1);
             assert_eq!(
-                denied.rules[0].remaining, 8,
+                denied.rule(0).unwrap().remaining,
+                8,
                 "the per-second rule must not be spent"
             );
         }
