@@ -126,3 +126,18 @@ fn the_memory_store_is_exact_under_many_threads() {
     assert_eq!(admitted, 700);
     drop(runtime);
 }
+
+#[tokio::test]
+async fn the_memory_store_stays_within_its_key_bound() {
+    let store = ratelock::store::MemoryStore::new(640);
+    let limiter =
+        Limiter::with_store(ratelock::Store::Memory(store.clone()), LimiterOptions::default()).unwrap();
+    let rules: Rules = "5/hour".parse().unwrap();
+    for i in 0..20_000 {
+        assert!(limiter.hit(format!("user:{i}"), &rules, 1).await.unwrap().allowed);
+    }
+    assert!(store.len() <= 640, "{} keys kept", store.len());
+    // Recent keys are still limited: the bound forgets, it does not corrupt.
+    let again = limiter.hit("user:19999", &rules, 5).await.unwrap();
+    assert!(!again.allowed);
+}

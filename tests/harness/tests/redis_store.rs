@@ -285,3 +285,20 @@ fn make_certificates(dir: &std::path::Path) -> (std::path::PathBuf, std::path::P
     ]);
     (dir.join("cert.pem"), dir.join("key.pem"))
 }
+
+#[tokio::test]
+async fn sliding_log_members_stay_unique_within_one_microsecond() {
+    let server = RedisServer::start();
+    let limiter = Limiter::connect(&server.url()).await.unwrap();
+    let rule: ratelock::Rule = "10/minute using sliding_log".parse().unwrap();
+    let rules = Rules::from(rule.clone());
+    let now = 1_763_800_000_000_000;
+    limiter.hit_at("k", &rules, 3, now).await.unwrap();
+    limiter.hit_at("k", &rules, 1, now).await.unwrap();
+    limiter.hit_at("k", &rules, 2, now).await.unwrap();
+    let key = ratelock::key::storage_key("rl", b"k", &rule);
+    let entries: usize = server.connection().zcard(&key[..]).unwrap();
+    assert_eq!(entries, 6, "entries sharing a timestamp overwrote each other");
+    assert!(limiter.peek_at("k", &rules, 4, now).await.unwrap().allowed);
+    assert!(!limiter.peek_at("k", &rules, 5, now).await.unwrap().allowed);
+}
