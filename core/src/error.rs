@@ -48,6 +48,9 @@ pub enum Error {
     /// The store did not answer within the configured timeout. The command may still have run.
     #[error("store timed out after {0:?} (the command may have run; it is not replayed)")]
     Timeout(std::time::Duration),
+    /// Waiting for a lock or permit ran past its deadline.
+    #[error("gave up waiting after {0:?}")]
+    WaitTimeout(std::time::Duration),
 }
 
 impl Error {
@@ -76,6 +79,11 @@ impl Error {
         matches!(self, Error::Timeout(_))
     }
 
+    /// True when waiting for a lock or permit ran past its deadline.
+    pub fn is_wait_timeout(&self) -> bool {
+        matches!(self, Error::WaitTimeout(_))
+    }
+
     /// A stable, language-neutral code for this error, used by the bindings.
     ///
     /// ```
@@ -89,6 +97,7 @@ impl Error {
             Error::CostExceedsCapacity { .. } => "COST_EXCEEDS_CAPACITY",
             Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Error::Timeout(_) => "TIMEOUT",
+            Error::WaitTimeout(_) => "WAIT_TIMEOUT",
         }
     }
 

@@ -55,6 +55,38 @@ pub fn storage_key(prefix: &str, key: &[u8], rule: &Rule) -> Vec<u8> {
     out
 }
 
+/// The storage keys and release channel of one lock, all under the hash tag of its name.
+///
+/// ```
+/// let keys = ratelock::key::LockKeys::new("rl", b"orders:42");
+/// assert_eq!(keys.lease, b"rl:{orders:42}:lock");
+/// assert_eq!(keys.fence, b"rl:{orders:42}:fence");
+/// assert_eq!(keys.channel, b"rl:{orders:42}:released");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockKeys {
+    /// The lease (owner, holds, fencing token), with a TTL.
+    pub lease: Vec<u8>,
+    /// The fencing counter; the one key without a TTL, so tokens keep rising.
+    pub fence: Vec<u8>,
+    /// The pub/sub channel told of every release.
+    pub channel: Vec<u8>,
+}
+
+impl LockKeys {
+    /// The keys of lock `name` under `prefix`.
+    pub fn new(prefix: &str, name: &[u8]) -> Self {
+        let mut base = Vec::with_capacity(prefix.len() + name.len() + 8);
+        write_base(&mut base, prefix, name);
+        let with = |suffix: &[u8]| [base.as_slice(), suffix].concat();
+        LockKeys {
+            lease: with(b"lock"),
+            fence: with(b"fence"),
+            channel: with(b"released"),
+        }
+    }
+}
+
 /// Checks a key prefix: it may not contain braces (they would move the hash tag).
 pub fn check_prefix(prefix: &str) -> Result<()> {
     if prefix.contains(['{', '}']) {

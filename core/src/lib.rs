@@ -25,11 +25,15 @@ mod decision;
 mod error;
 pub mod key;
 mod limiter;
+#[cfg(feature = "runtime")]
+mod lock;
 mod rule;
 pub mod store;
 
 pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
+#[cfg(feature = "runtime")]
+pub use lock::{DistributedLock, Extended, LockGuard, LockOptions, LostSignal, Released};
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{Store, StoreOptions};

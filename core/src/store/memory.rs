@@ -38,6 +38,8 @@ pub struct MemoryStore {
 }
 
 struct Inner {
+    #[cfg(feature = "runtime")]
+    locks: super::memory_locks::MemoryLocks,
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
     max_keys_per_shard: usize,
@@ -75,6 +77,8 @@ impl MemoryStore {
             .collect();
         MemoryStore {
             inner: Arc::new(Inner {
+                #[cfg(feature = "runtime")]
+                locks: Default::default(),
                 shards,
                 hasher: RandomState::default(),
                 max_keys_per_shard: max_keys.div_ceil(SHARDS).max(1),
@@ -82,7 +86,12 @@ impl MemoryStore {
         }
     }
 
-    /// Number of keys held (expired ones included until they are swept).
+    #[cfg(feature = "runtime")]
+    pub(crate) fn locks(&self) -> &super::memory_locks::MemoryLocks {
+        &self.inner.locks
+    }
+
+    /// Number of limiter keys held (expired ones included until they are swept).
     pub fn len(&self) -> usize {
         self.inner.shards.iter().map(|s| s.lock().map.len()).sum()
     }

@@ -2,10 +2,14 @@
 //! process and language). Both answer the same [`LimitRequest`] with the same per-rule outcomes.
 
 pub mod memory;
+#[cfg(feature = "runtime")]
+mod memory_locks;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
 mod script;
+#[cfg(feature = "redis")]
+mod subscriber;
 
 use std::time::Duration;
 
@@ -16,6 +20,39 @@ use crate::rule::Rules;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
 pub use memory::MemoryStore;
+
+/// A lock as it stands (see `Store::lock_state`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockState {
+    /// Someone holds the lock.
+    pub held: bool,
+    /// µs until the current lease ends (0 when free).
+    pub remaining_us: u64,
+    /// The holder's fencing token (0 when free).
+    pub holder_fence: u64,
+    /// The last fencing token minted for this lock (0 if none).
+    pub last_fence: u64,
+}
+
+/// What a waiter listens to: woken by every release of one lock.
+#[cfg(feature = "runtime")]
+pub(crate) enum ReleaseWatch {
+    Memory(std::sync::Arc<tokio::sync::Notify>),
+    #[cfg(feature = "redis")]
+    Redis(subscriber::Registration),
+}
+
+#[cfg(feature = "runtime")]
+impl ReleaseWatch {
+    pub(crate) fn notify(&self) -> &tokio::sync::Notify {
+        match self {
+            ReleaseWatch::Memory(notify) => notify,
+            #[cfg(feature = "redis")]
+            ReleaseWatch::Redis(registration) => &registration.notify,
+        }
+    }
+}
 
 /// One check of all rules of one key: what `hit` and `peek` send to a store.
 #[derive(Debug, Clone, Copy)]
@@ -112,6 +149,82 @@ impl Store {
             }
             #[cfg(feature = "redis")]
             Store::Redis(store) => store.reset(prefix, key, rules).await,
+        }
+    }
+}
+
+/// Lock operations: the lease functions of `algorithm::lease` on the memory store, the `lock_*.lua`
+/// scripts on Redis. Owner tokens and keys come from `DistributedLock`.
+#[cfg(feature = "runtime")]
+impl Store {
+    /// Takes the lock (or re-enters it) for `owner`, minting a fencing token.
+    pub async fn lock_acquire(
+        &self,
+        keys: &crate::key::LockKeys,
+        owner: &str,
+        ttl: Duration,
+        reentrant: bool,
+    ) -> Result<crate::algorithm::lease::Acquired> {
+        let ttl_us = ttl.as_micros() as u64;
+        match self {
+            Store::Memory(store) => Ok(store.locks().acquire(keys, owner, ttl_us, reentrant)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.lock_acquire(keys, owner, ttl_us, reentrant)).await,
+        }
+    }
+
+    /// Gives back one hold, if `owner` holds the lock.
+    pub async fn lock_release(
+        &self,
+        keys: &crate::key::LockKeys,
+        owner: &str,
+    ) -> Result<crate::algorithm::lease::Released> {
+        match self {
+            Store::Memory(store) => Ok(store.locks().release(keys, owner)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.lock_release(keys, owner)).await,
+        }
+    }
+
+    /// Moves the end of `owner`'s lease to `ttl` from now; never re-acquires.
+    pub async fn lock_extend(
+        &self,
+        keys: &crate::key::LockKeys,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<crate::algorithm::lease::Extended> {
+        let ttl_us = ttl.as_micros() as u64;
+        match self {
+            Store::Memory(store) => Ok(store.locks().extend(keys, owner, ttl_us)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.lock_extend(keys, owner, ttl_us)).await,
+        }
+    }
+
+    /// Reads the lock without changing it.
+    pub async fn lock_state(&self, keys: &crate::key::LockKeys) -> Result<LockState> {
+        match self {
+            Store::Memory(store) => Ok(store.locks().state(keys)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.lock_state(keys)).await,
+        }
+    }
+
+    /// Deletes the lease whoever holds it; true if it was held.
+    pub async fn lock_force_release(&self, keys: &crate::key::LockKeys) -> Result<bool> {
+        match self {
+            Store::Memory(store) => Ok(store.locks().force_release(keys)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.lock_force_release(keys)).await,
+        }
+    }
+
+    /// Starts listening for releases of a lock (before trying it, so no release is missed).
+    pub(crate) async fn watch_releases(&self, keys: &crate::key::LockKeys) -> ReleaseWatch {
+        match self {
+            Store::Memory(store) => ReleaseWatch::Memory(store.locks().releases(keys)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => ReleaseWatch::Redis(store.subscriber().register(&keys.channel).await),
         }
     }
 }

@@ -7,10 +7,15 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Value};
 
-use super::script::{LuaScript, LIMIT};
-use super::{LimitRequest, StoreOptions};
+use super::script::{
+    LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
+};
+use super::subscriber::Subscriber;
+use super::{LimitRequest, LockState, StoreOptions};
+use crate::algorithm::lease::{Acquired, Extended, Released};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
+use crate::key::LockKeys;
 use crate::key::{storage_key, write_base};
 use crate::rule::Rules;
 
@@ -19,6 +24,7 @@ use crate::rule::Rules;
 pub struct RedisStore {
     connection: ConnectionManager,
     timeout: Duration,
+    subscriber: std::sync::Arc<Subscriber>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -38,6 +44,7 @@ impl RedisStore {
             .set_response_timeout(Some(options.timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
+        let subscriber = Subscriber::new(client.clone());
         let connect = ConnectionManager::new_with_config(client, config);
         let connection = tokio::time::timeout(options.timeout, connect)
             .await
@@ -46,7 +53,90 @@ impl RedisStore {
         Ok(RedisStore {
             connection,
             timeout: options.timeout,
+            subscriber,
         })
+    }
+
+    pub(crate) fn subscriber(&self) -> &std::sync::Arc<Subscriber> {
+        &self.subscriber
+    }
+
+    /// Runs `lock_acquire.lua` (server time for the fencing token).
+    pub async fn lock_acquire(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_us: u64,
+        reentrant: bool,
+    ) -> Result<Acquired> {
+        let mut cmd = script_call(&LOCK_ACQUIRE, &[&keys.lease, &keys.fence]);
+        cmd.arg(owner)
+            .arg(ttl_us)
+            .arg(if reentrant { "1" } else { "0" })
+            .arg("");
+        let reply = integers(self.eval(&LOCK_ACQUIRE, cmd).await?, 3)?;
+        Ok(match reply[0] {
+            1 => Acquired::Granted {
+                fence: reply[1] as u64,
+                holds: reply[2] as u64,
+            },
+            _ => Acquired::Busy {
+                remaining_us: reply[1].max(0) as u64,
+            },
+        })
+    }
+
+    /// Runs `lock_release.lua`.
+    pub async fn lock_release(&self, keys: &LockKeys, owner: &str) -> Result<Released> {
+        let mut cmd = script_call(&LOCK_RELEASE, &[&keys.lease]);
+        cmd.arg(owner).arg(&keys.channel);
+        let reply = integers(self.eval(&LOCK_RELEASE, cmd).await?, 2)?;
+        Ok(match reply[0] {
+            1 => Released::Released,
+            2 => Released::StillHeld {
+                holds: reply[1] as u64,
+            },
+            -1 => Released::HeldByOther,
+            _ => Released::NotHeld,
+        })
+    }
+
+    /// Runs `lock_extend.lua`.
+    pub async fn lock_extend(&self, keys: &LockKeys, owner: &str, ttl_us: u64) -> Result<Extended> {
+        let mut cmd = script_call(&LOCK_EXTEND, &[&keys.lease]);
+        cmd.arg(owner).arg(ttl_us);
+        Ok(match self.eval(&LOCK_EXTEND, cmd).await? {
+            Value::Int(1) => Extended::Extended,
+            Value::Int(-1) => Extended::HeldByOther,
+            Value::Int(0) => Extended::Expired,
+            other => {
+                return Err(Error::StoreUnavailable(format!(
+                    "unexpected reply from lock_extend.lua: {other:?}"
+                )))
+            }
+        })
+    }
+
+    /// Runs `lock_state.lua`.
+    pub async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
+        let cmd = script_call(&LOCK_STATE, &[&keys.lease, &keys.fence]);
+        let reply = integers(self.eval(&LOCK_STATE, cmd).await?, 4)?;
+        Ok(LockState {
+            held: reply[0] == 1,
+            remaining_us: reply[1].max(0) as u64,
+            holder_fence: reply[2].max(0) as u64,
+            last_fence: reply[3].max(0) as u64,
+        })
+    }
+
+    /// Runs `lock_force_release.lua`.
+    pub async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
+        let mut cmd = script_call(&LOCK_FORCE_RELEASE, &[&keys.lease]);
+        cmd.arg(&keys.channel);
+        Ok(matches!(
+            self.eval(&LOCK_FORCE_RELEASE, cmd).await?,
+            Value::Int(1)
+        ))
     }
 
     /// Runs `limit.lua` over every rule of the request in one round trip.
@@ -153,6 +243,32 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
 
 fn map_error(err: redis::RedisError) -> Error {
     Error::StoreUnavailable(err.to_string())
+}
+
+/// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
+fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&script.sha).arg(keys.len());
+    for key in keys {
+        cmd.arg(*key);
+    }
+    cmd
+}
+
+/// A script's reply as exactly `count` integers.
+fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
+    let bad =
+        |what: &dyn std::fmt::Debug| Error::StoreUnavailable(format!("unexpected script reply: {what:?}"));
+    match reply {
+        Value::Array(items) if items.len() == count => items
+            .into_iter()
+            .map(|item| match item {
+                Value::Int(n) => Ok(n),
+                other => Err(bad(&other)),
+            })
+            .collect(),
+        other => Err(bad(&other)),
+    }
 }
 
 /// Turns the script's own "cost exceeds capacity of rule N" reply into the typed error.

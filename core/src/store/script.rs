@@ -21,3 +21,18 @@ impl LuaScript {
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../lua/limit.lua")));
+/// `lock_acquire.lua`: take or re-enter a lock, minting a fencing token.
+pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_acquire.lua")));
+/// `lock_release.lua`: give back one hold, owner-checked.
+pub(crate) static LOCK_RELEASE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_release.lua")));
+/// `lock_extend.lua`: move the lease's end, owner-checked, never re-acquiring.
+pub(crate) static LOCK_EXTEND: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_extend.lua")));
+/// `lock_state.lua`: read a lock in one step.
+pub(crate) static LOCK_STATE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_state.lua")));
+/// `lock_force_release.lua`: delete a lease whoever holds it.
+pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_force_release.lua")));

@@ -1,0 +1,13 @@
+-- lock_force_release.lua — deletes a lock's lease whoever holds it (an operator's tool, like Redisson's
+-- forceUnlock) and tells waiters. The fencing counter stays, so later tokens still rise.
+--
+-- KEYS[1]  lease hash <prefix>:{<escaped name>}:lock
+-- ARGV[1]  channel told of the release: <prefix>:{<escaped name>}:released
+--
+-- Reply: 1 if a lease was deleted, 0 if the lock was free.
+--
+-- Mirrors: the memory store's force_release (core/src/store/memory_locks.rs).
+
+local deleted = redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], 'released')
+return deleted

@@ -1,0 +1,27 @@
+-- lock_release.lua — gives back one hold of a lock, only for its owner; idempotent.
+--
+-- KEYS[1]  lease hash <prefix>:{<escaped name>}:lock (fields o, n, f; see lock_acquire.lua)
+-- ARGV[1]  owner token
+-- ARGV[2]  channel told of the release: <prefix>:{<escaped name>}:released
+--
+-- Reply: {1, 0} released (the lease is deleted and the channel gets "released");
+--        {2, holds left} one re-entrant hold given back, the lock is still held;
+--        {0, 0} nobody holds the lock (released before, or expired): nothing changed;
+--        {-1, 0} another owner holds it: nothing changed.
+--
+-- Mirrors: ratelock::algorithm::lease::release (core/src/algorithm/lease.rs).
+
+local held = redis.call('HMGET', KEYS[1], 'o', 'n')
+if held[1] == false then
+  return { 0, 0 }
+end
+if held[1] ~= ARGV[1] then
+  return { -1, 0 }
+end
+local holds = tonumber(held[2]) or 1
+if holds > 1 then
+  return { 2, redis.call('HINCRBY', KEYS[1], 'n', -1) }
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'released')
+return { 1, 0 }

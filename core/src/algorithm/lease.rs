@@ -1,0 +1,187 @@
+//! Lock leases as pure functions: acquire (with re-entry and fencing), release and extend, each a
+//! function of (state, now, owner). Mirrored by `lua/lock_acquire.lua`, `lock_release.lua` and
+//! `lock_extend.lua`; the memory store runs these directly.
+
+/// A held lock: who holds it, how many times (re-entry), its fencing token and when the lease ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The holder's owner token.
+    pub owner: String,
+    /// Holds by that owner (1 unless re-entered).
+    pub holds: u64,
+    /// Fencing token of this grant.
+    pub fence: u64,
+    /// µs at which the lease ends.
+    pub expires_at: u64,
+}
+
+/// What an acquire attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquired {
+    /// Granted (or re-entered): the fencing token and the number of holds now.
+    Granted {
+        /// Fencing token of the grant (unchanged on re-entry).
+        fence: u64,
+        /// Holds after this acquire.
+        holds: u64,
+    },
+    /// Held by someone else (or by this owner, without re-entry) for this many more µs.
+    Busy {
+        /// µs until the current lease ends, unless it is renewed.
+        remaining_us: u64,
+    },
+}
+
+/// What a release found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Released {
+    /// The lock was released and waiters were told.
+    Released,
+    /// One re-entrant hold was given back; this many remain.
+    StillHeld {
+        /// Holds left.
+        holds: u64,
+    },
+    /// Nobody holds the lock (released before, or the lease expired): nothing changed.
+    NotHeld,
+    /// Another owner holds it now: nothing changed.
+    HeldByOther,
+}
+
+/// What an extension found. An extension never re-acquires a lock that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Extended {
+    /// The lease now ends `ttl` from now.
+    Extended,
+    /// The lease had expired (nobody holds the lock): nothing changed.
+    Expired,
+    /// Another owner holds the lock now: nothing changed.
+    HeldByOther,
+}
+
+/// The next fencing token: strictly above the last one, and at least the current time in µs, so that
+/// tokens keep rising even when the counter is lost (a Redis restart without persistence).
+///
+/// ```
+/// use ratelock::algorithm::lease::next_fence;
+/// assert_eq!(next_fence(41, 10), 42);
+/// assert_eq!(next_fence(0, 1_763_800_000_000_000), 1_763_800_000_000_000);
+/// ```
+pub fn next_fence(last: u64, now: u64) -> u64 {
+    (last + 1).max(now)
+}
+
+fn live(lease: Option<&Lease>, now: u64) -> Option<&Lease> {
+    lease.filter(|l| l.expires_at > now)
+}
+
+/// Tries to take the lock. Returns the answer, the new lease (if it changed) and the new fence counter.
+pub fn acquire(
+    lease: Option<&Lease>,
+    last_fence: u64,
+    now: u64,
+    owner: &str,
+    ttl_us: u64,
+    reentrant: bool,
+) -> (Acquired, Option<Lease>, u64) {
+    match live(lease, now) {
+        None => {
+            let fence = next_fence(last_fence, now);
+            let granted = Lease {
+                owner: owner.to_owned(),
+                holds: 1,
+                fence,
+                expires_at: now + ttl_us,
+            };
+            (Acquired::Granted { fence, holds: 1 }, Some(granted), fence)
+        }
+        Some(held) if held.owner == owner && reentrant => {
+            let again = Lease {
+                holds: held.holds + 1,
+                expires_at: now + ttl_us,
+                ..held.clone()
+            };
+            let answer = Acquired::Granted {
+                fence: held.fence,
+                holds: again.holds,
+            };
+            (answer, Some(again), last_fence)
+        }
+        Some(held) => (
+            Acquired::Busy {
+                remaining_us: held.expires_at - now,
+            },
+            None,
+            last_fence,
+        ),
+    }
+}
+
+/// Gives back one hold. `Some(None)` means "delete the lease", `Some(Some(l))` "store l", `None` "unchanged".
+pub fn release(lease: Option<&Lease>, now: u64, owner: &str) -> (Released, Option<Option<Lease>>) {
+    match live(lease, now) {
+        None => (Released::NotHeld, None),
+        Some(held) if held.owner != owner => (Released::HeldByOther, None),
+        Some(held) if held.holds > 1 => {
+            let fewer = Lease {
+                holds: held.holds - 1,
+                ..held.clone()
+            };
+            (Released::StillHeld { holds: fewer.holds }, Some(Some(fewer)))
+        }
+        Some(_) => (Released::Released, Some(None)),
+    }
+}
+
+/// Moves the end of the owner's lease to `ttl` from now.
+pub fn extend(lease: Option<&Lease>, now: u64, owner: &str, ttl_us: u64) -> (Extended, Option<Lease>) {
+    match live(lease, now) {
+        None => (Extended::Expired, None),
+        Some(held) if held.owner != owner => (Extended::HeldByOther, None),
+        Some(held) => {
+            let longer = Lease {
+                expires_at: now + ttl_us,
+                ..held.clone()
+            };
+            (Extended::Extended, Some(longer))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_mint_rising_fences_and_reentry_keeps_the_fence() {
+        let (a, lease, counter) = acquire(None, 7, 100, "a", 50, true);
+        assert_eq!(a, Acquired::Granted { fence: 100, holds: 1 });
+        let lease = lease.unwrap();
+        let (again, lease2, counter2) = acquire(Some(&lease), counter, 110, "a", 50, true);
+        assert_eq!(again, Acquired::Granted { fence: 100, holds: 2 });
+        assert_eq!(counter2, counter);
+        assert_eq!(lease2.unwrap().expires_at, 160);
+        let (busy, _, _) = acquire(Some(&lease), counter, 120, "b", 50, true);
+        assert_eq!(busy, Acquired::Busy { remaining_us: 30 });
+        // After expiry another owner gets a strictly higher fence, even at an earlier clock.
+        let (next, _, _) = acquire(Some(&lease), counter, 150, "b", 50, false);
+        assert_eq!(next, Acquired::Granted { fence: 150, holds: 1 });
+        let (after_restart, _, _) = acquire(None, 0, 90, "c", 50, false);
+        assert_eq!(after_restart, Acquired::Granted { fence: 90, holds: 1 });
+        assert_eq!(next_fence(150, 90), 151);
+    }
+
+    #[test]
+    fn only_the_owner_releases_or_extends_and_expiry_is_never_undone() {
+        let (_, lease, _) = acquire(None, 0, 100, "a", 50, false);
+        let lease = lease.unwrap();
+        assert_eq!(release(Some(&lease), 110, "b").0, Released::HeldByOther);
+        assert_eq!(extend(Some(&lease), 110, "b", 50).0, Extended::HeldByOther);
+        assert_eq!(extend(Some(&lease), 151, "a", 50).0, Extended::Expired);
+        assert_eq!(release(Some(&lease), 151, "a").0, Released::NotHeld);
+        assert_eq!(release(Some(&lease), 120, "a"), (Released::Released, Some(None)));
+        assert_eq!(release(None, 120, "a").0, Released::NotHeld);
+    }
+}

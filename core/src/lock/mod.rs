@@ -1,0 +1,225 @@
+//! `DistributedLock`: a lease with an owner token per handle, a fencing token per grant, optional
+//! re-entry, waiting with a deadline (woken by releases, capped by the holder's lease) and a guard that
+//! renews itself and says at once when the lock was lost.
+
+mod guard;
+mod lost;
+mod watchdog;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+pub use guard::LockGuard;
+pub use lost::LostSignal;
+
+use crate::algorithm::lease::Acquired;
+pub use crate::algorithm::lease::{Extended, Released};
+use crate::error::{Error, Result};
+use crate::key::{check_prefix, LockKeys};
+use crate::store::{LockState, Store};
+
+/// How a [`DistributedLock`] behaves. Start from `LockOptions::default()`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LockOptions {
+    /// Length of the lease (renewed at a third of it when `auto_renew` is on). Default 30 s.
+    pub ttl: Duration,
+    /// Renew the lease while the guard lives (the watchdog). Default on.
+    pub auto_renew: bool,
+    /// Let the same handle acquire again while it holds the lock (holds are counted). Default off.
+    pub reentrant: bool,
+    /// Key prefix (no braces). Default `"rl"`.
+    pub prefix: String,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions {
+            ttl: Duration::from_secs(30),
+            auto_renew: true,
+            reentrant: false,
+            prefix: "rl".to_owned(),
+        }
+    }
+}
+
+/// A distributed lock. Each handle has its own 128-bit owner token (clones share it); each grant has a
+/// fencing token that rises strictly, which the protected resource should check.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use ratelock::{DistributedLock, LockOptions, Store};
+///
+/// let store = Store::connect("memory://", &Default::default()).await?;
+/// let lock = DistributedLock::new(&store, "orders:42", LockOptions::default())?;
+/// let guard = lock.acquire(Duration::from_secs(5)).await?;
+/// let token = guard.fencing_token(); // send it with every write to the protected resource
+/// assert!(lock.is_locked().await?);
+///
+/// let other = DistributedLock::new(&store, "orders:42", LockOptions::default())?;
+/// assert!(other.try_acquire().await?.is_none());
+/// guard.release().await?;
+/// let next = other.try_acquire().await?.expect("free now");
+/// assert!(next.fencing_token() > token);
+/// # next.release().await?;
+/// # Ok::<(), ratelock::Error>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct DistributedLock {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) keys: LockKeys,
+    pub(crate) owner: String,
+    pub(crate) options: LockOptions,
+    name: String,
+}
+
+impl std::fmt::Debug for DistributedLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedLock")
+            .field("name", &self.shared.name)
+            .field("ttl", &self.shared.options.ttl)
+            .finish()
+    }
+}
+
+impl DistributedLock {
+    /// A handle on lock `name` in `store`, with a fresh random owner token.
+    pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_prefix(&options.prefix)?;
+        if options.ttl < Duration::from_millis(3) {
+            return Err(Error::invalid_argument("ttl", "a lease must last at least 3 ms"));
+        }
+        let name = name.as_ref();
+        Ok(DistributedLock {
+            shared: Arc::new(Shared {
+                keys: LockKeys::new(&options.prefix, name),
+                store: store.clone(),
+                owner: owner_token()?,
+                name: String::from_utf8_lossy(name).into_owned(),
+                options,
+            }),
+        })
+    }
+
+    /// This handle's owner token (32 hex digits).
+    pub fn owner_token(&self) -> &str {
+        &self.shared.owner
+    }
+
+    /// Takes the lock if it is free (or re-enters it); `None` if someone else holds it.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        match self.attempt().await? {
+            Acquired::Granted { fence, holds } => {
+                Ok(Some(LockGuard::start(self.shared.clone(), fence, holds)))
+            }
+            Acquired::Busy { .. } => Ok(None),
+        }
+    }
+
+    /// Waits up to `timeout` for the lock. Releases wake waiters at once (Redis pub/sub, one subscriber
+    /// connection per store); each wait is also capped at the holder's remaining lease, so a missed
+    /// message cannot hang a waiter. Fails with [`Error::WaitTimeout`] when the deadline passes.
+    pub async fn acquire(&self, timeout: Duration) -> Result<LockGuard> {
+        let started = Instant::now();
+        let deadline = started.checked_add(timeout);
+        let watch = self.shared.store.watch_releases(&self.shared.keys).await;
+        let mut jitter = Jitter::new(&self.shared.owner);
+        loop {
+            let released = watch.notify().notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let remaining = match self.attempt().await? {
+                Acquired::Granted { fence, holds } => {
+                    return Ok(LockGuard::start(self.shared.clone(), fence, holds))
+                }
+                Acquired::Busy { remaining_us } => Duration::from_micros(remaining_us),
+            };
+            let now = Instant::now();
+            let left = match deadline {
+                Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
+                Some(deadline) => deadline - now,
+                None => Duration::MAX,
+            };
+            let nap = (remaining + jitter.up_to(remaining / 10))
+                .max(Duration::from_millis(1))
+                .min(left);
+            tokio::select! {
+                _ = released => {}
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    /// Whether anyone holds the lock now.
+    pub async fn is_locked(&self) -> Result<bool> {
+        Ok(self.state().await?.held)
+    }
+
+    /// How long the current lease still runs (`None` when the lock is free).
+    pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+        let state = self.state().await?;
+        Ok(state.held.then(|| Duration::from_micros(state.remaining_us)))
+    }
+
+    /// The current holder's fencing token (`None` when the lock is free).
+    pub async fn fencing_token(&self) -> Result<Option<u64>> {
+        let state = self.state().await?;
+        Ok(state.held.then_some(state.holder_fence))
+    }
+
+    /// The lock as it stands: holder, lease, last token minted.
+    pub async fn state(&self) -> Result<LockState> {
+        self.shared.store.lock_state(&self.shared.keys).await
+    }
+
+    /// Deletes the lease whoever holds it (an operator's tool); the holder's guard will see it lost.
+    pub async fn force_release(&self) -> Result<bool> {
+        self.shared.store.lock_force_release(&self.shared.keys).await
+    }
+
+    async fn attempt(&self) -> Result<Acquired> {
+        let shared = &self.shared;
+        shared
+            .store
+            .lock_acquire(
+                &shared.keys,
+                &shared.owner,
+                shared.options.ttl,
+                shared.options.reentrant,
+            )
+            .await
+    }
+}
+
+/// 128 bits from the operating system's CSPRNG, as hex.
+fn owner_token() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::StoreUnavailable(format!("no randomness for an owner token: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A small xorshift generator for retry jitter (not for secrets), seeded from the owner token.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(owner: &str) -> Self {
+        let seed = u64::from_str_radix(&owner[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15);
+        Jitter(seed | 1)
+    }
+
+    fn up_to(&mut self, max: Duration) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let cap = max.min(Duration::from_millis(20)).as_micros() as u64;
+        Duration::from_micros(if cap == 0 { 0 } else { self.0 % cap })
+    }
+}

@@ -1,0 +1,287 @@
+//! DistributedLock on both stores: fencing, owner checks, re-entry, extension that never re-acquires,
+//! the watchdog and the lost signal, waiting woken by releases, and fencing across a Redis restart.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratelock::{DistributedLock, Extended, LockOptions, Released, Store, StoreOptions};
+use ratelock_testkit::RedisServer;
+use redis::Commands;
+
+fn options(ttl_ms: u64, auto_renew: bool, reentrant: bool) -> LockOptions {
+    let mut options = LockOptions::default();
+    options.ttl = Duration::from_millis(ttl_ms);
+    options.auto_renew = auto_renew;
+    options.reentrant = reentrant;
+    options
+}
+
+async fn both_stores(check: impl AsyncFn(Store)) {
+    check(
+        Store::connect("memory://", &StoreOptions::default())
+            .await
+            .unwrap(),
+    )
+    .await;
+    let server = RedisServer::start();
+    check(
+        Store::connect(&server.url(), &StoreOptions::default())
+            .await
+            .unwrap(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn grants_are_exclusive_and_fencing_tokens_rise() {
+    both_stores(async |store| {
+        let a = DistributedLock::new(&store, "orders:42", LockOptions::default()).unwrap();
+        let b = DistributedLock::new(&store, "orders:42", LockOptions::default()).unwrap();
+        assert_ne!(a.owner_token(), b.owner_token());
+        let mut last = 0;
+        for _ in 0..5 {
+            let guard = a.try_acquire().await.unwrap().expect("free");
+            assert!(guard.fencing_token() > last);
+            last = guard.fencing_token();
+            assert!(b.try_acquire().await.unwrap().is_none());
+            assert_eq!(b.fencing_token().await.unwrap(), Some(last));
+            assert!(b.remaining_ttl().await.unwrap().unwrap() > Duration::from_secs(29));
+            assert_eq!(guard.release().await.unwrap(), Released::Released);
+            assert!(!a.is_locked().await.unwrap());
+        }
+        // Another name is another lock.
+        let c = DistributedLock::new(&store, "orders:43", LockOptions::default()).unwrap();
+        let other = c.try_acquire().await.unwrap().expect("independent");
+        other.release().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_lost_holder_changes_nothing_and_is_told() {
+    both_stores(async |store| {
+        let a = DistributedLock::new(&store, "job", options(60, false, false)).unwrap();
+        let b = DistributedLock::new(&store, "job", LockOptions::default()).unwrap();
+        let first = a.try_acquire().await.unwrap().unwrap();
+        let lost = first.lost_signal();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(lost.is_lost(), "without auto-renew the lease's end is a loss");
+        // Extending never re-acquires an expired lock.
+        assert_eq!(
+            first.extend(Duration::from_secs(5)).await.unwrap(),
+            Extended::Expired
+        );
+        assert!(!a.is_locked().await.unwrap());
+        let second = b.try_acquire().await.unwrap().unwrap();
+        assert!(second.fencing_token() > first.fencing_token());
+        assert_eq!(
+            first.extend(Duration::from_secs(5)).await.unwrap(),
+            Extended::HeldByOther
+        );
+        assert_eq!(first.release().await.unwrap(), Released::HeldByOther);
+        assert_eq!(b.fencing_token().await.unwrap(), Some(second.fencing_token()));
+        assert_eq!(second.release().await.unwrap(), Released::Released);
+        // Release is idempotent: nothing held, nothing changed.
+        let third = b.try_acquire().await.unwrap().unwrap();
+        assert_eq!(third.release().await.unwrap(), Released::Released);
+        assert!(!b.is_locked().await.unwrap());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reentry_keeps_the_token_and_counts_holds() {
+    both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "tree", options(5_000, true, true)).unwrap();
+        let outer = lock.try_acquire().await.unwrap().unwrap();
+        let inner = lock.try_acquire().await.unwrap().unwrap();
+        assert_eq!(inner.fencing_token(), outer.fencing_token());
+        assert_eq!(inner.holds(), 2);
+        let other = DistributedLock::new(&store, "tree", LockOptions::default()).unwrap();
+        assert!(other.try_acquire().await.unwrap().is_none());
+        assert_eq!(inner.release().await.unwrap(), Released::StillHeld { holds: 1 });
+        assert!(lock.is_locked().await.unwrap());
+        assert_eq!(outer.release().await.unwrap(), Released::Released);
+        // Without re-entry, the same handle waits like anyone else.
+        let plain = DistributedLock::new(&store, "tree", LockOptions::default()).unwrap();
+        let held = plain.try_acquire().await.unwrap().unwrap();
+        assert!(plain.try_acquire().await.unwrap().is_none());
+        held.release().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_forcibly_deleted_lock_fires_the_lost_signal_within_a_third_of_the_ttl() {
+    both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "deleted", options(900, true, false)).unwrap();
+        let guard = lock.try_acquire().await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(lock.force_release().await.unwrap());
+        let deleted_at = Instant::now();
+        tokio::time::timeout(Duration::from_millis(300 + 150), guard.lost())
+            .await
+            .expect("lost signal within ttl/3");
+        assert!(deleted_at.elapsed() <= Duration::from_millis(450));
+        assert_eq!(guard.release().await.unwrap(), Released::NotHeld);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_waiter_past_its_deadline_gets_a_typed_timeout() {
+    both_stores(async |store| {
+        let holder = DistributedLock::new(&store, "busy", LockOptions::default()).unwrap();
+        let waiter = DistributedLock::new(&store, "busy", LockOptions::default()).unwrap();
+        let guard = holder.try_acquire().await.unwrap().unwrap();
+        let started = Instant::now();
+        let err = waiter.acquire(Duration::from_millis(200)).await.unwrap_err();
+        assert!(err.is_wait_timeout(), "{err:?}");
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(200) && waited < Duration::from_millis(600),
+            "{waited:?}"
+        );
+        guard.release().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_waiters_get_the_lock_in_turn_woken_by_releases() {
+    both_stores(async |store| {
+        // A long lease: if waiters relied on it instead of release messages, hand-offs would take 10 s.
+        let name = "queue";
+        let first = DistributedLock::new(&store, name, options(10_000, true, false)).unwrap();
+        let guard = first.try_acquire().await.unwrap().unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for _ in 0..16 {
+            let (store, log) = (store.clone(), log.clone());
+            waiters.push(tokio::spawn(async move {
+                let lock = DistributedLock::new(&store, name, options(10_000, true, false)).unwrap();
+                let guard = lock
+                    .acquire(Duration::from_secs(30))
+                    .await
+                    .expect("acquire in turn");
+                let entered = Instant::now();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let left = Instant::now();
+                log.lock().unwrap().push((guard.fencing_token(), entered, left));
+                guard.release().await.unwrap();
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let released_at = Instant::now();
+        guard.release().await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        let mut holds = log.lock().unwrap().clone();
+        assert_eq!(holds.len(), 16);
+        holds.sort_by_key(|&(_, entered, _)| entered);
+        let mut previous_exit = released_at;
+        let mut previous_fence = 0;
+        for (fence, entered, left) in holds {
+            assert!(entered >= previous_exit, "two holders at once");
+            let stall = entered - previous_exit;
+            assert!(
+                stall < Duration::from_millis(500),
+                "a waiter stalled {stall:?} after a release"
+            );
+            assert!(
+                fence > previous_fence,
+                "fencing tokens must rise with every grant"
+            );
+            previous_exit = left;
+            previous_fence = fence;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_one_second_lease_renewed_for_five_seconds_stays_held_and_stops_after_release() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock = DistributedLock::new(&store, "long-job", options(1_000, true, false)).unwrap();
+    let rival = DistributedLock::new(&store, "long-job", LockOptions::default()).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            rival.try_acquire().await.unwrap().is_none(),
+            "the renewed lease lapsed"
+        );
+        assert!(!guard.is_lost());
+    }
+    let key = ratelock::key::LockKeys::new("rl", b"long-job").lease;
+    let ttl: i64 = server.connection().pttl(&key).unwrap();
+    assert!(ttl > 0 && ttl <= 1_000, "PTTL {ttl}");
+    guard.release().await.unwrap();
+    // No renewal may outlive the guard: the lease stays gone.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let exists: bool = server.connection().exists(&key).unwrap();
+        assert!(!exists, "a renewal recreated the lease after release");
+    }
+    // Dropping a held guard releases it in the background.
+    let dropped = lock.try_acquire().await.unwrap().unwrap();
+    drop(dropped);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test]
+async fn fencing_tokens_keep_rising_across_a_restart_without_persistence() {
+    let mut server = RedisServer::start();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock = DistributedLock::new(&store, "ledger", LockOptions::default()).unwrap();
+    let before = lock.try_acquire().await.unwrap().unwrap();
+    let token = before.fencing_token();
+    before.release().await.unwrap();
+    server.restart();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let after = loop {
+        match lock.try_acquire().await {
+            Ok(guard) => break guard.expect("the restarted server is empty"),
+            Err(err) => assert!(Instant::now() < deadline, "no reconnection: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let exists: bool = server
+        .connection()
+        .exists(ratelock::key::LockKeys::new("rl", b"ledger").fence)
+        .unwrap();
+    assert!(exists, "the counter starts over on the restarted server");
+    assert!(
+        after.fencing_token() > token,
+        "{} <= {token}",
+        after.fencing_token()
+    );
+    after.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn lock_keys_share_one_slot_and_only_the_counter_has_no_ttl() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock = DistributedLock::new(&store, "a}b{c", LockOptions::default()).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    let keys = ratelock::key::LockKeys::new("rl", b"a}b{c");
+    let slot = ratelock_testkit::slot::key_slot(&keys.lease);
+    assert_eq!(ratelock_testkit::slot::key_slot(&keys.fence), slot);
+    assert_eq!(ratelock_testkit::slot::key_slot(&keys.channel), slot);
+    let mut connection = server.connection();
+    let lease_ttl: i64 = connection.pttl(&keys.lease).unwrap();
+    let counter_ttl: i64 = connection.pttl(&keys.fence).unwrap();
+    assert!(lease_ttl > 0);
+    assert_eq!(counter_ttl, -1);
+    guard.release().await.unwrap();
+}
