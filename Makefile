@@ -14,6 +14,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p ratelock --no-default-features --all-targets -- -D warnings
+	$(CARGO) clippy -p ratelock --no-default-features --features runtime --all-targets -- -D warnings
 
 unit-and-integration:
 	$(CARGO) test --workspace

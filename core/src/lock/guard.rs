@@ -139,6 +139,8 @@ impl Drop for LockGuard {
                 if let Some(task) = watchdog {
                     task.abort();
                 }
+                // Without a runtime only the memory store can be released (synchronously).
+                #[allow(irrefutable_let_patterns)]
                 if let Store::Memory(store) = &shared.store {
                     store.locks().release(&shared.keys, &shared.owner);
                 }
