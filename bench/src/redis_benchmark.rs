@@ -3,11 +3,13 @@
 
 use std::process::Command;
 
-/// One redis-benchmark run: total requests, parallel connections, requests pipelined per connection.
+/// One redis-benchmark run: total requests, parallel connections, requests pipelined per connection,
+/// and (`-r`) the keyspace each `__rand_int__` in the command is replaced from, if any.
 pub struct BenchmarkRun {
     pub requests: u64,
     pub clients: u32,
     pub pipeline: u32,
+    pub keyspace: Option<u64>,
 }
 
 impl BenchmarkRun {
@@ -26,16 +28,21 @@ pub fn load_script(connection: &mut redis::Connection, body: &str) -> String {
         .arg("LOAD")
         .arg(body)
         .query(connection)
-        .expect("SCRIPT LOAD limit.lua")
+        .expect("SCRIPT LOAD")
 }
 
 /// Runs redis-benchmark against 127.0.0.1:`port` with `command` (e.g. `["EVALSHA", sha, ...]`).
 pub fn requests_per_second(port: u16, command: &[String], run: &BenchmarkRun) -> Result<f64, String> {
-    let output = Command::new("redis-benchmark")
+    let mut benchmark = Command::new("redis-benchmark");
+    benchmark
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(["-n", &run.requests.to_string()])
         .args(["-c", &run.clients.to_string()])
-        .args(["-P", &run.pipeline.to_string()])
+        .args(["-P", &run.pipeline.to_string()]);
+    if let Some(keyspace) = run.keyspace {
+        benchmark.args(["-r", &keyspace.to_string()]);
+    }
+    let output = benchmark
         .arg("--csv")
         .args(command)
         .output()

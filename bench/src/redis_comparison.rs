@@ -72,6 +72,7 @@ pub async fn rows(
             requests: requests_lasting(measured, BASELINE_SECONDS),
             clients: pairing.clients,
             pipeline: pairing.pipeline,
+            keyspace: None,
         };
         let baseline = match redis_benchmark::requests_per_second(server.port(), &command, &run) {
             Ok(rate) => Some(rate),
@@ -162,12 +163,12 @@ async fn memory_usage_row(
 }
 
 /// A request count that takes about `seconds` at `rate`, within sane bounds.
-fn requests_lasting(rate: f64, seconds: f64) -> u64 {
+pub fn requests_lasting(rate: f64, seconds: f64) -> u64 {
     let requests = (rate * seconds).clamp(10_000.0, 3_000_000.0) as u64;
     requests / 1000 * 1000
 }
 
-fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, cmd: &mut redis::Cmd) -> T {
+pub fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, cmd: &mut redis::Cmd) -> T {
     cmd.query(connection)
         .unwrap_or_else(|e| panic!("bench redis command failed: {e}"))
 }

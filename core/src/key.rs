@@ -87,6 +87,33 @@ impl LockKeys {
     }
 }
 
+/// The storage key and release channel of one semaphore, under the hash tag of its name.
+///
+/// ```
+/// let keys = ratelock::key::SemaphoreKeys::new("rl", b"pool");
+/// assert_eq!(keys.permits, b"rl:{pool}:permits");
+/// assert_eq!(keys.channel, b"rl:{pool}:released");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemaphoreKeys {
+    /// The permits: a sorted set of permit ids scored by lease end, with a TTL.
+    pub permits: Vec<u8>,
+    /// The pub/sub channel told of every release.
+    pub channel: Vec<u8>,
+}
+
+impl SemaphoreKeys {
+    /// The keys of semaphore `name` under `prefix`.
+    pub fn new(prefix: &str, name: &[u8]) -> Self {
+        let mut base = Vec::with_capacity(prefix.len() + name.len() + 8);
+        write_base(&mut base, prefix, name);
+        SemaphoreKeys {
+            permits: [base.as_slice(), b"permits"].concat(),
+            channel: [base.as_slice(), b"released"].concat(),
+        }
+    }
+}
+
 /// Checks a key prefix: it may not contain braces (they would move the hash tag).
 pub fn check_prefix(prefix: &str) -> Result<()> {
     if prefix.contains(['{', '}']) {

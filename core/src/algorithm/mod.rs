@@ -6,6 +6,7 @@ pub mod fixed_window;
 pub mod gcra;
 pub mod leaky_bucket;
 pub mod lease;
+pub mod permits;
 pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;

@@ -4,12 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
-use super::watchdog::{self, LeaseEnd};
 use super::Shared;
 use crate::algorithm::lease::{Extended, Released};
 use crate::error::Result;
@@ -21,10 +19,7 @@ pub struct LockGuard {
     shared: Arc<Shared>,
     fence: u64,
     holds: u64,
-    lease_end: LeaseEnd,
-    lost_sender: Arc<tokio::sync::watch::Sender<bool>>,
-    lost: LostSignal,
-    watchdog: Option<JoinHandle<()>>,
+    hold: Hold,
     released: bool,
 }
 
@@ -33,28 +28,30 @@ impl std::fmt::Debug for LockGuard {
         f.debug_struct("LockGuard")
             .field("fencing_token", &self.fence)
             .field("holds", &self.holds)
-            .field("lost", &self.lost.is_lost())
+            .field("lost", &self.is_lost())
             .finish()
     }
 }
 
 impl LockGuard {
     pub(crate) fn start(shared: Arc<Shared>, fence: u64, holds: u64) -> Self {
-        let lease_end: LeaseEnd = Arc::new(Mutex::new(Instant::now() + shared.options.ttl));
-        let (sender, lost) = LostSignal::new();
-        let sender = Arc::new(sender);
-        let watchdog = tokio::runtime::Handle::try_current().ok().map(|runtime| {
-            let (shared, lease_end, sender) = (shared.clone(), lease_end.clone(), sender.clone());
-            runtime.spawn(watchdog::run(shared, lease_end, sender))
+        let renewing = shared.clone();
+        let renew: super::watchdog::Renew = Arc::new(move || {
+            let shared = renewing.clone();
+            Box::pin(async move {
+                let outcome = shared
+                    .store
+                    .lock_extend(&shared.keys, &shared.owner, shared.options.ttl)
+                    .await?;
+                Ok(outcome == Extended::Extended)
+            })
         });
+        let hold = Hold::start(shared.options.ttl, shared.options.auto_renew, renew);
         LockGuard {
             shared,
             fence,
             holds,
-            lease_end,
-            lost_sender: sender,
-            lost,
-            watchdog,
+            hold,
             released: false,
         }
     }
@@ -71,17 +68,17 @@ impl LockGuard {
 
     /// True once the lock is known lost (renewal found it gone or taken, or the lease ran out).
     pub fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.hold.lost().is_lost()
     }
 
     /// Resolves as soon as the lock is known lost.
     pub async fn lost(&self) {
-        self.lost.wait().await
+        self.hold.lost().wait().await
     }
 
     /// A clonable handle on the lost signal, for the tasks doing the protected work.
     pub fn lost_signal(&self) -> LostSignal {
-        self.lost.clone()
+        self.hold.lost().clone()
     }
 
     /// Moves the end of the lease to `ttl` from now. Never re-acquires: `Expired` or `HeldByOther`
@@ -93,11 +90,7 @@ impl LockGuard {
             .store
             .lock_extend(&self.shared.keys, &self.shared.owner, ttl)
             .await?;
-        if outcome == Extended::Extended {
-            *self.lease_end.lock() = sent + ttl;
-        } else {
-            self.lost_sender.send_replace(true);
-        }
+        self.hold.extended(outcome == Extended::Extended, sent, ttl);
         Ok(outcome)
     }
 
@@ -105,19 +98,11 @@ impl LockGuard {
     /// lost before; nothing was changed then.
     pub async fn release(mut self) -> Result<Released> {
         self.released = true;
-        stop(self.watchdog.take()).await;
+        self.hold.stop().await;
         self.shared
             .store
             .lock_release(&self.shared.keys, &self.shared.owner)
             .await
-    }
-}
-
-/// Aborts the watchdog and waits until it has stopped, so no renewal can follow.
-async fn stop(watchdog: Option<JoinHandle<()>>) {
-    if let Some(task) = watchdog {
-        task.abort();
-        let _ = task.await;
     }
 }
 
@@ -126,24 +111,15 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        let watchdog = self.watchdog.take();
         let shared = self.shared.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    stop(watchdog).await;
-                    let _ = shared.store.lock_release(&shared.keys, &shared.owner).await;
-                });
-            }
-            Err(_) => {
-                if let Some(task) = watchdog {
-                    task.abort();
-                }
-                // Without a runtime only the memory store can be released (synchronously).
-                #[allow(irrefutable_let_patterns)]
-                if let Store::Memory(store) = &shared.store {
-                    store.locks().release(&shared.keys, &shared.owner);
-                }
+        let release = async move {
+            let _ = shared.store.lock_release(&shared.keys, &shared.owner).await;
+        };
+        if release_in_background(self.hold.take_watchdog(), release).is_err() {
+            // No runtime: only the memory store can be released, synchronously.
+            #[allow(irrefutable_let_patterns)]
+            if let Store::Memory(store) = &self.shared.store {
+                store.locks().release(&self.shared.keys, &self.shared.owner);
             }
         }
     }

@@ -3,6 +3,7 @@
 //! renews itself and says at once when the lock was lost.
 
 mod guard;
+mod hold;
 mod lost;
 mod watchdog;
 
@@ -129,7 +130,7 @@ impl DistributedLock {
     pub async fn acquire(&self, timeout: Duration) -> Result<LockGuard> {
         let started = Instant::now();
         let deadline = started.checked_add(timeout);
-        let watch = self.shared.store.watch_releases(&self.shared.keys).await;
+        let watch = self.shared.store.watch_releases(&self.shared.keys.channel).await;
         let mut jitter = Jitter::new(&self.shared.owner);
         loop {
             let released = watch.notify().notified();

@@ -1,5 +1,6 @@
-//! The memory store's locks: the lease functions of `algorithm::lease` over an in-process table, with
-//! a `Notify` per lock standing in for the Redis release channel.
+//! The memory store's locks and semaphores: the functions of `algorithm::lease` and
+//! `algorithm::permits` over in-process tables, with a `Notify` per channel standing in for Redis
+//! pub/sub.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,20 +10,22 @@ use tokio::sync::Notify;
 
 use super::LockState;
 use crate::algorithm::lease::{self, Acquired, Extended, Lease, Released};
+use crate::algorithm::permits::{self, PermitAcquired};
 use crate::clock::process_now_us;
-use crate::key::LockKeys;
+use crate::key::{LockKeys, SemaphoreKeys};
 
-/// Every lock of one memory store, by lease key.
+/// Every lock and semaphore of one memory store.
 #[derive(Default)]
 pub(crate) struct MemoryLocks {
     table: Mutex<HashMap<Vec<u8>, LockSlot>>,
+    permits: Mutex<HashMap<Vec<u8>, Vec<(String, u64)>>>,
+    channels: Mutex<HashMap<Vec<u8>, Arc<Notify>>>,
 }
 
 #[derive(Default)]
 struct LockSlot {
     lease: Option<Lease>,
     last_fence: u64,
-    released: Arc<Notify>,
 }
 
 impl MemoryLocks {
@@ -54,8 +57,9 @@ impl MemoryLocks {
         if let Some(lease) = change {
             slot.lease = lease;
         }
+        drop(table);
         if answer == Released::Released {
-            slot.released.notify_waiters();
+            self.wake(&keys.channel);
         }
         answer
     }
@@ -92,10 +96,57 @@ impl MemoryLocks {
         }
     }
 
-    /// The notifier woken by every release of this lock.
-    pub(crate) fn releases(&self, keys: &LockKeys) -> Arc<Notify> {
-        let mut table = self.table.lock();
-        table.entry(keys.lease.clone()).or_default().released.clone()
+    /// The notifier woken by every message on `channel`.
+    pub(crate) fn channel(&self, channel: &[u8]) -> Arc<Notify> {
+        self.channels.lock().entry(channel.to_vec()).or_default().clone()
+    }
+
+    fn wake(&self, channel: &[u8]) {
+        if let Some(notify) = self.channels.lock().get(channel) {
+            notify.notify_waiters();
+        }
+    }
+
+    pub(crate) fn semaphore_acquire(
+        &self,
+        keys: &SemaphoreKeys,
+        id: &str,
+        limit: u64,
+        ttl_us: u64,
+    ) -> PermitAcquired {
+        let mut table = self.permits.lock();
+        let held = table.entry(keys.permits.clone()).or_default();
+        permits::acquire(held, process_now_us(), id, limit, ttl_us)
+    }
+
+    pub(crate) fn semaphore_release(&self, keys: &SemaphoreKeys, id: &str) -> bool {
+        let released = match self.permits.lock().get_mut(&keys.permits) {
+            Some(held) => permits::release(held, process_now_us(), id),
+            None => false,
+        };
+        if released {
+            self.wake(&keys.channel);
+        }
+        released
+    }
+
+    pub(crate) fn semaphore_extend(&self, keys: &SemaphoreKeys, id: &str, ttl_us: u64) -> bool {
+        match self.permits.lock().get_mut(&keys.permits) {
+            Some(held) => permits::extend(held, process_now_us(), id, ttl_us),
+            None => false,
+        }
+    }
+
+    /// (permits in use, µs until the earliest lease ends).
+    pub(crate) fn semaphore_state(&self, keys: &SemaphoreKeys) -> (u64, u64) {
+        let now = process_now_us();
+        let mut table = self.permits.lock();
+        let Some(held) = table.get_mut(&keys.permits) else {
+            return (0, 0);
+        };
+        permits::reclaim(held, now);
+        let earliest = held.iter().map(|&(_, expires)| expires - now).min().unwrap_or(0);
+        (held.len() as u64, earliest)
     }
 
     /// Deletes the lease whoever holds it (the fencing counter stays) and wakes waiters.
@@ -106,7 +157,8 @@ impl MemoryLocks {
         };
         let now = process_now_us();
         let was_held = slot.lease.take().is_some_and(|l| l.expires_at > now);
-        slot.released.notify_waiters();
+        drop(table);
+        self.wake(&keys.channel);
         was_held
     }
 }

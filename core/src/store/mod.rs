@@ -219,12 +219,61 @@ impl Store {
         }
     }
 
-    /// Starts listening for releases of a lock (before trying it, so no release is missed).
-    pub(crate) async fn watch_releases(&self, keys: &crate::key::LockKeys) -> ReleaseWatch {
+    /// Starts listening for releases on `channel` (before trying, so no release is missed).
+    pub(crate) async fn watch_releases(&self, channel: &[u8]) -> ReleaseWatch {
         match self {
-            Store::Memory(store) => ReleaseWatch::Memory(store.locks().releases(keys)),
+            Store::Memory(store) => ReleaseWatch::Memory(store.locks().channel(channel)),
             #[cfg(feature = "redis")]
-            Store::Redis(store) => ReleaseWatch::Redis(store.subscriber().register(&keys.channel).await),
+            Store::Redis(store) => ReleaseWatch::Redis(store.subscriber().register(channel).await),
+        }
+    }
+
+    /// Takes one of `limit` permits for `id` (reclaiming expired ones first).
+    pub async fn semaphore_acquire(
+        &self,
+        keys: &crate::key::SemaphoreKeys,
+        id: &str,
+        limit: u64,
+        ttl: Duration,
+    ) -> Result<crate::algorithm::permits::PermitAcquired> {
+        let ttl_us = ttl.as_micros() as u64;
+        match self {
+            Store::Memory(store) => Ok(store.locks().semaphore_acquire(keys, id, limit, ttl_us)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.semaphore_acquire(keys, id, limit, ttl_us)).await,
+        }
+    }
+
+    /// Gives back `id`'s permit; true if it was held.
+    pub async fn semaphore_release(&self, keys: &crate::key::SemaphoreKeys, id: &str) -> Result<bool> {
+        match self {
+            Store::Memory(store) => Ok(store.locks().semaphore_release(keys, id)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.semaphore_release(keys, id)).await,
+        }
+    }
+
+    /// Moves the end of `id`'s permit lease; false if the permit is gone (never re-taken).
+    pub async fn semaphore_extend(
+        &self,
+        keys: &crate::key::SemaphoreKeys,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let ttl_us = ttl.as_micros() as u64;
+        match self {
+            Store::Memory(store) => Ok(store.locks().semaphore_extend(keys, id, ttl_us)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.semaphore_extend(keys, id, ttl_us)).await,
+        }
+    }
+
+    /// Permits in use, and µs until the earliest of their leases ends.
+    pub async fn semaphore_state(&self, keys: &crate::key::SemaphoreKeys) -> Result<(u64, u64)> {
+        match self {
+            Store::Memory(store) => Ok(store.locks().semaphore_state(keys)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Box::pin(store.semaphore_state(keys)).await,
         }
     }
 }

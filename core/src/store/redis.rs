@@ -9,14 +9,15 @@ use redis::{Cmd, Value};
 
 use super::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
+    SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
 };
 use super::subscriber::Subscriber;
 use super::{LimitRequest, LockState, StoreOptions};
 use crate::algorithm::lease::{Acquired, Extended, Released};
+use crate::algorithm::permits::PermitAcquired;
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
-use crate::key::LockKeys;
-use crate::key::{storage_key, write_base};
+use crate::key::{storage_key, write_base, LockKeys, SemaphoreKeys};
 use crate::rule::Rules;
 
 /// A Redis server reached through one shared, reconnecting, multiplexed connection. Cheap to clone.
@@ -127,6 +128,49 @@ impl RedisStore {
             holder_fence: reply[2].max(0) as u64,
             last_fence: reply[3].max(0) as u64,
         })
+    }
+
+    /// Runs `semaphore_acquire.lua` (server time).
+    pub async fn semaphore_acquire(
+        &self,
+        keys: &SemaphoreKeys,
+        id: &str,
+        limit: u64,
+        ttl_us: u64,
+    ) -> Result<PermitAcquired> {
+        let mut cmd = script_call(&SEMAPHORE_ACQUIRE, &[&keys.permits]);
+        cmd.arg(id).arg(limit).arg(ttl_us).arg("");
+        let reply = integers(self.eval(&SEMAPHORE_ACQUIRE, cmd).await?, 2)?;
+        Ok(match reply[0] {
+            1 => PermitAcquired::Granted {
+                in_use: reply[1] as u64,
+            },
+            _ => PermitAcquired::Full {
+                next_free_us: reply[1].max(0) as u64,
+            },
+        })
+    }
+
+    /// Runs `semaphore_release.lua`.
+    pub async fn semaphore_release(&self, keys: &SemaphoreKeys, id: &str) -> Result<bool> {
+        let mut cmd = script_call(&SEMAPHORE_RELEASE, &[&keys.permits]);
+        cmd.arg(id).arg(&keys.channel).arg("");
+        Ok(matches!(self.eval(&SEMAPHORE_RELEASE, cmd).await?, Value::Int(1)))
+    }
+
+    /// Runs `semaphore_extend.lua`.
+    pub async fn semaphore_extend(&self, keys: &SemaphoreKeys, id: &str, ttl_us: u64) -> Result<bool> {
+        let mut cmd = script_call(&SEMAPHORE_EXTEND, &[&keys.permits]);
+        cmd.arg(id).arg(ttl_us).arg("");
+        Ok(matches!(self.eval(&SEMAPHORE_EXTEND, cmd).await?, Value::Int(1)))
+    }
+
+    /// Runs `semaphore_state.lua`.
+    pub async fn semaphore_state(&self, keys: &SemaphoreKeys) -> Result<(u64, u64)> {
+        let mut cmd = script_call(&SEMAPHORE_STATE, &[&keys.permits]);
+        cmd.arg("");
+        let reply = integers(self.eval(&SEMAPHORE_STATE, cmd).await?, 2)?;
+        Ok((reply[0].max(0) as u64, reply[1].max(0) as u64))
     }
 
     /// Runs `lock_force_release.lua`.

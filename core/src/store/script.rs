@@ -36,3 +36,15 @@ pub(crate) static LOCK_STATE: LazyLock<LuaScript> =
 /// `lock_force_release.lua`: delete a lease whoever holds it.
 pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_force_release.lua")));
+/// `semaphore_acquire.lua`: take one of N permits (leases), reclaiming expired ones.
+pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_acquire.lua")));
+/// `semaphore_release.lua`: give back one permit.
+pub(crate) static SEMAPHORE_RELEASE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_release.lua")));
+/// `semaphore_extend.lua`: move one permit's lease end, never re-taking it.
+pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_extend.lua")));
+/// `semaphore_state.lua`: count permits in use.
+pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_state.lua")));

@@ -1,0 +1,38 @@
+-- semaphore_acquire.lua — takes one of N permits; permits are leases that end on their own.
+--
+-- KEYS[1]  permits: sorted set <prefix>:{<escaped name>}:permits, member = permit id, score = lease end µs
+-- ARGV[1]  permit id (the handle's owner token and a counter: unique per grant)
+-- ARGV[2]  N, the number of permits
+-- ARGV[3]  lease length in µs
+-- ARGV[4]  now in µs, or "" to read the server clock (TIME)
+--
+-- Reply: {1, permits in use} when granted (an id that already holds a permit renews it);
+--        {0, µs until the earliest lease ends} when all N are taken.
+-- Expired permits (score <= now) are reclaimed first, by server time. The set's TTL is kept at its
+-- last lease end, so an abandoned semaphore disappears.
+--
+-- Mirrors: ratelock::algorithm::permits::acquire (core/src/algorithm/permits.rs).
+
+local key, id = KEYS[1], ARGV[1]
+local limit, ttl_us = tonumber(ARGV[2]), tonumber(ARGV[3])
+if limit == nil or limit < 1 or ttl_us == nil or ttl_us < 1 or id == nil or id == '' then
+  return redis.error_reply('ERR ratelock: semaphore_acquire needs an id, N >= 1 and a lease >= 1 µs')
+end
+local now = tonumber(ARGV[4])
+if now == nil then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local function int(x) return string.format('%d', x) end
+
+redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+local held = redis.call('ZSCORE', key, id)
+local in_use = redis.call('ZCARD', key)
+if held == false and in_use >= limit then
+  local earliest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+  return { 0, earliest - now }
+end
+redis.call('ZADD', key, int(now + ttl_us), id)
+local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+redis.call('PEXPIRE', key, int(math.ceil((last - now) / 1000)))
+return { 1, redis.call('ZCARD', key) }

@@ -1,0 +1,26 @@
+-- semaphore_extend.lua — moves the end of one permit's lease; never re-takes an expired permit.
+--
+-- KEYS[1]  permits sorted set <prefix>:{<escaped name>}:permits (see semaphore_acquire.lua)
+-- ARGV[1]  permit id
+-- ARGV[2]  new lease length in µs from now
+-- ARGV[3]  now in µs, or "" to read the server clock (TIME)
+--
+-- Reply: 1 extended; 0 the permit is gone (expired or released): nothing changed.
+--
+-- Mirrors: ratelock::algorithm::permits::extend (core/src/algorithm/permits.rs).
+
+local key, id, ttl_us = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+if now == nil then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local function int(x) return string.format('%d', x) end
+redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+if redis.call('ZSCORE', key, id) == false then
+  return 0
+end
+redis.call('ZADD', key, 'XX', int(now + ttl_us), id)
+local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+redis.call('PEXPIRE', key, int(math.ceil((last - now) / 1000)))
+return 1

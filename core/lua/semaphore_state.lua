@@ -1,0 +1,20 @@
+-- semaphore_state.lua — counts the permits in use without changing anything.
+--
+-- KEYS[1]  permits sorted set <prefix>:{<escaped name>}:permits (see semaphore_acquire.lua)
+-- ARGV[1]  now in µs, or "" to read the server clock (TIME)
+--
+-- Reply: {permits in use (leases not yet ended), µs until the earliest lease ends (0 when none)}
+--
+-- Mirrors: the memory store's permit count (core/src/store/memory_permits.rs).
+
+local now = tonumber(ARGV[1])
+if now == nil then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local count = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now), '+inf')
+if count == 0 then
+  return { 0, 0 }
+end
+return { count, tonumber(live[2]) - now }
