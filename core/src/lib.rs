@@ -34,6 +34,9 @@ pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
-pub use lock::{DistributedLock, Extended, LockGuard, LockOptions, LostSignal, Released};
+pub use lock::{
+    ConcurrencyLimiter, DistributedLock, Extended, LockGuard, LockOptions, LostSignal, PermitGuard, Released,
+    Semaphore,
+};
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{Store, StoreOptions};

@@ -5,6 +5,7 @@
 mod guard;
 mod hold;
 mod lost;
+mod semaphore;
 mod watchdog;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use tokio::time::Instant;
 
 pub use guard::LockGuard;
 pub use lost::LostSignal;
+pub use semaphore::{ConcurrencyLimiter, PermitGuard, Semaphore};
 
 use crate::algorithm::lease::Acquired;
 pub use crate::algorithm::lease::{Extended, Released};
@@ -200,7 +202,7 @@ impl DistributedLock {
 }
 
 /// 128 bits from the operating system's CSPRNG, as hex.
-fn owner_token() -> Result<String> {
+pub(crate) fn owner_token() -> Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
         .map_err(|e| Error::StoreUnavailable(format!("no randomness for an owner token: {e}")))?;
@@ -208,15 +210,15 @@ fn owner_token() -> Result<String> {
 }
 
 /// A small xorshift generator for retry jitter (not for secrets), seeded from the owner token.
-struct Jitter(u64);
+pub(crate) struct Jitter(u64);
 
 impl Jitter {
-    fn new(owner: &str) -> Self {
+    pub(crate) fn new(owner: &str) -> Self {
         let seed = u64::from_str_radix(&owner[..16], 16).unwrap_or(0x9e37_79b9_7f4a_7c15);
         Jitter(seed | 1)
     }
 
-    fn up_to(&mut self, max: Duration) -> Duration {
+    pub(crate) fn up_to(&mut self, max: Duration) -> Duration {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

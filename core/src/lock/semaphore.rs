@@ -1,0 +1,328 @@
+//! `Semaphore`: N permits per name, each a lease with a TTL that the scripts reclaim by server time when
+//! its holder dies; permits renew and report loss like locks. `ConcurrencyLimiter` puts one semaphore
+//! per key: at most N requests in flight per key (Stripe's concurrent-requests limiter).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::hold::{release_in_background, Hold};
+use super::lost::LostSignal;
+use super::{owner_token, Jitter, LockOptions};
+use crate::algorithm::permits::PermitAcquired;
+use crate::error::{Error, Result};
+use crate::key::{check_prefix, SemaphoreKeys};
+use crate::store::Store;
+
+/// A distributed semaphore with `permits` permits. Options are those of locks (`reentrant` is ignored:
+/// every acquire takes a new permit).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use ratelock::{Semaphore, Store};
+/// let store = Store::connect("memory://", &Default::default()).await?;
+/// let pool = Semaphore::new(&store, "db-connections", 2, Default::default())?;
+/// let a = pool.try_acquire().await?.expect("1 of 2");
+/// let b = pool.try_acquire().await?.expect("2 of 2");
+/// assert!(pool.try_acquire().await?.is_none());
+/// assert_eq!(pool.in_use().await?, 2);
+/// a.release().await?;
+/// assert!(pool.try_acquire().await?.is_some());
+/// # drop(b);
+/// # Ok::<(), ratelock::Error>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    shared: Arc<SemaphoreShared>,
+}
+
+struct SemaphoreShared {
+    store: Store,
+    keys: SemaphoreKeys,
+    owner: Arc<str>,
+    permits: u64,
+    options: LockOptions,
+    grants: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("permits", &self.shared.permits)
+            .finish()
+    }
+}
+
+impl Semaphore {
+    /// A handle on semaphore `name` with `permits` permits.
+    pub fn new(store: &Store, name: impl AsRef<[u8]>, permits: u64, options: LockOptions) -> Result<Self> {
+        check_options(permits, &options)?;
+        let owner = Arc::from(owner_token()?);
+        Ok(Self::with_owner(
+            store,
+            name.as_ref(),
+            permits,
+            options,
+            owner,
+            Default::default(),
+        ))
+    }
+
+    /// A handle whose permit ids are `<owner>:<n>`, `n` drawn from `grants` (shared by a limiter's keys).
+    fn with_owner(
+        store: &Store,
+        name: &[u8],
+        permits: u64,
+        options: LockOptions,
+        owner: Arc<str>,
+        grants: Arc<AtomicU64>,
+    ) -> Self {
+        Semaphore {
+            shared: Arc::new(SemaphoreShared {
+                store: store.clone(),
+                keys: SemaphoreKeys::new(&options.prefix, name),
+                owner,
+                permits,
+                options,
+                grants,
+            }),
+        }
+    }
+
+    /// Takes a permit if one is free.
+    pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
+        let id = self.next_id();
+        Ok(match self.attempt(&id).await? {
+            PermitAcquired::Granted { .. } => Some(PermitGuard::start(self.shared.clone(), id)),
+            PermitAcquired::Full { .. } => None,
+        })
+    }
+
+    /// Waits up to `timeout` for a permit, woken by releases and capped by the earliest lease's end.
+    pub async fn acquire(&self, timeout: Duration) -> Result<PermitGuard> {
+        let started = Instant::now();
+        let deadline = started.checked_add(timeout);
+        let id = self.next_id();
+        let watch = self.shared.store.watch_releases(&self.shared.keys.channel).await;
+        let mut jitter = Jitter::new(&self.shared.owner);
+        loop {
+            let released = watch.notify().notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let next_free = match self.attempt(&id).await? {
+                PermitAcquired::Granted { .. } => return Ok(PermitGuard::start(self.shared.clone(), id)),
+                PermitAcquired::Full { next_free_us } => Duration::from_micros(next_free_us),
+            };
+            let now = Instant::now();
+            let left = match deadline {
+                Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
+                Some(deadline) => deadline - now,
+                None => Duration::MAX,
+            };
+            let nap = (next_free + jitter.up_to(next_free / 10))
+                .max(Duration::from_millis(1))
+                .min(left);
+            tokio::select! {
+                _ = released => {}
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    /// Permits in use now (leases not yet ended).
+    pub async fn in_use(&self) -> Result<u64> {
+        Ok(self.shared.store.semaphore_state(&self.shared.keys).await?.0)
+    }
+
+    /// The number of permits.
+    pub fn permits(&self) -> u64 {
+        self.shared.permits
+    }
+
+    fn next_id(&self) -> String {
+        let n = self.shared.grants.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.shared.owner)
+    }
+
+    async fn attempt(&self, id: &str) -> Result<PermitAcquired> {
+        let shared = &self.shared;
+        shared
+            .store
+            .semaphore_acquire(&shared.keys, id, shared.permits, shared.options.ttl)
+            .await
+    }
+}
+
+/// A held permit. Release it with [`release`](Self::release); dropping it releases in the background.
+#[must_use = "dropping the guard releases the permit"]
+pub struct PermitGuard {
+    shared: Arc<SemaphoreShared>,
+    id: String,
+    hold: Hold,
+    released: bool,
+}
+
+impl std::fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitGuard")
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl PermitGuard {
+    fn start(shared: Arc<SemaphoreShared>, id: String) -> Self {
+        let (renewing, renew_id) = (shared.clone(), id.clone());
+        let renew: super::watchdog::Renew = Arc::new(move || {
+            let (shared, id) = (renewing.clone(), renew_id.clone());
+            Box::pin(async move {
+                shared
+                    .store
+                    .semaphore_extend(&shared.keys, &id, shared.options.ttl)
+                    .await
+            })
+        });
+        let hold = Hold::start(shared.options.ttl, shared.options.auto_renew, renew);
+        PermitGuard {
+            shared,
+            id,
+            hold,
+            released: false,
+        }
+    }
+
+    /// True once the permit is known lost (its lease ended or was reclaimed).
+    pub fn is_lost(&self) -> bool {
+        self.hold.lost().is_lost()
+    }
+
+    /// Resolves as soon as the permit is known lost.
+    pub async fn lost(&self) {
+        self.hold.lost().wait().await
+    }
+
+    /// A clonable handle on the lost signal.
+    pub fn lost_signal(&self) -> LostSignal {
+        self.hold.lost().clone()
+    }
+
+    /// Moves the end of this permit's lease to `ttl` from now; `false` (and the lost signal) if it is
+    /// gone. Never re-takes a permit.
+    pub async fn extend(&self, ttl: Duration) -> Result<bool> {
+        let sent = Instant::now();
+        let held = self
+            .shared
+            .store
+            .semaphore_extend(&self.shared.keys, &self.id, ttl)
+            .await?;
+        self.hold.extended(held, sent, ttl);
+        Ok(held)
+    }
+
+    /// Stops the watchdog, then gives the permit back; `false` if it had been lost before.
+    pub async fn release(mut self) -> Result<bool> {
+        self.released = true;
+        self.hold.stop().await;
+        self.shared
+            .store
+            .semaphore_release(&self.shared.keys, &self.id)
+            .await
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let (shared, id) = (self.shared.clone(), std::mem::take(&mut self.id));
+        let fallback = (shared.clone(), id.clone());
+        let release = async move {
+            let _ = shared.store.semaphore_release(&shared.keys, &id).await;
+        };
+        if release_in_background(self.hold.take_watchdog(), release).is_err() {
+            #[allow(irrefutable_let_patterns)]
+            if let Store::Memory(store) = &fallback.0.store {
+                store.locks().semaphore_release(&fallback.0.keys, &fallback.1);
+            }
+        }
+    }
+}
+
+/// At most `limit` requests in flight per key: one [`Semaphore`] per key, sharing one store.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use ratelock::{ConcurrencyLimiter, Store};
+/// let store = Store::connect("memory://", &Default::default()).await?;
+/// let in_flight = ConcurrencyLimiter::new(&store, 1, Default::default())?;
+/// let request = in_flight.try_acquire("tenant:acme").await?.expect("first request");
+/// assert!(in_flight.try_acquire("tenant:acme").await?.is_none()); // 429 for the second
+/// assert!(in_flight.try_acquire("tenant:other").await?.is_some());
+/// request.release().await?;
+/// # Ok::<(), ratelock::Error>(()) }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConcurrencyLimiter {
+    store: Store,
+    limit: u64,
+    options: LockOptions,
+    owner: Arc<str>,
+    grants: Arc<AtomicU64>,
+}
+
+impl ConcurrencyLimiter {
+    /// At most `limit` in flight per key; `options.ttl` bounds how long a crashed request holds its slot.
+    pub fn new(store: &Store, limit: u64, options: LockOptions) -> Result<Self> {
+        check_options(limit, &options)?;
+        Ok(ConcurrencyLimiter {
+            store: store.clone(),
+            limit,
+            options,
+            owner: Arc::from(owner_token()?),
+            grants: Default::default(),
+        })
+    }
+
+    /// A slot for `key` if one is free.
+    pub async fn try_acquire(&self, key: impl AsRef<[u8]>) -> Result<Option<PermitGuard>> {
+        self.semaphore(key).try_acquire().await
+    }
+
+    /// Waits up to `timeout` for a slot for `key`.
+    pub async fn acquire(&self, key: impl AsRef<[u8]>, timeout: Duration) -> Result<PermitGuard> {
+        self.semaphore(key).acquire(timeout).await
+    }
+
+    /// Requests in flight for `key`.
+    pub async fn in_flight(&self, key: impl AsRef<[u8]>) -> Result<u64> {
+        self.semaphore(key).in_use().await
+    }
+
+    fn semaphore(&self, key: impl AsRef<[u8]>) -> Semaphore {
+        Semaphore::with_owner(
+            &self.store,
+            key.as_ref(),
+            self.limit,
+            self.options.clone(),
+            self.owner.clone(),
+            self.grants.clone(),
+        )
+    }
+}
+
+fn check_options(permits: u64, options: &LockOptions) -> Result<()> {
+    check_prefix(&options.prefix)?;
+    if permits == 0 {
+        return Err(Error::invalid_argument(
+            "permits",
+            "a semaphore needs at least 1 permit",
+        ));
+    }
+    if options.ttl < Duration::from_millis(3) {
+        return Err(Error::invalid_argument("ttl", "a lease must last at least 3 ms"));
+    }
+    Ok(())
+}
