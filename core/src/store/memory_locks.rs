@@ -18,9 +18,12 @@ use crate::key::{LockKeys, SemaphoreKeys};
 #[derive(Default)]
 pub(crate) struct MemoryLocks {
     table: Mutex<HashMap<Vec<u8>, LockSlot>>,
-    permits: Mutex<HashMap<Vec<u8>, Vec<(String, u64)>>>,
+    permits: Mutex<HashMap<Vec<u8>, Permits>>,
     channels: Mutex<HashMap<Vec<u8>, Arc<Notify>>>,
 }
+
+/// The permits of one semaphore: (permit id, lease end µs).
+type Permits = Vec<(String, u64)>;
 
 #[derive(Default)]
 struct LockSlot {
