@@ -22,7 +22,8 @@ unit-and-integration:
 # Builds the crate from its packaged form: proves the Lua scripts travel inside it.
 package-check:
 	$(CARGO) package -p ratelock --allow-dirty --quiet
-	$(CARGO) package -p ratelock --allow-dirty --list | grep -qx 'lua/limit.lua'
+	$(CARGO) package -p ratelock --allow-dirty --list > target/package-files.txt
+	for script in core/lua/*.lua; do grep -qx "lua/$${script##*/}" target/package-files.txt || { echo "missing from the package: $$script"; exit 1; }; done
 
 bench:
 	$(CARGO) run --release --quiet -p ratelock-bench
