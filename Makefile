@@ -22,8 +22,10 @@ unit-and-integration:
 # Builds the crate from its packaged form: proves the Lua scripts travel inside it.
 package-check:
 	$(CARGO) package -p ratelock --allow-dirty --quiet
-	$(CARGO) package -p ratelock --allow-dirty --list > target/package-files.txt
-	for script in core/lua/*.lua; do grep -qx "lua/$${script##*/}" target/package-files.txt || { echo "missing from the package: $$script"; exit 1; }; done
+	files="$$($(CARGO) package -p ratelock --allow-dirty --list)"; \
+	for script in core/lua/*.lua; do \
+	  printf '%s\n' "$$files" | grep -qx "lua/$${script##*/}" || { echo "missing from the package: $$script"; exit 1; }; \
+	done
 
 bench:
 	$(CARGO) run --release --quiet -p ratelock-bench
