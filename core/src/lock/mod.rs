@@ -6,12 +6,11 @@ mod guard;
 mod hold;
 mod lost;
 mod semaphore;
+mod wait;
 mod watchdog;
 
 use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 pub use guard::LockGuard;
 pub use lost::LostSignal;
@@ -22,6 +21,7 @@ pub use crate::algorithm::lease::{Extended, Released};
 use crate::error::{Error, Result};
 use crate::key::{check_prefix, LockKeys};
 use crate::store::{LockState, Store};
+use wait::Attempt;
 
 /// How a [`DistributedLock`] behaves. Start from `LockOptions::default()`.
 #[derive(Debug, Clone)]
@@ -130,34 +130,22 @@ impl DistributedLock {
     /// connection per store); each wait is also capped at the holder's remaining lease, so a missed
     /// message cannot hang a waiter. Fails with [`Error::WaitTimeout`] when the deadline passes.
     pub async fn acquire(&self, timeout: Duration) -> Result<LockGuard> {
-        let started = Instant::now();
-        let deadline = started.checked_add(timeout);
-        let watch = self.shared.store.watch_releases(&self.shared.keys.channel).await;
-        let mut jitter = Jitter::new(&self.shared.owner);
-        loop {
-            let released = watch.notify().notified();
-            tokio::pin!(released);
-            released.as_mut().enable();
-            let remaining = match self.attempt().await? {
-                Acquired::Granted { fence, holds } => {
-                    return Ok(LockGuard::start(self.shared.clone(), fence, holds))
-                }
-                Acquired::Busy { remaining_us } => Duration::from_micros(remaining_us),
-            };
-            let now = Instant::now();
-            let left = match deadline {
-                Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
-                Some(deadline) => deadline - now,
-                None => Duration::MAX,
-            };
-            let nap = (remaining + jitter.up_to(remaining / 10))
-                .max(Duration::from_millis(1))
-                .min(left);
-            tokio::select! {
-                _ = released => {}
-                _ = tokio::time::sleep(nap) => {}
-            }
-        }
+        let shared = &self.shared;
+        wait::until_granted(
+            &shared.store,
+            &shared.keys.channel,
+            &shared.owner,
+            timeout,
+            || async {
+                Ok(match self.attempt().await? {
+                    Acquired::Granted { fence, holds } => {
+                        Attempt::Got(LockGuard::start(shared.clone(), fence, holds))
+                    }
+                    Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
+                })
+            },
+        )
+        .await
     }
 
     /// Whether anyone holds the lock now.

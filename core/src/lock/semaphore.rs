@@ -10,7 +10,8 @@ use tokio::time::Instant;
 
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
-use super::{owner_token, Jitter, LockOptions};
+use super::wait::{self, Attempt};
+use super::{owner_token, LockOptions};
 use crate::algorithm::permits::PermitAcquired;
 use crate::error::{Error, Result};
 use crate::key::{check_prefix, SemaphoreKeys};
@@ -102,33 +103,25 @@ impl Semaphore {
 
     /// Waits up to `timeout` for a permit, woken by releases and capped by the earliest lease's end.
     pub async fn acquire(&self, timeout: Duration) -> Result<PermitGuard> {
-        let started = Instant::now();
-        let deadline = started.checked_add(timeout);
+        let shared = &self.shared;
         let id = self.next_id();
-        let watch = self.shared.store.watch_releases(&self.shared.keys.channel).await;
-        let mut jitter = Jitter::new(&self.shared.owner);
-        loop {
-            let released = watch.notify().notified();
-            tokio::pin!(released);
-            released.as_mut().enable();
-            let next_free = match self.attempt(&id).await? {
-                PermitAcquired::Granted { .. } => return Ok(PermitGuard::start(self.shared.clone(), id)),
-                PermitAcquired::Full { next_free_us } => Duration::from_micros(next_free_us),
-            };
-            let now = Instant::now();
-            let left = match deadline {
-                Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
-                Some(deadline) => deadline - now,
-                None => Duration::MAX,
-            };
-            let nap = (next_free + jitter.up_to(next_free / 10))
-                .max(Duration::from_millis(1))
-                .min(left);
-            tokio::select! {
-                _ = released => {}
-                _ = tokio::time::sleep(nap) => {}
-            }
-        }
+        wait::until_granted(
+            &shared.store,
+            &shared.keys.channel,
+            &shared.owner,
+            timeout,
+            || async {
+                Ok(match self.attempt(&id).await? {
+                    PermitAcquired::Granted { .. } => {
+                        Attempt::Got(PermitGuard::start(shared.clone(), id.clone()))
+                    }
+                    PermitAcquired::Full { next_free_us } => {
+                        Attempt::Busy(Duration::from_micros(next_free_us))
+                    }
+                })
+            },
+        )
+        .await
     }
 
     /// Permits in use now (leases not yet ended).

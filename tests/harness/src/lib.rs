@@ -5,6 +5,7 @@
 
 pub mod redis_server;
 pub mod slot;
+pub mod stores;
 pub mod vectors;
 
 pub use redis_server::RedisServer;

@@ -4,12 +4,11 @@
 use std::time::Duration;
 
 use ratelock::{Algorithm, Error, Limiter, LimiterOptions, Rules};
-use ratelock_testkit::RedisServer;
+use ratelock_testkit::stores::on_both_stores;
 
 async fn both_stores(check: impl AsyncFn(Limiter)) {
-    check(Limiter::memory()).await;
-    let server = RedisServer::start();
-    check(Limiter::connect(&server.url()).await.unwrap()).await;
+    on_both_stores(async |store| check(Limiter::with_store(store, LimiterOptions::default()).unwrap()).await)
+        .await;
 }
 
 #[tokio::test]

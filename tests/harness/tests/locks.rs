@@ -5,36 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratelock::{DistributedLock, Extended, LockOptions, Released, Store, StoreOptions};
+use ratelock_testkit::stores::{lease_options, on_both_stores};
 use ratelock_testkit::RedisServer;
 use redis::Commands;
 
-fn options(ttl_ms: u64, auto_renew: bool, reentrant: bool) -> LockOptions {
-    let mut options = LockOptions::default();
-    options.ttl = Duration::from_millis(ttl_ms);
-    options.auto_renew = auto_renew;
-    options.reentrant = reentrant;
-    options
-}
-
-async fn both_stores(check: impl AsyncFn(Store)) {
-    check(
-        Store::connect("memory://", &StoreOptions::default())
-            .await
-            .unwrap(),
-    )
-    .await;
-    let server = RedisServer::start();
-    check(
-        Store::connect(&server.url(), &StoreOptions::default())
-            .await
-            .unwrap(),
-    )
-    .await;
-}
-
 #[tokio::test]
 async fn grants_are_exclusive_and_fencing_tokens_rise() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         let a = DistributedLock::new(&store, "orders:42", LockOptions::default()).unwrap();
         let b = DistributedLock::new(&store, "orders:42", LockOptions::default()).unwrap();
         assert_ne!(a.owner_token(), b.owner_token());
@@ -59,8 +36,8 @@ async fn grants_are_exclusive_and_fencing_tokens_rise() {
 
 #[tokio::test]
 async fn a_lost_holder_changes_nothing_and_is_told() {
-    both_stores(async |store| {
-        let a = DistributedLock::new(&store, "job", options(60, false, false)).unwrap();
+    on_both_stores(async |store| {
+        let a = DistributedLock::new(&store, "job", lease_options(60, false, false)).unwrap();
         let b = DistributedLock::new(&store, "job", LockOptions::default()).unwrap();
         let first = a.try_acquire().await.unwrap().unwrap();
         let lost = first.lost_signal();
@@ -91,8 +68,8 @@ async fn a_lost_holder_changes_nothing_and_is_told() {
 
 #[tokio::test]
 async fn reentry_keeps_the_token_and_counts_holds() {
-    both_stores(async |store| {
-        let lock = DistributedLock::new(&store, "tree", options(5_000, true, true)).unwrap();
+    on_both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "tree", lease_options(5_000, true, true)).unwrap();
         let outer = lock.try_acquire().await.unwrap().unwrap();
         let inner = lock.try_acquire().await.unwrap().unwrap();
         assert_eq!(inner.fencing_token(), outer.fencing_token());
@@ -113,8 +90,8 @@ async fn reentry_keeps_the_token_and_counts_holds() {
 
 #[tokio::test]
 async fn a_forcibly_deleted_lock_fires_the_lost_signal_within_a_third_of_the_ttl() {
-    both_stores(async |store| {
-        let lock = DistributedLock::new(&store, "deleted", options(900, true, false)).unwrap();
+    on_both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "deleted", lease_options(900, true, false)).unwrap();
         let guard = lock.try_acquire().await.unwrap().unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(lock.force_release().await.unwrap());
@@ -130,7 +107,7 @@ async fn a_forcibly_deleted_lock_fires_the_lost_signal_within_a_third_of_the_ttl
 
 #[tokio::test]
 async fn a_waiter_past_its_deadline_gets_a_typed_timeout() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         let holder = DistributedLock::new(&store, "busy", LockOptions::default()).unwrap();
         let waiter = DistributedLock::new(&store, "busy", LockOptions::default()).unwrap();
         let guard = holder.try_acquire().await.unwrap().unwrap();
@@ -149,17 +126,17 @@ async fn a_waiter_past_its_deadline_gets_a_typed_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_waiters_get_the_lock_in_turn_woken_by_releases() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         // A long lease: if waiters relied on it instead of release messages, hand-offs would take 10 s.
         let name = "queue";
-        let first = DistributedLock::new(&store, name, options(10_000, true, false)).unwrap();
+        let first = DistributedLock::new(&store, name, lease_options(10_000, true, false)).unwrap();
         let guard = first.try_acquire().await.unwrap().unwrap();
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
         for _ in 0..16 {
             let (store, log) = (store.clone(), log.clone());
             waiters.push(tokio::spawn(async move {
-                let lock = DistributedLock::new(&store, name, options(10_000, true, false)).unwrap();
+                let lock = DistributedLock::new(&store, name, lease_options(10_000, true, false)).unwrap();
                 let guard = lock
                     .acquire(Duration::from_secs(30))
                     .await
@@ -206,7 +183,7 @@ async fn a_one_second_lease_renewed_for_five_seconds_stays_held_and_stops_after_
     let store = Store::connect(&server.url(), &StoreOptions::default())
         .await
         .unwrap();
-    let lock = DistributedLock::new(&store, "long-job", options(1_000, true, false)).unwrap();
+    let lock = DistributedLock::new(&store, "long-job", lease_options(1_000, true, false)).unwrap();
     let rival = DistributedLock::new(&store, "long-job", LockOptions::default()).unwrap();
     let guard = lock.try_acquire().await.unwrap().unwrap();
     for _ in 0..10 {

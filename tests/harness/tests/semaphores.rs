@@ -5,35 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratelock::{ConcurrencyLimiter, LockOptions, Semaphore, Store, StoreOptions};
-use ratelock_testkit::RedisServer;
-
-fn options(ttl_ms: u64, auto_renew: bool) -> LockOptions {
-    let mut options = LockOptions::default();
-    options.ttl = Duration::from_millis(ttl_ms);
-    options.auto_renew = auto_renew;
-    options
-}
-
-async fn both_stores(check: impl AsyncFn(Store)) {
-    check(
-        Store::connect("memory://", &StoreOptions::default())
-            .await
-            .unwrap(),
-    )
-    .await;
-    let server = RedisServer::start();
-    check(
-        Store::connect(&server.url(), &StoreOptions::default())
-            .await
-            .unwrap(),
-    )
-    .await;
-}
+use ratelock::{ConcurrencyLimiter, LockOptions, Semaphore};
+use ratelock_testkit::stores::{lease_options, on_both_stores};
 
 #[tokio::test]
 async fn never_more_than_n_permits_and_a_release_frees_one() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         let pool = Semaphore::new(&store, "pool", 3, LockOptions::default()).unwrap();
         let other_handle = Semaphore::new(&store, "pool", 3, LockOptions::default()).unwrap();
         let mut held = Vec::new();
@@ -60,8 +37,8 @@ async fn never_more_than_n_permits_and_a_release_frees_one() {
 
 #[tokio::test]
 async fn an_abandoned_permit_is_reclaimed_when_its_lease_ends() {
-    both_stores(async |store| {
-        let crashed = Semaphore::new(&store, "single", 1, options(100, false)).unwrap();
+    on_both_stores(async |store| {
+        let crashed = Semaphore::new(&store, "single", 1, lease_options(100, false, false)).unwrap();
         let next = Semaphore::new(&store, "single", 1, LockOptions::default()).unwrap();
         let stale = crashed.try_acquire().await.unwrap().unwrap();
         assert!(next.try_acquire().await.unwrap().is_none());
@@ -88,8 +65,8 @@ async fn an_abandoned_permit_is_reclaimed_when_its_lease_ends() {
 
 #[tokio::test]
 async fn a_renewed_permit_outlives_its_ttl() {
-    both_stores(async |store| {
-        let pool = Semaphore::new(&store, "renewed", 1, options(300, true)).unwrap();
+    on_both_stores(async |store| {
+        let pool = Semaphore::new(&store, "renewed", 1, lease_options(300, true, false)).unwrap();
         let guard = pool.try_acquire().await.unwrap().unwrap();
         tokio::time::sleep(Duration::from_millis(1_000)).await;
         assert!(!guard.is_lost());
@@ -106,7 +83,7 @@ async fn a_renewed_permit_outlives_its_ttl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_share_n_permits_woken_by_releases() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         let in_use = Arc::new(AtomicU64::new(0));
         let most = Arc::new(AtomicU64::new(0));
         let started = Instant::now();
@@ -115,7 +92,7 @@ async fn waiters_share_n_permits_woken_by_releases() {
             let (store, in_use, most) = (store.clone(), in_use.clone(), most.clone());
             tasks.push(tokio::spawn(async move {
                 // A 10 s lease: only release messages can explain a quick turnover.
-                let pool = Semaphore::new(&store, "workers", 3, options(10_000, true)).unwrap();
+                let pool = Semaphore::new(&store, "workers", 3, lease_options(10_000, true, false)).unwrap();
                 let guard = pool
                     .acquire(Duration::from_secs(20))
                     .await
@@ -148,7 +125,7 @@ async fn waiters_share_n_permits_woken_by_releases() {
 
 #[tokio::test]
 async fn the_concurrency_limiter_counts_in_flight_requests_per_key() {
-    both_stores(async |store| {
+    on_both_stores(async |store| {
         let limiter = ConcurrencyLimiter::new(&store, 2, LockOptions::default()).unwrap();
         let a1 = limiter.try_acquire("tenant:a").await.unwrap().unwrap();
         let a2 = limiter.try_acquire("tenant:a").await.unwrap().unwrap();

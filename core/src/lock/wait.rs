@@ -1,0 +1,58 @@
+//! Waiting with a deadline for a lock or a permit: listen for releases first (so none is missed), try,
+//! and between tries sleep until a release message or the holder's lease end (plus jitter), whichever
+//! comes first. One loop for every kind of lease.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Jitter;
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// One try: got it, or busy until the current holder's lease ends (unless renewed).
+pub(crate) enum Attempt<T> {
+    Got(T),
+    Busy(Duration),
+}
+
+/// Tries `attempt` until it succeeds or `timeout` passes (then `Error::WaitTimeout`).
+pub(crate) async fn until_granted<T, F, Fut>(
+    store: &Store,
+    channel: &[u8],
+    owner: &str,
+    timeout: Duration,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>>>,
+{
+    let started = Instant::now();
+    let deadline = started.checked_add(timeout);
+    let watch = store.watch_releases(channel).await;
+    let mut jitter = Jitter::new(owner);
+    loop {
+        let released = watch.notify().notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        let busy_for = match attempt().await? {
+            Attempt::Got(granted) => return Ok(granted),
+            Attempt::Busy(remaining) => remaining,
+        };
+        let now = Instant::now();
+        let left = match deadline {
+            Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
+            Some(deadline) => deadline - now,
+            None => Duration::MAX,
+        };
+        let nap = (busy_for + jitter.up_to(busy_for / 10))
+            .max(Duration::from_millis(1))
+            .min(left);
+        tokio::select! {
+            _ = released => {}
+            _ = tokio::time::sleep(nap) => {}
+        }
+    }
+}
