@@ -18,7 +18,11 @@ pub struct ScriptWords {
 impl ScriptWords {
     /// `EVALSHA` and everything after it, as redis-benchmark's command words.
     pub fn command(&self) -> Vec<String> {
-        let mut words = vec!["EVALSHA".to_owned(), self.sha.clone(), self.keys.len().to_string()];
+        let mut words = vec![
+            "EVALSHA".to_owned(),
+            self.sha.clone(),
+            self.keys.len().to_string(),
+        ];
         words.extend(self.keys.iter().cloned());
         words.extend(self.argv.iter().cloned());
         words
@@ -40,7 +44,12 @@ pub fn acquire(sha: &str, lease: &str, fence: &str, owner: &str, ttl_us: u128) -
     ScriptWords {
         sha: sha.to_owned(),
         keys: vec![lease.to_owned(), fence.to_owned()],
-        argv: vec![owner.to_owned(), ttl_us.to_string(), "0".to_owned(), String::new()],
+        argv: vec![
+            owner.to_owned(),
+            ttl_us.to_string(),
+            "0".to_owned(),
+            String::new(),
+        ],
     }
 }
 

@@ -54,7 +54,10 @@ async fn run_tasks(locks: &[DistributedLock], deadline: Instant) -> (u64, u64) {
 async fn pairs_until(lock: DistributedLock, deadline: Instant) -> (u64, u64) {
     let (mut pairs, mut surprises) = (0, 0);
     while Instant::now() < deadline {
-        let guard = lock.try_acquire().await.expect("try_acquire on the bench redis-server");
+        let guard = lock
+            .try_acquire()
+            .await
+            .expect("try_acquire on the bench redis-server");
         match guard {
             Some(guard) => {
                 let released = guard.release().await.expect("release on the bench redis-server");

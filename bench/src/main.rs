@@ -1,7 +1,11 @@
-//! ratelock-bench: throughput of the Rust client against redis-benchmark on the same script and
-//! server, memory-store decisions per second, and Redis memory per key. Prints figures; never fails.
+//! ratelock-bench: throughput of the Rust client (limiter and locks) against redis-benchmark on the same
+//! scripts and server, lock hand-off latency, memory-store decisions per second, and Redis memory per key.
 
 mod client_throughput;
+mod lock_comparison;
+mod lock_handoff;
+mod lock_scripts;
+mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
 mod redis_benchmark;
@@ -35,6 +39,7 @@ async fn main() {
     let mut notes = Vec::new();
 
     let mut rows = redis_comparison::rows(&server, KEY, &rules, &mut notes).await;
+    rows.extend(lock_comparison::rows(&server, &mut notes).await);
     rows.extend(memory_rows(&mut notes));
 
     let table = report::text_table(&rows);

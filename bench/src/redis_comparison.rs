@@ -21,6 +21,8 @@ const MEMORY_USAGE_TARGET_BYTES: f64 = 80.0;
 /// A shorter user key and rule id than the bench's, for comparison (Redis rounds allocations up).
 const TYPICAL_KEY: &str = "user:42";
 const TYPICAL_RULE: &str = "100/minute";
+/// A user key long enough to push the storage key past jemalloc's 32-byte class.
+const LONG_KEY: &str = "tenant:acme-corporation:user:1234567";
 
 /// A client setup and the redis-benchmark setup it is compared with.
 struct Pairing {
@@ -95,9 +97,13 @@ pub async fn rows(
             target: Target::RatioAtLeast(pairing.target_ratio),
         });
     }
-    rows.push(memory_usage_row(&limiter, key, rules, &mut connection, notes).await);
+    // Measured under a rule whose state lives long enough to inspect (the benchmark rule's lives 1 ms).
     let typical_rules: Rules = TYPICAL_RULE.parse().expect("typical rule");
+    rows.push(memory_usage_row(&limiter, key, &typical_rules, &mut connection, notes).await);
     rows.push(memory_usage_row(&limiter, TYPICAL_KEY, &typical_rules, &mut connection, notes).await);
+    let mut long = memory_usage_row(&limiter, LONG_KEY, &typical_rules, &mut connection, notes).await;
+    long.target = Target::None;
+    rows.push(long);
     rows
 }
 

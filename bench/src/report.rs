@@ -6,6 +6,7 @@
 pub enum Unit {
     PerSecond,
     Bytes,
+    Micros,
 }
 
 /// The figure a row aims at.
@@ -17,6 +18,8 @@ pub enum Target {
     AtLeast(f64),
     /// The measured figure at most this.
     AtMost(f64),
+    /// None: the figure is shown for information.
+    None,
 }
 
 /// One line of the table. `None` figures could not be measured (the reason goes in a note).
@@ -40,6 +43,7 @@ impl Row {
             Target::RatioAtLeast(min) => self.ratio().map(|ratio| ratio >= min),
             Target::AtLeast(min) => self.measured.map(|figure| figure >= min),
             Target::AtMost(max) => self.measured.map(|figure| figure <= max),
+            Target::None => return "-",
         };
         match (met, self.target) {
             (None, _) => "n/a",
@@ -55,6 +59,7 @@ impl Row {
             Target::RatioAtLeast(min) => format!("ratio >= {min:.2}"),
             Target::AtLeast(min) => format!(">= {}", with_unit(min, self.unit)),
             Target::AtMost(max) => format!("<= {}", with_unit(max, self.unit)),
+            Target::None => "-".to_owned(),
         };
         [
             self.name.clone(),
@@ -116,6 +121,7 @@ fn with_unit(value: f64, unit: Unit) -> String {
     match unit {
         Unit::PerSecond => format!("{}/s", thousands(value.round() as u64)),
         Unit::Bytes => format!("{} B", thousands(value.round() as u64)),
+        Unit::Micros => format!("{} µs", thousands(value.round() as u64)),
     }
 }
 

@@ -68,6 +68,50 @@ pub struct LimiterOptions {
     pub degraded_retry_after: Duration,
 }
 
+impl LimiterOptions {
+    /// The same options with another key prefix.
+    ///
+    /// ```
+    /// use ratelock::{FailurePolicy, LimiterOptions};
+    /// let options = LimiterOptions::default().with_prefix("api").with_on_error(FailurePolicy::Allow);
+    /// assert_eq!(options.prefix, "api");
+    /// ```
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The same options with another failure policy.
+    pub fn with_on_error(mut self, on_error: FailurePolicy) -> Self {
+        self.on_error = on_error;
+        self
+    }
+
+    /// The same options with another default algorithm for rule text.
+    pub fn with_default_algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.default_algorithm = algorithm;
+        self
+    }
+
+    /// The same options with another clock source.
+    pub fn with_clock(mut self, clock: ClockSource) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The same options with another store timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.store.timeout = timeout;
+        self
+    }
+
+    /// The same options with other store settings.
+    pub fn with_store(mut self, store: StoreOptions) -> Self {
+        self.store = store;
+        self
+    }
+}
+
 impl Default for LimiterOptions {
     fn default() -> Self {
         LimiterOptions {

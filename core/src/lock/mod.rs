@@ -37,6 +37,38 @@ pub struct LockOptions {
     pub prefix: String,
 }
 
+impl LockOptions {
+    /// The same options with another lease length.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = ratelock::LockOptions::default().with_ttl(Duration::from_secs(5)).with_reentrant(true);
+    /// assert_eq!(options.ttl, Duration::from_secs(5));
+    /// ```
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The same options with auto-renew on or off.
+    pub fn with_auto_renew(mut self, auto_renew: bool) -> Self {
+        self.auto_renew = auto_renew;
+        self
+    }
+
+    /// The same options with re-entry on or off.
+    pub fn with_reentrant(mut self, reentrant: bool) -> Self {
+        self.reentrant = reentrant;
+        self
+    }
+
+    /// The same options with another key prefix.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+}
+
 impl Default for LockOptions {
     fn default() -> Self {
         LockOptions {

@@ -1,6 +1,6 @@
-//! Waiting with a deadline for a lock or a permit: listen for releases first (so none is missed), try,
-//! and between tries sleep until a release message or the holder's lease end (plus jitter), whichever
-//! comes first. One loop for every kind of lease.
+//! Waiting with a deadline for a lock or a permit: try once; if busy, listen for releases and try again
+//! (so no release is missed), and between tries sleep until a release message or the holder's lease
+//! end (plus jitter), whichever comes first. One loop for every kind of lease.
 
 use std::future::Future;
 use std::time::Duration;
@@ -31,6 +31,11 @@ where
 {
     let started = Instant::now();
     let deadline = started.checked_add(timeout);
+    // Uncontended: one round trip, no subscription. Busy: listen, then try again at once, so a
+    // release between the two tries cannot be missed.
+    if let Attempt::Got(granted) = attempt().await? {
+        return Ok(granted);
+    }
     let watch = store.watch_releases(channel).await;
     let mut jitter = Jitter::new(owner);
     loop {

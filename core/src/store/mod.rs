@@ -83,6 +83,26 @@ pub struct StoreOptions {
     pub tls_root_ca: Option<Vec<u8>>,
 }
 
+impl StoreOptions {
+    /// The same options with another timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same options with another memory-store bound.
+    pub fn with_max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys;
+        self
+    }
+
+    /// The same options trusting these PEM certificates for `rediss://`.
+    pub fn with_tls_root_ca(mut self, pem: Vec<u8>) -> Self {
+        self.tls_root_ca = Some(pem);
+        self
+    }
+}
+
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {

@@ -124,10 +124,13 @@ impl Drop for Registration {
         let channel = std::mem::take(&mut self.channel);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
+                // Decide under the sink lock: a registration that subscribes again also takes it, so it
+                // either came first (and we see its waiter) or subscribes after this unsubscribe.
+                let mut sink = subscriber.sink.lock().await;
                 if subscriber.channels.lock().contains_key(&channel) {
                     return;
                 }
-                if let Some(sink) = subscriber.sink.lock().await.as_mut() {
+                if let Some(sink) = sink.as_mut() {
                     let _ = sink.unsubscribe(channel.as_slice()).await;
                 }
             });

@@ -26,9 +26,8 @@ pub async fn on_both_stores(check: impl AsyncFn(Store)) {
 
 /// Lock or semaphore options with a lease of `ttl_ms`.
 pub fn lease_options(ttl_ms: u64, auto_renew: bool, reentrant: bool) -> LockOptions {
-    let mut options = LockOptions::default();
-    options.ttl = Duration::from_millis(ttl_ms);
-    options.auto_renew = auto_renew;
-    options.reentrant = reentrant;
-    options
+    LockOptions::default()
+        .with_ttl(Duration::from_millis(ttl_ms))
+        .with_auto_renew(auto_renew)
+        .with_reentrant(reentrant)
 }
