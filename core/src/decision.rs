@@ -71,6 +71,7 @@ pub struct Decision {
 
 impl Decision {
     /// Builds a decision from per-rule outcomes (at least one).
+    #[inline]
     pub fn from_outcomes(outcomes: Outcomes) -> Self {
         let (allowed, index) = combine(&outcomes);
         let deciding = outcomes[index];

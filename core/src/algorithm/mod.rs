@@ -262,6 +262,7 @@ pub fn check_cost(rule: &Rule, cost: u64) -> Result<()> {
 /// let no = Outcome { allowed: false, limit: 5, remaining: 0, reset_after_us: 9, retry_after_us: 7 };
 /// assert_eq!(combine(&[ok, no]), (false, 1));
 /// ```
+#[inline]
 pub fn combine(outcomes: &[Outcome]) -> (bool, usize) {
     let allowed = outcomes.iter().all(|o| o.allowed);
     let mut best = 0;
