@@ -19,7 +19,7 @@ impl ScriptCall {
             "hit".to_owned(),
             String::new(),
             "1".to_owned(),
-            algorithm_code(rule.algorithm()).to_owned(),
+            Algorithm::code(rule.algorithm()).to_owned(),
             rule.limit().to_string(),
             rule.period().as_micros().to_string(),
             rule.burst().to_string(),
@@ -45,18 +45,5 @@ impl ScriptCall {
             .map(|word| if word.is_empty() { "''".to_owned() } else { word })
             .collect();
         format!("EVALSHA {}", words.join(" "))
-    }
-}
-
-/// The algorithm codes of limit.lua's ARGV (see its header).
-fn algorithm_code(algorithm: Algorithm) -> &'static str {
-    match algorithm {
-        Algorithm::Gcra => "g",
-        Algorithm::TokenBucket => "tb",
-        Algorithm::LeakyBucket => "lb",
-        Algorithm::FixedWindow => "fw",
-        Algorithm::SlidingWindow => "sw",
-        Algorithm::SlidingLog => "sl",
-        other => panic!("no limit.lua code known for {other}"),
     }
 }

@@ -53,8 +53,12 @@ impl Algorithm {
         }
     }
 
-    /// Short code used in storage keys and passed to the Lua script.
-    pub(crate) fn code(self) -> &'static str {
+    /// Short code used in storage keys and passed to `limit.lua` (see its header).
+    ///
+    /// ```
+    /// assert_eq!(ratelock::Algorithm::TokenBucket.code(), "tb");
+    /// ```
+    pub fn code(self) -> &'static str {
         match self {
             Algorithm::Gcra => "g",
             Algorithm::TokenBucket => "tb",
