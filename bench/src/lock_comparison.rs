@@ -178,7 +178,7 @@ async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -
     let [absent_lease, _, absent_channel] = lock_scripts::keys_of(ABSENT_NAME);
     let calls = BaselineCalls {
         acquire: lock_scripts::acquire(&acquire_sha, &random_lease, &fence, &owner, ttl_us),
-        release: lock_scripts::release(&release_sha, &absent_lease, &owner, &absent_channel),
+        release: lock_scripts::release(&release_sha, &absent_lease, &owner, &absent_channel, 0),
     };
 
     // The baseline's acquire on one concrete random key is a grant, and that lease releases for real.
@@ -189,7 +189,7 @@ async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -
         reply.len() == 3 && reply[0] == 1,
         "the baseline acquire is not a grant: {reply:?}"
     );
-    let sample = lock_scripts::release(&release_sha, &sample_lease, &owner, &absent_channel);
+    let sample = lock_scripts::release(&release_sha, &sample_lease, &owner, &absent_channel, reply[1]);
     let reply: Vec<i64> = query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
     assert_eq!(reply, [1, 0], "the baseline lease does not release");
     let reply: Vec<i64> = query(

@@ -5,7 +5,7 @@ use ratelock::key::LockKeys;
 
 /// `lock_acquire.lua`: KEYS lease, fence; ARGV owner, ttl in µs, re-entrant "1"/"0", now ("" = TIME).
 pub const ACQUIRE_SCRIPT: &str = include_str!("../../core/lua/lock_acquire.lua");
-/// `lock_release.lua`: KEYS lease; ARGV owner, channel.
+/// `lock_release.lua`: KEYS lease; ARGV owner, channel, the grant's fencing token.
 pub const RELEASE_SCRIPT: &str = include_str!("../../core/lua/lock_release.lua");
 
 /// The words after `EVALSHA` of one script call: `<sha> <numkeys> <keys...> <argv...>`.
@@ -53,12 +53,12 @@ pub fn acquire(sha: &str, lease: &str, fence: &str, owner: &str, ttl_us: u128) -
     }
 }
 
-/// A release of `lease` by `owner`, telling `channel`.
-pub fn release(sha: &str, lease: &str, owner: &str, channel: &str) -> ScriptWords {
+/// A release of `lease` by grant (`owner`, `fence`), telling `channel`.
+pub fn release(sha: &str, lease: &str, owner: &str, channel: &str, fence: i64) -> ScriptWords {
     ScriptWords {
         sha: sha.to_owned(),
         keys: vec![lease.to_owned()],
-        argv: vec![owner.to_owned(), channel.to_owned()],
+        argv: vec![owner.to_owned(), channel.to_owned(), fence.to_string()],
     }
 }
 

@@ -5,7 +5,7 @@
 --
 -- Reply: {permits in use (leases not yet ended), µs until the earliest lease ends (0 when none)}
 --
--- Mirrors: the memory store's permit count (core/src/store/memory_permits.rs).
+-- Mirrors: the memory store's permit count (core/src/store/memory_locks.rs).
 
 local now = tonumber(ARGV[1])
 if now == nil then

@@ -36,7 +36,7 @@ pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
 pub use lock::{
     ConcurrencyLimiter, DistributedLock, Extended, LockGuard, LockOptions, LostSignal, PermitGuard, Released,
-    Semaphore,
+    Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{Store, StoreOptions};

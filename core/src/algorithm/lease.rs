@@ -119,11 +119,23 @@ pub fn acquire(
     }
 }
 
-/// Gives back one hold. `Some(None)` means "delete the lease", `Some(Some(l))` "store l", `None` "unchanged".
-pub fn release(lease: Option<&Lease>, now: u64, owner: &str) -> (Released, Option<Option<Lease>>) {
+/// Whether `held` is the grant identified by (`owner`, `fence`). The fence matters: a handle whose old
+/// grant expired and that was granted the lock again must not act on the new grant through the old one.
+fn is_grant(held: &Lease, owner: &str, fence: u64) -> bool {
+    held.owner == owner && held.fence == fence
+}
+
+/// Gives back one hold of grant (`owner`, `fence`). `Some(None)` means "delete the lease",
+/// `Some(Some(l))` "store l", `None` "unchanged".
+pub fn release(
+    lease: Option<&Lease>,
+    now: u64,
+    owner: &str,
+    fence: u64,
+) -> (Released, Option<Option<Lease>>) {
     match live(lease, now) {
         None => (Released::NotHeld, None),
-        Some(held) if held.owner != owner => (Released::HeldByOther, None),
+        Some(held) if !is_grant(held, owner, fence) => (Released::HeldByOther, None),
         Some(held) if held.holds > 1 => {
             let fewer = Lease {
                 holds: held.holds - 1,
@@ -135,11 +147,17 @@ pub fn release(lease: Option<&Lease>, now: u64, owner: &str) -> (Released, Optio
     }
 }
 
-/// Moves the end of the owner's lease to `ttl` from now.
-pub fn extend(lease: Option<&Lease>, now: u64, owner: &str, ttl_us: u64) -> (Extended, Option<Lease>) {
+/// Moves the end of grant (`owner`, `fence`)'s lease to `ttl` from now.
+pub fn extend(
+    lease: Option<&Lease>,
+    now: u64,
+    owner: &str,
+    fence: u64,
+    ttl_us: u64,
+) -> (Extended, Option<Lease>) {
     match live(lease, now) {
         None => (Extended::Expired, None),
-        Some(held) if held.owner != owner => (Extended::HeldByOther, None),
+        Some(held) if !is_grant(held, owner, fence) => (Extended::HeldByOther, None),
         Some(held) => {
             let longer = Lease {
                 expires_at: now + ttl_us,
@@ -177,11 +195,17 @@ mod tests {
     fn only_the_owner_releases_or_extends_and_expiry_is_never_undone() {
         let (_, lease, _) = acquire(None, 0, 100, "a", 50, false);
         let lease = lease.unwrap();
-        assert_eq!(release(Some(&lease), 110, "b").0, Released::HeldByOther);
-        assert_eq!(extend(Some(&lease), 110, "b", 50).0, Extended::HeldByOther);
-        assert_eq!(extend(Some(&lease), 151, "a", 50).0, Extended::Expired);
-        assert_eq!(release(Some(&lease), 151, "a").0, Released::NotHeld);
-        assert_eq!(release(Some(&lease), 120, "a"), (Released::Released, Some(None)));
-        assert_eq!(release(None, 120, "a").0, Released::NotHeld);
+        assert_eq!(release(Some(&lease), 110, "b", 100).0, Released::HeldByOther);
+        assert_eq!(extend(Some(&lease), 110, "b", 100, 50).0, Extended::HeldByOther);
+        assert_eq!(extend(Some(&lease), 151, "a", 100, 50).0, Extended::Expired);
+        assert_eq!(release(Some(&lease), 151, "a", 100).0, Released::NotHeld);
+        assert_eq!(
+            release(Some(&lease), 120, "a", 100),
+            (Released::Released, Some(None))
+        );
+        assert_eq!(release(None, 120, "a", 100).0, Released::NotHeld);
+        // The same owner's older grant (another fence) acts on nothing.
+        assert_eq!(release(Some(&lease), 120, "a", 99).0, Released::HeldByOther);
+        assert_eq!(extend(Some(&lease), 120, "a", 99, 50).0, Extended::HeldByOther);
     }
 }

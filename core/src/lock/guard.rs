@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
-use super::Shared;
+use super::{check_lease, Shared};
 use crate::algorithm::lease::{Extended, Released};
 use crate::error::Result;
 use crate::store::Store;
@@ -39,9 +39,10 @@ impl LockGuard {
         let renew: super::watchdog::Renew = Arc::new(move || {
             let shared = renewing.clone();
             Box::pin(async move {
+                let ttl = shared.options.ttl;
                 let outcome = shared
                     .store
-                    .lock_extend(&shared.keys, &shared.owner, shared.options.ttl)
+                    .lock_extend(&shared.keys, &shared.owner, fence, ttl)
                     .await?;
                 Ok(outcome == Extended::Extended)
             })
@@ -84,25 +85,29 @@ impl LockGuard {
     /// Moves the end of the lease to `ttl` from now. Never re-acquires: `Expired` or `HeldByOther`
     /// mean the lock is lost, and the lost signal fires.
     pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
+        check_lease(ttl)?;
         let sent = Instant::now();
-        let outcome = self
-            .shared
+        let shared = &self.shared;
+        let outcome = shared
             .store
-            .lock_extend(&self.shared.keys, &self.shared.owner, ttl)
+            .lock_extend(&shared.keys, &shared.owner, self.fence, ttl)
             .await?;
         self.hold.extended(outcome == Extended::Extended, sent, ttl);
         Ok(outcome)
     }
 
     /// Stops the watchdog, then gives back this hold. `NotHeld` or `HeldByOther` mean the lock had been
-    /// lost before; nothing was changed then.
+    /// lost before; nothing was changed then. If this future is dropped before it finishes, the guard's
+    /// drop releases in the background.
     pub async fn release(mut self) -> Result<Released> {
-        self.released = true;
         self.hold.stop().await;
-        self.shared
+        let shared = self.shared.clone();
+        let outcome = shared
             .store
-            .lock_release(&self.shared.keys, &self.shared.owner)
-            .await
+            .lock_release(&shared.keys, &shared.owner, self.fence)
+            .await;
+        self.released = true;
+        outcome
     }
 }
 
@@ -111,15 +116,20 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        let shared = self.shared.clone();
+        let (shared, fence) = (self.shared.clone(), self.fence);
         let release = async move {
-            let _ = shared.store.lock_release(&shared.keys, &shared.owner).await;
+            let _ = shared
+                .store
+                .lock_release(&shared.keys, &shared.owner, fence)
+                .await;
         };
         if release_in_background(self.hold.take_watchdog(), release).is_err() {
             // No runtime: only the memory store can be released, synchronously.
             #[allow(irrefutable_let_patterns)]
             if let Store::Memory(store) = &self.shared.store {
-                store.locks().release(&self.shared.keys, &self.shared.owner);
+                store
+                    .locks()
+                    .release(&self.shared.keys, &self.shared.owner, self.fence);
             }
         }
     }

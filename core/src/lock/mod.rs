@@ -128,9 +128,7 @@ impl DistributedLock {
     /// A handle on lock `name` in `store`, with a fresh random owner token.
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
-        if options.ttl < Duration::from_millis(3) {
-            return Err(Error::invalid_argument("ttl", "a lease must last at least 3 ms"));
-        }
+        check_lease(options.ttl)?;
         let name = name.as_ref();
         Ok(DistributedLock {
             shared: Arc::new(Shared {
@@ -219,6 +217,20 @@ impl DistributedLock {
             )
             .await
     }
+}
+
+/// Longest accepted lease: 366 days (keeps every sum of µs far below 2^53 in Lua and u64 in Rust).
+pub const MAX_LEASE: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A lease must last from 3 ms (a watchdog renews at a third of it) to [`MAX_LEASE`].
+pub(crate) fn check_lease(ttl: Duration) -> Result<()> {
+    if ttl < Duration::from_millis(3) || ttl > MAX_LEASE {
+        return Err(Error::invalid_argument(
+            "ttl",
+            format!("a lease must last from 3 ms to 366 days, not {ttl:?}"),
+        ));
+    }
+    Ok(())
 }
 
 /// 128 bits from the operating system's CSPRNG, as hex.

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
 use super::wait::{self, Attempt};
-use super::{owner_token, LockOptions};
+use super::{check_lease, owner_token, LockOptions};
 use crate::algorithm::permits::PermitAcquired;
 use crate::error::{Error, Result};
 use crate::key::{check_prefix, SemaphoreKeys};
@@ -204,6 +204,7 @@ impl PermitGuard {
     /// Moves the end of this permit's lease to `ttl` from now; `false` (and the lost signal) if it is
     /// gone. Never re-takes a permit.
     pub async fn extend(&self, ttl: Duration) -> Result<bool> {
+        check_lease(ttl)?;
         let sent = Instant::now();
         let held = self
             .shared
@@ -216,12 +217,14 @@ impl PermitGuard {
 
     /// Stops the watchdog, then gives the permit back; `false` if it had been lost before.
     pub async fn release(mut self) -> Result<bool> {
-        self.released = true;
         self.hold.stop().await;
-        self.shared
+        let outcome = self
+            .shared
             .store
             .semaphore_release(&self.shared.keys, &self.id)
-            .await
+            .await;
+        self.released = true;
+        outcome
     }
 }
 
@@ -314,8 +317,5 @@ fn check_options(permits: u64, options: &LockOptions) -> Result<()> {
             "a semaphore needs at least 1 permit",
         ));
     }
-    if options.ttl < Duration::from_millis(3) {
-        return Err(Error::invalid_argument("ttl", "a lease must last at least 3 ms"));
-    }
-    Ok(())
+    check_lease(options.ttl)
 }

@@ -51,12 +51,12 @@ impl MemoryLocks {
         answer
     }
 
-    pub(crate) fn release(&self, keys: &LockKeys, owner: &str) -> Released {
+    pub(crate) fn release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Released {
         let mut table = self.table.lock();
         let Some(slot) = table.get_mut(&keys.lease) else {
             return Released::NotHeld;
         };
-        let (answer, change) = lease::release(slot.lease.as_ref(), process_now_us(), owner);
+        let (answer, change) = lease::release(slot.lease.as_ref(), process_now_us(), owner, fence);
         if let Some(lease) = change {
             slot.lease = lease;
         }
@@ -67,12 +67,12 @@ impl MemoryLocks {
         answer
     }
 
-    pub(crate) fn extend(&self, keys: &LockKeys, owner: &str, ttl_us: u64) -> Extended {
+    pub(crate) fn extend(&self, keys: &LockKeys, owner: &str, fence: u64, ttl_us: u64) -> Extended {
         let mut table = self.table.lock();
         let Some(slot) = table.get_mut(&keys.lease) else {
             return Extended::Expired;
         };
-        let (answer, lease) = lease::extend(slot.lease.as_ref(), process_now_us(), owner, ttl_us);
+        let (answer, lease) = lease::extend(slot.lease.as_ref(), process_now_us(), owner, fence, ttl_us);
         if let Some(lease) = lease {
             slot.lease = Some(lease);
         }

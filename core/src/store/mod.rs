@@ -193,31 +193,33 @@ impl Store {
         }
     }
 
-    /// Gives back one hold, if `owner` holds the lock.
+    /// Gives back one hold of the grant (`owner`, `fence`), if it still holds the lock.
     pub async fn lock_release(
         &self,
         keys: &crate::key::LockKeys,
         owner: &str,
+        fence: u64,
     ) -> Result<crate::algorithm::lease::Released> {
         match self {
-            Store::Memory(store) => Ok(store.locks().release(keys, owner)),
+            Store::Memory(store) => Ok(store.locks().release(keys, owner, fence)),
             #[cfg(feature = "redis")]
-            Store::Redis(store) => Box::pin(store.lock_release(keys, owner)).await,
+            Store::Redis(store) => Box::pin(store.lock_release(keys, owner, fence)).await,
         }
     }
 
-    /// Moves the end of `owner`'s lease to `ttl` from now; never re-acquires.
+    /// Moves the end of grant (`owner`, `fence`)'s lease to `ttl` from now; never re-acquires.
     pub async fn lock_extend(
         &self,
         keys: &crate::key::LockKeys,
         owner: &str,
+        fence: u64,
         ttl: Duration,
     ) -> Result<crate::algorithm::lease::Extended> {
         let ttl_us = ttl.as_micros() as u64;
         match self {
-            Store::Memory(store) => Ok(store.locks().extend(keys, owner, ttl_us)),
+            Store::Memory(store) => Ok(store.locks().extend(keys, owner, fence, ttl_us)),
             #[cfg(feature = "redis")]
-            Store::Redis(store) => Box::pin(store.lock_extend(keys, owner, ttl_us)).await,
+            Store::Redis(store) => Box::pin(store.lock_extend(keys, owner, fence, ttl_us)).await,
         }
     }
 

@@ -88,9 +88,9 @@ impl RedisStore {
     }
 
     /// Runs `lock_release.lua`.
-    pub async fn lock_release(&self, keys: &LockKeys, owner: &str) -> Result<Released> {
+    pub async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
         let mut cmd = script_call(&LOCK_RELEASE, &[&keys.lease]);
-        cmd.arg(owner).arg(&keys.channel);
+        cmd.arg(owner).arg(&keys.channel).arg(fence);
         let reply = integers(self.eval(&LOCK_RELEASE, cmd).await?, 2)?;
         Ok(match reply[0] {
             1 => Released::Released,
@@ -103,9 +103,15 @@ impl RedisStore {
     }
 
     /// Runs `lock_extend.lua`.
-    pub async fn lock_extend(&self, keys: &LockKeys, owner: &str, ttl_us: u64) -> Result<Extended> {
+    pub async fn lock_extend(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        fence: u64,
+        ttl_us: u64,
+    ) -> Result<Extended> {
         let mut cmd = script_call(&LOCK_EXTEND, &[&keys.lease]);
-        cmd.arg(owner).arg(ttl_us);
+        cmd.arg(owner).arg(ttl_us).arg(fence);
         Ok(match self.eval(&LOCK_EXTEND, cmd).await? {
             Value::Int(1) => Extended::Extended,
             Value::Int(-1) => Extended::HeldByOther,

@@ -262,3 +262,27 @@ async fn lock_keys_share_one_slot_and_only_the_counter_has_no_ttl() {
     assert_eq!(counter_ttl, -1);
     guard.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_expired_grant_cannot_act_on_the_same_handles_newer_grant() {
+    on_both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "regranted", lease_options(80, false, false)).unwrap();
+        let rival = DistributedLock::new(&store, "regranted", LockOptions::default()).unwrap();
+        let old = lock.try_acquire().await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        let new = lock.try_acquire().await.unwrap().expect("the old lease ended");
+        assert!(new.fencing_token() > old.fencing_token());
+        assert_eq!(
+            old.extend(Duration::from_secs(5)).await.unwrap(),
+            Extended::HeldByOther
+        );
+        assert_eq!(old.release().await.unwrap(), Released::HeldByOther);
+        assert!(
+            rival.try_acquire().await.unwrap().is_none(),
+            "the old guard released the new grant"
+        );
+        assert_eq!(lock.fencing_token().await.unwrap(), Some(new.fencing_token()));
+        assert_eq!(new.release().await.unwrap(), Released::Released);
+    })
+    .await;
+}
