@@ -34,7 +34,7 @@ impl std::fmt::Debug for LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn start(shared: Arc<Shared>, fence: u64, holds: u64) -> Self {
+    pub(crate) fn start(shared: Arc<Shared>, fence: u64, holds: u64, sent: Instant) -> Self {
         let renewing = shared.clone();
         let renew: super::watchdog::Renew = Arc::new(move || {
             let shared = renewing.clone();
@@ -47,7 +47,7 @@ impl LockGuard {
                 Ok(outcome == Extended::Extended)
             })
         });
-        let hold = Hold::start(shared.options.ttl, shared.options.auto_renew, renew);
+        let hold = Hold::start(sent, shared.options.ttl, shared.options.auto_renew, renew);
         LockGuard {
             shared,
             fence,

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -13,16 +12,17 @@ use super::lost::LostSignal;
 use super::watchdog::{self, LeaseEnd, Renew};
 
 pub(crate) struct Hold {
-    lease_end: LeaseEnd,
+    lease_end: Arc<LeaseEnd>,
     lost_sender: Arc<watch::Sender<bool>>,
     lost: LostSignal,
     watchdog: Option<JoinHandle<()>>,
 }
 
 impl Hold {
-    /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` that began now.
-    pub(crate) fn start(ttl: Duration, auto_renew: bool, renew: Renew) -> Self {
-        let lease_end: LeaseEnd = Arc::new(Mutex::new(Instant::now() + ttl));
+    /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` granted by a request
+    /// sent at `sent` (the lease cannot have started earlier, so its end is counted from there).
+    pub(crate) fn start(sent: Instant, ttl: Duration, auto_renew: bool, renew: Renew) -> Self {
+        let lease_end = LeaseEnd::new(sent + ttl);
         let (sender, lost) = LostSignal::new();
         let lost_sender = Arc::new(sender);
         let watchdog = tokio::runtime::Handle::try_current().ok().map(|runtime| {
@@ -49,7 +49,7 @@ impl Hold {
     /// Records the answer of a manual extension sent at `sent`.
     pub(crate) fn extended(&self, still_held: bool, sent: Instant, ttl: Duration) {
         if still_held {
-            *self.lease_end.lock() = sent + ttl;
+            self.lease_end.set(sent + ttl);
         } else {
             self.lost_sender.send_replace(true);
         }

@@ -12,6 +12,8 @@ mod watchdog;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 pub use guard::LockGuard;
 pub use lost::LostSignal;
 pub use semaphore::{ConcurrencyLimiter, PermitGuard, Semaphore};
@@ -148,9 +150,10 @@ impl DistributedLock {
 
     /// Takes the lock if it is free (or re-enters it); `None` if someone else holds it.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let sent = Instant::now();
         match self.attempt().await? {
             Acquired::Granted { fence, holds } => {
-                Ok(Some(LockGuard::start(self.shared.clone(), fence, holds)))
+                Ok(Some(LockGuard::start(self.shared.clone(), fence, holds, sent)))
             }
             Acquired::Busy { .. } => Ok(None),
         }
@@ -167,9 +170,10 @@ impl DistributedLock {
             &shared.owner,
             timeout,
             || async {
+                let sent = Instant::now();
                 Ok(match self.attempt().await? {
                     Acquired::Granted { fence, holds } => {
-                        Attempt::Got(LockGuard::start(shared.clone(), fence, holds))
+                        Attempt::Got(LockGuard::start(shared.clone(), fence, holds, sent))
                     }
                     Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
                 })

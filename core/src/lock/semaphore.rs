@@ -95,8 +95,9 @@ impl Semaphore {
     /// Takes a permit if one is free.
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
         let id = self.next_id();
+        let sent = Instant::now();
         Ok(match self.attempt(&id).await? {
-            PermitAcquired::Granted { .. } => Some(PermitGuard::start(self.shared.clone(), id)),
+            PermitAcquired::Granted { .. } => Some(PermitGuard::start(self.shared.clone(), id, sent)),
             PermitAcquired::Full { .. } => None,
         })
     }
@@ -111,9 +112,10 @@ impl Semaphore {
             &shared.owner,
             timeout,
             || async {
+                let sent = Instant::now();
                 Ok(match self.attempt(&id).await? {
                     PermitAcquired::Granted { .. } => {
-                        Attempt::Got(PermitGuard::start(shared.clone(), id.clone()))
+                        Attempt::Got(PermitGuard::start(shared.clone(), id.clone(), sent))
                     }
                     PermitAcquired::Full { next_free_us } => {
                         Attempt::Busy(Duration::from_micros(next_free_us))
@@ -166,7 +168,7 @@ impl std::fmt::Debug for PermitGuard {
 }
 
 impl PermitGuard {
-    fn start(shared: Arc<SemaphoreShared>, id: String) -> Self {
+    fn start(shared: Arc<SemaphoreShared>, id: String, sent: Instant) -> Self {
         let (renewing, renew_id) = (shared.clone(), id.clone());
         let renew: super::watchdog::Renew = Arc::new(move || {
             let (shared, id) = (renewing.clone(), renew_id.clone());
@@ -177,7 +179,7 @@ impl PermitGuard {
                     .await
             })
         });
-        let hold = Hold::start(shared.options.ttl, shared.options.auto_renew, renew);
+        let hold = Hold::start(sent, shared.options.ttl, shared.options.auto_renew, renew);
         PermitGuard {
             shared,
             id,

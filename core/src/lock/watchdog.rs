@@ -1,6 +1,8 @@
 //! The background task behind every hold: renews the lease at a third of its length (auto-renew), or
 //! waits for its end (no auto-renew); either way it raises the lost signal as soon as the hold is known
-//! lost. It runs only while its guard lives: release and drop stop it before anything else.
+//! lost — at the latest when the lease's end (as this process sees it) passes without a renewal, even
+//! if a renewal is still waiting for an answer. It runs only while its guard lives: release and drop
+//! stop it before anything else.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,13 +10,36 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::Result;
 
-/// When the lease ends as far as this process can tell (the time a renewal was sent, plus the ttl).
-pub(crate) type LeaseEnd = Arc<Mutex<Instant>>;
+/// When the lease ends as far as this process can tell (the time the request that set it was sent,
+/// plus its ttl), and a notifier for changes made outside the watchdog (a manual extension).
+pub(crate) struct LeaseEnd {
+    at: Mutex<Instant>,
+    moved: Notify,
+}
+
+impl LeaseEnd {
+    pub(crate) fn new(at: Instant) -> Arc<Self> {
+        Arc::new(LeaseEnd {
+            at: Mutex::new(at),
+            moved: Notify::new(),
+        })
+    }
+
+    pub(crate) fn get(&self) -> Instant {
+        *self.at.lock()
+    }
+
+    /// Moves the end (earlier or later) and wakes the watchdog to take it into account.
+    pub(crate) fn set(&self, at: Instant) {
+        *self.at.lock() = at;
+        self.moved.notify_one();
+    }
+}
 
 /// One renewal: `Ok(true)` renewed, `Ok(false)` the hold is gone (expired or taken), `Err` no answer.
 pub(crate) type Renew = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool>> + Send>> + Send + Sync>;
@@ -26,34 +51,40 @@ pub(crate) async fn run(
     renew: Renew,
     ttl: Duration,
     auto_renew: bool,
-    lease_end: LeaseEnd,
+    lease_end: Arc<LeaseEnd>,
     lost: Arc<watch::Sender<bool>>,
 ) {
     let every = (ttl / 3).max(Duration::from_millis(1));
     let mut next = Instant::now() + every;
     loop {
-        let end = *lease_end.lock();
+        let end = lease_end.get();
+        if Instant::now() >= end {
+            lost.send_replace(true);
+            return;
+        }
         let wake = if auto_renew { next.min(end) } else { end };
-        sleep_until(wake).await;
-        if !auto_renew {
-            if Instant::now() >= *lease_end.lock() {
-                lost.send_replace(true);
-                return;
-            }
+        tokio::select! {
+            _ = sleep_until(wake) => {}
+            _ = lease_end.moved.notified() => continue,
+        }
+        if !auto_renew || Instant::now() >= lease_end.get() {
             continue;
         }
         let sent = Instant::now();
-        match renew().await {
-            Ok(true) => {
-                *lease_end.lock() = sent + ttl;
-                next = sent + every;
-            }
-            Ok(false) => {
+        let answer = tokio::select! {
+            answer = renew() => answer,
+            // A renewal still unanswered when the lease ends cannot keep the lock: it is lost now.
+            _ = sleep_until(lease_end.get()) => {
                 lost.send_replace(true);
                 return;
             }
-            Err(_) if Instant::now() >= *lease_end.lock() => {
-                // The store stayed unreachable past the lease: we cannot know we still hold it.
+        };
+        match answer {
+            Ok(true) => {
+                lease_end.set(sent + ttl);
+                next = sent + every;
+            }
+            Ok(false) => {
                 lost.send_replace(true);
                 return;
             }

@@ -286,3 +286,47 @@ async fn an_expired_grant_cannot_act_on_the_same_handles_newer_grant() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_shortened_lease_is_reported_lost_at_its_new_end() {
+    on_both_stores(async |store| {
+        let lock = DistributedLock::new(&store, "shortened", lease_options(3_000, false, false)).unwrap();
+        let guard = lock.try_acquire().await.unwrap().unwrap();
+        assert_eq!(
+            guard.extend(Duration::from_millis(50)).await.unwrap(),
+            Extended::Extended
+        );
+        tokio::time::timeout(Duration::from_millis(400), guard.lost())
+            .await
+            .expect("the lost signal follows the shortened lease");
+        guard.release().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_stuck_on_a_stalled_server_is_lost_at_the_lease_end() {
+    let server = RedisServer::start();
+    let store = Store::connect(
+        &server.url(),
+        &StoreOptions::default().with_timeout(Duration::from_secs(3)),
+    )
+    .await
+    .unwrap();
+    let lock = DistributedLock::new(&store, "stalled", lease_options(600, true, false)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    let acquired = Instant::now();
+    let mut blocker = server.connection();
+    let stall = std::thread::spawn(move || {
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg("2").query(&mut blocker);
+    });
+    tokio::time::timeout(Duration::from_millis(1_200), guard.lost())
+        .await
+        .expect("lost at the lease end, not after the store timeout");
+    assert!(
+        acquired.elapsed() >= Duration::from_millis(550),
+        "lost before the lease could end"
+    );
+    stall.join().unwrap();
+    drop(guard);
+}
