@@ -36,10 +36,17 @@ where
     if let Attempt::Got(granted) = attempt().await? {
         return Ok(granted);
     }
-    let watch = store.watch_releases(channel).await;
+    // Listening is bounded by the deadline too: without it, the naps below still end every wait.
+    let watch = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, store.watch_releases(channel))
+            .await
+            .ok(),
+        None => Some(store.watch_releases(channel).await),
+    };
+    let never = tokio::sync::Notify::new();
     let mut jitter = Jitter::new(owner);
     loop {
-        let released = watch.notify().notified();
+        let released = watch.as_ref().map_or(&never, |w| w.notify()).notified();
         tokio::pin!(released);
         released.as_mut().enable();
         let busy_for = match attempt().await? {

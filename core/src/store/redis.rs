@@ -45,7 +45,7 @@ impl RedisStore {
             .set_response_timeout(Some(options.timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
-        let subscriber = Subscriber::new(client.clone());
+        let subscriber = Subscriber::new(client.clone(), options.timeout);
         let connect = ConnectionManager::new_with_config(client, config);
         let connection = tokio::time::timeout(options.timeout, connect)
             .await

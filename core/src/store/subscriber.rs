@@ -2,20 +2,35 @@
 //! Waiters register interest in a channel and get a `Notify` that each message on it wakes; the
 //! connection subscribes while a channel has waiters. If the connection drops, waiters are woken
 //! (they retry) and the next registration reconnects: a missed message only costs a capped wait.
+//! Registering is cancel-safe and bounded by the store's timeout; the reader task ends with the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use parking_lot::Mutex;
 use redis::aio::PubSubSink;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 /// The shared subscriber of one Redis store.
 pub(crate) struct Subscriber {
     client: redis::Client,
-    sink: tokio::sync::Mutex<Option<PubSubSink>>,
+    timeout: Duration,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    generations: AtomicU64,
     channels: Mutex<HashMap<Vec<u8>, Interest>>,
+    /// Dropped with the subscriber, which ends every reader task.
+    _shutdown: watch::Sender<()>,
+    shutdown: watch::Receiver<()>,
+}
+
+/// The live connection: its sink, which channels it is subscribed to, and its generation.
+struct Connection {
+    generation: u64,
+    sink: PubSubSink,
+    subscribed: HashSet<Vec<u8>>,
 }
 
 struct Interest {
@@ -32,54 +47,74 @@ pub(crate) struct Registration {
 }
 
 impl Subscriber {
-    pub(crate) fn new(client: redis::Client) -> Arc<Self> {
+    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Arc<Self> {
+        let (sender, receiver) = watch::channel(());
         Arc::new(Subscriber {
             client,
-            sink: tokio::sync::Mutex::new(None),
+            timeout,
+            connection: tokio::sync::Mutex::new(None),
+            generations: AtomicU64::new(0),
             channels: Mutex::new(HashMap::new()),
+            _shutdown: sender,
+            shutdown: receiver,
         })
     }
 
-    /// Registers interest in `channel` and makes sure the connection is subscribed to it. Never fails:
-    /// without a subscription the waiter still retries at the lease's end.
+    /// Registers interest in `channel` and makes sure the connection is subscribed to it, within the
+    /// store's timeout. Never fails: without a subscription the waiter still retries at the lease's end.
     pub(crate) async fn register(self: &Arc<Self>, channel: &[u8]) -> Registration {
-        let (notify, first) = {
+        let notify = {
             let mut channels = self.channels.lock();
             let interest = channels.entry(channel.to_vec()).or_insert_with(|| Interest {
                 notify: Arc::new(Notify::new()),
                 waiters: 0,
             });
             interest.waiters += 1;
-            (interest.notify.clone(), interest.waiters == 1)
+            interest.notify.clone()
         };
-        let mut sink = self.sink.lock().await;
-        if sink.is_none() {
-            *sink = self.connect().await;
-        } else if first {
-            if let Some(live) = sink.as_mut() {
-                if live.subscribe(channel).await.is_err() {
-                    *sink = None;
-                }
-            }
-        }
-        Registration {
+        // Built before any await: if this future is cancelled, dropping it undoes the registration.
+        let registration = Registration {
             subscriber: self.clone(),
             channel: channel.to_vec(),
             notify,
+        };
+        let _ = tokio::time::timeout(self.timeout, self.subscribe(channel)).await;
+        registration
+    }
+
+    async fn subscribe(self: &Arc<Self>, channel: &[u8]) {
+        let mut connection = self.connection.lock().await;
+        match connection.as_mut() {
+            None => *connection = self.connect().await,
+            Some(live) if !live.subscribed.contains(channel) => {
+                if live.sink.subscribe(channel).await.is_ok() {
+                    live.subscribed.insert(channel.to_vec());
+                } else {
+                    *connection = None;
+                }
+            }
+            Some(_) => {}
         }
     }
 
     /// Opens the connection, subscribes to every channel with waiters and starts the reader task.
-    async fn connect(self: &Arc<Self>) -> Option<PubSubSink> {
+    async fn connect(self: &Arc<Self>) -> Option<Connection> {
         let pubsub = self.client.get_async_pubsub().await.ok()?;
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<Vec<u8>> = self.channels.lock().keys().cloned().collect();
         for channel in &wanted {
             sink.subscribe(channel.as_slice()).await.ok()?;
         }
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let weak: Weak<Subscriber> = Arc::downgrade(self);
+        let mut shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            while let Some(message) = stream.next().await {
+            loop {
+                let message = tokio::select! {
+                    message = stream.next() => message,
+                    _ = shutdown.changed() => return,
+                };
+                let Some(message) = message else { break };
                 let Some(subscriber) = weak.upgrade() else { return };
                 let Ok(channel) = message.get_channel::<Vec<u8>>() else {
                     continue;
@@ -89,15 +124,23 @@ impl Subscriber {
                     notify.notify_waiters();
                 }
             }
-            // The connection is gone: forget it and wake everyone so they retry (and reconnect).
+            // This connection is gone: forget it (unless a newer one replaced it) and wake everyone.
             if let Some(subscriber) = weak.upgrade() {
-                *subscriber.sink.lock().await = None;
+                let mut connection = subscriber.connection.lock().await;
+                if connection.as_ref().is_some_and(|c| c.generation == generation) {
+                    *connection = None;
+                }
+                drop(connection);
                 for interest in subscriber.channels.lock().values() {
                     interest.notify.notify_waiters();
                 }
             }
         });
-        Some(sink)
+        Some(Connection {
+            generation,
+            sink,
+            subscribed: wanted.into_iter().collect(),
+        })
     }
 }
 
@@ -124,14 +167,17 @@ impl Drop for Registration {
         let channel = std::mem::take(&mut self.channel);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                // Decide under the sink lock: a registration that subscribes again also takes it, so it
-                // either came first (and we see its waiter) or subscribes after this unsubscribe.
-                let mut sink = subscriber.sink.lock().await;
+                // Decide under the connection lock: a registration that subscribes again also takes it,
+                // so it either came first (and we see its waiter) or subscribes after this unsubscribe.
+                let mut connection = subscriber.connection.lock().await;
                 if subscriber.channels.lock().contains_key(&channel) {
                     return;
                 }
-                if let Some(sink) = sink.as_mut() {
-                    let _ = sink.unsubscribe(channel.as_slice()).await;
+                if let Some(live) = connection.as_mut() {
+                    if live.subscribed.remove(&channel) {
+                        let unsubscribe = live.sink.unsubscribe(channel.as_slice());
+                        let _ = tokio::time::timeout(subscriber.timeout, unsubscribe).await;
+                    }
                 }
             });
         }

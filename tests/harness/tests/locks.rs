@@ -330,3 +330,49 @@ async fn a_renewal_stuck_on_a_stalled_server_is_lost_at_the_lease_end() {
     stall.join().unwrap();
     drop(guard);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_waits_unsubscribe_and_a_dropped_store_closes_its_subscriber() {
+    let server = RedisServer::start();
+    let mut connection = server.connection();
+    let channel = ratelock::key::LockKeys::new("rl", b"contended").channel;
+    let subscribers = |connection: &mut redis::Connection| -> i64 {
+        let counts: Vec<(Vec<u8>, i64)> = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query(connection)
+            .unwrap();
+        counts[0].1
+    };
+    {
+        let store = Store::connect(&server.url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let holder = DistributedLock::new(&store, "contended", LockOptions::default()).unwrap();
+        let waiter = DistributedLock::new(&store, "contended", LockOptions::default()).unwrap();
+        let guard = holder.try_acquire().await.unwrap().unwrap();
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(200),
+            waiter.acquire(Duration::from_secs(10)),
+        )
+        .await;
+        assert!(
+            cancelled.is_err(),
+            "the wait should still be running when cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            subscribers(&mut connection),
+            0,
+            "a cancelled wait left its subscription"
+        );
+        guard.release().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut connection).unwrap();
+    assert_eq!(
+        clients.lines().count(),
+        1,
+        "the dropped store left connections open:\n{clients}"
+    );
+}
