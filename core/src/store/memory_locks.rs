@@ -14,9 +14,13 @@ use crate::algorithm::permits::{self, PermitAcquired};
 use crate::clock::process_now_us;
 use crate::key::{LockKeys, SemaphoreKeys};
 
+/// Operations between two sweeps of the tables.
+const SWEEP_EVERY: u64 = 1024;
+
 /// Every lock and semaphore of one memory store.
 #[derive(Default)]
 pub(crate) struct MemoryLocks {
+    operations: std::sync::atomic::AtomicU64,
     table: Mutex<HashMap<Vec<u8>, LockSlot>>,
     permits: Mutex<HashMap<Vec<u8>, Permits>>,
     channels: Mutex<HashMap<Vec<u8>, Arc<Notify>>>,
@@ -32,7 +36,40 @@ struct LockSlot {
 }
 
 impl MemoryLocks {
+    /// Every `SWEEP_EVERY` operations, drops what no longer matters: locks whose lease is over once the
+    /// clock has passed their last token (a new counter then still mints a higher one), empty permit
+    /// lists, and channels nobody listens to.
+    fn maybe_sweep(&self) {
+        let n = self.operations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % SWEEP_EVERY != 0 {
+            return;
+        }
+        let now = process_now_us();
+        self.table.lock().retain(|_, slot| {
+            let held = slot.lease.as_ref().is_some_and(|l| l.expires_at > now);
+            held || slot.last_fence >= now
+        });
+        self.permits.lock().retain(|_, held| {
+            permits::reclaim(held, now);
+            !held.is_empty()
+        });
+        self.channels
+            .lock()
+            .retain(|_, notify| Arc::strong_count(notify) > 1);
+    }
+
+    /// Entries in the lock, permit and channel tables (for tests of the sweep).
+    #[cfg(test)]
+    fn sizes(&self) -> (usize, usize, usize) {
+        (
+            self.table.lock().len(),
+            self.permits.lock().len(),
+            self.channels.lock().len(),
+        )
+    }
+
     pub(crate) fn acquire(&self, keys: &LockKeys, owner: &str, ttl_us: u64, reentrant: bool) -> Acquired {
+        self.maybe_sweep();
         let mut table = self.table.lock();
         let slot = table.entry(keys.lease.clone()).or_default();
         let now = process_now_us();
@@ -117,6 +154,7 @@ impl MemoryLocks {
         limit: u64,
         ttl_us: u64,
     ) -> PermitAcquired {
+        self.maybe_sweep();
         let mut table = self.permits.lock();
         let held = table.entry(keys.permits.clone()).or_default();
         permits::acquire(held, process_now_us(), id, limit, ttl_us)
@@ -163,5 +201,41 @@ impl MemoryLocks {
         drop(table);
         self.wake(&keys.channel);
         was_held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finished_locks_permits_and_channels_are_swept_and_tokens_still_rise() {
+        let locks = MemoryLocks::default();
+        let mut last_fence = 0;
+        for i in 0..3 * SWEEP_EVERY {
+            let name = format!("job:{i}");
+            let keys = LockKeys::new("rl", name.as_bytes());
+            if let Acquired::Granted { fence, .. } = locks.acquire(&keys, "owner", 1_000, false) {
+                assert_eq!(locks.release(&keys, "owner", fence), Released::Released);
+                last_fence = fence;
+            }
+            let permits = SemaphoreKeys::new("rl", name.as_bytes());
+            locks.semaphore_acquire(&permits, "p", 2, 1_000);
+            assert!(locks.semaphore_release(&permits, "p"));
+            drop(locks.channel(&keys.channel));
+        }
+        let (table, permits, channels) = locks.sizes();
+        assert!(
+            table < SWEEP_EVERY as usize && permits < SWEEP_EVERY as usize,
+            "{table} {permits}"
+        );
+        assert!(channels < SWEEP_EVERY as usize, "{channels}");
+        // A swept lock mints from the clock again, still above every earlier token.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let keys = LockKeys::new("rl", b"job:0");
+        match locks.acquire(&keys, "owner", 1_000, false) {
+            Acquired::Granted { fence, .. } => assert!(fence > last_fence),
+            busy => panic!("{busy:?}"),
+        }
     }
 }
