@@ -41,7 +41,7 @@ impl MemoryLocks {
     /// lists, and channels nobody listens to.
     fn maybe_sweep(&self) {
         let n = self.operations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if n % SWEEP_EVERY != 0 {
+        if !n.is_multiple_of(SWEEP_EVERY) {
             return;
         }
         let now = process_now_us();
