@@ -3,12 +3,15 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test lint unit-and-integration package-check bench vectors-fill
+PYTHON ?= python3
+VENV := .venv
+
+.PHONY: demo test lint unit-and-integration package-check python-test bench vectors-fill
 
 demo:
 	$(CARGO) run --quiet -p ratelock-examples --bin demo
 
-test: lint unit-and-integration package-check
+test: lint unit-and-integration package-check python-test
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -26,6 +29,13 @@ package-check:
 	for script in core/lua/*.lua; do \
 	  printf '%s\n' "$$files" | grep -qx "lua/$${script##*/}" || { echo "missing from the package: $$script"; exit 1; }; \
 	done
+
+# Builds and installs the Python package from source (`pip install .`) into .venv, then runs pytest.
+python-test:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
+	cd tests/python && ../../$(VENV)/bin/python -m pytest
 
 bench:
 	$(CARGO) run --release --quiet -p ratelock-bench

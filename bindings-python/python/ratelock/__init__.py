@@ -1,0 +1,36 @@
+"""ratelock: rate limiting and distributed locks on Redis, with one Rust core for every language.
+
+    >>> import ratelock
+    >>> limiter = ratelock.Limiter()          # no URL: the embedded memory store
+    >>> limiter.hit("user:42", "10/second; 1000/hour").allowed
+    True
+
+Give a URL (``ratelock.Limiter("redis://localhost")``) to share limits with every process, in any
+language, that uses the same Redis.
+"""
+
+from ratelock._native import (
+    CostExceedsCapacity,
+    Decision,
+    InvalidArgument,
+    InvalidRule,
+    Limiter,
+    RatelockError,
+    StoreTimeout,
+    StoreUnavailable,
+    WaitTimeout,
+    __version__,
+)
+
+__all__ = [
+    "CostExceedsCapacity",
+    "Decision",
+    "InvalidArgument",
+    "InvalidRule",
+    "Limiter",
+    "RatelockError",
+    "StoreTimeout",
+    "StoreUnavailable",
+    "WaitTimeout",
+    "__version__",
+]

@@ -1,0 +1,62 @@
+//! Conversions of Python arguments, each failing with a typed `InvalidArgument` that names the argument.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyString};
+
+use crate::errors::InvalidArgument;
+
+/// A key: `str` (UTF-8) or `bytes`, as given.
+pub(crate) fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(text.to_cow()?.as_bytes().to_vec());
+    }
+    if let Ok(bytes) = value.cast::<PyBytes>() {
+        return Ok(bytes.as_bytes().to_vec());
+    }
+    Err(InvalidArgument::new_err(format!(
+        "invalid argument `key`: expected str or bytes, got {}",
+        value.get_type().name()?
+    )))
+}
+
+/// A cost: an int from 1 to 2^64 - 1 (not a bool, not a float).
+pub(crate) fn cost(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let bad = || {
+        InvalidArgument::new_err(format!(
+            "invalid argument `cost`: expected an int >= 1, got {value}"
+        ))
+    };
+    if value.is_instance_of::<PyBool>() {
+        return Err(bad());
+    }
+    match value.extract::<u64>() {
+        Ok(cost) if cost >= 1 => Ok(cost),
+        _ => Err(bad()),
+    }
+}
+
+/// A time in µs since the epoch, or `None`.
+pub(crate) fn now_us(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    match value.extract::<u64>() {
+        Ok(now) if !value.is_instance_of::<PyBool>() => Ok(Some(now)),
+        _ => Err(InvalidArgument::new_err(format!(
+            "invalid argument `now_us`: expected an int of microseconds since the epoch, got {value}"
+        ))),
+    }
+}
+
+/// A duration in seconds (int or float, finite, > 0).
+pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+    if value.is_finite() && value > 0.0 && value < 1e9 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected a positive, finite number of seconds, got {value}"
+        )))
+    }
+}

@@ -1,0 +1,84 @@
+//! ratelock's exception hierarchy for Python, and the one mapping from `ratelock::Error` to it.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    _native,
+    RatelockError,
+    PyException,
+    "Base class of every ratelock error."
+);
+create_exception!(
+    _native,
+    InvalidRule,
+    RatelockError,
+    "Rule text or values that are not valid."
+);
+create_exception!(
+    _native,
+    InvalidArgument,
+    RatelockError,
+    "An argument other than a rule that is not valid."
+);
+create_exception!(
+    _native,
+    CostExceedsCapacity,
+    RatelockError,
+    "A cost above what the rule can ever admit at once."
+);
+create_exception!(
+    _native,
+    StoreUnavailable,
+    RatelockError,
+    "The store could not be reached or failed."
+);
+create_exception!(
+    _native,
+    StoreTimeout,
+    StoreUnavailable,
+    "The store did not answer in time (the command may have run)."
+);
+create_exception!(
+    _native,
+    WaitTimeout,
+    RatelockError,
+    "Waiting for a lock or permit ran past its deadline."
+);
+
+/// Maps a core error to its Python exception, keeping the message (which names the bad part).
+pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        ratelock::Error::InvalidRule { .. } => InvalidRule::new_err(message),
+        ratelock::Error::InvalidArgument { .. } => InvalidArgument::new_err(message),
+        ratelock::Error::CostExceedsCapacity { .. } => CostExceedsCapacity::new_err(message),
+        ratelock::Error::Timeout(_) => StoreTimeout::new_err(message),
+        ratelock::Error::StoreUnavailable(_) => StoreUnavailable::new_err(message),
+        ratelock::Error::WaitTimeout(_) => WaitTimeout::new_err(message),
+        other => RatelockError::new_err(other.to_string()),
+    }
+}
+
+/// A Rust panic caught at the boundary, as a plain ratelock error.
+pub(crate) fn internal_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    RatelockError::new_err(format!("internal error in ratelock (please report): {detail}"))
+}
+
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add("RatelockError", py.get_type::<RatelockError>())?;
+    module.add("InvalidRule", py.get_type::<InvalidRule>())?;
+    module.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
+    module.add("CostExceedsCapacity", py.get_type::<CostExceedsCapacity>())?;
+    module.add("StoreUnavailable", py.get_type::<StoreUnavailable>())?;
+    module.add("StoreTimeout", py.get_type::<StoreTimeout>())?;
+    module.add("WaitTimeout", py.get_type::<WaitTimeout>())?;
+    Ok(())
+}

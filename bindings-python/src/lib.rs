@@ -1,0 +1,18 @@
+//! The native module `ratelock._native`: thin wrappers over the Rust core (one file per core type),
+//! re-exported by the pure-Python package `ratelock`. No algorithm, key format or Lua lives here.
+
+mod convert;
+mod errors;
+mod limiter;
+mod runtime;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<limiter::PyLimiter>()?;
+    module.add_class::<limiter::PyDecision>()?;
+    errors::register(module)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

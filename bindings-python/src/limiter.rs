@@ -1,0 +1,188 @@
+//! `ratelock.Limiter` and `ratelock.Decision`: the core `Limiter` with Python types at the edges
+//! (seconds as float, str or bytes keys, rule text), the GIL released during every store call.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use crate::convert;
+use crate::errors::to_py;
+use crate::runtime::run;
+
+/// Parsed rule texts kept per limiter, so a rule string is parsed once.
+const RULE_CACHE_LIMIT: usize = 1024;
+
+/// Checks keys against rules: every rule of a key in one round trip, all or nothing.
+#[pyclass(name = "Limiter", module = "ratelock._native", frozen)]
+pub(crate) struct PyLimiter {
+    inner: ratelock::Limiter,
+    rules: Mutex<HashMap<String, ratelock::Rules>>,
+}
+
+/// The answer to `hit` or `peek`. Truthy when allowed.
+#[pyclass(name = "Decision", module = "ratelock._native", frozen, get_all)]
+pub(crate) struct PyDecision {
+    allowed: bool,
+    limit: u64,
+    remaining: u64,
+    reset_after: f64,
+    retry_after: f64,
+    degraded: bool,
+    rule: String,
+    rule_index: usize,
+}
+
+#[pymethods]
+impl PyLimiter {
+    #[new]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
+    fn new(
+        py: Python<'_>,
+        url: Option<&str>,
+        prefix: &str,
+        on_error: &str,
+        timeout: f64,
+        default_algorithm: &str,
+        clock: &str,
+    ) -> PyResult<Self> {
+        let clock = match clock {
+            "store" => ratelock::ClockSource::Store,
+            "local" => ratelock::ClockSource::Local,
+            other => {
+                return Err(crate::errors::InvalidArgument::new_err(format!(
+                    "invalid argument `clock`: expected \"store\" or \"local\", got {other:?}"
+                )))
+            }
+        };
+        let options = ratelock::LimiterOptions::default()
+            .with_prefix(prefix)
+            .with_on_error(on_error.parse().map_err(to_py)?)
+            .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
+            .with_clock(clock)
+            .with_timeout(convert::seconds("timeout", timeout)?);
+        let url = url.unwrap_or("memory://").to_owned();
+        let inner = run(
+            py,
+            async move { ratelock::Limiter::connect_with(&url, options).await },
+        )?;
+        Ok(PyLimiter {
+            inner,
+            rules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing.
+    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    fn hit(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        rules: &str,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyDecision> {
+        self.check(py, key, rules, cost, now_us, true)
+    }
+
+    /// Answers what `hit` would answer, without spending anything.
+    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    fn peek(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        rules: &str,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyDecision> {
+        self.check(py, key, rules, cost, now_us, false)
+    }
+
+    /// Forgets the state of every given rule for `key`.
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, rules: &str) -> PyResult<()> {
+        let (key, rules) = (convert::key(key)?, self.parse(rules)?);
+        let inner = self.inner.clone();
+        run(py, async move { inner.reset(&key, &rules).await })
+    }
+
+    /// The key prefix.
+    #[getter]
+    fn prefix(&self) -> String {
+        self.inner.options().prefix.clone()
+    }
+}
+
+impl PyLimiter {
+    fn check(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        text: &str,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+        spend: bool,
+    ) -> PyResult<PyDecision> {
+        let key = convert::key(key)?;
+        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+        let now_us = convert::now_us(now_us)?;
+        let rules = self.parse(text)?;
+        let inner = self.inner.clone();
+        let decision = run(py, async {
+            match (now_us, spend) {
+                (Some(now), true) => inner.hit_at(&key, &rules, cost, now).await,
+                (Some(now), false) => inner.peek_at(&key, &rules, cost, now).await,
+                (None, true) => inner.hit(&key, &rules, cost).await,
+                (None, false) => inner.peek(&key, &rules, cost).await,
+            }
+        })?;
+        Ok(PyDecision::new(&decision, &rules))
+    }
+
+    fn parse(&self, text: &str) -> PyResult<ratelock::Rules> {
+        if let Some(rules) = self.rules.lock().get(text) {
+            return Ok(rules.clone());
+        }
+        let rules = self.inner.rules(text).map_err(to_py)?;
+        let mut cache = self.rules.lock();
+        if cache.len() >= RULE_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(text.to_owned(), rules.clone());
+        Ok(rules)
+    }
+}
+
+impl PyDecision {
+    fn new(decision: &ratelock::Decision, rules: &ratelock::Rules) -> Self {
+        PyDecision {
+            allowed: decision.allowed,
+            limit: decision.limit,
+            remaining: decision.remaining,
+            reset_after: decision.reset_after.as_secs_f64(),
+            retry_after: decision.retry_after.as_secs_f64(),
+            degraded: decision.degraded,
+            rule: rules[decision.rule_index].to_string(),
+            rule_index: decision.rule_index,
+        }
+    }
+}
+
+#[pymethods]
+impl PyDecision {
+    fn __bool__(&self) -> bool {
+        self.allowed
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Decision(allowed={}, limit={}, remaining={}, reset_after={:.6}, retry_after={:.6}, rule={:?}, degraded={})",
+            if self.allowed { "True" } else { "False" },
+            self.limit,
+            self.remaining,
+            self.reset_after,
+            self.retry_after,
+            self.rule,
+            if self.degraded { "True" } else { "False" }
+        )
+    }
+}

@@ -1,0 +1,63 @@
+"""Test harness for the Python package: a real redis-server on a free loopback port for the session,
+stopped by PID at the end; never a mock, never skipped."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        if shutil.which("redis-server") is None:
+            raise RuntimeError("redis-server is required: apt-get install -y redis-server")
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix="ratelock-py-redis-")
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.01)
+        self.stop()
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, 15)
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request, redis_server):
+    """Runs a test on the embedded memory store and on the real Redis."""
+    return None if request.param == "memory" else redis_server.url

@@ -1,0 +1,111 @@
+"""The Python Limiter on both stores: decisions, all-or-nothing rules, typed errors for bad input,
+and exact admission counts under many threads."""
+
+import math
+import threading
+import uuid
+
+import pytest
+
+import ratelock
+
+
+def fresh_key() -> str:
+    return f"py:{uuid.uuid4().hex}"
+
+
+def test_hit_peek_and_reset(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    first = limiter.hit(key, "2/minute")
+    assert first.allowed and first and first.remaining == 1 and first.limit == 2
+    assert first.retry_after == 0.0 and 29 < first.reset_after <= 30
+    assert limiter.peek(key, "2/minute").remaining == 0
+    assert limiter.hit(key, "2/minute").allowed
+    denied = limiter.hit(key, "2/minute")
+    assert not denied and 29 < denied.retry_after <= 30 and denied.rule == "2/minute"
+    limiter.reset(key, "2/minute")
+    assert limiter.hit(key, "2/minute").allowed
+
+
+def test_a_denial_spends_nothing_on_any_rule(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    rules = "10/second; 2/minute using fixed_window"
+    assert limiter.hit(key, rules, 2).allowed
+    for _ in range(5):
+        denied = limiter.hit(key, rules)
+        assert not denied.allowed and denied.rule_index == 1
+    assert limiter.peek(key, "10/second").remaining == 7
+
+
+def test_bytes_and_str_keys_are_the_same_key(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    assert limiter.hit(key, "1/minute").allowed
+    assert not limiter.hit(key.encode(), "1/minute").allowed
+    assert limiter.hit(b"\xff\x00{}", "1/minute").allowed
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda l: l.hit("k", "10/fortnight"), ratelock.InvalidRule, "fortnight"),
+        (lambda l: l.hit("k", ""), ratelock.InvalidRule, "empty"),
+        (lambda l: l.hit("k", "5/second", 6), ratelock.CostExceedsCapacity, "can never be allowed"),
+        (lambda l: l.hit("k", "5/second", 0), ratelock.InvalidArgument, "cost"),
+        (lambda l: l.hit("k", "5/second", -1), ratelock.InvalidArgument, "cost"),
+        (lambda l: l.hit("k", "5/second", 2**70), ratelock.InvalidArgument, "cost"),
+        (lambda l: l.hit("k", "5/second", 1.5), ratelock.InvalidArgument, "cost"),
+        (lambda l: l.hit("k", "5/second", True), ratelock.InvalidArgument, "cost"),
+        (lambda l: l.hit(None, "5/second"), ratelock.InvalidArgument, "key"),
+        (lambda l: l.hit(42, "5/second"), ratelock.InvalidArgument, "key"),
+        (lambda l: l.hit("k", "5/second", now_us=-5), ratelock.InvalidArgument, "now_us"),
+    ],
+)
+def test_bad_input_is_a_typed_error_naming_the_problem(store_url, call, error, words):
+    limiter = ratelock.Limiter(store_url)
+    with pytest.raises(error, match=words):
+        call(limiter)
+    assert issubclass(error, ratelock.RatelockError)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"timeout": math.nan}, "timeout"),
+        ({"timeout": -1}, "timeout"),
+        ({"on_error": "ignore"}, "on_error"),
+        ({"prefix": "a{b}"}, "prefix"),
+        ({"default_algorithm": "magic"}, "magic"),
+        ({"clock": "sundial"}, "clock"),
+    ],
+)
+def test_bad_options_are_typed_errors(kwargs, words):
+    with pytest.raises(ratelock.RatelockError, match=words):
+        ratelock.Limiter(**kwargs)
+
+
+def test_unreachable_redis_follows_the_failure_policy():
+    url = "redis://127.0.0.1:1/"
+    with pytest.raises(ratelock.StoreUnavailable):
+        ratelock.Limiter(url, timeout=0.5)
+
+
+def test_thirty_two_threads_get_exact_admission_counts(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    admitted = []
+    lock = threading.Lock()
+
+    def worker():
+        count = sum(1 for _ in range(50) if limiter.hit(key, "300/hour; 250/hour using sliding_log").allowed)
+        with lock:
+            admitted.append(count)
+
+    threads = [threading.Thread(target=worker) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(admitted) == 250
