@@ -46,6 +46,18 @@ create_exception!(
     RatelockError,
     "Waiting for a lock or permit ran past its deadline."
 );
+create_exception!(
+    _native,
+    LockNotOwned,
+    RatelockError,
+    "Releasing or extending a lock this handle does not hold."
+);
+create_exception!(
+    _native,
+    LockLost,
+    RatelockError,
+    "The lock was lost (expired or taken) while held."
+);
 
 /// Maps a core error to its Python exception, keeping the message (which names the bad part).
 pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
@@ -80,5 +92,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("StoreUnavailable", py.get_type::<StoreUnavailable>())?;
     module.add("StoreTimeout", py.get_type::<StoreTimeout>())?;
     module.add("WaitTimeout", py.get_type::<WaitTimeout>())?;
+    module.add("LockNotOwned", py.get_type::<LockNotOwned>())?;
+    module.add("LockLost", py.get_type::<LockLost>())?;
     Ok(())
 }

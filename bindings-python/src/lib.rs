@@ -4,7 +4,9 @@
 mod convert;
 mod errors;
 mod limiter;
+mod lock;
 mod runtime;
+mod stores;
 
 use pyo3::prelude::*;
 
@@ -12,6 +14,8 @@ use pyo3::prelude::*;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<limiter::PyLimiter>()?;
     module.add_class::<limiter::PyDecision>()?;
+    module.add_class::<lock::PyLockHandle>()?;
+    module.add_class::<lock::PyLockGuard>()?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

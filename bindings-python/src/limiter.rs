@@ -61,11 +61,8 @@ impl PyLimiter {
             .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
             .with_clock(clock)
             .with_timeout(convert::seconds("timeout", timeout)?);
-        let url = url.unwrap_or("memory://").to_owned();
-        let inner = run(
-            py,
-            async move { ratelock::Limiter::connect_with(&url, options).await },
-        )?;
+        let store = crate::stores::shared(py, url, options.store.timeout)?;
+        let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
         Ok(PyLimiter {
             inner,
             rules: Mutex::new(HashMap::new()),

@@ -15,19 +15,25 @@ from ratelock._native import (
     InvalidArgument,
     InvalidRule,
     Limiter,
+    LockLost,
+    LockNotOwned,
     RatelockError,
     StoreTimeout,
     StoreUnavailable,
     WaitTimeout,
     __version__,
 )
+from ratelock.lock import DistributedLock
 
 __all__ = [
     "CostExceedsCapacity",
     "Decision",
+    "DistributedLock",
     "InvalidArgument",
     "InvalidRule",
     "Limiter",
+    "LockLost",
+    "LockNotOwned",
     "RatelockError",
     "StoreTimeout",
     "StoreUnavailable",

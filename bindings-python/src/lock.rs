@@ -1,0 +1,178 @@
+//! `ratelock._native.LockHandle` and `LockGuard`: the core `DistributedLock` and its guard for the
+//! Python `ratelock.DistributedLock` (which adds `with`, threading-style `acquire` and exceptions).
+
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use crate::convert;
+use crate::errors::to_py;
+use crate::runtime::run;
+
+/// A handle on one lock name with its own owner token.
+#[pyclass(name = "LockHandle", module = "ratelock._native", frozen)]
+pub(crate) struct PyLockHandle {
+    inner: ratelock::DistributedLock,
+}
+
+/// One grant of a lock. `release` consumes it; later calls report "not_held".
+#[pyclass(name = "LockGuard", module = "ratelock._native", frozen)]
+pub(crate) struct PyLockGuard {
+    guard: Mutex<Option<ratelock::LockGuard>>,
+    lost: ratelock::LostSignal,
+    fencing_token: u64,
+    holds: u64,
+}
+
+#[pymethods]
+impl PyLockHandle {
+    #[new]
+    #[pyo3(signature = (name, url=None, *, ttl=30.0, auto_renew=true, reentrant=false, prefix="rl", timeout=1.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        url: Option<&str>,
+        ttl: f64,
+        auto_renew: bool,
+        reentrant: bool,
+        prefix: &str,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let name = convert::key(name)?;
+        let store = crate::stores::shared(py, url, convert::seconds("timeout", timeout)?)?;
+        let options = ratelock::LockOptions::default()
+            .with_ttl(convert::seconds("ttl", ttl)?)
+            .with_auto_renew(auto_renew)
+            .with_reentrant(reentrant)
+            .with_prefix(prefix);
+        let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
+        Ok(PyLockHandle { inner })
+    }
+
+    /// Takes the lock if free; `None` if someone else holds it.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<PyLockGuard>> {
+        let inner = self.inner.clone();
+        Ok(run(py, async move { inner.try_acquire().await })?.map(PyLockGuard::new))
+    }
+
+    /// Waits up to `timeout` seconds (`None`: no limit) for the lock; raises `WaitTimeout`.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyLockGuard> {
+        let wait = match timeout {
+            Some(seconds) => convert::seconds("timeout", seconds)?,
+            None => Duration::MAX,
+        };
+        let inner = self.inner.clone();
+        Ok(PyLockGuard::new(run(
+            py,
+            async move { inner.acquire(wait).await },
+        )?))
+    }
+
+    /// Whether anyone holds the lock now.
+    fn is_locked(&self, py: Python<'_>) -> PyResult<bool> {
+        let inner = self.inner.clone();
+        run(py, async move { inner.is_locked().await })
+    }
+
+    /// Seconds left on the current lease, or `None` when free.
+    fn remaining_ttl(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        let inner = self.inner.clone();
+        Ok(run(py, async move { inner.remaining_ttl().await })?.map(|d| d.as_secs_f64()))
+    }
+
+    /// The current holder's fencing token, or `None` when free.
+    fn current_fencing_token(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        let inner = self.inner.clone();
+        run(py, async move { inner.fencing_token().await })
+    }
+
+    /// Deletes the lease whoever holds it; `True` if it was held.
+    fn force_release(&self, py: Python<'_>) -> PyResult<bool> {
+        let inner = self.inner.clone();
+        run(py, async move { inner.force_release().await })
+    }
+
+    #[getter]
+    fn owner_token(&self) -> String {
+        self.inner.owner_token().to_owned()
+    }
+}
+
+impl PyLockGuard {
+    fn new(guard: ratelock::LockGuard) -> Self {
+        PyLockGuard {
+            lost: guard.lost_signal(),
+            fencing_token: guard.fencing_token(),
+            holds: guard.holds(),
+            guard: Mutex::new(Some(guard)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyLockGuard {
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    #[getter]
+    fn holds(&self) -> u64 {
+        self.holds
+    }
+
+    /// True once the lock is known lost.
+    fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+
+    /// Blocks (without the GIL) until the lock is lost or `timeout` seconds pass; returns `is_lost()`.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let lost = self.lost.clone();
+        let limit = timeout.map(|s| convert::seconds("timeout", s)).transpose()?;
+        run(py, async move {
+            match limit {
+                Some(limit) => Ok(tokio::time::timeout(limit, lost.wait()).await.is_ok()),
+                None => {
+                    lost.wait().await;
+                    Ok(true)
+                }
+            }
+        })
+    }
+
+    /// Moves the lease's end to `ttl` seconds from now: "extended", "expired" or "held_by_other".
+    fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<&'static str> {
+        let ttl = convert::seconds("ttl", ttl)?;
+        let Some(guard) = self.guard.lock().take() else {
+            return Ok("not_held");
+        };
+        let (guard, outcome) = run(py, async move {
+            let outcome = guard.extend(ttl).await;
+            Ok((guard, outcome))
+        })?;
+        *self.guard.lock() = Some(guard);
+        Ok(match outcome.map_err(to_py)? {
+            ratelock::Extended::Extended => "extended",
+            ratelock::Extended::Expired => "expired",
+            _ => "held_by_other",
+        })
+    }
+
+    /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other".
+    fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let Some(guard) = self.guard.lock().take() else {
+            return Ok("not_held");
+        };
+        Ok(match run(py, async move { guard.release().await })? {
+            ratelock::Released::Released => "released",
+            ratelock::Released::StillHeld { .. } => "still_held",
+            ratelock::Released::NotHeld => "not_held",
+            _ => "held_by_other",
+        })
+    }
+}

@@ -1,0 +1,95 @@
+"""DistributedLock from Python: exclusion and rising fencing tokens, threading-style acquire, typed
+errors with real causes, the lost signal, and mutual exclusion across processes on Redis."""
+
+import multiprocessing
+import time
+import uuid
+
+import pytest
+
+import ratelock
+from lock_worker import contend
+
+
+def fresh_name() -> str:
+    return f"lock:{uuid.uuid4().hex}"
+
+
+def test_with_block_holds_the_lock_and_tokens_rise(store_url):
+    name = fresh_name()
+    other = ratelock.DistributedLock(name, store_url)
+    tokens = []
+    for _ in range(3):
+        with ratelock.DistributedLock(name, store_url, ttl=5) as lock:
+            tokens.append(lock.fencing_token)
+            assert lock.locked()
+            assert other.acquire(blocking=False) is False
+        assert not other.locked()
+    assert tokens == sorted(tokens) and len(set(tokens)) == 3
+
+
+def test_waiting_ends_in_a_typed_timeout(store_url):
+    name = fresh_name()
+    holder = ratelock.DistributedLock(name, store_url)
+    waiter = ratelock.DistributedLock(name, store_url)
+    assert holder.acquire()
+    started = time.monotonic()
+    with pytest.raises(ratelock.WaitTimeout):
+        waiter.acquire(timeout=0.2)
+    assert 0.15 < time.monotonic() - started < 1.0
+    holder.release()
+    assert waiter.acquire(timeout=1.0)
+    waiter.release()
+
+
+def test_release_without_holding_is_lock_not_owned(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url)
+    with pytest.raises(ratelock.LockNotOwned):
+        lock.release()
+    with pytest.raises(ratelock.LockNotOwned):
+        lock.extend()
+
+
+def test_a_forcibly_deleted_lock_is_reported_lost_and_release_raises(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.9)
+    with pytest.raises(ratelock.LockLost):
+        with lock:
+            assert lock.force_release()
+            assert lock.wait_lost(timeout=0.3 + 0.2), "lost signal within ttl/3"
+            assert lock.lost
+
+
+def test_extend_never_reacquires(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+    assert lock.acquire()
+    time.sleep(0.2)
+    with pytest.raises(ratelock.LockLost):
+        lock.extend(5)
+    assert not lock.locked()
+
+
+def test_bad_lock_arguments_are_typed_errors():
+    with pytest.raises(ratelock.InvalidArgument, match="ttl"):
+        ratelock.DistributedLock("x", ttl=0.001)
+    with pytest.raises(ratelock.InvalidArgument, match="key"):
+        ratelock.DistributedLock(None)
+    with pytest.raises(ratelock.InvalidArgument, match="timeout"):
+        ratelock.DistributedLock("x").acquire(timeout=float("nan"))
+
+
+def test_processes_never_hold_the_lock_together(redis_server):
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    name = fresh_name()
+    workers = [context.Process(target=contend, args=(redis_server.url, name, 50, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    holds = [hold for _ in workers for hold in results.get(timeout=60)]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    assert len(holds) == 200
+    holds.sort(key=lambda hold: hold[1])
+    for (token_a, _, left_a), (token_b, entered_b, _) in zip(holds, holds[1:]):
+        assert entered_b >= left_a, "two holders at once"
+        assert token_b > token_a, "fencing tokens must rise"
