@@ -1,7 +1,23 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
-from typing import Final, Literal, Optional, Union
+from typing import Final, Literal, Optional, Union, final
 
 __version__: Final[str]
+__all__ = [
+    "Limiter",
+    "Decision",
+    "LockHandle",
+    "LockGuard",
+    "RatelockError",
+    "InvalidRule",
+    "InvalidArgument",
+    "CostExceedsCapacity",
+    "StoreUnavailable",
+    "StoreTimeout",
+    "WaitTimeout",
+    "LockNotOwned",
+    "LockLost",
+    "__version__",
+]
 
 class RatelockError(Exception): ...
 class InvalidRule(RatelockError): ...
@@ -13,6 +29,7 @@ class WaitTimeout(RatelockError): ...
 class LockNotOwned(RatelockError): ...
 class LockLost(RatelockError): ...
 
+@final
 class Decision:
     """The answer to ``hit`` or ``peek``; truthy when allowed. Times are seconds."""
 
@@ -34,6 +51,7 @@ class Decision:
     def rule_index(self) -> int: ...
     def __bool__(self) -> bool: ...
 
+@final
 class Limiter:
     """Checks keys against rules: every rule of a key in one round trip, all or nothing."""
 
@@ -57,6 +75,7 @@ class Limiter:
     @property
     def prefix(self) -> str: ...
 
+@final
 class LockGuard:
     """One grant of a lock."""
 
@@ -69,6 +88,7 @@ class LockGuard:
     def extend(self, ttl: float) -> str: ...
     def release(self) -> str: ...
 
+@final
 class LockHandle:
     """A handle on one lock name with its own owner token."""
 
