@@ -12,6 +12,8 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // asyncio awaitables run on the same runtime as the blocking API.
+    let _ = pyo3_async_runtimes::tokio::init_with_runtime(runtime::runtime());
     module.add_class::<limiter::PyLimiter>()?;
     module.add_class::<limiter::PyDecision>()?;
     module.add_class::<lock::PyLockHandle>()?;

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
-use crate::runtime::run;
+use crate::runtime::{run, spawn};
 
 /// Parsed rule texts kept per limiter, so a rule string is parsed once.
 const RULE_CACHE_LIMIT: usize = 1024;
@@ -46,26 +46,29 @@ impl PyLimiter {
         default_algorithm: &str,
         clock: &str,
     ) -> PyResult<Self> {
-        let clock = match clock {
-            "store" => ratelock::ClockSource::Store,
-            "local" => ratelock::ClockSource::Local,
-            other => {
-                return Err(crate::errors::InvalidArgument::new_err(format!(
-                    "invalid argument `clock`: expected \"store\" or \"local\", got {other:?}"
-                )))
-            }
-        };
-        let options = ratelock::LimiterOptions::default()
-            .with_prefix(prefix)
-            .with_on_error(on_error.parse().map_err(to_py)?)
-            .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
-            .with_clock(clock)
-            .with_timeout(convert::seconds("timeout", timeout)?);
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
         let store = crate::stores::shared(py, url, options.store.timeout)?;
-        let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
-        Ok(PyLimiter {
-            inner,
-            rules: Mutex::new(HashMap::new()),
+        Self::with_store(store, options)
+    }
+
+    /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
+    #[staticmethod]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
+    fn connect_async<'py>(
+        py: Python<'py>,
+        url: Option<String>,
+        prefix: &str,
+        on_error: &str,
+        timeout: f64,
+        default_algorithm: &str,
+        clock: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
+        spawn(py, async move {
+            let store = crate::stores::connect(url, options.store.timeout)
+                .await
+                .map_err(to_py)?;
+            Self::with_store(store, options)
         })
     }
 
@@ -102,6 +105,44 @@ impl PyLimiter {
         run(py, async move { inner.reset(&key, &rules).await })
     }
 
+    /// `hit` for asyncio: an awaitable of the `Decision`.
+    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    fn hit_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        rules: &str,
+        cost: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.check_async(py, key, rules, cost, now_us, true)
+    }
+
+    /// `peek` for asyncio: an awaitable of the `Decision`.
+    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    fn peek_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        rules: &str,
+        cost: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.check_async(py, key, rules, cost, now_us, false)
+    }
+
+    /// `reset` for asyncio.
+    fn reset_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        rules: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (key, rules) = (convert::key(key)?, self.parse(rules)?);
+        let inner = self.inner.clone();
+        spawn(py, async move { inner.reset(&key, &rules).await.map_err(to_py) })
+    }
+
     /// The key prefix.
     #[getter]
     fn prefix(&self) -> String {
@@ -109,7 +150,66 @@ impl PyLimiter {
     }
 }
 
+/// Limiter options from the Python keyword arguments.
+fn options(
+    prefix: &str,
+    on_error: &str,
+    timeout: f64,
+    default_algorithm: &str,
+    clock: &str,
+) -> PyResult<ratelock::LimiterOptions> {
+    let clock = match clock {
+        "store" => ratelock::ClockSource::Store,
+        "local" => ratelock::ClockSource::Local,
+        other => {
+            return Err(crate::errors::InvalidArgument::new_err(format!(
+                "invalid argument `clock`: expected \"store\" or \"local\", got {other:?}"
+            )))
+        }
+    };
+    Ok(ratelock::LimiterOptions::default()
+        .with_prefix(prefix)
+        .with_on_error(on_error.parse().map_err(to_py)?)
+        .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
+        .with_clock(clock)
+        .with_timeout(convert::seconds("timeout", timeout)?))
+}
+
 impl PyLimiter {
+    fn with_store(store: ratelock::Store, options: ratelock::LimiterOptions) -> PyResult<Self> {
+        let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
+        Ok(PyLimiter {
+            inner,
+            rules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn check_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        text: &str,
+        cost: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+        spend: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = convert::key(key)?;
+        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+        let now_us = convert::now_us(now_us)?;
+        let rules = self.parse(text)?;
+        let inner = self.inner.clone();
+        spawn(py, async move {
+            let decision = match (now_us, spend) {
+                (Some(now), true) => inner.hit_at(&key, &rules, cost, now).await,
+                (Some(now), false) => inner.peek_at(&key, &rules, cost, now).await,
+                (None, true) => inner.hit(&key, &rules, cost).await,
+                (None, false) => inner.peek(&key, &rules, cost).await,
+            }
+            .map_err(to_py)?;
+            Ok(PyDecision::new(&decision, &rules))
+        })
+    }
+
     fn check(
         &self,
         py: Python<'_>,

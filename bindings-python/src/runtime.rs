@@ -1,10 +1,12 @@
-//! The one tokio runtime of the Python process, and `run`: the GIL is released for the whole call and
-//! a panic becomes a Python exception instead of crossing into the interpreter.
+//! The one tokio runtime of the Python process. `run` blocks (GIL released) for the sync API; `spawn`
+//! returns an asyncio awaitable for `ratelock.asyncio`. Either way a panic becomes a Python exception
+//! instead of crossing into the interpreter.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::LazyLock;
 
+use futures_util::FutureExt;
 use pyo3::prelude::*;
 
 use crate::errors::{internal_error, to_py};
@@ -18,6 +20,11 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
         .expect("ratelock cannot start its tokio runtime")
 });
 
+/// The runtime, also handed to pyo3-async-runtimes so asyncio awaitables run on it.
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    &RUNTIME
+}
+
 /// Runs `future` to completion on the shared runtime with the GIL released.
 pub(crate) fn run<T, F>(py: Python<'_>, future: F) -> PyResult<T>
 where
@@ -29,4 +36,18 @@ where
         Ok(result) => result.map_err(to_py),
         Err(panic) => Err(internal_error(panic)),
     }
+}
+
+/// Starts `future` on the shared runtime and returns an asyncio awaitable of its result.
+pub(crate) fn spawn<'py, T, F>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: Future<Output = PyResult<T>> + Send + 'static,
+{
+    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        match AssertUnwindSafe(future).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => Err(internal_error(panic)),
+        }
+    })
 }

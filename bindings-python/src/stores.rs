@@ -15,12 +15,18 @@ static STORES: LazyLock<Mutex<HashMap<(String, Duration), ratelock::Store>>> =
 
 /// The process's store for `url` (`None`: the embedded memory store), connecting on first use.
 pub(crate) fn shared(py: Python<'_>, url: Option<&str>, timeout: Duration) -> PyResult<ratelock::Store> {
-    let url = url.unwrap_or("memory://").trim().to_owned();
+    let url = url.map(str::to_owned);
+    run(py, connect(url, timeout))
+}
+
+/// The same, for asyncio: connecting never blocks the event loop.
+pub(crate) async fn connect(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
+    let url = url.as_deref().unwrap_or("memory://").trim().to_owned();
     let key = (url.clone(), timeout);
     if let Some(store) = STORES.lock().get(&key) {
         return Ok(store.clone());
     }
     let options = ratelock::StoreOptions::default().with_timeout(timeout);
-    let store = run(py, async move { ratelock::Store::connect(&url, &options).await })?;
+    let store = ratelock::Store::connect(&url, &options).await?;
     Ok(STORES.lock().entry(key).or_insert(store).clone())
 }

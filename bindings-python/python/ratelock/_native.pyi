@@ -1,5 +1,5 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
-from typing import Final, Literal, Optional, Union, final
+from typing import Awaitable, Final, Literal, Optional, Union, final
 
 __version__: Final[str]
 __all__ = [
@@ -72,6 +72,23 @@ class Limiter:
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision: ...
     def reset(self, key: Union[str, bytes], rules: str) -> None: ...
+    @staticmethod
+    def connect_async(
+        url: Optional[str] = None,
+        *,
+        prefix: str = "rl",
+        on_error: Literal["raise", "allow", "deny"] = "raise",
+        timeout: float = 1.0,
+        default_algorithm: str = "gcra",
+        clock: Literal["store", "local"] = "store",
+    ) -> Awaitable[Limiter]: ...
+    def hit_async(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
+    ) -> Awaitable[Decision]: ...
+    def peek_async(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
+    ) -> Awaitable[Decision]: ...
+    def reset_async(self, key: Union[str, bytes], rules: str) -> Awaitable[None]: ...
     @property
     def prefix(self) -> str: ...
 

@@ -1,0 +1,82 @@
+"""ratelock.asyncio: the same decisions as the sync API, exact counts under 100 concurrent tasks, typed
+errors, and an event loop that keeps running while calls are in flight."""
+
+import asyncio
+import uuid
+
+import pytest
+
+import ratelock
+import ratelock.asyncio
+
+
+def test_async_and_sync_decide_alike(store_url):
+    rules = "3 per 2 seconds; 5/minute using sliding_log"
+    base = 1_763_800_000_000_000
+    times = [base + i * 150_000 for i in range(12)]
+
+    sync = ratelock.Limiter(store_url, prefix=f"s{uuid.uuid4().hex[:8]}")
+    expected = [sync.hit("k", rules, now_us=t) for t in times]
+
+    async def run() -> list:
+        limiter = ratelock.asyncio.Limiter(store_url, prefix=f"a{uuid.uuid4().hex[:8]}")
+        return [await limiter.hit("k", rules, now_us=t) for t in times]
+
+    got = asyncio.run(run())
+    fields = ("allowed", "remaining", "reset_after", "retry_after", "rule_index")
+    assert [tuple(getattr(d, f) for f in fields) for d in got] == [
+        tuple(getattr(d, f) for f in fields) for d in expected
+    ]
+
+
+def test_a_hundred_concurrent_tasks_get_exact_counts(store_url):
+    async def run() -> int:
+        limiter = ratelock.asyncio.Limiter(store_url)
+        key = f"py:{uuid.uuid4().hex}"
+        decisions = await asyncio.gather(*(limiter.hit(key, "70/hour") for _ in range(100)))
+        return sum(1 for d in decisions if d.allowed)
+
+    assert asyncio.run(run()) == 70
+
+
+def test_the_event_loop_keeps_running_during_calls(redis_server):
+    async def run() -> int:
+        limiter = ratelock.asyncio.Limiter(redis_server.url)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        for _ in range(200):
+            await limiter.hit(f"py:{uuid.uuid4().hex}", "5/second")
+        task.cancel()
+        return ticks
+
+    assert asyncio.run(run()) >= 100, "the loop was blocked while awaiting"
+
+
+def test_async_errors_are_typed(store_url):
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(store_url)
+        with pytest.raises(ratelock.InvalidRule, match="fortnight"):
+            await limiter.hit("k", "5/fortnight")
+        with pytest.raises(ratelock.CostExceedsCapacity):
+            await limiter.hit("k", "5/second", 9)
+        with pytest.raises(ratelock.InvalidArgument, match="key"):
+            await limiter.hit(None, "5/second")  # type: ignore[arg-type]
+        await limiter.reset("k", "5/second")
+
+    asyncio.run(run())
+
+
+def test_an_unreachable_store_raises_on_first_use():
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter("redis://127.0.0.1:1/", timeout=0.5)
+        with pytest.raises(ratelock.StoreUnavailable):
+            await limiter.hit("k", "5/second")
+
+    asyncio.run(run())
