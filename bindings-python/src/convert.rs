@@ -37,6 +37,16 @@ pub(crate) fn cost(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     }
 }
 
+/// A count (permits): an int from 1 to 2^64 - 1 (not a bool).
+pub(crate) fn count(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match value.extract::<u64>() {
+        Ok(n) if n >= 1 && !value.is_instance_of::<PyBool>() => Ok(n),
+        _ => Err(InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected an int >= 1, got {value}"
+        ))),
+    }
+}
+
 /// A time in µs since the epoch, or `None`.
 pub(crate) fn now_us(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {

@@ -6,6 +6,7 @@ mod errors;
 mod limiter;
 mod lock;
 mod runtime;
+mod semaphore;
 mod stores;
 
 use pyo3::prelude::*;
@@ -18,6 +19,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<limiter::PyDecision>()?;
     module.add_class::<lock::PyLockHandle>()?;
     module.add_class::<lock::PyLockGuard>()?;
+    module.add_class::<semaphore::PySemaphoreHandle>()?;
+    module.add_class::<semaphore::PyPermitGuard>()?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

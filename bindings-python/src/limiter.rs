@@ -14,7 +14,7 @@ use crate::runtime::{run, spawn};
 const RULE_CACHE_LIMIT: usize = 1024;
 
 /// Checks keys against rules: every rule of a key in one round trip, all or nothing.
-#[pyclass(name = "Limiter", module = "ratelock._native", frozen)]
+#[pyclass(name = "Limiter", module = "ratelock._native", frozen, subclass)]
 pub(crate) struct PyLimiter {
     inner: ratelock::Limiter,
     rules: Mutex<HashMap<String, ratelock::Rules>>,

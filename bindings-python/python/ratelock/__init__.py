@@ -14,7 +14,6 @@ from ratelock._native import (
     Decision,
     InvalidArgument,
     InvalidRule,
-    Limiter,
     LockLost,
     LockNotOwned,
     RatelockError,
@@ -23,7 +22,9 @@ from ratelock._native import (
     WaitTimeout,
     __version__,
 )
+from ratelock.limiter import Limiter, RateLimited
 from ratelock.lock import DistributedLock
+from ratelock.semaphore import Semaphore
 
 __all__ = [
     "CostExceedsCapacity",
@@ -34,7 +35,9 @@ __all__ = [
     "Limiter",
     "LockLost",
     "LockNotOwned",
+    "RateLimited",
     "RatelockError",
+    "Semaphore",
     "StoreTimeout",
     "StoreUnavailable",
     "WaitTimeout",

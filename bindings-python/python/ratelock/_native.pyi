@@ -1,12 +1,16 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
 from typing import Awaitable, Final, Literal, Optional, Union, final
 
+from typing_extensions import disjoint_base
+
 __version__: Final[str]
 __all__ = [
     "Limiter",
     "Decision",
     "LockHandle",
     "LockGuard",
+    "SemaphoreHandle",
+    "PermitGuard",
     "RatelockError",
     "InvalidRule",
     "InvalidArgument",
@@ -51,7 +55,7 @@ class Decision:
     def rule_index(self) -> int: ...
     def __bool__(self) -> bool: ...
 
-@final
+@disjoint_base
 class Limiter:
     """Checks keys against rules: every rule of a key in one round trip, all or nothing."""
 
@@ -128,3 +132,30 @@ class LockHandle:
     def force_release(self) -> bool: ...
     @property
     def owner_token(self) -> str: ...
+
+@final
+class PermitGuard:
+    """One permit of a semaphore."""
+
+    def is_lost(self) -> bool: ...
+    def extend(self, ttl: float) -> bool: ...
+    def release(self) -> bool: ...
+
+@final
+class SemaphoreHandle:
+    """A handle on one semaphore name."""
+
+    def __new__(
+        cls,
+        name: Union[str, bytes],
+        permits: int,
+        url: Optional[str] = None,
+        *,
+        ttl: float = 30.0,
+        auto_renew: bool = True,
+        prefix: str = "rl",
+        timeout: float = 1.0,
+    ) -> "SemaphoreHandle": ...
+    def try_acquire(self) -> Optional[PermitGuard]: ...
+    def acquire(self, timeout: Optional[float] = None) -> PermitGuard: ...
+    def in_use(self) -> int: ...

@@ -1,14 +1,13 @@
 """``ratelock.DistributedLock``: a distributed lock with fencing tokens and a lost-lock signal, used like
 ``threading.Lock`` (``with lock:``, ``acquire``/``release``). The work is done by the Rust core."""
 
-import threading
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 from ratelock import _native
-from ratelock._native import LockLost, LockNotOwned
+from ratelock._holding import Holding
 
 
-class DistributedLock:
+class DistributedLock(Holding[_native.LockGuard]):
     """A lock shared by every process (in any language) that uses the same store and name.
 
     Each instance has its own owner token. ``with lock:`` acquires (waiting as long as needed), keeps
@@ -18,9 +17,11 @@ class DistributedLock:
         >>> import ratelock
         >>> with ratelock.DistributedLock("orders:42", ttl=10) as lock:
         ...     token = lock.fencing_token
-        >>> token > 0
+        >>> token is not None and token > 0
         True
     """
+
+    _what = "lock"
 
     def __init__(
         self,
@@ -33,49 +34,14 @@ class DistributedLock:
         prefix: str = "rl",
         timeout: float = 1.0,
     ) -> None:
-        self._handle = _native.LockHandle(
+        handle = _native.LockHandle(
             name, url, ttl=ttl, auto_renew=auto_renew, reentrant=reentrant, prefix=prefix, timeout=timeout
         )
-        self._ttl = ttl
-        self._guards: List[_native.LockGuard] = []
-        self._mutex = threading.Lock()
-
-    def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
-        """Takes the lock. Non-blocking: ``False`` if it is held elsewhere. Blocking: waits up to
-        ``timeout`` seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes."""
-        if blocking:
-            guard = self._handle.acquire(timeout)
-        else:
-            found = self._handle.try_acquire()
-            if found is None:
-                return False
-            guard = found
-        with self._mutex:
-            self._guards.append(guard)
-        return True
-
-    def release(self) -> None:
-        """Gives back this instance's latest hold. Raises ``LockNotOwned`` if it holds none, and
-        ``LockLost`` if the lock had been lost (nothing is changed then)."""
-        with self._mutex:
-            if not self._guards:
-                raise LockNotOwned("release of a lock this DistributedLock does not hold")
-            guard = self._guards.pop()
-        outcome = guard.release()
-        if outcome in ("not_held", "held_by_other"):
-            raise LockLost(f"the lock was lost before release ({outcome.replace('_', ' ')})")
-
-    def extend(self, ttl: Optional[float] = None) -> None:
-        """Moves the end of the lease to ``ttl`` seconds from now (default: the lock's ttl). Never
-        re-acquires: raises ``LockLost`` if the lock expired or was taken."""
-        guard = self._current()
-        outcome = guard.extend(self._ttl if ttl is None else ttl)
-        if outcome != "extended":
-            raise LockLost(f"cannot extend: the lock {outcome.replace('_', ' ')}")
+        super().__init__(handle, ttl)
 
     def locked(self) -> bool:
         """Whether anyone holds the lock now."""
-        return self._handle.is_locked()
+        return bool(self._handle.is_locked())
 
     @property
     def fencing_token(self) -> Optional[int]:
@@ -83,37 +49,31 @@ class DistributedLock:
         with self._mutex:
             return self._guards[-1].fencing_token if self._guards else None
 
-    @property
-    def lost(self) -> bool:
-        """True once this instance's hold is known lost (renewal found it gone or taken)."""
-        with self._mutex:
-            return bool(self._guards) and self._guards[-1].is_lost()
-
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Blocks until the hold is lost or ``timeout`` seconds pass; returns whether it was lost."""
         return self._current().wait_lost(timeout)
 
     def remaining_ttl(self) -> Optional[float]:
         """Seconds left on the current lease (whoever holds it), ``None`` when free."""
-        return self._handle.remaining_ttl()
+        result: Optional[float] = self._handle.remaining_ttl()
+        return result
 
     def force_release(self) -> bool:
         """Deletes the lease whoever holds it (an operator's tool); ``True`` if it was held."""
-        return self._handle.force_release()
+        return bool(self._handle.force_release())
 
     @property
     def owner_token(self) -> str:
-        return self._handle.owner_token
+        return str(self._handle.owner_token)
 
-    def _current(self) -> "_native.LockGuard":
-        with self._mutex:
-            if not self._guards:
-                raise LockNotOwned("this DistributedLock holds no lock")
-            return self._guards[-1]
+    def _give_back(self, guard: _native.LockGuard) -> Optional[str]:
+        outcome = guard.release()
+        return outcome.replace("_", " ") if outcome in ("not_held", "held_by_other") else None
+
+    def _renew(self, guard: _native.LockGuard, ttl: float) -> Optional[str]:
+        outcome = guard.extend(ttl)
+        return None if outcome == "extended" else outcome.replace("_", " ")
 
     def __enter__(self) -> "DistributedLock":
         self.acquire()
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()

@@ -1,0 +1,116 @@
+//! `ratelock._native.SemaphoreHandle` and `PermitGuard`: the core `Semaphore` and its permit guard for
+//! the Python `ratelock.Semaphore` (which adds `with`, threading-style `acquire` and exceptions).
+
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use crate::convert;
+use crate::errors::to_py;
+use crate::runtime::run;
+
+/// A handle on one semaphore name.
+#[pyclass(name = "SemaphoreHandle", module = "ratelock._native", frozen)]
+pub(crate) struct PySemaphoreHandle {
+    inner: ratelock::Semaphore,
+}
+
+/// One permit. `release` consumes it; later calls return `False`.
+#[pyclass(name = "PermitGuard", module = "ratelock._native", frozen)]
+pub(crate) struct PyPermitGuard {
+    guard: Mutex<Option<ratelock::PermitGuard>>,
+    lost: ratelock::LostSignal,
+}
+
+#[pymethods]
+impl PySemaphoreHandle {
+    #[new]
+    #[pyo3(signature = (name, permits, url=None, *, ttl=30.0, auto_renew=true, prefix="rl", timeout=1.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        permits: &Bound<'_, PyAny>,
+        url: Option<&str>,
+        ttl: f64,
+        auto_renew: bool,
+        prefix: &str,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let name = convert::key(name)?;
+        let permits = convert::count("permits", permits)?;
+        let store = crate::stores::shared(py, url, convert::seconds("timeout", timeout)?)?;
+        let options = ratelock::LockOptions::default()
+            .with_ttl(convert::seconds("ttl", ttl)?)
+            .with_auto_renew(auto_renew)
+            .with_prefix(prefix);
+        let inner = ratelock::Semaphore::new(&store, name, permits, options).map_err(to_py)?;
+        Ok(PySemaphoreHandle { inner })
+    }
+
+    /// Takes a permit if one is free; `None` otherwise.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<PyPermitGuard>> {
+        let inner = self.inner.clone();
+        Ok(run(py, async move { inner.try_acquire().await })?.map(PyPermitGuard::new))
+    }
+
+    /// Waits up to `timeout` seconds (`None`: no limit) for a permit; raises `WaitTimeout`.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyPermitGuard> {
+        let wait = match timeout {
+            Some(seconds) => convert::seconds("timeout", seconds)?,
+            None => Duration::MAX,
+        };
+        let inner = self.inner.clone();
+        Ok(PyPermitGuard::new(run(
+            py,
+            async move { inner.acquire(wait).await },
+        )?))
+    }
+
+    /// Permits in use now.
+    fn in_use(&self, py: Python<'_>) -> PyResult<u64> {
+        let inner = self.inner.clone();
+        run(py, async move { inner.in_use().await })
+    }
+}
+
+impl PyPermitGuard {
+    fn new(guard: ratelock::PermitGuard) -> Self {
+        PyPermitGuard {
+            lost: guard.lost_signal(),
+            guard: Mutex::new(Some(guard)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyPermitGuard {
+    /// True once the permit is known lost.
+    fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+
+    /// Moves the end of this permit's lease; `False` if the permit is gone.
+    fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<bool> {
+        let ttl = convert::seconds("ttl", ttl)?;
+        let Some(guard) = self.guard.lock().take() else {
+            return Ok(false);
+        };
+        let (guard, held) = run(py, async move {
+            let held = guard.extend(ttl).await;
+            Ok((guard, held))
+        })?;
+        *self.guard.lock() = Some(guard);
+        held.map_err(to_py)
+    }
+
+    /// Gives the permit back; `False` if it had been lost (or released) before.
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        let Some(guard) = self.guard.lock().take() else {
+            return Ok(false);
+        };
+        run(py, async move { guard.release().await })
+    }
+}
