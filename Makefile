@@ -33,7 +33,7 @@ package-check:
 # Builds and installs the Python package from source (`pip install .`) into .venv, then runs pytest.
 python-test:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 	$(VENV)/bin/python -m mypy --strict examples/python bindings-python/python/ratelock
 	$(VENV)/bin/python -m mypy.stubtest ratelock._native

@@ -31,6 +31,7 @@ pub(crate) struct PyDecision {
     degraded: bool,
     rule: String,
     rule_index: usize,
+    period: f64,
 }
 
 #[pymethods]
@@ -260,6 +261,7 @@ impl PyDecision {
             degraded: decision.degraded,
             rule: rules[decision.rule_index].to_string(),
             rule_index: decision.rule_index,
+            period: rules[decision.rule_index].period().as_secs_f64(),
         }
     }
 }

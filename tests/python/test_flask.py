@@ -1,0 +1,126 @@
+"""ratelock.flask: 429 with Retry-After and rate-limit headers from one decision, default limits,
+exemptions, methods, keys, the failure policy with a stopped Redis, and a real HTTP server process."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from flask import Flask, jsonify, request
+
+from conftest import RedisServer
+from ratelock.flask import RateLimiter
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def make_app(url=None, **options):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=url, prefix=f"f{uuid.uuid4().hex[:8]}", **options)
+
+    @app.route("/limited", methods=["GET", "POST"])
+    @limits.limit("2/minute", methods=["GET"], exempt_when=lambda: request.args.get("vip") == "1")
+    def limited():
+        return jsonify(ok=True)
+
+    @app.get("/per-user")
+    @limits.limit("1/minute", key_func=lambda: request.args["user"])
+    def per_user():
+        return jsonify(ok=True)
+
+    @app.get("/open")
+    def open_view():
+        return jsonify(ok=True)
+
+    @app.get("/health")
+    @limits.exempt
+    def health():
+        return jsonify(ok=True)
+
+    return app
+
+
+def test_limited_view_answers_429_with_headers(store_url):
+    client = make_app(store_url).test_client()
+    first = client.get("/limited")
+    assert first.status_code == 200
+    assert first.headers["X-RateLimit-Limit"] == "2" and first.headers["X-RateLimit-Remaining"] == "1"
+    assert first.headers["RateLimit"] == "limit=2, remaining=1, reset=30"
+    assert first.headers["RateLimit-Policy"] == "2;w=60"
+    assert client.get("/limited").status_code == 200
+    denied = client.get("/limited")
+    assert denied.status_code == 429
+    assert denied.headers["Retry-After"] == "30"
+    assert denied.headers["X-RateLimit-Remaining"] == "0"
+    assert int(denied.headers["X-RateLimit-Reset"]) >= int(time.time()) + 59
+    assert denied.get_json()["rule"] == "2/minute"
+    assert client.post("/limited").status_code == 200, "POST is not limited"
+    assert client.get("/limited?vip=1").status_code == 200, "exempt_when skips the limit"
+
+
+def test_keys_and_default_limits(store_url):
+    client = make_app(store_url, default_limits="3/minute").test_client()
+    assert client.get("/per-user?user=ann").status_code == 200
+    assert client.get("/per-user?user=ann").status_code == 429
+    assert client.get("/per-user?user=bob").status_code == 200
+    assert [client.get("/open").status_code for _ in range(4)] == [200, 200, 200, 429]
+    assert all(client.get("/health").status_code == 200 for _ in range(5))
+    assert "X-RateLimit-Limit" not in client.get("/health").headers
+
+
+def test_store_failures_follow_on_error():
+    server = RedisServer()
+    try:
+        allow = make_app(server.url, on_error="allow", timeout=0.3).test_client()
+        deny = make_app(server.url, on_error="deny", timeout=0.3).test_client()
+        assert allow.get("/open").status_code == 200
+    finally:
+        server.stop()
+    assert allow.get("/limited").status_code == 200
+    assert deny.get("/limited").status_code == 429
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_real_http_server_process(redis_server):
+    port = _free_port()
+    env = dict(os.environ, PORT=str(port), REDIS_URL=redis_server.url)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "python" / "flask_app.py")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the Flask example did not start"
+                time.sleep(0.1)
+        statuses = []
+        for _ in range(4):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search", timeout=2) as response:
+                    statuses.append(response.status)
+                    assert response.headers["RateLimit-Policy"] == "3;w=10"
+            except urllib.error.HTTPError as rejected:
+                statuses.append(rejected.code)
+                assert int(rejected.headers["Retry-After"]) >= 1
+                assert json.loads(rejected.read())["error"] == "rate limited"
+        assert statuses == [200, 200, 200, 429]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
