@@ -6,10 +6,12 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test lint unit-and-integration package-check python-test bench vectors-fill
+.PHONY: demo test lint unit-and-integration package-check python-env python-test bench vectors-fill
 
-demo:
-	$(CARGO) run --quiet -p ratelock-examples --bin demo
+demo: python-env
+	@$(CARGO) run --quiet -p ratelock-examples --bin demo
+	@echo
+	@cd examples/python && ../../$(VENV)/bin/python flask_demo.py
 
 test: lint unit-and-integration package-check python-test
 
@@ -30,11 +32,14 @@ package-check:
 	  printf '%s\n' "$$files" | grep -qx "lua/$${script##*/}" || { echo "missing from the package: $$script"; exit 1; }; \
 	done
 
-# Builds and installs the Python package from source (`pip install .`) into .venv, then runs pytest.
-python-test:
+# Builds and installs the Python package from source (`pip install .`) into .venv.
+python-env:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
+
+# Type checks, the stub against the built module, the example, and pytest.
+python-test: python-env
 	$(VENV)/bin/python -m mypy --strict examples/python bindings-python/python/ratelock
 	$(VENV)/bin/python -m mypy.stubtest ratelock._native
 	$(VENV)/bin/python examples/python/quickstart.py > /dev/null
