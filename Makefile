@@ -6,14 +6,14 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test lint unit-and-integration package-check python-env python-test bench vectors-fill
+.PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test bench vectors-fill
 
 demo: python-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
 	@echo
 	@cd examples/python && ../../$(VENV)/bin/python flask_demo.py
 
-test: lint unit-and-integration package-check python-test
+test: lint unit-and-integration package-check python-sdist-check python-test
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -37,6 +37,18 @@ python-env:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
+
+# An sdist must build a working wheel on its own (the Lua scripts travel inside it).
+SDIST_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/sdist-check
+python-sdist-check: python-env
+	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check maturin
+	$(VENV)/bin/maturin sdist --out $(SDIST_DIR) > /dev/null
+	tar -tzf $(SDIST_DIR)/ratelock-*.tar.gz | grep -q '/core/lua/limit.lua$$'
+	CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),$(CURDIR)/target) $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
+	$(PYTHON) -m venv $(SDIST_DIR)/venv
+	$(SDIST_DIR)/venv/bin/pip install --quiet --disable-pip-version-check $(SDIST_DIR)/ratelock-*.whl
+	cd $(SDIST_DIR) && venv/bin/python -c "import ratelock; assert ratelock.Limiter().hit('k', '1/second').allowed; print('wheel from sdist works')"
 
 # Type checks, the stub against the built module, the example, and pytest.
 python-test: python-env
