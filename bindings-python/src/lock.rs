@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
-use crate::runtime::run;
+use crate::runtime::{run, spawn};
 
 /// A handle on one lock name with its own owner token.
 #[pyclass(name = "LockHandle", module = "ratelock._native", frozen)]
@@ -40,15 +40,53 @@ impl PyLockHandle {
         prefix: &str,
         timeout: f64,
     ) -> PyResult<Self> {
-        let name = convert::key(name)?;
-        let store = crate::stores::shared(py, url, convert::seconds("timeout", timeout)?)?;
-        let options = ratelock::LockOptions::default()
-            .with_ttl(convert::seconds("ttl", ttl)?)
-            .with_auto_renew(auto_renew)
-            .with_reentrant(reentrant)
-            .with_prefix(prefix);
+        let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
+        let store = crate::stores::shared(py, url, timeout)?;
         let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
         Ok(PyLockHandle { inner })
+    }
+
+    /// Connects without blocking the event loop; awaits to a `LockHandle` (for `ratelock.asyncio`).
+    #[staticmethod]
+    #[pyo3(signature = (name, url=None, *, ttl=30.0, auto_renew=true, reentrant=false, prefix="rl", timeout=1.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect_async<'py>(
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        url: Option<String>,
+        ttl: f64,
+        auto_renew: bool,
+        reentrant: bool,
+        prefix: &str,
+        timeout: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
+        spawn(py, async move {
+            let store = crate::stores::connect(url, timeout).await.map_err(to_py)?;
+            let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
+            Ok(PyLockHandle { inner })
+        })
+    }
+
+    /// `try_acquire` for asyncio.
+    fn try_acquire_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        spawn(py, async move {
+            Ok(inner.try_acquire().await.map_err(to_py)?.map(PyLockGuard::new))
+        })
+    }
+
+    /// `acquire` for asyncio.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire_async<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+        let wait = match timeout {
+            Some(seconds) => convert::seconds("timeout", seconds)?,
+            None => Duration::MAX,
+        };
+        let inner = self.inner.clone();
+        spawn(py, async move {
+            Ok(PyLockGuard::new(inner.acquire(wait).await.map_err(to_py)?))
+        })
     }
 
     /// Takes the lock if free; `None` if someone else holds it.
@@ -99,6 +137,27 @@ impl PyLockHandle {
     fn owner_token(&self) -> String {
         self.inner.owner_token().to_owned()
     }
+}
+
+/// Lock options from the Python keyword arguments.
+fn lock_arguments(
+    name: &Bound<'_, PyAny>,
+    ttl: f64,
+    auto_renew: bool,
+    reentrant: bool,
+    prefix: &str,
+    timeout: f64,
+) -> PyResult<(Vec<u8>, ratelock::LockOptions, Duration)> {
+    let options = ratelock::LockOptions::default()
+        .with_ttl(convert::seconds("ttl", ttl)?)
+        .with_auto_renew(auto_renew)
+        .with_reentrant(reentrant)
+        .with_prefix(prefix);
+    Ok((
+        convert::key(name)?,
+        options,
+        convert::seconds("timeout", timeout)?,
+    ))
 }
 
 impl PyLockGuard {
@@ -163,16 +222,29 @@ impl PyLockGuard {
         })
     }
 
+    /// `release` for asyncio.
+    fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let guard = self.guard.lock().take();
+        spawn(py, async move {
+            let Some(guard) = guard else { return Ok("not_held") };
+            Ok(released_name(guard.release().await.map_err(to_py)?))
+        })
+    }
+
     /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other".
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
         let Some(guard) = self.guard.lock().take() else {
             return Ok("not_held");
         };
-        Ok(match run(py, async move { guard.release().await })? {
-            ratelock::Released::Released => "released",
-            ratelock::Released::StillHeld { .. } => "still_held",
-            ratelock::Released::NotHeld => "not_held",
-            _ => "held_by_other",
-        })
+        Ok(released_name(run(py, async move { guard.release().await })?))
+    }
+}
+
+fn released_name(outcome: ratelock::Released) -> &'static str {
+    match outcome {
+        ratelock::Released::Released => "released",
+        ratelock::Released::StillHeld { .. } => "still_held",
+        ratelock::Released::NotHeld => "not_held",
+        _ => "held_by_other",
     }
 }

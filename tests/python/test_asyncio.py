@@ -80,3 +80,45 @@ def test_an_unreachable_store_raises_on_first_use():
             await limiter.hit("k", "5/second")
 
     asyncio.run(run())
+
+
+def test_async_with_locks_exclude_each_other_and_tokens_rise(store_url):
+    name = f"alock:{uuid.uuid4().hex}"
+
+    async def run() -> list:
+        holds = []
+        inside = 0
+
+        async def worker() -> None:
+            nonlocal inside
+            async with ratelock.asyncio.DistributedLock(name, store_url, ttl=5) as lock:
+                inside += 1
+                assert inside == 1, "two holders at once"
+                holds.append(lock.fencing_token)
+                await asyncio.sleep(0.002)
+                inside -= 1
+
+        await asyncio.gather(*(worker() for _ in range(20)))
+        return holds
+
+    holds = asyncio.run(run())
+    assert len(holds) == 20 and holds == sorted(holds) and len(set(holds)) == 20
+
+
+def test_async_lock_errors_are_typed(store_url):
+    async def run() -> None:
+        name = f"alock:{uuid.uuid4().hex}"
+        holder = ratelock.asyncio.DistributedLock(name, store_url)
+        waiter = ratelock.asyncio.DistributedLock(name, store_url)
+        assert await holder.acquire()
+        assert await waiter.acquire(blocking=False) is False
+        with pytest.raises(ratelock.WaitTimeout):
+            await waiter.acquire(timeout=0.1)
+        with pytest.raises(ratelock.LockNotOwned):
+            await waiter.release()
+        sync_view = ratelock.DistributedLock(name, store_url)
+        assert sync_view.force_release()
+        with pytest.raises(ratelock.LockLost):
+            await holder.release()
+
+    asyncio.run(run())

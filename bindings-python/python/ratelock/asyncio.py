@@ -1,4 +1,4 @@
-"""``ratelock.asyncio``: the limiter for asyncio code. Every call is an awaitable that runs on ratelock's
+"""``ratelock.asyncio``: the limiter and the lock for asyncio code. Every call is an awaitable that runs on ratelock's
 tokio runtime and never blocks the event loop — connecting included (done on first use).
 
     >>> import asyncio, ratelock.asyncio
@@ -10,10 +10,10 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
-from typing import Literal, Optional, Union
+from typing import List, Literal, Optional, Union
 
 from ratelock import _native
-from ratelock._native import Decision
+from ratelock._native import Decision, LockLost, LockNotOwned
 
 
 class Limiter:
@@ -71,4 +71,88 @@ class Limiter:
         await limiter.reset_async(key, rules)
 
 
-__all__ = ["Decision", "Limiter"]
+class DistributedLock:
+    """``ratelock.DistributedLock`` for asyncio: ``async with lock:`` waits without blocking the event
+    loop, keeps the lease renewed, and raises ``LockLost`` on exit if the lock was lost meanwhile.
+
+        >>> async def work() -> int:
+        ...     async with DistributedLock("orders:42", ttl=10) as lock:
+        ...         return lock.fencing_token or 0
+        >>> asyncio.run(work()) > 0
+        True
+    """
+
+    def __init__(
+        self,
+        name: Union[str, bytes],
+        url: Optional[str] = None,
+        *,
+        ttl: float = 30.0,
+        auto_renew: bool = True,
+        reentrant: bool = False,
+        prefix: str = "rl",
+        timeout: float = 1.0,
+    ) -> None:
+        self._name, self._url, self._ttl = name, url, ttl
+        self._auto_renew, self._reentrant, self._prefix, self._timeout = auto_renew, reentrant, prefix, timeout
+        self._handle: Optional[_native.LockHandle] = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._guards: List[_native.LockGuard] = []
+
+    async def _connected(self) -> _native.LockHandle:
+        if self._handle is None:
+            if self._connecting is None:
+                self._connecting = asyncio.Lock()
+            async with self._connecting:
+                if self._handle is None:
+                    self._handle = await _native.LockHandle.connect_async(
+                        self._name,
+                        self._url,
+                        ttl=self._ttl,
+                        auto_renew=self._auto_renew,
+                        reentrant=self._reentrant,
+                        prefix=self._prefix,
+                        timeout=self._timeout,
+                    )
+        return self._handle
+
+    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
+        """Takes the lock; see ``ratelock.DistributedLock.acquire``."""
+        handle = await self._connected()
+        if blocking:
+            guard = await handle.acquire_async(timeout)
+        else:
+            found = await handle.try_acquire_async()
+            if found is None:
+                return False
+            guard = found
+        self._guards.append(guard)
+        return True
+
+    async def release(self) -> None:
+        """Gives back the latest hold; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
+        if not self._guards:
+            raise LockNotOwned("release of a lock this DistributedLock does not hold")
+        outcome = await self._guards.pop().release_async()
+        if outcome in ("not_held", "held_by_other"):
+            raise LockLost(f"the lock was lost before release ({outcome.replace('_', ' ')})")
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of the latest hold (``None`` when it holds none)."""
+        return self._guards[-1].fencing_token if self._guards else None
+
+    @property
+    def lost(self) -> bool:
+        """True once the latest hold is known lost."""
+        return bool(self._guards) and self._guards[-1].is_lost()
+
+    async def __aenter__(self) -> "DistributedLock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
+
+__all__ = ["Decision", "DistributedLock", "Limiter"]
