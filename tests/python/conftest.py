@@ -25,7 +25,7 @@ class RedisServer:
         self.dir = tempfile.mkdtemp(prefix="ratelock-py-redis-")
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir],
+             "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -109,3 +109,21 @@ def test_thirty_two_threads_get_exact_admission_counts(store_url):
     for thread in threads:
         thread.join()
     assert sum(admitted) == 250
+
+
+def test_a_stalled_server_raises_store_timeout(redis_server):
+    import socket as sockets
+
+    limiter = ratelock.Limiter(redis_server.url, timeout=0.2)
+    assert limiter.hit(fresh_key(), "5/second").allowed
+    stall = sockets.create_connection(("127.0.0.1", redis_server.port))
+    stall.sendall(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n0.6\r\n")
+    try:
+        with pytest.raises(ratelock.StoreTimeout):
+            limiter.hit(fresh_key(), "5/second")
+        allowing = ratelock.Limiter(redis_server.url, timeout=0.2, on_error="allow")
+        degraded = allowing.hit(fresh_key(), "5/second")
+        assert degraded.allowed and degraded.degraded
+    finally:
+        stall.recv(64)
+        stall.close()
