@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
-use crate::runtime::run;
+use crate::runtime::{run, spawn};
 
 /// A handle on one semaphore name.
 #[pyclass(name = "SemaphoreHandle", module = "ratelock._native", frozen)]
@@ -38,15 +38,55 @@ impl PySemaphoreHandle {
         prefix: &str,
         timeout: f64,
     ) -> PyResult<Self> {
-        let name = convert::key(name)?;
-        let permits = convert::count("permits", permits)?;
-        let store = crate::stores::shared(py, url, convert::seconds("timeout", timeout)?)?;
-        let options = ratelock::LockOptions::default()
-            .with_ttl(convert::seconds("ttl", ttl)?)
-            .with_auto_renew(auto_renew)
-            .with_prefix(prefix);
+        let (name, permits, options, timeout) =
+            semaphore_arguments(name, permits, ttl, auto_renew, prefix, timeout)?;
+        let store = crate::stores::shared(py, url, timeout)?;
         let inner = ratelock::Semaphore::new(&store, name, permits, options).map_err(to_py)?;
         Ok(PySemaphoreHandle { inner })
+    }
+
+    /// Connects without blocking the event loop; awaits to a `SemaphoreHandle`.
+    #[staticmethod]
+    #[pyo3(signature = (name, permits, url=None, *, ttl=30.0, auto_renew=true, prefix="rl", timeout=1.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect_async<'py>(
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        permits: &Bound<'py, PyAny>,
+        url: Option<String>,
+        ttl: f64,
+        auto_renew: bool,
+        prefix: &str,
+        timeout: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (name, permits, options, timeout) =
+            semaphore_arguments(name, permits, ttl, auto_renew, prefix, timeout)?;
+        spawn(py, async move {
+            let store = crate::stores::connect(url, timeout).await.map_err(to_py)?;
+            let inner = ratelock::Semaphore::new(&store, name, permits, options).map_err(to_py)?;
+            Ok(PySemaphoreHandle { inner })
+        })
+    }
+
+    /// `try_acquire` for asyncio.
+    fn try_acquire_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        spawn(py, async move {
+            Ok(inner.try_acquire().await.map_err(to_py)?.map(PyPermitGuard::new))
+        })
+    }
+
+    /// `acquire` for asyncio.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire_async<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+        let wait = match timeout {
+            Some(seconds) => convert::seconds("timeout", seconds)?,
+            None => Duration::MAX,
+        };
+        let inner = self.inner.clone();
+        spawn(py, async move {
+            Ok(PyPermitGuard::new(inner.acquire(wait).await.map_err(to_py)?))
+        })
     }
 
     /// Takes a permit if one is free; `None` otherwise.
@@ -74,6 +114,27 @@ impl PySemaphoreHandle {
         let inner = self.inner.clone();
         run(py, async move { inner.in_use().await })
     }
+}
+
+/// Semaphore options from the Python keyword arguments.
+fn semaphore_arguments(
+    name: &Bound<'_, PyAny>,
+    permits: &Bound<'_, PyAny>,
+    ttl: f64,
+    auto_renew: bool,
+    prefix: &str,
+    timeout: f64,
+) -> PyResult<(Vec<u8>, u64, ratelock::LockOptions, Duration)> {
+    let options = ratelock::LockOptions::default()
+        .with_ttl(convert::seconds("ttl", ttl)?)
+        .with_auto_renew(auto_renew)
+        .with_prefix(prefix);
+    Ok((
+        convert::key(name)?,
+        convert::count("permits", permits)?,
+        options,
+        convert::seconds("timeout", timeout)?,
+    ))
 }
 
 impl PyPermitGuard {
@@ -104,6 +165,17 @@ impl PyPermitGuard {
         })?;
         *self.guard.lock() = Some(guard);
         held.map_err(to_py)
+    }
+
+    /// `release` for asyncio.
+    fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let guard = self.guard.lock().take();
+        spawn(py, async move {
+            match guard {
+                Some(guard) => guard.release().await.map_err(to_py),
+                None => Ok(false),
+            }
+        })
     }
 
     /// Gives the permit back; `False` if it had been lost (or released) before.

@@ -101,3 +101,48 @@ def test_bad_semaphore_arguments_are_typed():
         ratelock.Semaphore("x", 0)
     with pytest.raises(ratelock.InvalidArgument, match="permits"):
         ratelock.Semaphore("x", -3)
+
+
+def test_the_concurrency_limiter_counts_in_flight_requests_per_key(store_url):
+    tenant = f"tenant:{uuid.uuid4().hex}"
+    limiter = ratelock.ConcurrencyLimiter(2, store_url)
+    with limiter.slot(tenant):
+        second = limiter.try_slot(tenant)
+        assert second is not None
+        assert limiter.try_slot(tenant) is None
+        assert limiter.in_flight(tenant) == 2
+        assert limiter.try_slot(f"{tenant}:other") is not None
+        second.release()
+    assert limiter.in_flight(tenant) == 0
+    with pytest.raises(ratelock.InvalidArgument, match="permits"):
+        ratelock.ConcurrencyLimiter(0)
+
+
+def test_async_semaphore_admits_n_tasks(store_url):
+    import asyncio
+
+    import ratelock.asyncio as rl_asyncio
+
+    name = f"asem:{uuid.uuid4().hex}"
+
+    async def run() -> int:
+        inside = 0
+        most = 0
+
+        async def worker() -> None:
+            nonlocal inside, most
+            async with rl_asyncio.Semaphore(name, 3, store_url, ttl=10):
+                inside += 1
+                most = max(most, inside)
+                await asyncio.sleep(0.01)
+                inside -= 1
+
+        await asyncio.gather(*(worker() for _ in range(12)))
+        busy = rl_asyncio.Semaphore(name, 1, store_url)
+        assert await busy.acquire()
+        with pytest.raises(ratelock.WaitTimeout):
+            await rl_asyncio.Semaphore(name, 1, store_url).acquire(timeout=0.1)
+        await busy.release()
+        return most
+
+    assert asyncio.run(run()) == 3

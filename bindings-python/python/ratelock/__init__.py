@@ -24,9 +24,10 @@ from ratelock._native import (
 )
 from ratelock.limiter import Limiter, RateLimited
 from ratelock.lock import DistributedLock
-from ratelock.semaphore import Semaphore
+from ratelock.semaphore import ConcurrencyLimiter, Semaphore
 
 __all__ = [
+    "ConcurrencyLimiter",
     "CostExceedsCapacity",
     "Decision",
     "DistributedLock",

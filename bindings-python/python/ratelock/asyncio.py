@@ -155,4 +155,70 @@ class DistributedLock:
         await self.release()
 
 
-__all__ = ["Decision", "DistributedLock", "Limiter"]
+class Semaphore:
+    """``ratelock.Semaphore`` for asyncio: ``async with sem:`` waits for one of ``permits`` permits
+    without blocking the event loop, and raises ``LockLost`` on exit if the permit was lost meanwhile."""
+
+    def __init__(
+        self,
+        name: Union[str, bytes],
+        permits: int,
+        url: Optional[str] = None,
+        *,
+        ttl: float = 30.0,
+        auto_renew: bool = True,
+        prefix: str = "rl",
+        timeout: float = 1.0,
+    ) -> None:
+        self._name, self._permits, self._url = name, permits, url
+        self._ttl, self._auto_renew, self._prefix, self._timeout = ttl, auto_renew, prefix, timeout
+        self._handle: Optional[_native.SemaphoreHandle] = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._guards: List[_native.PermitGuard] = []
+
+    async def _connected(self) -> _native.SemaphoreHandle:
+        if self._handle is None:
+            if self._connecting is None:
+                self._connecting = asyncio.Lock()
+            async with self._connecting:
+                if self._handle is None:
+                    self._handle = await _native.SemaphoreHandle.connect_async(
+                        self._name,
+                        self._permits,
+                        self._url,
+                        ttl=self._ttl,
+                        auto_renew=self._auto_renew,
+                        prefix=self._prefix,
+                        timeout=self._timeout,
+                    )
+        return self._handle
+
+    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
+        """Takes a permit; see ``ratelock.Semaphore.acquire``."""
+        handle = await self._connected()
+        if blocking:
+            guard = await handle.acquire_async(timeout)
+        else:
+            found = await handle.try_acquire_async()
+            if found is None:
+                return False
+            guard = found
+        self._guards.append(guard)
+        return True
+
+    async def release(self) -> None:
+        """Gives back the latest permit; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
+        if not self._guards:
+            raise LockNotOwned("release of a permit this Semaphore does not hold")
+        if not await self._guards.pop().release_async():
+            raise LockLost("the permit was lost before release (expired or reclaimed)")
+
+    async def __aenter__(self) -> "Semaphore":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
+
+__all__ = ["Decision", "DistributedLock", "Limiter", "Semaphore"]

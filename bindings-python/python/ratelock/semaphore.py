@@ -48,3 +48,62 @@ class Semaphore(Holding[_native.PermitGuard]):
     def __enter__(self) -> "Semaphore":
         self.acquire()
         return self
+
+
+class ConcurrencyLimiter:
+    """At most ``limit`` requests in flight per key (one ``Semaphore`` per key), e.g. per tenant:
+
+        >>> import ratelock
+        >>> in_flight = ratelock.ConcurrencyLimiter(1)
+        >>> with in_flight.slot("tenant:acme"):
+        ...     in_flight.try_slot("tenant:acme") is None
+        True
+    """
+
+    def __init__(
+        self, limit: int, url: Optional[str] = None, *, ttl: float = 30.0, prefix: str = "rl", timeout: float = 1.0
+    ) -> None:
+        self._limit, self._url, self._ttl, self._prefix, self._timeout = limit, url, ttl, prefix, timeout
+        self._semaphore("check")
+
+    def slot(self, key: Union[str, bytes], timeout: Optional[float] = None) -> "Slot":
+        """Waits up to ``timeout`` seconds for a slot for ``key``; use the result in ``with`` (or call
+        its ``release``). Raises ``WaitTimeout`` when the wait passes its deadline."""
+        semaphore = self._semaphore(key)
+        semaphore.acquire(timeout)
+        return Slot(semaphore)
+
+    def try_slot(self, key: Union[str, bytes]) -> "Optional[Slot]":
+        """A slot for ``key`` if one is free now, else ``None``."""
+        semaphore = self._semaphore(key)
+        return Slot(semaphore) if semaphore.acquire(blocking=False) else None
+
+    def in_flight(self, key: Union[str, bytes]) -> int:
+        """Requests in flight for ``key``."""
+        return self._semaphore(key).in_use()
+
+    def _semaphore(self, key: Union[str, bytes]) -> Semaphore:
+        return Semaphore(key, self._limit, self._url, ttl=self._ttl, prefix=self._prefix, timeout=self._timeout)
+
+
+
+class Slot:
+    """A held slot of a ``ConcurrencyLimiter``: ``release()`` it, or leave a ``with`` block."""
+
+    def __init__(self, semaphore: Semaphore) -> None:
+        self._semaphore = semaphore
+
+    def release(self) -> None:
+        """Gives the slot back; ``LockLost`` if its lease had ended."""
+        self._semaphore.release()
+
+    @property
+    def lost(self) -> bool:
+        """True once the slot's lease is known lost."""
+        return self._semaphore.lost
+
+    def __enter__(self) -> "Slot":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
