@@ -57,8 +57,13 @@ python-test: python-env
 	$(VENV)/bin/python examples/python/quickstart.py > /dev/null
 	cd tests/python && ../../$(VENV)/bin/python -m pytest
 
+# Rust figures (vs redis-benchmark), then Python figures (vs limits, throttled-py, Flask-Limiter, redis-py).
 bench:
 	$(CARGO) run --release --quiet -p ratelock-bench
+	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r bench/python/requirements.txt
+	.venv-bench/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
+	.venv-bench/bin/python bench/python/bench.py
 
 # Recompute vector expectations from the Rust core (new scenarios only; review the diff).
 vectors-fill:

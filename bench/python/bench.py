@@ -1,0 +1,645 @@
+"""Python benchmark: the ratelock package beside the usual Python rate limiters and locks.
+
+Starts its own redis-server on a free loopback port, measures ratelock and its peers (limits,
+throttled-py, Flask-Limiter, redis-py's lock) against that same server in one run, prints the figures
+and ratios, and writes them to bench/python/RESULTS.md. It reports; it never fails on a slow figure.
+
+    .venv-bench/bin/python bench/python/bench.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib.metadata
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+RULE = "1000000/second"  # high enough that no hit in this program is denied on Redis
+WARMUP_SECONDS = 0.5
+MEASURE_SECONDS = 2.5
+THREADS = 32
+TASKS = 100
+FLASK_ROUNDS = 6  # Flask variants run in alternating rounds, so drift hits them all alike
+FLASK_ROUND_SECONDS = 0.5
+RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
+PEER_PACKAGES = ("ratelock", "limits", "redis", "throttled-py", "flask", "Flask-Limiter")
+
+Hit = Callable[[], Any]
+AsyncHit = Callable[[], Awaitable[Any]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures and comparisons
+
+
+@dataclass
+class Figure:
+    """What one measurement found: operations in a timed span, and per-call latencies if recorded."""
+
+    operations: int
+    seconds: float
+    allowed: int
+    latencies_ns: List[int] = field(default_factory=list)
+
+    @property
+    def per_second(self) -> float:
+        return self.operations / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def allowed_share(self) -> float:
+        return self.allowed / self.operations if self.operations else 0.0
+
+    def percentile_us(self, fraction: float) -> Optional[float]:
+        if not self.latencies_ns:
+            return None
+        ordered = sorted(self.latencies_ns)
+        index = min(len(ordered) - 1, int(fraction * len(ordered)))
+        return ordered[index] / 1000.0
+
+
+@dataclass
+class Comparison:
+    """One line of the table: ratelock's figure, the peer's, their ratio and the target for it."""
+
+    name: str
+    ratelock_text: str
+    peer_text: str
+    ratio: float
+    target: Optional[float]
+    target_is_minimum: bool = True
+
+    @property
+    def target_text(self) -> str:
+        if self.target is None:
+            return "-"
+        return f"{'>=' if self.target_is_minimum else '<='} {self.target:g}"
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return "info"
+        met = self.ratio >= self.target if self.target_is_minimum else self.ratio <= self.target
+        return "PASS" if met else "BELOW"
+
+
+@dataclass
+class Report:
+    """Everything one run found, in the order measured."""
+
+    measurements: List[Tuple[str, str, Figure]] = field(default_factory=list)  # (section, name, figure)
+    comparisons: List[Comparison] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    section: str = ""
+
+    def begin(self, section: str, description: str) -> None:
+        self.section = section
+        print(f"{section}. {description}", flush=True)
+
+    def record(self, name: str, figure: Figure) -> Figure:
+        self.measurements.append((self.section, name, figure))
+        print(f"  {name:<58} {describe_figure(figure)}", flush=True)
+        if figure.operations and figure.allowed_share < 0.999:
+            self.notes.append(f"{name}: only {figure.allowed_share:.1%} of the calls were allowed")
+        return figure
+
+    def compare_rates(self, name: str, ours: Figure, theirs: Figure, target: Optional[float]) -> None:
+        self.comparisons.append(
+            Comparison(name, rate_text(ours), rate_text(theirs), ratio_of(ours.per_second, theirs.per_second), target)
+        )
+
+
+def ratio_of(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else float("inf")
+
+
+def rate_text(figure: Figure) -> str:
+    return f"{figure.per_second:,.0f}/s"
+
+
+def describe_figure(figure: Figure) -> str:
+    text = f"{figure.per_second:>12,.0f}/s"
+    p50, p99 = figure.percentile_us(0.50), figure.percentile_us(0.99)
+    if p50 is not None and p99 is not None:
+        text += f"   p50 {p50:7.1f} µs   p99 {p99:7.1f} µs"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def warm_up(hit: Hit, seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        hit()
+
+
+def measure_sequential(hit: Hit, seconds: float = MEASURE_SECONDS, warmup: float = WARMUP_SECONDS) -> Figure:
+    """Calls `hit` in a loop on this thread: a warm-up, then `seconds` with every call timed."""
+    warm_up(hit, warmup)
+    latencies: List[int] = []
+    allowed = 0
+    start = before = time.perf_counter_ns()
+    end = start + int(seconds * 1e9)
+    while before < end:
+        if hit():
+            allowed += 1
+        after = time.perf_counter_ns()
+        latencies.append(after - before)
+        before = after
+    return Figure(len(latencies), (before - start) / 1e9, allowed, latencies)
+
+
+def measure_threads(hit: Hit, threads: int = THREADS) -> Figure:
+    """`threads` threads call `hit` in loops; counts the calls completed in the timed span."""
+    counts = [0] * threads
+    allowed = [0] * threads
+    failures: List[BaseException] = []
+    stop = threading.Event()
+
+    def work(slot: int) -> None:
+        try:
+            while not stop.is_set():
+                if hit():
+                    allowed[slot] += 1
+                counts[slot] += 1
+        except Exception as failure:  # reported by the main thread, once
+            failures.append(failure)
+            stop.set()
+
+    workers = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(threads)]
+    for worker in workers:
+        worker.start()
+    time.sleep(WARMUP_SECONDS)
+    done_before, allowed_before, start = sum(counts), sum(allowed), time.perf_counter()
+    time.sleep(MEASURE_SECONDS)
+    done_after, allowed_after, end = sum(counts), sum(allowed), time.perf_counter()
+    stop.set()
+    for worker in workers:
+        worker.join()
+    if failures:
+        raise failures[0]
+    return Figure(done_after - done_before, end - start, allowed_after - allowed_before)
+
+
+async def measure_tasks(hit: AsyncHit, tasks: int = TASKS) -> Figure:
+    """`tasks` asyncio tasks await `hit` in loops; counts the calls completed in the timed span."""
+    counts = [0] * tasks
+    allowed = [0] * tasks
+    stopping = False
+
+    async def work(slot: int) -> None:
+        while not stopping:
+            if await hit():
+                allowed[slot] += 1
+            counts[slot] += 1
+
+    running = [asyncio.ensure_future(work(slot)) for slot in range(tasks)]
+    await asyncio.sleep(WARMUP_SECONDS)
+    done_before, allowed_before, start = sum(counts), sum(allowed), time.perf_counter()
+    await asyncio.sleep(MEASURE_SECONDS)
+    done_after, allowed_after, end = sum(counts), sum(allowed), time.perf_counter()
+    stopping = True
+    await asyncio.gather(*running)
+    return Figure(done_after - done_before, end - start, allowed_after - allowed_before)
+
+
+def measure_in_alternating_rounds(variants: Dict[str, Hit]) -> Dict[str, Figure]:
+    """Runs the variants in turns, FLASK_ROUNDS times each; keeps each variant's median round."""
+    for hit in variants.values():
+        warm_up(hit, WARMUP_SECONDS)
+    rounds: Dict[str, List[Figure]] = {name: [] for name in variants}
+    for _ in range(FLASK_ROUNDS):
+        for name, hit in variants.items():
+            rounds[name].append(measure_sequential(hit, FLASK_ROUND_SECONDS, warmup=0.05))
+    return {name: median_round(figures) for name, figures in rounds.items()}
+
+
+def median_round(figures: Sequence[Figure]) -> Figure:
+    by_rate = sorted(figures, key=lambda figure: figure.per_second)
+    middle = by_rate[len(by_rate) // 2]
+    middle.latencies_ns = [latency for figure in figures for latency in figure.latencies_ns]
+    return middle
+
+
+# ---------------------------------------------------------------------------------------------
+# The redis-server of this run
+
+
+def free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_redis_server(port: int) -> subprocess.Popen[bytes]:
+    """Starts a throwaway redis-server on 127.0.0.1:`port` (no persistence) and waits for PONG."""
+    if shutil.which("redis-server") is None:
+        sys.exit("redis-server is not on PATH (Debian/Ubuntu: apt-get install -y redis-server)")
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_pong(port, server)
+    return server
+
+
+def wait_for_pong(port: int, server: subprocess.Popen[bytes], seconds: float = 10.0) -> None:
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    give_up = time.monotonic() + seconds
+    while time.monotonic() < give_up:
+        if server.poll() is not None:
+            sys.exit(f"redis-server exited at start (code {server.returncode})")
+        try:
+            if client.ping():
+                client.close()
+                return
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    stop_redis_server(server)
+    sys.exit(f"redis-server did not answer on port {port}")
+
+
+def stop_redis_server(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        os.kill(server.pid, 15)
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(server.pid, 9)
+            server.wait()
+
+
+def redis_server_version() -> str:
+    output = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+    return output.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# The limiters under test, each as a no-argument call returning truthy when allowed
+
+
+def raw_socket_ping(port: int) -> Hit:
+    """PING over a bare socket: the loopback round trip with almost no client work, a floor for all."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def ping() -> bool:
+        connection.sendall(b"PING\r\n")
+        return connection.recv(64) == b"+PONG\r\n"
+
+    return ping
+
+
+def ratelock_redis_hit(url: str, key: str) -> Hit:
+    import ratelock
+
+    limiter = ratelock.Limiter(url)
+    return lambda: limiter.hit(key, RULE)
+
+
+def limits_hit(storage_url: str, strategy: str, key: str) -> Hit:
+    from limits import parse
+    from limits.storage import storage_from_string
+    from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+    strategies = {"fixed": FixedWindowRateLimiter, "moving": MovingWindowRateLimiter}
+    limiter = strategies[strategy](storage_from_string(storage_url))
+    item = parse(RULE)
+    return lambda: limiter.hit(item, key)
+
+
+def throttled_gcra_hit(url: str, key: str) -> Hit:
+    from throttled import RateLimiterType, RedisStore, Throttled
+
+    throttle = Throttled(key=key, using=RateLimiterType.GCRA.value, quota=RULE, store=RedisStore(server=url))
+    return lambda: not throttle.limit().limited
+
+
+def ratelock_memory_hit(key: str) -> Hit:
+    import ratelock
+
+    limiter = ratelock.Limiter()
+    return lambda: limiter.hit(key, RULE)
+
+
+def ratelock_async_hit(url: str, key: str) -> AsyncHit:
+    import ratelock.asyncio
+
+    limiter = ratelock.asyncio.Limiter(url)
+    return lambda: limiter.hit(key, RULE)
+
+
+def limits_async_fixed_window_hit(port: int, key: str) -> AsyncHit:
+    from limits import parse
+    from limits.aio.strategies import FixedWindowRateLimiter
+    from limits.storage import storage_from_string
+
+    storage = storage_from_string(f"async+redis://127.0.0.1:{port}", implementation="redispy")
+    limiter = FixedWindowRateLimiter(storage)
+    item = parse(RULE)
+    return lambda: limiter.hit(item, key)
+
+
+def ratelock_lock_pair(url: str) -> Hit:
+    import ratelock
+
+    lock = ratelock.DistributedLock("bench:ratelock-lock", url, ttl=10, auto_renew=False)
+
+    def acquire_and_release() -> bool:
+        lock.acquire()
+        lock.release()
+        return True
+
+    return acquire_and_release
+
+
+def redis_py_lock_pair(url: str) -> Hit:
+    import redis
+
+    lock = redis.Redis.from_url(url).lock("bench:redis-py-lock", timeout=10)
+
+    def acquire_and_release() -> bool:
+        lock.acquire()
+        lock.release()
+        return True
+
+    return acquire_and_release
+
+
+# ---------------------------------------------------------------------------------------------
+# Flask apps: one view, limited by each extension or not at all
+
+
+def bare_flask_app() -> Any:
+    from flask import Flask
+
+    app = Flask("bare")
+    app.add_url_rule("/item", "item", lambda: "ok")
+    return app
+
+
+def ratelock_flask_app(url: Optional[str]) -> Any:
+    from flask import Flask
+
+    from ratelock.flask import RateLimiter
+
+    app = Flask(f"ratelock {url}")
+    limiter = RateLimiter(app, url=url)
+    app.add_url_rule("/item", "item", limiter.limit(RULE)(lambda: "ok"))
+    return app
+
+
+def flask_limiter_app(url: str, headers: bool) -> Any:
+    from flask import Flask
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    app = Flask(f"flask_limiter {url} headers={headers}")
+    limiter = Limiter(get_remote_address, app=app, storage_uri=url, headers_enabled=headers)
+    app.add_url_rule("/item", "item", limiter.limit(RULE)(lambda: "ok"))
+    return app
+
+
+def flask_request(app: Any) -> Hit:
+    """One GET through the app's test client; checks once that the view answers 200."""
+    client = app.test_client()
+    first = client.get("/item")
+    if first.status_code != 200:
+        raise RuntimeError(f"{app.name}: GET /item answered {first.status_code}")
+    return lambda: client.get("/item").status_code == 200
+
+
+# ---------------------------------------------------------------------------------------------
+# The six comparisons
+
+
+def compare_sequential_redis(report: Report, url: str, port: int) -> None:
+    report.begin("1", "Redis hits, sequential (one thread)")
+    floor = report.record("floor: PING over a raw socket", measure_sequential(raw_socket_ping(port)))
+    ours = report.record("ratelock Limiter(url) gcra", measure_sequential(ratelock_redis_hit(url, "bench:seq")))
+    fixed = report.record(
+        "limits FixedWindow (redis://)", measure_sequential(limits_hit(url, "fixed", "bench:seq:fixed"))
+    )
+    moving = report.record(
+        "limits MovingWindow (redis://)", measure_sequential(limits_hit(url, "moving", "bench:seq:moving"))
+    )
+    gcra = report.record(
+        "throttled-py GCRA (RedisStore)", measure_sequential(throttled_gcra_hit(url, "bench:seq:throttled"))
+    )
+    report.compare_rates("Redis hit, sequential vs limits FixedWindow", ours, fixed, 2.0)
+    report.compare_rates("Redis hit, sequential vs limits MovingWindow", ours, moving, None)
+    report.compare_rates("Redis hit, sequential vs throttled-py GCRA", ours, gcra, None)
+    add_latency_comparisons(report, "Redis hit, sequential", ours, fixed)
+    report.notes.append(
+        f"sequential Redis: a PING over a bare socket takes {1e6 / floor.per_second:.1f} µs, so a client with no "
+        f"overhead at all could be at most {ratio_of(floor.per_second, fixed.per_second):.2f}× limits FixedWindow "
+        "here, and less with a script to run"
+    )
+
+
+def add_latency_comparisons(report: Report, name: str, ours: Figure, theirs: Figure) -> None:
+    for label, fraction in (("p50", 0.50), ("p99", 0.99)):
+        mine, peer = ours.percentile_us(fraction), theirs.percentile_us(fraction)
+        if mine is not None and peer is not None:
+            report.comparisons.append(
+                Comparison(f"{name} {label} latency vs limits FixedWindow", f"{mine:.1f} µs", f"{peer:.1f} µs",
+                           ratio_of(mine, peer), None, target_is_minimum=False)
+            )
+
+
+def compare_threaded_redis(report: Report, url: str) -> None:
+    report.begin("2", f"Redis hits, {THREADS} threads sharing one limiter")
+    ours = report.record("ratelock Limiter(url) gcra", measure_threads(ratelock_redis_hit(url, "bench:threads")))
+    fixed = report.record(
+        "limits FixedWindow (redis://)", measure_threads(limits_hit(url, "fixed", "bench:threads:fixed"))
+    )
+    moving = report.record(
+        "limits MovingWindow (redis://)", measure_threads(limits_hit(url, "moving", "bench:threads:moving"))
+    )
+    gcra = report.record(
+        "throttled-py GCRA (RedisStore)", measure_threads(throttled_gcra_hit(url, "bench:threads:throttled"))
+    )
+    report.compare_rates(f"Redis hit, {THREADS} threads vs limits FixedWindow", ours, fixed, 4.0)
+    report.compare_rates(f"Redis hit, {THREADS} threads vs limits MovingWindow", ours, moving, None)
+    report.compare_rates(f"Redis hit, {THREADS} threads vs throttled-py GCRA", ours, gcra, None)
+
+
+def compare_asyncio_redis(report: Report, url: str, port: int) -> None:
+    report.begin("3", f"Redis hits, asyncio, {TASKS} tasks")
+    ours = report.record(
+        "ratelock.asyncio.Limiter(url)", asyncio.run(measure_tasks(ratelock_async_hit(url, "bench:async")))
+    )
+    theirs = report.record(
+        "limits.aio FixedWindow (async+redis://, redis-py)",
+        asyncio.run(measure_tasks(limits_async_fixed_window_hit(port, "bench:async"))),
+    )
+    report.compare_rates(f"Redis hit, asyncio {TASKS} tasks vs limits.aio FixedWindow", ours, theirs, 4.0)
+
+
+def compare_flask(report: Report, url: str) -> None:
+    report.begin("4", "Flask test-client requests on one limited view (alternating rounds, median)")
+    variants = {
+        "Flask, no limiter": flask_request(bare_flask_app()),
+        "Flask + ratelock.flask.RateLimiter": flask_request(ratelock_flask_app(url)),
+        "Flask + Flask-Limiter (redis://)": flask_request(flask_limiter_app(url, headers=False)),
+        "Flask + Flask-Limiter (redis://, headers_enabled)": flask_request(flask_limiter_app(url, headers=True)),
+        "Flask + ratelock.flask.RateLimiter (memory store)": flask_request(ratelock_flask_app(None)),
+        "Flask + Flask-Limiter (memory://)": flask_request(flask_limiter_app("memory://", headers=False)),
+    }
+    figures = {name: report.record(name, figure) for name, figure in measure_in_alternating_rounds(variants).items()}
+    bare, ours, theirs, theirs_with_headers, ours_in_memory, theirs_in_memory = figures.values()
+    ours_added, theirs_added = added_us(ours, bare), added_us(theirs, bare)
+    headers_added = added_us(theirs_with_headers, bare)
+    ours_in_memory_added, theirs_in_memory_added = added_us(ours_in_memory, bare), added_us(theirs_in_memory, bare)
+    report.comparisons.append(
+        Comparison("Flask added time per request vs Flask-Limiter", f"+{ours_added:.1f} µs", f"+{theirs_added:.1f} µs",
+                   ratio_of(ours_added, theirs_added), 0.5, target_is_minimum=False)
+    )
+    report.comparisons.append(
+        Comparison("Flask added time per request vs Flask-Limiter with headers", f"+{ours_added:.1f} µs",
+                   f"+{headers_added:.1f} µs", ratio_of(ours_added, headers_added), None, target_is_minimum=False)
+    )
+    report.comparisons.append(
+        Comparison("Flask added time, memory stores (no round trip)", f"+{ours_in_memory_added:.1f} µs",
+                   f"+{theirs_in_memory_added:.1f} µs", ratio_of(ours_in_memory_added, theirs_in_memory_added), None,
+                   target_is_minimum=False)
+    )
+    report.compare_rates("Flask requests/s vs Flask-Limiter", ours, theirs, None)
+    report.notes.append(
+        f"Flask: bare view {rate_text(bare)} ({1e6 / bare.per_second:.1f} µs/request); added time = "
+        "µs/request with the limiter − µs/request bare; ratelock sends its rate-limit headers by default, "
+        "Flask-Limiter only with headers_enabled=True (shown on its own line)"
+    )
+
+
+def added_us(limited: Figure, bare: Figure) -> float:
+    return 1e6 / limited.per_second - 1e6 / bare.per_second
+
+
+def compare_locks(report: Report, url: str) -> None:
+    report.begin("5", "Lock acquire+release pairs, sequential")
+    ours = report.record(
+        "ratelock.DistributedLock (auto_renew=False, ttl 10)", measure_sequential(ratelock_lock_pair(url))
+    )
+    theirs = report.record("redis-py Lock (client.lock(timeout=10))", measure_sequential(redis_py_lock_pair(url)))
+    report.compare_rates("Lock acquire+release vs redis-py Lock", ours, theirs, 1.5)
+
+
+def compare_memory(report: Report) -> None:
+    report.begin("6", "Memory store hits, sequential")
+    ours = report.record(
+        "ratelock Limiter() (embedded memory store) gcra", measure_sequential(ratelock_memory_hit("bench:memory"))
+    )
+    theirs = report.record(
+        "limits FixedWindow (memory://)", measure_sequential(limits_hit("memory://", "fixed", "bench:memory"))
+    )
+    report.compare_rates("Memory store hit vs limits FixedWindow memory://", ours, theirs, 5.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def table_rows(report: Report) -> Iterator[List[str]]:
+    yield ["comparison", "ratelock", "peer", "ratio", "target", "result"]
+    for line in report.comparisons:
+        yield [line.name, line.ratelock_text, line.peer_text, f"{line.ratio:.2f}", line.target_text, line.verdict]
+
+
+def print_table(report: Report) -> None:
+    rows = list(table_rows(report))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    print()
+    for index, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]
+        print("  ".join(cells))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    for note in report.notes:
+        print(f"note: {note}")
+
+
+def package_versions() -> Dict[str, str]:
+    versions = {}
+    for package in PEER_PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def cpu_count() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 0)
+
+
+def markdown(report: Report, started: datetime.datetime) -> str:
+    lines = [
+        "# ratelock Python benchmark results",
+        "",
+        "Written by `.venv-bench/bin/python bench/python/bench.py` (see [README.md](README.md)).",
+        "",
+        f"- date: {started:%Y-%m-%d %H:%M:%S} UTC",
+        f"- nproc: {cpu_count()}",
+        f"- python: {platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.system().lower()} {platform.machine()}",
+        f"- {redis_server_version()}",
+        "- packages: " + ", ".join(f"{name} {version}" for name, version in package_versions().items()),
+        "",
+    ]
+    rows = list(table_rows(report))
+    lines.append("| " + " | ".join(rows[0]) + " |")
+    lines.append("|:--|" + "--:|" * 4 + ":-:|")
+    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
+    lines += ["", "## Every measurement", "", "| # | measurement | rate | p50 | p99 |", "|:-:|:--|--:|--:|--:|"]
+    for section, name, figure in report.measurements:
+        p50, p99 = figure.percentile_us(0.50), figure.percentile_us(0.99)
+        latency = [f"{value:.1f} µs" if value is not None else "-" for value in (p50, p99)]
+        lines.append(f"| {section} | {name} | {rate_text(figure)} | {latency[0]} | {latency[1]} |")
+    if report.notes:
+        lines += [""] + [f"- {note}" for note in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    started = datetime.datetime.now(datetime.timezone.utc)
+    port = free_loopback_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_redis_server(port)
+    print(f"redis-server pid {server.pid} on 127.0.0.1:{port}; each figure: {MEASURE_SECONDS} s after a "
+          f"{WARMUP_SECONDS} s warm-up")
+    report = Report()
+    try:
+        compare_sequential_redis(report, url, port)
+        compare_threaded_redis(report, url)
+        compare_asyncio_redis(report, url, port)
+        compare_flask(report, url)
+        compare_locks(report, url)
+        compare_memory(report)
+    finally:
+        stop_redis_server(server)
+    print_table(report)
+    RESULTS_PATH.write_text(markdown(report, started), encoding="utf-8")
+    print(f"\nwritten to {RESULTS_PATH}")
+
+
+if __name__ == "__main__":
+    main()
