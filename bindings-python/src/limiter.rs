@@ -2,6 +2,7 @@
 //! (seconds as float, str or bytes keys, rule text), the GIL released during every store call.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -17,20 +18,34 @@ const RULE_CACHE_LIMIT: usize = 1024;
 #[pyclass(name = "Limiter", module = "ratelock._native", frozen, subclass)]
 pub(crate) struct PyLimiter {
     inner: ratelock::Limiter,
-    rules: Mutex<HashMap<String, ratelock::Rules>>,
+    rules: Mutex<HashMap<String, Arc<ParsedRules>>>,
+}
+
+/// Rule text parsed once, with each rule's canonical text ready for decisions.
+struct ParsedRules {
+    rules: ratelock::Rules,
+    texts: Vec<Arc<str>>,
 }
 
 /// The answer to `hit` or `peek`. Truthy when allowed.
-#[pyclass(name = "Decision", module = "ratelock._native", frozen, get_all)]
+#[pyclass(name = "Decision", module = "ratelock._native", frozen)]
 pub(crate) struct PyDecision {
+    #[pyo3(get)]
     allowed: bool,
+    #[pyo3(get)]
     limit: u64,
+    #[pyo3(get)]
     remaining: u64,
+    #[pyo3(get)]
     reset_after: f64,
+    #[pyo3(get)]
     retry_after: f64,
+    #[pyo3(get)]
     degraded: bool,
-    rule: String,
+    rule: Arc<str>,
+    #[pyo3(get)]
     rule_index: usize,
+    #[pyo3(get)]
     period: f64,
 }
 
@@ -103,7 +118,7 @@ impl PyLimiter {
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, rules: &str) -> PyResult<()> {
         let (key, rules) = (convert::key(key)?, self.parse(rules)?);
         let inner = self.inner.clone();
-        run(py, async move { inner.reset(&key, &rules).await })
+        run(py, async move { inner.reset(&key, &rules.rules).await })
     }
 
     /// `hit` for asyncio: an awaitable of the `Decision`.
@@ -141,7 +156,10 @@ impl PyLimiter {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (key, rules) = (convert::key(key)?, self.parse(rules)?);
         let inner = self.inner.clone();
-        spawn(py, async move { inner.reset(&key, &rules).await.map_err(to_py) })
+        spawn(
+            py,
+            async move { inner.reset(&key, &rules.rules).await.map_err(to_py) },
+        )
     }
 
     /// The key prefix.
@@ -201,10 +219,10 @@ impl PyLimiter {
         let inner = self.inner.clone();
         spawn(py, async move {
             let decision = match (now_us, spend) {
-                (Some(now), true) => inner.hit_at(&key, &rules, cost, now).await,
-                (Some(now), false) => inner.peek_at(&key, &rules, cost, now).await,
-                (None, true) => inner.hit(&key, &rules, cost).await,
-                (None, false) => inner.peek(&key, &rules, cost).await,
+                (Some(now), true) => inner.hit_at(&key, &rules.rules, cost, now).await,
+                (Some(now), false) => inner.peek_at(&key, &rules.rules, cost, now).await,
+                (None, true) => inner.hit(&key, &rules.rules, cost).await,
+                (None, false) => inner.peek(&key, &rules.rules, cost).await,
             }
             .map_err(to_py)?;
             Ok(PyDecision::new(&decision, &rules))
@@ -227,31 +245,34 @@ impl PyLimiter {
         let inner = self.inner.clone();
         let decision = run(py, async {
             match (now_us, spend) {
-                (Some(now), true) => inner.hit_at(&key, &rules, cost, now).await,
-                (Some(now), false) => inner.peek_at(&key, &rules, cost, now).await,
-                (None, true) => inner.hit(&key, &rules, cost).await,
-                (None, false) => inner.peek(&key, &rules, cost).await,
+                (Some(now), true) => inner.hit_at(&key, &rules.rules, cost, now).await,
+                (Some(now), false) => inner.peek_at(&key, &rules.rules, cost, now).await,
+                (None, true) => inner.hit(&key, &rules.rules, cost).await,
+                (None, false) => inner.peek(&key, &rules.rules, cost).await,
             }
         })?;
         Ok(PyDecision::new(&decision, &rules))
     }
 
-    fn parse(&self, text: &str) -> PyResult<ratelock::Rules> {
-        if let Some(rules) = self.rules.lock().get(text) {
-            return Ok(rules.clone());
+    fn parse(&self, text: &str) -> PyResult<Arc<ParsedRules>> {
+        if let Some(parsed) = self.rules.lock().get(text) {
+            return Ok(parsed.clone());
         }
         let rules = self.inner.rules(text).map_err(to_py)?;
+        let texts = rules.iter().map(|rule| Arc::from(rule.to_string())).collect();
+        let parsed = Arc::new(ParsedRules { rules, texts });
         let mut cache = self.rules.lock();
         if cache.len() >= RULE_CACHE_LIMIT {
             cache.clear();
         }
-        cache.insert(text.to_owned(), rules.clone());
-        Ok(rules)
+        cache.insert(text.to_owned(), parsed.clone());
+        Ok(parsed)
     }
 }
 
 impl PyDecision {
-    fn new(decision: &ratelock::Decision, rules: &ratelock::Rules) -> Self {
+    fn new(decision: &ratelock::Decision, parsed: &ParsedRules) -> Self {
+        let rules = &parsed.rules;
         PyDecision {
             allowed: decision.allowed,
             limit: decision.limit,
@@ -259,7 +280,7 @@ impl PyDecision {
             reset_after: decision.reset_after.as_secs_f64(),
             retry_after: decision.retry_after.as_secs_f64(),
             degraded: decision.degraded,
-            rule: rules[decision.rule_index].to_string(),
+            rule: parsed.texts[decision.rule_index].clone(),
             rule_index: decision.rule_index,
             period: rules[decision.rule_index].period().as_secs_f64(),
         }
@@ -268,6 +289,12 @@ impl PyDecision {
 
 #[pymethods]
 impl PyDecision {
+    /// The deciding rule, as canonical text.
+    #[getter]
+    fn rule(&self) -> &str {
+        &self.rule
+    }
+
     fn __bool__(&self) -> bool {
         self.allowed
     }

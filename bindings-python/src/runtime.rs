@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::LazyLock;
+use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
 use pyo3::prelude::*;
@@ -25,13 +26,27 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     &RUNTIME
 }
 
-/// Runs `future` to completion on the shared runtime with the GIL released.
+/// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
+/// any call that needs no I/O) finishes there, with no thread switch. Otherwise the GIL is released and
+/// the caller blocks on the shared runtime until the answer comes.
 pub(crate) fn run<T, F>(py: Python<'_>, future: F) -> PyResult<T>
 where
     T: Send,
     F: Future<Output = ratelock::Result<T>> + Send,
 {
-    let outcome = py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| RUNTIME.block_on(future))));
+    let mut future = std::pin::pin!(future);
+    let first = {
+        let _context = RUNTIME.enter();
+        let mut context = Context::from_waker(Waker::noop());
+        std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context)))
+    };
+    let outcome = match first {
+        Ok(Poll::Ready(result)) => Ok(result),
+        Ok(Poll::Pending) => {
+            py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| RUNTIME.block_on(future.as_mut()))))
+        }
+        Err(panic) => Err(panic),
+    };
     match outcome {
         Ok(result) => result.map_err(to_py),
         Err(panic) => Err(internal_error(panic)),
