@@ -10,10 +10,12 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
-from typing import List, Literal, Optional, Union
+from typing import Any, Generic, List, Literal, Optional, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import Decision, LockLost, LockNotOwned
+
+G = TypeVar("G")
 
 
 class Limiter:
@@ -71,7 +73,64 @@ class Limiter:
         await limiter.reset_async(key, rules)
 
 
-class DistributedLock:
+class _AsyncHolding(Generic[G]):
+    """What the asyncio lock classes share: a native handle opened on first use without blocking the
+    loop, a stack of this instance's holds, ``async with``, and the exceptions at release."""
+
+    _what = "lock"
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._guards: List[G] = []
+
+    async def _open(self) -> Any:
+        """Connects the native handle (``connect_async``)."""
+        raise NotImplementedError
+
+    async def _give_back(self, guard: G) -> Optional[str]:
+        """Releases `guard`; returns what went wrong, or ``None``."""
+        raise NotImplementedError
+
+    async def _connected(self) -> Any:
+        if self._handle is None:
+            if self._connecting is None:
+                self._connecting = asyncio.Lock()
+            async with self._connecting:
+                if self._handle is None:
+                    self._handle = await self._open()
+        return self._handle
+
+    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
+        """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
+        handle = await self._connected()
+        if blocking:
+            guard = await handle.acquire_async(timeout)
+        else:
+            guard = await handle.try_acquire_async()
+            if guard is None:
+                return False
+        self._guards.append(guard)
+        return True
+
+    async def release(self) -> None:
+        """Gives back the latest hold; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
+        if not self._guards:
+            raise LockNotOwned(f"release of a {self._what} this instance does not hold")
+        problem = await self._give_back(self._guards.pop())
+        if problem is not None:
+            raise LockLost(f"the {self._what} was lost before release ({problem})")
+
+    @property
+    def lost(self) -> bool:
+        """True once the latest hold is known lost."""
+        return bool(self._guards) and bool(self._guards[-1].is_lost())  # type: ignore[attr-defined]
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
+
+class DistributedLock(_AsyncHolding[_native.LockGuard]):
     """``ratelock.DistributedLock`` for asyncio: ``async with lock:`` waits without blocking the event
     loop, keeps the lease renewed, and raises ``LockLost`` on exit if the lock was lost meanwhile.
 
@@ -93,71 +152,40 @@ class DistributedLock:
         prefix: str = "rl",
         timeout: float = 1.0,
     ) -> None:
+        super().__init__()
         self._name, self._url, self._ttl = name, url, ttl
         self._auto_renew, self._reentrant, self._prefix, self._timeout = auto_renew, reentrant, prefix, timeout
-        self._handle: Optional[_native.LockHandle] = None
-        self._connecting: Optional[asyncio.Lock] = None
-        self._guards: List[_native.LockGuard] = []
 
-    async def _connected(self) -> _native.LockHandle:
-        if self._handle is None:
-            if self._connecting is None:
-                self._connecting = asyncio.Lock()
-            async with self._connecting:
-                if self._handle is None:
-                    self._handle = await _native.LockHandle.connect_async(
-                        self._name,
-                        self._url,
-                        ttl=self._ttl,
-                        auto_renew=self._auto_renew,
-                        reentrant=self._reentrant,
-                        prefix=self._prefix,
-                        timeout=self._timeout,
-                    )
-        return self._handle
+    async def _open(self) -> _native.LockHandle:
+        return await _native.LockHandle.connect_async(
+            self._name,
+            self._url,
+            ttl=self._ttl,
+            auto_renew=self._auto_renew,
+            reentrant=self._reentrant,
+            prefix=self._prefix,
+            timeout=self._timeout,
+        )
 
-    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
-        """Takes the lock; see ``ratelock.DistributedLock.acquire``."""
-        handle = await self._connected()
-        if blocking:
-            guard = await handle.acquire_async(timeout)
-        else:
-            found = await handle.try_acquire_async()
-            if found is None:
-                return False
-            guard = found
-        self._guards.append(guard)
-        return True
-
-    async def release(self) -> None:
-        """Gives back the latest hold; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
-        if not self._guards:
-            raise LockNotOwned("release of a lock this DistributedLock does not hold")
-        outcome = await self._guards.pop().release_async()
-        if outcome in ("not_held", "held_by_other"):
-            raise LockLost(f"the lock was lost before release ({outcome.replace('_', ' ')})")
+    async def _give_back(self, guard: _native.LockGuard) -> Optional[str]:
+        outcome = await guard.release_async()
+        return outcome.replace("_", " ") if outcome in ("not_held", "held_by_other") else None
 
     @property
     def fencing_token(self) -> Optional[int]:
         """The fencing token of the latest hold (``None`` when it holds none)."""
         return self._guards[-1].fencing_token if self._guards else None
 
-    @property
-    def lost(self) -> bool:
-        """True once the latest hold is known lost."""
-        return bool(self._guards) and self._guards[-1].is_lost()
-
     async def __aenter__(self) -> "DistributedLock":
         await self.acquire()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.release()
 
-
-class Semaphore:
+class Semaphore(_AsyncHolding[_native.PermitGuard]):
     """``ratelock.Semaphore`` for asyncio: ``async with sem:`` waits for one of ``permits`` permits
     without blocking the event loop, and raises ``LockLost`` on exit if the permit was lost meanwhile."""
+
+    _what = "permit"
 
     def __init__(
         self,
@@ -170,55 +198,27 @@ class Semaphore:
         prefix: str = "rl",
         timeout: float = 1.0,
     ) -> None:
+        super().__init__()
         self._name, self._permits, self._url = name, permits, url
         self._ttl, self._auto_renew, self._prefix, self._timeout = ttl, auto_renew, prefix, timeout
-        self._handle: Optional[_native.SemaphoreHandle] = None
-        self._connecting: Optional[asyncio.Lock] = None
-        self._guards: List[_native.PermitGuard] = []
 
-    async def _connected(self) -> _native.SemaphoreHandle:
-        if self._handle is None:
-            if self._connecting is None:
-                self._connecting = asyncio.Lock()
-            async with self._connecting:
-                if self._handle is None:
-                    self._handle = await _native.SemaphoreHandle.connect_async(
-                        self._name,
-                        self._permits,
-                        self._url,
-                        ttl=self._ttl,
-                        auto_renew=self._auto_renew,
-                        prefix=self._prefix,
-                        timeout=self._timeout,
-                    )
-        return self._handle
+    async def _open(self) -> _native.SemaphoreHandle:
+        return await _native.SemaphoreHandle.connect_async(
+            self._name,
+            self._permits,
+            self._url,
+            ttl=self._ttl,
+            auto_renew=self._auto_renew,
+            prefix=self._prefix,
+            timeout=self._timeout,
+        )
 
-    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
-        """Takes a permit; see ``ratelock.Semaphore.acquire``."""
-        handle = await self._connected()
-        if blocking:
-            guard = await handle.acquire_async(timeout)
-        else:
-            found = await handle.try_acquire_async()
-            if found is None:
-                return False
-            guard = found
-        self._guards.append(guard)
-        return True
-
-    async def release(self) -> None:
-        """Gives back the latest permit; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
-        if not self._guards:
-            raise LockNotOwned("release of a permit this Semaphore does not hold")
-        if not await self._guards.pop().release_async():
-            raise LockLost("the permit was lost before release (expired or reclaimed)")
+    async def _give_back(self, guard: _native.PermitGuard) -> Optional[str]:
+        return None if await guard.release_async() else "expired or reclaimed"
 
     async def __aenter__(self) -> "Semaphore":
         await self.acquire()
         return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.release()
 
 
 __all__ = ["Decision", "DistributedLock", "Limiter", "Semaphore"]
