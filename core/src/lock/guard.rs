@@ -100,7 +100,7 @@ impl LockGuard {
     /// lost before; nothing was changed then. If this future is dropped before it finishes, the guard's
     /// drop releases in the background.
     pub async fn release(mut self) -> Result<Released> {
-        self.hold.stop().await;
+        self.hold.stop();
         let shared = self.shared.clone();
         let outcome = shared
             .store

@@ -55,11 +55,12 @@ impl Hold {
         }
     }
 
-    /// Stops the watchdog and waits until it has stopped, so no renewal can follow.
-    pub(crate) async fn stop(&mut self) {
+    /// Stops the watchdog. It is aborted, not awaited (awaiting costs a wake-up of the runtime's
+    /// thread per release): a renewal already on the wire can only land after the release as a no-op,
+    /// since extending never re-creates a lease that is gone.
+    pub(crate) fn stop(&mut self) {
         if let Some(task) = self.watchdog.take() {
             task.abort();
-            let _ = task.await;
         }
     }
 

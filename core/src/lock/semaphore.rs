@@ -219,7 +219,7 @@ impl PermitGuard {
 
     /// Stops the watchdog, then gives the permit back; `false` if it had been lost before.
     pub async fn release(mut self) -> Result<bool> {
-        self.hold.stop().await;
+        self.hold.stop();
         let outcome = self
             .shared
             .store
