@@ -18,7 +18,7 @@ const RULE_CACHE_LIMIT: usize = 1024;
 #[pyclass(name = "Limiter", module = "ratelock._native", frozen, subclass)]
 pub(crate) struct PyLimiter {
     inner: ratelock::Limiter,
-    rules: Mutex<HashMap<String, Arc<ParsedRules>>>,
+    rules: Mutex<HashMap<String, Arc<ParsedRules>, foldhash::fast::RandomState>>,
 }
 
 /// Rule text parsed once, with each rule's canonical text ready for decisions.
@@ -199,7 +199,7 @@ impl PyLimiter {
         let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
         Ok(PyLimiter {
             inner,
-            rules: Mutex::new(HashMap::new()),
+            rules: Mutex::new(HashMap::default()),
         })
     }
 
