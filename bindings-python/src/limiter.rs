@@ -169,6 +169,29 @@ impl PyLimiter {
     }
 }
 
+/// One `hit` or `peek`, its arguments already converted.
+struct Check {
+    limiter: ratelock::Limiter,
+    key: Vec<u8>,
+    rules: Arc<ParsedRules>,
+    cost: u64,
+    now_us: Option<u64>,
+    spend: bool,
+}
+
+impl Check {
+    async fn decide(self) -> ratelock::Result<PyDecision> {
+        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
+        let decision = match (self.now_us, self.spend) {
+            (Some(now), true) => limiter.hit_at(key, rules, cost, now).await,
+            (Some(now), false) => limiter.peek_at(key, rules, cost, now).await,
+            (None, true) => limiter.hit(key, rules, cost).await,
+            (None, false) => limiter.peek(key, rules, cost).await,
+        }?;
+        Ok(PyDecision::new(&decision, &self.rules))
+    }
+}
+
 /// Limiter options from the Python keyword arguments.
 fn options(
     prefix: &str,
@@ -212,21 +235,8 @@ impl PyLimiter {
         now_us: Option<&Bound<'py, PyAny>>,
         spend: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let key = convert::key(key)?;
-        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
-        let now_us = convert::now_us(now_us)?;
-        let rules = self.parse(text)?;
-        let inner = self.inner.clone();
-        spawn(py, async move {
-            let decision = match (now_us, spend) {
-                (Some(now), true) => inner.hit_at(&key, &rules.rules, cost, now).await,
-                (Some(now), false) => inner.peek_at(&key, &rules.rules, cost, now).await,
-                (None, true) => inner.hit(&key, &rules.rules, cost).await,
-                (None, false) => inner.peek(&key, &rules.rules, cost).await,
-            }
-            .map_err(to_py)?;
-            Ok(PyDecision::new(&decision, &rules))
-        })
+        let check = self.prepare(key, text, cost, now_us, spend)?;
+        spawn(py, async move { check.decide().await.map_err(to_py) })
     }
 
     fn check(
@@ -238,20 +248,27 @@ impl PyLimiter {
         now_us: Option<&Bound<'_, PyAny>>,
         spend: bool,
     ) -> PyResult<PyDecision> {
-        let key = convert::key(key)?;
-        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
-        let now_us = convert::now_us(now_us)?;
-        let rules = self.parse(text)?;
-        let inner = self.inner.clone();
-        let decision = run(py, async {
-            match (now_us, spend) {
-                (Some(now), true) => inner.hit_at(&key, &rules.rules, cost, now).await,
-                (Some(now), false) => inner.peek_at(&key, &rules.rules, cost, now).await,
-                (None, true) => inner.hit(&key, &rules.rules, cost).await,
-                (None, false) => inner.peek(&key, &rules.rules, cost).await,
-            }
-        })?;
-        Ok(PyDecision::new(&decision, &rules))
+        let check = self.prepare(key, text, cost, now_us, spend)?;
+        run(py, check.decide())
+    }
+
+    /// Converts the Python arguments of `hit`/`peek` once, for either the blocking or the awaitable call.
+    fn prepare(
+        &self,
+        key: &Bound<'_, PyAny>,
+        text: &str,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+        spend: bool,
+    ) -> PyResult<Check> {
+        Ok(Check {
+            limiter: self.inner.clone(),
+            key: convert::key(key)?,
+            rules: self.parse(text)?,
+            cost: cost.map(convert::cost).transpose()?.unwrap_or(1),
+            now_us: convert::now_us(now_us)?,
+            spend,
+        })
     }
 
     fn parse(&self, text: &str) -> PyResult<Arc<ParsedRules>> {

@@ -79,10 +79,7 @@ impl PyLockHandle {
     /// `acquire` for asyncio.
     #[pyo3(signature = (timeout=None))]
     fn acquire_async<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
-        let wait = match timeout {
-            Some(seconds) => convert::seconds("timeout", seconds)?,
-            None => Duration::MAX,
-        };
+        let wait = convert::wait(timeout)?;
         let inner = self.inner.clone();
         spawn(py, async move {
             Ok(PyLockGuard::new(inner.acquire(wait).await.map_err(to_py)?))
@@ -98,10 +95,7 @@ impl PyLockHandle {
     /// Waits up to `timeout` seconds (`None`: no limit) for the lock; raises `WaitTimeout`.
     #[pyo3(signature = (timeout=None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyLockGuard> {
-        let wait = match timeout {
-            Some(seconds) => convert::seconds("timeout", seconds)?,
-            None => Duration::MAX,
-        };
+        let wait = convert::wait(timeout)?;
         let inner = self.inner.clone();
         Ok(PyLockGuard::new(run(
             py,

@@ -79,10 +79,7 @@ impl PySemaphoreHandle {
     /// `acquire` for asyncio.
     #[pyo3(signature = (timeout=None))]
     fn acquire_async<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
-        let wait = match timeout {
-            Some(seconds) => convert::seconds("timeout", seconds)?,
-            None => Duration::MAX,
-        };
+        let wait = convert::wait(timeout)?;
         let inner = self.inner.clone();
         spawn(py, async move {
             Ok(PyPermitGuard::new(inner.acquire(wait).await.map_err(to_py)?))
@@ -98,10 +95,7 @@ impl PySemaphoreHandle {
     /// Waits up to `timeout` seconds (`None`: no limit) for a permit; raises `WaitTimeout`.
     #[pyo3(signature = (timeout=None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PyPermitGuard> {
-        let wait = match timeout {
-            Some(seconds) => convert::seconds("timeout", seconds)?,
-            None => Duration::MAX,
-        };
+        let wait = convert::wait(timeout)?;
         let inner = self.inner.clone();
         Ok(PyPermitGuard::new(run(
             py,

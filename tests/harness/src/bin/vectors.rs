@@ -36,7 +36,6 @@ async fn main() {
 
 /// Pretty JSON with one step per line, so diffs of vector files stay readable.
 fn render(file: &VectorFile) -> String {
-    let json = |v: &dyn erased::Json| v.to_json();
     let mut out = String::from("{\n");
     out += &format!(
         "  \"description\": {},\n  \"scenarios\": [\n",
@@ -68,14 +67,7 @@ fn render(file: &VectorFile) -> String {
     out
 }
 
-mod erased {
-    pub trait Json {
-        fn to_json(&self) -> String;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn to_json(&self) -> String {
-            serde_json::to_string(self).expect("serialize")
-        }
-    }
+/// One value as compact JSON.
+fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("serialize")
 }
