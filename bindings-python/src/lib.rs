@@ -1,6 +1,7 @@
 //! The native module `ratelock._native`: thin wrappers over the Rust core (one file per core type),
 //! re-exported by the pure-Python package `ratelock`. No algorithm, key format or Lua lives here.
 
+mod completions;
 mod convert;
 mod errors;
 mod limiter;
@@ -15,6 +16,7 @@ use pyo3::prelude::*;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // asyncio awaitables run on the same runtime as the blocking API.
     let _ = pyo3_async_runtimes::tokio::init_with_runtime(runtime::runtime());
+    module.add_class::<completions::Completions>()?;
     module.add_class::<limiter::PyLimiter>()?;
     module.add_class::<limiter::PyDecision>()?;
     module.add_class::<lock::PyLockHandle>()?;

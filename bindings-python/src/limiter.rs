@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
+use crate::completions::{Answer, Completions};
 use crate::convert;
 use crate::errors::to_py;
 use crate::runtime::{run, spawn};
@@ -121,45 +122,47 @@ impl PyLimiter {
         run(py, async move { inner.reset(&key, &rules.rules).await })
     }
 
-    /// `hit` for asyncio: an awaitable of the `Decision`.
-    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    /// `hit` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
     fn hit_async<'py>(
         &self,
         py: Python<'py>,
+        completions: &Completions,
         key: &Bound<'py, PyAny>,
         rules: &str,
         cost: Option<&Bound<'py, PyAny>>,
         now_us: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.check_async(py, key, rules, cost, now_us, true)
+        self.check_async(py, completions, key, rules, cost, now_us, true)
     }
 
-    /// `peek` for asyncio: an awaitable of the `Decision`.
-    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    /// `peek` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
     fn peek_async<'py>(
         &self,
         py: Python<'py>,
+        completions: &Completions,
         key: &Bound<'py, PyAny>,
         rules: &str,
         cost: Option<&Bound<'py, PyAny>>,
         now_us: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.check_async(py, key, rules, cost, now_us, false)
+        self.check_async(py, completions, key, rules, cost, now_us, false)
     }
 
-    /// `reset` for asyncio.
+    /// `reset` for asyncio: a future of `None`, resolved through the loop's `completions`.
     fn reset_async<'py>(
         &self,
         py: Python<'py>,
+        completions: &Completions,
         key: &Bound<'py, PyAny>,
         rules: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (key, rules) = (convert::key(key)?, self.parse(rules)?);
         let inner = self.inner.clone();
-        spawn(
-            py,
-            async move { inner.reset(&key, &rules.rules).await.map_err(to_py) },
-        )
+        completions.submit(py, async move {
+            Answer::Nothing(inner.reset(&key, &rules.rules).await.map_err(to_py))
+        })
     }
 
     /// The key prefix.
@@ -226,9 +229,11 @@ impl PyLimiter {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_async<'py>(
         &self,
         py: Python<'py>,
+        completions: &Completions,
         key: &Bound<'py, PyAny>,
         text: &str,
         cost: Option<&Bound<'py, PyAny>>,
@@ -236,7 +241,9 @@ impl PyLimiter {
         spend: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let check = self.prepare(key, text, cost, now_us, spend)?;
-        spawn(py, async move { check.decide().await.map_err(to_py) })
+        completions.submit(py, async move {
+            Answer::Decision(check.decide().await.map_err(to_py))
+        })
     }
 
     fn check(

@@ -43,6 +43,12 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/"
 
+    def command(self, *words: str) -> "subprocess.Popen[bytes]":
+        """Sends one command with redis-cli without waiting for its answer (e.g. DEBUG SLEEP)."""
+        return subprocess.Popen(
+            ["redis-cli", "-p", str(self.port), *words], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
     def stop(self) -> None:
         if self.process.poll() is None:
             os.kill(self.process.pid, 15)

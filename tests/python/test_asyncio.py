@@ -2,6 +2,7 @@
 errors, and an event loop that keeps running while calls are in flight."""
 
 import asyncio
+import concurrent.futures
 import uuid
 
 import pytest
@@ -57,6 +58,45 @@ def test_the_event_loop_keeps_running_during_calls(redis_server):
         return ticks
 
     assert asyncio.run(run()) >= 100, "the loop was blocked while awaiting"
+
+
+def test_a_cancelled_call_is_skipped_and_the_loop_goes_on(redis_server):
+    loop_errors: list = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: loop_errors.append(context))
+        limiter = ratelock.asyncio.Limiter(redis_server.url)
+        key = f"py:{uuid.uuid4().hex}"
+        await limiter.hit("warm", "5/second")
+        sleeper = redis_server.command("DEBUG", "SLEEP", "0.3")
+        await asyncio.sleep(0.05)
+        in_flight = asyncio.ensure_future(limiter.hit(key, "10/minute"))
+        await asyncio.sleep(0.05)
+        in_flight.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await in_flight
+        # The command was already sent, so its hit still counts once the server answers.
+        decision = await limiter.hit(key, "10/minute")
+        assert decision.allowed and decision.remaining == 8
+        sleeper.wait(timeout=5)
+
+    asyncio.run(run())
+    assert loop_errors == [], "resolving the cancelled call's future failed in the loop"
+
+
+def test_one_limiter_serves_successive_and_parallel_event_loops(store_url):
+    limiter = ratelock.asyncio.Limiter(store_url)
+    key = f"py:{uuid.uuid4().hex}"
+
+    async def spend(times: int) -> int:
+        decisions = await asyncio.gather(*(limiter.hit(key, "100/hour") for _ in range(times)))
+        return sum(1 for d in decisions if d.allowed)
+
+    assert asyncio.run(spend(30)) == 30
+    assert asyncio.run(spend(30)) == 30
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        admitted = sum(pool.map(lambda _: asyncio.run(spend(20)), range(4)))
+    assert admitted == 40, "exactly the 40 units left in the limit are admitted across four loops"
 
 
 def test_async_errors_are_typed(store_url):

@@ -1,10 +1,12 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
+import asyncio
 from typing import Awaitable, Final, Literal, Optional, Union, final
 
 from typing_extensions import disjoint_base
 
 __version__: Final[str]
 __all__ = [
+    "Completions",
     "Limiter",
     "Decision",
     "LockHandle",
@@ -32,6 +34,12 @@ class StoreTimeout(StoreUnavailable): ...
 class WaitTimeout(RatelockError): ...
 class LockNotOwned(RatelockError): ...
 class LockLost(RatelockError): ...
+
+@final
+class Completions:
+    def __new__(cls, event_loop: asyncio.AbstractEventLoop) -> Completions: ...
+    def fileno(self) -> int: ...
+    def drain(self) -> None: ...
 
 @final
 class Decision:
@@ -89,12 +97,26 @@ class Limiter:
         clock: Literal["store", "local"] = "store",
     ) -> Awaitable[Limiter]: ...
     def hit_async(
-        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
-    ) -> Awaitable[Decision]: ...
+        self,
+        completions: Completions,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[Decision]: ...
     def peek_async(
-        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
-    ) -> Awaitable[Decision]: ...
-    def reset_async(self, key: Union[str, bytes], rules: str) -> Awaitable[None]: ...
+        self,
+        completions: Completions,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[Decision]: ...
+    def reset_async(
+        self, completions: Completions, key: Union[str, bytes], rules: str
+    ) -> asyncio.Future[None]: ...
     @property
     def prefix(self) -> str: ...
 

@@ -10,12 +10,29 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
+import weakref
 from typing import Any, Generic, List, Literal, Optional, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import Decision, LockLost, LockNotOwned
 
 G = TypeVar("G")
+
+_COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Completions]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _completions() -> _native.Completions:
+    """The running loop's queue of finished limiter calls: the runtime queues answers there without
+    taking the GIL, and the loop resolves them in batches when the queue's socket becomes readable."""
+    loop = asyncio.get_running_loop()
+    completions = _COMPLETIONS.get(loop)
+    if completions is None:
+        completions = _native.Completions(loop)
+        loop.add_reader(completions.fileno(), completions.drain)
+        _COMPLETIONS[loop] = completions
+    return completions
 
 
 class Limiter:
@@ -57,20 +74,20 @@ class Limiter:
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Takes ``cost`` units from every rule for ``key`` if all allow it; otherwise takes nothing."""
-        limiter = await self._connected()
-        return await limiter.hit_async(key, rules, cost, now_us=now_us)
+        limiter = self._native or await self._connected()
+        return await limiter.hit_async(_completions(), key, rules, cost, now_us=now_us)
 
     async def peek(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Answers what ``hit`` would answer, without spending anything."""
-        limiter = await self._connected()
-        return await limiter.peek_async(key, rules, cost, now_us=now_us)
+        limiter = self._native or await self._connected()
+        return await limiter.peek_async(_completions(), key, rules, cost, now_us=now_us)
 
     async def reset(self, key: Union[str, bytes], rules: str) -> None:
         """Forgets the state of every given rule for ``key``."""
-        limiter = await self._connected()
-        await limiter.reset_async(key, rules)
+        limiter = self._native or await self._connected()
+        await limiter.reset_async(_completions(), key, rules)
 
 
 class _AsyncHolding(Generic[G]):
