@@ -237,8 +237,8 @@ if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
   return redis.error_reply('ERR ratelock: expected 4 arguments per key')
 end
 
-local outcomes, standings, writes, all_allowed = {}, {}, {}, true
-for i = 1, #KEYS do
+-- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
+local function decide_rule(i)
   local at = 3 + 4 * (i - 1)
   local code = ARGV[at + 1]
   local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
@@ -251,7 +251,20 @@ for i = 1, #KEYS do
   if cost > capacity then
     return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
   end
-  local outcome, standing, write = decide(KEYS[i], now, cost, limit, period, burst)
+  return decide(KEYS[i], now, cost, limit, period, burst)
+end
+
+-- One rule, the common case: its outcome is the whole answer (allowed or not), no gathering needed.
+if #KEYS == 1 then
+  local outcome, _, write = decide_rule(1)
+  if outcome.err == nil and mode == 'hit' and outcome[1] == 1 then write() end
+  return outcome
+end
+
+local outcomes, standings, writes, all_allowed = {}, {}, {}, true
+for i = 1, #KEYS do
+  local outcome, standing, write = decide_rule(i)
+  if outcome.err ~= nil then return outcome end
   if outcome[1] == 0 then
     all_allowed = false
     standing = outcome
@@ -262,10 +275,11 @@ if mode == 'hit' and all_allowed then
   for i = 1, #KEYS do writes[i]() end
 end
 -- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
-local reply = {}
+local reply, n = {}, 0
 for i = 1, #KEYS do
   local answer = outcomes[i]
   if not all_allowed then answer = standings[i] end
-  for j = 1, 5 do reply[#reply + 1] = answer[j] end
+  for j = 1, 5 do reply[n + j] = answer[j] end
+  n = n + 5
 end
 return reply
