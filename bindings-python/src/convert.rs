@@ -9,16 +9,35 @@ use crate::errors::InvalidArgument;
 
 /// A key: `str` (UTF-8) or `bytes`, as given.
 pub(crate) fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    Ok(key_bytes(value)?.as_bytes().to_vec())
+}
+
+/// A key as a bytes object to borrow from for the length of a call: `bytes` as given (no copy), a `str`
+/// as its UTF-8 encoding.
+pub(crate) fn key_bytes<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(text.to_cow()?.as_bytes().to_vec());
+        return text.encode_utf8();
     }
     if let Ok(bytes) = value.cast::<PyBytes>() {
-        return Ok(bytes.as_bytes().to_vec());
+        return Ok(bytes.clone());
     }
     Err(InvalidArgument::new_err(format!(
         "invalid argument `key`: expected str or bytes, got {}",
         value.get_type().name()?
     )))
+}
+
+/// Rule text: a str (`"10/second; 1000/hour"`).
+pub(crate) fn rule_text<'a, 'py>(value: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyString>> {
+    value.cast::<PyString>().map_err(|_| {
+        let got = value
+            .get_type()
+            .name()
+            .map_or_else(|_| "?".to_owned(), |name| name.to_string());
+        InvalidArgument::new_err(format!(
+            "invalid argument `rules`: expected rule text (str), got {got}"
+        ))
+    })
 }
 
 /// A cost: an int from 1 to 2^64 - 1 (not a bool, not a float).

@@ -1,11 +1,11 @@
 //! `ratelock.Limiter` and `ratelock.Decision`: the core `Limiter` with Python types at the edges
 //! (seconds as float, str or bytes keys, rule text), the GIL released during every store call.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::completions::{Answer, Completions};
 use crate::convert;
@@ -19,7 +19,8 @@ const RULE_CACHE_LIMIT: usize = 1024;
 #[pyclass(name = "Limiter", module = "ratelock._native", frozen, subclass)]
 pub(crate) struct PyLimiter {
     inner: ratelock::Limiter,
-    rules: Mutex<HashMap<String, Arc<ParsedRules>, foldhash::fast::RandomState>>,
+    /// Rule text (the Python str itself, so its cached hash finds it) → `ParsedRules`.
+    rules: Py<PyDict>,
 }
 
 /// Rule text parsed once, with each rule's canonical text ready for decisions.
@@ -27,6 +28,10 @@ struct ParsedRules {
     rules: ratelock::Rules,
     texts: Vec<Arc<str>>,
 }
+
+/// A `ParsedRules` as a value of the limiter's rule cache (a Python dict).
+#[pyclass(module = "ratelock._native", frozen)]
+struct CachedRules(Arc<ParsedRules>);
 
 /// The answer to `hit` or `peek`. Truthy when allowed.
 #[pyclass(name = "Decision", module = "ratelock._native", frozen)]
@@ -95,7 +100,7 @@ impl PyLimiter {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        rules: &str,
+        rules: &Bound<'_, PyAny>,
         cost: Option<&Bound<'_, PyAny>>,
         now_us: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyDecision> {
@@ -108,7 +113,7 @@ impl PyLimiter {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        rules: &str,
+        rules: &Bound<'_, PyAny>,
         cost: Option<&Bound<'_, PyAny>>,
         now_us: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyDecision> {
@@ -116,7 +121,7 @@ impl PyLimiter {
     }
 
     /// Forgets the state of every given rule for `key`.
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, rules: &str) -> PyResult<()> {
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, rules: &Bound<'_, PyAny>) -> PyResult<()> {
         let (key, rules) = (convert::key(key)?, self.parse(rules)?);
         let inner = self.inner.clone();
         run(py, async move { inner.reset(&key, &rules.rules).await })
@@ -129,7 +134,7 @@ impl PyLimiter {
         py: Python<'py>,
         completions: &Completions,
         key: &Bound<'py, PyAny>,
-        rules: &str,
+        rules: &Bound<'py, PyAny>,
         cost: Option<&Bound<'py, PyAny>>,
         now_us: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -143,7 +148,7 @@ impl PyLimiter {
         py: Python<'py>,
         completions: &Completions,
         key: &Bound<'py, PyAny>,
-        rules: &str,
+        rules: &Bound<'py, PyAny>,
         cost: Option<&Bound<'py, PyAny>>,
         now_us: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -156,7 +161,7 @@ impl PyLimiter {
         py: Python<'py>,
         completions: &Completions,
         key: &Bound<'py, PyAny>,
-        rules: &str,
+        rules: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (key, rules) = (convert::key(key)?, self.parse(rules)?);
         let inner = self.inner.clone();
@@ -172,17 +177,25 @@ impl PyLimiter {
     }
 }
 
-/// One `hit` or `peek`, its arguments already converted.
-struct Check {
+/// One `hit` or `peek`, its arguments already converted; a blocking call borrows the key's bytes, an
+/// awaitable one owns a copy.
+struct Check<'k> {
     limiter: ratelock::Limiter,
-    key: Vec<u8>,
+    key: Cow<'k, [u8]>,
     rules: Arc<ParsedRules>,
     cost: u64,
     now_us: Option<u64>,
     spend: bool,
 }
 
-impl Check {
+impl Check<'_> {
+    fn into_owned(self) -> Check<'static> {
+        Check {
+            key: Cow::Owned(self.key.into_owned()),
+            ..self
+        }
+    }
+
     async fn decide(self) -> ratelock::Result<PyDecision> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
         let decision = match (self.now_us, self.spend) {
@@ -225,7 +238,7 @@ impl PyLimiter {
         let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
         Ok(PyLimiter {
             inner,
-            rules: Mutex::new(HashMap::default()),
+            rules: Python::attach(|py| PyDict::new(py).unbind()),
         })
     }
 
@@ -235,12 +248,15 @@ impl PyLimiter {
         py: Python<'py>,
         completions: &Completions,
         key: &Bound<'py, PyAny>,
-        text: &str,
+        text: &Bound<'_, PyAny>,
         cost: Option<&Bound<'py, PyAny>>,
         now_us: Option<&Bound<'py, PyAny>>,
         spend: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let check = self.prepare(key, text, cost, now_us, spend)?;
+        let key = convert::key_bytes(key)?;
+        let check = self
+            .prepare(key.as_bytes(), text, cost, now_us, spend)?
+            .into_owned();
         completions.submit(py, async move {
             Answer::Decision(check.decide().await.map_err(to_py))
         })
@@ -250,27 +266,28 @@ impl PyLimiter {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        text: &str,
+        text: &Bound<'_, PyAny>,
         cost: Option<&Bound<'_, PyAny>>,
         now_us: Option<&Bound<'_, PyAny>>,
         spend: bool,
     ) -> PyResult<PyDecision> {
-        let check = self.prepare(key, text, cost, now_us, spend)?;
+        let key = convert::key_bytes(key)?;
+        let check = self.prepare(key.as_bytes(), text, cost, now_us, spend)?;
         run(py, check.decide())
     }
 
     /// Converts the Python arguments of `hit`/`peek` once, for either the blocking or the awaitable call.
-    fn prepare(
+    fn prepare<'k>(
         &self,
-        key: &Bound<'_, PyAny>,
-        text: &str,
+        key: &'k [u8],
+        text: &Bound<'_, PyAny>,
         cost: Option<&Bound<'_, PyAny>>,
         now_us: Option<&Bound<'_, PyAny>>,
         spend: bool,
-    ) -> PyResult<Check> {
+    ) -> PyResult<Check<'k>> {
         Ok(Check {
             limiter: self.inner.clone(),
-            key: convert::key(key)?,
+            key: Cow::Borrowed(key),
             rules: self.parse(text)?,
             cost: cost.map(convert::cost).transpose()?.unwrap_or(1),
             now_us: convert::now_us(now_us)?,
@@ -278,18 +295,23 @@ impl PyLimiter {
         })
     }
 
-    fn parse(&self, text: &str) -> PyResult<Arc<ParsedRules>> {
-        if let Some(parsed) = self.rules.lock().get(text) {
-            return Ok(parsed.clone());
+    /// The parsed rules for `text`, from the cache when this text was seen before (a dict lookup with
+    /// the str's own cached hash: no UTF-8 conversion on the hot path).
+    fn parse(&self, text: &Bound<'_, PyAny>) -> PyResult<Arc<ParsedRules>> {
+        let text = convert::rule_text(text)?;
+        let cache = self.rules.bind(text.py());
+        if let Some(cached) = cache.get_item(text)? {
+            if let Ok(cached) = cached.cast_into::<CachedRules>() {
+                return Ok(cached.get().0.clone());
+            }
         }
-        let rules = self.inner.rules(text).map_err(to_py)?;
+        let rules = self.inner.rules(&text.to_cow()?).map_err(to_py)?;
         let texts = rules.iter().map(|rule| Arc::from(rule.to_string())).collect();
         let parsed = Arc::new(ParsedRules { rules, texts });
-        let mut cache = self.rules.lock();
         if cache.len() >= RULE_CACHE_LIMIT {
             cache.clear();
         }
-        cache.insert(text.to_owned(), parsed.clone());
+        cache.set_item(text, CachedRules(parsed.clone()))?;
         Ok(parsed)
     }
 }

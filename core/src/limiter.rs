@@ -1,6 +1,7 @@
 //! `Limiter`: the public rate-limiting API (`hit`, `peek`, `reset`) over a store, with a key prefix,
 //! a default algorithm for rule text, a clock choice and a failure policy.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::now_us;
@@ -138,10 +139,12 @@ impl Default for LimiterOptions {
 /// assert_eq!(denied.rule_index, 1); // the per-minute rule has the longer wait
 /// # Ok::<(), ratelock::Error>(()) });
 /// ```
+///
+/// Cloning is cheap (two reference counts): clones share the store and the options.
 #[derive(Debug, Clone)]
 pub struct Limiter {
     store: Store,
-    options: LimiterOptions,
+    options: Arc<LimiterOptions>,
 }
 
 impl Limiter {
@@ -150,7 +153,7 @@ impl Limiter {
         let options = LimiterOptions::default();
         Limiter {
             store: Store::Memory(MemoryStore::new(options.store.max_keys)),
-            options,
+            options: Arc::new(options),
         }
     }
 
@@ -163,13 +166,19 @@ impl Limiter {
     pub async fn connect_with(url: &str, options: LimiterOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
         let store = Store::connect(url, &options.store).await?;
-        Ok(Limiter { store, options })
+        Ok(Limiter {
+            store,
+            options: Arc::new(options),
+        })
     }
 
     /// A limiter over an existing store (shared with other limiters or locks).
     pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
-        Ok(Limiter { store, options })
+        Ok(Limiter {
+            store,
+            options: Arc::new(options),
+        })
     }
 
     /// The store this limiter uses.
