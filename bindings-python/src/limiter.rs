@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 use crate::completions::{Answer, Completions};
 use crate::convert;
 use crate::errors::to_py;
-use crate::runtime::{run, spawn};
+use crate::runtime::{catch_panic, run, spawn};
 
 /// Parsed rule texts kept per limiter, so a rule string is parsed once.
 const RULE_CACHE_LIMIT: usize = 1024;
@@ -196,6 +196,17 @@ impl Check<'_> {
         }
     }
 
+    /// The decision on this thread, if it can be had without the runtime.
+    fn decide_blocking(&self) -> Option<ratelock::Result<PyDecision>> {
+        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
+        let decision = if self.spend {
+            limiter.try_hit_blocking(key, rules, cost, self.now_us)
+        } else {
+            limiter.try_peek_blocking(key, rules, cost, self.now_us)
+        }?;
+        Some(decision.map(|decision| PyDecision::new(&decision, &self.rules)))
+    }
+
     async fn decide(self) -> ratelock::Result<PyDecision> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
         let decision = match (self.now_us, self.spend) {
@@ -273,7 +284,17 @@ impl PyLimiter {
     ) -> PyResult<PyDecision> {
         let key = convert::key_bytes(key)?;
         let check = self.prepare(key.as_bytes(), text, cost, now_us, spend)?;
-        run(py, check.decide())
+        // First on this thread: the memory store always answers (with the GIL held: it never waits),
+        // Redis when its blocking connection is free (GIL released); otherwise through the runtime.
+        let answer = if check.limiter.store().does_io() {
+            py.detach(|| catch_panic(|| check.decide_blocking()))
+        } else {
+            catch_panic(|| check.decide_blocking())
+        };
+        match answer? {
+            Some(result) => result.map_err(to_py),
+            None => run(py, check.decide()),
+        }
     }
 
     /// Converts the Python arguments of `hit`/`peek` once, for either the blocking or the awaitable call.

@@ -55,6 +55,11 @@ where
     }
 }
 
+/// Runs `call` on this thread, turning a panic into a Python exception.
+pub(crate) fn catch_panic<T>(call: impl FnOnce() -> T) -> PyResult<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(internal_error)
+}
+
 /// Starts `future` on the shared runtime and returns an asyncio awaitable of its result.
 pub(crate) fn spawn<'py, T, F>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
 where

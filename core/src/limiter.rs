@@ -233,6 +233,59 @@ impl Limiter {
         self.store.reset(&self.options.prefix, key.as_ref(), rules).await
     }
 
+    /// Like [`hit`](Self::hit), answered on the calling thread without an async runtime when that is
+    /// possible: always on the memory store, and on Redis when the store's blocking connection is free
+    /// (one blocking socket round trip, no thread hand-off). `None` means: use [`hit`](Self::hit).
+    /// `now_us` replaces the clock as in [`hit_at`](Self::hit_at).
+    ///
+    /// ```
+    /// use ratelock::Limiter;
+    /// let limiter = Limiter::memory();
+    /// let rules = limiter.rules("1/minute")?;
+    /// let first = limiter.try_hit_blocking("user:42", &rules, 1, None).expect("memory always answers")?;
+    /// assert!(first.allowed);
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn try_hit_blocking(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+    ) -> Option<Result<Decision>> {
+        self.run_blocking(key.as_ref(), rules, cost, now_us, true)
+    }
+
+    /// [`peek`](Self::peek) as [`try_hit_blocking`](Self::try_hit_blocking) does `hit`.
+    pub fn try_peek_blocking(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+    ) -> Option<Result<Decision>> {
+        self.run_blocking(key.as_ref(), rules, cost, now_us, false)
+    }
+
+    fn request<'r>(
+        &'r self,
+        key: &'r [u8],
+        rules: &'r Rules,
+        cost: u64,
+        now: Option<u64>,
+        spend: bool,
+    ) -> LimitRequest<'r> {
+        let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
+        LimitRequest {
+            prefix: &self.options.prefix,
+            key,
+            rules,
+            cost,
+            now_us,
+            spend,
+        }
+    }
+
     async fn run(
         &self,
         key: &[u8],
@@ -241,15 +294,7 @@ impl Limiter {
         now: Option<u64>,
         spend: bool,
     ) -> Result<Decision> {
-        let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
-        let request = LimitRequest {
-            prefix: &self.options.prefix,
-            key,
-            rules,
-            cost,
-            now_us,
-            spend,
-        };
+        let request = self.request(key, rules, cost, now, spend);
         let checked = match &self.store {
             // The memory store never waits: answer without going through a future.
             Store::Memory(store) => store.check(&request),
@@ -262,6 +307,31 @@ impl Limiter {
                 other.check(&request).await
             }
         };
+        self.settle(checked, rules)
+    }
+
+    fn run_blocking(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now: Option<u64>,
+        spend: bool,
+    ) -> Option<Result<Decision>> {
+        let request = self.request(key, rules, cost, now, spend);
+        if self.store.does_io() {
+            for rule in rules.iter() {
+                if let Err(err) = crate::algorithm::check_cost(rule, cost) {
+                    return Some(Err(err));
+                }
+            }
+        }
+        let checked = self.store.check_blocking(&request)?;
+        Some(self.settle(checked, rules))
+    }
+
+    /// The decision from the store's outcomes, or the failure policy's answer to a store failure.
+    fn settle(&self, checked: Result<crate::algorithm::Outcomes>, rules: &Rules) -> Result<Decision> {
         match checked {
             Ok(outcomes) => Ok(Decision::from_outcomes(outcomes)),
             Err(err) if err.is_store_failure() => self.degrade(err, rules),

@@ -7,6 +7,8 @@ mod memory_locks;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
+mod redis_lane;
+#[cfg(feature = "redis")]
 mod script;
 #[cfg(feature = "redis")]
 mod subscriber;
@@ -158,6 +160,22 @@ impl Store {
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.check(request)).await,
         }
+    }
+
+    /// [`check`](Self::check) on the calling thread, blocking, with no async runtime: always on the
+    /// memory store; on Redis over its blocking connection when that is free (`None` otherwise, and
+    /// when it cannot be opened: then use `check`).
+    pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+        match self {
+            Store::Memory(store) => Some(store.check(request)),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.check_blocking(request),
+        }
+    }
+
+    /// Whether calls can block on I/O (a network store), as opposed to answering in memory.
+    pub fn does_io(&self) -> bool {
+        !matches!(self, Store::Memory(_))
     }
 
     /// Forgets the state of every given rule for `key`.

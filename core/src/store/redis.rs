@@ -7,6 +7,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Value};
 
+use super::redis_lane::BlockingLane;
 use super::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
     SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
@@ -26,6 +27,7 @@ pub struct RedisStore {
     connection: ConnectionManager,
     timeout: Duration,
     subscriber: std::sync::Arc<Subscriber>,
+    lane: std::sync::Arc<BlockingLane>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -46,6 +48,8 @@ impl RedisStore {
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
         let subscriber = Subscriber::new(client.clone(), options.timeout);
+        let lane = std::sync::Arc::new(BlockingLane::new(client.clone(), options.timeout));
+
         let connect = ConnectionManager::new_with_config(client, config);
         let connection = tokio::time::timeout(options.timeout, connect)
             .await
@@ -55,6 +59,7 @@ impl RedisStore {
             connection,
             timeout: options.timeout,
             subscriber,
+            lane,
         })
     }
 
@@ -191,33 +196,16 @@ impl RedisStore {
 
     /// Runs `limit.lua` over every rule of the request in one round trip.
     pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
-        let rules = request.rules.as_slice();
-        let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
-        write_base(&mut base, request.prefix, request.key);
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&LIMIT.sha).arg(rules.len());
-        for rule in rules {
-            let mut key = Vec::with_capacity(base.len() + rule.id().len());
-            key.extend_from_slice(&base);
-            key.extend_from_slice(rule.id().as_bytes());
-            cmd.arg(key);
-        }
-        cmd.arg(if request.spend { "hit" } else { "peek" });
-        match request.now_us {
-            Some(now) => cmd.arg(now),
-            None => cmd.arg(""),
-        };
-        cmd.arg(request.cost);
-        for rule in rules {
-            cmd.arg(rule.algorithm().code())
-                .arg(rule.limit())
-                .arg(rule.period_us())
-                .arg(rule.burst());
-        }
-        match self.eval(&LIMIT, cmd).await {
-            Ok(reply) => parse_outcomes(reply, rules.len()),
-            Err(err) => Err(script_rejection(err, request)),
-        }
+        let reply = self.eval(&LIMIT, limit_command(request)).await;
+        limit_outcomes(reply, request)
+    }
+
+    /// [`check`](Self::check) on the calling thread over the store's blocking connection, with no async
+    /// runtime involved; `None` when that connection is busy with another thread's call or cannot be
+    /// opened (then use `check`).
+    pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+        let reply = self.lane.eval(&LIMIT, &limit_command(request))?;
+        Some(limit_outcomes(reply, request))
     }
 
     /// Deletes the keys of every given rule for `key`.
@@ -255,23 +243,30 @@ impl RedisStore {
         let mut connection = self.connection.clone();
         match tokio::time::timeout(self.timeout, connection.send_packed_command(cmd)).await {
             Err(_) => Err(Failure::Other(Error::Timeout(self.timeout))),
-            Ok(Err(err)) if err.is_timeout() => Err(Failure::Other(Error::Timeout(self.timeout))),
-            Ok(Err(err)) => Err(Failure::Other(map_error(err))),
-            Ok(Ok(Value::ServerError(err))) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
-            Ok(Ok(Value::ServerError(err))) => Err(Failure::Other(Error::StoreUnavailable(format!(
-                "{} {}",
-                err.code(),
-                err.details().unwrap_or_default()
-            )))),
-            Ok(Ok(value)) => Ok(value),
+            Ok(reply) => classify(reply, self.timeout),
         }
     }
 }
 
 /// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.
-enum Failure {
+pub(super) enum Failure {
     NoScript,
     Other(Error),
+}
+
+/// A command's reply (from either connection) as a value or a typed failure.
+pub(super) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> Result<Value, Failure> {
+    match reply {
+        Err(err) if err.is_timeout() => Err(Failure::Other(Error::Timeout(timeout))),
+        Err(err) => Err(Failure::Other(map_error(err))),
+        Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
+        Ok(Value::ServerError(err)) => Err(Failure::Other(Error::StoreUnavailable(format!(
+            "{} {}",
+            err.code(),
+            err.details().unwrap_or_default()
+        )))),
+        Ok(value) => Ok(value),
+    }
 }
 
 fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::Client> {
@@ -291,7 +286,7 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
     redis::Client::open(url)
 }
 
-fn map_error(err: redis::RedisError) -> Error {
+pub(super) fn map_error(err: redis::RedisError) -> Error {
     Error::StoreUnavailable(err.to_string())
 }
 
@@ -318,6 +313,42 @@ fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
             })
             .collect(),
         other => Err(bad(&other)),
+    }
+}
+
+/// `EVALSHA limit.lua` with the request's keys (one per rule) and arguments.
+fn limit_command(request: &LimitRequest<'_>) -> Cmd {
+    let rules = request.rules.as_slice();
+    let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
+    write_base(&mut base, request.prefix, request.key);
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&LIMIT.sha).arg(rules.len());
+    for rule in rules {
+        let mut key = Vec::with_capacity(base.len() + rule.id().len());
+        key.extend_from_slice(&base);
+        key.extend_from_slice(rule.id().as_bytes());
+        cmd.arg(key);
+    }
+    cmd.arg(if request.spend { "hit" } else { "peek" });
+    match request.now_us {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+    cmd.arg(request.cost);
+    for rule in rules {
+        cmd.arg(rule.algorithm().code())
+            .arg(rule.limit())
+            .arg(rule.period_us())
+            .arg(rule.burst());
+    }
+    cmd
+}
+
+/// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
+fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
+    match reply {
+        Ok(reply) => parse_outcomes(reply, request.rules.len()),
+        Err(err) => Err(script_rejection(err, request)),
     }
 }
 

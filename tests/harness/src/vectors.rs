@@ -145,8 +145,17 @@ pub fn load_all() -> Vec<(String, VectorFile)> {
         .collect()
 }
 
+/// Which of the store's entry points a vector run goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `Store::check`, the async path every binding can take.
+    Async,
+    /// `Store::check_blocking` (Redis: the blocking connection), which must then be free.
+    Blocking,
+}
+
 /// Runs one step against a store under `prefix`.
-pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &Step) -> Answer {
+pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &Step, via: Via) -> Answer {
     let key = step
         .key
         .as_ref()
@@ -180,9 +189,32 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         now_us: Some(step.now_us),
         spend,
     };
-    match store.check(&request).await {
+    let checked = match via {
+        Via::Async => store.check(&request).await,
+        Via::Blocking => blocking_check(store, &request),
+    };
+    match checked {
         Ok(outcomes) => Answer::Decision(Expect::of(&Decision::from_outcomes(outcomes))),
         Err(err) => Answer::Error(err.code().to_owned()),
+    }
+}
+
+/// `Store::check_blocking`, waiting (up to 5 s) for the blocking connection to be open: the first
+/// blocking call only starts connecting it.
+fn blocking_check(
+    store: &Store,
+    request: &ratelock::store::LimitRequest<'_>,
+) -> ratelock::Result<ratelock::algorithm::Outcomes> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(checked) = store.check_blocking(request) {
+            return checked;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the blocking connection never opened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -198,6 +230,11 @@ pub fn expected(step: &Step) -> Answer {
 
 /// Runs every scenario of every file against `store`; returns one line per disagreement.
 pub async fn check_all(store: &Store, files: &[(String, VectorFile)]) -> (usize, Vec<String>) {
+    check_all_via(store, files, Via::Async).await
+}
+
+/// [`check_all`] through the chosen entry point of the store.
+pub async fn check_all_via(store: &Store, files: &[(String, VectorFile)], via: Via) -> (usize, Vec<String>) {
     let mut steps = 0;
     let mut failures = Vec::new();
     for (file_index, (name, file)) in files.iter().enumerate() {
@@ -205,7 +242,7 @@ pub async fn check_all(store: &Store, files: &[(String, VectorFile)]) -> (usize,
             let prefix = format!("vec{file_index}.{index}");
             for (step_index, step) in scenario.steps.iter().enumerate() {
                 steps += 1;
-                let got = run_step(store, &prefix, scenario, step).await;
+                let got = run_step(store, &prefix, scenario, step, via).await;
                 let want = expected(step);
                 if got != want {
                     failures.push(format!(

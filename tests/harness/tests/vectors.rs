@@ -1,9 +1,9 @@
-//! The shared vectors against the memory store and against limit.lua on a real Redis (explicit now):
-//! both must give exactly the recorded decisions.
+//! The shared vectors against the memory store and against limit.lua on a real Redis (explicit now),
+//! over both of the Redis store's connections: all must give exactly the recorded decisions.
 
 use ratelock::store::MemoryStore;
 use ratelock::{Store, StoreOptions};
-use ratelock_testkit::vectors::{check_all, load_all};
+use ratelock_testkit::vectors::{check_all, check_all_via, load_all, Via};
 use ratelock_testkit::RedisServer;
 
 #[tokio::test]
@@ -28,6 +28,23 @@ async fn lua_on_redis_matches_the_vectors() {
         .unwrap();
     let files = load_all();
     let (steps, failures) = check_all(&store, &files).await;
+    assert!(steps > 500, "only {steps} steps loaded");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn lua_on_redis_through_the_blocking_connection_matches_the_vectors() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let files = load_all();
+    let (steps, failures) = check_all_via(&store, &files, Via::Blocking).await;
     assert!(steps > 500, "only {steps} steps loaded");
     assert!(
         failures.is_empty(),

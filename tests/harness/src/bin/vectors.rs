@@ -4,7 +4,7 @@
 
 use ratelock::store::MemoryStore;
 use ratelock::Store;
-use ratelock_testkit::vectors::{load_all, run_step, vectors_dir, Answer, VectorFile};
+use ratelock_testkit::vectors::{load_all, run_step, vectors_dir, Answer, VectorFile, Via};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -18,7 +18,7 @@ async fn main() {
         for (index, scenario) in file.scenarios.clone().iter().enumerate() {
             let prefix = format!("fill{index}");
             for (step_index, step) in scenario.steps.iter().enumerate() {
-                let answer = run_step(&store, &prefix, scenario, step).await;
+                let answer = run_step(&store, &prefix, scenario, step, Via::Async).await;
                 let target = &mut file.scenarios[index].steps[step_index];
                 target.expect = None;
                 target.expect_error = None;
