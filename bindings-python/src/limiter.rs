@@ -61,7 +61,7 @@ impl PyLimiter {
     #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
     fn new(
         py: Python<'_>,
-        url: Option<&str>,
+        url: Option<&Bound<'_, PyAny>>,
         prefix: &str,
         on_error: &str,
         timeout: f64,
@@ -69,7 +69,7 @@ impl PyLimiter {
         clock: &str,
     ) -> PyResult<Self> {
         let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
-        let store = crate::stores::shared(py, url, options.store.timeout)?;
+        let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
 
@@ -78,7 +78,7 @@ impl PyLimiter {
     #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
     fn connect_async<'py>(
         py: Python<'py>,
-        url: Option<String>,
+        url: Option<&Bound<'py, PyAny>>,
         prefix: &str,
         on_error: &str,
         timeout: f64,
@@ -86,10 +86,9 @@ impl PyLimiter {
         clock: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
+        let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
-            let store = crate::stores::connect(url, options.store.timeout)
-                .await
-                .map_err(to_py)?;
+            let store = target.store(options.store.timeout).await.map_err(to_py)?;
             Self::with_store(store, options)
         })
     }

@@ -33,7 +33,7 @@ impl PyLockHandle {
     fn new(
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
-        url: Option<&str>,
+        url: Option<&Bound<'_, PyAny>>,
         ttl: f64,
         auto_renew: bool,
         reentrant: bool,
@@ -41,7 +41,7 @@ impl PyLockHandle {
         timeout: f64,
     ) -> PyResult<Self> {
         let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
-        let store = crate::stores::shared(py, url, timeout)?;
+        let store = crate::stores::Target::of(url)?.store_blocking(py, timeout)?;
         let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
         Ok(PyLockHandle { inner })
     }
@@ -53,7 +53,7 @@ impl PyLockHandle {
     fn connect_async<'py>(
         py: Python<'py>,
         name: &Bound<'py, PyAny>,
-        url: Option<String>,
+        url: Option<&Bound<'py, PyAny>>,
         ttl: f64,
         auto_renew: bool,
         reentrant: bool,
@@ -61,8 +61,9 @@ impl PyLockHandle {
         timeout: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
+        let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
-            let store = crate::stores::connect(url, timeout).await.map_err(to_py)?;
+            let store = target.store(timeout).await.map_err(to_py)?;
             let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
             Ok(PyLockHandle { inner })
         })

@@ -32,7 +32,7 @@ impl PySemaphoreHandle {
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
         permits: &Bound<'_, PyAny>,
-        url: Option<&str>,
+        url: Option<&Bound<'_, PyAny>>,
         ttl: f64,
         auto_renew: bool,
         prefix: &str,
@@ -40,7 +40,7 @@ impl PySemaphoreHandle {
     ) -> PyResult<Self> {
         let (name, permits, options, timeout) =
             semaphore_arguments(name, permits, ttl, auto_renew, prefix, timeout)?;
-        let store = crate::stores::shared(py, url, timeout)?;
+        let store = crate::stores::Target::of(url)?.store_blocking(py, timeout)?;
         let inner = ratelock::Semaphore::new(&store, name, permits, options).map_err(to_py)?;
         Ok(PySemaphoreHandle { inner })
     }
@@ -53,7 +53,7 @@ impl PySemaphoreHandle {
         py: Python<'py>,
         name: &Bound<'py, PyAny>,
         permits: &Bound<'py, PyAny>,
-        url: Option<String>,
+        url: Option<&Bound<'py, PyAny>>,
         ttl: f64,
         auto_renew: bool,
         prefix: &str,
@@ -61,8 +61,9 @@ impl PySemaphoreHandle {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (name, permits, options, timeout) =
             semaphore_arguments(name, permits, ttl, auto_renew, prefix, timeout)?;
+        let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
-            let store = crate::stores::connect(url, timeout).await.map_err(to_py)?;
+            let store = target.store(timeout).await.map_err(to_py)?;
             let inner = ratelock::Semaphore::new(&store, name, permits, options).map_err(to_py)?;
             Ok(PySemaphoreHandle { inner })
         })

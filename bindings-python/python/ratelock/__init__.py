@@ -6,10 +6,17 @@
     True
 
 Give a URL (``ratelock.Limiter("redis://localhost")``) to share limits with every process, in any
-language, that uses the same Redis.
+language, that uses the same Redis. Every limiter and lock naming the same URL shares one connection
+per process; to choose the sharing yourself, pass a ``ratelock.Client`` in place of the URL:
+
+    >>> client = ratelock.Client()            # a memory store of its own (or a URL: a connection)
+    >>> first, second = ratelock.Limiter(client), ratelock.Limiter(client)
+    >>> first.hit("user:42", "1/minute").allowed, second.hit("user:42", "1/minute").allowed
+    (True, False)
 """
 
 from ratelock._native import (
+    Client,
     CostExceedsCapacity,
     Decision,
     InvalidArgument,
@@ -27,6 +34,7 @@ from ratelock.lock import DistributedLock
 from ratelock.semaphore import ConcurrencyLimiter, Semaphore
 
 __all__ = [
+    "Client",
     "ConcurrencyLimiter",
     "CostExceedsCapacity",
     "Decision",

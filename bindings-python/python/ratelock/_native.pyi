@@ -6,6 +6,7 @@ from typing_extensions import disjoint_base
 
 __version__: Final[str]
 __all__ = [
+    "Client",
     "Completions",
     "Limiter",
     "Decision",
@@ -34,6 +35,16 @@ class StoreTimeout(StoreUnavailable): ...
 class WaitTimeout(RatelockError): ...
 class LockNotOwned(RatelockError): ...
 class LockLost(RatelockError): ...
+
+@final
+class Client:
+    def __new__(cls, url: Optional[str] = None, *, timeout: float = 1.0) -> Client: ...
+    @staticmethod
+    def connect_async(url: Optional[str] = None, *, timeout: float = 1.0) -> Awaitable[Client]: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def timeout(self) -> float: ...
 
 @final
 class Completions:
@@ -71,7 +82,7 @@ class Limiter:
 
     def __new__(
         cls,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
         on_error: Literal["raise", "allow", "deny"] = "raise",
@@ -88,7 +99,7 @@ class Limiter:
     def reset(self, key: Union[str, bytes], rules: str) -> None: ...
     @staticmethod
     def connect_async(
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
         on_error: Literal["raise", "allow", "deny"] = "raise",
@@ -141,7 +152,7 @@ class LockHandle:
     def __new__(
         cls,
         name: Union[str, bytes],
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -152,7 +163,7 @@ class LockHandle:
     @staticmethod
     def connect_async(
         name: Union[str, bytes],
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -188,7 +199,7 @@ class SemaphoreHandle:
         cls,
         name: Union[str, bytes],
         permits: int,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -199,7 +210,7 @@ class SemaphoreHandle:
     def connect_async(
         name: Union[str, bytes],
         permits: int,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,

@@ -14,7 +14,7 @@ import weakref
 from typing import Any, Generic, List, Literal, Optional, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import Decision, LockLost, LockNotOwned
+from ratelock._native import Client, Decision, LockLost, LockNotOwned
 
 G = TypeVar("G")
 
@@ -35,12 +35,18 @@ def _completions() -> _native.Completions:
     return completions
 
 
+async def connect(url: Optional[str] = None, *, timeout: float = 1.0) -> Client:
+    """A ``ratelock.Client`` (a connection of its own to pass in place of a URL), connected without
+    blocking the event loop."""
+    return await Client.connect_async(url, timeout=timeout)
+
+
 class Limiter:
     """The same limiter as ``ratelock.Limiter`` (same store per URL, same keys), with awaitable calls."""
 
     def __init__(
         self,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
         on_error: Literal["raise", "allow", "deny"] = "raise",
@@ -161,7 +167,7 @@ class DistributedLock(_AsyncHolding[_native.LockGuard]):
     def __init__(
         self,
         name: Union[str, bytes],
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -208,7 +214,7 @@ class Semaphore(_AsyncHolding[_native.PermitGuard]):
         self,
         name: Union[str, bytes],
         permits: int,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -238,4 +244,4 @@ class Semaphore(_AsyncHolding[_native.PermitGuard]):
         return self
 
 
-__all__ = ["Decision", "DistributedLock", "Limiter", "Semaphore"]
+__all__ = ["Client", "Decision", "DistributedLock", "Limiter", "Semaphore", "connect"]

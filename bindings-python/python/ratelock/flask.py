@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Set, TypeVar, Uni
 
 from flask import Flask, Response, current_app, g, jsonify, request
 
-from ratelock._native import Decision
+from ratelock._native import Client, Decision
 from ratelock.limiter import Limiter
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,7 +39,7 @@ class RateLimiter:
         self,
         app: Optional[Flask] = None,
         *,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         default_limits: Optional[str] = None,
         key_func: KeyFunc = remote_address,
         headers: bool = True,

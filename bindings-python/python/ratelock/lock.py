@@ -4,6 +4,7 @@
 from typing import Optional, Union
 
 from ratelock import _native
+from ratelock._native import Client
 from ratelock._holding import Holding
 
 
@@ -26,7 +27,7 @@ class DistributedLock(Holding[_native.LockGuard]):
     def __init__(
         self,
         name: Union[str, bytes],
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,

@@ -4,6 +4,7 @@ when its holder dies, used like ``threading.Semaphore`` (``with sem:``, ``acquir
 from typing import Optional, Union
 
 from ratelock import _native
+from ratelock._native import Client
 from ratelock._holding import Holding
 
 
@@ -23,7 +24,7 @@ class Semaphore(Holding[_native.PermitGuard]):
         self,
         name: Union[str, bytes],
         permits: int,
-        url: Optional[str] = None,
+        url: Union[str, Client, None] = None,
         *,
         ttl: float = 30.0,
         auto_renew: bool = True,
@@ -61,7 +62,7 @@ class ConcurrencyLimiter:
     """
 
     def __init__(
-        self, limit: int, url: Optional[str] = None, *, ttl: float = 30.0, prefix: str = "rl", timeout: float = 1.0
+        self, limit: int, url: Union[str, Client, None] = None, *, ttl: float = 30.0, prefix: str = "rl", timeout: float = 1.0
     ) -> None:
         self._limit, self._url, self._ttl, self._prefix, self._timeout = limit, url, ttl, prefix, timeout
         self._semaphore("check")
