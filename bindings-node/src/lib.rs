@@ -1,0 +1,14 @@
+//! The native addon of the npm package `ratelock`: thin wrappers over the Rust core (one file per core
+//! type), loaded by `index.js`, which adds the error classes, `using()` and the Express middleware.
+//! No algorithm, key format or Lua lives here.
+
+mod convert;
+mod errors;
+mod limiter;
+mod runtime;
+mod stores;
+
+#[napi_derive::module_init]
+fn init() {
+    runtime::install();
+}
