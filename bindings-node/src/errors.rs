@@ -13,16 +13,6 @@ pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> napi::Error
     coded("ERR_RATELOCK_INVALID_ARGUMENT", format!("invalid argument `{name}`: {problem}"))
 }
 
-/// A lock or permit released or extended by a handle that does not hold it.
-pub(crate) fn not_owned(message: impl Display) -> napi::Error {
-    coded("ERR_RATELOCK_LOCK_NOT_OWNED", message)
-}
-
-/// A lease that ended while it was believed held.
-pub(crate) fn lost(message: impl Display) -> napi::Error {
-    coded("ERR_RATELOCK_LOCK_LOST", message)
-}
-
 /// A panic inside the core, caught before it reaches JavaScript.
 pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> napi::Error {
     let what = panic

@@ -5,7 +5,9 @@
 mod convert;
 mod errors;
 mod limiter;
+mod lock;
 mod runtime;
+mod semaphore;
 mod stores;
 
 #[napi_derive::module_init]
