@@ -1,0 +1,25 @@
+'use strict'
+// ratelock for Node: rate limiting and distributed locks on Redis (or in memory), sharing keys and
+// semantics with the Rust and Python packages. Express middleware: require('ratelock/express').
+
+const errors = require('./lib/errors')
+const { Limiter } = require('./lib/limiter')
+const { DistributedLock } = require('./lib/lock')
+const { Semaphore, Permit } = require('./lib/semaphore')
+
+module.exports = {
+  Limiter,
+  DistributedLock,
+  Semaphore,
+  Permit,
+  RatelockError: errors.RatelockError,
+  InvalidRuleError: errors.InvalidRuleError,
+  InvalidArgumentError: errors.InvalidArgumentError,
+  CostExceedsCapacityError: errors.CostExceedsCapacityError,
+  StoreUnavailableError: errors.StoreUnavailableError,
+  StoreTimeoutError: errors.StoreTimeoutError,
+  WaitTimeoutError: errors.WaitTimeoutError,
+  LockNotOwnedError: errors.LockNotOwnedError,
+  LockLostError: errors.LockLostError,
+  InternalError: errors.InternalError,
+}

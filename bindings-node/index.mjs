@@ -1,0 +1,20 @@
+// ESM entry point: the CommonJS exports of index.js under their names.
+import ratelock from './index.js'
+
+export const {
+  Limiter,
+  DistributedLock,
+  Semaphore,
+  Permit,
+  RatelockError,
+  InvalidRuleError,
+  InvalidArgumentError,
+  CostExceedsCapacityError,
+  StoreUnavailableError,
+  StoreTimeoutError,
+  WaitTimeoutError,
+  LockNotOwnedError,
+  LockLostError,
+  InternalError,
+} = ratelock
+export default ratelock

@@ -1,0 +1,92 @@
+'use strict'
+// Test harness: a real redis-server on a free loopback port, stopped by PID; never a mock, never
+// skipped (install it: apt-get install -y redis-server).
+
+const { spawn, spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const net = require('node:net')
+const os = require('node:os')
+const path = require('node:path')
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function accepts(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+class RedisServer {
+  static async start() {
+    if (spawnSync('redis-server', ['--version']).error) {
+      throw new Error('redis-server is required: apt-get install -y redis-server')
+    }
+    const server = new RedisServer(await freePort())
+    await server.#spawn()
+    return server
+  }
+
+  #process = null
+  #dir
+
+  constructor(port) {
+    this.port = port
+    this.url = `redis://127.0.0.1:${port}/`
+    this.#dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-redis-'))
+  }
+
+  async #spawn() {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
+    args.push('--enable-debug-command', 'yes', '--dir', this.#dir)
+    this.#process = spawn('redis-server', args, { stdio: 'ignore' })
+    const deadline = Date.now() + 10_000
+    while (!(await accepts(this.port))) {
+      if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${this.port}`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+
+  /** Sends one command with redis-cli and returns its output (e.g. DEBUG SLEEP runs in the background). */
+  command(...words) {
+    const child = spawn('redis-cli', ['-p', String(this.port), ...words], { stdio: ['ignore', 'pipe', 'ignore'] })
+    let output = ''
+    child.stdout.on('data', (chunk) => (output += chunk))
+    return new Promise((resolve) => child.on('close', () => resolve(output.trim())))
+  }
+
+  async stop() {
+    const child = this.#process
+    this.#process = null
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      process.kill(child.pid, 'SIGTERM')
+      await exited
+    }
+  }
+
+  async restart() {
+    await this.stop()
+    await this.#spawn()
+  }
+
+  async close() {
+    await this.stop()
+    fs.rmSync(this.#dir, { recursive: true, force: true })
+  }
+}
+
+module.exports = { RedisServer }
