@@ -3,10 +3,12 @@
 // arrive as `[ERR_RATELOCK_...] message` and are turned into these by `rethrow`/`fromNative`.
 
 class RatelockError extends Error {
-  constructor(message, code = 'ERR_RATELOCK', options) {
+  static code = 'ERR_RATELOCK'
+
+  constructor(message, options) {
     super(message, options)
     this.name = new.target.name
-    this.code = code
+    this.code = new.target.code
   }
 }
 
@@ -15,9 +17,7 @@ const kinds = {}
 function kind(name, code, base = RatelockError) {
   const Class = {
     [name]: class extends base {
-      constructor(message, options) {
-        super(message, code, options)
-      }
+      static code = code
     },
   }[name]
   kinds[code] = Class
@@ -40,8 +40,11 @@ const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
 function fromNative(error) {
   const match = error instanceof Error && !(error instanceof RatelockError) ? CODED.exec(error.message) : null
   if (!match) return error
-  const Class = kinds[match[1]] ?? RatelockError
-  return Class === RatelockError ? new RatelockError(match[2], match[1]) : new Class(match[2])
+  const Class = kinds[match[1]]
+  if (Class) return new Class(match[2])
+  const unknown = new RatelockError(match[2])
+  unknown.code = match[1]
+  return unknown
 }
 
 /** A rejection handler: rethrows the typed error. */

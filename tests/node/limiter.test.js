@@ -1,0 +1,136 @@
+'use strict'
+// Limiter: many concurrent promises on one key get exact admission counts; every error type comes
+// from a real cause; bad input is named; store failures follow `onError`; Buffer keys.
+
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { after, before, test } = require('node:test')
+
+const ratelock = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+let redis
+before(async () => {
+  redis = await RedisServer.start()
+})
+after(() => redis.close())
+
+const fresh = () => `node:${randomUUID()}`
+
+for (const store of ['memory', 'redis']) {
+  const url = () => (store === 'redis' ? redis.url : undefined)
+
+  test(`${store}: 1000 concurrent hits on one key admit exactly the limit`, async () => {
+    const limiter = new ratelock.Limiter({ url: url() })
+    const key = fresh()
+    const decisions = await Promise.all(Array.from({ length: 1000 }, () => limiter.hit(key, '300/hour')))
+    assert.equal(decisions.filter((d) => d.allowed).length, 300)
+    const denied = decisions.find((d) => !d.allowed)
+    assert.ok(denied.retryAfterMs > 0 && denied.remaining === 0)
+  })
+
+  test(`${store}: every rule is checked at once and all or nothing`, async () => {
+    const limiter = new ratelock.Limiter({ url: url() })
+    const key = fresh()
+    const rules = '3 per 10 seconds; 4/hour using sliding_log'
+    const answers = []
+    for (let i = 0; i < 5; i++) answers.push(await limiter.hit(key, rules))
+    assert.deepEqual(
+      answers.map((d) => [d.allowed, d.rule]),
+      [true, true, true, false, false].map((allowed) => [allowed, '3 per 10 seconds']),
+    )
+    const peek = await limiter.peek(key, '4/hour using sliding_log')
+    assert.equal(peek.remaining, 0, 'the denied hits took nothing from the hourly rule')
+    await limiter.reset(key, rules)
+    assert.equal((await limiter.hit(key, rules)).remaining, 2)
+  })
+
+  test(`${store}: Buffer keys and string keys with the same bytes are one key`, async () => {
+    const limiter = new ratelock.Limiter({ url: url() })
+    const key = fresh()
+    await limiter.hit(key, '2/minute')
+    const second = await limiter.hit(Buffer.from(key), '2/minute')
+    assert.equal(second.remaining, 0)
+    const binary = Buffer.from([0, 255, 123, 125])
+    assert.ok((await limiter.hit(binary, '1/minute')).allowed)
+    assert.ok(!(await limiter.hit(binary, '1/minute')).allowed)
+  })
+
+  test(`${store}: bad input is rejected with a named InvalidArgumentError or InvalidRuleError`, async () => {
+    const limiter = new ratelock.Limiter({ url: url() })
+    const bad = [
+      [() => limiter.hit(null, '1/second'), ratelock.InvalidArgumentError, /`key`/],
+      [() => limiter.hit(42, '1/second'), ratelock.InvalidArgumentError, /`key`/],
+      [() => limiter.hit('k', null), ratelock.InvalidArgumentError, /`rules`/],
+      [() => limiter.hit('k', 'ten per fortnight'), ratelock.InvalidRuleError, /fortnight|ten/],
+      [() => limiter.hit('k', ''), ratelock.InvalidRuleError, /./],
+      [() => limiter.hit('k', '1/second', { cost: -1 }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { cost: 0 }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { cost: 1.5 }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { cost: NaN }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { cost: 2 ** 60 }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { cost: '1' }), ratelock.InvalidArgumentError, /`cost`/],
+      [() => limiter.hit('k', '1/second', { nowMs: -5 }), ratelock.InvalidArgumentError, /`nowMs`/],
+      [() => limiter.hit('k', '1/second', 'fast'), ratelock.InvalidArgumentError, /`options`/],
+      [() => limiter.hit('k', '5/second', { cost: 9 }), ratelock.CostExceedsCapacityError, /capacity|cost/],
+    ]
+    for (const [call, Class, message] of bad) {
+      await assert.rejects(call(), (error) => {
+        assert.ok(error instanceof Class, `${error.name}: ${error.message}`)
+        assert.ok(error instanceof ratelock.RatelockError)
+        assert.match(error.code, /^ERR_RATELOCK_/)
+        assert.match(error.message, message)
+        return true
+      })
+    }
+  })
+}
+
+test('bad options are named at construction', () => {
+  assert.throws(() => new ratelock.Limiter({ timeoutMs: 'soon' }), /`timeoutMs`/)
+  assert.throws(() => new ratelock.Limiter('redis://x'), ratelock.InvalidArgumentError)
+})
+
+test('invalid option values are named on first use', async () => {
+  await assert.rejects(new ratelock.Limiter({ onError: 'maybe' }).hit('k', '1/s'), ratelock.InvalidArgumentError)
+  await assert.rejects(new ratelock.Limiter({ timeoutMs: -1 }).hit('k', '1/s'), /`timeoutMs`/)
+  await assert.rejects(new ratelock.Limiter({ url: 'http://localhost' }).hit('k', '1/s'), /url/)
+})
+
+test('an unreachable Redis rejects with StoreUnavailableError, and a later call tries again', async () => {
+  const limiter = new ratelock.Limiter({ url: 'redis://127.0.0.1:1/', timeoutMs: 300 })
+  await assert.rejects(limiter.hit('k', '1/second'), ratelock.StoreUnavailableError)
+  await assert.rejects(limiter.hit('k', '1/second'), ratelock.StoreUnavailableError)
+})
+
+test('a stalled server gives StoreTimeoutError; onError allow/deny answer degraded decisions', async () => {
+  const server = await RedisServer.start()
+  try {
+    const raising = new ratelock.Limiter({ url: server.url, timeoutMs: 200 })
+    const allowing = new ratelock.Limiter({ url: server.url, timeoutMs: 200, onError: 'allow', prefix: 'a' })
+    const denying = new ratelock.Limiter({ url: server.url, timeoutMs: 200, onError: 'deny', prefix: 'd' })
+    for (const limiter of [raising, allowing, denying]) await limiter.hit(fresh(), '5/second')
+    const sleeping = server.command('DEBUG', 'SLEEP', '0.8')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await assert.rejects(raising.hit(fresh(), '5/second'), (error) => {
+      assert.ok(error instanceof ratelock.StoreTimeoutError, error.name)
+      assert.ok(error instanceof ratelock.StoreUnavailableError)
+      assert.equal(error.code, 'ERR_RATELOCK_TIMEOUT')
+      return true
+    })
+    const [allowed, denied] = await Promise.all([allowing.hit(fresh(), '5/second'), denying.hit(fresh(), '5/second')])
+    assert.deepEqual([allowed.allowed, allowed.degraded, denied.allowed, denied.degraded], [true, true, false, true])
+    await sleeping
+  } finally {
+    await server.close()
+  }
+})
+
+test('the store clock decides by default and nowMs replaces it', async () => {
+  const limiter = new ratelock.Limiter({ url: redis.url })
+  const key = fresh()
+  const base = Date.UTC(2026, 0, 1)
+  assert.ok((await limiter.hit(key, '1/minute', { nowMs: base })).allowed)
+  const later = await limiter.peek(key, '1/minute', { nowMs: base + 30_000 })
+  assert.equal(later.retryAfterMs, 30_000)
+})

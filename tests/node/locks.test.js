@@ -1,0 +1,151 @@
+'use strict'
+// DistributedLock and Semaphore: mutual exclusion across child processes with fencing checks, the
+// AbortSignal of using() when the lock is deleted under it, re-entry, permits, and typed errors.
+
+const assert = require('node:assert/strict')
+const { execFile } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { randomUUID } = require('node:crypto')
+const { promisify } = require('node:util')
+const { after, before, test } = require('node:test')
+
+const ratelock = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+let redis
+before(async () => {
+  redis = await RedisServer.start()
+})
+after(() => redis.close())
+
+const fresh = (kind) => `${kind}:${randomUUID()}`
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+test('four processes take turns: never two holders, tokens rise, the resource refuses nothing', async () => {
+  const name = fresh('lock')
+  const resource = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-lock-')), 'resource.json')
+  fs.writeFileSync(resource, JSON.stringify({ token: 0, pid: 0 }))
+  const worker = path.join(__dirname, 'lock-worker.js')
+  const runs = Array.from({ length: 4 }, () =>
+    promisify(execFile)(process.execPath, [worker, redis.url, name, resource, '25']),
+  )
+  const reports = (await Promise.all(runs)).map(({ stdout }) => JSON.parse(stdout))
+  const tokens = reports.flatMap((report) => report.tokens)
+  assert.deepEqual(reports.flatMap((report) => report.violations), [])
+  assert.equal(tokens.length, 100)
+  assert.equal(new Set(tokens).size, 100, 'every grant has its own fencing token')
+  for (const report of reports) {
+    assert.deepEqual(report.tokens, [...report.tokens].sort((a, b) => a - b), 'a process sees its tokens rise')
+  }
+})
+
+for (const store of ['memory', 'redis']) {
+  const url = () => (store === 'redis' ? redis.url : undefined)
+
+  test(`${store}: using() aborts its signal when the lock is deleted under it, then rejects`, async () => {
+    const name = fresh('lock')
+    const lock = new ratelock.DistributedLock(name, { url: url(), ttlMs: 300 })
+    const operator = new ratelock.DistributedLock(name, { url: url() })
+    let reason
+    await assert.rejects(
+      lock.using(async (signal) => {
+        assert.equal(signal.aborted, false)
+        assert.equal(await operator.forceRelease(), true)
+        const aborted = new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+        await Promise.race([aborted, sleep(3000)])
+        assert.equal(signal.aborted, true, 'the signal aborts within a renewal period')
+        reason = signal.reason
+      }),
+      ratelock.LockLostError,
+    )
+    assert.ok(reason instanceof ratelock.LockLostError)
+    assert.equal(lock.fencingToken, null)
+  })
+
+  test(`${store}: using() resolves to what the work resolves to and releases after a throw`, async () => {
+    const name = fresh('lock')
+    const lock = new ratelock.DistributedLock(name, { url: url() })
+    assert.equal(await lock.using(async (signal) => (signal.aborted ? 'lost' : 'done')), 'done')
+    await assert.rejects(lock.using(async () => { throw new Error('work failed') }), /work failed/)
+    assert.equal(await lock.isLocked(), false, 'released after the throw')
+  })
+
+  test(`${store}: a held lock makes others wait, time out or find it busy; tokens rise`, async () => {
+    const name = fresh('lock')
+    const holder = new ratelock.DistributedLock(name, { url: url(), ttlMs: 5000 })
+    const waiter = new ratelock.DistributedLock(name, { url: url() })
+    const first = await holder.acquire()
+    assert.equal(holder.fencingToken, first)
+    assert.equal(await waiter.tryAcquire(), false)
+    await assert.rejects(waiter.acquire({ timeoutMs: 100 }), (error) => {
+      assert.ok(error instanceof ratelock.WaitTimeoutError)
+      assert.equal(error.code, 'ERR_RATELOCK_WAIT_TIMEOUT')
+      return true
+    })
+    const waiting = waiter.acquire({ timeoutMs: 3000 })
+    await sleep(20)
+    await holder.release()
+    const second = await waiting
+    assert.ok(second > first, `${second} > ${first}`)
+    assert.ok((await waiter.remainingTtlMs()) > 0)
+    await waiter.release()
+    assert.equal(await waiter.remainingTtlMs(), null)
+  })
+
+  test(`${store}: release and extend say when the lock is not held or was lost`, async () => {
+    const name = fresh('lock')
+    const lock = new ratelock.DistributedLock(name, { url: url(), ttlMs: 150, autoRenew: false })
+    await assert.rejects(lock.release(), ratelock.LockNotOwnedError)
+    await assert.rejects(lock.extend(), ratelock.LockNotOwnedError)
+    await lock.acquire()
+    await lock.extend({ ttlMs: 200 })
+    await sleep(300)
+    assert.equal(lock.lost, true)
+    await assert.rejects(lock.extend(), ratelock.LockLostError)
+    await assert.rejects(lock.release(), ratelock.LockLostError)
+  })
+
+  test(`${store}: a reentrant lock is taken again by its holder and kept until the last release`, async () => {
+    const name = fresh('lock')
+    const lock = new ratelock.DistributedLock(name, { url: url(), reentrant: true })
+    const token = await lock.acquire()
+    assert.equal(await lock.acquire(), token, 're-entry keeps the token')
+    await lock.release()
+    assert.equal(await lock.isLocked(), true)
+    await lock.release()
+    assert.equal(await lock.isLocked(), false)
+  })
+
+  test(`${store}: a semaphore lets at most its permits in at once`, async () => {
+    const seats = new ratelock.Semaphore(fresh('seats'), 3, { url: url() })
+    let inside = 0
+    let most = 0
+    await Promise.all(
+      Array.from({ length: 12 }, () =>
+        seats.using(async () => {
+          inside += 1
+          most = Math.max(most, inside)
+          await sleep(10)
+          inside -= 1
+        }, { timeoutMs: 5000 }),
+      ),
+    )
+    assert.equal(most, 3)
+    assert.equal(await seats.inUse(), 0)
+    const permit = await seats.acquire()
+    await permit.release()
+    await assert.rejects(permit.release(), ratelock.LockNotOwnedError)
+  })
+}
+
+test('bad lock arguments are named', async () => {
+  assert.throws(() => new ratelock.DistributedLock(null), /`name`/)
+  assert.throws(() => new ratelock.DistributedLock('n', { ttlMs: '5' }), /`ttlMs`/)
+  assert.throws(() => new ratelock.Semaphore('s', 'three'), /`permits`/)
+  await assert.rejects(new ratelock.DistributedLock('n', { ttlMs: -1 }).acquire(), /`ttlMs`/)
+  await assert.rejects(new ratelock.Semaphore('s', 0).acquire(), /`permits`/)
+  await assert.rejects(new ratelock.DistributedLock('n').using('not a function'), /`work`/)
+  await assert.rejects(new ratelock.DistributedLock('n').acquire({ timeoutMs: NaN }), /`timeoutMs`/)
+})
