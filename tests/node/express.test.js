@@ -1,0 +1,141 @@
+'use strict'
+// ratelock/express through real HTTP requests to an Express server: headers of every draft, the 429
+// body and Retry-After, skip, a custom handler, key and cost functions, and a store that is down with
+// and without passOnStoreError.
+
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { after, before, test } = require('node:test')
+const express = require('express')
+
+const { Limiter } = require('../../bindings-node')
+const { rateLimit } = require('../../bindings-node/express')
+const { RedisServer } = require('./redis-server')
+
+let redis
+before(async () => {
+  redis = await RedisServer.start()
+})
+after(() => redis.close())
+
+/** Serves `app` on a free loopback port for the length of `use(base)`. */
+async function serving(app, use) {
+  const server = await new Promise((resolve) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
+  })
+  try {
+    return await use(`http://127.0.0.1:${server.address().port}`)
+  } finally {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+}
+
+function appWith(middleware) {
+  const app = express()
+  app.get('/item', middleware, (req, res) => res.json({ ok: true, remaining: req.rateLimit?.remaining ?? null }))
+  app.use((error, _req, res, _next) => res.status(500).json({ error: error.name, code: error.code }))
+  return app
+}
+
+for (const store of ['memory', 'redis']) {
+  test(`${store}: allowed requests carry draft-7 and legacy headers; the rejection is a 429`, async () => {
+    const url = store === 'redis' ? redis.url : undefined
+    const app = appWith(rateLimit({ url, prefix: `e${randomUUID().slice(0, 8)}`, rules: '2 per 10 seconds' }))
+    await serving(app, async (base) => {
+      const first = await fetch(`${base}/item`)
+      assert.equal(first.status, 200)
+      assert.deepEqual(await first.json(), { ok: true, remaining: 1 })
+      assert.equal(first.headers.get('ratelimit-policy'), '2;w=10')
+      assert.equal(first.headers.get('ratelimit'), 'limit=2, remaining=1, reset=5')
+      assert.equal(first.headers.get('x-ratelimit-limit'), '2')
+      assert.equal(first.headers.get('x-ratelimit-remaining'), '1')
+      const reset = Number(first.headers.get('x-ratelimit-reset'))
+      assert.ok(Math.abs(reset - (Date.now() / 1000 + 5)) <= 2, `X-RateLimit-Reset ${reset} is Unix seconds`)
+      await fetch(`${base}/item`)
+      const third = await fetch(`${base}/item`)
+      assert.equal(third.status, 429)
+      assert.equal(await third.text(), 'Too many requests, please try again later.')
+      assert.equal(third.headers.get('retry-after'), '5')
+      assert.equal(third.headers.get('ratelimit'), 'limit=2, remaining=0, reset=10')
+    })
+  })
+}
+
+test('draft-6 and draft-8 header sets, and none', async () => {
+  const expectations = {
+    'draft-6': { 'ratelimit-policy': '5;w=60', 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': '12' },
+    'draft-8': { 'ratelimit-policy': '"5-in-60s";q=5;w=60', ratelimit: '"5-in-60s";r=4;t=12' },
+  }
+  for (const [draft, expected] of Object.entries(expectations)) {
+    const app = appWith(rateLimit({ rules: '5/minute', standardHeaders: draft, legacyHeaders: false, keyGenerator: () => randomUUID() }))
+    await serving(app, async (base) => {
+      const response = await fetch(`${base}/item`)
+      for (const [name, value] of Object.entries(expected)) assert.equal(response.headers.get(name), value, `${draft} ${name}`)
+      assert.equal(response.headers.get('x-ratelimit-limit'), null)
+    })
+  }
+  const bare = appWith(rateLimit({ rules: '5/minute', standardHeaders: false, legacyHeaders: false, keyGenerator: () => randomUUID() }))
+  await serving(bare, async (base) => {
+    const response = await fetch(`${base}/item`)
+    assert.equal(response.headers.get('ratelimit'), null)
+    assert.equal(response.headers.get('ratelimit-policy'), null)
+  })
+})
+
+test('skip, keyGenerator, cost, rules as a function, and a custom handler', async () => {
+  const limiter = new Limiter({ prefix: `e${randomUUID().slice(0, 8)}` })
+  const middleware = rateLimit({
+    limiter,
+    rules: (req) => (req.query.plan === 'pro' ? '10/minute' : '3/minute'),
+    keyGenerator: (req) => `user:${req.query.user}`,
+    cost: (req) => Number(req.query.cost ?? 1),
+    skip: (req) => req.query.user === 'admin',
+    handler: (req, res, _next, options) =>
+      res.status(options.statusCode).json({ slowDown: req.query.user, retryAfterMs: options.decision.retryAfterMs }),
+  })
+  await serving(appWith(middleware), async (base) => {
+    assert.equal((await fetch(`${base}/item?user=ann&cost=3`)).status, 200)
+    const over = await fetch(`${base}/item?user=ann`)
+    assert.equal(over.status, 429)
+    const body = await over.json()
+    assert.equal(body.slowDown, 'ann')
+    assert.ok(body.retryAfterMs > 0)
+    assert.equal((await fetch(`${base}/item?user=bob`)).status, 200, 'another key')
+    assert.equal((await fetch(`${base}/item?user=ann&plan=pro`)).status, 200, 'another rule, another limit')
+    for (let i = 0; i < 5; i++) {
+      const skipped = await fetch(`${base}/item?user=admin`)
+      assert.equal(skipped.status, 200)
+      assert.equal(skipped.headers.get('ratelimit'), null, 'skipped requests are not counted')
+    }
+  })
+})
+
+test('a store that is down: an error by default, a pass with passOnStoreError', async () => {
+  const server = await RedisServer.start()
+  const failing = rateLimit({ url: server.url, timeoutMs: 300, rules: '5/second' })
+  const passing = rateLimit({ url: server.url, timeoutMs: 300, rules: '5/second', passOnStoreError: true })
+  try {
+    await serving(appWith(failing), async (base) => assert.equal((await fetch(`${base}/item`)).status, 200))
+    await serving(appWith(passing), async (base) => assert.equal((await fetch(`${base}/item`)).status, 200))
+    await server.stop()
+    await serving(appWith(failing), async (base) => {
+      const response = await fetch(`${base}/item`)
+      assert.equal(response.status, 500)
+      assert.match((await response.json()).code, /^ERR_RATELOCK_(STORE_UNAVAILABLE|TIMEOUT)$/)
+    })
+    await serving(appWith(passing), async (base) => {
+      const response = await fetch(`${base}/item`)
+      assert.equal(response.status, 200)
+      assert.equal(response.headers.get('ratelimit'), null)
+    })
+  } finally {
+    await server.close()
+  }
+})
+
+test('bad middleware options are named', () => {
+  assert.throws(() => rateLimit({ standardHeaders: 'draft-9' }), /`standardHeaders`/)
+  assert.throws(() => rateLimit({ keyGenerator: 'ip' }), /`keyGenerator`/)
+  assert.throws(() => rateLimit(null), /`options`/)
+})
