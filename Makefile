@@ -6,14 +6,15 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test bench vectors-fill
+.PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test \
+	node-env node-types-check node-test node-pack-check bench vectors-fill
 
 demo: python-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
 	@echo
 	@cd examples/python && ../../$(VENV)/bin/python flask_demo.py
 
-test: lint unit-and-integration package-check python-sdist-check python-test
+test: lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test node-pack-check
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -56,6 +57,40 @@ python-test: python-env
 	$(VENV)/bin/python -m mypy.stubtest ratelock._native
 	$(VENV)/bin/python examples/python/quickstart.py > /dev/null
 	cd tests/python && ../../$(VENV)/bin/python -m pytest
+
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
+NPM := npm --no-audit --no-fund --loglevel=error
+
+# The test-only npm packages (Express, TypeScript, the napi-rs CLI) and the addon, built from source.
+node-env:
+	cd tests/node && $(NPM) install --ignore-scripts
+	cd bindings-node && RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
+
+# The committed native.d.ts must be what napi-rs generates from the crate now.
+node-types-check: node-env
+	rm -rf $(TARGET_DIR)/napi-dts && touch bindings-node/src/*.rs
+	cd bindings-node && ../tests/node/node_modules/.bin/napi build --manifest-path Cargo.toml \
+	  --package-json-path package.json -p ratelock-node --target-dir $(TARGET_DIR) \
+	  -o $(TARGET_DIR)/napi-dts --dts native.d.ts > /dev/null
+	diff -u bindings-node/native.d.ts $(TARGET_DIR)/napi-dts/native.d.ts || \
+	  { echo "bindings-node/native.d.ts is stale: copy $(TARGET_DIR)/napi-dts/native.d.ts over it"; exit 1; }
+
+# The type test (tsc on a typed example), the JavaScript checked as TypeScript, then node:test.
+node-test: node-env
+	cd tests/node && node_modules/.bin/tsc -p tsconfig.json
+	cd tests/node && node_modules/.bin/tsc -p tsconfig.check-js.json
+	node --test --test-concurrency=1 tests/node/
+
+# `npm pack` must give a tarball that builds from source on its own and works.
+PACK_DIR := $(TARGET_DIR)/npm-pack-check
+node-pack-check: node-env
+	rm -rf $(PACK_DIR) && mkdir -p $(PACK_DIR)/app
+	cd bindings-node && $(NPM) pack --pack-destination $(PACK_DIR) > /dev/null
+	tar -tzf $(PACK_DIR)/ratelock-*.tgz | grep -q 'package/rust/core/lua/limit.lua$$'
+	cd $(PACK_DIR)/app && echo '{"private": true}' > package.json && \
+	  RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) $(NPM) install --foreground-scripts ../ratelock-*.tgz > build.log 2>&1 || \
+	  { tail -30 build.log; exit 1; }
+	cd $(PACK_DIR)/app && node -e "require('ratelock').Limiter && new (require('ratelock').Limiter)().hit('k', '1/second').then((d) => { if (!d.allowed) process.exit(1); console.log('npm tarball builds and works') })"
 
 # Rust figures (vs redis-benchmark), then Python figures (vs limits, throttled-py, Flask-Limiter, redis-py).
 bench:

@@ -1,0 +1,150 @@
+// Types of the npm package `ratelock` (the JavaScript API in index.js; checked by `tsc --noEmit` on
+// tests/node/typed-example.ts). The native addon's own, generated declarations are in native.d.ts.
+
+/// <reference types="node" />
+
+/** The answer to `hit` or `peek`. Durations are milliseconds. */
+export interface Decision {
+  /** Whether the request may go ahead (for `hit`: whether units were taken). */
+  allowed: boolean
+  /** The deciding rule's limit. */
+  limit: number
+  /** Units the deciding rule has left. */
+  remaining: number
+  /** Milliseconds until the deciding rule is fully restored. */
+  resetAfterMs: number
+  /** Milliseconds until a request of this cost could be allowed (0 when allowed). */
+  retryAfterMs: number
+  /** True when the store failed and `onError` ('allow' or 'deny') answered instead. */
+  degraded: boolean
+  /** The deciding rule, as canonical text (e.g. `"10/second"`). */
+  rule: string
+  /** The deciding rule's position in the rule text. */
+  ruleIndex: number
+  /** The deciding rule's period in milliseconds. */
+  periodMs: number
+}
+
+export interface LimiterOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...`; none: the embedded memory store. */
+  url?: string
+  /** Key prefix (default `"rl"`); the same prefix, key and rule share one limit in every language. */
+  prefix?: string
+  /** What a store failure answers: reject (`'raise'`, the default), or a degraded allow or deny. */
+  onError?: 'raise' | 'allow' | 'deny'
+  /** Each store call's timeout (default 1000). */
+  timeoutMs?: number
+  /** Algorithm of rules that name none (default `'gcra'`). */
+  defaultAlgorithm?: 'gcra' | 'token_bucket' | 'leaky_bucket' | 'fixed_window' | 'sliding_window' | 'sliding_log'
+  /** Whose clock decides: the store's (default) or this process's. */
+  clock?: 'store' | 'local'
+}
+
+export interface HitOptions {
+  /** Units to take (default 1). */
+  cost?: number
+  /** Decide at this time (milliseconds since the Unix epoch) instead of the clock. */
+  nowMs?: number
+}
+
+/** Checks keys against rules: every rule of a key in one round trip, all or nothing. */
+export declare class Limiter {
+  constructor(options?: LimiterOptions)
+  /** Connects now (otherwise the first call does). */
+  connect(): Promise<this>
+  /** Takes `cost` units from every rule (e.g. `"10/second; 1000/hour"`) if all allow it. */
+  hit(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
+  /** Answers what `hit` would answer, without taking anything. */
+  peek(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
+  /** Forgets the state of every given rule for `key`. */
+  reset(key: string | Buffer, rules: string): Promise<void>
+  readonly prefix: string
+}
+
+export interface LockOptions {
+  /** `redis://...`; none: the embedded memory store (locks within this process). */
+  url?: string
+  /** Lease length (default 30000). */
+  ttlMs?: number
+  /** Renew the lease while held (default true). */
+  autoRenew?: boolean
+  /** Let this instance take the lock again while holding it (default false). */
+  reentrant?: boolean
+  prefix?: string
+  /** Each store call's timeout (default 1000). */
+  timeoutMs?: number
+}
+
+export interface AcquireOptions {
+  /** How long to wait (default: no limit); then `WaitTimeoutError`. */
+  timeoutMs?: number
+}
+
+/** A lock shared by every process (in any language) on the same store and name. */
+export declare class DistributedLock {
+  constructor(name: string | Buffer, options?: LockOptions)
+  /** Takes the lock if it is free. */
+  tryAcquire(): Promise<boolean>
+  /** Waits for the lock; resolves to the hold's fencing token. */
+  acquire(options?: AcquireOptions): Promise<number>
+  /** Gives back the latest hold; `LockNotOwnedError` if none, `LockLostError` if it had been lost. */
+  release(): Promise<void>
+  /** Moves the latest hold's lease end (default: the ttl); `LockLostError` if it expired or was taken. */
+  extend(options?: { ttlMs?: number }): Promise<void>
+  /**
+   * Acquires, runs `work`, releases (also after a throw). `signal` aborts with a `LockLostError` as soon
+   * as the lock is known lost. Resolves to what `work` resolves to.
+   */
+  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  /** The latest hold's fencing token; send it with every write to the protected resource. */
+  readonly fencingToken: number | null
+  /** True once the latest hold is known lost. */
+  readonly lost: boolean
+  isLocked(): Promise<boolean>
+  remainingTtlMs(): Promise<number | null>
+  /** Deletes the lease whoever holds it (an operator's tool). */
+  forceRelease(): Promise<boolean>
+  readonly ownerToken: string | null
+}
+
+export interface SemaphoreOptions {
+  url?: string
+  /** Each permit's lease length (default 30000). */
+  ttlMs?: number
+  autoRenew?: boolean
+  prefix?: string
+  timeoutMs?: number
+}
+
+/** One permit of a `Semaphore`. */
+export declare class Permit {
+  private constructor()
+  readonly lost: boolean
+  /** Gives the permit back; `LockLostError` if it had been lost. */
+  release(): Promise<void>
+  extend(options?: { ttlMs?: number }): Promise<void>
+}
+
+/** At most `permits` holders at once across every process on the same store and name. */
+export declare class Semaphore {
+  constructor(name: string | Buffer, permits: number, options?: SemaphoreOptions)
+  tryAcquire(): Promise<Permit | null>
+  acquire(options?: AcquireOptions): Promise<Permit>
+  inUse(): Promise<number>
+  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+}
+
+/** Base of every ratelock error; `code` is stable (`ERR_RATELOCK_...`). */
+export declare class RatelockError extends Error {
+  static readonly code: string
+  readonly code: string
+}
+export declare class InvalidRuleError extends RatelockError {}
+export declare class InvalidArgumentError extends RatelockError {}
+export declare class CostExceedsCapacityError extends RatelockError {}
+export declare class StoreUnavailableError extends RatelockError {}
+export declare class StoreTimeoutError extends StoreUnavailableError {}
+export declare class WaitTimeoutError extends RatelockError {}
+export declare class LockNotOwnedError extends RatelockError {}
+export declare class LockLostError extends RatelockError {}
+export declare class InternalError extends RatelockError {}
