@@ -53,7 +53,7 @@ python-sdist-check: python-env
 
 # Type checks, the stub against the built module, the example, and pytest.
 python-test: python-env
-	$(VENV)/bin/python -m mypy --strict examples/python bindings-python/python/ratelock
+	$(VENV)/bin/python -m mypy --strict examples/python bindings-python/python/ratelock tests/cross_language
 	$(VENV)/bin/python -m mypy.stubtest ratelock._native
 	$(VENV)/bin/python examples/python/quickstart.py > /dev/null
 	cd tests/python && ../../$(VENV)/bin/python -m pytest
@@ -75,11 +75,12 @@ node-types-check: node-env
 	diff -u bindings-node/native.d.ts $(TARGET_DIR)/napi-dts/native.d.ts || \
 	  { echo "bindings-node/native.d.ts is stale: copy $(TARGET_DIR)/napi-dts/native.d.ts over it"; exit 1; }
 
-# The type test (tsc on a typed example), the JavaScript checked as TypeScript, then node:test.
-node-test: node-env
+# The type test (tsc on a typed example), the JavaScript checked as TypeScript, then node:test,
+# including the cross-language test against the Python package in .venv.
+node-test: node-env python-env
 	cd tests/node && node_modules/.bin/tsc -p tsconfig.json
 	cd tests/node && node_modules/.bin/tsc -p tsconfig.check-js.json
-	node --test --test-concurrency=1 tests/node/
+	node --test --test-concurrency=1 tests/node/ tests/cross_language/
 
 # `npm pack` must give a tarball that builds from source on its own and works.
 PACK_DIR := $(TARGET_DIR)/npm-pack-check
