@@ -5,14 +5,23 @@ CARGO ?= cargo
 
 PYTHON ?= python3
 VENV := .venv
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
+NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test \
-	node-env node-types-check node-test node-pack-check bench vectors-fill
+	node-env node-demo-env node-types-check node-test node-pack-check bench vectors-fill
 
-demo: python-env
+demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
 	@echo
 	@cd examples/python && ../../$(VENV)/bin/python flask_demo.py
+	@echo
+	@cd examples/node && node express_demo.js
+
+# The Express example's packages and the addon (built from source).
+node-demo-env:
+	cd examples/node && $(NPM) install --ignore-scripts
+	cd bindings-node && RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
 
 test: lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test node-pack-check
 
@@ -57,9 +66,6 @@ python-test: python-env
 	$(VENV)/bin/python -m mypy.stubtest ratelock._native
 	$(VENV)/bin/python examples/python/quickstart.py > /dev/null
 	cd tests/python && ../../$(VENV)/bin/python -m pytest
-
-TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
-NPM := npm --no-audit --no-fund --loglevel=error
 
 # The test-only npm packages (Express, TypeScript, the napi-rs CLI) and the addon, built from source.
 node-env:
