@@ -23,7 +23,10 @@ pub(crate) fn cost(value: Option<f64>) -> napi::Result<u64> {
     match value {
         None => Ok(1),
         Some(n) if n.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&n) => Ok(n as u64),
-        Some(n) => Err(invalid_argument("cost", format!("expected an integer >= 1, got {n}"))),
+        Some(n) => Err(invalid_argument(
+            "cost",
+            format!("expected an integer >= 1, got {n}"),
+        )),
     }
 }
 
@@ -32,7 +35,10 @@ pub(crate) fn count(name: &str, value: f64) -> napi::Result<u64> {
     if value.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&value) {
         Ok(value as u64)
     } else {
-        Err(invalid_argument(name, format!("expected an integer >= 1, got {value}")))
+        Err(invalid_argument(
+            name,
+            format!("expected an integer >= 1, got {value}"),
+        ))
     }
 }
 

@@ -10,7 +10,10 @@ pub(crate) fn to_js(err: ratelock::Error) -> napi::Error {
 
 /// An invalid argument of a call, named.
 pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> napi::Error {
-    coded("ERR_RATELOCK_INVALID_ARGUMENT", format!("invalid argument `{name}`: {problem}"))
+    coded(
+        "ERR_RATELOCK_INVALID_ARGUMENT",
+        format!("invalid argument `{name}`: {problem}"),
+    )
 }
 
 /// A panic inside the core, caught before it reaches JavaScript.
@@ -20,7 +23,10 @@ pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> napi::Error {
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned());
-    coded("ERR_RATELOCK_INTERNAL", format!("internal error in ratelock (a bug): {what}"))
+    coded(
+        "ERR_RATELOCK_INTERNAL",
+        format!("internal error in ratelock (a bug): {what}"),
+    )
 }
 
 fn coded(code: &str, message: impl Display) -> napi::Error {

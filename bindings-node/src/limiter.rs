@@ -67,7 +67,9 @@ struct ParsedRules {
 pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimiter> {
     guarded(async move {
         let settings = limiter_options(&options)?;
-        let store = crate::stores::shared(options.url, settings.store.timeout).await.map_err(to_js)?;
+        let store = crate::stores::shared(options.url, settings.store.timeout)
+            .await
+            .map_err(to_js)?;
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
         Ok(NativeLimiter {
             inner,
@@ -168,7 +170,9 @@ impl Check {
             (None, true) => limiter.hit(key, rules, cost).await,
             (None, false) => limiter.peek(key, rules, cost).await,
         };
-        decision.map(|decision| self.rules.decision(&decision)).map_err(to_js)
+        decision
+            .map(|decision| self.rules.decision(&decision))
+            .map_err(to_js)
     }
 
     fn decide_local(self) -> napi::Result<Decision> {
@@ -179,8 +183,13 @@ impl Check {
             limiter.try_peek_blocking(key, rules, cost, self.now_us)
         };
         match decision {
-            Some(decision) => decision.map(|decision| self.rules.decision(&decision)).map_err(to_js),
-            None => Err(invalid_argument("store", "hitLocal/peekLocal need the memory store")),
+            Some(decision) => decision
+                .map(|decision| self.rules.decision(&decision))
+                .map_err(to_js),
+            None => Err(invalid_argument(
+                "store",
+                "hitLocal/peekLocal need the memory store",
+            )),
         }
     }
 }
@@ -253,7 +262,12 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         settings = settings.with_clock(match clock.as_str() {
             "store" => ratelock::ClockSource::Store,
             "local" => ratelock::ClockSource::Local,
-            other => return Err(invalid_argument("clock", format!("expected \"store\" or \"local\", got {other:?}"))),
+            other => {
+                return Err(invalid_argument(
+                    "clock",
+                    format!("expected \"store\" or \"local\", got {other:?}"),
+                ))
+            }
         });
     }
     if let Some(timeout) = options.timeout_ms {

@@ -64,8 +64,14 @@ impl NativeLock {
     #[napi]
     pub async fn try_acquire(&self) -> napi::Result<Option<NativeLockGuard>> {
         let inner = self.inner.clone();
-        guarded(async move { Ok(inner.try_acquire().await.map_err(to_js)?.map(NativeLockGuard::new)) })
-            .await
+        guarded(async move {
+            Ok(inner
+                .try_acquire()
+                .await
+                .map_err(to_js)?
+                .map(NativeLockGuard::new))
+        })
+        .await
     }
 
     /// Waits up to `timeoutMs` (none: no limit) for the lock; rejects with WAIT_TIMEOUT.
@@ -87,7 +93,14 @@ impl NativeLock {
     #[napi]
     pub async fn remaining_ttl_ms(&self) -> napi::Result<Option<f64>> {
         let inner = self.inner.clone();
-        guarded(async move { Ok(inner.remaining_ttl().await.map_err(to_js)?.map(convert::to_millis)) }).await
+        guarded(async move {
+            Ok(inner
+                .remaining_ttl()
+                .await
+                .map_err(to_js)?
+                .map(convert::to_millis))
+        })
+        .await
     }
 
     /// The current holder's fencing token, or `null` when free.
@@ -123,7 +136,10 @@ impl NativeLockGuard {
     }
 
     fn take(&self) -> Option<ratelock::LockGuard> {
-        self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+        self.guard
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 
     fn put_back(&self, guard: ratelock::LockGuard) {
@@ -192,7 +208,10 @@ impl NativeLockGuard {
 }
 
 /// Waits for `lost`, or for the hold to be given back (`false`).
-pub(crate) async fn lost_or_released(lost: ratelock::LostSignal, mut released: watch::Receiver<bool>) -> bool {
+pub(crate) async fn lost_or_released(
+    lost: ratelock::LostSignal,
+    mut released: watch::Receiver<bool>,
+) -> bool {
     tokio::select! {
         () = lost.wait() => true,
         _ = released.wait_for(|given_back| *given_back) => lost.is_lost(),
@@ -201,7 +220,9 @@ pub(crate) async fn lost_or_released(lost: ratelock::LostSignal, mut released: w
 
 /// A wait limit in milliseconds (none: no limit).
 pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> napi::Result<std::time::Duration> {
-    timeout_ms.map_or(Ok(std::time::Duration::MAX), |ms| convert::millis("timeoutMs", ms))
+    timeout_ms.map_or(Ok(std::time::Duration::MAX), |ms| {
+        convert::millis("timeoutMs", ms)
+    })
 }
 
 fn lock_options(options: &LockOptions) -> napi::Result<ratelock::LockOptions> {

@@ -23,7 +23,10 @@ pub(crate) fn install() {
 
 /// `future`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.
 pub(crate) async fn guarded<T>(future: impl Future<Output = napi::Result<T>>) -> napi::Result<T> {
-    AssertUnwindSafe(future).catch_unwind().await.unwrap_or_else(|panic| Err(internal(panic)))
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(internal(panic)))
 }
 
 /// `call`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.

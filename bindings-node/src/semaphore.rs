@@ -100,7 +100,10 @@ impl NativePermit {
     }
 
     fn take(&self) -> Option<ratelock::PermitGuard> {
-        self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+        self.guard
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 }
 
