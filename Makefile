@@ -99,13 +99,17 @@ node-pack-check: node-env
 	  { tail -30 build.log; exit 1; }
 	cd $(PACK_DIR)/app && node -e "require('ratelock').Limiter && new (require('ratelock').Limiter)().hit('k', '1/second').then((d) => { if (!d.allowed) process.exit(1); console.log('npm tarball builds and works') })"
 
-# Rust figures (vs redis-benchmark), then Python figures (vs limits, throttled-py, Flask-Limiter, redis-py).
+# Rust figures (vs redis-benchmark), Python figures (vs limits, throttled-py, Flask-Limiter, redis-py),
+# then Node figures (vs rate-limiter-flexible, express-rate-limit + rate-limit-redis, redlock).
 bench:
 	$(CARGO) run --release --quiet -p ratelock-bench
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r bench/python/requirements.txt
 	.venv-bench/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 	.venv-bench/bin/python bench/python/bench.py
+	cd bench/node && $(NPM) install --ignore-scripts
+	cd bindings-node && CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
+	node bench/node/bench.js
 
 # Recompute vector expectations from the Rust core (new scenarios only; review the diff).
 vectors-fill:

@@ -1,0 +1,316 @@
+'use strict'
+// make bench, Node part: the npm package against its peers from npm, in one run against one local
+// redis-server started here: rate-limiter-flexible (RateLimiterRedis on ioredis, RateLimiterMemory),
+// rate-limit-redis's store, express-rate-limit + rate-limit-redis through real HTTP, and redlock.
+// Prints a table of rates and ratios and writes bench/node/RESULTS.md.
+
+const { spawn, execFileSync } = require('node:child_process')
+const fs = require('node:fs')
+const http = require('node:http')
+const net = require('node:net')
+const os = require('node:os')
+const path = require('node:path')
+
+const Redis = require('ioredis')
+const express = require('express')
+const { RateLimiterRedis, RateLimiterMemory } = require('rate-limiter-flexible')
+const { rateLimit: expressRateLimit } = require('express-rate-limit')
+const { RedisStore } = require('rate-limit-redis')
+const Redlock = require('redlock')
+const ratelock = require('ratelock')
+const { rateLimit: ratelockRateLimit } = require('ratelock/express')
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
+const WARMUP_SECONDS = 0.5
+const CONCURRENT = 100
+const HTTP_CONNECTIONS = 16
+const RESULTS = path.join(__dirname, 'RESULTS.md')
+const HUGE = 1_000_000_000 // limits no benchmark call reaches
+
+// --------------------------------------------------------------------------------------------
+// Measuring
+
+/** Calls `call` one at a time: a warm-up, then `SECONDS`; rate and p50/p99 latency. */
+async function sequential(call, seconds = SECONDS) {
+  await run(call, WARMUP_SECONDS, () => {})
+  const latencies = []
+  const { count, elapsed } = await run(call, seconds, (ns) => latencies.push(ns))
+  latencies.sort((a, b) => a - b)
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] / 1000
+  return { rate: count / elapsed, p50: at(0.5), p99: at(0.99) }
+}
+
+async function run(call, seconds, record) {
+  let count = 0
+  const start = process.hrtime.bigint()
+  const end = start + BigInt(Math.round(seconds * 1e9))
+  let now = start
+  while (now < end) {
+    await call()
+    const after = process.hrtime.bigint()
+    record(Number(after - now))
+    now = after
+    count++
+  }
+  return { count, elapsed: Number(now - start) / 1e9 }
+}
+
+/** `workers` loops of `call` at once (promises in flight together); total rate. */
+async function concurrent(call, workers = CONCURRENT, seconds = SECONDS) {
+  let stop = false
+  let done = 0
+  let counting = false
+  const loop = async () => {
+    while (!stop) {
+      await call()
+      if (counting) done++
+    }
+  }
+  const loops = Array.from({ length: workers }, loop)
+  await sleep(WARMUP_SECONDS * 1000)
+  counting = true
+  const start = process.hrtime.bigint()
+  await sleep(seconds * 1000)
+  const elapsed = Number(process.hrtime.bigint() - start) / 1e9
+  const finished = done
+  stop = true
+  await Promise.all(loops)
+  return { rate: finished / elapsed }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// --------------------------------------------------------------------------------------------
+// The contenders
+
+function ratelockHit(url, key) {
+  const limiter = new ratelock.Limiter({ url })
+  return () => limiter.hit(key, `${HUGE}/second`)
+}
+
+function flexibleHit(client, key) {
+  const limiter = new RateLimiterRedis({ storeClient: client, points: HUGE, duration: 1, keyPrefix: 'rlf' })
+  return () => limiter.consume(key)
+}
+
+function rateLimitRedisHit(client, key) {
+  const store = new RedisStore({ sendCommand: (command, ...args) => client.call(command, ...args), prefix: 'rlr:' })
+  store.init({ windowMs: 1000 })
+  return () => store.increment(key)
+}
+
+function ratelockLockPair(url) {
+  const lock = new ratelock.DistributedLock('bench:lock', { url, ttlMs: 10_000, autoRenew: false })
+  return async () => {
+    await lock.acquire()
+    await lock.release()
+  }
+}
+
+function redlockPair(client) {
+  const redlock = new Redlock([client], { retryCount: 0, driftFactor: 0.01 })
+  return async () => {
+    const lock = await redlock.lock('bench:redlock', 10_000)
+    await lock.unlock()
+  }
+}
+
+function memoryHits() {
+  const ours = new ratelock.Limiter()
+  const theirs = new RateLimiterMemory({ points: HUGE, duration: 1 })
+  return [() => ours.hit('bench:memory', `${HUGE}/second`), () => theirs.consume('bench:memory')]
+}
+
+// --------------------------------------------------------------------------------------------
+// Express through real HTTP
+
+function expressApp(middleware) {
+  const app = express()
+  if (middleware) app.use(middleware)
+  app.get('/item', (_req, res) => res.send('ok'))
+  return app
+}
+
+async function serve(app) {
+  const server = http.createServer(app)
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return server
+}
+
+/** `connections` keep-alive clients requesting GET /item in loops; requests/s and per-request ms. */
+async function httpRate(server, connections) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
+  const { port } = server.address()
+  const request = () =>
+    new Promise((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path: '/item', agent }, (res) => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`))
+          res.resume()
+          res.on('end', resolve)
+        })
+        .on('error', reject)
+    })
+  const figure = connections === 1 ? await sequential(request) : await concurrent(request, connections)
+  agent.destroy()
+  return figure
+}
+
+// --------------------------------------------------------------------------------------------
+// Redis server and report
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+async function startRedis() {
+  const port = await freePort()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-node-'))
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  })
+  for (let i = 0; i < 500; i++) {
+    if (await new Promise((resolve) => net.connect(port, '127.0.0.1').once('connect', function () { this.destroy(); resolve(true) }).once('error', () => resolve(false)))) {
+      return { port, url: `redis://127.0.0.1:${port}/0`, child, dir }
+    }
+    await sleep(10)
+  }
+  throw new Error('redis-server did not start')
+}
+
+const rows = []
+const measurements = []
+
+function record(name, figure) {
+  measurements.push([name, figure])
+  const latency = figure.p50 === undefined ? '' : `   p50 ${figure.p50.toFixed(1)} µs   p99 ${figure.p99.toFixed(1)} µs`
+  console.log(`  ${name.padEnd(62)} ${Math.round(figure.rate).toLocaleString('en-US').padStart(12)}/s${latency}`)
+  return figure
+}
+
+function compare(name, ours, theirs, target, { lowerIsBetter = false, unit = '/s' } = {}) {
+  const ratio = ours / theirs
+  const met = target === undefined ? 'info' : (lowerIsBetter ? ratio <= target : ratio >= target) ? 'PASS' : 'BELOW'
+  const text = (value) => (unit === '/s' ? `${Math.round(value).toLocaleString('en-US')}/s` : `${value.toFixed(1)} ${unit}`)
+  rows.push({ name, ours: text(ours), theirs: text(theirs), ratio: ratio.toFixed(2), target: target === undefined ? '-' : `${lowerIsBetter ? '<=' : '>='} ${target}`, met })
+}
+
+function versions() {
+  const read = (name) => JSON.parse(fs.readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version
+  return ['ratelock', 'rate-limiter-flexible', 'ioredis', 'express', 'express-rate-limit', 'rate-limit-redis', 'redlock']
+    .map((name) => `${name} ${read(name)}`)
+    .join(', ')
+}
+
+function writeResults(started, redisVersion) {
+  const lines = [
+    '# ratelock Node benchmark results',
+    '',
+    'Written by `node bench/node/bench.js` (`make bench`).',
+    '',
+    `- date: ${started.toISOString().replace('T', ' ').slice(0, 19)} UTC`,
+    `- nproc: ${os.availableParallelism()}`,
+    `- node: ${process.version}, ${process.platform} ${process.arch}`,
+    `- ${redisVersion}`,
+    `- packages: ${versions()}`,
+    '',
+    '| comparison | ratelock | peer | ratio | target | result |',
+    '|:--|--:|--:|--:|--:|:-:|',
+    ...rows.map((r) => `| ${r.name} | ${r.ours} | ${r.theirs} | ${r.ratio} | ${r.target} | ${r.met} |`),
+    '',
+    '## Every measurement',
+    '',
+    '| measurement | rate | p50 | p99 |',
+    '|:--|--:|--:|--:|',
+    ...measurements.map(([name, f]) => `| ${name} | ${Math.round(f.rate).toLocaleString('en-US')}/s | ${f.p50 === undefined ? '-' : `${f.p50.toFixed(1)} µs`} | ${f.p99 === undefined ? '-' : `${f.p99.toFixed(1)} µs`} |`),
+    '',
+    '- Express added time per request = 1/rate(limited) − 1/rate(bare), one keep-alive connection, one request at a time.',
+    '',
+  ]
+  fs.writeFileSync(RESULTS, lines.join('\n'))
+}
+
+// --------------------------------------------------------------------------------------------
+
+async function main() {
+  const started = new Date()
+  const redis = await startRedis()
+  const redisVersion = execFileSync('redis-server', ['--version']).toString().trim()
+  const client = new Redis(redis.port, '127.0.0.1', { enableAutoPipelining: false })
+  console.log(`redis-server pid ${redis.child.pid} on 127.0.0.1:${redis.port}; each figure: ${SECONDS} s after a ${WARMUP_SECONDS} s warm-up`)
+  try {
+    console.log('1. Redis hits, sequential')
+    const seqOurs = record('ratelock Limiter({ url }).hit (gcra)', await sequential(ratelockHit(redis.url, 'bench:seq')))
+    const seqFlex = record('rate-limiter-flexible RateLimiterRedis.consume (ioredis)', await sequential(flexibleHit(client, 'bench:seq')))
+    const seqRlr = record('rate-limit-redis RedisStore.increment (ioredis)', await sequential(rateLimitRedisHit(client, 'bench:seq')))
+    compare('Redis hit, sequential vs rate-limiter-flexible', seqOurs.rate, seqFlex.rate, 1.3)
+    compare('Redis hit, sequential vs rate-limit-redis store', seqOurs.rate, seqRlr.rate)
+
+    console.log(`2. Redis hits, ${CONCURRENT} concurrent promises`)
+    const conOurs = record('ratelock Limiter({ url }).hit (gcra)', await concurrent(ratelockHit(redis.url, 'bench:con')))
+    const conFlex = record('rate-limiter-flexible RateLimiterRedis.consume (ioredis)', await concurrent(flexibleHit(client, 'bench:con')))
+    const conRlr = record('rate-limit-redis RedisStore.increment (ioredis)', await concurrent(rateLimitRedisHit(client, 'bench:con')))
+    compare(`Redis hit, ${CONCURRENT} concurrent vs rate-limiter-flexible`, conOurs.rate, conFlex.rate, 2)
+    compare(`Redis hit, ${CONCURRENT} concurrent vs rate-limit-redis store`, conOurs.rate, conRlr.rate)
+
+    console.log('3. Express through HTTP (keep-alive)')
+    const apps = {
+      bare: expressApp(null),
+      ratelock: expressApp(ratelockRateLimit({ url: redis.url, rules: `${HUGE}/minute`, keyGenerator: () => 'bench:express' })),
+      peer: expressApp(
+        expressRateLimit({
+          windowMs: 60_000,
+          limit: HUGE,
+          keyGenerator: () => 'bench:express',
+          standardHeaders: 'draft-7',
+          legacyHeaders: true,
+          store: new RedisStore({ sendCommand: (command, ...args) => client.call(command, ...args), prefix: 'erl:' }),
+        }),
+      ),
+    }
+    const servers = {}
+    for (const [name, app] of Object.entries(apps)) servers[name] = await serve(app)
+    const one = {}
+    for (const [name, label] of [['bare', 'Express, no limiter'], ['ratelock', 'Express + ratelock/express'], ['peer', 'Express + express-rate-limit + rate-limit-redis']]) {
+      one[name] = record(`${label}, 1 connection`, await httpRate(servers[name], 1))
+    }
+    const many = {}
+    for (const [name, label] of [['bare', 'Express, no limiter'], ['ratelock', 'Express + ratelock/express'], ['peer', 'Express + express-rate-limit + rate-limit-redis']]) {
+      many[name] = record(`${label}, ${HTTP_CONNECTIONS} connections`, await httpRate(servers[name], HTTP_CONNECTIONS))
+    }
+    for (const server of Object.values(servers)) server.close()
+    const added = (figure) => (1 / figure.rate - 1 / one.bare.rate) * 1e6
+    compare('Express added time per request vs express-rate-limit + rate-limit-redis', added(one.ratelock), added(one.peer), 1, { lowerIsBetter: true, unit: 'µs' })
+    compare(`Express requests/s, ${HTTP_CONNECTIONS} connections, vs express-rate-limit + rate-limit-redis`, many.ratelock.rate, many.peer.rate)
+
+    console.log('4. Lock acquire+release pairs, sequential')
+    const lockOurs = record('ratelock DistributedLock (autoRenew: false)', await sequential(ratelockLockPair(redis.url)))
+    const lockPeer = record('redlock 4 (one Redis, ioredis)', await sequential(redlockPair(client)))
+    compare('Lock acquire+release vs redlock', lockOurs.rate, lockPeer.rate, 2)
+
+    console.log('5. Memory store hits, sequential')
+    const [ours, theirs] = memoryHits()
+    const memOurs = record('ratelock Limiter() (embedded memory store)', await sequential(ours))
+    const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', await sequential(theirs))
+    compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
+  } finally {
+    client.disconnect()
+    redis.child.kill('SIGTERM')
+    fs.rmSync(redis.dir, { recursive: true, force: true })
+  }
+  console.log('')
+  for (const r of rows) console.log(`${r.name.padEnd(82)} ${r.ours.padStart(14)} ${r.theirs.padStart(14)} ${r.ratio.padStart(6)} ${r.target.padStart(8)} ${r.met.padStart(6)}`)
+  writeResults(started, redisVersion)
+  console.log(`\nwritten to ${RESULTS}`)
+  process.exit(0)
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
