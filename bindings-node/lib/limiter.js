@@ -1,16 +1,28 @@
 'use strict'
-// `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use;
-// Redis calls run on the addon's runtime, memory-store calls answer at once.
+// `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use.
+// Rule texts are parsed once (the addon keeps them by id). Memory-store calls answer at once; Redis
+// calls are submitted to the addon's runtime and their answers come back in batches through one
+// pending `nextBatch()` at a time, so many answers share one hop back to this thread.
 
 const native = require('./native')
 const check = require('./arguments')
 const { fromNative, rethrow } = require('./errors')
+
+/** Distinct rule texts kept parsed per limiter before the cache starts over. */
+const RULES_CACHE_LIMIT = 1024
+/** Numbers per decision in the addon's answers (see bindings-node/src/completions.rs). */
+const FIELDS = 7
 
 class Limiter {
   #settings
   #native = null
   #local = false
   #connecting = null
+  #rules = new Map()
+  #out = new Float64Array(FIELDS)
+  #waiting = new Map()
+  #nextId = 0
+  #draining = false
 
   /**
    * @param {object} [options] `url` (none: the embedded memory store), `prefix`, `onError`
@@ -49,7 +61,7 @@ class Limiter {
     check.key('key', key)
     check.rules(rules)
     const limiter = this.#native ?? (await this.#connected())
-    return limiter.reset(key, rules).catch(rethrow)
+    return limiter.reset(key, this.#parsed(rules).id).catch(rethrow)
   }
 
   /** The key prefix. */
@@ -58,7 +70,11 @@ class Limiter {
   }
 
   #check(spend, key, rules, options) {
-    let cost, nowMs
+    const limiter = this.#native
+    if (limiter === null) {
+      return this.#connected().then(() => this.#check(spend, key, rules, options))
+    }
+    let cost, nowMs, parsed
     try {
       check.key('key', key)
       check.rules(rules)
@@ -67,23 +83,64 @@ class Limiter {
         cost = check.optionalNumber('cost', given.cost)
         nowMs = check.optionalNumber('nowMs', given.nowMs)
       }
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    const limiter = this.#native
-    if (limiter === null) {
-      return this.#connected().then(() => this.#check(spend, key, rules, options))
-    }
-    if (this.#local) {
-      try {
-        return Promise.resolve(
-          spend ? limiter.hitLocal(key, rules, cost, nowMs) : limiter.peekLocal(key, rules, cost, nowMs),
-        )
-      } catch (error) {
-        return Promise.reject(fromNative(error))
+      parsed = this.#parsed(rules)
+      if (this.#local) {
+        limiter.checkInto(key, parsed.id, cost, nowMs, spend, this.#out)
+        return Promise.resolve(decision(this.#out, 0, parsed))
       }
+    } catch (error) {
+      return Promise.reject(fromNative(error))
     }
-    return (spend ? limiter.hit(key, rules, cost, nowMs) : limiter.peek(key, rules, cost, nowMs)).catch(rethrow)
+    const id = this.#nextId
+    this.#nextId = (id + 1) & 0x7fffffff
+    const answer = new Promise((resolve, reject) => this.#waiting.set(id, { resolve, reject, parsed }))
+    try {
+      limiter.submit(key, parsed.id, cost, nowMs, spend, id)
+    } catch (error) {
+      this.#waiting.delete(id)
+      return Promise.reject(fromNative(error))
+    }
+    if (!this.#draining) this.#drain(limiter)
+    return answer
+  }
+
+  /** Resolves the waiting calls batch by batch while any is waiting. */
+  async #drain(limiter) {
+    this.#draining = true
+    try {
+      while (this.#waiting.size > 0) {
+        const { answers, failed, failures } = await limiter.nextBatch()
+        for (let at = 0; at < answers.length; at += 1 + FIELDS) {
+          const waiting = this.#take(answers[at])
+          if (waiting) waiting.resolve(decision(answers, at + 1, waiting.parsed))
+        }
+        for (let i = 0; i < failed.length; i++) {
+          const waiting = this.#take(failed[i])
+          if (waiting) waiting.reject(fromNative(new Error(failures[i])))
+        }
+      }
+    } finally {
+      this.#draining = false
+    }
+  }
+
+  #take(id) {
+    const waiting = this.#waiting.get(id)
+    this.#waiting.delete(id)
+    return waiting
+  }
+
+  #parsed(rules) {
+    let parsed = this.#rules.get(rules)
+    if (parsed === undefined) {
+      if (this.#rules.size >= RULES_CACHE_LIMIT) {
+        this.#rules.clear()
+        this.#native.clearRules()
+      }
+      parsed = this.#native.prepareRules(rules)
+      this.#rules.set(rules, parsed)
+    }
+    return parsed
   }
 
   #connected() {
@@ -99,6 +156,22 @@ class Limiter {
       },
     )
     return this.#connecting
+  }
+}
+
+/** The decision whose numbers start at `values[at]`, with its rule described by `parsed`. */
+function decision(values, at, parsed) {
+  const ruleIndex = values[at + 6]
+  return {
+    allowed: values[at] === 1,
+    limit: values[at + 1],
+    remaining: values[at + 2],
+    resetAfterMs: values[at + 3],
+    retryAfterMs: values[at + 4],
+    degraded: values[at + 5] === 1,
+    rule: parsed.texts[ruleIndex],
+    ruleIndex,
+    periodMs: parsed.periodsMs[ruleIndex],
   }
 }
 

@@ -1,19 +1,17 @@
 //! `Limiter` for Node: the core limiter with JavaScript types at the edges (milliseconds, string or
-//! Buffer keys, rule text). Redis calls run on the runtime and answer a Promise; on the memory store
-//! `hitLocal`/`peekLocal` answer at once on the JavaScript thread (nothing there ever waits).
+//! Buffer keys, rule text parsed once). Redis calls run on the runtime and their answers come back in
+//! batches (`completions.rs`); on the memory store `checkInto` answers at once on the JavaScript thread
+//! (nothing there ever waits).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::{Buffer, Either, Float64Array};
 use napi_derive::napi;
 
+use crate::completions::{Batch, Completions, DECISION_FIELDS};
 use crate::convert;
 use crate::errors::{invalid_argument, to_js};
 use crate::runtime::{guarded, guarded_sync};
-
-/// Rule texts parsed per limiter, so a rule string is parsed once.
-const RULE_CACHE_LIMIT: usize = 1024;
 
 /// How a limiter is made (all optional).
 #[napi(object)]
@@ -32,34 +30,25 @@ pub struct LimiterOptions {
     pub clock: Option<String>,
 }
 
-/// The answer to `hit` or `peek`.
+/// A rule text parsed by `prepareRules`: its id for `checkInto`/`submit`, and what JavaScript needs to
+/// describe a decision of each rule.
 #[napi(object)]
-pub struct Decision {
-    pub allowed: bool,
-    pub limit: f64,
-    pub remaining: f64,
-    pub reset_after_ms: f64,
-    pub retry_after_ms: f64,
-    pub degraded: bool,
-    /// The deciding rule, as canonical text.
-    pub rule: String,
-    /// The deciding rule's position in the rule text.
-    pub rule_index: u32,
-    /// The deciding rule's period in milliseconds.
-    pub period_ms: f64,
+pub struct RulesInfo {
+    pub id: u32,
+    /// Each rule's canonical text.
+    pub texts: Vec<String>,
+    /// Each rule's period in milliseconds.
+    pub periods_ms: Vec<f64>,
 }
 
-/// The native limiter behind `Limiter` in `index.js`.
+/// The native limiter behind `Limiter` in `lib/limiter.js`. Rule texts are parsed once into a slab
+/// (`prepareRules`) and named by id afterwards; decisions travel as numbers, and `lib/limiter.js`
+/// builds the objects.
 #[napi]
 pub struct NativeLimiter {
     inner: ratelock::Limiter,
-    rules: Mutex<HashMap<String, Arc<ParsedRules>>>,
-}
-
-/// Rule text parsed once, with each rule's canonical text ready for decisions.
-struct ParsedRules {
-    rules: ratelock::Rules,
-    texts: Vec<String>,
+    rules: Mutex<Vec<Arc<ratelock::Rules>>>,
+    completions: Arc<Completions>,
 }
 
 /// Opens (or reuses) the store and makes a limiter.
@@ -73,7 +62,8 @@ pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimi
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
         Ok(NativeLimiter {
             inner,
-            rules: Mutex::new(HashMap::new()),
+            rules: Mutex::new(Vec::new()),
+            completions: Arc::default(),
         })
     })
     .await
@@ -81,7 +71,7 @@ pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimi
 
 #[napi]
 impl NativeLimiter {
-    /// Whether the store answers in memory (then use `hitLocal`/`peekLocal`).
+    /// Whether the store answers in memory (then `checkInto` answers at once).
     #[napi(getter)]
     pub fn is_local(&self) -> bool {
         !self.inner.store().does_io()
@@ -93,61 +83,90 @@ impl NativeLimiter {
         self.inner.options().prefix.clone()
     }
 
-    /// Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing.
+    /// Parses rule text once; throws `ERR_RATELOCK_INVALID_RULE` naming the bad part.
     #[napi]
-    pub async fn hit(
-        &self,
-        key: Either<String, Buffer>,
-        rules: String,
-        cost: Option<f64>,
-        now_ms: Option<f64>,
-    ) -> napi::Result<Decision> {
-        let check = self.prepare(key, &rules, cost, now_ms, true)?;
-        guarded(check.decide()).await
+    pub fn prepare_rules(&self, text: String) -> napi::Result<RulesInfo> {
+        guarded_sync(|| {
+            let rules = self.inner.rules(&text).map_err(to_js)?;
+            let texts = rules.iter().map(ToString::to_string).collect();
+            let periods_ms = rules
+                .iter()
+                .map(|rule| convert::to_millis(rule.period()))
+                .collect();
+            let mut slab = self.slab();
+            slab.push(Arc::new(rules));
+            Ok(RulesInfo {
+                id: (slab.len() - 1) as u32,
+                texts,
+                periods_ms,
+            })
+        })
     }
 
-    /// Answers what `hit` would answer, without spending anything.
+    /// Forgets every prepared rule text (`lib/limiter.js` clears its own cache with it).
     #[napi]
-    pub async fn peek(
-        &self,
-        key: Either<String, Buffer>,
-        rules: String,
-        cost: Option<f64>,
-        now_ms: Option<f64>,
-    ) -> napi::Result<Decision> {
-        let check = self.prepare(key, &rules, cost, now_ms, false)?;
-        guarded(check.decide()).await
+    pub fn clear_rules(&self) {
+        self.slab().clear();
     }
 
-    /// `hit` on the memory store, answered on the calling thread.
+    /// `hit` (spend) or `peek` on the memory store, answered at once into `out` (`DECISION_FIELDS`
+    /// numbers: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex).
     #[napi]
-    pub fn hit_local(
+    pub fn check_into(
         &self,
         key: Either<String, Buffer>,
-        rules: String,
+        rules: u32,
         cost: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<Decision> {
-        guarded_sync(|| self.prepare(key, &rules, cost, now_ms, true)?.decide_local())
+        spend: bool,
+        mut out: Float64Array,
+    ) -> napi::Result<()> {
+        guarded_sync(|| {
+            let check = self.check(key, rules, cost, now_ms, spend)?;
+            let answer = check.decide_local()?;
+            // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
+            let out = unsafe { out.as_mut() };
+            if out.len() < DECISION_FIELDS {
+                return Err(invalid_argument("out", "expected a Float64Array of 7 numbers"));
+            }
+            out[..DECISION_FIELDS].copy_from_slice(&answer);
+            Ok(())
+        })
     }
 
-    /// `peek` on the memory store, answered on the calling thread.
+    /// Starts `hit` (spend) or `peek` as call `id`; its answer comes in a later `nextBatch()`.
     #[napi]
-    pub fn peek_local(
+    pub fn submit(
         &self,
         key: Either<String, Buffer>,
-        rules: String,
+        rules: u32,
         cost: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<Decision> {
-        guarded_sync(|| self.prepare(key, &rules, cost, now_ms, false)?.decide_local())
+        spend: bool,
+        id: u32,
+    ) -> napi::Result<()> {
+        let check = self.check(key, rules, cost, now_ms, spend)?;
+        let completions = self.completions.clone();
+        napi::bindgen_prelude::spawn(async move {
+            match guarded(check.decide()).await {
+                Ok(answer) => completions.answer(id, answer),
+                Err(error) => completions.fail(id, error),
+            }
+        });
+        Ok(())
+    }
+
+    /// The answers of submitted calls, as soon as there is at least one.
+    #[napi]
+    pub async fn next_batch(&self) -> Batch {
+        self.completions.next_batch().await
     }
 
     /// Forgets the state of every given rule for `key`.
     #[napi]
-    pub async fn reset(&self, key: Either<String, Buffer>, rules: String) -> napi::Result<()> {
-        let (key, parsed, limiter) = (convert::key(key), self.parse(&rules)?, self.inner.clone());
-        guarded(async move { limiter.reset(&key, &parsed.rules).await.map_err(to_js) }).await
+    pub async fn reset(&self, key: Either<String, Buffer>, rules: u32) -> napi::Result<()> {
+        let (key, parsed, limiter) = (convert::key(key), self.rules(rules)?, self.inner.clone());
+        guarded(async move { limiter.reset(&key, &parsed).await.map_err(to_js) }).await
     }
 }
 
@@ -155,50 +174,56 @@ impl NativeLimiter {
 struct Check {
     limiter: ratelock::Limiter,
     key: Vec<u8>,
-    rules: Arc<ParsedRules>,
+    rules: Arc<ratelock::Rules>,
     cost: u64,
     now_us: Option<u64>,
     spend: bool,
 }
 
 impl Check {
-    async fn decide(self) -> napi::Result<Decision> {
-        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
+    async fn decide(self) -> napi::Result<[f64; DECISION_FIELDS]> {
+        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
         let decision = match (self.now_us, self.spend) {
             (Some(now), true) => limiter.hit_at(key, rules, cost, now).await,
             (Some(now), false) => limiter.peek_at(key, rules, cost, now).await,
             (None, true) => limiter.hit(key, rules, cost).await,
             (None, false) => limiter.peek(key, rules, cost).await,
         };
-        decision
-            .map(|decision| self.rules.decision(&decision))
-            .map_err(to_js)
+        decision.map(|decision| numbers(&decision)).map_err(to_js)
     }
 
-    fn decide_local(self) -> napi::Result<Decision> {
-        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
+    fn decide_local(self) -> napi::Result<[f64; DECISION_FIELDS]> {
+        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
         let decision = if self.spend {
             limiter.try_hit_blocking(key, rules, cost, self.now_us)
         } else {
             limiter.try_peek_blocking(key, rules, cost, self.now_us)
         };
         match decision {
-            Some(decision) => decision
-                .map(|decision| self.rules.decision(&decision))
-                .map_err(to_js),
-            None => Err(invalid_argument(
-                "store",
-                "hitLocal/peekLocal need the memory store",
-            )),
+            Some(decision) => decision.map(|decision| numbers(&decision)).map_err(to_js),
+            None => Err(invalid_argument("store", "checkInto needs the memory store")),
         }
     }
 }
 
+/// A decision as the numbers `lib/limiter.js` reads.
+fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
+    [
+        f64::from(u8::from(decision.allowed)),
+        decision.limit as f64,
+        decision.remaining as f64,
+        convert::to_millis(decision.reset_after),
+        convert::to_millis(decision.retry_after),
+        f64::from(u8::from(decision.degraded)),
+        decision.rule_index as f64,
+    ]
+}
+
 impl NativeLimiter {
-    fn prepare(
+    fn check(
         &self,
         key: Either<String, Buffer>,
-        rules: &str,
+        rules: u32,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
@@ -206,43 +231,22 @@ impl NativeLimiter {
         Ok(Check {
             limiter: self.inner.clone(),
             key: convert::key(key),
-            rules: self.parse(rules)?,
+            rules: self.rules(rules)?,
             cost: convert::cost(cost)?,
             now_us: convert::now_us(now_ms)?,
             spend,
         })
     }
 
-    fn parse(&self, text: &str) -> napi::Result<Arc<ParsedRules>> {
-        let mut cache = self.rules.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(parsed) = cache.get(text) {
-            return Ok(parsed.clone());
-        }
-        let rules = self.inner.rules(text).map_err(to_js)?;
-        let texts = rules.iter().map(ToString::to_string).collect();
-        let parsed = Arc::new(ParsedRules { rules, texts });
-        if cache.len() >= RULE_CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(text.to_owned(), parsed.clone());
-        Ok(parsed)
+    fn rules(&self, id: u32) -> napi::Result<Arc<ratelock::Rules>> {
+        self.slab()
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| invalid_argument("rules", format!("no prepared rules with id {id}")))
     }
-}
 
-impl ParsedRules {
-    fn decision(&self, decision: &ratelock::Decision) -> Decision {
-        let index = decision.rule_index;
-        Decision {
-            allowed: decision.allowed,
-            limit: decision.limit as f64,
-            remaining: decision.remaining as f64,
-            reset_after_ms: convert::to_millis(decision.reset_after),
-            retry_after_ms: convert::to_millis(decision.retry_after),
-            degraded: decision.degraded,
-            rule: self.texts[index].clone(),
-            rule_index: index as u32,
-            period_ms: convert::to_millis(self.rules[index].period()),
-        }
+    fn slab(&self) -> std::sync::MutexGuard<'_, Vec<Arc<ratelock::Rules>>> {
+        self.rules.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
