@@ -11,7 +11,8 @@
 --   When any rule denies, nothing is spent and every rule reports its figures as they stand
 --   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1.
 -- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity.
--- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE).
+-- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE),
+-- of at least one second.
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
 --
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
@@ -38,8 +39,12 @@ local function int(x)
   return string.format('%d', x)
 end
 
+-- A key's TTL in ms: when its state stops mattering, but at least one second. An expired key and a
+-- live one decide alike (the state then says "fully restored"), so the floor changes no decision; it
+-- keeps a call sequence with an explicit `now` (tests, client clocks) from racing real-time expiry.
+local MIN_TTL_MS = 1000
 local function px(us)
-  return int(cdiv(us, 1000))
+  return int(math.max(cdiv(us, 1000), MIN_TTL_MS))
 end
 
 local function gcd(a, b)
