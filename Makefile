@@ -9,7 +9,7 @@ TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
 NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test \
-	node-env node-demo-env node-types-check node-test node-pack-check bench vectors-fill
+	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -23,7 +23,8 @@ node-demo-env:
 	cd examples/node && $(NPM) install --ignore-scripts
 	cd bindings-node && RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
 
-test: lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test node-pack-check
+test: lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test node-pack-check \
+	wasm-test
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -99,6 +100,21 @@ node-pack-check: node-env
 	  { tail -30 build.log; exit 1; }
 	cd $(PACK_DIR)/app && node -e "require('ratelock').Limiter && new (require('ratelock').Limiter)().hit('k', '1/second').then((d) => { if (!d.allowed) process.exit(1); console.log('npm tarball builds and works') })"
 
+# The WebAssembly package (bindings-wasm/pkg); fails loudly if the wasm32 target or wasm-bindgen-cli
+# cannot be had on this machine.
+wasm:
+	CARGO_TARGET_DIR=$(TARGET_DIR) bindings-wasm/build.sh
+
+# The vectors against the WebAssembly build under Node, then the playground in headless Chromium.
+wasm-test: wasm
+	$(CARGO) clippy -p ratelock-wasm --target wasm32-unknown-unknown -- -D warnings
+	cd tests/wasm && $(NPM) install
+	node --test --test-concurrency=1 tests/wasm/
+
+# Serves the playground on 127.0.0.1 (PORT, default 8080).
+playground: wasm
+	node bindings-wasm/playground/serve.mjs $(or $(PORT),8080)
+
 # Rust figures (vs redis-benchmark), Python figures (vs limits, throttled-py, Flask-Limiter, redis-py),
 # then Node figures (vs rate-limiter-flexible, express-rate-limit + rate-limit-redis, redlock).
 bench:
@@ -109,6 +125,7 @@ bench:
 	.venv-bench/bin/python bench/python/bench.py
 	cd bench/node && $(NPM) install --ignore-scripts
 	cd bindings-node && CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
+	CARGO_TARGET_DIR=$(TARGET_DIR) bindings-wasm/build.sh
 	node bench/node/bench.js
 
 # Recompute vector expectations from the Rust core (new scenarios only; review the diff).

@@ -10,6 +10,7 @@ const http = require('node:http')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
+const zlib = require('node:zlib')
 
 const Redis = require('ioredis')
 const express = require('express')
@@ -299,6 +300,15 @@ async function main() {
     const memOurs = record('ratelock Limiter() (embedded memory store)', await sequential(ours))
     const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', await sequential(theirs))
     compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
+
+    console.log('6. WebAssembly core (bindings-wasm) in Node, one key')
+    const { Limiter: WasmLimiter } = await import('../../bindings-wasm/node.mjs')
+    const wasm = new WasmLimiter()
+    const wasmFigure = record('ratelock-wasm Limiter.hit (synchronous)', await sequential(() => wasm.hit('bench:wasm', RULE)))
+    compare('WASM decisions/s vs the native addon memory store (Promise API)', wasmFigure.rate, memOurs.rate)
+    const wasmFile = path.join(__dirname, '..', '..', 'bindings-wasm', 'pkg', 'ratelock_wasm_bg.wasm')
+    const gzipped = zlib.gzipSync(fs.readFileSync(wasmFile), { level: 9 }).length / 1024
+    compare('WASM module size, gzipped, vs 150 KB', gzipped, 150, 1, { lowerIsBetter: true, unit: 'KB' })
   } finally {
     client.disconnect()
     redis.child.kill('SIGTERM')

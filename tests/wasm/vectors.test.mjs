@@ -1,0 +1,73 @@
+// The shared vectors (tests/vectors/*.json) against the WebAssembly build under Node: the same
+// decisions as the Rust memory store and the Lua scripts, and the same typed errors.
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import { test } from 'node:test'
+
+import { Limiter } from '../../bindings-wasm/node.mjs'
+
+const VECTORS = new URL('../vectors/', import.meta.url)
+const CODES = { INVALID_RULE: 'ERR_RATELOCK_INVALID_RULE', COST_EXCEEDS_CAPACITY: 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY' }
+
+for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json')).sort()) {
+  const { scenarios } = JSON.parse(readFileSync(new URL(file, VECTORS), 'utf8'))
+  for (const scenario of scenarios) {
+    test(`${file}/${scenario.name}`, () => {
+      const limiter = new Limiter()
+      for (const [index, step] of scenario.steps.entries()) {
+        const key = step.key ?? scenario.key ?? 'k'
+        const rules = step.rules ?? scenario.rules
+        const where = `step ${index} (${step.op} at ${step.now_us})`
+        if (step.op === 'reset') {
+          limiter.reset(key, rules)
+          continue
+        }
+        const call = () => limiter[step.op](key, rules, step.cost ?? 1, step.now_us / 1000)
+        if (step.expect_error) {
+          assert.throws(call, (error) => error.code === CODES[step.expect_error], where)
+          continue
+        }
+        const decision = call()
+        const got = {
+          allowed: decision.allowed,
+          limit: decision.limit,
+          remaining: decision.remaining,
+          reset_after_us: Math.round(decision.resetAfterMs * 1000),
+          retry_after_us: Math.round(decision.retryAfterMs * 1000),
+          rule_index: decision.ruleIndex,
+        }
+        assert.deepEqual(got, Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name]])), where)
+      }
+      limiter.free()
+    })
+  }
+}
+
+test('bad input gets named, typed errors', () => {
+  const limiter = new Limiter()
+  const cases = [
+    [() => limiter.hit('k', '10 per fortnight'), 'InvalidRuleError', 'ERR_RATELOCK_INVALID_RULE', /fortnight/],
+    [() => limiter.hit('k', '1/second', 0), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`cost`/],
+    [() => limiter.hit('k', '1/second', 1.5), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`cost`/],
+    [() => limiter.hit('k', '1/second', 1, -1), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`nowMs`/],
+    [() => limiter.hit('k', '5/second', 9), 'CostExceedsCapacityError', 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY', /capacity/],
+    [() => new Limiter({ maxKeys: 0 }), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`maxKeys`/],
+    [() => new Limiter({ defaultAlgorithm: 'magic' }), 'InvalidRuleError', 'ERR_RATELOCK_INVALID_RULE', /magic/],
+  ]
+  for (const [call, name, code, message] of cases) {
+    assert.throws(call, (error) => {
+      assert.ok(error instanceof Error)
+      assert.equal(error.name, name)
+      assert.equal(error.code, code)
+      assert.match(error.message, message)
+      return true
+    })
+  }
+})
+
+test('without nowMs the clock is Date.now()', () => {
+  const limiter = new Limiter()
+  assert.ok(limiter.hit('k', '1/minute').allowed)
+  const denied = limiter.peek('k', '1/minute')
+  assert.ok(!denied.allowed && denied.retryAfterMs > 59_000 && denied.retryAfterMs <= 60_000)
+})
