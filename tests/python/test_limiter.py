@@ -3,6 +3,7 @@ and exact admission counts under many threads."""
 
 import math
 import threading
+import time
 import uuid
 
 import pytest
@@ -118,6 +119,7 @@ def test_a_stalled_server_raises_store_timeout(redis_server):
     assert limiter.hit(fresh_key(), "5/second").allowed
     stall = sockets.create_connection(("127.0.0.1", redis_server.port))
     stall.sendall(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n0.6\r\n")
+    time.sleep(0.05)  # let the server start sleeping before the hit arrives on its own connection
     try:
         with pytest.raises(ratelock.StoreTimeout):
             limiter.hit(fresh_key(), "5/second")
