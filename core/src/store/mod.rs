@@ -7,6 +7,8 @@ mod memory_locks;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
+mod redis_connection;
+#[cfg(feature = "redis")]
 mod redis_lane;
 #[cfg(feature = "redis")]
 mod script;
@@ -142,12 +144,15 @@ impl Store {
             return Ok(Store::Memory(MemoryStore::new(options.max_keys)));
         }
         #[cfg(feature = "redis")]
-        if url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://") {
+        if ["redis://", "rediss://", "redis+unix://", "redis+cluster://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme))
+        {
             return Ok(Store::Redis(RedisStore::connect(url, options).await?));
         }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {url:?} (expected memory://, redis:// or rediss://)"),
+            format!("unsupported URL {url:?} (expected memory://, redis://, rediss:// or redis+cluster://)"),
         ))
     }
 

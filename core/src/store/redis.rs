@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Value};
 
+use super::redis_connection::{first_seed, SharedConnection, CLUSTER_SCHEME};
 use super::redis_lane::BlockingLane;
 use super::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
@@ -24,10 +24,11 @@ use crate::rule::Rules;
 /// A Redis server reached through one shared, reconnecting, multiplexed connection. Cheap to clone.
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: SharedConnection,
     timeout: Duration,
     subscriber: std::sync::Arc<Subscriber>,
-    lane: std::sync::Arc<BlockingLane>,
+    /// The blocking connection for sync callers (one server only; a cluster routes per key).
+    lane: Option<std::sync::Arc<BlockingLane>>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -39,22 +40,37 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to `url` (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS).
+    /// Connects to `url`: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS, or
+    /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
-        let client = open_client(url, options).map_err(|e| Error::invalid_argument("url", e))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(options.timeout))
-            .set_response_timeout(Some(options.timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
+        let cluster = url.starts_with(CLUSTER_SCHEME);
+        #[cfg(not(feature = "cluster"))]
+        if cluster {
+            return Err(Error::invalid_argument(
+                "url",
+                "redis+cluster:// needs ratelock's `cluster` feature",
+            ));
+        }
+        let node_url = if cluster {
+            first_seed(url)
+                .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?
+        } else {
+            url.to_owned()
+        };
+        let client = open_client(&node_url, options).map_err(|e| Error::invalid_argument("url", e))?;
         let subscriber = Subscriber::new(client.clone(), options.timeout);
-        let lane = std::sync::Arc::new(BlockingLane::new(client.clone(), options.timeout));
-
-        let connect = ConnectionManager::new_with_config(client, config);
+        let connect = async {
+            #[cfg(feature = "cluster")]
+            if cluster {
+                return SharedConnection::cluster(url, options.timeout).await;
+            }
+            SharedConnection::single(client.clone(), options.timeout).await
+        };
         let connection = tokio::time::timeout(options.timeout, connect)
             .await
             .map_err(|_| Error::Timeout(options.timeout))?
             .map_err(map_error)?;
+        let lane = (!cluster).then(|| std::sync::Arc::new(BlockingLane::new(client, options.timeout)));
         Ok(RedisStore {
             connection,
             timeout: options.timeout,
@@ -204,7 +220,7 @@ impl RedisStore {
     /// runtime involved; `None` when that connection is busy with another thread's call or cannot be
     /// opened (then use `check`).
     pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
-        let reply = self.lane.eval(&LIMIT, &limit_command(request))?;
+        let reply = self.lane.as_ref()?.eval(&LIMIT, &limit_command(request))?;
         Some(limit_outcomes(reply, request))
     }
 
@@ -241,7 +257,7 @@ impl RedisStore {
 
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let mut connection = self.connection.clone();
-        match tokio::time::timeout(self.timeout, connection.send_packed_command(cmd)).await {
+        match tokio::time::timeout(self.timeout, connection.send(cmd)).await {
             Err(_) => Err(Failure::Other(Error::Timeout(self.timeout))),
             Ok(reply) => classify(reply, self.timeout),
         }
@@ -258,6 +274,8 @@ pub(super) enum Failure {
 pub(super) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> Result<Value, Failure> {
     match reply {
         Err(err) if err.is_timeout() => Err(Failure::Other(Error::Timeout(timeout))),
+        // The cluster connection reports server errors as errors rather than as error replies.
+        Err(err) if err.code() == Some("NOSCRIPT") => Err(Failure::NoScript),
         Err(err) => Err(Failure::Other(map_error(err))),
         Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
         Ok(Value::ServerError(err)) => Err(Failure::Other(Error::StoreUnavailable(format!(

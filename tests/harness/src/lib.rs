@@ -3,11 +3,13 @@
 
 #![allow(missing_docs)]
 
+pub mod cluster;
 pub mod redis_server;
 pub mod slot;
 pub mod stores;
 pub mod vectors;
 
+pub use cluster::RedisCluster;
 pub use redis_server::RedisServer;
 
 /// The README's Rust examples, compiled and run as doctests.

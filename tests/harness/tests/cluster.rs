@@ -1,0 +1,117 @@
+//! ratelock on a real Redis Cluster (3 masters, 3 replicas, started by the harness): the shared vectors,
+//! keys spread over many slots without CROSSSLOT for any public operation, NOSCRIPT on nodes that lost
+//! their scripts, and lock exclusion with rising fencing tokens.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratelock::{
+    DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Semaphore, Store, StoreOptions,
+};
+use ratelock_testkit::slot::key_slot;
+use ratelock_testkit::vectors::{check_all, load_all};
+use ratelock_testkit::RedisCluster;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_matches_the_vectors_and_never_meets_crossslot() {
+    let cluster = RedisCluster::start(3, 1);
+    let store = Store::connect(&cluster.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+
+    let files = load_all();
+    let (steps, failures) = check_all(&store, &files).await;
+    assert!(steps > 500, "only {steps} steps loaded");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+
+    // Keys that land on many slots, each hit with several rules at once (several keys per script call).
+    let limiter = Limiter::with_store(store.clone(), LimiterOptions::default()).unwrap();
+    let rules: Rules = "5/second; 100/hour using sliding_window; 50/minute using sliding_log"
+        .parse()
+        .unwrap();
+    let mut slots = HashSet::new();
+    for n in 0..300 {
+        let key = format!("user:{n}");
+        slots.insert(key_slot(key.as_bytes()));
+        let decision = limiter.hit(&key, &rules, 1).await.unwrap();
+        assert!(decision.allowed, "{key}: {decision:?}");
+        limiter.reset(&key, &rules).await.unwrap();
+    }
+    assert!(slots.len() > 250, "keys spread over {} slots only", slots.len());
+
+    // Every lock and semaphore operation, on names spread over the slots.
+    for n in 0..30 {
+        let lock = DistributedLock::new(&store, format!("job:{n}"), LockOptions::default()).unwrap();
+        let guard = lock.acquire(Duration::from_secs(2)).await.unwrap();
+        assert!(lock.is_locked().await.unwrap());
+        assert!(guard.extend(Duration::from_secs(5)).await.is_ok());
+        guard.release().await.unwrap();
+        assert!(!lock.force_release().await.unwrap());
+        let seats = Semaphore::new(&store, format!("seats:{n}"), 2, LockOptions::default()).unwrap();
+        let permit = seats.acquire(Duration::from_secs(2)).await.unwrap();
+        assert_eq!(seats.in_use().await.unwrap(), 1);
+        permit.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_reloaded_on_nodes_that_lost_them() {
+    let cluster = RedisCluster::start(3, 1);
+    let limiter = Limiter::connect(&cluster.url()).await.unwrap();
+    let rules: Rules = "10/minute".parse().unwrap();
+    let keys: Vec<String> = (0..20).map(|n| format!("k{n}")).collect();
+    for key in &keys {
+        assert_eq!(limiter.hit(key, &rules, 1).await.unwrap().remaining, 9);
+    }
+    for node in cluster.nodes() {
+        let _: () = redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query(&mut node.connection())
+            .unwrap();
+    }
+    for key in &keys {
+        assert_eq!(limiter.hit(key, &rules, 1).await.unwrap().remaining, 8, "{key}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_on_the_cluster_has_one_holder_at_a_time() {
+    let cluster = RedisCluster::start(3, 1);
+    let store = Store::connect(&cluster.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, inside, tokens) = (store.clone(), inside.clone(), tokens.clone());
+            tokio::spawn(async move {
+                let lock = DistributedLock::new(&store, "cluster:job", LockOptions::default()).unwrap();
+                for _ in 0..10 {
+                    let guard = lock.acquire(Duration::from_secs(10)).await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    tokens.lock().unwrap().push(guard.fencing_token());
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 80);
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "fencing tokens rise in grant order"
+    );
+}
