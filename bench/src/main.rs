@@ -2,6 +2,7 @@
 //! scripts and server, lock hand-off latency, memory-store decisions per second, and Redis memory per key.
 
 mod client_throughput;
+mod cluster_throughput;
 mod lock_comparison;
 mod lock_handoff;
 mod lock_scripts;
@@ -40,6 +41,11 @@ async fn main() {
 
     let mut rows = redis_comparison::rows(&server, KEY, &rules, &mut notes).await;
     rows.extend(lock_comparison::rows(&server, &mut notes).await);
+    let window = client_throughput::Window {
+        warm_up: Duration::from_millis(500),
+        measure: Duration::from_secs(3),
+    };
+    rows.extend(cluster_throughput::rows(&server, &rules, window, &mut notes).await);
     rows.extend(memory_rows(&mut notes));
 
     let table = report::text_table(&rows);
