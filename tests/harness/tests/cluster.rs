@@ -115,3 +115,85 @@ async fn a_lock_on_the_cluster_has_one_holder_at_a_time() {
         "fencing tokens rise in grant order"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_resume_within_two_seconds_of_a_forced_failover() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    let cluster = RedisCluster::start(3, 1);
+    let mut options = LimiterOptions::default();
+    options.store.timeout = Duration::from_millis(500);
+    let limiter = Limiter::connect_with(&cluster.url(), options).await.unwrap();
+    let rules: Rules = "1000000/second".parse().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = Arc::new(std::sync::Mutex::new(Vec::<(Instant, bool)>::new()));
+    let streams: Vec<_> = (0..4)
+        .map(|task| {
+            let (limiter, rules, stop, outcomes) =
+                (limiter.clone(), rules.clone(), stop.clone(), outcomes.clone());
+            tokio::spawn(async move {
+                let mut n = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    let ok = limiter
+                        .hit(format!("stream:{task}:{}", n % 64), &rules, 1)
+                        .await
+                        .is_ok();
+                    outcomes.lock().unwrap().push((Instant::now(), ok));
+                    n += 1;
+                    if !ok {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A replica takes over its master's slots.
+    let replica = &cluster.nodes()[3];
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .arg("FORCE")
+        .query(&mut replica.connection())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let promoted_at = loop {
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut replica.connection()).unwrap();
+        if matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"master") {
+            break Instant::now();
+        }
+        assert!(Instant::now() < deadline, "the replica was not promoted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::Relaxed);
+    for stream in streams {
+        tokio::time::timeout(Duration::from_secs(5), stream)
+            .await
+            .expect("a stream hung")
+            .unwrap();
+    }
+
+    let outcomes = outcomes.lock().unwrap().clone();
+    let last_failure = outcomes.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).max();
+    if let Some(last) = last_failure {
+        let gap = last.saturating_duration_since(promoted_at);
+        assert!(
+            gap <= Duration::from_secs(2),
+            "hits still failed {gap:?} after the promotion"
+        );
+    }
+    let settled = promoted_at + Duration::from_secs(2);
+    let after = outcomes.iter().filter(|(at, ok)| *ok && *at > settled).count();
+    assert!(
+        after > 100,
+        "only {after} hits succeeded after the failover settled"
+    );
+    let failures = outcomes.iter().filter(|(_, ok)| !ok).count();
+    println!(
+        "failover: {failures} failed hits of {}, last failure {:?} after promotion",
+        outcomes.len(),
+        last_failure.map(|last| last.saturating_duration_since(promoted_at))
+    );
+}
