@@ -18,14 +18,14 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    def __init__(self, *extra_args: str) -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is required: apt-get install -y redis-server")
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="ratelock-py-redis-")
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir],
+             "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir, *extra_args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -61,6 +61,44 @@ def redis_server():
     server = RedisServer()
     yield server
     server.stop()
+
+
+class RedisCluster:
+    """Three masters with a replica each, joined by `redis-cli --cluster create`."""
+
+    def __init__(self) -> None:
+        self.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000") for _ in range(6)]
+        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *addresses, "--cluster-replicas", "1", "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not all(self._ready(node) for node in self.nodes):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the Redis Cluster did not become ready")
+            time.sleep(0.1)
+
+    @staticmethod
+    def _ready(node: RedisServer) -> bool:
+        info = subprocess.run(["redis-cli", "-p", str(node.port), "CLUSTER", "INFO"], capture_output=True, text=True)
+        return "cluster_state:ok" in info.stdout and "cluster_slots_ok:16384" in info.stdout
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes[:3])
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    cluster = RedisCluster()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(params=["memory", "redis"])
