@@ -67,7 +67,11 @@ class RedisCluster:
     """Three masters with a replica each, joined by `redis-cli --cluster create`."""
 
     def __init__(self) -> None:
-        self.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000") for _ in range(6)]
+        # An explicit bus port: the default (port + 10000) does not exist for ports above 55535.
+        self.nodes = [
+            RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--cluster-port", str(_free_port()))
+            for _ in range(6)
+        ]
         addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
         subprocess.run(
             ["redis-cli", "--cluster", "create", *addresses, "--cluster-replicas", "1", "--cluster-yes"],
