@@ -233,6 +233,18 @@ pub async fn check_all(store: &Store, files: &[(String, VectorFile)]) -> (usize,
     check_all_via(store, files, Via::Async).await
 }
 
+/// Runs every vector against `store` through `via` and panics with every disagreement, if any.
+pub async fn assert_store_matches(store: &Store, via: Via) {
+    let (steps, failures) = check_all_via(store, &load_all(), via).await;
+    assert!(steps > 500, "only {steps} steps loaded");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// [`check_all`] through the chosen entry point of the store.
 pub async fn check_all_via(store: &Store, files: &[(String, VectorFile)], via: Via) -> (usize, Vec<String>) {
     let mut steps = 0;

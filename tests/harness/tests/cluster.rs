@@ -11,7 +11,7 @@ use ratelock::{
     DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Semaphore, Store, StoreOptions,
 };
 use ratelock_testkit::slot::key_slot;
-use ratelock_testkit::vectors::{check_all, load_all};
+use ratelock_testkit::vectors::{assert_store_matches, Via};
 use ratelock_testkit::RedisCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,15 +21,7 @@ async fn the_cluster_matches_the_vectors_and_never_meets_crossslot() {
         .await
         .unwrap();
 
-    let files = load_all();
-    let (steps, failures) = check_all(&store, &files).await;
-    assert!(steps > 500, "only {steps} steps loaded");
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_store_matches(&store, Via::Async).await;
 
     // Keys that land on many slots, each hit with several rules at once (several keys per script call).
     let limiter = Limiter::with_store(store.clone(), LimiterOptions::default()).unwrap();

@@ -3,21 +3,13 @@
 
 use ratelock::store::MemoryStore;
 use ratelock::{Store, StoreOptions};
-use ratelock_testkit::vectors::{check_all, check_all_via, load_all, Via};
+use ratelock_testkit::vectors::{assert_store_matches, load_all, Via};
 use ratelock_testkit::RedisServer;
 
 #[tokio::test]
 async fn memory_store_matches_the_vectors() {
-    let files = load_all();
     let store = Store::Memory(MemoryStore::new(1_000_000));
-    let (steps, failures) = check_all(&store, &files).await;
-    assert!(steps > 500, "only {steps} steps loaded");
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_store_matches(&store, Via::Async).await;
 }
 
 #[tokio::test]
@@ -26,15 +18,7 @@ async fn lua_on_redis_matches_the_vectors() {
     let store = Store::connect(&server.url(), &StoreOptions::default())
         .await
         .unwrap();
-    let files = load_all();
-    let (steps, failures) = check_all(&store, &files).await;
-    assert!(steps > 500, "only {steps} steps loaded");
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_store_matches(&store, Via::Async).await;
 }
 
 #[tokio::test]
@@ -43,15 +27,7 @@ async fn lua_on_redis_through_the_blocking_connection_matches_the_vectors() {
     let store = Store::connect(&server.url(), &StoreOptions::default())
         .await
         .unwrap();
-    let files = load_all();
-    let (steps, failures) = check_all_via(&store, &files, Via::Blocking).await;
-    assert!(steps > 500, "only {steps} steps loaded");
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_store_matches(&store, Via::Blocking).await;
 }
 
 #[test]
