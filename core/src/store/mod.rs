@@ -144,15 +144,21 @@ impl Store {
             return Ok(Store::Memory(MemoryStore::new(options.max_keys)));
         }
         #[cfg(feature = "redis")]
-        if ["redis://", "rediss://", "redis+unix://", "redis+cluster://"]
-            .iter()
-            .any(|scheme| url.starts_with(scheme))
+        if [
+            "redis://",
+            "rediss://",
+            "redis+unix://",
+            "redis+cluster://",
+            "redis+sentinel://",
+        ]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
         {
             return Ok(Store::Redis(RedisStore::connect(url, options).await?));
         }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {url:?} (expected memory://, redis://, rediss:// or redis+cluster://)"),
+            format!("unsupported URL {url:?} (expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"),
         ))
     }
 

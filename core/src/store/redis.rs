@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
-use super::redis_connection::{first_seed, SharedConnection, CLUSTER_SCHEME};
+use super::redis_connection::{
+    first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME,
+};
 use super::redis_lane::BlockingLane;
 use super::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
@@ -40,10 +42,12 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to `url`: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS, or
-    /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes).
+    /// Connects to `url`: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS,
+    /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes), or
+    /// `redis+sentinel://host:port,host:port/mastername` for the master that the sentinels name.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let cluster = url.starts_with(CLUSTER_SCHEME);
+        let sentinel = url.starts_with(SENTINEL_SCHEME);
         #[cfg(not(feature = "cluster"))]
         if cluster {
             return Err(Error::invalid_argument(
@@ -54,6 +58,20 @@ impl RedisStore {
         let node_url = if cluster {
             first_seed(url)
                 .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?
+        } else if sentinel {
+            let (sentinels, master) = sentinel_parts(url);
+            if sentinels.is_empty() || master.is_empty() {
+                return Err(Error::invalid_argument(
+                    "url",
+                    "expected redis+sentinel://host:port[,host:port...]/mastername",
+                ));
+            }
+            // Pub/sub (lock waiters' wake-ups) uses the master the sentinels name at connect time;
+            // after a failover, waiters fall back to their lease-end timers.
+            format!(
+                "redis://{}",
+                sentinel_master_address(&sentinels, &master, options.timeout).await?
+            )
         } else {
             url.to_owned()
         };
@@ -64,13 +82,19 @@ impl RedisStore {
             if cluster {
                 return SharedConnection::cluster(url, options.timeout).await;
             }
+            #[cfg(feature = "sentinel")]
+            if sentinel {
+                return SharedConnection::sentinel(url, options.timeout).await;
+            }
             SharedConnection::single(client.clone(), options.timeout).await
         };
         let connection = tokio::time::timeout(options.timeout, connect)
             .await
             .map_err(|_| Error::Timeout(options.timeout))?
             .map_err(map_error)?;
-        let lane = (!cluster).then(|| std::sync::Arc::new(BlockingLane::new(client, options.timeout)));
+        // The lane talks to one fixed server: not for a cluster, nor for a master that can change.
+        let lane =
+            (!cluster && !sentinel).then(|| std::sync::Arc::new(BlockingLane::new(client, options.timeout)));
         Ok(RedisStore {
             connection,
             timeout: options.timeout,
@@ -262,6 +286,31 @@ impl RedisStore {
             Ok(reply) => classify(reply, self.timeout),
         }
     }
+}
+
+/// The address of the master the sentinels name now (for the store's pub/sub connection).
+#[cfg(feature = "sentinel")]
+async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
+    let mut client = redis::sentinel::SentinelClient::build(
+        sentinels.to_vec(),
+        master.to_owned(),
+        None,
+        redis::sentinel::SentinelServerType::Master,
+    )
+    .map_err(|e| Error::invalid_argument("url", e))?;
+    let found = tokio::time::timeout(timeout, client.async_get_client())
+        .await
+        .map_err(|_| Error::Timeout(timeout))?
+        .map_err(map_error)?;
+    Ok(found.get_connection_info().addr().to_string())
+}
+
+#[cfg(not(feature = "sentinel"))]
+async fn sentinel_master_address(_: &[String], _: &str, _: Duration) -> Result<String> {
+    Err(Error::invalid_argument(
+        "url",
+        "redis+sentinel:// needs ratelock's `sentinel` feature",
+    ))
 }
 
 /// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.

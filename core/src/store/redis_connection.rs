@@ -1,7 +1,8 @@
 //! The Redis store's shared async connection: one reconnecting multiplexed connection to a server
-//! (`redis://`, `rediss://`), or redis-rs's cluster connection (`redis+cluster://a:p,b:p`), which routes
-//! each command by its first key's slot and follows MOVED/ASK. Every script call keeps all its keys in
-//! one slot (the key layout's hash tag), so no public operation can meet CROSSSLOT.
+//! (`redis://`, `rediss://`); redis-rs's cluster connection (`redis+cluster://a:p,b:p`), which routes
+//! each command by its first key's slot and follows MOVED/ASK (every script call keeps all its keys in
+//! one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
+//! the sentinels name (`redis+sentinel://a:p,b:p/mastername`), asked again after a failure.
 
 use std::time::Duration;
 
@@ -10,12 +11,25 @@ use redis::{Cmd, RedisResult, Value};
 
 /// The `redis+cluster://` scheme (seeds after it, comma-separated).
 pub(crate) const CLUSTER_SCHEME: &str = "redis+cluster://";
+/// The `redis+sentinel://` scheme (sentinels after it, comma-separated, then `/mastername`).
+pub(crate) const SENTINEL_SCHEME: &str = "redis+sentinel://";
 
 #[derive(Clone)]
 pub(crate) enum SharedConnection {
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster_async::ClusterConnection),
+    #[cfg(feature = "sentinel")]
+    Sentinel(std::sync::Arc<SentinelMaster>),
+}
+
+/// The master the sentinels name, connected on first use and looked up again after a failure that
+/// may mean a failover (a dropped connection, or READONLY from a demoted master).
+#[cfg(feature = "sentinel")]
+pub(crate) struct SentinelMaster {
+    sentinels: tokio::sync::Mutex<redis::sentinel::SentinelClient>,
+    current: std::sync::RwLock<Option<ConnectionManager>>,
+    timeout: Duration,
 }
 
 impl SharedConnection {
@@ -42,6 +56,25 @@ impl SharedConnection {
         Ok(SharedConnection::Cluster(client.get_async_connection().await?))
     }
 
+    /// Finds the master named in `url` (`redis+sentinel://a:p,b:p/mastername`) and connects to it.
+    #[cfg(feature = "sentinel")]
+    pub(crate) async fn sentinel(url: &str, timeout: Duration) -> RedisResult<Self> {
+        let (sentinels, master) = sentinel_parts(url);
+        let client = redis::sentinel::SentinelClient::build(
+            sentinels,
+            master,
+            None,
+            redis::sentinel::SentinelServerType::Master,
+        )?;
+        let shared = SentinelMaster {
+            sentinels: tokio::sync::Mutex::new(client),
+            current: std::sync::RwLock::new(None),
+            timeout,
+        };
+        shared.connection().await?;
+        Ok(SharedConnection::Sentinel(std::sync::Arc::new(shared)))
+    }
+
     /// Sends one command and reads its reply.
     pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
@@ -50,8 +83,76 @@ impl SharedConnection {
             SharedConnection::Cluster(connection) => {
                 redis::aio::ConnectionLike::req_packed_command(connection, cmd).await
             }
+            #[cfg(feature = "sentinel")]
+            SharedConnection::Sentinel(master) => master.send(cmd).await,
         }
     }
+}
+
+#[cfg(feature = "sentinel")]
+impl SentinelMaster {
+    async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
+        let mut connection = self.connection().await?;
+        let reply = connection.send_packed_command(cmd).await;
+        let failed_over = match &reply {
+            Err(err) => err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal(),
+            Ok(Value::ServerError(err)) => err.code() == "READONLY",
+            Ok(_) => false,
+        };
+        if failed_over {
+            // The next call asks the sentinels again (this one is not replayed: it may have run).
+            *self
+                .current
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        }
+        reply
+    }
+
+    /// The current master's connection, asking the sentinels when there is none.
+    async fn connection(&self) -> RedisResult<ConnectionManager> {
+        if let Some(connection) = self
+            .current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+        {
+            return Ok(connection);
+        }
+        let mut sentinels = self.sentinels.lock().await;
+        if let Some(connection) = self
+            .current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+        {
+            return Ok(connection);
+        }
+        let client = sentinels.async_get_client().await?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(0);
+        let connection = ConnectionManager::new_with_config(client, config).await?;
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection.clone());
+        Ok(connection)
+    }
+}
+
+/// The sentinel URLs and the master name of `redis+sentinel://host:port,host:port/mastername`.
+pub(crate) fn sentinel_parts(url: &str) -> (Vec<String>, String) {
+    let rest = url.strip_prefix(SENTINEL_SCHEME).unwrap_or(url);
+    let (hosts, master) = rest.split_once('/').unwrap_or((rest, ""));
+    let sentinels = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|host| !host.is_empty())
+        .map(|host| format!("redis://{host}"))
+        .collect();
+    (sentinels, master.trim_matches('/').to_owned())
 }
 
 /// The seed URLs of `redis+cluster://[user:password@]host:port,host:port`, each as `redis://...`
@@ -82,6 +183,21 @@ pub(crate) fn first_seed(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentinel_urls_name_the_sentinels_and_the_master() {
+        assert_eq!(
+            sentinel_parts("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster"),
+            (
+                vec![
+                    "redis://127.0.0.1:26379".to_owned(),
+                    "redis://127.0.0.1:26380".to_owned()
+                ],
+                "mymaster".to_owned()
+            )
+        );
+        assert_eq!(sentinel_parts("redis+sentinel://h:1").1, "");
+    }
 
     #[test]
     fn seeds_are_split_and_keep_the_credentials() {

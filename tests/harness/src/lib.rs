@@ -5,12 +5,14 @@
 
 pub mod cluster;
 pub mod redis_server;
+pub mod sentinel;
 pub mod slot;
 pub mod stores;
 pub mod vectors;
 
 pub use cluster::RedisCluster;
 pub use redis_server::RedisServer;
+pub use sentinel::RedisSentinels;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
