@@ -293,7 +293,7 @@ impl RedisStore {
 async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
     let mut client = redis::sentinel::SentinelClient::build(
         sentinels.to_vec(),
-        master.to_owned(),
+        master,
         None,
         redis::sentinel::SentinelServerType::Master,
     )

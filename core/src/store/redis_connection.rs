@@ -84,7 +84,8 @@ impl SharedConnection {
                 redis::aio::ConnectionLike::req_packed_command(connection, cmd).await
             }
             #[cfg(feature = "sentinel")]
-            SharedConnection::Sentinel(master) => master.send(cmd).await,
+            // Boxed: finding a master again nests deep futures that every caller would otherwise carry.
+            SharedConnection::Sentinel(master) => Box::pin(master.send(cmd)).await,
         }
     }
 }
