@@ -11,6 +11,8 @@ mod redis_connection;
 #[cfg(feature = "redis")]
 mod redis_lane;
 #[cfg(feature = "redis")]
+pub mod redlock;
+#[cfg(feature = "redis")]
 mod script;
 #[cfg(feature = "redis")]
 mod subscriber;
@@ -37,6 +39,15 @@ pub struct LockState {
     pub holder_fence: u64,
     /// The last fencing token minted for this lock (0 if none).
     pub last_fence: u64,
+}
+
+/// The answer of a Redlock store to anything but a lock.
+#[cfg(feature = "redis")]
+fn locks_only(what: &str) -> Error {
+    Error::invalid_argument(
+        "store",
+        format!("a Redlock store (redlock://) holds locks only; give {what} one Redis URL"),
+    )
 }
 
 /// What a waiter listens to: woken by every release of one lock.
@@ -130,9 +141,12 @@ impl Default for StoreOptions {
 pub enum Store {
     /// In-process, expiring, bounded.
     Memory(MemoryStore),
-    /// A Redis server.
+    /// A Redis server (or a cluster, or the master Sentinel names).
     #[cfg(feature = "redis")]
     Redis(RedisStore),
+    /// N independent Redis servers holding locks by majority (Redlock); locks only.
+    #[cfg(feature = "redis")]
+    Redlock(redlock::RedlockStore),
 }
 
 impl Store {
@@ -156,9 +170,15 @@ impl Store {
         {
             return Ok(Store::Redis(RedisStore::connect(url, options).await?));
         }
+        #[cfg(feature = "redis")]
+        if url.starts_with(redlock::REDLOCK_SCHEME) {
+            return Ok(Store::Redlock(
+                redlock::RedlockStore::connect(url, options).await?,
+            ));
+        }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {url:?} (expected memory://, redis://, rediss://, redis+cluster:// or redis+sentinel://)"),
+            format!("unsupported URL {url:?} (expected memory://, redis://, rediss://, redis+cluster://, redis+sentinel:// or redlock://)"),
         ))
     }
 
@@ -170,6 +190,8 @@ impl Store {
             // move it around; one allocation is nothing beside a network round trip.
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.check(request)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a limiter")),
         }
     }
 
@@ -181,6 +203,8 @@ impl Store {
             Store::Memory(store) => Some(store.check(request)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => store.check_blocking(request),
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Some(Err(locks_only("a limiter"))),
         }
     }
 
@@ -198,6 +222,8 @@ impl Store {
             }
             #[cfg(feature = "redis")]
             Store::Redis(store) => store.reset(prefix, key, rules).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a limiter")),
         }
     }
 }
@@ -219,6 +245,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().acquire(keys, owner, ttl_us, reentrant)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.lock_acquire(keys, owner, ttl_us, reentrant)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => Box::pin(store.lock_acquire(keys, owner, ttl_us, reentrant)).await,
         }
     }
 
@@ -233,6 +261,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().release(keys, owner, fence)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.lock_release(keys, owner, fence)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => Box::pin(store.lock_release(keys, owner, fence)).await,
         }
     }
 
@@ -249,6 +279,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().extend(keys, owner, fence, ttl_us)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.lock_extend(keys, owner, fence, ttl_us)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => Box::pin(store.lock_extend(keys, owner, fence, ttl_us)).await,
         }
     }
 
@@ -258,6 +290,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().state(keys)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.lock_state(keys)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => Box::pin(store.lock_state(keys)).await,
         }
     }
 
@@ -267,6 +301,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().force_release(keys)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.lock_force_release(keys)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => Box::pin(store.lock_force_release(keys)).await,
         }
     }
 
@@ -276,6 +312,10 @@ impl Store {
             Store::Memory(store) => ReleaseWatch::Memory(store.locks().channel(channel)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => ReleaseWatch::Redis(store.subscriber().register(channel).await),
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => {
+                ReleaseWatch::Redis(store.first_node().subscriber().register(channel).await)
+            }
         }
     }
 
@@ -292,6 +332,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().semaphore_acquire(keys, id, limit, ttl_us)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.semaphore_acquire(keys, id, limit, ttl_us)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a semaphore")),
         }
     }
 
@@ -301,6 +343,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().semaphore_release(keys, id)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.semaphore_release(keys, id)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a semaphore")),
         }
     }
 
@@ -316,6 +360,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().semaphore_extend(keys, id, ttl_us)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.semaphore_extend(keys, id, ttl_us)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a semaphore")),
         }
     }
 
@@ -325,6 +371,8 @@ impl Store {
             Store::Memory(store) => Ok(store.locks().semaphore_state(keys)),
             #[cfg(feature = "redis")]
             Store::Redis(store) => Box::pin(store.semaphore_state(keys)).await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(_) => Err(locks_only("a semaphore")),
         }
     }
 }

@@ -1,0 +1,141 @@
+//! Redlock over 5 independent redis-servers (`redlock://`): one holder at a time with the largest of
+//! the servers' fencing tokens, still working with 2 of 5 stopped, a clean typed error with 3 of 5
+//! stopped, the lost signal when a majority loses the lease, and limiters refused.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratelock::key::LockKeys;
+use ratelock::{DistributedLock, Limiter, LimiterOptions, Rules, Store, StoreOptions};
+use ratelock_testkit::stores::lease_options;
+use ratelock_testkit::RedisServer;
+
+fn servers() -> Vec<RedisServer> {
+    (0..5).map(|_| RedisServer::start()).collect()
+}
+
+fn url(servers: &[RedisServer]) -> String {
+    let hosts: Vec<String> = servers
+        .iter()
+        .map(|s| format!("127.0.0.1:{}", s.port()))
+        .collect();
+    format!("redlock://{}", hosts.join(","))
+}
+
+async fn store(servers: &[RedisServer]) -> Store {
+    let options = StoreOptions::default().with_timeout(Duration::from_millis(300));
+    Store::connect(&url(servers), &options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_holder_at_a_time_with_the_largest_token() {
+    let servers = servers();
+    let store = store(&servers).await;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..6)
+        .map(|_| {
+            let (store, inside, tokens) = (store.clone(), inside.clone(), tokens.clone());
+            tokio::spawn(async move {
+                let lock =
+                    DistributedLock::new(&store, "redlock:job", lease_options(5_000, true, false)).unwrap();
+                for _ in 0..8 {
+                    let guard = lock.acquire(Duration::from_secs(20)).await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    tokens.lock().unwrap().push(guard.fencing_token());
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 48);
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "tokens rise in grant order"
+    );
+
+    // The token is the largest of the servers' own tokens for that grant.
+    let lock = DistributedLock::new(&store, "redlock:token", lease_options(5_000, false, false)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let keys = LockKeys::new("rl", b"redlock:token");
+    let mut largest = 0u64;
+    for server in &servers {
+        let counter: u64 = redis::cmd("GET")
+            .arg(&keys.fence)
+            .query(&mut server.connection())
+            .unwrap();
+        largest = largest.max(counter);
+    }
+    assert_eq!(guard.fencing_token(), largest);
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_five_down_still_works_three_down_fails_cleanly() {
+    let mut servers = servers();
+    let store = store(&servers).await;
+    let lock = DistributedLock::new(&store, "redlock:outage", lease_options(2_000, false, false)).unwrap();
+    servers[0].stop();
+    servers[1].stop();
+    let guard = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("a majority of 3 answers");
+    assert!(guard.extend(Duration::from_secs(2)).await.is_ok());
+    assert!(lock.is_locked().await.unwrap());
+    guard.release().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+
+    servers[2].stop();
+    let started = Instant::now();
+    let err = lock.try_acquire().await.unwrap_err();
+    assert!(err.is_store_failure(), "{err:?}");
+    assert!(err.to_string().contains("2 of 5 servers answered"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "a failed attempt must not hang"
+    );
+    let err = lock.acquire(Duration::from_millis(500)).await.unwrap_err();
+    assert!(err.is_store_failure() || err.code() == "WAIT_TIMEOUT", "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lost_signal_fires_when_a_majority_loses_the_lease() {
+    let servers = servers();
+    let store = store(&servers).await;
+    let lock = DistributedLock::new(&store, "redlock:lost", lease_options(600, true, false)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let keys = LockKeys::new("rl", b"redlock:lost");
+    for server in &servers[..3] {
+        let _: () = redis::cmd("DEL")
+            .arg(&keys.lease)
+            .query(&mut server.connection())
+            .unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(3), guard.lost_signal().wait())
+        .await
+        .expect("the watchdog reports the loss");
+    assert!(guard.is_lost());
+}
+
+#[tokio::test]
+async fn limiters_are_refused_on_a_redlock_store() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let store = store(&servers).await;
+    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
+    let rules: Rules = "1/second".parse().unwrap();
+    let err = limiter.hit("k", &rules, 1).await.unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    let err = Store::connect("redlock://127.0.0.1:1,127.0.0.1:2", &StoreOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 3 servers"), "{err}");
+}
