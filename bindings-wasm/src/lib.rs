@@ -7,6 +7,23 @@ use std::collections::HashMap;
 use js_sys::{Error as JsError, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+#[wasm_bindgen(typescript_custom_section)]
+const DECISION_TYPE: &str = r#"
+/** The answer to `hit` or `peek` (the fields of the Node package's decisions). */
+export interface Decision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  resetAfterMs: number;
+  retryAfterMs: number;
+  degraded: boolean;
+  /** The deciding rule, as canonical text. */
+  rule: string;
+  ruleIndex: number;
+  periodMs: number;
+}
+"#;
+
 /// Parsed rule texts kept per limiter before the cache starts over.
 const RULE_CACHE_LIMIT: usize = 1024;
 
@@ -15,31 +32,28 @@ const RULE_CACHE_LIMIT: usize = 1024;
 pub struct Limiter {
     inner: ratelock::Limiter,
     rules: HashMap<String, ParsedRules>,
+    /// The decision's property names as JS strings, made once (making them per call costs more than
+    /// the decision itself).
+    names: [JsValue; 9],
 }
 
-/// Rule text parsed once, with each rule's canonical text.
+/// The decision's properties, in the order of `Limiter::names`.
+const DECISION_FIELDS: [&str; 9] = [
+    "allowed",
+    "limit",
+    "remaining",
+    "resetAfterMs",
+    "retryAfterMs",
+    "degraded",
+    "rule",
+    "ruleIndex",
+    "periodMs",
+];
+
+/// Rule text parsed once, with each rule's canonical text (as a JS string, made once).
 struct ParsedRules {
     rules: ratelock::Rules,
-    texts: Vec<String>,
-}
-
-/// The answer to `hit` or `peek` (the same fields as the Node package's decisions).
-#[wasm_bindgen(getter_with_clone)]
-pub struct Decision {
-    pub allowed: bool,
-    pub limit: f64,
-    pub remaining: f64,
-    #[wasm_bindgen(js_name = resetAfterMs)]
-    pub reset_after_ms: f64,
-    #[wasm_bindgen(js_name = retryAfterMs)]
-    pub retry_after_ms: f64,
-    pub degraded: bool,
-    /// The deciding rule, as canonical text.
-    pub rule: String,
-    #[wasm_bindgen(js_name = ruleIndex)]
-    pub rule_index: u32,
-    #[wasm_bindgen(js_name = periodMs)]
-    pub period_ms: f64,
+    texts: Vec<JsValue>,
 }
 
 #[wasm_bindgen]
@@ -71,29 +85,32 @@ impl Limiter {
         Ok(Limiter {
             inner: ratelock::Limiter::with_store(store, settings).map_err(to_js)?,
             rules: HashMap::new(),
+            names: DECISION_FIELDS.map(JsValue::from_str),
         })
     }
 
     /// Takes `cost` units (default 1) from every rule for `key` if all allow it, at `nowMs`
     /// (default `Date.now()`); otherwise takes nothing.
+    #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn hit(
         &mut self,
         key: &str,
         rules: &str,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
-    ) -> Result<Decision, JsValue> {
+    ) -> Result<Object, JsValue> {
         self.check(key, rules, cost, now_ms, true)
     }
 
     /// Answers what `hit` would answer, without taking anything.
+    #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn peek(
         &mut self,
         key: &str,
         rules: &str,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
-    ) -> Result<Decision, JsValue> {
+    ) -> Result<Object, JsValue> {
         self.check(key, rules, cost, now_ms, false)
     }
 
@@ -116,7 +133,7 @@ impl Limiter {
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
-    ) -> Result<Decision, JsValue> {
+    ) -> Result<Object, JsValue> {
         let cost = match cost {
             None => 1,
             Some(n) if n.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&n) => n as u64,
@@ -146,23 +163,32 @@ impl Limiter {
         let decision = answer.ok_or_else(|| JsError::new("ratelock: the memory store did not answer"))?;
         let decision = decision.map_err(to_js)?;
         let index = decision.rule_index;
-        Ok(Decision {
-            allowed: decision.allowed,
-            limit: decision.limit as f64,
-            remaining: decision.remaining as f64,
-            reset_after_ms: decision.reset_after.as_secs_f64() * 1000.0,
-            retry_after_ms: decision.retry_after.as_secs_f64() * 1000.0,
-            degraded: decision.degraded,
-            rule: parsed.texts[index].clone(),
-            rule_index: index as u32,
-            period_ms: parsed.rules[index].period().as_secs_f64() * 1000.0,
-        })
+        // A plain object (the Node package's decision fields): no wrapper class, no finalizer per call.
+        let answer = Object::new();
+        let values: [JsValue; 9] = [
+            decision.allowed.into(),
+            (decision.limit as f64).into(),
+            (decision.remaining as f64).into(),
+            (decision.reset_after.as_secs_f64() * 1000.0).into(),
+            (decision.retry_after.as_secs_f64() * 1000.0).into(),
+            decision.degraded.into(),
+            parsed.texts[index].clone(),
+            (index as u32).into(),
+            (parsed.rules[index].period().as_secs_f64() * 1000.0).into(),
+        ];
+        for (name, value) in self.names.iter().zip(&values) {
+            Reflect::set(&answer, name, value)?;
+        }
+        Ok(answer)
     }
 
     fn parse(&mut self, text: &str) -> Result<&ParsedRules, JsValue> {
         if !self.rules.contains_key(text) {
             let rules = self.inner.rules(text).map_err(to_js)?;
-            let texts = rules.iter().map(ToString::to_string).collect();
+            let texts = rules
+                .iter()
+                .map(|rule| JsValue::from_str(&rule.to_string()))
+                .collect();
             if self.rules.len() >= RULE_CACHE_LIMIT {
                 self.rules.clear();
             }
