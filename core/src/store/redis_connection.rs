@@ -147,25 +147,21 @@ impl SentinelMaster {
 pub(crate) fn sentinel_parts(url: &str) -> (Vec<String>, String) {
     let rest = url.strip_prefix(SENTINEL_SCHEME).unwrap_or(url);
     let (hosts, master) = rest.split_once('/').unwrap_or((rest, ""));
-    let sentinels = hosts
-        .split(',')
-        .map(str::trim)
-        .filter(|host| !host.is_empty())
-        .map(|host| format!("redis://{host}"))
-        .collect();
-    (sentinels, master.trim_matches('/').to_owned())
+    (node_urls(hosts), master.trim_matches('/').to_owned())
 }
 
-/// The seed URLs of `redis+cluster://[user:password@]host:port,host:port`, each as `redis://...`
-/// with the credentials of the first.
+/// The seed URLs of `redis+cluster://[user:password@]host:port,host:port`.
 pub(crate) fn cluster_seeds(url: &str) -> Vec<String> {
-    let rest = url
-        .strip_prefix(CLUSTER_SCHEME)
-        .unwrap_or(url)
-        .trim_end_matches('/');
-    let (credentials, hosts) = match rest.rsplit_once('@') {
+    node_urls(url.strip_prefix(CLUSTER_SCHEME).unwrap_or(url))
+}
+
+/// `redis://[user:password@]host:port` for each host of `[user:password@]host:port,host:port[/]` (the
+/// host lists of cluster, Sentinel and Redlock URLs), every one with the list's credentials.
+pub(crate) fn node_urls(list: &str) -> Vec<String> {
+    let list = list.trim_end_matches('/');
+    let (credentials, hosts) = match list.rsplit_once('@') {
         Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
-        None => (String::new(), rest),
+        None => (String::new(), list),
     };
     hosts
         .split(',')

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 
+use super::redis_connection::node_urls;
 use super::{LockState, RedisStore, StoreOptions};
 use crate::algorithm::lease::{Acquired, Extended, Released};
 use crate::error::{Error, Result};
@@ -312,20 +313,7 @@ fn quorum(servers: usize) -> usize {
 
 /// `redis://host:port` for each server of `redlock://host:port,host:port,...` (credentials kept).
 fn server_urls(url: &str) -> Vec<String> {
-    let rest = url
-        .strip_prefix(REDLOCK_SCHEME)
-        .unwrap_or(url)
-        .trim_end_matches('/');
-    let (credentials, hosts) = match rest.rsplit_once('@') {
-        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
-        None => (String::new(), rest),
-    };
-    hosts
-        .split(',')
-        .map(str::trim)
-        .filter(|host| !host.is_empty())
-        .map(|host| format!("redis://{credentials}{host}"))
-        .collect()
+    node_urls(url.strip_prefix(REDLOCK_SCHEME).unwrap_or(url))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 #![allow(missing_docs)]
 
 pub mod cluster;
+pub mod failover;
 pub mod redis_server;
 pub mod sentinel;
 pub mod slot;

@@ -1,9 +1,12 @@
-//! Running one test body against both stores: a fresh memory store, then a store over a fresh
-//! redis-server (stopped when the body is done).
+//! Running one test body against both stores (a fresh memory store, then a store over a fresh
+//! redis-server, stopped when the body is done), and lock contention shared by the store tests.
 
 use std::time::Duration;
 
-use ratelock::{LockOptions, Store, StoreOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ratelock::{DistributedLock, LockOptions, Store, StoreOptions};
 
 use crate::RedisServer;
 
@@ -30,4 +33,45 @@ pub fn lease_options(ttl_ms: u64, auto_renew: bool, reentrant: bool) -> LockOpti
         .with_ttl(Duration::from_millis(ttl_ms))
         .with_auto_renew(auto_renew)
         .with_reentrant(reentrant)
+}
+
+/// `workers` tasks, each with its own handle on lock `name`, take it `rounds` times in turn (waiting up
+/// to `wait`). Panics if two ever hold it at once or if the fencing tokens do not rise in grant order;
+/// returns the tokens.
+pub async fn take_turns(
+    store: &Store,
+    name: &str,
+    options: LockOptions,
+    workers: usize,
+    rounds: usize,
+    wait: Duration,
+) -> Vec<u64> {
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..workers)
+        .map(|_| {
+            let lock = DistributedLock::new(store, name, options.clone()).unwrap();
+            let (inside, tokens) = (inside.clone(), tokens.clone());
+            tokio::spawn(async move {
+                for _ in 0..rounds {
+                    let guard = lock.acquire(wait).await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    tokens.lock().unwrap().push(guard.fencing_token());
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), workers * rounds);
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "fencing tokens rise in grant order"
+    );
+    tokens
 }

@@ -3,14 +3,14 @@
 //! their scripts, and lock exclusion with rising fencing tokens.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ratelock::{
     DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Semaphore, Store, StoreOptions,
 };
+use ratelock_testkit::failover::HitStream;
 use ratelock_testkit::slot::key_slot;
+use ratelock_testkit::stores::take_turns;
 use ratelock_testkit::vectors::{assert_store_matches, Via};
 use ratelock_testkit::RedisCluster;
 
@@ -79,78 +79,39 @@ async fn a_lock_on_the_cluster_has_one_holder_at_a_time() {
     let store = Store::connect(&cluster.url(), &StoreOptions::default())
         .await
         .unwrap();
-    let inside = Arc::new(AtomicUsize::new(0));
-    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..8)
-        .map(|_| {
-            let (store, inside, tokens) = (store.clone(), inside.clone(), tokens.clone());
-            tokio::spawn(async move {
-                let lock = DistributedLock::new(&store, "cluster:job", LockOptions::default()).unwrap();
-                for _ in 0..10 {
-                    let guard = lock.acquire(Duration::from_secs(10)).await.unwrap();
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
-                    tokens.lock().unwrap().push(guard.fencing_token());
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    guard.release().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await.unwrap();
-    }
-    let tokens = tokens.lock().unwrap().clone();
-    assert_eq!(tokens.len(), 80);
-    assert!(
-        tokens.windows(2).all(|pair| pair[0] < pair[1]),
-        "fencing tokens rise in grant order"
-    );
+    take_turns(
+        &store,
+        "cluster:job",
+        LockOptions::default(),
+        8,
+        10,
+        Duration::from_secs(10),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hits_resume_within_two_seconds_of_a_forced_failover() {
-    use std::sync::atomic::AtomicBool;
-    use std::time::Instant;
-
     let cluster = RedisCluster::start(3, 1);
     let mut options = LimiterOptions::default();
     options.store.timeout = Duration::from_millis(500);
     let limiter = Limiter::connect_with(&cluster.url(), options).await.unwrap();
-    let rules: Rules = "1000000/second".parse().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let outcomes = Arc::new(std::sync::Mutex::new(Vec::<(Instant, bool)>::new()));
-    let streams: Vec<_> = (0..4)
-        .map(|task| {
-            let (limiter, rules, stop, outcomes) =
-                (limiter.clone(), rules.clone(), stop.clone(), outcomes.clone());
-            tokio::spawn(async move {
-                let mut n = 0usize;
-                while !stop.load(Ordering::Relaxed) {
-                    let ok = limiter
-                        .hit(format!("stream:{task}:{}", n % 64), &rules, 1)
-                        .await
-                        .is_ok();
-                    outcomes.lock().unwrap().push((Instant::now(), ok));
-                    n += 1;
-                    if !ok {
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
-                }
-            })
-        })
-        .collect();
+    let stream = HitStream::start(&limiter, 4);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    // A replica takes over its master's slots.
+    // A replica takes over its master's slots. FORCE still needs the masters' votes, which a loaded
+    // machine can miss (the election then times out): ask again until the replica is promoted.
     let replica = &cluster.nodes()[3];
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .arg("FORCE")
-        .query(&mut replica.connection())
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut asked_at: Option<Instant> = None;
     let promoted_at = loop {
+        if asked_at.is_none_or(|at| at.elapsed() > Duration::from_secs(5)) {
+            let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                .arg("FAILOVER")
+                .arg("FORCE")
+                .query(&mut replica.connection());
+            asked_at = Some(Instant::now());
+        }
         let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut replica.connection()).unwrap();
         if matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"master") {
             break Instant::now();
@@ -159,33 +120,5 @@ async fn hits_resume_within_two_seconds_of_a_forced_failover() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.store(true, Ordering::Relaxed);
-    for stream in streams {
-        tokio::time::timeout(Duration::from_secs(5), stream)
-            .await
-            .expect("a stream hung")
-            .unwrap();
-    }
-
-    let outcomes = outcomes.lock().unwrap().clone();
-    let last_failure = outcomes.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).max();
-    if let Some(last) = last_failure {
-        let gap = last.saturating_duration_since(promoted_at);
-        assert!(
-            gap <= Duration::from_secs(2),
-            "hits still failed {gap:?} after the promotion"
-        );
-    }
-    let settled = promoted_at + Duration::from_secs(2);
-    let after = outcomes.iter().filter(|(at, ok)| *ok && *at > settled).count();
-    assert!(
-        after > 100,
-        "only {after} hits succeeded after the failover settled"
-    );
-    let failures = outcomes.iter().filter(|(_, ok)| !ok).count();
-    println!(
-        "failover: {failures} failed hits of {}, last failure {:?} after promotion",
-        outcomes.len(),
-        last_failure.map(|last| last.saturating_duration_since(promoted_at))
-    );
+    stream.assert_recovered(promoted_at, "cluster failover").await;
 }

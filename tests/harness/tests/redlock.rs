@@ -2,13 +2,11 @@
 //! the servers' fencing tokens, still working with 2 of 5 stopped, a clean typed error with 3 of 5
 //! stopped, the lost signal when a majority loses the lease, and limiters refused.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratelock::key::LockKeys;
 use ratelock::{DistributedLock, Limiter, LimiterOptions, Rules, Store, StoreOptions};
-use ratelock_testkit::stores::lease_options;
+use ratelock_testkit::stores::{lease_options, take_turns};
 use ratelock_testkit::RedisServer;
 
 fn servers() -> Vec<RedisServer> {
@@ -32,34 +30,16 @@ async fn store(servers: &[RedisServer]) -> Store {
 async fn one_holder_at_a_time_with_the_largest_token() {
     let servers = servers();
     let store = store(&servers).await;
-    let inside = Arc::new(AtomicUsize::new(0));
-    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..6)
-        .map(|_| {
-            let (store, inside, tokens) = (store.clone(), inside.clone(), tokens.clone());
-            tokio::spawn(async move {
-                let lock =
-                    DistributedLock::new(&store, "redlock:job", lease_options(5_000, true, false)).unwrap();
-                for _ in 0..8 {
-                    let guard = lock.acquire(Duration::from_secs(20)).await.unwrap();
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
-                    tokens.lock().unwrap().push(guard.fencing_token());
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    guard.release().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await.unwrap();
-    }
-    let tokens = tokens.lock().unwrap().clone();
+    let tokens = take_turns(
+        &store,
+        "redlock:job",
+        lease_options(5_000, true, false),
+        6,
+        8,
+        Duration::from_secs(20),
+    )
+    .await;
     assert_eq!(tokens.len(), 48);
-    assert!(
-        tokens.windows(2).all(|pair| pair[0] < pair[1]),
-        "tokens rise in grant order"
-    );
 
     // The token is the largest of the servers' own tokens for that grant.
     let lock = DistributedLock::new(&store, "redlock:token", lease_options(5_000, false, false)).unwrap();

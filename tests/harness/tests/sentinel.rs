@@ -2,11 +2,10 @@
 //! and locks on the master the sentinels name, and hits that resume within 2 s of the replica's
 //! promotion after the master is stopped in the middle of a stream of hits.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratelock::{DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Store, StoreOptions};
+use ratelock_testkit::failover::HitStream;
 use ratelock_testkit::RedisSentinels;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,24 +31,7 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
     let mut options = LimiterOptions::default();
     options.store.timeout = Duration::from_millis(300);
     let limiter = Limiter::connect_with(&setup.url(), options).await.unwrap();
-    let rules: Rules = "1000000/second".parse().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let outcomes = Arc::new(std::sync::Mutex::new(Vec::<(Instant, bool)>::new()));
-    let stream = {
-        let (limiter, rules, stop, outcomes) =
-            (limiter.clone(), rules.clone(), stop.clone(), outcomes.clone());
-        tokio::spawn(async move {
-            let mut n = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let ok = limiter.hit(format!("stream:{}", n % 64), &rules, 1).await.is_ok();
-                outcomes.lock().unwrap().push((Instant::now(), ok));
-                n += 1;
-                if !ok {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            }
-        })
-    };
+    let stream = HitStream::start(&limiter, 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let replica_port = setup.replica().port();
@@ -66,26 +48,5 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.store(true, Ordering::Relaxed);
-    tokio::time::timeout(Duration::from_secs(5), stream)
-        .await
-        .expect("the stream hung")
-        .unwrap();
-
-    let outcomes = outcomes.lock().unwrap().clone();
-    let settled = promoted_at + Duration::from_secs(2);
-    let late_failures = outcomes.iter().filter(|(at, ok)| !ok && *at > settled).count();
-    assert_eq!(
-        late_failures, 0,
-        "hits still failed more than 2 s after the promotion"
-    );
-    let after = outcomes.iter().filter(|(at, ok)| *ok && *at > settled).count();
-    assert!(after > 100, "only {after} hits succeeded after the failover");
-    let last_failure = outcomes.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).max();
-    println!(
-        "sentinel failover: {} failed hits of {}, last failure {:?} after the promotion",
-        outcomes.iter().filter(|(_, ok)| !ok).count(),
-        outcomes.len(),
-        last_failure.map(|last| last.saturating_duration_since(promoted_at))
-    );
+    stream.assert_recovered(promoted_at, "sentinel failover").await;
 }
