@@ -15,6 +15,22 @@ pub use cluster::RedisCluster;
 pub use redis_server::RedisServer;
 pub use sentinel::RedisSentinels;
 
+/// Calls `attempt` every 5 ms until it gives `Some`, for at most 5 s (then panics naming `what`):
+/// for things that happen soon but not at once, such as a connection opening in the background.
+pub fn eventually<T>(what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(value) = attempt() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen within 5 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

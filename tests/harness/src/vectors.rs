@@ -205,17 +205,9 @@ fn blocking_check(
     store: &Store,
     request: &ratelock::store::LimitRequest<'_>,
 ) -> ratelock::Result<ratelock::algorithm::Outcomes> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        if let Some(checked) = store.check_blocking(request) {
-            return checked;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the blocking connection never opened"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    crate::eventually("opening the blocking connection", || {
+        store.check_blocking(request)
+    })
 }
 
 /// The answer a step expects.

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use ratelock::{Limiter, LimiterOptions, Rules};
-use ratelock_testkit::RedisServer;
+use ratelock_testkit::{eventually, RedisServer};
 
 /// A limiter on `server` whose blocking connection is open (its first blocking call only starts it).
 async fn limiter(server: &RedisServer, timeout_ms: u64) -> Limiter {
@@ -29,14 +29,9 @@ async fn limiter(server: &RedisServer, timeout_ms: u64) -> Limiter {
 
 fn wait_for_lane(limiter: &Limiter) -> ratelock::Decision {
     let rules: Rules = "1/second".parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(Ok(decision)) = limiter.try_peek_blocking("warm", &rules, 1, None) {
-            return decision;
-        }
-        assert!(Instant::now() < deadline, "the lane never opened");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    eventually("opening the lane", || {
+        limiter.try_peek_blocking("warm", &rules, 1, None)?.ok()
+    })
 }
 
 /// Makes the server sleep for `seconds` on another connection, from another thread.
@@ -97,17 +92,10 @@ async fn a_timed_out_blocking_hit_runs_once_and_the_lane_recovers() {
     assert!(err.is_timeout(), "expected a timeout, got {err:?}");
     sleeper.join().unwrap();
 
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match limiter.try_peek_blocking("k", &rules, 1, None) {
-            Some(Ok(decision)) => {
-                assert_eq!(decision.remaining, 7, "the timed-out hit must run exactly once");
-                break;
-            }
-            other => assert!(Instant::now() < deadline, "the lane did not recover: {other:?}"),
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let decision = eventually("the lane's recovery", || {
+        limiter.try_peek_blocking("k", &rules, 1, None)?.ok()
+    });
+    assert_eq!(decision.remaining, 7, "the timed-out hit must run exactly once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,15 +152,8 @@ async fn while_the_server_is_down_callers_go_to_the_async_path() {
     assert!(limiter.hit("k", &rules, 1).await.unwrap_err().is_store_failure());
 
     server.restart();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match limiter.try_hit_blocking("k", &rules, 1, None) {
-            Some(Ok(decision)) => {
-                assert_eq!(decision.remaining, 99, "restarted without persistence");
-                break;
-            }
-            other => assert!(Instant::now() < deadline, "the lane did not reconnect: {other:?}"),
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let decision = eventually("the lane's reconnection", || {
+        limiter.try_hit_blocking("k", &rules, 1, None)?.ok()
+    });
+    assert_eq!(decision.remaining, 99, "restarted without persistence");
 }
