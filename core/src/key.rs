@@ -76,9 +76,7 @@ pub struct LockKeys {
 impl LockKeys {
     /// The keys of lock `name` under `prefix`.
     pub fn new(prefix: &str, name: &[u8]) -> Self {
-        let mut base = Vec::with_capacity(prefix.len() + name.len() + 8);
-        write_base(&mut base, prefix, name);
-        let with = |suffix: &[u8]| [base.as_slice(), suffix].concat();
+        let with = base_with(prefix, name);
         LockKeys {
             lease: with(b"lock"),
             fence: with(b"fence"),
@@ -105,13 +103,96 @@ pub struct SemaphoreKeys {
 impl SemaphoreKeys {
     /// The keys of semaphore `name` under `prefix`.
     pub fn new(prefix: &str, name: &[u8]) -> Self {
-        let mut base = Vec::with_capacity(prefix.len() + name.len() + 8);
-        write_base(&mut base, prefix, name);
+        let with = base_with(prefix, name);
         SemaphoreKeys {
-            permits: [base.as_slice(), b"permits"].concat(),
-            channel: [base.as_slice(), b"released"].concat(),
+            permits: with(b"permits"),
+            channel: with(b"released"),
         }
     }
+}
+
+/// The keys of one fair lock, under the hash tag of its name.
+///
+/// ```
+/// let keys = ratelock::key::FairLockKeys::new("rl", b"jobs");
+/// assert_eq!(keys.holder, b"rl:{jobs}:fair");
+/// assert_eq!(keys.queue, b"rl:{jobs}:fair-queue");
+/// assert_eq!(keys.wake_prefix, b"rl:{jobs}:wake:");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FairLockKeys {
+    /// The holder (grant id, fencing token, lease end), with a TTL.
+    pub holder: Vec<u8>,
+    /// Waiting grant ids in arrival order.
+    pub queue: Vec<u8>,
+    /// When each waiter's place lapses.
+    pub places: Vec<u8>,
+    /// The fencing counter (shared with a `DistributedLock` of the same name: tokens only rise).
+    pub fence: Vec<u8>,
+    /// Each waiter is woken on this prefix followed by its grant id.
+    pub wake_prefix: Vec<u8>,
+}
+
+impl FairLockKeys {
+    /// The keys of fair lock `name` under `prefix`.
+    pub fn new(prefix: &str, name: &[u8]) -> Self {
+        let with = base_with(prefix, name);
+        FairLockKeys {
+            holder: with(b"fair"),
+            queue: with(b"fair-queue"),
+            places: with(b"fair-places"),
+            fence: with(b"fence"),
+            wake_prefix: with(b"wake:"),
+        }
+    }
+
+    /// The channel that wakes waiter `id`.
+    pub fn wake_channel(&self, id: &str) -> Vec<u8> {
+        [self.wake_prefix.as_slice(), id.as_bytes()].concat()
+    }
+}
+
+/// The keys of one read-write lock, under the hash tag of its name.
+///
+/// ```
+/// let keys = ratelock::key::RwLockKeys::new("rl", b"config");
+/// assert_eq!(keys.readers, b"rl:{config}:rw-readers");
+/// assert_eq!(keys.writer, b"rl:{config}:rw-writer");
+/// assert_eq!(keys.channel, b"rl:{config}:released");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RwLockKeys {
+    /// Read holds, scored by lease end.
+    pub readers: Vec<u8>,
+    /// The write hold (grant id, fencing token, lease end), with a TTL.
+    pub writer: Vec<u8>,
+    /// Writers waiting (writer preference), scored by when their mark lapses.
+    pub waiting: Vec<u8>,
+    /// The fencing counter.
+    pub fence: Vec<u8>,
+    /// Told whenever the lock may have become available.
+    pub channel: Vec<u8>,
+}
+
+impl RwLockKeys {
+    /// The keys of read-write lock `name` under `prefix`.
+    pub fn new(prefix: &str, name: &[u8]) -> Self {
+        let with = base_with(prefix, name);
+        RwLockKeys {
+            readers: with(b"rw-readers"),
+            writer: with(b"rw-writer"),
+            waiting: with(b"rw-waiting"),
+            fence: with(b"fence"),
+            channel: with(b"released"),
+        }
+    }
+}
+
+/// `<prefix>:{<escaped name>}:` followed by a suffix, for the keys of one lock.
+fn base_with(prefix: &str, name: &[u8]) -> impl Fn(&[u8]) -> Vec<u8> {
+    let mut base = Vec::with_capacity(prefix.len() + name.len() + 8);
+    write_base(&mut base, prefix, name);
+    move |suffix| [base.as_slice(), suffix].concat()
 }
 
 /// Checks a key prefix: it may not contain braces (they would move the hash tag).

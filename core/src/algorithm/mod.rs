@@ -5,8 +5,10 @@
 pub mod fixed_window;
 pub mod gcra;
 pub mod leaky_bucket;
+pub mod fair;
 pub mod lease;
 pub mod permits;
+pub mod rwlock;
 pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;

@@ -2,9 +2,12 @@
 //! re-entry, waiting with a deadline (woken by releases, capped by the holder's lease) and a guard that
 //! renews itself and says at once when the lock was lost.
 
+mod fair;
 mod guard;
 mod hold;
+mod lease_guard;
 mod lost;
+mod rwlock;
 mod semaphore;
 mod wait;
 mod watchdog;
@@ -14,8 +17,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use fair::{FairLock, FairLockState};
 pub use guard::LockGuard;
+pub use lease_guard::LeaseGuard;
 pub use lost::LostSignal;
+pub use rwlock::{ReadWriteLock, RwLockState};
 pub use semaphore::{ConcurrencyLimiter, PermitGuard, Semaphore};
 
 use crate::algorithm::lease::Acquired;
@@ -37,6 +43,13 @@ pub struct LockOptions {
     pub reentrant: bool,
     /// Key prefix (no braces). Default `"rl"`.
     pub prefix: String,
+    /// How long a waiter's place lasts unless renewed (a [`FairLock`] waiter, or a writer waiting on a
+    /// [`ReadWriteLock`] with writer preference). Waiters renew at half of it while they wait, so a
+    /// waiter that died holds up the queue for at most this long. Default 5 s.
+    pub waiter_ttl: Duration,
+    /// [`ReadWriteLock`] only: a waiting writer holds back new readers, so writers are not starved.
+    /// Default on.
+    pub prefer_writers: bool,
 }
 
 impl LockOptions {
@@ -69,6 +82,18 @@ impl LockOptions {
         self.prefix = prefix.into();
         self
     }
+
+    /// The same options with another waiter place length (fair and read-write locks).
+    pub fn with_waiter_ttl(mut self, waiter_ttl: Duration) -> Self {
+        self.waiter_ttl = waiter_ttl;
+        self
+    }
+
+    /// The same options with writer preference on or off (read-write locks).
+    pub fn with_prefer_writers(mut self, prefer_writers: bool) -> Self {
+        self.prefer_writers = prefer_writers;
+        self
+    }
 }
 
 impl Default for LockOptions {
@@ -78,6 +103,8 @@ impl Default for LockOptions {
             auto_renew: true,
             reentrant: false,
             prefix: "rl".to_owned(),
+            waiter_ttl: Duration::from_secs(5),
+            prefer_writers: true,
         }
     }
 }
@@ -232,6 +259,17 @@ pub(crate) fn check_lease(ttl: Duration) -> Result<()> {
         return Err(Error::invalid_argument(
             "ttl",
             format!("a lease must last from 3 ms to 366 days, not {ttl:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A waiter's place must last from 10 ms to [`MAX_LEASE`] (waiters renew it at half its length).
+pub(crate) fn check_waiter_ttl(waiter_ttl: Duration) -> Result<()> {
+    if waiter_ttl < Duration::from_millis(10) || waiter_ttl > MAX_LEASE {
+        return Err(Error::invalid_argument(
+            "waiter_ttl",
+            format!("a waiter's place must last from 10 ms to 366 days, not {waiter_ttl:?}"),
         ));
     }
     Ok(())

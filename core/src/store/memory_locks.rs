@@ -1,6 +1,6 @@
 //! The memory store's locks and semaphores: the functions of `algorithm::lease` and
 //! `algorithm::permits` over in-process tables, with a `Notify` per channel standing in for Redis
-//! pub/sub.
+//! pub/sub. Fair and read-write locks run `algorithm::fair` and `algorithm::rwlock` the same way.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,10 +9,12 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::LockState;
+use crate::algorithm::fair::{self, FairCall, FairReply, FairState};
 use crate::algorithm::lease::{self, Acquired, Extended, Lease, Released};
 use crate::algorithm::permits::{self, PermitAcquired};
+use crate::algorithm::rwlock::{self, RwCall, RwReply, RwState};
 use crate::clock::process_now_us;
-use crate::key::{LockKeys, SemaphoreKeys};
+use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
 
 /// Operations between two sweeps of the tables.
 const SWEEP_EVERY: u64 = 1024;
@@ -23,6 +25,8 @@ pub(crate) struct MemoryLocks {
     operations: std::sync::atomic::AtomicU64,
     table: Mutex<HashMap<Vec<u8>, LockSlot>>,
     permits: Mutex<HashMap<Vec<u8>, Permits>>,
+    fair: Mutex<HashMap<Vec<u8>, FairState>>,
+    rw: Mutex<HashMap<Vec<u8>, RwState>>,
     channels: Mutex<HashMap<Vec<u8>, Arc<Notify>>>,
 }
 
@@ -52,6 +56,15 @@ impl MemoryLocks {
         self.permits.lock().retain(|_, held| {
             permits::reclaim(held, now);
             !held.is_empty()
+        });
+        self.fair.lock().retain(|_, lock| {
+            let _ = fair::apply(lock, now, FairCall::State);
+            lock.holder.is_some() || !lock.queue.is_empty() || lock.last_fence >= now
+        });
+        self.rw.lock().retain(|_, lock| {
+            let _ = rwlock::apply(lock, now, RwCall::State);
+            let idle = lock.writer.is_none() && lock.readers.is_empty() && lock.waiting_writers.is_empty();
+            !idle || lock.last_fence >= now
         });
         self.channels
             .lock()
@@ -188,6 +201,28 @@ impl MemoryLocks {
         permits::reclaim(held, now);
         let earliest = held.iter().map(|&(_, expires)| expires - now).min().unwrap_or(0);
         (held.len() as u64, earliest)
+    }
+
+    /// One operation on a fair lock at `now` (µs; the process clock when `None`); wakes the waiter it names.
+    pub(crate) fn fair_lock(&self, keys: &FairLockKeys, call: FairCall<'_>, now: Option<u64>) -> FairReply {
+        self.maybe_sweep();
+        let now = now.unwrap_or_else(process_now_us);
+        let (reply, wake) = fair::apply(self.fair.lock().entry(keys.holder.clone()).or_default(), now, call);
+        if let Some(id) = wake {
+            self.wake(&keys.wake_channel(&id));
+        }
+        reply
+    }
+
+    /// One operation on a read-write lock at `now` (µs; the process clock when `None`).
+    pub(crate) fn rw_lock(&self, keys: &RwLockKeys, call: RwCall<'_>, now: Option<u64>) -> RwReply {
+        self.maybe_sweep();
+        let now = now.unwrap_or_else(process_now_us);
+        let (reply, wake) = rwlock::apply(self.rw.lock().entry(keys.writer.clone()).or_default(), now, call);
+        if wake {
+            self.wake(&keys.channel);
+        }
+        reply
     }
 
     /// Deletes the lease whoever holds it (the fencing counter stays) and wakes waiters.

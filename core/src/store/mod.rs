@@ -1,6 +1,8 @@
 //! Stores hold the limiter's state: `memory` (embedded, the default) and `redis` (shared by every
 //! process and language). Both answer the same [`LimitRequest`] with the same per-rule outcomes.
 
+#[cfg(feature = "runtime")]
+mod lock_kinds;
 pub mod memory;
 #[cfg(feature = "runtime")]
 mod memory_locks;
@@ -10,6 +12,8 @@ pub mod redis;
 mod redis_connection;
 #[cfg(feature = "redis")]
 mod redis_lane;
+#[cfg(feature = "redis")]
+mod redis_lock_kinds;
 #[cfg(feature = "redis")]
 pub mod redlock;
 #[cfg(feature = "redis")]

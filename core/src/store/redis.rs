@@ -258,7 +258,7 @@ impl RedisStore {
     }
 
     /// EVALSHA; on NOSCRIPT (the script certainly did not run) load it and run it once more.
-    async fn eval(&self, script: &LuaScript, cmd: Cmd) -> Result<Value> {
+    pub(super) async fn eval(&self, script: &LuaScript, cmd: Cmd) -> Result<Value> {
         match self.send(&cmd).await {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
@@ -358,7 +358,7 @@ pub(super) fn map_error(err: redis::RedisError) -> Error {
 }
 
 /// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
-fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
+pub(super) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(&script.sha).arg(keys.len());
     for key in keys {
@@ -368,7 +368,7 @@ fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
 }
 
 /// A script's reply as exactly `count` integers.
-fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
+pub(super) fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
     let bad =
         |what: &dyn std::fmt::Debug| Error::StoreUnavailable(format!("unexpected script reply: {what:?}"));
     match reply {

@@ -48,3 +48,9 @@ pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> =
 /// `semaphore_state.lua`: count permits in use.
 pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_state.lua")));
+/// `fair_lock.lua`: every operation of a fair (first come, first served) lock.
+pub(crate) static FAIR_LOCK: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/fair_lock.lua")));
+/// `rw_lock.lua`: every operation of a read-write lock.
+pub(crate) static RW_LOCK: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../lua/rw_lock.lua")));

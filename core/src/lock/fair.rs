@@ -1,0 +1,168 @@
+//! `FairLock`: a distributed lock handed out first come, first served. Waiters queue; each renews its
+//! place while it waits (a dead waiter's place lapses after `waiter_ttl`), a free lock goes only to the
+//! head of the queue, and a release wakes only that one waiter (its own channel).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::lease_guard::{Held, LeaseGuard, Waiting};
+use super::wait::{self, Attempt};
+use super::{check_lease, check_waiter_ttl, owner_token, LockOptions};
+use crate::algorithm::fair::{FairCall, FairReply};
+use crate::error::{Error, Result};
+use crate::key::{check_prefix, FairLockKeys};
+use crate::store::Store;
+
+/// A fair distributed lock: grants go in the order the waiting `acquire` calls arrived, across every
+/// process. Each acquire is its own grant (`reentrant` is ignored), with a fencing token from a counter
+/// that only rises.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use ratelock::{FairLock, Store};
+/// let store = Store::connect("memory://", &Default::default()).await?;
+/// let lock = FairLock::new(&store, "payouts", Default::default())?;
+/// let first = lock.acquire(Duration::from_secs(1)).await?;
+/// assert!(lock.try_acquire().await?.is_none());
+/// let token = first.fencing_token();
+/// first.release().await?;
+/// let next = lock.try_acquire().await?.expect("free, nobody waiting");
+/// assert!(next.fencing_token() > token);
+/// # next.release().await?;
+/// # Ok::<(), ratelock::Error>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct FairLock {
+    shared: Arc<FairShared>,
+}
+
+pub(crate) struct FairShared {
+    pub(crate) store: Store,
+    pub(crate) keys: FairLockKeys,
+    pub(crate) options: LockOptions,
+    owner: String,
+    grants: AtomicU64,
+}
+
+/// A fair lock as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FairLockState {
+    /// Someone holds the lock.
+    pub held: bool,
+    /// How long the holder's lease still runs (zero when free).
+    pub remaining: Duration,
+    /// The holder's fencing token (0 when free).
+    pub holder_fence: u64,
+    /// The last fencing token minted.
+    pub last_fence: u64,
+    /// Waiters in the queue.
+    pub waiting: u64,
+}
+
+impl std::fmt::Debug for FairLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FairLock")
+            .field("ttl", &self.shared.options.ttl)
+            .finish()
+    }
+}
+
+impl FairLock {
+    /// A handle on fair lock `name` in `store`.
+    pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_prefix(&options.prefix)?;
+        check_lease(options.ttl)?;
+        check_waiter_ttl(options.waiter_ttl)?;
+        Ok(FairLock {
+            shared: Arc::new(FairShared {
+                store: store.clone(),
+                keys: FairLockKeys::new(&options.prefix, name.as_ref()),
+                options,
+                owner: owner_token()?,
+                grants: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Takes the lock if it is free and nobody is waiting; never queues.
+    pub async fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
+        let id = self.next_id();
+        let sent = Instant::now();
+        Ok(match self.call(&id, false).await? {
+            FairReply::Granted { fence } => Some(self.guard(id, fence, sent)),
+            _ => None,
+        })
+    }
+
+    /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`] after).
+    /// A waiter that gives up, fails or is dropped leaves the queue.
+    pub async fn acquire(&self, timeout: Duration) -> Result<LeaseGuard> {
+        let id: Arc<str> = Arc::from(self.next_id());
+        let place = Waiting::new(Some(Held::Fair(self.shared.clone(), id.clone())));
+        let channel = self.shared.keys.wake_channel(&id);
+        let granted = wait::until_granted(&self.shared.store, &channel, &self.shared.owner, timeout, || async {
+            let sent = Instant::now();
+            Ok(match self.call(&id, true).await? {
+                FairReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), fence, sent)),
+                FairReply::Busy { retry_us, .. } => Attempt::Busy(Duration::from_micros(retry_us)),
+                other => return Err(unexpected(other)),
+            })
+        })
+        .await;
+        place.settle(granted).await
+    }
+
+    /// The lock as it stands: holder, lease, last token, queue length.
+    pub async fn state(&self) -> Result<FairLockState> {
+        let shared = &self.shared;
+        match shared.store.fair_lock(&shared.keys, FairCall::State, None).await? {
+            FairReply::State {
+                remaining_us,
+                holder_fence,
+                last_fence,
+                waiting,
+            } => Ok(FairLockState {
+                held: holder_fence != 0,
+                remaining: Duration::from_micros(remaining_us),
+                holder_fence,
+                last_fence,
+                waiting,
+            }),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Whether anyone holds the lock now.
+    pub async fn is_locked(&self) -> Result<bool> {
+        Ok(self.state().await?.held)
+    }
+
+    fn next_id(&self) -> String {
+        let n = self.shared.grants.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.shared.owner)
+    }
+
+    async fn call(&self, id: &str, queue: bool) -> Result<FairReply> {
+        let shared = &self.shared;
+        let call = FairCall::Acquire {
+            id,
+            ttl_us: shared.options.ttl.as_micros() as u64,
+            waiter_ttl_us: shared.options.waiter_ttl.as_micros() as u64,
+            queue,
+        };
+        shared.store.fair_lock(&shared.keys, call, None).await
+    }
+
+    fn guard(&self, id: impl Into<Arc<str>>, fence: u64, sent: Instant) -> LeaseGuard {
+        LeaseGuard::start(Held::Fair(self.shared.clone(), id.into()), fence, sent)
+    }
+}
+
+pub(crate) fn unexpected(reply: impl std::fmt::Debug) -> Error {
+    Error::StoreUnavailable(format!("unexpected lock reply: {reply:?}"))
+}
