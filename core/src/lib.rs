@@ -35,8 +35,8 @@ pub use error::{Error, Result};
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
 pub use lock::{
-    ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, LeaseGuard, LockGuard, LockOptions,
-    LostSignal, PermitGuard, ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
+    ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, LeaseGuard, LockGuard,
+    LockOptions, LostSignal, PermitGuard, ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{Store, StoreOptions};

@@ -134,7 +134,11 @@ pub fn apply(state: &mut FairState, now: u64, call: FairCall<'_>) -> (FairReply,
             let before = state.queue.len();
             state.queue.retain(|(waiter, _)| waiter != id);
             let left = state.queue.len() < before;
-            let wake = if left && state.holder.is_none() { head(state) } else { None };
+            let wake = if left && state.holder.is_none() {
+                head(state)
+            } else {
+                None
+            };
             (FairReply::Done(left), wake)
         }
         FairCall::State => {
@@ -227,10 +231,22 @@ mod tests {
             waiter_ttl_us: 40,
             queue: false,
         };
-        assert_eq!(apply(&mut lock, 2, try_c).0, FairReply::Busy { retry_us: 98, position: 0 });
+        assert_eq!(
+            apply(&mut lock, 2, try_c).0,
+            FairReply::Busy {
+                retry_us: 98,
+                position: 0
+            }
+        );
         apply(&mut lock, 3, FairCall::Release { id: "a", fence: 1 });
         // Free, but "b" is ahead.
-        assert_eq!(apply(&mut lock, 4, try_c).0, FairReply::Busy { retry_us: 37, position: 0 });
+        assert_eq!(
+            apply(&mut lock, 4, try_c).0,
+            FairReply::Busy {
+                retry_us: 37,
+                position: 0
+            }
+        );
         assert_eq!(lock.queue.len(), 1);
     }
 
@@ -243,7 +259,10 @@ mod tests {
         apply(&mut lock, 30, take("c")); // renewed until 70
         let (_, wake) = apply(&mut lock, 50, FairCall::Release { id: "a", fence: 1 });
         assert_eq!(wake.as_deref(), Some("c"));
-        assert_eq!(apply(&mut lock, 51, take("c")).0, FairReply::Granted { fence: 51 });
+        assert_eq!(
+            apply(&mut lock, 51, take("c")).0,
+            FairReply::Granted { fence: 51 }
+        );
     }
 
     #[test]
@@ -253,25 +272,38 @@ mod tests {
         apply(&mut lock, 1, take("b"));
         apply(&mut lock, 2, take("c"));
         // Held: leaving wakes nobody.
-        assert_eq!(apply(&mut lock, 3, FairCall::Withdraw { id: "c" }), (FairReply::Done(true), None));
+        assert_eq!(
+            apply(&mut lock, 3, FairCall::Withdraw { id: "c" }),
+            (FairReply::Done(true), None)
+        );
         apply(&mut lock, 4, take("c"));
         apply(&mut lock, 5, FairCall::Release { id: "a", fence: 1 });
         let (left, wake) = apply(&mut lock, 6, FairCall::Withdraw { id: "b" });
         assert_eq!((left, wake.as_deref()), (FairReply::Done(true), Some("c")));
-        assert_eq!(apply(&mut lock, 7, FairCall::Withdraw { id: "b" }).0, FairReply::Done(false));
+        assert_eq!(
+            apply(&mut lock, 7, FairCall::Withdraw { id: "b" }).0,
+            FairReply::Done(false)
+        );
     }
 
     #[test]
     fn only_the_grant_releases_or_extends_and_fences_rise() {
         let mut lock = FairState::default();
         assert_eq!(apply(&mut lock, 5, take("a")).0, FairReply::Granted { fence: 5 });
-        let extend = |id, fence| FairCall::Extend { id, fence, ttl_us: 100 };
+        let extend = |id, fence| FairCall::Extend {
+            id,
+            fence,
+            ttl_us: 100,
+        };
         assert_eq!(apply(&mut lock, 6, extend("a", 4)).0, FairReply::Done(false));
         assert_eq!(apply(&mut lock, 6, extend("b", 5)).0, FairReply::Done(false));
         assert_eq!(apply(&mut lock, 6, extend("a", 5)).0, FairReply::Done(true));
         // Expired at 106: nobody can extend it, and the next grant's token is higher.
         assert_eq!(apply(&mut lock, 106, extend("a", 5)).0, FairReply::Done(false));
-        assert_eq!(apply(&mut lock, 107, take("b")).0, FairReply::Granted { fence: 107 });
+        assert_eq!(
+            apply(&mut lock, 107, take("b")).0,
+            FairReply::Granted { fence: 107 }
+        );
         let (state, _) = apply(&mut lock, 110, FairCall::State);
         let expected = FairReply::State {
             remaining_us: 97,

@@ -2,10 +2,10 @@
 //! Time is an argument in microseconds; nothing here reads a clock or touches I/O.
 //! `lua/limit.lua` mirrors these functions line for line; `tests/vectors` proves they agree.
 
+pub mod fair;
 pub mod fixed_window;
 pub mod gcra;
 pub mod leaky_bucket;
-pub mod fair;
 pub mod lease;
 pub mod permits;
 pub mod rwlock;

@@ -282,25 +282,58 @@ mod tests {
     #[test]
     fn a_writer_excludes_everyone_and_readers_share() {
         let mut lock = RwState::default();
-        assert_eq!(apply(&mut lock, 1, take("w", RwMode::Write, true)).0, RwReply::Granted { fence: 1 });
-        assert_eq!(apply(&mut lock, 2, take("r", RwMode::Read, true)).0, RwReply::Busy { retry_us: 99 });
-        assert_eq!(apply(&mut lock, 3, take("w2", RwMode::Write, false)).0, RwReply::Busy { retry_us: 98 });
-        let release = RwCall::Release { id: "w", mode: RwMode::Write, fence: 1 };
+        assert_eq!(
+            apply(&mut lock, 1, take("w", RwMode::Write, true)).0,
+            RwReply::Granted { fence: 1 }
+        );
+        assert_eq!(
+            apply(&mut lock, 2, take("r", RwMode::Read, true)).0,
+            RwReply::Busy { retry_us: 99 }
+        );
+        assert_eq!(
+            apply(&mut lock, 3, take("w2", RwMode::Write, false)).0,
+            RwReply::Busy { retry_us: 98 }
+        );
+        let release = RwCall::Release {
+            id: "w",
+            mode: RwMode::Write,
+            fence: 1,
+        };
         assert_eq!(apply(&mut lock, 4, release), (RwReply::Done(true), true));
         assert_eq!(apply(&mut lock, 4, release), (RwReply::Done(false), false));
-        assert!(matches!(apply(&mut lock, 5, take("r", RwMode::Read, false)).0, RwReply::Granted { .. }));
-        assert!(matches!(apply(&mut lock, 6, take("r2", RwMode::Read, false)).0, RwReply::Granted { .. }));
+        assert!(matches!(
+            apply(&mut lock, 5, take("r", RwMode::Read, false)).0,
+            RwReply::Granted { .. }
+        ));
+        assert!(matches!(
+            apply(&mut lock, 6, take("r2", RwMode::Read, false)).0,
+            RwReply::Granted { .. }
+        ));
         let (state, _) = apply(&mut lock, 7, RwCall::State);
-        assert!(matches!(state, RwReply::State { readers: 2, writer_fence: 0, last_fence: 6, .. }));
+        assert!(matches!(
+            state,
+            RwReply::State {
+                readers: 2,
+                writer_fence: 0,
+                last_fence: 6,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn without_writer_preference_readers_keep_coming() {
         let mut lock = RwState::default();
         apply(&mut lock, 0, take("r1", RwMode::Read, false));
-        assert_eq!(apply(&mut lock, 1, take("w", RwMode::Write, false)).0, RwReply::Busy { retry_us: 99 });
+        assert_eq!(
+            apply(&mut lock, 1, take("w", RwMode::Write, false)).0,
+            RwReply::Busy { retry_us: 99 }
+        );
         assert!(lock.waiting_writers.is_empty());
-        assert!(matches!(apply(&mut lock, 2, take("r2", RwMode::Read, false)).0, RwReply::Granted { .. }));
+        assert!(matches!(
+            apply(&mut lock, 2, take("r2", RwMode::Read, false)).0,
+            RwReply::Granted { .. }
+        ));
     }
 
     #[test]
@@ -308,22 +341,51 @@ mod tests {
         let mut lock = RwState::default();
         apply(&mut lock, 0, take("r1", RwMode::Read, true));
         apply(&mut lock, 1, take("w", RwMode::Write, true)); // mark until 41
-        assert_eq!(apply(&mut lock, 2, take("r2", RwMode::Read, true)).0, RwReply::Busy { retry_us: 39 });
-        assert!(matches!(apply(&mut lock, 41, take("r2", RwMode::Read, true)).0, RwReply::Granted { .. }));
+        assert_eq!(
+            apply(&mut lock, 2, take("r2", RwMode::Read, true)).0,
+            RwReply::Busy { retry_us: 39 }
+        );
+        assert!(matches!(
+            apply(&mut lock, 41, take("r2", RwMode::Read, true)).0,
+            RwReply::Granted { .. }
+        ));
         apply(&mut lock, 42, take("w", RwMode::Write, true));
-        assert_eq!(apply(&mut lock, 43, RwCall::Withdraw { id: "w" }), (RwReply::Done(true), true));
-        assert!(matches!(apply(&mut lock, 44, take("r3", RwMode::Read, true)).0, RwReply::Granted { .. }));
+        assert_eq!(
+            apply(&mut lock, 43, RwCall::Withdraw { id: "w" }),
+            (RwReply::Done(true), true)
+        );
+        assert!(matches!(
+            apply(&mut lock, 44, take("r3", RwMode::Read, true)).0,
+            RwReply::Granted { .. }
+        ));
     }
 
     #[test]
     fn extending_needs_the_exact_grant_and_never_revives_one() {
         let mut lock = RwState::default();
         apply(&mut lock, 10, take("r", RwMode::Read, true));
-        let extend = |fence, mode| RwCall::Extend { id: "r", mode, fence, ttl_us: 100 };
-        assert_eq!(apply(&mut lock, 20, extend(10, RwMode::Write)).0, RwReply::Done(false));
-        assert_eq!(apply(&mut lock, 20, extend(9, RwMode::Read)).0, RwReply::Done(false));
-        assert_eq!(apply(&mut lock, 20, extend(10, RwMode::Read)).0, RwReply::Done(true));
-        assert_eq!(apply(&mut lock, 120, extend(10, RwMode::Read)).0, RwReply::Done(false));
+        let extend = |fence, mode| RwCall::Extend {
+            id: "r",
+            mode,
+            fence,
+            ttl_us: 100,
+        };
+        assert_eq!(
+            apply(&mut lock, 20, extend(10, RwMode::Write)).0,
+            RwReply::Done(false)
+        );
+        assert_eq!(
+            apply(&mut lock, 20, extend(9, RwMode::Read)).0,
+            RwReply::Done(false)
+        );
+        assert_eq!(
+            apply(&mut lock, 20, extend(10, RwMode::Read)).0,
+            RwReply::Done(true)
+        );
+        assert_eq!(
+            apply(&mut lock, 120, extend(10, RwMode::Read)).0,
+            RwReply::Done(false)
+        );
         assert!(lock.readers.is_empty());
     }
 }

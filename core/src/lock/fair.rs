@@ -105,14 +105,20 @@ impl FairLock {
         let id: Arc<str> = Arc::from(self.next_id());
         let place = Waiting::new(Some(Held::Fair(self.shared.clone(), id.clone())));
         let channel = self.shared.keys.wake_channel(&id);
-        let granted = wait::until_granted(&self.shared.store, &channel, &self.shared.owner, timeout, || async {
-            let sent = Instant::now();
-            Ok(match self.call(&id, true).await? {
-                FairReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), fence, sent)),
-                FairReply::Busy { retry_us, .. } => Attempt::Busy(Duration::from_micros(retry_us)),
-                other => return Err(unexpected(other)),
-            })
-        })
+        let granted = wait::until_granted(
+            &self.shared.store,
+            &channel,
+            &self.shared.owner,
+            timeout,
+            || async {
+                let sent = Instant::now();
+                Ok(match self.call(&id, true).await? {
+                    FairReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), fence, sent)),
+                    FairReply::Busy { retry_us, .. } => Attempt::Busy(Duration::from_micros(retry_us)),
+                    other => return Err(unexpected(other)),
+                })
+            },
+        )
         .await;
         place.settle(granted).await
     }
@@ -120,7 +126,11 @@ impl FairLock {
     /// The lock as it stands: holder, lease, last token, queue length.
     pub async fn state(&self) -> Result<FairLockState> {
         let shared = &self.shared;
-        match shared.store.fair_lock(&shared.keys, FairCall::State, None).await? {
+        match shared
+            .store
+            .fair_lock(&shared.keys, FairCall::State, None)
+            .await?
+        {
             FairReply::State {
                 remaining_us,
                 holder_fence,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::check_lease;
 use super::fair::FairShared;
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
 use super::rwlock::RwShared;
-use super::check_lease;
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;

@@ -150,14 +150,20 @@ impl ReadWriteLock {
         let marks = mode == RwMode::Write && self.shared.options.prefer_writers;
         let mark = Waiting::new(marks.then(|| Held::Rw(self.shared.clone(), id.clone(), mode)));
         let shared = &self.shared;
-        let granted = wait::until_granted(&shared.store, &shared.keys.channel, &shared.owner, timeout, || async {
-            let sent = Instant::now();
-            Ok(match self.call(&id, mode, true).await? {
-                RwReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), mode, fence, sent)),
-                RwReply::Busy { retry_us } => Attempt::Busy(Duration::from_micros(retry_us)),
-                other => return Err(unexpected(other)),
-            })
-        })
+        let granted = wait::until_granted(
+            &shared.store,
+            &shared.keys.channel,
+            &shared.owner,
+            timeout,
+            || async {
+                let sent = Instant::now();
+                Ok(match self.call(&id, mode, true).await? {
+                    RwReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), mode, fence, sent)),
+                    RwReply::Busy { retry_us } => Attempt::Busy(Duration::from_micros(retry_us)),
+                    other => return Err(unexpected(other)),
+                })
+            },
+        )
         .await;
         mark.settle(granted).await
     }

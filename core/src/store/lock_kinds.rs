@@ -10,7 +10,12 @@ use crate::key::{FairLockKeys, RwLockKeys};
 impl Store {
     /// One fair-lock operation. `now` (µs) replaces the store's clock, for tests that replay a timeline;
     /// `None` uses the store's clock (the server's, on Redis).
-    pub async fn fair_lock(&self, keys: &FairLockKeys, call: FairCall<'_>, now: Option<u64>) -> Result<FairReply> {
+    pub async fn fair_lock(
+        &self,
+        keys: &FairLockKeys,
+        call: FairCall<'_>,
+        now: Option<u64>,
+    ) -> Result<FairReply> {
         match self {
             Store::Memory(store) => Ok(store.locks().fair_lock(keys, call, now)),
             #[cfg(feature = "redis")]

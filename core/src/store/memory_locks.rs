@@ -207,7 +207,11 @@ impl MemoryLocks {
     pub(crate) fn fair_lock(&self, keys: &FairLockKeys, call: FairCall<'_>, now: Option<u64>) -> FairReply {
         self.maybe_sweep();
         let now = now.unwrap_or_else(process_now_us);
-        let (reply, wake) = fair::apply(self.fair.lock().entry(keys.holder.clone()).or_default(), now, call);
+        let (reply, wake) = fair::apply(
+            self.fair.lock().entry(keys.holder.clone()).or_default(),
+            now,
+            call,
+        );
         if let Some(id) = wake {
             self.wake(&keys.wake_channel(&id));
         }

@@ -11,15 +11,29 @@ use crate::key::{FairLockKeys, RwLockKeys};
 
 impl RedisStore {
     /// Runs one fair-lock operation at `now` (µs; the server clock when `None`).
-    pub async fn fair_lock(&self, keys: &FairLockKeys, call: FairCall<'_>, now: Option<u64>) -> Result<FairReply> {
-        let mut cmd = script_call(&FAIR_LOCK, &[&keys.holder, &keys.queue, &keys.places, &keys.fence]);
+    pub async fn fair_lock(
+        &self,
+        keys: &FairLockKeys,
+        call: FairCall<'_>,
+        now: Option<u64>,
+    ) -> Result<FairReply> {
+        let mut cmd = script_call(
+            &FAIR_LOCK,
+            &[&keys.holder, &keys.queue, &keys.places, &keys.fence],
+        );
         let (op, id, fence, ttl_us, waiter_ttl_us) = match call {
             FairCall::Acquire {
                 id,
                 ttl_us,
                 waiter_ttl_us,
                 queue,
-            } => (if queue { "acquire" } else { "try" }, id, 0, ttl_us, waiter_ttl_us),
+            } => (
+                if queue { "acquire" } else { "try" },
+                id,
+                0,
+                ttl_us,
+                waiter_ttl_us,
+            ),
             FairCall::Release { id, fence } => ("release", id, fence, 0, 0),
             FairCall::Extend { id, fence, ttl_us } => ("extend", id, fence, ttl_us, 0),
             FairCall::Withdraw { id } => ("withdraw", id, 0, 0, 0),
@@ -53,7 +67,10 @@ impl RedisStore {
 
     /// Runs one read-write-lock operation at `now` (µs; the server clock when `None`).
     pub async fn rw_lock(&self, keys: &RwLockKeys, call: RwCall<'_>, now: Option<u64>) -> Result<RwReply> {
-        let mut cmd = script_call(&RW_LOCK, &[&keys.readers, &keys.writer, &keys.waiting, &keys.fence]);
+        let mut cmd = script_call(
+            &RW_LOCK,
+            &[&keys.readers, &keys.writer, &keys.waiting, &keys.fence],
+        );
         let mode_code = |mode: RwMode| if mode == RwMode::Read { "r" } else { "w" };
         let flag = |on: bool| if on { "1" } else { "0" };
         let (op, id, mode, fence, ttl_us) = match call {

@@ -1,12 +1,13 @@
 //! ratelock on a real Redis Cluster (3 masters, 3 replicas, started by the harness): the shared vectors,
 //! keys spread over many slots without CROSSSLOT for any public operation, NOSCRIPT on nodes that lost
-//! their scripts, and lock exclusion with rising fencing tokens.
+//! their scripts (every lock kind included), and lock exclusion with rising fencing tokens.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use ratelock::{
-    DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Semaphore, Store, StoreOptions,
+    DistributedLock, FairLock, Limiter, LimiterOptions, LockOptions, ReadWriteLock, Rules, Semaphore, Store,
+    StoreOptions,
 };
 use ratelock_testkit::failover::HitStream;
 use ratelock_testkit::slot::key_slot;
@@ -50,6 +51,18 @@ async fn the_cluster_matches_the_vectors_and_never_meets_crossslot() {
         let permit = seats.acquire(Duration::from_secs(2)).await.unwrap();
         assert_eq!(seats.in_use().await.unwrap(), 1);
         permit.release().await.unwrap();
+        let fair = FairLock::new(&store, format!("fair:{n}"), LockOptions::default()).unwrap();
+        let held = fair.acquire(Duration::from_secs(2)).await.unwrap();
+        assert!(fair.try_acquire().await.unwrap().is_none());
+        assert!(held.extend(Duration::from_secs(5)).await.unwrap());
+        assert!(held.release().await.unwrap());
+        let rw = ReadWriteLock::new(&store, format!("rw:{n}"), LockOptions::default()).unwrap();
+        let reading = rw.acquire_read(Duration::from_secs(2)).await.unwrap();
+        assert!(rw.try_acquire_write().await.unwrap().is_none());
+        assert!(reading.release().await.unwrap());
+        let writing = rw.acquire_write(Duration::from_secs(2)).await.unwrap();
+        assert_eq!(rw.state().await.unwrap().writer_fence, writing.fencing_token());
+        assert!(writing.release().await.unwrap());
     }
 }
 
