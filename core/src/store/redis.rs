@@ -55,9 +55,10 @@ impl RedisStore {
                 "redis+cluster:// needs ratelock's `cluster` feature",
             ));
         }
-        let node_url = if cluster {
-            first_seed(url)
-                .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?
+        let (node_url, source) = if cluster {
+            let seed = first_seed(url)
+                .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?;
+            (seed, None)
         } else if sentinel {
             let (sentinels, master) = sentinel_parts(url);
             if sentinels.is_empty() || master.is_empty() {
@@ -66,17 +67,16 @@ impl RedisStore {
                     "expected redis+sentinel://host:port[,host:port...]/mastername",
                 ));
             }
-            // Pub/sub (lock waiters' wake-ups) uses the master the sentinels name at connect time;
-            // after a failover, waiters fall back to their lease-end timers.
-            format!(
-                "redis://{}",
-                sentinel_master_address(&sentinels, &master, options.timeout).await?
-            )
+            let address = sentinel_master_address(&sentinels, &master, options.timeout).await?;
+            (format!("redis://{address}"), sentinel_source(sentinels, master))
         } else {
-            url.to_owned()
+            (url.to_owned(), None)
         };
         let client = open_client(&node_url, options).map_err(|e| Error::invalid_argument("url", e))?;
-        let subscriber = Subscriber::new(client.clone(), options.timeout);
+        // Pub/sub (lock waiters' wake-ups): on a cluster, any node hears every PUBLISH; behind Sentinel,
+        // each reconnection goes to the master named then.
+        let source = source.unwrap_or_else(|| super::subscriber::Source::Fixed(client.clone()));
+        let subscriber = Subscriber::new(source, options.timeout);
         let connect = async {
             #[cfg(feature = "cluster")]
             if cluster {
@@ -290,7 +290,11 @@ impl RedisStore {
 
 /// The address of the master the sentinels name now (for the store's pub/sub connection).
 #[cfg(feature = "sentinel")]
-async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
+pub(super) async fn sentinel_master_address(
+    sentinels: &[String],
+    master: &str,
+    timeout: Duration,
+) -> Result<String> {
     let mut client = redis::sentinel::SentinelClient::build(
         sentinels.to_vec(),
         master,
@@ -306,11 +310,22 @@ async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Du
 }
 
 #[cfg(not(feature = "sentinel"))]
-async fn sentinel_master_address(_: &[String], _: &str, _: Duration) -> Result<String> {
+pub(super) async fn sentinel_master_address(_: &[String], _: &str, _: Duration) -> Result<String> {
     Err(Error::invalid_argument(
         "url",
         "redis+sentinel:// needs ratelock's `sentinel` feature",
     ))
+}
+
+/// The subscriber's source behind Sentinel: the master named at each reconnection.
+#[cfg(feature = "sentinel")]
+fn sentinel_source(sentinels: Vec<String>, master: String) -> Option<super::subscriber::Source> {
+    Some(super::subscriber::Source::Sentinel { sentinels, master })
+}
+
+#[cfg(not(feature = "sentinel"))]
+fn sentinel_source(_: Vec<String>, _: String) -> Option<super::subscriber::Source> {
+    None
 }
 
 /// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.

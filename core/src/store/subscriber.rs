@@ -3,6 +3,8 @@
 //! connection subscribes while a channel has waiters. If the connection drops, waiters are woken
 //! (they retry) and the next registration reconnects: a missed message only costs a capped wait.
 //! Registering is cancel-safe and bounded by the store's timeout; the reader task ends with the store.
+//! Behind Sentinel, every (re)connection asks the sentinels for the master first, so after a failover
+//! the waiters' wake-ups come from the promoted master.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,9 +16,32 @@ use parking_lot::Mutex;
 use redis::aio::PubSubSink;
 use tokio::sync::{watch, Notify};
 
+/// Where the subscriber connects: one fixed server, or whichever master the sentinels name now.
+pub(crate) enum Source {
+    Fixed(redis::Client),
+    #[cfg(feature = "sentinel")]
+    Sentinel { sentinels: Vec<String>, master: String },
+}
+
+impl Source {
+    #[cfg_attr(not(feature = "sentinel"), allow(unused_variables))]
+    async fn client(&self, timeout: Duration) -> Option<redis::Client> {
+        match self {
+            Source::Fixed(client) => Some(client.clone()),
+            #[cfg(feature = "sentinel")]
+            Source::Sentinel { sentinels, master } => {
+                let address = super::redis::sentinel_master_address(sentinels, master, timeout)
+                    .await
+                    .ok()?;
+                redis::Client::open(format!("redis://{address}")).ok()
+            }
+        }
+    }
+}
+
 /// The shared subscriber of one Redis store.
 pub(crate) struct Subscriber {
-    client: redis::Client,
+    source: Source,
     timeout: Duration,
     connection: tokio::sync::Mutex<Option<Connection>>,
     generations: AtomicU64,
@@ -47,10 +72,10 @@ pub(crate) struct Registration {
 }
 
 impl Subscriber {
-    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Arc<Self> {
+    pub(crate) fn new(source: Source, timeout: Duration) -> Arc<Self> {
         let (sender, receiver) = watch::channel(());
         Arc::new(Subscriber {
-            client,
+            source,
             timeout,
             connection: tokio::sync::Mutex::new(None),
             generations: AtomicU64::new(0),
@@ -99,7 +124,7 @@ impl Subscriber {
 
     /// Opens the connection, subscribes to every channel with waiters and starts the reader task.
     async fn connect(self: &Arc<Self>) -> Option<Connection> {
-        let pubsub = self.client.get_async_pubsub().await.ok()?;
+        let pubsub = self.source.client(self.timeout).await?.get_async_pubsub().await.ok()?;
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<Vec<u8>> = self.channels.lock().keys().cloned().collect();
         for channel in &wanted {

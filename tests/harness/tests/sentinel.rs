@@ -50,3 +50,48 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     stream.assert_recovered(promoted_at, "sentinel failover").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_waiters_are_woken_by_the_promoted_master() {
+    let mut setup = RedisSentinels::start();
+    let store = Store::connect(&setup.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock = |name: &str| DistributedLock::new(&store, name, LockOptions::default()).unwrap();
+    // One wait before the failover, so the subscriber's connection is open on the old master.
+    let before = lock("before").acquire(Duration::from_secs(5)).await.unwrap();
+    let waiting = tokio::spawn({
+        let other = lock("before");
+        async move { other.acquire(Duration::from_secs(5)).await.map(|g| drop(g)) }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    before.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+
+    let replica_port = setup.replica().port();
+    setup.master().stop();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while setup.named_master_port() != Some(replica_port) {
+        assert!(Instant::now() < deadline, "the sentinels did not promote the replica");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The holder's lease (30 s, renewed) outlasts the waiter's 5 s: only a wake-up can grant it in time.
+    let holder = loop {
+        match lock("after").try_acquire().await {
+            Ok(Some(guard)) => break guard,
+            _ => {
+                assert!(Instant::now() < deadline, "the promoted master never took a lock");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let waiter = tokio::spawn({
+        let other = lock("after");
+        async move { other.acquire(Duration::from_secs(5)).await.map(|_| Instant::now()) }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    holder.release().await.unwrap();
+    let granted = waiter.await.unwrap().expect("woken by the release on the promoted master");
+    assert!(granted - released < Duration::from_secs(2), "woken after {:?}", granted - released);
+}
