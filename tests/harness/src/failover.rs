@@ -1,11 +1,14 @@
-//! Streams of hits that run while a test fails a server over, and the check that they recovered:
-//! no failure later than 2 s after the promotion, plenty of successes after that, and no hang.
+//! Streams of hits and of lock grants that run while a test fails a server over, and the checks that
+//! they recovered: no failure later than 2 s after the promotion, plenty of successes after that, and no
+//! hang. Lock grants that overlapped (a failover can lose a lease that was not yet replicated) are
+//! counted and reported, and each must be exposed by its fencing token: the later grant's is higher.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ratelock::{Limiter, Rules};
+use ratelock::clock::now_us;
+use ratelock::{DistributedLock, Limiter, LockOptions, Rules, Store};
 use tokio::task::JoinHandle;
 
 /// How long after the promotion hits may still fail.
@@ -76,6 +79,97 @@ impl HitStream {
             outcomes.iter().filter(|(_, ok)| !ok).count(),
             outcomes.len(),
             last_failure.map(|last| last.saturating_duration_since(promoted_at))
+        );
+    }
+}
+
+/// One lock grant as the holder saw it: (lock name index, fencing token, µs entered, µs left).
+type Grant = (usize, u64, u64, u64);
+
+/// `tasks` tasks taking locks `grants:<n>` (`names` of them, each task its own handle) in turn until
+/// stopped, recording every grant and every failed attempt.
+pub struct GrantStream {
+    stop: Arc<AtomicBool>,
+    grants: Arc<Mutex<Vec<Grant>>>,
+    failures: Arc<Mutex<Vec<Instant>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl GrantStream {
+    pub fn start(store: &Store, tasks: usize, names: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (grants, failures) = (Arc::default(), Arc::default());
+        let options = LockOptions::default().with_ttl(Duration::from_secs(2));
+        let tasks = (0..tasks)
+            .map(|task| {
+                let name = task % names;
+                let lock = DistributedLock::new(store, format!("grants:{name}"), options.clone()).unwrap();
+                let (stop, grants, failures): (_, Arc<Mutex<Vec<Grant>>>, Arc<Mutex<Vec<Instant>>>) =
+                    (stop.clone(), Arc::clone(&grants), Arc::clone(&failures));
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(guard) = lock.acquire(Duration::from_millis(500)).await else {
+                            failures.lock().unwrap().push(Instant::now());
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            continue;
+                        };
+                        let entered = now_us();
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        let left = now_us();
+                        grants
+                            .lock()
+                            .unwrap()
+                            .push((name, guard.fencing_token(), entered, left));
+                        let _ = guard.release().await;
+                    }
+                })
+            })
+            .collect();
+        GrantStream {
+            stop,
+            grants,
+            failures,
+            tasks,
+        }
+    }
+
+    /// Stops the tasks (each must end within 5 s), checks the recovery from a promotion at `promoted_at`
+    /// and that every double grant is exposed by its fencing token; prints the counts under `label`.
+    pub async fn assert_recovered(self, promoted_at: Instant, label: &str) {
+        self.stop.store(true, Ordering::Relaxed);
+        for task in self.tasks {
+            tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .expect("a stream of lock grants hung")
+                .unwrap();
+        }
+        let settled = promoted_at + RESUME_WITHIN;
+        let failures = self.failures.lock().unwrap().clone();
+        let late = failures.iter().filter(|at| **at > settled).count();
+        assert_eq!(
+            late, 0,
+            "{label}: lock grants still failed more than {RESUME_WITHIN:?} after the promotion"
+        );
+        let mut grants = self.grants.lock().unwrap().clone();
+        grants.sort_by_key(|&(name, _, entered, _)| (name, entered));
+        let settled_us = now_us() - settled.elapsed().as_micros() as u64;
+        let after = grants.iter().filter(|g| g.2 > settled_us).count();
+        assert!(after > 20, "{label}: only {after} lock grants after the failover");
+        let mut double_grants = 0;
+        for (i, a) in grants.iter().enumerate() {
+            for b in grants[i + 1..].iter().take_while(|b| b.0 == a.0 && b.2 < a.3) {
+                double_grants += 1;
+                assert!(
+                    b.1 > a.1,
+                    "{label}: a double grant the fencing token does not expose: {a:?} then {b:?}"
+                );
+            }
+        }
+        println!(
+            "{label}: {} lock grants, {} failed attempts, {double_grants} double grants (each exposed by a \
+             higher fencing token)",
+            grants.len(),
+            failures.len()
         );
     }
 }

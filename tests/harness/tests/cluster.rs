@@ -9,7 +9,7 @@ use ratelock::{
     DistributedLock, FairLock, Limiter, LimiterOptions, LockOptions, ReadWriteLock, Rules, Semaphore, Store,
     StoreOptions,
 };
-use ratelock_testkit::failover::HitStream;
+use ratelock_testkit::failover::{GrantStream, HitStream};
 use ratelock_testkit::slot::key_slot;
 use ratelock_testkit::stores::take_turns;
 use ratelock_testkit::vectors::{assert_store_matches, Via};
@@ -110,6 +110,7 @@ async fn hits_resume_within_two_seconds_of_a_forced_failover() {
     options.store.timeout = Duration::from_millis(500);
     let limiter = Limiter::connect_with(&cluster.url(), options).await.unwrap();
     let stream = HitStream::start(&limiter, 4);
+    let grants = GrantStream::start(limiter.store(), 4, 2);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // A replica takes over its master's slots. FORCE still needs the masters' votes, which a loaded
@@ -134,4 +135,5 @@ async fn hits_resume_within_two_seconds_of_a_forced_failover() {
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
     stream.assert_recovered(promoted_at, "cluster failover").await;
+    grants.assert_recovered(promoted_at, "cluster failover").await;
 }

@@ -1,11 +1,12 @@
 //! ratelock through Redis Sentinel (1 master, 1 replica, 3 sentinels, started by the harness): limits
 //! and locks on the master the sentinels name, and hits that resume within 2 s of the replica's
-//! promotion after the master is stopped in the middle of a stream of hits.
+//! promotion after the master is stopped in the middle of a stream of hits and lock grants (double
+//! grants counted, each exposed by its fencing token), and lock waiters woken by the promoted master.
 
 use std::time::{Duration, Instant};
 
 use ratelock::{DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Store, StoreOptions};
-use ratelock_testkit::failover::HitStream;
+use ratelock_testkit::failover::{GrantStream, HitStream};
 use ratelock_testkit::RedisSentinels;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,6 +33,7 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
     options.store.timeout = Duration::from_millis(300);
     let limiter = Limiter::connect_with(&setup.url(), options).await.unwrap();
     let stream = HitStream::start(&limiter, 1);
+    let grants = GrantStream::start(limiter.store(), 4, 2);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let replica_port = setup.replica().port();
@@ -49,6 +51,7 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
     stream.assert_recovered(promoted_at, "sentinel failover").await;
+    grants.assert_recovered(promoted_at, "sentinel failover").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +75,10 @@ async fn lock_waiters_are_woken_by_the_promoted_master() {
     setup.master().stop();
     let deadline = Instant::now() + Duration::from_secs(30);
     while setup.named_master_port() != Some(replica_port) {
-        assert!(Instant::now() < deadline, "the sentinels did not promote the replica");
+        assert!(
+            Instant::now() < deadline,
+            "the sentinels did not promote the replica"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The holder's lease (30 s, renewed) outlasts the waiter's 5 s: only a wake-up can grant it in time.
@@ -87,11 +93,23 @@ async fn lock_waiters_are_woken_by_the_promoted_master() {
     };
     let waiter = tokio::spawn({
         let other = lock("after");
-        async move { other.acquire(Duration::from_secs(5)).await.map(|_| Instant::now()) }
+        async move {
+            other
+                .acquire(Duration::from_secs(5))
+                .await
+                .map(|_| Instant::now())
+        }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     let released = Instant::now();
     holder.release().await.unwrap();
-    let granted = waiter.await.unwrap().expect("woken by the release on the promoted master");
-    assert!(granted - released < Duration::from_secs(2), "woken after {:?}", granted - released);
+    let granted = waiter
+        .await
+        .unwrap()
+        .expect("woken by the release on the promoted master");
+    assert!(
+        granted - released < Duration::from_secs(2),
+        "woken after {:?}",
+        granted - released
+    );
 }
