@@ -98,14 +98,14 @@ pub struct GrantStream {
 impl GrantStream {
     pub fn start(store: &Store, tasks: usize, names: usize) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
-        let (grants, failures) = (Arc::default(), Arc::default());
+        let grants: Arc<Mutex<Vec<Grant>>> = Arc::default();
+        let failures: Arc<Mutex<Vec<Instant>>> = Arc::default();
         let options = LockOptions::default().with_ttl(Duration::from_secs(2));
         let tasks = (0..tasks)
             .map(|task| {
                 let name = task % names;
                 let lock = DistributedLock::new(store, format!("grants:{name}"), options.clone()).unwrap();
-                let (stop, grants, failures): (_, Arc<Mutex<Vec<Grant>>>, Arc<Mutex<Vec<Instant>>>) =
-                    (stop.clone(), Arc::clone(&grants), Arc::clone(&failures));
+                let (stop, grants, failures) = (stop.clone(), grants.clone(), failures.clone());
                 tokio::spawn(async move {
                     while !stop.load(Ordering::Relaxed) {
                         let Ok(guard) = lock.acquire(Duration::from_millis(500)).await else {
