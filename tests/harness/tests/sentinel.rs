@@ -65,7 +65,7 @@ async fn lock_waiters_are_woken_by_the_promoted_master() {
     let before = lock("before").acquire(Duration::from_secs(5)).await.unwrap();
     let waiting = tokio::spawn({
         let other = lock("before");
-        async move { other.acquire(Duration::from_secs(5)).await.map(|g| drop(g)) }
+        async move { other.acquire(Duration::from_secs(5)).await.map(drop) }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     before.release().await.unwrap();
