@@ -54,13 +54,7 @@ impl HitStream {
     /// Stops the tasks (each must end within 5 s) and checks the recovery from a promotion at
     /// `promoted_at`; prints what happened under `label`.
     pub async fn assert_recovered(self, promoted_at: Instant, label: &str) {
-        self.stop.store(true, Ordering::Relaxed);
-        for task in self.tasks {
-            tokio::time::timeout(Duration::from_secs(5), task)
-                .await
-                .expect("a stream of hits hung")
-                .unwrap();
-        }
+        stop_all(&self.stop, self.tasks, "hits").await;
         let outcomes = self.outcomes.lock().unwrap().clone();
         let settled = promoted_at + RESUME_WITHIN;
         let late = outcomes.iter().filter(|(at, ok)| !ok && *at > settled).count();
@@ -80,6 +74,17 @@ impl HitStream {
             outcomes.len(),
             last_failure.map(|last| last.saturating_duration_since(promoted_at))
         );
+    }
+}
+
+/// Tells a stream's tasks to stop and waits for them; each must end within 5 s.
+async fn stop_all(stop: &AtomicBool, tasks: Vec<JoinHandle<()>>, what: &str) {
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap_or_else(|_| panic!("a stream of {what} hung"))
+            .unwrap();
     }
 }
 
@@ -136,13 +141,7 @@ impl GrantStream {
     /// Stops the tasks (each must end within 5 s), checks the recovery from a promotion at `promoted_at`
     /// and that every double grant is exposed by its fencing token; prints the counts under `label`.
     pub async fn assert_recovered(self, promoted_at: Instant, label: &str) {
-        self.stop.store(true, Ordering::Relaxed);
-        for task in self.tasks {
-            tokio::time::timeout(Duration::from_secs(5), task)
-                .await
-                .expect("a stream of lock grants hung")
-                .unwrap();
-        }
+        stop_all(&self.stop, self.tasks, "lock grants").await;
         let settled = promoted_at + RESUME_WITHIN;
         let failures = self.failures.lock().unwrap().clone();
         let late = failures.iter().filter(|at| **at > settled).count();
