@@ -15,6 +15,15 @@ pub(crate) fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 /// A key as a bytes object to borrow from for the length of a call: `bytes` as given (no copy), a `str`
 /// as its UTF-8 encoding.
 pub(crate) fn key_bytes<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    named_bytes("key", value)
+}
+
+/// A lock name: `str` (UTF-8) or `bytes`; an error names the `name` argument.
+pub(crate) fn name(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    Ok(named_bytes("name", value)?.as_bytes().to_vec())
+}
+
+fn named_bytes<'py>(argument: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(text) = value.cast::<PyString>() {
         return text.encode_utf8();
     }
@@ -22,7 +31,7 @@ pub(crate) fn key_bytes<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, P
         return Ok(bytes.clone());
     }
     Err(InvalidArgument::new_err(format!(
-        "invalid argument `key`: expected str or bytes, got {}",
+        "invalid argument `{argument}`: expected str or bytes, got {}",
         value.get_type().name()?
     )))
 }
@@ -93,4 +102,57 @@ pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
             "invalid argument `{name}`: expected a positive, finite number of seconds, got {value}"
         )))
     }
+}
+
+/// A duration in seconds given as any Python object: an int or float (not a bool), finite and > 0.
+/// Any other type is an `InvalidArgument` naming the argument, like a bad value.
+pub(crate) fn seconds_of(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    match value.extract::<f64>() {
+        Ok(seconds) if !value.is_instance_of::<PyBool>() => self::seconds(name, seconds),
+        _ => Err(InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected a positive, finite number of seconds, got {}",
+            described(value)
+        ))),
+    }
+}
+
+/// How long to wait, given as any Python object: `None` for no limit, else seconds as for `seconds_of`.
+pub(crate) fn wait_of(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Duration> {
+    match timeout.filter(|value| !value.is_none()) {
+        Some(value) => seconds_of("timeout", value),
+        None => Ok(Duration::MAX),
+    }
+}
+
+/// A yes/no option: a `bool` and nothing else.
+pub(crate) fn flag(name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    value.cast::<PyBool>().map(|flag| flag.is_true()).map_err(|_| {
+        InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected True or False, got {}",
+            described(value)
+        ))
+    })
+}
+
+/// A text option: a `str` and nothing else.
+pub(crate) fn text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    match value.cast::<PyString>() {
+        Ok(text) => Ok(text.to_cow()?.into_owned()),
+        Err(_) => Err(InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected str, got {}",
+            described(value)
+        ))),
+    }
+}
+
+/// A value for an error message: its repr and type, e.g. `'10' (str)`.
+fn described(value: &Bound<'_, PyAny>) -> String {
+    let repr = value
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |repr| repr.to_string());
+    let kind = value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string());
+    format!("{repr} ({kind})")
 }

@@ -4,9 +4,14 @@
 mod completions;
 mod convert;
 mod errors;
+mod fair_lock;
+mod lease_guard;
 mod limiter;
 mod lock;
+mod lock_options;
+mod lock_states;
 mod runtime;
+mod rwlock;
 mod semaphore;
 mod stores;
 
@@ -24,6 +29,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<lock::PyLockGuard>()?;
     module.add_class::<semaphore::PySemaphoreHandle>()?;
     module.add_class::<semaphore::PyPermitGuard>()?;
+    module.add_class::<fair_lock::PyFairLockHandle>()?;
+    module.add_class::<rwlock::PyReadWriteLockHandle>()?;
+    module.add_class::<lease_guard::PyLeaseGuard>()?;
+    module.add_class::<lock_states::PyFairLockState>()?;
+    module.add_class::<lock_states::PyRwLockState>()?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

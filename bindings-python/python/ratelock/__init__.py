@@ -19,18 +19,23 @@ from ratelock._native import (
     Client,
     CostExceedsCapacity,
     Decision,
+    FairLockState,
     InvalidArgument,
     InvalidRule,
     LockLost,
     LockNotOwned,
     RatelockError,
+    RwLockState,
     StoreTimeout,
     StoreUnavailable,
     WaitTimeout,
     __version__,
 )
 from ratelock.limiter import Limiter, RateLimited
+from ratelock.fair_lock import FairLock
+from ratelock.hold import Hold
 from ratelock.lock import DistributedLock
+from ratelock.rwlock import ReadWriteLock
 from ratelock.semaphore import ConcurrencyLimiter, Semaphore
 
 __all__ = [
@@ -39,6 +44,9 @@ __all__ = [
     "CostExceedsCapacity",
     "Decision",
     "DistributedLock",
+    "FairLock",
+    "FairLockState",
+    "Hold",
     "InvalidArgument",
     "InvalidRule",
     "Limiter",
@@ -46,6 +54,8 @@ __all__ = [
     "LockNotOwned",
     "RateLimited",
     "RatelockError",
+    "ReadWriteLock",
+    "RwLockState",
     "Semaphore",
     "StoreTimeout",
     "StoreUnavailable",

@@ -1,4 +1,4 @@
-"""``ratelock.asyncio``: the limiter and the lock for asyncio code. Every call is an awaitable that runs on ratelock's
+"""``ratelock.asyncio``: the limiter and the locks for asyncio code. Every call is an awaitable that runs on ratelock's
 tokio runtime and never blocks the event loop — connecting included (done on first use).
 
     >>> import asyncio, ratelock.asyncio
@@ -11,12 +11,14 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 
 import asyncio
 import weakref
-from typing import Any, Generic, List, Literal, Optional, TypeVar, Union
+from typing import Literal, Optional, Union
 
 from ratelock import _native
-from ratelock._native import Client, Decision, LockLost, LockNotOwned
-
-G = TypeVar("G")
+from ratelock._async_fair_lock import FairLock
+from ratelock._async_hold import Hold
+from ratelock._async_holding import AsyncHolding
+from ratelock._async_rwlock import ReadWriteLock
+from ratelock._native import Client, Decision
 
 _COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Completions]" = (
     weakref.WeakKeyDictionary()
@@ -96,64 +98,7 @@ class Limiter:
         await limiter.reset_async(_completions(), key, rules)
 
 
-class _AsyncHolding(Generic[G]):
-    """What the asyncio lock classes share: a native handle opened on first use without blocking the
-    loop, a stack of this instance's holds, ``async with``, and the exceptions at release."""
-
-    _what = "lock"
-
-    def __init__(self) -> None:
-        self._handle: Any = None
-        self._connecting: Optional[asyncio.Lock] = None
-        self._guards: List[G] = []
-
-    async def _open(self) -> Any:
-        """Connects the native handle (``connect_async``)."""
-        raise NotImplementedError
-
-    async def _give_back(self, guard: G) -> Optional[str]:
-        """Releases `guard`; returns what went wrong, or ``None``."""
-        raise NotImplementedError
-
-    async def _connected(self) -> Any:
-        if self._handle is None:
-            if self._connecting is None:
-                self._connecting = asyncio.Lock()
-            async with self._connecting:
-                if self._handle is None:
-                    self._handle = await self._open()
-        return self._handle
-
-    async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
-        """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
-        handle = await self._connected()
-        if blocking:
-            guard = await handle.acquire_async(timeout)
-        else:
-            guard = await handle.try_acquire_async()
-            if guard is None:
-                return False
-        self._guards.append(guard)
-        return True
-
-    async def release(self) -> None:
-        """Gives back the latest hold; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
-        if not self._guards:
-            raise LockNotOwned(f"release of a {self._what} this instance does not hold")
-        problem = await self._give_back(self._guards.pop())
-        if problem is not None:
-            raise LockLost(f"the {self._what} was lost before release ({problem})")
-
-    @property
-    def lost(self) -> bool:
-        """True once the latest hold is known lost."""
-        return bool(self._guards) and bool(self._guards[-1].is_lost())  # type: ignore[attr-defined]
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.release()
-
-
-class DistributedLock(_AsyncHolding[_native.LockGuard]):
+class DistributedLock(AsyncHolding[_native.LockGuard]):
     """``ratelock.DistributedLock`` for asyncio: ``async with lock:`` waits without blocking the event
     loop, keeps the lease renewed, and raises ``LockLost`` on exit if the lock was lost meanwhile.
 
@@ -204,7 +149,7 @@ class DistributedLock(_AsyncHolding[_native.LockGuard]):
         return self
 
 
-class Semaphore(_AsyncHolding[_native.PermitGuard]):
+class Semaphore(AsyncHolding[_native.PermitGuard]):
     """``ratelock.Semaphore`` for asyncio: ``async with sem:`` waits for one of ``permits`` permits
     without blocking the event loop, and raises ``LockLost`` on exit if the permit was lost meanwhile."""
 
@@ -244,4 +189,14 @@ class Semaphore(_AsyncHolding[_native.PermitGuard]):
         return self
 
 
-__all__ = ["Client", "Decision", "DistributedLock", "Limiter", "Semaphore", "connect"]
+__all__ = [
+    "Client",
+    "Decision",
+    "DistributedLock",
+    "FairLock",
+    "Hold",
+    "Limiter",
+    "ReadWriteLock",
+    "Semaphore",
+    "connect",
+]

@@ -1,0 +1,76 @@
+"""``ratelock.ReadWriteLock``: many readers or one writer across every process, each acquire returning
+its own ``ratelock.Hold``. The work is done by the Rust core."""
+
+from typing import Optional, Union
+
+from ratelock import _native
+from ratelock._native import Client, RwLockState
+from ratelock.hold import Hold
+
+
+class ReadWriteLock:
+    """Readers share the lock; a writer excludes readers and other writers. Every hold is its own lease
+    with its own fencing token (readers and writers draw from one rising counter).
+
+    With ``prefer_writers`` (the default) a writer waiting in ``acquire_write`` holds back new readers,
+    so a steady stream of readers cannot starve it; its mark lapses after ``waiter_ttl`` seconds if the
+    waiting process dies.
+
+        >>> import ratelock
+        >>> config = ratelock.ReadWriteLock("config:doc", ttl=10)
+        >>> with config.acquire_read(timeout=5) as first, config.acquire_read(timeout=5) as second:
+        ...     config.state().readers, config.try_acquire_write() is None
+        (2, True)
+        >>> with config.acquire_write(timeout=5) as hold:
+        ...     hold.fencing_token > second.fencing_token
+        True
+    """
+
+    def __init__(
+        self,
+        name: Union[str, bytes],
+        url: Union[str, Client, None] = None,
+        *,
+        ttl: float = 30.0,
+        waiter_ttl: float = 5.0,
+        prefer_writers: bool = True,
+        auto_renew: bool = True,
+        prefix: str = "rl",
+        timeout: float = 1.0,
+    ) -> None:
+        self._handle = _native.ReadWriteLockHandle(
+            name,
+            url,
+            ttl=ttl,
+            waiter_ttl=waiter_ttl,
+            prefer_writers=prefer_writers,
+            auto_renew=auto_renew,
+            prefix=prefix,
+            timeout=timeout,
+        )
+        self._ttl = ttl
+
+    def acquire_read(self, timeout: Optional[float] = None) -> Hold:
+        """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
+        return Hold(self._handle.acquire_read(timeout), self._ttl, "read hold")
+
+    def try_acquire_read(self) -> Optional[Hold]:
+        """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
+        guard = self._handle.try_acquire_read()
+        return None if guard is None else Hold(guard, self._ttl, "read hold")
+
+    def acquire_write(self, timeout: Optional[float] = None) -> Hold:
+        """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
+        With writer preference, new readers are held back while it waits."""
+        return Hold(self._handle.acquire_write(timeout), self._ttl, "write hold")
+
+    def try_acquire_write(self) -> Optional[Hold]:
+        """The write hold if nobody holds the lock; else ``None`` (never holds readers back)."""
+        guard = self._handle.try_acquire_write()
+        return None if guard is None else Hold(guard, self._ttl, "write hold")
+
+    def state(self) -> RwLockState:
+        """The lock as it stands: ``readers``, ``writer``, ``writer_fence``, ``writer_remaining``
+        (seconds), ``waiting_writers`` and ``last_fence``."""
+        state: RwLockState = self._handle.state()
+        return state
