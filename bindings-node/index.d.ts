@@ -134,6 +134,99 @@ export declare class Semaphore {
   using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
 }
 
+export interface FairLockOptions {
+  /** `redis://...`; none: the embedded memory store (locks within this process). */
+  url?: string
+  /** Each hold's lease length (default 30000). */
+  ttlMs?: number
+  /** How long a waiter's place lasts unless renewed, i.e. how long a dead waiter can hold up the queue (default 5000). */
+  waiterTtlMs?: number
+  /** Renew each hold's lease while held (default true). */
+  autoRenew?: boolean
+  prefix?: string
+  /** Each store call's timeout (default 1000). */
+  timeoutMs?: number
+}
+
+export interface ReadWriteLockOptions extends FairLockOptions {
+  /** A waiting writer holds back new readers, so writers are not starved (default true). */
+  preferWriters?: boolean
+}
+
+/** One hold of a `FairLock`, or a read or write hold of a `ReadWriteLock`. */
+export declare class LeaseHold {
+  private constructor()
+  /** Higher than every earlier grant of the same lock; send it with every write to the protected resource. */
+  readonly fencingToken: number
+  /** True once the hold is known lost. */
+  readonly lost: boolean
+  /** Aborts with a `LockLostError` as soon as the hold is known lost. */
+  readonly signal: AbortSignal
+  /** Moves the lease end (default: the ttl); `LockLostError` if the hold is gone. */
+  extend(options?: { ttlMs?: number }): Promise<void>
+  /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */
+  release(): Promise<void>
+}
+
+/** A fair lock as it stands. */
+export interface FairLockState {
+  held: boolean
+  /** Milliseconds the holder's lease still runs (0 when free). */
+  remainingMs: number
+  /** The holder's fencing token (0 when free). */
+  holderFence: number
+  /** The last fencing token minted. */
+  lastFence: number
+  /** Waiters in the queue. */
+  waiting: number
+}
+
+/** A lock handed out first come, first served across every process on the same store and name. */
+export declare class FairLock {
+  constructor(name: string | Buffer, options?: FairLockOptions)
+  /** Takes the lock if it is free and nobody is waiting (never queues). */
+  tryAcquire(): Promise<LeaseHold | null>
+  /** Queues and waits for its turn; `WaitTimeoutError` (leaving the queue) after `timeoutMs`. */
+  acquire(options?: AcquireOptions): Promise<LeaseHold>
+  state(): Promise<FairLockState>
+  isLocked(): Promise<boolean>
+  /**
+   * Acquires, runs `work`, releases (also after a throw). `signal` aborts with a `LockLostError` as soon
+   * as the hold is known lost. Resolves to what `work` resolves to.
+   */
+  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+}
+
+/** A read-write lock as it stands. */
+export interface RwLockState {
+  /** Live read holds. */
+  readers: number
+  /** A writer holds the lock. */
+  writer: boolean
+  /** The writer's fencing token (0 when none). */
+  writerFence: number
+  /** Milliseconds the writer's lease still runs (0 when none). */
+  writerRemainingMs: number
+  /** Writers waiting (writer preference). */
+  waitingWriters: number
+  /** The last fencing token minted. */
+  lastFence: number
+}
+
+/** Many readers or one writer across every process on the same store and name. */
+export declare class ReadWriteLock {
+  constructor(name: string | Buffer, options?: ReadWriteLockOptions)
+  /** A read hold if no writer holds (or, with writer preference, waits for) the lock. */
+  tryAcquireRead(): Promise<LeaseHold | null>
+  acquireRead(options?: AcquireOptions): Promise<LeaseHold>
+  /** The write hold if nobody holds the lock (never marks itself waiting). */
+  tryAcquireWrite(): Promise<LeaseHold | null>
+  acquireWrite(options?: AcquireOptions): Promise<LeaseHold>
+  state(): Promise<RwLockState>
+  usingRead<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  usingWrite<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+}
+
 /** Base of every ratelock error; `code` is stable (`ERR_RATELOCK_...`). */
 export declare class RatelockError extends Error {
   static readonly code: string

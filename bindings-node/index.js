@@ -5,6 +5,9 @@
 const errors = require('./lib/errors')
 const { Limiter } = require('./lib/limiter')
 const { DistributedLock } = require('./lib/lock')
+const { FairLock } = require('./lib/fair-lock')
+const { LeaseHold } = require('./lib/lease-hold')
+const { ReadWriteLock } = require('./lib/read-write-lock')
 const { Semaphore, Permit } = require('./lib/semaphore')
 
 module.exports = {
@@ -12,6 +15,9 @@ module.exports = {
   DistributedLock,
   Semaphore,
   Permit,
+  FairLock,
+  ReadWriteLock,
+  LeaseHold,
   RatelockError: errors.RatelockError,
   InvalidRuleError: errors.InvalidRuleError,
   InvalidArgumentError: errors.InvalidArgumentError,

@@ -8,9 +8,12 @@
 mod completions;
 mod convert;
 mod errors;
+mod fair_lock;
+mod lease_hold;
 mod limiter;
 mod lock;
 mod runtime;
+mod rwlock;
 mod semaphore;
 mod stores;
 

@@ -2,7 +2,20 @@
 // the API the way a TypeScript user writes against it.
 
 import express from 'express'
-import { DistributedLock, Limiter, LockLostError, RatelockError, Semaphore, type Decision } from 'ratelock'
+import {
+  DistributedLock,
+  FairLock,
+  Limiter,
+  LockLostError,
+  RatelockError,
+  ReadWriteLock,
+  Semaphore,
+  WaitTimeoutError,
+  type Decision,
+  type FairLockState,
+  type LeaseHold,
+  type RwLockState,
+} from 'ratelock'
 import { rateLimit } from 'ratelock/express'
 
 async function main(): Promise<void> {
@@ -21,6 +34,29 @@ async function main(): Promise<void> {
   const seats = new Semaphore('exports', 3)
   const permit = await seats.acquire({ timeoutMs: 1000 })
   await permit.release()
+
+  const payouts = new FairLock('payouts', { url: process.env.REDIS_URL, ttlMs: 5000, waiterTtlMs: 2000 })
+  const turn: LeaseHold = await payouts.acquire({ timeoutMs: 1000 })
+  const fence: number = turn.fencingToken
+  if (!turn.lost && !turn.signal.aborted) await turn.extend({ ttlMs: 10_000 })
+  await turn.release()
+  const queued: FairLockState = await payouts.state()
+  console.log(fence, queued.waiting, queued.held ? queued.remainingMs : 0)
+  const maybe: LeaseHold | null = await payouts.tryAcquire()
+  await maybe?.release()
+  const paid: string = await payouts.using(async (signal) => (signal.aborted ? 'lost' : 'paid'), { timeoutMs: 500 })
+
+  const config = new ReadWriteLock('config', { preferWriters: false, autoRenew: true })
+  const reader: LeaseHold = await config.acquireRead({ timeoutMs: 100 })
+  const writer: LeaseHold | null = await config.tryAcquireWrite()
+  await Promise.all([reader.release(), writer?.release()])
+  const rw: RwLockState = await config.state()
+  const seen: number = await config.usingRead(() => rw.readers + rw.waitingWriters)
+  try {
+    await config.usingWrite(async (signal: AbortSignal) => signal.throwIfAborted(), { timeoutMs: 50 })
+  } catch (error) {
+    if (error instanceof WaitTimeoutError) console.log(error.code, paid, seen, rw.writerRemainingMs)
+  }
 
   const app = express()
   app.use(

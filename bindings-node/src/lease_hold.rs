@@ -1,0 +1,118 @@
+//! One hold of a `FairLock` or of a `ReadWriteLock` (either side) for Node: the core's `LeaseGuard`
+//! behind `LeaseHold` in `lib/lease-hold.js`, and the lease options both lock kinds are made with.
+
+use std::sync::Mutex;
+
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi_derive::napi;
+use tokio::sync::watch;
+
+use crate::convert;
+use crate::errors::to_js;
+use crate::lock::lost_or_released;
+use crate::runtime::guarded;
+
+/// One hold of a fair lock or of a read-write lock.
+#[napi]
+pub struct NativeLeaseHold {
+    guard: Mutex<Option<ratelock::LeaseGuard>>,
+    lost: ratelock::LostSignal,
+    released: watch::Sender<bool>,
+    fencing_token: u64,
+}
+
+impl NativeLeaseHold {
+    pub(crate) fn new(guard: ratelock::LeaseGuard) -> Self {
+        NativeLeaseHold {
+            lost: guard.lost_signal(),
+            released: watch::channel(false).0,
+            fencing_token: guard.fencing_token(),
+            guard: Mutex::new(Some(guard)),
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<ratelock::LeaseGuard>> {
+        self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[napi]
+impl NativeLeaseHold {
+    /// The fencing token of this hold.
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> f64 {
+        self.fencing_token as f64
+    }
+
+    /// True once the hold is known lost.
+    #[napi]
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+
+    /// Resolves `true` when the hold is lost, `false` when it is given back first.
+    #[napi]
+    pub async fn wait_lost(&self) -> bool {
+        lost_or_released(self.lost.clone(), self.released.subscribe()).await
+    }
+
+    /// Calls `callback()` once if the hold is lost before it is given back. Unlike `waitLost`, the watch
+    /// does not keep the process alive.
+    #[napi]
+    pub fn on_lost(&self, callback: Function<(), ()>) -> napi::Result<()> {
+        let notify = callback
+            .build_threadsafe_function::<()>()
+            .weak::<true>()
+            .build()?;
+        let watch = lost_or_released(self.lost.clone(), self.released.subscribe());
+        napi::bindgen_prelude::spawn(async move {
+            if watch.await {
+                notify.call((), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+        });
+        Ok(())
+    }
+
+    /// Moves the end of this hold's lease to `ttlMs` from now; `false` if the hold is gone.
+    #[napi]
+    pub async fn extend(&self, ttl_ms: f64) -> napi::Result<bool> {
+        let ttl = convert::millis("ttlMs", ttl_ms)?;
+        let Some(guard) = self.slot().take() else {
+            return Ok(false);
+        };
+        let held = guarded(async { Ok(guard.extend(ttl).await) }).await;
+        *self.slot() = Some(guard);
+        held?.map_err(to_js)
+    }
+
+    /// Gives the hold back; `false` if it had been lost (or given back) before.
+    #[napi]
+    pub async fn release(&self) -> napi::Result<bool> {
+        let guard = self.slot().take();
+        let _ = self.released.send(true);
+        match guard {
+            Some(guard) => guarded(async move { guard.release().await.map_err(to_js) }).await,
+            None => Ok(false),
+        }
+    }
+}
+
+/// The core's lock options from the fields a fair or read-write lock is made with.
+pub(crate) fn lease_options(
+    ttl_ms: Option<f64>,
+    waiter_ttl_ms: Option<f64>,
+    auto_renew: Option<bool>,
+    prefix: Option<&str>,
+) -> napi::Result<ratelock::LockOptions> {
+    let mut settings = ratelock::LockOptions::default()
+        .with_ttl(convert::millis("ttlMs", ttl_ms.unwrap_or(30_000.0))?)
+        .with_auto_renew(auto_renew.unwrap_or(true));
+    if let Some(waiter_ttl_ms) = waiter_ttl_ms {
+        settings = settings.with_waiter_ttl(convert::millis("waiterTtlMs", waiter_ttl_ms)?);
+    }
+    if let Some(prefix) = prefix {
+        settings = settings.with_prefix(prefix);
+    }
+    Ok(settings)
+}
