@@ -20,7 +20,10 @@ use tokio::sync::{watch, Notify};
 pub(crate) enum Source {
     Fixed(redis::Client),
     #[cfg(feature = "sentinel")]
-    Sentinel { sentinels: Vec<String>, master: String },
+    Sentinel {
+        sentinels: Vec<String>,
+        master: String,
+    },
 }
 
 impl Source {
@@ -124,7 +127,13 @@ impl Subscriber {
 
     /// Opens the connection, subscribes to every channel with waiters and starts the reader task.
     async fn connect(self: &Arc<Self>) -> Option<Connection> {
-        let pubsub = self.source.client(self.timeout).await?.get_async_pubsub().await.ok()?;
+        let pubsub = self
+            .source
+            .client(self.timeout)
+            .await?
+            .get_async_pubsub()
+            .await
+            .ok()?;
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<Vec<u8>> = self.channels.lock().keys().cloned().collect();
         for channel in &wanted {
