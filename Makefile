@@ -56,7 +56,7 @@ python-sdist-check: python-env
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check maturin
 	$(VENV)/bin/maturin sdist --out $(SDIST_DIR) > /dev/null
 	tar -tzf $(SDIST_DIR)/ratelock-*.tar.gz | grep -q '/core/lua/limit.lua$$'
-	CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),$(CURDIR)/target) $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
+	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-check $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
 	$(PYTHON) -m venv $(SDIST_DIR)/venv
 	$(SDIST_DIR)/venv/bin/pip install --quiet --disable-pip-version-check $(SDIST_DIR)/ratelock-*.whl
 	cd $(SDIST_DIR) && venv/bin/python -c "import ratelock; assert ratelock.Limiter().hit('k', '1/second').allowed; print('wheel from sdist works')"
@@ -89,14 +89,16 @@ node-test: node-env python-env
 	cd tests/node && node_modules/.bin/tsc -p tsconfig.check-js.json
 	node --test --test-concurrency=1 tests/node/ tests/cross_language/
 
-# `npm pack` must give a tarball that builds from source on its own and works.
+# `npm pack` must give a tarball that builds from source on its own and works. Its copy of the core
+# builds in a target directory of its own: sharing one with the repository's core lets either copy's
+# artifacts pass for the other's (same crate name and version), and a stale core gets linked.
 PACK_DIR := $(TARGET_DIR)/npm-pack-check
 node-pack-check: node-env
 	rm -rf $(PACK_DIR) && mkdir -p $(PACK_DIR)/app
 	cd bindings-node && $(NPM) pack --pack-destination $(PACK_DIR) > /dev/null
 	tar -tzf $(PACK_DIR)/ratelock-*.tgz | grep -q 'package/rust/core/lua/limit.lua$$'
 	cd $(PACK_DIR)/app && echo '{"private": true}' > package.json && \
-	  RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) $(NPM) install --foreground-scripts ../ratelock-*.tgz > build.log 2>&1 || \
+	  RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR)/pack-check $(NPM) install --foreground-scripts ../ratelock-*.tgz > build.log 2>&1 || \
 	  { tail -30 build.log; exit 1; }
 	cd $(PACK_DIR)/app && node -e "require('ratelock').Limiter && new (require('ratelock').Limiter)().hit('k', '1/second').then((d) => { if (!d.allowed) process.exit(1); console.log('npm tarball builds and works') })"
 
