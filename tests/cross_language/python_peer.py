@@ -10,6 +10,8 @@ import ratelock
 URL = sys.argv[1]
 limiter = ratelock.Limiter(URL)
 locks: Dict[str, ratelock.DistributedLock] = {}
+fair_locks: Dict[str, ratelock.FairLock] = {}
+reads: Dict[str, ratelock.Hold] = {}
 
 
 def run(command: Dict[str, Any]) -> Dict[str, Any]:
@@ -17,7 +19,22 @@ def run(command: Dict[str, Any]) -> Dict[str, Any]:
     if op == "hit":
         decision = limiter.hit(command["key"], command["rules"])
         return {"allowed": decision.allowed, "remaining": decision.remaining, "rule": decision.rule}
-    lock = locks.setdefault(command["name"], ratelock.DistributedLock(command["name"], URL, ttl=10))
+    name = command["name"]
+    if op == "fair_acquire":
+        fair = fair_locks.setdefault(name, ratelock.FairLock(name, URL, ttl=10))
+        return {"acquired": fair.acquire(timeout=10), "token": fair.fencing_token}
+    if op == "fair_release":
+        fair_locks[name].release()
+        return {"released": True}
+    if op == "try_read":
+        hold = ratelock.ReadWriteLock(name, URL, ttl=10).try_acquire_read()
+        if hold is not None:
+            reads[name] = hold
+        return {"acquired": hold is not None, "token": hold.fencing_token if hold else None}
+    if op == "release_read":
+        reads.pop(name).release()
+        return {"released": True}
+    lock = locks.setdefault(name, ratelock.DistributedLock(name, URL, ttl=10))
     if op == "acquire":
         return {"acquired": lock.acquire(blocking=False), "token": lock.fencing_token}
     if op == "release":

@@ -1,6 +1,7 @@
 'use strict'
 // Python and Node on one Redis: the same key and rule give one shared limit, the same lock name one
-// holder, and fencing tokens keep rising across the two languages. The Python side is
+// holder, and fencing tokens keep rising across the two languages; a fair lock has one queue for both,
+// and a read-write lock one set of readers and writers. The Python side is
 // tests/cross_language/python_peer.py, run with the package installed in .venv (make python-env).
 
 const assert = require('node:assert/strict')
@@ -79,3 +80,48 @@ test('one lock name: one holder across languages, tokens rising from one to the 
   assert.ok(again.acquired && again.token > token)
   await python.ask({ op: 'release', name })
 })
+
+test('one fair lock: one queue across languages, served in order', async () => {
+  const name = `shared-fair:${randomUUID()}`
+  const lock = new ratelock.FairLock(name, { url: redis.url, ttlMs: 10_000 })
+  const first = await lock.acquire({ timeoutMs: 2000 })
+  const pythonTurn = python.ask({ op: 'fair_acquire', name })
+  await until(async () => (await lock.state()).waiting === 1)
+  let nodeGranted = false
+  const nodeTurn = lock.acquire({ timeoutMs: 10_000 }).then((hold) => {
+    nodeGranted = true
+    return hold
+  })
+  await until(async () => (await lock.state()).waiting === 2)
+  await first.release()
+  const pythonGrant = await pythonTurn
+  assert.ok(pythonGrant.acquired && pythonGrant.token > first.fencingToken, 'Python queued first, so it goes first')
+  assert.equal(nodeGranted, false, 'Node waits behind Python')
+  await python.ask({ op: 'fair_release', name })
+  const node = await nodeTurn
+  assert.ok(node.fencingToken > pythonGrant.token)
+  await node.release()
+})
+
+test('one read-write lock: a Node writer waiting holds back a Python reader', async () => {
+  const name = `shared-rw:${randomUUID()}`
+  const rw = new ratelock.ReadWriteLock(name, { url: redis.url, ttlMs: 10_000 })
+  assert.equal((await python.ask({ op: 'try_read', name })).acquired, true)
+  assert.equal(await rw.tryAcquireWrite(), null, 'Node cannot write while Python reads')
+  const writing = rw.acquireWrite({ timeoutMs: 10_000 })
+  await until(async () => (await rw.state()).waitingWriters === 1)
+  assert.equal((await python.ask({ op: 'try_read', name })).acquired, false, 'a writer waits: no new readers')
+  await python.ask({ op: 'release_read', name })
+  const hold = await writing
+  assert.equal((await rw.state()).writerFence, hold.fencingToken)
+  await hold.release()
+})
+
+/** Polls `check` every 10 ms until it is true, for at most 5 s. */
+async function until(check) {
+  const deadline = Date.now() + 5000
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, 'timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
