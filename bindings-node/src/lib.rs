@@ -13,6 +13,7 @@ mod lock;
 mod runtime;
 mod semaphore;
 mod stores;
+mod wire;
 
 #[napi_derive::module_init]
 fn init() {
