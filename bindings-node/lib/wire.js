@@ -24,6 +24,9 @@ const LOAD = 2 // SCRIPT LOAD: an error shows in the retried call's reply (NOSCR
 
 /** The queue is compacted once this many answered entries lie before its head. */
 const COMPACT_AT = 1024
+/** Bytes of the buffer that calls are encoded into (a new one when less than `OUTBOX_SLACK` is left). */
+const OUTBOX_SIZE = 64 * 1024
+const OUTBOX_SLACK = 4 * 1024
 
 class WireClient {
   #limiter
@@ -48,18 +51,13 @@ class WireClient {
 
   /** `hit` (spend) or `peek` of prepared rules `parsed`; resolves to the decision. */
   call(key, parsed, cost, nowMs, spend) {
-    let bytes, rules
     try {
       // The call holds its rules: they stay valid even if the limiter forgets its prepared rules.
-      rules = parsed.wire ??= native.wireRules(this.#limiter, parsed.id)
-      bytes = this.#codec.encode(key, rules, cost, nowMs, spend)
+      const rules = (parsed.wire ??= native.wireRules(this.#limiter, parsed.id))
+      return (this.#link ?? this.#connect()).call(key, parsed, rules, cost, nowMs, spend)
     } catch (error) {
       return Promise.reject(fromNative(error))
     }
-    const link = this.#link ?? this.#connect()
-    return new Promise((resolve, reject) => {
-      link.call({ kind: CALL, bytes, parsed, rules, cost, retried: false, settled: false, deadline: 0, resolve, reject })
-    })
   }
 
   #connect() {
@@ -86,9 +84,14 @@ class Link {
   #expired = 0
   #inFlight = 0
   #timer = null
-  #corked = false
+  #flushing = false
   #ended = false
   #out = new Float64Array(FIELDS)
+  // Calls are encoded into `#outbox` one after the other and written once per tick; written bytes
+  // are never overwritten (a call's bytes stay valid for a NOSCRIPT retry).
+  #outbox = Buffer.allocUnsafe(OUTBOX_SIZE)
+  #sent = 0
+  #filled = 0
 
   constructor(codec, timeoutMs, onEnd) {
     this.#codec = codec
@@ -113,10 +116,38 @@ class Link {
     if (codec.preambleReplies > 0) this.#write(codec.preamble())
   }
 
-  /** Sends a call and waits for its reply. */
-  call(entry) {
+  /** Encodes and sends a call (throws for misuse); resolves to its decision. */
+  call(key, parsed, rules, cost, nowMs, spend) {
+    const codec = this.#codec
+    let start = this.#filled
+    let end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
+    if (end < 0) {
+      this.#newOutbox(-end)
+      start = 0
+      end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
+    }
+    this.#filled = end
+    this.#scheduleFlush()
+    const outbox = this.#outbox
+    const entry = {
+      kind: CALL,
+      outbox,
+      start,
+      end,
+      parsed,
+      rules,
+      cost,
+      retried: false,
+      settled: false,
+      deadline: 0,
+      resolve: null,
+      reject: null,
+    }
     this.#enqueue(entry)
-    this.#write(entry.bytes)
+    return new Promise((resolve, reject) => {
+      entry.resolve = resolve
+      entry.reject = reject
+    })
   }
 
   #enqueue(entry) {
@@ -126,19 +157,34 @@ class Link {
     this.#timer ??= setTimeout(() => this.#expire(), this.#timeoutMs)
   }
 
-  /** Writes, coalescing everything written in one tick into one system call. */
+  /** Sends bytes now, after what is waiting in the outbox. */
   #write(bytes) {
-    if (!this.#corked) {
-      this.#corked = true
-      this.#socket.cork()
-      process.nextTick(uncork, this)
-    }
+    this.flush()
     this.#socket.write(bytes)
   }
 
-  uncork() {
-    this.#corked = false
-    this.#socket.uncork()
+  #scheduleFlush() {
+    if (!this.#flushing) {
+      this.#flushing = true
+      process.nextTick(flush, this)
+    }
+  }
+
+  /** Writes what was encoded since the last flush, in one system call. */
+  flush() {
+    this.#flushing = false
+    if (this.#filled > this.#sent) {
+      this.#socket.write(this.#outbox.subarray(this.#sent, this.#filled))
+      this.#sent = this.#filled
+    }
+    if (OUTBOX_SIZE - this.#filled < OUTBOX_SLACK) this.#newOutbox(0)
+  }
+
+  /** Flushes, then starts a new outbox with room for at least `size` bytes. */
+  #newOutbox(size) {
+    if (this.#filled > this.#sent) this.#socket.write(this.#outbox.subarray(this.#sent, this.#filled))
+    this.#outbox = Buffer.allocUnsafe(Math.max(OUTBOX_SIZE, size))
+    this.#sent = this.#filled = 0
   }
 
   /** Hands every whole reply that arrived to the entry it answers, in order. */
@@ -172,7 +218,7 @@ class Link {
           entry.retried = true
           this.#inFlight--
           this.#enqueue(entry)
-          this.#write(entry.bytes)
+          this.#write(entry.outbox.subarray(entry.start, entry.end))
         }
         if (codec.broken) return this.#socket.destroy(new Error('the reply stream broke'))
       } else {
@@ -247,8 +293,8 @@ class Link {
   }
 }
 
-function uncork(link) {
-  link.uncork()
+function flush(link) {
+  link.flush()
 }
 
 module.exports = { WireClient }

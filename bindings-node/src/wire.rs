@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64Array};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64ArraySlice};
 use napi_derive::napi;
 use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer};
 
@@ -89,24 +89,35 @@ impl NativeWire {
         Buffer::from(wire::script_load_command())
     }
 
-    /// The bytes of `hit` (spend) or `peek`; throws for misuse (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`,
-    /// invalid arguments) before anything is sent.
+    /// Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
+    /// end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+    /// (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
     #[napi]
-    pub fn encode(
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_into(
         &self,
         key: Either<String, Buffer>,
         rules: &NativeRules,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
-    ) -> napi::Result<Buffer> {
+        mut out: BufferSlice,
+        at: u32,
+    ) -> napi::Result<f64> {
         guarded_sync(|| {
             let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
             let bytes = self
                 .limiter
                 .wire_command(&key, &rules.rules, cost, now_us, spend)
                 .map_err(to_js)?;
-            Ok(Buffer::from(bytes))
+            let start = at as usize;
+            match out.get_mut(start..start + bytes.len()) {
+                Some(room) => {
+                    room.copy_from_slice(&bytes);
+                    Ok((start + bytes.len()) as f64)
+                }
+                None => Ok(-(bytes.len() as f64)),
+            }
         })
     }
 
@@ -132,7 +143,7 @@ impl NativeWire {
         rules: &NativeRules,
         cost: Option<f64>,
         retried: bool,
-        mut out: Float64Array,
+        mut out: Float64ArraySlice,
     ) -> napi::Result<u32> {
         guarded_sync(|| {
             let parsed = &rules.rules;
@@ -174,7 +185,7 @@ impl NativeWire {
         rules: &NativeRules,
         timed_out: bool,
         why: String,
-        mut out: Float64Array,
+        mut out: Float64ArraySlice,
     ) -> napi::Result<()> {
         guarded_sync(|| {
             let parsed = &rules.rules;
@@ -188,7 +199,7 @@ impl NativeWire {
     }
 }
 
-fn write_out(out: &mut Float64Array, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
+fn write_out(out: &mut Float64ArraySlice, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
     // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
     let out = unsafe { out.as_mut() };
     if out.len() < DECISION_FIELDS {

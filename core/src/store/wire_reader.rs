@@ -104,10 +104,15 @@ impl ReplyReader {
             }
         }
         let frame = &self.buffer[self.start..self.cursor];
-        let value = redis::parse_redis_value(frame).map_err(|err| {
-            self.broken = true;
-            protocol_error(err)
-        })?;
+        // Integers, bulk strings and arrays of them (every limit.lua reply) are read here; any
+        // other shape (errors, RESP3 types) by redis-rs.
+        let value = match plain(frame) {
+            Some((value, end)) if end == frame.len() => value,
+            _ => redis::parse_redis_value(frame).map_err(|err| {
+                self.broken = true;
+                protocol_error(err)
+            })?,
+        };
         self.start = self.cursor;
         if self.start == self.buffer.len() {
             self.buffer.clear();
@@ -153,6 +158,35 @@ impl ReplyReader {
             ),
             other => return Err(protocol_error(format!("unknown reply type {:?}", other as char))),
         }))
+    }
+}
+
+/// The RESP2 integer, bulk string or array (of those) at the start of a whole frame, and where it
+/// ends; `None` for any other shape.
+fn plain(frame: &[u8]) -> Option<(Value, usize)> {
+    let line_end = find_crlf(frame, 1)?;
+    let line = std::str::from_utf8(&frame[1..line_end]).ok()?;
+    let after_line = line_end + 2;
+    match frame[0] {
+        b':' => Some((Value::Int(line.parse().ok()?), after_line)),
+        b'$' if line == "-1" => Some((Value::Nil, after_line)),
+        b'$' => {
+            let end = after_line.checked_add(line.parse::<usize>().ok()?)?;
+            Some((Value::BulkString(frame.get(after_line..end)?.to_vec()), end + 2))
+        }
+        b'*' if line == "-1" => Some((Value::Nil, after_line)),
+        b'*' => {
+            let count: usize = line.parse().ok()?;
+            let mut items = Vec::with_capacity(count.min(1024));
+            let mut at = after_line;
+            for _ in 0..count {
+                let (item, end) = plain(frame.get(at..)?)?;
+                items.push(item);
+                at += end;
+            }
+            Some((Value::Array(items), at))
+        }
+        _ => None,
     }
 }
 
@@ -237,6 +271,29 @@ mod tests {
         }
         assert_eq!(got, whole());
         assert!(reader.buffer.is_empty(), "everything handed out is dropped");
+    }
+
+    #[test]
+    fn the_fast_path_reads_what_redis_rs_reads() {
+        for frame in [
+            &b":42\r\n"[..],
+            b":-7\r\n",
+            b"$5\r\nhe\r\nl\r\n",
+            b"$-1\r\n",
+            b"$0\r\n\r\n",
+            b"*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"*2\r\n*1\r\n$1\r\nx\r\n:3\r\n",
+        ] {
+            let (value, end) = plain(frame).expect("a plain frame");
+            assert_eq!(end, frame.len());
+            assert_eq!(value, redis::parse_redis_value(frame).unwrap());
+        }
+        assert!(
+            plain(b"*2\r\n:1\r\n+y\r\n").is_none(),
+            "other shapes go to redis-rs"
+        );
     }
 
     #[test]
