@@ -103,10 +103,11 @@ export declare class NativeWire {
   /** `SCRIPT LOAD` of the limit script (after NOSCRIPT). */
   scriptLoad(): Buffer
   /**
-   * The bytes of `hit` (spend) or `peek`; throws for misuse (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`,
-   * invalid arguments) before anything is sent.
+   * Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
+   * end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+   * (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
    */
-  encode(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean): Buffer
+  encodeInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
   /** Appends bytes read from the socket. */
   push(chunk: Buffer): void
   /** Whether the stream broke (a protocol error): the socket must be closed. */
