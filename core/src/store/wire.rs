@@ -154,7 +154,7 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
-    /// assert!(bytes.starts_with(b"*9\r\n$7\r\nEVALSHA\r\n"));
+    /// assert!(bytes.starts_with(b"*11\r\n$7\r\nEVALSHA\r\n")); // sha, 1 key, hit, time, cost, one rule
     /// assert!(limiter.wire_command(b"user:42", &rules, 11, None, true).unwrap_err().is_cost_exceeds_capacity());
     /// # Ok::<(), ratelock::Error>(())
     /// ```
