@@ -119,6 +119,12 @@ export declare class NativeReadWriteLock {
   state(): Promise<RwLockState>
 }
 
+/**
+ * Prepared rules held by the calls that use them (a call in flight keeps its rules even when the
+ * limiter forgets its prepared rules).
+ */
+export declare class NativeRules {}
+
 /** The native semaphore handle behind `Semaphore` in `index.js`. */
 export declare class NativeSemaphore {
   /** Takes a permit if one is free; `null` otherwise. */
@@ -127,6 +133,48 @@ export declare class NativeSemaphore {
   acquire(timeoutMs?: number | undefined | null): Promise<NativePermit>
   /** Permits in use now. */
   inUse(): Promise<number>
+}
+
+/** One connection's codec: bytes out, replies in, for the limiter it was opened from. */
+export declare class NativeWire {
+  /** The host to connect to. */
+  get host(): string
+  /** The TCP port. */
+  get port(): number
+  /** What to write first on a new connection (AUTH, SELECT; empty when the URL needs neither). */
+  preamble(): Buffer
+  /** How many replies `preamble()` gets. */
+  get preambleReplies(): number
+  /** `SCRIPT LOAD` of the limit script (after NOSCRIPT). */
+  scriptLoad(): Buffer
+  /**
+   * Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
+   * end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+   * (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
+   */
+  encodeInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
+  /** Appends bytes read from the socket. */
+  push(chunk: Buffer): void
+  /** Whether the stream broke (a protocol error): the socket must be closed. */
+  get broken(): boolean
+  /**
+   * Reads the next reply as the answer to a call on `rules` with `cost`: 0 when no whole reply has
+   * arrived, 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after
+   * a `retried` call). A failure (error reply, bad reply) throws under `onError: 'raise'`, else
+   * writes the degraded decision.
+   */
+  takeDecision(rules: NativeRules, cost: number | undefined | null, retried: boolean, out: Float64Array): number
+  /**
+   * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
+   * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
+   * error reply (consumed) or a broken stream.
+   */
+  takeReply(): boolean
+  /**
+   * The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
+   * (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
+   */
+  failInto(rules: NativeRules, timedOut: boolean, why: string, out: Float64Array): void
 }
 
 /** What one `nextBatch()` hands over. */
@@ -215,6 +263,12 @@ export interface LockOptions {
   timeoutMs?: number
 }
 
+/**
+ * A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
+ * `redis://` server (TLS, cluster, Sentinel, Redlock, memory): those stay on the runtime.
+ */
+export declare function openWire(limiter: NativeLimiter, url: string): NativeWire | null
+
 /** How a read-write lock is made (all optional). */
 export interface ReadWriteLockOptions {
   /** `redis://...`; none: the embedded memory store. */
@@ -274,3 +328,6 @@ export interface SemaphoreOptions {
   /** Each store call's timeout in milliseconds (default 1000). */
   timeoutMs?: number
 }
+
+/** The prepared rules `id` of `limiter`, as a handle for `NativeWire` calls. */
+export declare function wireRules(limiter: NativeLimiter, id: number): NativeRules

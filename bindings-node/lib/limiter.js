@@ -1,22 +1,26 @@
 'use strict'
 // `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use.
-// Rule texts are parsed once (the addon keeps them by id). Memory-store calls answer at once; Redis
-// calls are submitted to the addon's runtime and their answers come back in batches through one
-// pending `nextBatch()` at a time, so many answers share one hop back to this thread.
+// Rule texts are parsed once (the addon keeps them by id). Memory-store calls answer at once; calls on
+// one plain `redis://` server go over a socket on this thread (`wire.js`); other Redis calls (TLS,
+// cluster, Sentinel) are submitted to the addon's runtime and their answers come back in batches
+// through one pending `nextBatch()` at a time, so many answers share one hop back to this thread.
 
 const native = require('./native')
 const check = require('./arguments')
 const { fromNative, rethrow } = require('./errors')
+const { FIELDS, decision } = require('./decision')
+const { WireClient } = require('./wire')
 
 /** Distinct rule texts kept parsed per limiter before the cache starts over. */
 const RULES_CACHE_LIMIT = 1024
-/** Numbers per decision in the addon's answers (see bindings-node/src/completions.rs). */
-const FIELDS = 7
+/** Each store call's timeout when `timeoutMs` is not given (the addon's default too). */
+const DEFAULT_TIMEOUT_MS = 1000
 
 class Limiter {
   #settings
   #native = null
   #local = false
+  #wire = null
   #connecting = null
   #rules = new Map()
   #out = new Float64Array(FIELDS)
@@ -88,6 +92,7 @@ class Limiter {
         limiter.checkInto(key, parsed.id, cost, nowMs, spend, this.#out)
         return Promise.resolve(decision(this.#out, 0, parsed))
       }
+      if (this.#wire !== null) return this.#wire.call(key, parsed, cost, nowMs, spend)
     } catch (error) {
       return Promise.reject(fromNative(error))
     }
@@ -146,8 +151,12 @@ class Limiter {
   #connected() {
     this.#connecting ??= native.connectLimiter(this.#settings).then(
       (limiter) => {
-        this.#native = limiter
         this.#local = limiter.isLocal
+        if (!this.#local) {
+          const { url, timeoutMs } = this.#settings
+          this.#wire = WireClient.open(limiter, url, timeoutMs ?? DEFAULT_TIMEOUT_MS)
+        }
+        this.#native = limiter
         return limiter
       },
       (error) => {
@@ -156,22 +165,6 @@ class Limiter {
       },
     )
     return this.#connecting
-  }
-}
-
-/** The decision whose numbers start at `values[at]`, with its rule described by `parsed`. */
-function decision(values, at, parsed) {
-  const ruleIndex = values[at + 6]
-  return {
-    allowed: values[at] === 1,
-    limit: values[at + 1],
-    remaining: values[at + 2],
-    resetAfterMs: values[at + 3],
-    retryAfterMs: values[at + 4],
-    degraded: values[at + 5] === 1,
-    rule: parsed.texts[ruleIndex],
-    ruleIndex,
-    periodMs: parsed.periodsMs[ruleIndex],
   }
 }
 

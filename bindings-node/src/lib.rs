@@ -16,6 +16,7 @@ mod runtime;
 mod rwlock;
 mod semaphore;
 mod stores;
+mod wire;
 
 #[napi_derive::module_init]
 fn init() {

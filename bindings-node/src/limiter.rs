@@ -207,7 +207,7 @@ impl Check {
 }
 
 /// A decision as the numbers `lib/limiter.js` reads.
-fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
+pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
     [
         f64::from(u8::from(decision.allowed)),
         decision.limit as f64,
@@ -220,6 +220,11 @@ fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
 }
 
 impl NativeLimiter {
+    /// The core limiter.
+    pub(crate) fn core(&self) -> &ratelock::Limiter {
+        &self.inner
+    }
+
     fn check(
         &self,
         key: Either<String, Buffer>,
@@ -238,7 +243,7 @@ impl NativeLimiter {
         })
     }
 
-    fn rules(&self, id: u32) -> napi::Result<Arc<ratelock::Rules>> {
+    pub(crate) fn rules(&self, id: u32) -> napi::Result<Arc<ratelock::Rules>> {
         self.slab()
             .get(id as usize)
             .cloned()

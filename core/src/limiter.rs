@@ -267,7 +267,7 @@ impl Limiter {
         self.run_blocking(key.as_ref(), rules, cost, now_us, false)
     }
 
-    fn request<'r>(
+    pub(crate) fn request<'r>(
         &'r self,
         key: &'r [u8],
         rules: &'r Rules,
@@ -331,7 +331,11 @@ impl Limiter {
     }
 
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure.
-    fn settle(&self, checked: Result<crate::algorithm::Outcomes>, rules: &Rules) -> Result<Decision> {
+    pub(crate) fn settle(
+        &self,
+        checked: Result<crate::algorithm::Outcomes>,
+        rules: &Rules,
+    ) -> Result<Decision> {
         match checked {
             Ok(outcomes) => Ok(Decision::from_outcomes(outcomes)),
             Err(err) if err.is_store_failure() => self.degrade(err, rules),

@@ -31,27 +31,31 @@ function accepts(port) {
 }
 
 class RedisServer {
-  static async start() {
+  /** Starts a server; `password` sets `requirepass` (then `url` carries it and `command` uses it). */
+  static async start({ password } = {}) {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is required: apt-get install -y redis-server')
     }
-    const server = new RedisServer(await freePort())
+    const server = new RedisServer(await freePort(), password)
     await server.#spawn()
     return server
   }
 
   #process = null
   #dir
+  #password
 
-  constructor(port) {
+  constructor(port, password) {
     this.port = port
-    this.url = `redis://127.0.0.1:${port}/`
+    this.#password = password
+    this.url = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}/` : `redis://127.0.0.1:${port}/`
     this.#dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-redis-'))
   }
 
   async #spawn() {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
     args.push('--enable-debug-command', 'yes', '--dir', this.#dir)
+    if (this.#password) args.push('--requirepass', this.#password)
     this.#process = spawn('redis-server', args, { stdio: 'ignore' })
     const deadline = Date.now() + 10_000
     while (!(await accepts(this.port))) {
@@ -62,7 +66,8 @@ class RedisServer {
 
   /** Sends one command with redis-cli and returns its output (e.g. DEBUG SLEEP runs in the background). */
   command(...words) {
-    const child = spawn('redis-cli', ['-p', String(this.port), ...words], { stdio: ['ignore', 'pipe', 'ignore'] })
+    const auth = this.#password ? ['-a', this.#password, '--no-auth-warning'] : []
+    const child = spawn('redis-cli', ['-p', String(this.port), ...auth, ...words], { stdio: ['ignore', 'pipe', 'ignore'] })
     let output = ''
     child.stdout.on('data', (chunk) => (output += chunk))
     return new Promise((resolve) => child.on('close', () => resolve(output.trim())))

@@ -20,6 +20,10 @@ pub mod redlock;
 mod script;
 #[cfg(feature = "redis")]
 mod subscriber;
+#[cfg(feature = "redis")]
+pub mod wire;
+#[cfg(feature = "redis")]
+mod wire_reader;
 
 use std::time::Duration;
 

@@ -399,7 +399,7 @@ pub(super) fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
 }
 
 /// `EVALSHA limit.lua` with the request's keys (one per rule) and arguments.
-fn limit_command(request: &LimitRequest<'_>) -> Cmd {
+pub(super) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
     let rules = request.rules.as_slice();
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
@@ -427,7 +427,7 @@ fn limit_command(request: &LimitRequest<'_>) -> Cmd {
 }
 
 /// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
-fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
+pub(super) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
     match reply {
         Ok(reply) => parse_outcomes(reply, request.rules.len()),
         Err(err) => Err(script_rejection(err, request)),

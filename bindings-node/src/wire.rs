@@ -1,0 +1,210 @@
+//! `NativeWire`: the core's wire path (`ratelock::store::wire`) for `lib/wire.js`, which owns the
+//! socket on the JavaScript thread. One per connection: it encodes calls into bytes, reads reply bytes
+//! and decodes each reply into the decision numbers of `completions.rs` (failure policy included).
+//! It holds no protocol or limiter logic of its own.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64ArraySlice};
+use napi_derive::napi;
+use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer};
+
+use crate::completions::DECISION_FIELDS;
+use crate::convert;
+use crate::errors::{invalid_argument, to_js};
+use crate::limiter::{numbers, NativeLimiter};
+use crate::runtime::guarded_sync;
+
+/// `takeDecision`: no whole reply has arrived yet.
+const PENDING: u32 = 0;
+/// `takeDecision`: the decision is in `out`.
+const DECIDED: u32 = 1;
+/// `takeDecision`: NOSCRIPT; write `scriptLoad()` and the call's bytes again (with `retried`).
+const NO_SCRIPT: u32 = 2;
+
+/// One connection's codec: bytes out, replies in, for the limiter it was opened from.
+#[napi]
+pub struct NativeWire {
+    limiter: ratelock::Limiter,
+    endpoint: Endpoint,
+    reader: ReplyReader,
+}
+
+/// Prepared rules held by the calls that use them (a call in flight keeps its rules even when the
+/// limiter forgets its prepared rules).
+#[napi]
+pub struct NativeRules {
+    rules: Arc<ratelock::Rules>,
+}
+
+/// The prepared rules `id` of `limiter`, as a handle for `NativeWire` calls.
+#[napi]
+pub fn wire_rules(limiter: &NativeLimiter, id: u32) -> napi::Result<NativeRules> {
+    Ok(NativeRules {
+        rules: limiter.rules(id)?,
+    })
+}
+
+/// A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
+/// `redis://` server (TLS, cluster, Sentinel, Redlock, memory): those stay on the runtime.
+#[napi]
+pub fn open_wire(limiter: &NativeLimiter, url: String) -> napi::Result<Option<NativeWire>> {
+    let endpoint = Endpoint::from_url(&url).map_err(to_js)?;
+    Ok(endpoint.map(|endpoint| NativeWire {
+        limiter: limiter.core().clone(),
+        endpoint,
+        reader: ReplyReader::new(),
+    }))
+}
+
+#[napi]
+impl NativeWire {
+    /// The host to connect to.
+    #[napi(getter)]
+    pub fn host(&self) -> String {
+        self.endpoint.host().to_owned()
+    }
+
+    /// The TCP port.
+    #[napi(getter)]
+    pub fn port(&self) -> u32 {
+        u32::from(self.endpoint.port())
+    }
+
+    /// What to write first on a new connection (AUTH, SELECT; empty when the URL needs neither).
+    #[napi]
+    pub fn preamble(&self) -> Buffer {
+        Buffer::from(self.endpoint.preamble().to_vec())
+    }
+
+    /// How many replies `preamble()` gets.
+    #[napi(getter)]
+    pub fn preamble_replies(&self) -> u32 {
+        self.endpoint.preamble_replies() as u32
+    }
+
+    /// `SCRIPT LOAD` of the limit script (after NOSCRIPT).
+    #[napi]
+    pub fn script_load(&self) -> Buffer {
+        Buffer::from(wire::script_load_command())
+    }
+
+    /// Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
+    /// end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+    /// (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_into(
+        &self,
+        key: Either<String, Buffer>,
+        rules: &NativeRules,
+        cost: Option<f64>,
+        now_ms: Option<f64>,
+        spend: bool,
+        mut out: BufferSlice,
+        at: u32,
+    ) -> napi::Result<f64> {
+        guarded_sync(|| {
+            let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
+            let bytes = self
+                .limiter
+                .wire_command(&key, &rules.rules, cost, now_us, spend)
+                .map_err(to_js)?;
+            let start = at as usize;
+            match out.get_mut(start..start + bytes.len()) {
+                Some(room) => {
+                    room.copy_from_slice(&bytes);
+                    Ok((start + bytes.len()) as f64)
+                }
+                None => Ok(-(bytes.len() as f64)),
+            }
+        })
+    }
+
+    /// Appends bytes read from the socket.
+    #[napi]
+    pub fn push(&mut self, chunk: BufferSlice) {
+        self.reader.push(&chunk);
+    }
+
+    /// Whether the stream broke (a protocol error): the socket must be closed.
+    #[napi(getter)]
+    pub fn broken(&self) -> bool {
+        self.reader.is_broken()
+    }
+
+    /// Reads the next reply as the answer to a call on `rules` with `cost`: 0 when no whole reply has
+    /// arrived, 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after
+    /// a `retried` call). A failure (error reply, bad reply) throws under `onError: 'raise'`, else
+    /// writes the degraded decision.
+    #[napi]
+    pub fn take_decision(
+        &mut self,
+        rules: &NativeRules,
+        cost: Option<f64>,
+        retried: bool,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<u32> {
+        guarded_sync(|| {
+            let parsed = &rules.rules;
+            let cost = convert::cost(cost)?;
+            let answer = match self.reader.next_reply() {
+                Ok(None) => return Ok(PENDING),
+                Ok(Some(reply)) => self.limiter.wire_answer(reply, parsed, cost, retried),
+                Err(broken) => self
+                    .limiter
+                    .wire_unavailable(parsed, &broken.to_string())
+                    .map(WireAnswer::Decided),
+            };
+            match answer.map_err(to_js)? {
+                WireAnswer::Decided(decision) => {
+                    write_out(&mut out, &numbers(&decision))?;
+                    Ok(DECIDED)
+                }
+                _ => Ok(NO_SCRIPT),
+            }
+        })
+    }
+
+    /// Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
+    /// call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
+    /// error reply (consumed) or a broken stream.
+    #[napi]
+    pub fn take_reply(&mut self) -> napi::Result<bool> {
+        match self.reader.next_reply().map_err(to_js)? {
+            None => Ok(false),
+            Some(reply) => reply.into_result().map(|()| true).map_err(to_js),
+        }
+    }
+
+    /// The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
+    /// (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
+    #[napi]
+    pub fn fail_into(
+        &self,
+        rules: &NativeRules,
+        timed_out: bool,
+        why: String,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<()> {
+        guarded_sync(|| {
+            let parsed = &rules.rules;
+            let decision = if timed_out {
+                self.limiter.wire_timeout(parsed)
+            } else {
+                self.limiter.wire_unavailable(parsed, &why)
+            };
+            write_out(&mut out, &numbers(&decision.map_err(to_js)?))
+        })
+    }
+}
+
+fn write_out(out: &mut Float64ArraySlice, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
+    // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
+    let out = unsafe { out.as_mut() };
+    if out.len() < DECISION_FIELDS {
+        return Err(invalid_argument("out", "expected a Float64Array of 7 numbers"));
+    }
+    out[..DECISION_FIELDS].copy_from_slice(numbers);
+    Ok(())
+}

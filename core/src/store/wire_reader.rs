@@ -1,0 +1,319 @@
+//! The incremental RESP reply reader of the wire path (`store::wire`): bytes go in as a socket hands
+//! them over, complete replies come out in order. It only finds frame boundaries; each complete frame
+//! is parsed by redis-rs's `parse_redis_value`, the parser the Redis store's connections use.
+
+use redis::Value;
+
+use super::redis::{classify, Failure};
+use crate::error::{Error, Result};
+
+/// One complete reply read off the wire, for [`Limiter::wire_answer`](crate::Limiter::wire_answer) or
+/// [`Reply::into_result`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply(pub(super) Value);
+
+impl Reply {
+    /// `Ok` for any reply but an error reply; an error reply as the store error it stands for.
+    /// For the replies whose content does not matter (`AUTH`, `SELECT`, `SCRIPT LOAD`).
+    ///
+    /// ```
+    /// let mut reader = ratelock::store::wire::ReplyReader::new();
+    /// reader.push(b"+OK\r\n-WRONGPASS invalid password\r\n");
+    /// assert!(reader.next_reply()?.expect("a whole reply").into_result().is_ok());
+    /// let refused = reader.next_reply()?.expect("a whole reply").into_result().unwrap_err();
+    /// assert!(refused.is_store_failure() && refused.to_string().contains("WRONGPASS"));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn into_result(self) -> Result<()> {
+        match classify(Ok(self.0), std::time::Duration::ZERO) {
+            Ok(_) => Ok(()),
+            Err(Failure::NoScript) => Err(Error::StoreUnavailable("NOSCRIPT".into())),
+            Err(Failure::Other(err)) => Err(err),
+        }
+    }
+}
+
+/// Splits a stream of RESP bytes (RESP2, and the RESP3 types) into replies, across chunks of any
+/// size: a frame is handed out only when all of its bytes have arrived. Work is linear in the bytes
+/// read: an unfinished frame is resumed where its scan stopped, not rescanned.
+///
+/// ```
+/// use ratelock::store::wire::ReplyReader;
+/// let mut reader = ReplyReader::new();
+/// reader.push(b"*2\r\n:1\r");
+/// assert!(reader.next_reply()?.is_none()); // not all there yet
+/// reader.push(b"\n$3\r\nabc\r\n:7\r\n");
+/// assert!(reader.next_reply()?.is_some()); // the array
+/// assert!(reader.next_reply()?.is_some()); // then :7
+/// assert!(reader.next_reply()?.is_none());
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct ReplyReader {
+    buffer: Vec<u8>,
+    /// Where the frame being read starts (everything before it was handed out).
+    start: usize,
+    /// Where the next element of that frame starts.
+    cursor: usize,
+    /// Elements the frame still lacks (0: no frame begun).
+    missing: usize,
+    /// A protocol error was met: the stream cannot be read further (close the connection).
+    broken: bool,
+}
+
+impl ReplyReader {
+    /// An empty reader (one per connection).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends bytes read from the connection.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start * 2 >= self.buffer.len() {
+            self.buffer.drain(..self.start);
+            self.cursor -= self.start;
+            self.start = 0;
+        }
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next complete reply, `None` until all of its bytes have arrived. A protocol error means
+    /// the stream is out of step: it is returned now and for every later call.
+    pub fn next_reply(&mut self) -> Result<Option<Reply>> {
+        if self.broken {
+            return Err(protocol_error("the stream broke earlier"));
+        }
+        if self.missing == 0 {
+            if self.start == self.buffer.len() {
+                return Ok(None);
+            }
+            self.missing = 1;
+            self.cursor = self.start;
+        }
+        while self.missing > 0 {
+            match self.element(self.cursor) {
+                Ok(Some((end, children))) => {
+                    self.cursor = end;
+                    self.missing = (self.missing - 1).saturating_add(children);
+                }
+                Ok(None) => return Ok(None),
+                Err(err) => {
+                    self.broken = true;
+                    return Err(err);
+                }
+            }
+        }
+        let frame = &self.buffer[self.start..self.cursor];
+        // Integers, bulk strings and arrays of them (every limit.lua reply) are read here; any
+        // other shape (errors, RESP3 types) by redis-rs.
+        let value = match plain(frame) {
+            Some((value, end)) if end == frame.len() => value,
+            _ => redis::parse_redis_value(frame).map_err(|err| {
+                self.broken = true;
+                protocol_error(err)
+            })?,
+        };
+        self.start = self.cursor;
+        if self.start == self.buffer.len() {
+            self.buffer.clear();
+            (self.start, self.cursor) = (0, 0);
+        }
+        Ok(Some(Reply(value)))
+    }
+
+    /// Whether a protocol error stopped the reader (the connection should be closed).
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// The element whose header starts at `at`: where it ends and how many elements it contains;
+    /// `None` while some of it has not arrived.
+    fn element(&self, at: usize) -> Result<Option<(usize, usize)>> {
+        let Some(line_end) = find_crlf(&self.buffer, at + 1) else {
+            return Ok(None);
+        };
+        let after_line = line_end + 2;
+        let line = &self.buffer[at + 1..line_end];
+        Ok(Some(match self.buffer[at] {
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => (after_line, 0),
+            b'$' | b'!' | b'=' => match length(line)? {
+                None => (after_line, 0),
+                Some(len) => {
+                    let end = after_line.saturating_add(len).saturating_add(2);
+                    if self.buffer.len() < end {
+                        return Ok(None);
+                    }
+                    if &self.buffer[end - 2..end] != b"\r\n" {
+                        return Err(protocol_error("a bulk string does not end with CRLF"));
+                    }
+                    (end, 0)
+                }
+            },
+            b'*' | b'~' | b'>' => (after_line, length(line)?.unwrap_or(0)),
+            b'%' => (after_line, length(line)?.unwrap_or(0).saturating_mul(2)),
+            // An attribute map comes before the value it describes: its pairs, then that value.
+            b'|' => (
+                after_line,
+                length(line)?.unwrap_or(0).saturating_mul(2).saturating_add(1),
+            ),
+            other => return Err(protocol_error(format!("unknown reply type {:?}", other as char))),
+        }))
+    }
+}
+
+/// The RESP2 integer, bulk string or array (of those) at the start of a whole frame, and where it
+/// ends; `None` for any other shape.
+fn plain(frame: &[u8]) -> Option<(Value, usize)> {
+    let line_end = find_crlf(frame, 1)?;
+    let line = std::str::from_utf8(&frame[1..line_end]).ok()?;
+    let after_line = line_end + 2;
+    match frame[0] {
+        b':' => Some((Value::Int(line.parse().ok()?), after_line)),
+        b'$' if line == "-1" => Some((Value::Nil, after_line)),
+        b'$' => {
+            let end = after_line.checked_add(line.parse::<usize>().ok()?)?;
+            Some((Value::BulkString(frame.get(after_line..end)?.to_vec()), end + 2))
+        }
+        b'*' if line == "-1" => Some((Value::Nil, after_line)),
+        b'*' => {
+            let count: usize = line.parse().ok()?;
+            let mut items = Vec::with_capacity(count.min(1024));
+            let mut at = after_line;
+            for _ in 0..count {
+                let (item, end) = plain(frame.get(at..)?)?;
+                items.push(item);
+                at += end;
+            }
+            Some((Value::Array(items), at))
+        }
+        _ => None,
+    }
+}
+
+/// The index of the next `\r\n` at or after `from`.
+fn find_crlf(buffer: &[u8], from: usize) -> Option<usize> {
+    let tail = buffer.get(from..)?;
+    tail.windows(2)
+        .position(|pair| pair == b"\r\n")
+        .map(|at| from + at)
+}
+
+/// A length or count header: `None` for -1 (a RESP2 null), an error for anything else not a count.
+fn length(line: &[u8]) -> Result<Option<usize>> {
+    if line == b"-1" {
+        return Ok(None);
+    }
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|text| text.parse::<usize>().ok())
+        .map(Some)
+        .ok_or_else(|| protocol_error(format!("bad length {:?}", String::from_utf8_lossy(line))))
+}
+
+fn protocol_error(what: impl std::fmt::Display) -> Error {
+    Error::StoreUnavailable(format!("protocol error in a Redis reply: {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replies of every shape the reader must frame, back to back.
+    const STREAM: &[u8] = b"+OK\r\n-NOSCRIPT No matching script\r\n:42\r\n$5\r\nhe\r\nl\r\n$-1\r\n$0\r\n\r\n\
+        *5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n*-1\r\n*0\r\n*2\r\n*1\r\n$1\r\nx\r\n+y\r\n\
+        %1\r\n+k\r\n:1\r\n_\r\n,1.5\r\n#t\r\n!3\r\nbad\r\n|1\r\n+a\r\n+b\r\n:5\r\n";
+
+    fn all(reader: &mut ReplyReader) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(reply) = reader.next_reply().expect("well-formed") {
+            out.push(reply.0);
+        }
+        out
+    }
+
+    fn whole() -> Vec<Value> {
+        let mut reader = ReplyReader::new();
+        reader.push(STREAM);
+        all(&mut reader)
+    }
+
+    #[test]
+    fn a_whole_stream_gives_every_reply_in_order() {
+        let replies = whole();
+        assert_eq!(replies.len(), 16);
+        assert_eq!(replies[2], Value::Int(42));
+        assert_eq!(replies[3], Value::BulkString(b"he\r\nl".to_vec()));
+        assert_eq!(replies[4], Value::Nil);
+        assert!(matches!(&replies[6], Value::Array(items) if items.len() == 5));
+        assert!(matches!(&replies[1], Value::ServerError(err) if err.code() == "NOSCRIPT"));
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary_gives_the_same_replies() {
+        let want = whole();
+        for cut in 0..=STREAM.len() {
+            let mut reader = ReplyReader::new();
+            reader.push(&STREAM[..cut]);
+            let mut got = all(&mut reader);
+            reader.push(&STREAM[cut..]);
+            got.extend(all(&mut reader));
+            assert_eq!(got, want, "split at byte {cut}");
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time_gives_the_same_replies() {
+        let mut reader = ReplyReader::new();
+        let mut got = Vec::new();
+        for byte in STREAM {
+            reader.push(std::slice::from_ref(byte));
+            got.extend(all(&mut reader));
+        }
+        assert_eq!(got, whole());
+        assert!(reader.buffer.is_empty(), "everything handed out is dropped");
+    }
+
+    #[test]
+    fn the_fast_path_reads_what_redis_rs_reads() {
+        for frame in [
+            &b":42\r\n"[..],
+            b":-7\r\n",
+            b"$5\r\nhe\r\nl\r\n",
+            b"$-1\r\n",
+            b"$0\r\n\r\n",
+            b"*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"*2\r\n*1\r\n$1\r\nx\r\n:3\r\n",
+        ] {
+            let (value, end) = plain(frame).expect("a plain frame");
+            assert_eq!(end, frame.len());
+            assert_eq!(value, redis::parse_redis_value(frame).unwrap());
+        }
+        assert!(
+            plain(b"*2\r\n:1\r\n+y\r\n").is_none(),
+            "other shapes go to redis-rs"
+        );
+    }
+
+    #[test]
+    fn garbage_breaks_the_reader_for_good() {
+        let mut reader = ReplyReader::new();
+        reader.push(b":1\r\n?what\r\n");
+        assert_eq!(reader.next_reply().unwrap(), Some(Reply(Value::Int(1))));
+        let err = reader.next_reply().unwrap_err();
+        assert!(err.is_store_failure() && err.to_string().contains("protocol error"));
+        assert!(reader.is_broken());
+        reader.push(b":2\r\n");
+        assert!(reader.next_reply().is_err());
+    }
+
+    #[test]
+    fn a_bad_length_or_missing_crlf_is_a_protocol_error() {
+        for bad in [&b"$x\r\n"[..], b"*-2\r\n", b"$2\r\nabcd\r\n"] {
+            let mut reader = ReplyReader::new();
+            reader.push(bad);
+            assert!(reader.next_reply().is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
