@@ -56,7 +56,7 @@ python-sdist-check: python-env
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check maturin
 	$(VENV)/bin/maturin sdist --out $(SDIST_DIR) > /dev/null
 	tar -tzf $(SDIST_DIR)/ratelock-*.tar.gz | grep -q '/core/lua/limit.lua$$'
-	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-check $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
+	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-build $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
 	$(PYTHON) -m venv $(SDIST_DIR)/venv
 	$(SDIST_DIR)/venv/bin/pip install --quiet --disable-pip-version-check $(SDIST_DIR)/ratelock-*.whl
 	cd $(SDIST_DIR) && venv/bin/python -c "import ratelock; assert ratelock.Limiter().hit('k', '1/second').allowed; print('wheel from sdist works')"
