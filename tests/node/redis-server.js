@@ -31,12 +31,15 @@ function accepts(port) {
 }
 
 class RedisServer {
-  /** Starts a server; `password` sets `requirepass` (then `url` carries it and `command` uses it). */
-  static async start({ password } = {}) {
+  /**
+   * Starts a server; `password` sets `requirepass` (then `url` carries it and `command` uses it), and
+   * `extraArgs` are passed to redis-server as they are.
+   */
+  static async start({ password, extraArgs = [] } = {}) {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is required: apt-get install -y redis-server')
     }
-    const server = new RedisServer(await freePort(), password)
+    const server = new RedisServer(await freePort(), password, extraArgs)
     await server.#spawn()
     return server
   }
@@ -44,10 +47,12 @@ class RedisServer {
   #process = null
   #dir
   #password
+  #extraArgs
 
-  constructor(port, password) {
+  constructor(port, password, extraArgs) {
     this.port = port
     this.#password = password
+    this.#extraArgs = extraArgs
     this.url = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}/` : `redis://127.0.0.1:${port}/`
     this.#dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-redis-'))
   }
@@ -56,6 +61,7 @@ class RedisServer {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
     args.push('--enable-debug-command', 'yes', '--dir', this.#dir)
     if (this.#password) args.push('--requirepass', this.#password)
+    args.push(...this.#extraArgs)
     this.#process = spawn('redis-server', args, { stdio: 'ignore' })
     const deadline = Date.now() + 10_000
     while (!(await accepts(this.port))) {
