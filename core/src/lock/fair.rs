@@ -10,9 +10,9 @@ use tokio::time::Instant;
 
 use super::lease_guard::{Held, LeaseGuard, Waiting};
 use super::wait::{self, Attempt};
-use super::{check_lease, check_waiter_ttl, owner_token, LockOptions};
+use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::key::{check_prefix, FairLockKeys};
 use crate::store::Store;
 
@@ -171,8 +171,4 @@ impl FairLock {
     fn guard(&self, id: impl Into<Arc<str>>, fence: u64, sent: Instant) -> LeaseGuard {
         LeaseGuard::start(Held::Fair(self.shared.clone(), id.into()), fence, sent)
     }
-}
-
-pub(crate) fn unexpected(reply: impl std::fmt::Debug) -> Error {
-    Error::StoreUnavailable(format!("unexpected lock reply: {reply:?}"))
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::check_lease;
 use super::fair::FairShared;
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
 use super::rwlock::RwShared;
+use super::{check_lease, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
@@ -32,17 +32,10 @@ impl Held {
         }
     }
 
-    fn lease(&self) -> Duration {
+    fn options(&self) -> &LockOptions {
         match self {
-            Held::Fair(shared, _) => shared.options.ttl,
-            Held::Rw(shared, _, _) => shared.options.ttl,
-        }
-    }
-
-    fn auto_renew(&self) -> bool {
-        match self {
-            Held::Fair(shared, _) => shared.options.auto_renew,
-            Held::Rw(shared, _, _) => shared.options.auto_renew,
+            Held::Fair(shared, _) => &shared.options,
+            Held::Rw(shared, _, _) => &shared.options,
         }
     }
 
@@ -183,9 +176,10 @@ impl LeaseGuard {
         let renewing = held.clone();
         let renew: super::watchdog::Renew = Arc::new(move || {
             let held = renewing.clone();
-            Box::pin(async move { held.extend(fence, held.lease()).await })
+            Box::pin(async move { held.extend(fence, held.options().ttl).await })
         });
-        let hold = Hold::start(sent, held.lease(), held.auto_renew(), renew);
+        let options = held.options();
+        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew);
         LeaseGuard {
             held,
             fence,

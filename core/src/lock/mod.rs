@@ -275,6 +275,11 @@ pub(crate) fn check_waiter_ttl(waiter_ttl: Duration) -> Result<()> {
     Ok(())
 }
 
+/// A store reply of the wrong kind for the call that was made (a bug or a foreign script).
+pub(crate) fn unexpected(reply: impl std::fmt::Debug) -> Error {
+    Error::StoreUnavailable(format!("unexpected lock reply: {reply:?}"))
+}
+
 /// 128 bits from the operating system's CSPRNG, as hex.
 pub(crate) fn owner_token() -> Result<String> {
     let mut bytes = [0u8; 16];

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::fair::unexpected;
 use super::lease_guard::{Held, LeaseGuard, Waiting};
 use super::wait::{self, Attempt};
-use super::{check_lease, check_waiter_ttl, owner_token, LockOptions};
+use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
 use crate::key::{check_prefix, RwLockKeys};

@@ -31,6 +31,19 @@ pub fn eventually<T>(what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// The async twin of [`eventually`]: awaits `check` every 5 ms until it is true, for at most 10 s
+/// (processes starting on a loaded machine need the margin), then panics naming `what`.
+pub async fn eventually_async(what: &str, check: impl AsyncFn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

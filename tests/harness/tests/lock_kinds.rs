@@ -11,7 +11,7 @@ use ratelock::algorithm::fair::FairCall;
 use ratelock::key::FairLockKeys;
 use ratelock::{Error, FairLock, LockOptions, ReadWriteLock, Store, StoreOptions};
 use ratelock_testkit::stores::on_both_stores;
-use ratelock_testkit::RedisServer;
+use ratelock_testkit::{eventually_async, RedisServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -19,15 +19,6 @@ fn options() -> LockOptions {
     LockOptions::default()
         .with_ttl(Duration::from_secs(5))
         .with_waiter_ttl(Duration::from_millis(400))
-}
-
-/// Polls `check` every 5 ms until it holds, for at most 5 s.
-async fn until(what: &str, check: impl AsyncFn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what} did not happen within 5 s");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[tokio::test]
@@ -45,7 +36,7 @@ async fn fair_lock_grants_in_arrival_order() {
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 guard.release().await.unwrap();
             }));
-            until("the waiter queues", async || {
+            eventually_async("the waiter queues", async || {
                 lock.state().await.unwrap().waiting == n + 1
             })
             .await;
@@ -82,12 +73,12 @@ async fn fair_waiters_that_give_up_or_die_leave_the_queue() {
             let lock = lock.clone();
             async move { lock.acquire(WAIT).await }
         });
-        until("the waiter queues", async || {
+        eventually_async("the waiter queues", async || {
             lock.state().await.unwrap().waiting == 1
         })
         .await;
         dropped.abort();
-        until("the dropped waiter leaves", async || {
+        eventually_async("the dropped waiter leaves", async || {
             lock.state().await.unwrap().waiting == 0
         })
         .await;
@@ -104,7 +95,7 @@ async fn fair_waiters_that_give_up_or_die_leave_the_queue() {
             let lock = lock.clone();
             async move { lock.acquire(WAIT).await.map(|g| (Instant::now(), g)) }
         });
-        until("the live waiter queues", async || {
+        eventually_async("the live waiter queues", async || {
             lock.state().await.unwrap().waiting == 2
         })
         .await;
@@ -135,7 +126,7 @@ async fn a_fair_release_wakes_only_the_head_of_the_queue() {
             tokio::spawn(async move { lock.acquire(WAIT).await.unwrap().release().await.unwrap() })
         })
         .collect();
-    until("four waiters queue", async || {
+    eventually_async("four waiters queue", async || {
         lock.state().await.unwrap().waiting == 4
     })
     .await;

@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use ratelock::{FairLock, LockOptions, ReadWriteLock, Store, StoreOptions};
-use ratelock_testkit::RedisServer;
+use ratelock_testkit::{eventually_async, RedisServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -42,17 +42,6 @@ impl Worker {
     }
 }
 
-async fn until(what: &str, check: impl AsyncFn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what} did not happen within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn processes_get_a_fair_lock_in_the_order_they_queued() {
     let server = RedisServer::start();
@@ -64,7 +53,7 @@ async fn processes_get_a_fair_lock_in_the_order_they_queued() {
     let mut workers = Vec::new();
     for n in 0..4u64 {
         workers.push(Worker::hold(&server.url(), "queue", "fair", 20));
-        until("the process queues", async || {
+        eventually_async("the process queues", async || {
             lock.state().await.unwrap().waiting == n + 1
         })
         .await;
@@ -87,7 +76,7 @@ async fn a_queued_writer_goes_before_a_later_reader_in_another_process() {
     let lock = ReadWriteLock::new(&store, "doc", LockOptions::default()).unwrap();
     let reading = lock.acquire_read(WAIT).await.unwrap();
     let writer = Worker::hold(&server.url(), "doc", "write", 50);
-    until("the writer waits", async || {
+    eventually_async("the writer waits", async || {
         lock.state().await.unwrap().waiting_writers == 1
     })
     .await;
