@@ -240,4 +240,6 @@ export declare class StoreTimeoutError extends StoreUnavailableError {}
 export declare class WaitTimeoutError extends RatelockError {}
 export declare class LockNotOwnedError extends RatelockError {}
 export declare class LockLostError extends RatelockError {}
+/** A reply that does not match its call, or a state the store did not expect: a bug, never an outage (no `onError` policy covers it). */
+export declare class ProtocolError extends RatelockError {}
 export declare class InternalError extends RatelockError {}

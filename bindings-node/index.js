@@ -27,5 +27,6 @@ module.exports = {
   WaitTimeoutError: errors.WaitTimeoutError,
   LockNotOwnedError: errors.LockNotOwnedError,
   LockLostError: errors.LockLostError,
+  ProtocolError: errors.ProtocolError,
   InternalError: errors.InternalError,
 }

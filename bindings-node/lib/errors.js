@@ -32,6 +32,7 @@ const StoreTimeoutError = kind('StoreTimeoutError', 'ERR_RATELOCK_TIMEOUT', Stor
 const WaitTimeoutError = kind('WaitTimeoutError', 'ERR_RATELOCK_WAIT_TIMEOUT')
 const LockNotOwnedError = kind('LockNotOwnedError', 'ERR_RATELOCK_LOCK_NOT_OWNED')
 const LockLostError = kind('LockLostError', 'ERR_RATELOCK_LOCK_LOST')
+const ProtocolError = kind('ProtocolError', 'ERR_RATELOCK_PROTOCOL')
 const InternalError = kind('InternalError', 'ERR_RATELOCK_INTERNAL')
 
 const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
@@ -67,6 +68,7 @@ module.exports = {
   WaitTimeoutError,
   LockNotOwnedError,
   LockLostError,
+  ProtocolError,
   InternalError,
   fromNative,
   rethrow,

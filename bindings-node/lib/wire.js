@@ -197,7 +197,13 @@ class Link {
       if (entry.kind === CALL && !entry.settled) {
         let status
         try {
-          status = codec.takeDecision(entry.rules, entry.cost, entry.retried, this.#out)
+          status = codec.takeDecision(
+            entry.outbox.subarray(entry.start, entry.end),
+            entry.rules,
+            entry.cost,
+            entry.retried,
+            this.#out,
+          )
         } catch (error) {
           this.#head++
           this.#settle(entry)

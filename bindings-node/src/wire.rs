@@ -133,13 +133,16 @@ impl NativeWire {
         self.reader.is_broken()
     }
 
-    /// Reads the next reply as the answer to a call on `rules` with `cost`: 0 when no whole reply has
-    /// arrived, 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after
-    /// a `retried` call). A failure (error reply, bad reply) throws under `onError: 'raise'`, else
-    /// writes the degraded decision.
+    /// Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
+    /// wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
+    /// 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
+    /// `retried` call). An outage's error reply throws under `onError: 'raise'`, else writes the
+    /// degraded decision; another call's reply or a broken stream always throws
+    /// `ERR_RATELOCK_PROTOCOL`.
     #[napi]
     pub fn take_decision(
         &mut self,
+        command: BufferSlice,
         rules: &NativeRules,
         cost: Option<f64>,
         retried: bool,
@@ -150,11 +153,8 @@ impl NativeWire {
             let cost = convert::cost(cost)?;
             let answer = match self.reader.next_reply() {
                 Ok(None) => return Ok(PENDING),
-                Ok(Some(reply)) => self.limiter.wire_answer(reply, parsed, cost, retried),
-                Err(broken) => self
-                    .limiter
-                    .wire_unavailable(parsed, &broken.to_string())
-                    .map(WireAnswer::Decided),
+                Ok(Some(reply)) => self.limiter.wire_answer(reply, &command, parsed, cost, retried),
+                Err(broken) => Err(ratelock::Error::Protocol(broken.to_string())),
             };
             match answer.map_err(to_js)? {
                 WireAnswer::Decided(decision) => {

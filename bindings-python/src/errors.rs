@@ -54,6 +54,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    ProtocolError,
+    RatelockError,
+    "A reply that does not match its call, or a state the store did not expect: a bug, never an outage."
+);
+create_exception!(
+    _native,
     LockLost,
     RatelockError,
     "The lock was lost (expired or taken) while held."
@@ -69,6 +75,8 @@ pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
         ratelock::Error::Timeout(_) => StoreTimeout::new_err(message),
         ratelock::Error::StoreUnavailable(_) => StoreUnavailable::new_err(message),
         ratelock::Error::WaitTimeout(_) => WaitTimeout::new_err(message),
+        ratelock::Error::LockNotOwned(_) => LockNotOwned::new_err(message),
+        ratelock::Error::Protocol(_) => ProtocolError::new_err(message),
         other => RatelockError::new_err(other.to_string()),
     }
 }
@@ -94,5 +102,6 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("WaitTimeout", py.get_type::<WaitTimeout>())?;
     module.add("LockNotOwned", py.get_type::<LockNotOwned>())?;
     module.add("LockLost", py.get_type::<LockLost>())?;
+    module.add("ProtocolError", py.get_type::<ProtocolError>())?;
     Ok(())
 }

@@ -124,10 +124,16 @@ async fn extended(slot: Slot, ttl: std::time::Duration) -> ratelock::Result<bool
     }
 }
 
+/// Gives the hold back. A release that fails on the way keeps the guard in its slot, so the caller
+/// can retry; any other answer empties the slot.
 async fn released(slot: Slot) -> ratelock::Result<bool> {
-    let guard = slot.lock().await.take();
-    match guard {
-        Some(guard) => guard.release().await,
-        None => Ok(false),
+    let mut slot = slot.lock().await;
+    let Some(guard) = slot.as_mut() else {
+        return Ok(false);
+    };
+    let outcome = guard.try_release().await;
+    if !matches!(&outcome, Err(err) if err.is_store_failure()) {
+        slot.take();
     }
+    outcome
 }

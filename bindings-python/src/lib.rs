@@ -19,8 +19,6 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    // asyncio awaitables run on the same runtime as the blocking API.
-    let _ = pyo3_async_runtimes::tokio::init_with_runtime(runtime::runtime());
     module.add_class::<completions::Completions>()?;
     module.add_class::<stores::PyClient>()?;
     module.add_class::<limiter::PyLimiter>()?;

@@ -19,7 +19,7 @@ pub(crate) struct PyLockHandle {
 /// One grant of a lock. `release` consumes it; later calls report "not_held".
 #[pyclass(name = "LockGuard", module = "ratelock._native", frozen)]
 pub(crate) struct PyLockGuard {
-    guard: Mutex<Option<ratelock::LockGuard>>,
+    guard: std::sync::Arc<Mutex<Option<ratelock::LockGuard>>>,
     lost: ratelock::LostSignal,
     fencing_token: u64,
     holds: u64,
@@ -161,7 +161,7 @@ impl PyLockGuard {
             lost: guard.lost_signal(),
             fencing_token: guard.fencing_token(),
             holds: guard.holds(),
-            guard: Mutex::new(Some(guard)),
+            guard: std::sync::Arc::new(Mutex::new(Some(guard))),
         }
     }
 }
@@ -219,20 +219,33 @@ impl PyLockGuard {
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let guard = self.guard.lock().take();
+        let slot = self.guard.clone();
         spawn(py, async move {
-            let Some(guard) = guard else { return Ok("not_held") };
-            Ok(released_name(guard.release().await.map_err(to_py)?))
+            Ok(released_name(released(slot).await.map_err(to_py)?))
         })
     }
 
-    /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other".
+    /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other". A release that
+    /// fails on the way keeps the hold, so the caller can retry.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let Some(guard) = self.guard.lock().take() else {
-            return Ok("not_held");
-        };
-        Ok(released_name(run(py, async move { guard.release().await })?))
+        let slot = self.guard.clone();
+        Ok(released_name(run(py, async move { released(slot).await })?))
     }
+}
+
+/// Gives the hold back. A release that fails on the way keeps the guard in its slot; any other answer
+/// empties it.
+async fn released(
+    slot: std::sync::Arc<Mutex<Option<ratelock::LockGuard>>>,
+) -> ratelock::Result<ratelock::Released> {
+    let Some(mut guard) = slot.lock().take() else {
+        return Ok(ratelock::Released::NotHeld);
+    };
+    let outcome = guard.try_release().await;
+    if matches!(&outcome, Err(err) if err.is_store_failure()) {
+        *slot.lock() = Some(guard);
+    }
+    outcome
 }
 
 fn released_name(outcome: ratelock::Released) -> &'static str {

@@ -1,10 +1,12 @@
-//! The one tokio runtime of the Python process. `run` blocks (GIL released) for the sync API; `spawn`
-//! returns an asyncio awaitable for `ratelock.asyncio`. Either way a panic becomes a Python exception
-//! instead of crossing into the interpreter.
+//! The tokio runtime of the Python process: one per process, built on first use and built again in a
+//! forked child (gunicorn `--preload`, uWSGI, Celery prefork, `multiprocessing` with fork), whose copy of
+//! the parent's runtime has no threads. `run` blocks (GIL released) for the sync API; `spawn` returns an
+//! asyncio awaitable for `ratelock.asyncio`. Either way a panic becomes a Python exception instead of
+//! crossing into the interpreter.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::LazyLock;
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
@@ -14,18 +16,18 @@ use crate::errors::{internal_error, to_py};
 
 /// One worker thread: measured on 2 vCPUs, it serves sync calls about 15% faster than two (fewer
 /// threads to wake per round trip; asyncio loses ~6%), and the GIL bounds Python's parallelism anyway.
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("ratelock")
-        .enable_all()
-        .build()
-        .expect("ratelock cannot start its tokio runtime")
-});
+static RUNTIME: ratelock::process::PerProcess<tokio::runtime::Runtime> = ratelock::process::PerProcess::new();
 
-/// The runtime, also handed to pyo3-async-runtimes so asyncio awaitables run on it.
+/// This process's runtime (a forked child builds its own).
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    &RUNTIME
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ratelock")
+            .enable_all()
+            .build()
+            .expect("ratelock cannot start its tokio runtime")
+    })
 }
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
@@ -38,14 +40,14 @@ where
 {
     let mut future = std::pin::pin!(future);
     let first = {
-        let _context = RUNTIME.enter();
+        let _context = runtime().enter();
         let mut context = Context::from_waker(Waker::noop());
         std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context)))
     };
     let outcome = match first {
         Ok(Poll::Ready(result)) => Ok(result),
         Ok(Poll::Pending) => {
-            py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| RUNTIME.block_on(future.as_mut()))))
+            py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| runtime().block_on(future.as_mut()))))
         }
         Err(panic) => Err(panic),
     };
@@ -66,10 +68,50 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+    pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
         match AssertUnwindSafe(future).catch_unwind().await {
             Ok(result) => result,
             Err(panic) => Err(internal_error(panic)),
         }
     })
+}
+
+/// pyo3-async-runtimes over this process's runtime. Its own tokio runtime is set once per process
+/// image and would outlive a fork with no threads behind it; this one follows `runtime()`.
+struct ProcessRuntime;
+
+tokio::task_local! {
+    static TASK_LOCALS: pyo3_async_runtimes::TaskLocals;
+}
+
+impl pyo3_async_runtimes::generic::Runtime for ProcessRuntime {
+    type JoinError = tokio::task::JoinError;
+    type JoinHandle = tokio::task::JoinHandle<()>;
+
+    fn spawn<F>(fut: F) -> Self::JoinHandle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        runtime().spawn(fut)
+    }
+
+    fn spawn_blocking<F>(f: F) -> Self::JoinHandle
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        runtime().spawn_blocking(f)
+    }
+}
+
+impl pyo3_async_runtimes::generic::ContextExt for ProcessRuntime {
+    fn scope<F, R>(locals: pyo3_async_runtimes::TaskLocals, fut: F) -> Pin<Box<dyn Future<Output = R> + Send>>
+    where
+        F: Future<Output = R> + Send + 'static,
+    {
+        Box::pin(TASK_LOCALS.scope(locals, fut))
+    }
+
+    fn get_task_locals() -> Option<pyo3_async_runtimes::TaskLocals> {
+        TASK_LOCALS.try_with(Clone::clone).ok()
+    }
 }

@@ -19,7 +19,7 @@ pub(crate) struct PySemaphoreHandle {
 /// One permit. `release` consumes it; later calls return `False`.
 #[pyclass(name = "PermitGuard", module = "ratelock._native", frozen)]
 pub(crate) struct PyPermitGuard {
-    guard: Mutex<Option<ratelock::PermitGuard>>,
+    guard: std::sync::Arc<Mutex<Option<ratelock::PermitGuard>>>,
     lost: ratelock::LostSignal,
 }
 
@@ -136,7 +136,7 @@ impl PyPermitGuard {
     fn new(guard: ratelock::PermitGuard) -> Self {
         PyPermitGuard {
             lost: guard.lost_signal(),
-            guard: Mutex::new(Some(guard)),
+            guard: std::sync::Arc::new(Mutex::new(Some(guard))),
         }
     }
 }
@@ -164,20 +164,27 @@ impl PyPermitGuard {
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let guard = self.guard.lock().take();
-        spawn(py, async move {
-            match guard {
-                Some(guard) => guard.release().await.map_err(to_py),
-                None => Ok(false),
-            }
-        })
+        let slot = self.guard.clone();
+        spawn(py, async move { released(slot).await.map_err(to_py) })
     }
 
-    /// Gives the permit back; `False` if it had been lost (or released) before.
+    /// Gives the permit back; `False` if it had been lost (or released) before. A release that fails
+    /// on the way keeps the permit, so the caller can retry.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let Some(guard) = self.guard.lock().take() else {
-            return Ok(false);
-        };
-        run(py, async move { guard.release().await })
+        let slot = self.guard.clone();
+        run(py, async move { released(slot).await })
     }
+}
+
+/// Gives the permit back. A release that fails on the way keeps the guard in its slot; any other answer
+/// empties it.
+async fn released(slot: std::sync::Arc<Mutex<Option<ratelock::PermitGuard>>>) -> ratelock::Result<bool> {
+    let Some(mut guard) = slot.lock().take() else {
+        return Ok(false);
+    };
+    let outcome = guard.try_release().await;
+    if matches!(&outcome, Err(err) if err.is_store_failure()) {
+        *slot.lock() = Some(guard);
+    }
+    outcome
 }

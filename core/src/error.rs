@@ -51,6 +51,14 @@ pub enum Error {
     /// Waiting for a lock or permit ran past its deadline.
     #[error("gave up waiting after {0:?}")]
     WaitTimeout(std::time::Duration),
+    /// A hold used where it is not this handle's to use: e.g. released or extended by a forked child
+    /// through a handle inherited from the parent that took it.
+    #[error("lock not owned: {0}")]
+    LockNotOwned(String),
+    /// A reply that does not match its call (another call's answer, a wrong shape or count) or a state
+    /// the script did not expect: a bug, never an outage, so no failure policy ever covers it.
+    #[error("protocol error: {0}")]
+    Protocol(String),
 }
 
 impl Error {
@@ -79,6 +87,11 @@ impl Error {
         matches!(self, Error::Timeout(_))
     }
 
+    /// True when a reply did not match its call, or the store met a state it did not expect.
+    pub fn is_protocol(&self) -> bool {
+        matches!(self, Error::Protocol(_))
+    }
+
     /// True when waiting for a lock or permit ran past its deadline.
     pub fn is_wait_timeout(&self) -> bool {
         matches!(self, Error::WaitTimeout(_))
@@ -98,6 +111,8 @@ impl Error {
             Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Error::Timeout(_) => "TIMEOUT",
             Error::WaitTimeout(_) => "WAIT_TIMEOUT",
+            Error::LockNotOwned(_) => "LOCK_NOT_OWNED",
+            Error::Protocol(_) => "PROTOCOL",
         }
     }
 

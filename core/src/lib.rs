@@ -27,6 +27,7 @@ pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]
 mod lock;
+pub mod process;
 mod rule;
 pub mod store;
 

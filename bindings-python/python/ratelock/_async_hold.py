@@ -5,7 +5,7 @@ directly in ``async with``."""
 from typing import Any, Awaitable, Callable, Generator, Optional
 
 from ratelock import _native
-from ratelock._native import LockLost, LockNotOwned
+from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 
 class Hold:
@@ -56,7 +56,13 @@ class Hold:
         """Gives the hold back; ``LockNotOwned`` if released already, ``LockLost`` if it had been lost."""
         self._check_held()
         self._released = True
-        if not await self._guard.release_async():
+        try:
+            given_back = await self._guard.release_async()
+        except StoreUnavailable:
+            # The store could not be reached: the hold is still ours, and release can be called again.
+            self._released = False
+            raise
+        if not given_back:
             raise LockLost(f"the {self._what} was lost before release (expired or taken)")
 
     def _check_held(self) -> None:

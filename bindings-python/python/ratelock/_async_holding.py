@@ -5,7 +5,7 @@ and the exceptions at release (``AsyncHolding``)."""
 import asyncio
 from typing import Any, Generic, List, Optional, TypeVar
 
-from ratelock._native import LockLost, LockNotOwned
+from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 G = TypeVar("G")
 
@@ -61,7 +61,13 @@ class AsyncHolding(AsyncHandle, Generic[G]):
         """Gives back the latest hold; ``LockNotOwned`` if none, ``LockLost`` if it had been lost."""
         if not self._guards:
             raise LockNotOwned(f"release of a {self._what} this instance does not hold")
-        problem = await self._give_back(self._guards.pop())
+        guard = self._guards.pop()
+        try:
+            problem = await self._give_back(guard)
+        except StoreUnavailable:
+            # The store could not be reached: the hold is still ours, and release can be called again.
+            self._guards.append(guard)
+            raise
         if problem is not None:
             raise LockLost(f"the {self._what} was lost before release ({problem})")
 

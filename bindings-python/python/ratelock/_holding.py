@@ -4,7 +4,7 @@ handle, a stack of this instance's holds, ``with`` support, and the exceptions a
 import threading
 from typing import Any, Generic, List, Optional, TypeVar
 
-from ratelock._native import LockLost, LockNotOwned
+from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 G = TypeVar("G")
 
@@ -35,12 +35,18 @@ class Holding(Generic[G]):
 
     def release(self) -> None:
         """Gives back this instance's latest hold. Raises ``LockNotOwned`` if it holds none, and
-        ``LockLost`` if the hold had been lost (nothing is changed then)."""
+        ``LockLost`` if the hold had been lost (nothing is changed then). If the store cannot be
+        reached, ``StoreUnavailable`` is raised and the hold stays this instance's: call again."""
         with self._mutex:
             if not self._guards:
                 raise LockNotOwned(f"release of a {self._what} this instance does not hold")
             guard = self._guards.pop()
-        problem = self._give_back(guard)
+        try:
+            problem = self._give_back(guard)
+        except StoreUnavailable:
+            with self._mutex:
+                self._guards.append(guard)
+            raise
         if problem is not None:
             raise LockLost(f"the {self._what} was lost before release ({problem})")
 

@@ -5,7 +5,7 @@ import threading
 from typing import Optional
 
 from ratelock import _native
-from ratelock._native import LockLost, LockNotOwned
+from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 
 class Hold:
@@ -58,7 +58,14 @@ class Hold:
         with self._mutex:
             self._check_held()
             self._released = True
-        if not self._guard.release():
+        try:
+            given_back = self._guard.release()
+        except StoreUnavailable:
+            # The store could not be reached: the hold is still ours, and release can be called again.
+            with self._mutex:
+                self._released = False
+            raise
+        if not given_back:
             raise LockLost(f"the {self._what} was lost before release (expired or taken)")
 
     def _check_held(self) -> None:

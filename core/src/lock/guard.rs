@@ -86,6 +86,7 @@ impl LockGuard {
     /// mean the lock is lost, and the lost signal fires.
     pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
         check_lease(ttl)?;
+        self.hold.owned_here()?;
         let sent = Instant::now();
         let shared = &self.shared;
         let outcome = shared
@@ -100,20 +101,37 @@ impl LockGuard {
     /// lost before; nothing was changed then. If this future is dropped before it finishes, the guard's
     /// drop releases in the background.
     pub async fn release(mut self) -> Result<Released> {
+        self.try_release().await
+    }
+
+    /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
+    /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
+    /// caller can retry. After a successful release, further calls answer `NotHeld`.
+    pub async fn try_release(&mut self) -> Result<Released> {
+        if self.released {
+            return Ok(Released::NotHeld);
+        }
+        if let Err(err) = self.hold.owned_here() {
+            self.released = true;
+            return Err(err);
+        }
         self.hold.stop();
         let shared = self.shared.clone();
         let outcome = shared
             .store
             .lock_release(&shared.keys, &shared.owner, self.fence)
             .await;
-        self.released = true;
+        match &outcome {
+            Err(err) if err.is_store_failure() => self.hold.resume(),
+            _ => self.released = true,
+        }
         outcome
     }
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        if self.released {
+        if self.released || self.hold.owned_here().is_err() {
             return;
         }
         let (shared, fence) = (self.shared.clone(), self.fence);

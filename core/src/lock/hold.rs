@@ -1,5 +1,6 @@
 //! What every guard (lock or permit) shares: the lease's end as this process sees it, the lost signal,
-//! and the watchdog task, started with the guard and stopped before release.
+//! the watchdog task (started with the guard, stopped before release, resumed if a release fails on
+//! the way), and the process that took the hold: a forked child cannot use its parent's holds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,40 +11,52 @@ use tokio::time::Instant;
 
 use super::lost::LostSignal;
 use super::watchdog::{self, LeaseEnd, Renew};
+use crate::error::{Error, Result};
 
 pub(crate) struct Hold {
     lease_end: Arc<LeaseEnd>,
     lost_sender: Arc<watch::Sender<bool>>,
     lost: LostSignal,
     watchdog: Option<JoinHandle<()>>,
+    renew: Renew,
+    ttl: Duration,
+    auto_renew: bool,
+    /// The process generation that took the hold (see `crate::process`).
+    generation: u64,
 }
 
 impl Hold {
     /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` granted by a request
     /// sent at `sent` (the lease cannot have started earlier, so its end is counted from there).
     pub(crate) fn start(sent: Instant, ttl: Duration, auto_renew: bool, renew: Renew) -> Self {
-        let lease_end = LeaseEnd::new(sent + ttl);
         let (sender, lost) = LostSignal::new();
-        let lost_sender = Arc::new(sender);
-        let watchdog = tokio::runtime::Handle::try_current().ok().map(|runtime| {
-            runtime.spawn(watchdog::run(
-                renew,
-                ttl,
-                auto_renew,
-                lease_end.clone(),
-                lost_sender.clone(),
-            ))
-        });
-        Hold {
-            lease_end,
-            lost_sender,
+        let mut hold = Hold {
+            lease_end: LeaseEnd::new(sent + ttl),
+            lost_sender: Arc::new(sender),
             lost,
-            watchdog,
-        }
+            watchdog: None,
+            renew,
+            ttl,
+            auto_renew,
+            generation: crate::process::generation(),
+        };
+        hold.resume();
+        hold
     }
 
     pub(crate) fn lost(&self) -> &LostSignal {
         &self.lost
+    }
+
+    /// `Ok` in the process that took the hold; in a forked child, the typed error that says the hold is
+    /// its parent's (the child can neither release, extend nor renew it).
+    pub(crate) fn owned_here(&self) -> Result<()> {
+        if self.generation == crate::process::generation() {
+            return Ok(());
+        }
+        Err(Error::LockNotOwned(
+            "this hold was taken by the parent process before a fork; it stays the parent's".into(),
+        ))
     }
 
     /// Records the answer of a manual extension sent at `sent`.
@@ -64,9 +77,34 @@ impl Hold {
         }
     }
 
+    /// Starts the watchdog again (after a release that failed on the way: the hold is still ours).
+    pub(crate) fn resume(&mut self) {
+        if self.watchdog.is_some() || self.lost.is_lost() {
+            return;
+        }
+        self.watchdog = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            runtime.spawn(watchdog::run(
+                self.renew.clone(),
+                self.ttl,
+                self.auto_renew,
+                self.lease_end.clone(),
+                self.lost_sender.clone(),
+            ))
+        });
+    }
+
     /// The watchdog, for a guard being dropped to stop in the background.
     pub(crate) fn take_watchdog(&mut self) -> Option<JoinHandle<()>> {
         self.watchdog.take()
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.owned_here().is_err() {
+            // The parent's watchdog task lives on the parent's runtime: not ours to touch.
+            std::mem::forget(self.watchdog.take());
+        }
     }
 }
 

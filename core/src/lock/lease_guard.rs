@@ -213,6 +213,7 @@ impl LeaseGuard {
     /// Never re-takes it.
     pub async fn extend(&self, ttl: Duration) -> Result<bool> {
         check_lease(ttl)?;
+        self.hold.owned_here()?;
         let sent = Instant::now();
         let held = self.held.extend(self.fence, ttl).await?;
         self.hold.extended(held, sent, ttl);
@@ -221,16 +222,33 @@ impl LeaseGuard {
 
     /// Stops the watchdog, then gives the hold back; `false` if it had been lost before.
     pub async fn release(mut self) -> Result<bool> {
+        self.try_release().await
+    }
+
+    /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
+    /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
+    /// caller can retry. After a successful release, further calls answer `false`.
+    pub async fn try_release(&mut self) -> Result<bool> {
+        if self.released {
+            return Ok(false);
+        }
+        if let Err(err) = self.hold.owned_here() {
+            self.released = true;
+            return Err(err);
+        }
         self.hold.stop();
         let outcome = self.held.release(self.fence).await;
-        self.released = true;
+        match &outcome {
+            Err(err) if err.is_store_failure() => self.hold.resume(),
+            _ => self.released = true,
+        }
         outcome
     }
 }
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        if self.released {
+        if self.released || self.hold.owned_here().is_err() {
             return;
         }
         let (held, fence) = (self.held.clone(), self.fence);

@@ -254,12 +254,12 @@ mod tests {
         for i in 0..3 * SWEEP_EVERY {
             let name = format!("job:{i}");
             let keys = LockKeys::new("rl", name.as_bytes());
-            if let Acquired::Granted { fence, .. } = locks.acquire(&keys, "owner", 1_000, false) {
+            if let Acquired::Granted { fence, .. } = locks.acquire(&keys, "owner", 1_000_000, false) {
                 assert_eq!(locks.release(&keys, "owner", fence), Released::Released);
                 last_fence = fence;
             }
             let permits = SemaphoreKeys::new("rl", name.as_bytes());
-            locks.semaphore_acquire(&permits, "p", 2, 1_000);
+            locks.semaphore_acquire(&permits, "p", 2, 1_000_000);
             assert!(locks.semaphore_release(&permits, "p"));
             drop(locks.channel(&keys.channel));
         }

@@ -1,6 +1,8 @@
 //! Stores hold the limiter's state: `memory` (embedded, the default) and `redis` (shared by every
 //! process and language). Both answer the same [`LimitRequest`] with the same per-rule outcomes.
 
+#[cfg(feature = "redis")]
+mod call_tag;
 #[cfg(feature = "runtime")]
 mod lock_kinds;
 pub mod memory;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
+use super::call_tag::{excerpt, CallTag};
 use super::redis_connection::{
     first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME,
 };
@@ -21,13 +22,38 @@ use crate::algorithm::permits::PermitAcquired;
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::{storage_key, write_base, LockKeys, SemaphoreKeys};
+use crate::process::PerProcess;
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 use crate::rule::Rules;
 
 /// A Redis server reached through one shared, reconnecting, multiplexed connection. Cheap to clone.
+///
+/// Fork-safe: the connections, the blocking lane and the pub/sub subscriber belong to the process that
+/// opened them. A forked child that uses an inherited store opens its own on first use and never
+/// touches the parent's (see [`crate::process`]).
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: SharedConnection,
+    shared: std::sync::Arc<Shared>,
+}
+
+/// What every process's connections are opened from.
+struct Shared {
+    /// The URL given (a cluster's or Sentinel's own form).
+    url: String,
+    /// The one server's client (a cluster's first seed; the master the sentinels named at first).
+    client: redis::Client,
+    cluster: bool,
+    sentinel: bool,
     timeout: Duration,
+    /// Where the subscriber connects (lock waiters' wake-ups).
+    source: super::subscriber::Source,
+    process: PerProcess<Connections>,
+}
+
+/// The connections of one process.
+struct Connections {
+    connection: tokio::sync::OnceCell<SharedConnection>,
     subscriber: std::sync::Arc<Subscriber>,
     /// The blocking connection for sync callers (one server only; a cluster routes per key).
     lane: Option<std::sync::Arc<BlockingLane>>,
@@ -36,7 +62,7 @@ pub struct RedisStore {
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.shared.timeout)
             .finish()
     }
 }
@@ -76,35 +102,73 @@ impl RedisStore {
         // Pub/sub (lock waiters' wake-ups): on a cluster, any node hears every PUBLISH; behind Sentinel,
         // each reconnection goes to the master named then.
         let source = source.unwrap_or_else(|| super::subscriber::Source::Fixed(client.clone()));
-        let subscriber = Subscriber::new(source, options.timeout);
-        let connect = async {
-            #[cfg(feature = "cluster")]
-            if cluster {
-                return SharedConnection::cluster(url, options.timeout).await;
-            }
-            #[cfg(feature = "sentinel")]
-            if sentinel {
-                return SharedConnection::sentinel(url, options.timeout).await;
-            }
-            SharedConnection::single(client.clone(), options.timeout).await
+        let store = RedisStore {
+            shared: std::sync::Arc::new(Shared {
+                url: url.to_owned(),
+                client,
+                cluster,
+                sentinel,
+                timeout: options.timeout,
+                source,
+                process: PerProcess::new(),
+            }),
         };
-        let connection = tokio::time::timeout(options.timeout, connect)
-            .await
-            .map_err(|_| Error::Timeout(options.timeout))?
-            .map_err(map_error)?;
-        // The lane talks to one fixed server: not for a cluster, nor for a master that can change.
-        let lane =
-            (!cluster && !sentinel).then(|| std::sync::Arc::new(BlockingLane::new(client, options.timeout)));
-        Ok(RedisStore {
-            connection,
-            timeout: options.timeout,
-            subscriber,
-            lane,
+        store.connection().await?;
+        Ok(store)
+    }
+
+    /// This process's connections (opened lazily: after a fork, the child opens its own).
+    fn connections(&self) -> &Connections {
+        let shared = &self.shared;
+        shared.process.get_or_init(|| Connections {
+            connection: tokio::sync::OnceCell::new(),
+            subscriber: Subscriber::new(shared.source.clone(), shared.timeout),
+            // The lane talks to one fixed server: not for a cluster, nor for a master that can change.
+            lane: (!shared.cluster && !shared.sentinel)
+                .then(|| std::sync::Arc::new(BlockingLane::new(shared.client.clone(), shared.timeout))),
+        })
+    }
+
+    /// This process's multiplexed connection, connecting on first use.
+    async fn connection(&self) -> Result<SharedConnection> {
+        if let Some(connection) = self.connections().connection.get() {
+            return Ok(connection.clone());
+        }
+        self.first_connection().await
+    }
+
+    /// Connects this process's multiplexed connection (one caller connects, the others wait for it).
+    /// Boxed: the connect futures are deep, and every call's future would otherwise carry them.
+    fn first_connection(&self) -> BoxFuture<'_, Result<SharedConnection>> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            let connect = async {
+                #[cfg(feature = "cluster")]
+                if shared.cluster {
+                    return SharedConnection::cluster(&shared.url, shared.timeout).await;
+                }
+                #[cfg(feature = "sentinel")]
+                if shared.sentinel {
+                    return SharedConnection::sentinel(&shared.url, shared.timeout).await;
+                }
+                SharedConnection::single(shared.client.clone(), shared.timeout).await
+            };
+            let open = async {
+                tokio::time::timeout(shared.timeout, connect)
+                    .await
+                    .map_err(|_| Error::Timeout(shared.timeout))?
+                    .map_err(map_error)
+            };
+            self.connections()
+                .connection
+                .get_or_try_init(|| open)
+                .await
+                .cloned()
         })
     }
 
     pub(crate) fn subscriber(&self) -> &std::sync::Arc<Subscriber> {
-        &self.subscriber
+        &self.connections().subscriber
     }
 
     /// Runs `lock_acquire.lua` (server time for the fencing token).
@@ -162,8 +226,9 @@ impl RedisStore {
             Value::Int(-1) => Extended::HeldByOther,
             Value::Int(0) => Extended::Expired,
             other => {
-                return Err(Error::StoreUnavailable(format!(
-                    "unexpected reply from lock_extend.lua: {other:?}"
+                return Err(Error::Protocol(format!(
+                    "unexpected reply from lock_extend.lua: {}",
+                    excerpt(&other)
                 )))
             }
         })
@@ -244,8 +309,12 @@ impl RedisStore {
     /// runtime involved; `None` when that connection is busy with another thread's call or cannot be
     /// opened (then use `check`).
     pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
-        let reply = self.lane.as_ref()?.eval(&LIMIT, &limit_command(request))?;
-        Some(limit_outcomes(reply, request))
+        let lane = self.connections().lane.as_ref()?;
+        let tag = CallTag::next();
+        let mut cmd = limit_command(request);
+        cmd.arg(tag.as_str());
+        let reply = lane.eval(&LIMIT, &cmd)?;
+        Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request))
     }
 
     /// Deletes the keys of every given rule for `key`.
@@ -257,18 +326,22 @@ impl RedisStore {
         self.query(&cmd).await.map(drop)
     }
 
-    /// EVALSHA; on NOSCRIPT (the script certainly did not run) load it and run it once more.
-    pub(super) async fn eval(&self, script: &LuaScript, cmd: Cmd) -> Result<Value> {
-        match self.send(&cmd).await {
+    /// EVALSHA with a fresh call tag; on NOSCRIPT (the script certainly did not run) load it and run
+    /// it once more. The reply is the script's own, its tag checked and taken off.
+    pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
+        let tag = CallTag::next();
+        cmd.arg(tag.as_str());
+        let reply = match self.send(&cmd).await {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
-                load.arg("LOAD").arg(script.body);
+                load.arg("LOAD").arg(&script.body);
                 self.query(&load).await?;
                 self.query(&cmd).await
             }
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => Ok(value),
-        }
+        };
+        tag.open(reply?)
     }
 
     /// One command with the store's timeout; errors are mapped, never retried.
@@ -280,10 +353,11 @@ impl RedisStore {
     }
 
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
-        let mut connection = self.connection.clone();
-        match tokio::time::timeout(self.timeout, connection.send(cmd)).await {
-            Err(_) => Err(Failure::Other(Error::Timeout(self.timeout))),
-            Ok(reply) => classify(reply, self.timeout),
+        let timeout = self.shared.timeout;
+        let mut connection = self.connection().await.map_err(Failure::Other)?;
+        match tokio::time::timeout(timeout, connection.send(cmd)).await {
+            Err(_) => Err(Failure::Other(Error::Timeout(timeout))),
+            Ok(reply) => classify(reply, timeout),
         }
     }
 }
@@ -342,12 +416,26 @@ pub(super) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> R
         Err(err) if err.code() == Some("NOSCRIPT") => Err(Failure::NoScript),
         Err(err) => Err(Failure::Other(map_error(err))),
         Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
-        Ok(Value::ServerError(err)) => Err(Failure::Other(Error::StoreUnavailable(format!(
-            "{} {}",
+        Ok(Value::ServerError(err)) => Err(Failure::Other(server_error(
             err.code(),
-            err.details().unwrap_or_default()
-        )))),
+            err.details().unwrap_or_default(),
+        ))),
         Ok(value) => Ok(value),
+    }
+}
+
+/// A server's error reply as a typed error: a script's own error, a Lua runtime error or WRONGTYPE
+/// mean state or arguments the scripts did not expect (a bug: a protocol error, which no failure
+/// policy covers); everything else says the server cannot serve now (an outage).
+pub(super) fn server_error(code: &str, details: &str) -> Error {
+    let script_failed = code == "ERR"
+        && (details.starts_with("ratelock:")
+            || details.contains("user_script")
+            || details.starts_with("Error running script"));
+    if script_failed || code == "WRONGTYPE" {
+        Error::Protocol(format!("{code} {details}"))
+    } else {
+        Error::StoreUnavailable(format!("{code} {details}"))
     }
 }
 
@@ -384,8 +472,7 @@ pub(super) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
 
 /// A script's reply as exactly `count` integers.
 pub(super) fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
-    let bad =
-        |what: &dyn std::fmt::Debug| Error::StoreUnavailable(format!("unexpected script reply: {what:?}"));
+    let bad = |what: &Value| Error::Protocol(format!("unexpected script reply: {}", excerpt(what)));
     match reply {
         Value::Array(items) if items.len() == count => items
             .into_iter()
@@ -436,7 +523,7 @@ pub(super) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -
 
 /// Turns the script's own "cost exceeds capacity of rule N" reply into the typed error.
 fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
-    let Error::StoreUnavailable(message) = &err else {
+    let (Error::Protocol(message) | Error::StoreUnavailable(message)) = &err else {
         return err;
     };
     let Some((_, index)) = message.split_once("cost exceeds capacity of rule ") else {
@@ -459,9 +546,7 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
 }
 
 fn parse_outcomes(reply: Value, rules: usize) -> Result<Outcomes> {
-    let bad = |what: &dyn std::fmt::Debug| {
-        Error::StoreUnavailable(format!("unexpected reply from limit.lua: {what:?}"))
-    };
+    let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
     let items = match reply {
         Value::Array(items) if items.len() == rules * 5 => items,
         other => return Err(bad(&other)),

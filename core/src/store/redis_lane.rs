@@ -76,7 +76,7 @@ impl BlockingLane {
         let reply = match send(cmd) {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
-                load.arg("LOAD").arg(script.body);
+                load.arg("LOAD").arg(&script.body);
                 send(&load).and_then(|_| send(cmd))
             }
             other => other,

@@ -1,21 +1,35 @@
 //! The Lua scripts compiled into the crate (from `core/lua/`, which `lua/` at the top links to),
-//! each with its SHA1 computed once.
+//! each with its SHA1 computed once, and each wrapped in the call-tag envelope: the client appends a
+//! per-call tag as the last ARGV (the script's own code never sees it), and the reply comes back as
+//! `{tag, reply}` (error replies pass through as they are). See `call_tag.rs`.
 
 use std::sync::LazyLock;
 
-/// A script body and its SHA1, for EVALSHA with a load on NOSCRIPT.
+/// A script (its tagged form, as sent to Redis) and its SHA1, for EVALSHA with a load on NOSCRIPT.
 pub(crate) struct LuaScript {
-    pub(crate) body: &'static str,
+    pub(crate) body: String,
     pub(crate) sha: String,
 }
 
 impl LuaScript {
-    fn new(body: &'static str) -> Self {
+    fn new(source: &'static str) -> Self {
+        let body = tagged(source);
         LuaScript {
+            sha: redis::Script::new(&body).get_hash().to_owned(),
             body,
-            sha: redis::Script::new(body).get_hash().to_owned(),
         }
     }
+}
+
+/// `source` inside the call-tag envelope: the last ARGV (the tag) is taken off before the script runs,
+/// and a reply that is not an error goes back as `{tag, reply}`.
+pub(crate) fn tagged(source: &str) -> String {
+    format!(
+        "local ratelock_call_tag = table.remove(ARGV)\n\
+         local ratelock_reply = (function()\n{source}\nend)()\n\
+         if type(ratelock_reply) == 'table' and ratelock_reply.err then return ratelock_reply end\n\
+         return {{ ratelock_call_tag, ratelock_reply }}\n"
+    )
 }
 
 /// `limit.lua`: hit and peek over all rules of a key.

@@ -17,6 +17,7 @@ use redis::aio::PubSubSink;
 use tokio::sync::{watch, Notify};
 
 /// Where the subscriber connects: one fixed server, or whichever master the sentinels name now.
+#[derive(Clone)]
 pub(crate) enum Source {
     Fixed(redis::Client),
     #[cfg(feature = "sentinel")]

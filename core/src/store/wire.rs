@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 
+use super::call_tag::CallTag;
 use super::redis::{classify, limit_command, limit_outcomes, Failure};
 use super::script::LIMIT;
 use super::LimitRequest;
@@ -127,7 +128,7 @@ impl Endpoint {
 pub fn script_load_command() -> Vec<u8> {
     redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(LIMIT.body)
+        .arg(&LIMIT.body)
         .get_packed_command()
 }
 
@@ -170,32 +171,49 @@ impl Limiter {
             crate::algorithm::check_cost(rule, cost)?;
         }
         let request = self.request(key, rules, cost, now_us, spend);
-        Ok(limit_command(&request).get_packed_command())
+        let mut command = limit_command(&request);
+        command.arg(CallTag::next().as_str());
+        Ok(command.get_packed_command())
     }
 
-    /// The meaning of the reply to a call made with [`wire_command`](Self::wire_command) for `rules`
-    /// and `cost`: its decision, the failure policy's answer to an error reply, or
-    /// [`WireAnswer::NoScript`] (only while `retried` is false).
+    /// The meaning of the reply to `command`, a call made with [`wire_command`](Self::wire_command)
+    /// for `rules` and `cost`: its decision, the failure policy's answer to an error reply, or
+    /// [`WireAnswer::NoScript`] (only while `retried` is false). The reply must carry the call tag
+    /// that ends `command`: another call's reply is [`Error::Protocol`], which no policy covers.
     ///
     /// ```
     /// use ratelock::store::wire::{ReplyReader, WireAnswer};
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
+    /// let command = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
+    /// let tag = std::str::from_utf8(&command)?.rsplit("\r\n").nth(1).unwrap().to_owned();
     /// let mut reader = ReplyReader::new();
-    /// reader.push(b"*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n-NOSCRIPT No matching script\r\n");
+    /// let decided = format!("*2\r\n${}\r\n{tag}\r\n*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n", tag.len());
+    /// reader.push(decided.as_bytes());
+    /// reader.push(b"-NOSCRIPT No matching script\r\n*2\r\n$1\r\n7\r\n*5\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n");
     /// let reply = reader.next_reply()?.expect("a whole reply");
-    /// let WireAnswer::Decided(decision) = limiter.wire_answer(reply, &rules, 1, false)? else { panic!() };
+    /// let WireAnswer::Decided(decision) = limiter.wire_answer(reply, &command, &rules, 1, false)? else { panic!() };
     /// assert!(decision.allowed && decision.remaining == 9);
     /// let noscript = reader.next_reply()?.expect("a whole reply");
-    /// assert_eq!(limiter.wire_answer(noscript, &rules, 1, false)?, WireAnswer::NoScript);
-    /// # Ok::<(), ratelock::Error>(())
+    /// assert_eq!(limiter.wire_answer(noscript, &command, &rules, 1, false)?, WireAnswer::NoScript);
+    /// let crossed = reader.next_reply()?.expect("another call's reply");
+    /// assert!(limiter.wire_answer(crossed, &command, &rules, 1, false).unwrap_err().is_protocol());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wire_answer(&self, reply: Reply, rules: &Rules, cost: u64, retried: bool) -> Result<WireAnswer> {
+    pub fn wire_answer(
+        &self,
+        reply: Reply,
+        command: &[u8],
+        rules: &Rules,
+        cost: u64,
+        retried: bool,
+    ) -> Result<WireAnswer> {
+        let tag = CallTag::of_command(command)?;
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
             Err(Failure::NoScript) => Err(Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into())),
             Err(Failure::Other(err)) => Err(err),
-            Ok(value) => Ok(value),
+            Ok(value) => tag.open(value),
         };
         // The reply is read against the rules and cost; the key and time do not matter to it.
         let request = LimitRequest {
@@ -255,6 +273,9 @@ mod tests {
         Limiter::with_store(store, LimiterOptions::default().with_on_error(on_error)).unwrap()
     }
 
+    /// A call's bytes ending with the tag 42.
+    const COMMAND: [u8; 8] = *b"$2\r\n42\r\n";
+
     fn reply(bytes: &[u8]) -> Reply {
         let mut reader = ReplyReader::new();
         reader.push(bytes);
@@ -266,10 +287,10 @@ mod tests {
         let limiter = Limiter::memory();
         let rules = limiter.rules("10/second; 100/hour").unwrap();
         let request = limiter.request(b"k", &rules, 2, Some(5), false);
-        assert_eq!(
-            limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap(),
-            limit_command(&request).get_packed_command()
-        );
+        let command = limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap();
+        let mut expected = limit_command(&request);
+        expected.arg(CallTag::of_command(&command).unwrap().as_str());
+        assert_eq!(command, expected.get_packed_command());
     }
 
     #[test]
@@ -306,11 +327,11 @@ mod tests {
     fn error_replies_follow_the_failure_policy() {
         let rules = Limiter::memory().rules("5/second").unwrap();
         let busy = b"-BUSY Redis is busy running a script\r\n";
-        let raised = limiter(FailurePolicy::Raise).wire_answer(reply(busy), &rules, 1, false);
+        let raised = limiter(FailurePolicy::Raise).wire_answer(reply(busy), &COMMAND, &rules, 1, false);
         assert!(raised.unwrap_err().is_store_failure());
         for (policy, allowed) in [(FailurePolicy::Allow, true), (FailurePolicy::Deny, false)] {
             let WireAnswer::Decided(decision) = limiter(policy)
-                .wire_answer(reply(busy), &rules, 1, false)
+                .wire_answer(reply(busy), &COMMAND, &rules, 1, false)
                 .unwrap()
             else {
                 panic!("a decision")
@@ -325,10 +346,14 @@ mod tests {
         let rules = limiter.rules("5/second").unwrap();
         let noscript = b"-NOSCRIPT No matching script\r\n";
         assert_eq!(
-            limiter.wire_answer(reply(noscript), &rules, 1, false).unwrap(),
+            limiter
+                .wire_answer(reply(noscript), &COMMAND, &rules, 1, false)
+                .unwrap(),
             WireAnswer::NoScript
         );
-        let again = limiter.wire_answer(reply(noscript), &rules, 1, true).unwrap_err();
+        let again = limiter
+            .wire_answer(reply(noscript), &COMMAND, &rules, 1, true)
+            .unwrap_err();
         assert!(again.to_string().contains("NOSCRIPT after SCRIPT LOAD"));
     }
 
@@ -338,13 +363,43 @@ mod tests {
         let rules = limiter.rules("5/second").unwrap();
         let capacity = b"-ERR user_script:1: cost exceeds capacity of rule 1\r\n";
         let err = limiter
-            .wire_answer(reply(capacity), &rules, 9, false)
+            .wire_answer(reply(capacity), &COMMAND, &rules, 9, false)
             .unwrap_err();
         assert!(err.is_cost_exceeds_capacity(), "{err}");
         let short = limiter
-            .wire_answer(reply(b"*1\r\n:1\r\n"), &rules, 1, false)
+            .wire_answer(
+                reply(b"*2\r\n$2\r\n42\r\n*1\r\n:1\r\n"),
+                &COMMAND,
+                &rules,
+                1,
+                false,
+            )
             .unwrap_err();
-        assert!(short.is_store_failure());
+        assert!(short.is_protocol(), "{short}");
+        let untagged = limiter
+            .wire_answer(
+                reply(b"*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
+                &COMMAND,
+                &rules,
+                1,
+                false,
+            )
+            .unwrap_err();
+        assert!(untagged.is_protocol(), "{untagged}");
+        let allowing = self::limiter(FailurePolicy::Allow);
+        let crossed = allowing
+            .wire_answer(
+                reply(b"*2\r\n$2\r\n41\r\n*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
+                &COMMAND,
+                &rules,
+                1,
+                false,
+            )
+            .unwrap_err();
+        assert!(
+            crossed.is_protocol(),
+            "a crossed reply is never admitted by the policy: {crossed}"
+        );
     }
 
     #[test]

@@ -1,0 +1,123 @@
+//! Per-call reply tags. Every script call carries a tag as its last argument and every script reply
+//! echoes it (`{tag, reply}`), so a reply that belongs to another call — a connection shared across a
+//! fork, a reply read out of order, a proxy that mixed two clients — is a protocol error, never a
+//! decision. Tags are unique per process: a counter plus a random salt that a forked child draws anew.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis::Value;
+
+use crate::error::{Error, Result};
+use crate::process::PerProcess;
+
+static COUNTER: AtomicU64 = AtomicU64::new(1);
+static SALT: PerProcess<u64> = PerProcess::new();
+
+/// One call's tag, as the decimal text sent to the script and expected back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallTag(String);
+
+impl CallTag {
+    /// A tag no other call of this process (or of a parent or child process) has.
+    pub fn next() -> Self {
+        let salt = *SALT.get_or_init(random_salt);
+        let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+        // Below 2^53, so that even a script that treated it as a number would keep it exact.
+        CallTag((salt.wrapping_add(count) & ((1 << 53) - 1)).to_string())
+    }
+
+    /// The tag a packed command carries as its last argument (what [`Limiter::wire_command`] wrote).
+    ///
+    /// [`Limiter::wire_command`]: crate::Limiter::wire_command
+    pub fn of_command(command: &[u8]) -> Result<Self> {
+        let bad = || Error::invalid_argument("command", "not a tagged script call's bytes");
+        let body = command.strip_suffix(b"\r\n").ok_or_else(bad)?;
+        let start = body.iter().rposition(|&b| b == b'\n').ok_or_else(bad)? + 1;
+        let tag = &body[start..];
+        if tag.is_empty() || !tag.iter().all(u8::is_ascii_digit) {
+            return Err(bad());
+        }
+        Ok(CallTag(String::from_utf8_lossy(tag).into_owned()))
+    }
+
+    /// The tag's text (the script's last argument).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The reply a tagged script sent back (`{tag, reply}`), unwrapped: a missing or different tag is a
+    /// protocol error that names both.
+    pub(crate) fn open(&self, reply: Value) -> Result<Value> {
+        let mut items = match reply {
+            // A script that returned nothing: Lua drops the nil from the end of the table.
+            Value::Array(mut items) if items.len() == 1 => {
+                items.push(Value::Nil);
+                items
+            }
+            Value::Array(items) if items.len() == 2 => items,
+            other => {
+                return Err(Error::Protocol(format!(
+                    "expected a tagged script reply {{tag, reply}}, got {}",
+                    excerpt(&other)
+                )))
+            }
+        };
+        let inner = items.pop().unwrap_or(Value::Nil);
+        match &items[0] {
+            Value::BulkString(tag) if tag == self.0.as_bytes() => Ok(inner),
+            other => Err(Error::Protocol(format!(
+                "a reply for another call arrived (tag {} instead of {})",
+                excerpt(other),
+                self.0
+            ))),
+        }
+    }
+}
+
+/// A short rendering of an unexpected value for an error message.
+pub(crate) fn excerpt(value: &Value) -> String {
+    let mut text = format!("{value:?}");
+    if text.len() > 120 {
+        let mut cut = 120;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+fn random_salt() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No entropy source: the process id and the clock still tell processes apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        return nanos ^ (u64::from(std::process::id()) << 32);
+    }
+    u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_differ_and_open_only_their_own_reply() {
+        let (first, second) = (CallTag::next(), CallTag::next());
+        assert_ne!(first, second);
+        let reply = |tag: &CallTag| {
+            Value::Array(vec![
+                Value::BulkString(tag.as_str().as_bytes().to_vec()),
+                Value::Int(7),
+            ])
+        };
+        assert_eq!(first.open(reply(&first)).unwrap(), Value::Int(7));
+        let crossed = first.open(reply(&second)).unwrap_err();
+        assert!(crossed.is_protocol(), "{crossed}");
+        assert!(first.open(Value::Int(7)).unwrap_err().is_protocol());
+        assert!(!first.open(Value::Int(7)).unwrap_err().is_store_failure());
+    }
+}
