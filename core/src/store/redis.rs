@@ -123,9 +123,9 @@ impl RedisStore {
         shared.process.get_or_init(|| Connections {
             connection: tokio::sync::OnceCell::new(),
             subscriber: Subscriber::new(shared.source.clone(), shared.timeout),
-            // The lane talks to one fixed server: not for a cluster, nor for a master that can change.
-            lane: (!shared.cluster && !shared.sentinel)
-                .then(|| std::sync::Arc::new(BlockingLane::new(shared.client.clone(), shared.timeout))),
+            // The lane talks to one plain redis:// server: not for a cluster, nor for a master that can
+            // change (nor TLS or a Unix socket, which stay on the multiplexed connection).
+            lane: BlockingLane::for_url(&shared.url, shared.timeout).map(std::sync::Arc::new),
         })
     }
 

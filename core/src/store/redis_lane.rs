@@ -1,11 +1,19 @@
-//! The Redis store's blocking lane: one plain blocking connection beside the shared multiplexed one.
-//! A caller on an ordinary thread (the Python sync API) that finds it free writes its command and
-//! blocks reading the reply on its own thread: no hand-off to a runtime thread and back, which on a
-//! small machine costs as much as the round trip itself. Busy (another thread's call is on it) or down,
-//! the caller is told to take the multiplexed connection, which pipelines concurrent callers.
-//! Connecting happens on a helper thread, never inside a caller's call, so no call waits longer than
-//! its timeout because the lane was (re)connecting.
+//! The Redis store's blocking lane: one plain blocking socket beside the shared multiplexed connection,
+//! for a plain `redis://` server. A caller on an ordinary thread (the Python sync API) that finds it
+//! free writes its command and blocks reading the reply on its own thread: no hand-off to a runtime
+//! thread and back, which on a small machine costs as much as the round trip itself. Busy (another
+//! thread's call is on it), or down after a failed connect, the caller is told to take the multiplexed
+//! connection, which pipelines concurrent callers.
+//!
+//! Connection lifecycle: before a call is written, the socket is checked for a close the server or a
+//! proxy already sent (FIN or RST: an idle timeout, `CLIENT KILL`); such a socket is replaced and the
+//! call goes out on the fresh one. A write that fails before any byte left is retried once on a fresh
+//! connection. Once a byte may have reached the server, nothing is ever sent again: a timeout or a
+//! close while waiting is an error (the command may have run). Connecting, the preamble (AUTH, SELECT)
+//! and the call together stay within the call's timeout.
 
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -13,6 +21,8 @@ use redis::{Cmd, Value};
 
 use super::redis::{classify, Failure};
 use super::script::LuaScript;
+use super::wire::Endpoint;
+use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
 
 /// After a failed connect, how long before the next attempt (callers use the multiplexed connection,
@@ -20,108 +30,290 @@ use crate::error::{Error, Result};
 const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 pub(crate) struct BlockingLane {
-    client: redis::Client,
+    endpoint: Endpoint,
     timeout: Duration,
     state: Mutex<LaneState>,
 }
 
 #[derive(Default)]
 struct LaneState {
-    connection: Option<redis::Connection>,
-    connecting: bool,
+    link: Option<Link>,
     down_until: Option<Instant>,
 }
 
+/// One open socket and the reader of its replies.
+struct Link {
+    socket: TcpStream,
+    reader: ReplyReader,
+}
+
+/// How a write ended.
+enum Sent {
+    /// Every byte was handed to the kernel.
+    All,
+    /// Nothing left: the connection was already gone (safe to send on a fresh one).
+    Nothing(std::io::Error),
+    /// Some bytes may have left: the command may run.
+    Partly(std::io::Error),
+}
+
 impl BlockingLane {
-    /// A lane, not connected yet: the first blocking call starts connecting it (async-only users never
-    /// open it).
-    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
-        BlockingLane {
-            client,
+    /// A lane for `url` when it is one plain `redis://` server (`None` otherwise: TLS, Unix sockets,
+    /// cluster and Sentinel stay on the multiplexed connection). Nothing is opened yet.
+    pub(crate) fn for_url(url: &str, timeout: Duration) -> Option<Self> {
+        let endpoint = Endpoint::from_url(url).ok()??;
+        Some(BlockingLane {
+            endpoint,
             timeout,
             state: Mutex::new(LaneState::default()),
-        }
-    }
-
-    /// Opens the connection (on the helper thread). A failure pauses attempts for a moment.
-    fn connect(&self) {
-        let opened = self.open();
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.settle(opened);
+        })
     }
 
     /// Runs `cmd`, an EVALSHA of `script`, loading the script on NOSCRIPT. `None` when the lane is busy
-    /// or cannot connect. A failure on the way (timeout, dropped connection) closes the connection and
-    /// is returned, never retried: the command may have run.
+    /// or cannot connect (then use the multiplexed connection).
     pub(crate) fn eval(self: &Arc<Self>, script: &LuaScript, cmd: &Cmd) -> Option<Result<Value>> {
         let mut state = match self.state.try_lock() {
             Ok(state) => state,
             Err(TryLockError::WouldBlock) => return None,
-            // A panic while holding the lane left the connection in an unknown state: start over.
+            // A panic while holding the lane left the socket in an unknown state: start over.
             Err(TryLockError::Poisoned(poisoned)) => {
                 let mut state = poisoned.into_inner();
-                state.connection = None;
+                state.link = None;
                 state
             }
         };
-        let connection = self.connection(&mut state)?;
-        let mut broken = false;
-        let mut send = |cmd: &Cmd| {
-            let reply = redis::ConnectionLike::req_command(&mut *connection, cmd);
-            // A transport failure (timeout, reset) leaves a reply unread or the socket dead: the
-            // connection is never reused. A server error reply leaves it in order.
-            broken |= reply.is_err();
-            classify(reply, self.timeout)
-        };
-        let reply = match send(cmd) {
-            Err(Failure::NoScript) => {
-                let mut load = redis::cmd("SCRIPT");
-                load.arg("LOAD").arg(&script.body);
-                send(&load).and_then(|_| send(cmd))
+        let deadline = Instant::now() + self.timeout;
+        let bytes = cmd.get_packed_command();
+        let mut fresh = false;
+        // The call goes out at most twice, and the second time only if no byte of the first left.
+        let outcome = loop {
+            if state.link.as_ref().is_some_and(|link| !link.is_open()) {
+                state.link = None;
             }
-            other => other,
+            if state.link.is_none() {
+                if state.down_until.is_some_and(|until| Instant::now() < until) {
+                    return None;
+                }
+                match self.open(deadline) {
+                    Ok(link) => (state.link, state.down_until, fresh) = (Some(link), None, true),
+                    Err(_) => {
+                        state.down_until = Some(Instant::now() + RECONNECT_PAUSE);
+                        return None;
+                    }
+                }
+            }
+            let link = state.link.as_mut()?;
+            match link.write(&bytes, deadline) {
+                Sent::All => break link.reply(deadline, self.timeout),
+                Sent::Nothing(_) if !fresh => state.link = None,
+                Sent::Nothing(err) | Sent::Partly(err) => {
+                    state.link = None;
+                    return Some(Err(unavailable(&err, "sending the call")));
+                }
+            }
         };
-        if broken {
-            state.connection = None;
+        let reply = match outcome {
+            Ok(reply) => classify(Ok(reply), self.timeout),
+            Err(err) => {
+                // A timeout or a close leaves a reply unread or the socket dead: never reuse it.
+                state.link = None;
+                return Some(Err(err));
+            }
+        };
+        Some(match reply {
+            Err(Failure::NoScript) => self.load_and_retry(&mut state, script, &bytes, deadline),
+            Err(Failure::Other(err)) => Err(err),
+            Ok(value) => Ok(value),
+        })
+    }
+
+    /// After NOSCRIPT (the script did not run): SCRIPT LOAD, then the same call once more.
+    fn load_and_retry(
+        &self,
+        state: &mut LaneState,
+        script: &LuaScript,
+        bytes: &[u8],
+        deadline: Instant,
+    ) -> Result<Value> {
+        let Some(link) = state.link.as_mut() else {
+            return Err(Error::StoreUnavailable("the connection closed after NOSCRIPT".into()));
+        };
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(&script.body);
+        let mut both = load.get_packed_command();
+        both.extend_from_slice(bytes);
+        match link.write(&both, deadline) {
+            Sent::All => {}
+            Sent::Nothing(err) | Sent::Partly(err) => {
+                state.link = None;
+                return Err(unavailable(&err, "loading the script"));
+            }
         }
-        Some(reply.map_err(|failure| match failure {
+        let (loaded, again) = match link.reply(deadline, self.timeout) {
+            Ok(loaded) => (loaded, link.reply(deadline, self.timeout)),
+            Err(err) => (Value::Nil, Err(err)),
+        };
+        if again.is_err() {
+            state.link = None;
+        }
+        let again = again?;
+        classify(Ok(loaded), self.timeout).map_err(|failure| match failure {
+            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT from SCRIPT LOAD".into()),
+            Failure::Other(err) => err,
+        })?;
+        classify(Ok(again), self.timeout).map_err(|failure| match failure {
             Failure::NoScript => Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into()),
             Failure::Other(err) => err,
-        }))
+        })
     }
 
-    /// The open connection; `None` while there is none, after starting a connect on a helper thread
-    /// unless one is under way or the last failure is too recent.
-    fn connection<'s>(self: &Arc<Self>, state: &'s mut LaneState) -> Option<&'s mut redis::Connection> {
-        let idle = state.connection.is_none() && !state.connecting;
-        if idle && state.down_until.is_none_or(|until| Instant::now() >= until) {
-            state.connecting = true;
-            let lane = Arc::clone(self);
-            let started = std::thread::Builder::new()
-                .name("ratelock-lane".into())
-                .spawn(move || lane.connect());
-            state.connecting = started.is_ok();
+    /// Connects and sends the preamble (AUTH, SELECT), all before `deadline`.
+    fn open(&self, deadline: Instant) -> Result<Link> {
+        let left = remaining(deadline, self.timeout)?;
+        let address = (self.endpoint.host(), self.endpoint.port());
+        let addresses = std::net::ToSocketAddrs::to_socket_addrs(&address)
+            .map_err(|err| unavailable(&err, "resolving the host"))?;
+        let mut last = None;
+        let mut socket = None;
+        for address in addresses {
+            match TcpStream::connect_timeout(&address, left) {
+                Ok(connected) => {
+                    socket = Some(connected);
+                    break;
+                }
+                Err(err) => last = Some(err),
+            }
         }
-        state.connection.as_mut()
-    }
-
-    fn open(&self) -> redis::RedisResult<redis::Connection> {
-        let connection = self.client.get_connection_with_timeout(self.timeout)?;
-        connection.set_read_timeout(Some(self.timeout))?;
-        connection.set_write_timeout(Some(self.timeout))?;
-        Ok(connection)
+        let socket = socket.ok_or_else(|| match last {
+            Some(err) => unavailable(&err, "connecting"),
+            None => Error::StoreUnavailable("the host has no address".into()),
+        })?;
+        let _ = socket.set_nodelay(true);
+        let mut link = Link {
+            socket,
+            reader: ReplyReader::new(),
+        };
+        if self.endpoint.preamble_replies() > 0 {
+            match link.write(self.endpoint.preamble(), deadline) {
+                Sent::All => {}
+                Sent::Nothing(err) | Sent::Partly(err) => return Err(unavailable(&err, "connecting")),
+            }
+            for _ in 0..self.endpoint.preamble_replies() {
+                let reply = link.reply(deadline, self.timeout)?;
+                super::wire_reader::Reply(reply).into_result()?;
+            }
+        }
+        Ok(link)
     }
 }
 
-impl LaneState {
-    fn settle(&mut self, opened: redis::RedisResult<redis::Connection>) {
-        self.connecting = false;
-        match opened {
-            Ok(connection) => {
-                self.connection = Some(connection);
-                self.down_until = None;
+impl Link {
+    /// Whether the socket can take a call: no close (FIN) or reset (RST) has arrived, and no stray
+    /// bytes wait to be read (which would be another call's reply).
+    fn is_open(&self) -> bool {
+        if self.reader.is_broken() {
+            return false;
+        }
+        peer_is_open(&self.socket)
+    }
+
+    fn write(&mut self, bytes: &[u8], deadline: Instant) -> Sent {
+        let mut written = 0;
+        while written < bytes.len() {
+            let left = match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left,
+                _ => {
+                    let timed_out = std::io::Error::new(ErrorKind::TimedOut, "write timed out");
+                    return if written == 0 {
+                        Sent::Nothing(timed_out)
+                    } else {
+                        Sent::Partly(timed_out)
+                    };
+                }
+            };
+            let _ = self.socket.set_write_timeout(Some(left));
+            match self.socket.write(&bytes[written..]) {
+                Ok(0) => {
+                    let closed = std::io::Error::new(ErrorKind::WriteZero, "the connection is closed");
+                    return if written == 0 {
+                        Sent::Nothing(closed)
+                    } else {
+                        Sent::Partly(closed)
+                    };
+                }
+                Ok(n) => written += n,
+                Err(err) if err.kind() == ErrorKind::Interrupted => {}
+                Err(err) if written == 0 => return Sent::Nothing(err),
+                Err(err) => return Sent::Partly(err),
             }
-            Err(_) => self.down_until = Some(Instant::now() + RECONNECT_PAUSE),
+        }
+        Sent::All
+    }
+
+    /// Reads the next whole reply, before `deadline`.
+    fn reply(&mut self, deadline: Instant, timeout: Duration) -> Result<Value> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(reply) = self.reader.next_reply()? {
+                return Ok(reply.0);
+            }
+            let left = remaining(deadline, timeout)?;
+            let _ = self.socket.set_read_timeout(Some(left));
+            match self.socket.read(&mut chunk) {
+                Ok(0) => {
+                    return Err(Error::StoreUnavailable(
+                        "the connection closed before the reply came (the command may have run)".into(),
+                    ))
+                }
+                Ok(n) => self.reader.push(&chunk[..n]),
+                Err(err) if err.kind() == ErrorKind::Interrupted => {}
+                Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(Error::Timeout(timeout))
+                }
+                Err(err) => return Err(unavailable(&err, "waiting for the reply")),
+            }
         }
     }
+}
+
+/// The time left before `deadline`, or the timeout error.
+fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(left),
+        _ => Err(Error::Timeout(timeout)),
+    }
+}
+
+fn unavailable(err: &std::io::Error, doing: &str) -> Error {
+    Error::StoreUnavailable(format!("{doing}: {err}"))
+}
+
+/// One non-blocking peek: open when nothing is there to read yet; closed on end of stream (FIN), on an
+/// error (RST), or when bytes wait that no call asked for.
+#[cfg(unix)]
+fn peer_is_open(socket: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: a one-byte peek into a local buffer on a socket this lane owns.
+    let read = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    read < 0 && {
+        let err = std::io::Error::last_os_error();
+        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+    }
+}
+
+#[cfg(not(unix))]
+fn peer_is_open(socket: &TcpStream) -> bool {
+    let _ = socket.set_nonblocking(true);
+    let mut byte = [0u8; 1];
+    let open = matches!(socket.peek(&mut byte), Err(err) if err.kind() == ErrorKind::WouldBlock);
+    let _ = socket.set_nonblocking(false);
+    open
 }

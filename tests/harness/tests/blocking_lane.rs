@@ -1,37 +1,31 @@
 //! The Redis store's blocking connection (`Limiter::try_hit_blocking`) against a real server: it opens
-//! on first use without delaying that call, answers on the calling thread when free, declines when busy,
-//! never replays a timed-out hit, reloads the script after SCRIPT FLUSH, and sends callers to the async
-//! path while the server is down.
+//! on first use within that call's timeout, answers on the calling thread when free, declines when busy,
+//! never replays a timed-out hit, reloads the script after SCRIPT FLUSH, sends callers to the async path
+//! while the server is down, and finds a connection the server closed (CLIENT KILL, an idle timeout)
+//! before writing to it, so no call fails for it.
 
 use std::time::{Duration, Instant};
 
 use ratelock::{Limiter, LimiterOptions, Rules};
 use ratelock_testkit::{eventually, RedisServer};
 
-/// A limiter on `server` whose blocking connection is open (its first blocking call only starts it).
+/// A limiter on `server` whose blocking connection is open (its first blocking call opens it).
 async fn limiter(server: &RedisServer, timeout_ms: u64) -> Limiter {
     let mut options = LimiterOptions::default();
     options.store.timeout = Duration::from_millis(timeout_ms);
     let limiter = Limiter::connect_with(&server.url(), options).await.unwrap();
     let rules: Rules = "1/second".parse().unwrap();
     let asked = Instant::now();
+    let first = limiter.try_peek_blocking("warm", &rules, 1, None);
     assert!(
-        limiter.try_peek_blocking("warm", &rules, 1, None).is_none(),
-        "the lane opens on first use"
+        first.expect("the first call opens the lane").is_ok(),
+        "the first call is answered"
     );
     assert!(
-        asked.elapsed() < Duration::from_millis(50),
-        "opening must not delay the call"
+        asked.elapsed() < Duration::from_millis(timeout_ms),
+        "opening stays within the call's timeout"
     );
-    wait_for_lane(&limiter);
     limiter
-}
-
-fn wait_for_lane(limiter: &Limiter) -> ratelock::Decision {
-    let rules: Rules = "1/second".parse().unwrap();
-    eventually("opening the lane", || {
-        limiter.try_peek_blocking("warm", &rules, 1, None)?.ok()
-    })
 }
 
 /// Makes the server sleep for `seconds` on another connection, from another thread.
@@ -143,11 +137,9 @@ async fn while_the_server_is_down_callers_go_to_the_async_path() {
             .allowed
     );
     server.stop();
-    // The open connection breaks: that call fails (it may have been sent), the next cannot connect.
-    let broken = limiter
-        .try_hit_blocking("k", &rules, 1, None)
-        .expect("the lane was open");
-    assert!(broken.unwrap_err().is_store_failure());
+    // The closed connection is found before anything is written to it, and no new one can be opened:
+    // the caller is sent to the async path (nothing was sent, so nothing is lost or doubled).
+    assert!(limiter.try_hit_blocking("k", &rules, 1, None).is_none());
     assert!(limiter.try_hit_blocking("k", &rules, 1, None).is_none());
     assert!(limiter.hit("k", &rules, 1).await.unwrap_err().is_store_failure());
 
@@ -156,4 +148,61 @@ async fn while_the_server_is_down_callers_go_to_the_async_path() {
         limiter.try_hit_blocking("k", &rules, 1, None)?.ok()
     });
     assert_eq!(decision.remaining, 99, "restarted without persistence");
+}
+
+/// Kills every normal client connection, as an operator or an idle-closing proxy would.
+fn kill_clients(server: &RedisServer) {
+    let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query(&mut server.connection());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_server_closes_fail_no_call_and_counts_stay_exact() {
+    let server = RedisServer::start();
+    let limiter = limiter(&server, 1_000).await;
+    let rules: Rules = "1000/day".parse().unwrap();
+    let (mut failed, mut admitted) = (0, 0);
+    // Bounded: 60 kills, one call after each (and one before).
+    for _ in 0..60 {
+        match limiter.try_hit_blocking("killed", &rules, 1, None) {
+            Some(Ok(decision)) => admitted += u64::from(decision.allowed),
+            Some(Err(err)) => {
+                eprintln!("failed: {err}");
+                failed += 1
+            }
+            None => panic!("the lane must reconnect inline, not decline"),
+        }
+        kill_clients(&server);
+        // Let the close reach this side (it is the peer's FIN that the lane looks for).
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(failed, 0, "a closed connection must be found before a call is written to it");
+    let left = limiter
+        .try_peek_blocking("killed", &rules, 1, None)
+        .expect("the lane reconnects inline")
+        .unwrap()
+        .remaining;
+    // A peek answers as if it spent its own cost.
+    assert_eq!(1000 - left - 1, admitted, "every admitted call counted once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_timeout_of_the_server_fails_no_call() {
+    let server = RedisServer::start_with(&["--timeout", "1"]);
+    let limiter = limiter(&server, 1_000).await;
+    let rules: Rules = "100/hour".parse().unwrap();
+    for round in 0..3 {
+        // Idle past the server's 1 s timeout: it closes the lane's connection.
+        std::thread::sleep(Duration::from_millis(2_200));
+        let decision = limiter
+            .try_hit_blocking("idle", &rules, 1, None)
+            .expect("the lane reconnects inline")
+            .unwrap_or_else(|err| panic!("round {round}: {err}"));
+        assert_eq!(decision.remaining, 99 - round);
+    }
 }
