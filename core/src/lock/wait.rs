@@ -1,6 +1,8 @@
 //! Waiting with a deadline for a lock or a permit: try once; if busy, listen for releases and try again
 //! (so no release is missed), and between tries sleep until a release message or the holder's lease
-//! end (plus jitter), whichever comes first. One loop for every kind of lease.
+//! end (plus jitter), whichever comes first. One loop for every kind of lease. A try that meets an
+//! outage (a dropped connection, a timeout) is tried again after a short pause while the wait's own
+//! budget lasts; only a wait without a deadline, or a failure that is not an outage, gives up at once.
 
 use std::future::Future;
 use std::time::Duration;
@@ -33,8 +35,10 @@ where
     let deadline = started.checked_add(timeout);
     // Uncontended: one round trip, no subscription. Busy: listen, then try again at once, so a
     // release between the two tries cannot be missed.
-    if let Attempt::Got(granted) = attempt().await? {
-        return Ok(granted);
+    let mut last_outage = None;
+    match survive(attempt().await, deadline, &mut last_outage)? {
+        Attempt::Got(granted) => return Ok(granted),
+        Attempt::Busy(_) => {}
     }
     // Listening is bounded by the deadline too: without it, the naps below still end every wait.
     let watch = match deadline {
@@ -49,13 +53,16 @@ where
         let released = watch.as_ref().map_or(&never, |w| w.notify()).notified();
         tokio::pin!(released);
         released.as_mut().enable();
-        let busy_for = match attempt().await? {
+        let busy_for = match survive(attempt().await, deadline, &mut last_outage)? {
             Attempt::Got(granted) => return Ok(granted),
             Attempt::Busy(remaining) => remaining,
         };
         let now = Instant::now();
         let left = match deadline {
-            Some(deadline) if now >= deadline => return Err(Error::WaitTimeout(started.elapsed())),
+            // A wait that ran out during an outage says so: the outage is why it was not granted.
+            Some(deadline) if now >= deadline => {
+                return Err(last_outage.unwrap_or(Error::WaitTimeout(started.elapsed())))
+            }
             Some(deadline) => deadline - now,
             None => Duration::MAX,
         };
@@ -66,5 +73,28 @@ where
             _ = released => {}
             _ = tokio::time::sleep(nap) => {}
         }
+    }
+}
+
+/// How long to pause before trying again after an outage.
+const OUTAGE_PAUSE: Duration = Duration::from_millis(50);
+
+/// A try's answer, with an outage turned into "busy for a short pause" while a deadline is set and
+/// has not passed (the outage is kept to report if the deadline passes before the store answers).
+fn survive<T>(
+    tried: Result<Attempt<T>>,
+    deadline: Option<Instant>,
+    last_outage: &mut Option<Error>,
+) -> Result<Attempt<T>> {
+    match tried {
+        Err(err) if err.is_store_failure() && deadline.is_some_and(|d| Instant::now() < d) => {
+            *last_outage = Some(err);
+            Ok(Attempt::Busy(OUTAGE_PAUSE))
+        }
+        Ok(answer) => {
+            *last_outage = None;
+            Ok(answer)
+        }
+        Err(err) => Err(err),
     }
 }

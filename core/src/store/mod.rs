@@ -17,6 +17,8 @@ mod redis_lane;
 #[cfg(feature = "redis")]
 mod redis_lock_kinds;
 #[cfg(feature = "redis")]
+mod redis_pipelined;
+#[cfg(feature = "redis")]
 pub mod redlock;
 #[cfg(feature = "redis")]
 mod script;

@@ -11,6 +11,7 @@ use super::redis_connection::{
     first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME,
 };
 use super::redis_lane::BlockingLane;
+use super::redis_pipelined::Pipelined;
 use super::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
     SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
@@ -145,19 +146,28 @@ impl RedisStore {
             let connect = async {
                 #[cfg(feature = "cluster")]
                 if shared.cluster {
-                    return SharedConnection::cluster(&shared.url, shared.timeout).await;
+                    return SharedConnection::cluster(&shared.url, shared.timeout)
+                        .await
+                        .map_err(map_error);
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
-                    return SharedConnection::sentinel(&shared.url, shared.timeout).await;
+                    return SharedConnection::sentinel(&shared.url, shared.timeout)
+                        .await
+                        .map_err(map_error);
                 }
-                SharedConnection::single(shared.client.clone(), shared.timeout).await
+                if let Some(plain) = Pipelined::for_url(&shared.url, shared.timeout) {
+                    plain.open().await?;
+                    return Ok(SharedConnection::Plain(plain));
+                }
+                SharedConnection::single(shared.client.clone(), shared.timeout)
+                    .await
+                    .map_err(map_error)
             };
             let open = async {
                 tokio::time::timeout(shared.timeout, connect)
                     .await
                     .map_err(|_| Error::Timeout(shared.timeout))?
-                    .map_err(map_error)
             };
             self.connections()
                 .connection
@@ -355,6 +365,12 @@ impl RedisStore {
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let timeout = self.shared.timeout;
         let mut connection = self.connection().await.map_err(Failure::Other)?;
+        if let SharedConnection::Plain(plain) = &connection {
+            return match plain.send(cmd).await {
+                Ok(reply) => classify(Ok(reply), timeout),
+                Err(err) => Err(Failure::Other(err)),
+            };
+        }
         match tokio::time::timeout(timeout, connection.send(cmd)).await {
             Err(_) => Err(Failure::Other(Error::Timeout(timeout))),
             Ok(reply) => classify(reply, timeout),

@@ -16,6 +16,9 @@ pub(crate) const SENTINEL_SCHEME: &str = "redis+sentinel://";
 
 #[derive(Clone)]
 pub(crate) enum SharedConnection {
+    /// One plain `redis://` server: ratelock's own pipelined connection (see `redis_pipelined.rs`).
+    Plain(super::redis_pipelined::Pipelined),
+    /// One server over TLS or a Unix socket: redis-rs's reconnecting manager.
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster_async::ClusterConnection),
@@ -78,6 +81,7 @@ impl SharedConnection {
     /// Sends one command and reads its reply.
     pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
+            SharedConnection::Plain(_) => unreachable!("the plain connection answers through send_plain"),
             SharedConnection::Single(connection) => connection.send_packed_command(cmd).await,
             #[cfg(feature = "cluster")]
             SharedConnection::Cluster(connection) => {

@@ -136,7 +136,9 @@ impl BlockingLane {
         deadline: Instant,
     ) -> Result<Value> {
         let Some(link) = state.link.as_mut() else {
-            return Err(Error::StoreUnavailable("the connection closed after NOSCRIPT".into()));
+            return Err(Error::StoreUnavailable(
+                "the connection closed after NOSCRIPT".into(),
+            ));
         };
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(&script.body);

@@ -147,7 +147,7 @@ pub enum WireAnswer {
 /// Limiter calls over a connection that the caller drives (see the module docs).
 impl Limiter {
     /// The bytes of `hit` (`spend`) or `peek` for `key`: one `EVALSHA` of `limit.lua` over every rule,
-    /// exactly what the Redis store sends. A cost above a rule's capacity is an error here, before
+    /// exactly what the Redis store sends, ending with a fresh call tag. A cost above a rule's capacity is an error here, before
     /// anything is sent. `now_us` replaces the clock as in [`hit_at`](Self::hit_at); without it the
     /// limiter's clock choice applies.
     ///
@@ -155,7 +155,8 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
-    /// assert!(bytes.starts_with(b"*11\r\n$7\r\nEVALSHA\r\n")); // sha, 1 key, hit, time, cost, one rule
+    /// // sha, 1 key, hit, time, cost, one rule (4), and the call tag its reply must echo
+    /// assert!(bytes.starts_with(b"*12\r\n$7\r\nEVALSHA\r\n"));
     /// assert!(limiter.wire_command(b"user:42", &rules, 11, None, true).unwrap_err().is_cost_exceeds_capacity());
     /// # Ok::<(), ratelock::Error>(())
     /// ```

@@ -181,7 +181,10 @@ async fn connections_the_server_closes_fail_no_call_and_counts_stay_exact() {
         // Let the close reach this side (it is the peer's FIN that the lane looks for).
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(failed, 0, "a closed connection must be found before a call is written to it");
+    assert_eq!(
+        failed, 0,
+        "a closed connection must be found before a call is written to it"
+    );
     let left = limiter
         .try_peek_blocking("killed", &rules, 1, None)
         .expect("the lane reconnects inline")
