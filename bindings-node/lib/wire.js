@@ -3,7 +3,10 @@
 // loopback round trip, with no hop to the addon's runtime and back. The addon's `NativeWire` encodes
 // every call and decodes every reply (protocol, decisions and the failure policy stay in Rust); this
 // file only moves bytes: it pipelines calls on one connection, matches replies to calls in order,
-// keeps each call's timeout, and reconnects on the next call after the connection is lost.
+// keeps each call's timeout, and reconnects on the next call after the connection is lost. A close
+// the server sends (FIN: an idle timeout, CLIENT KILL) retires the connection at once: later calls go
+// out on a fresh one, and calls encoded but not yet written move to it; calls already written wait
+// for their replies and fail if the connection ends first (they may have run: never sent again).
 
 const net = require('node:net')
 const { performance } = require('node:perf_hooks')
@@ -64,9 +67,17 @@ class WireClient {
     // A new connection starts with a new reader.
     if (this.#codecUsed) this.#codec = native.openWire(this.#limiter, this.#url)
     this.#codecUsed = true
-    const link = new Link(this.#codec, this.#timeoutMs, () => {
-      if (this.#link === link) this.#link = null
-    })
+    const link = new Link(
+      this.#codec,
+      this.#timeoutMs,
+      () => {
+        if (this.#link === link) this.#link = null
+      },
+      (entries) => {
+        const next = this.#link ?? this.#connect()
+        for (const entry of entries) next.adopt(entry)
+      },
+    )
     this.#link = link
     return link
   }
@@ -78,6 +89,8 @@ class Link {
   #socket
   #timeoutMs
   #onEnd
+  #onUnsent
+  #retired = false
   #queue = []
   #head = 0
   /** Entries before this index are answered or past their deadline. */
@@ -93,10 +106,11 @@ class Link {
   #sent = 0
   #filled = 0
 
-  constructor(codec, timeoutMs, onEnd) {
+  constructor(codec, timeoutMs, onEnd, onUnsent) {
     this.#codec = codec
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
+    this.#onUnsent = onUnsent
     const socket = net.connect({ host: codec.host, port: codec.port, noDelay: true })
     this.#socket = socket
     // An idle connection does not keep the process alive; a call in flight does (its timer).
@@ -108,6 +122,7 @@ class Link {
     socket.once('connect', () => clearTimeout(connecting))
     socket.on('data', (chunk) => this.#read(chunk))
     socket.on('error', (error) => (failure ??= error))
+    socket.on('end', () => this.#retire())
     socket.on('close', () => {
       clearTimeout(connecting)
       this.#end(failure ? failure.message : 'the connection was closed')
@@ -148,6 +163,40 @@ class Link {
       entry.resolve = resolve
       entry.reject = reject
     })
+  }
+
+  /** Takes over a call that another connection encoded but never wrote (same bytes, same tag). */
+  adopt(entry) {
+    const deadline = entry.deadline
+    this.#enqueue(entry)
+    entry.deadline = deadline // the call keeps its own deadline
+    this.#write(entry.outbox.subarray(entry.start, entry.end))
+  }
+
+  /**
+   * The server closed its side: no new call may use this connection. Calls encoded but not yet
+   * written go to a fresh connection; written ones stay to read their replies (or fail at the close).
+   */
+  #retire() {
+    if (this.#retired) return
+    this.#retired = true
+    this.#onEnd()
+    const unsent = []
+    const queue = this.#queue
+    for (let at = this.#head; at < queue.length; at++) {
+      const entry = queue[at]
+      if (entry.kind === CALL && !entry.settled && entry.outbox === this.#outbox && entry.start >= this.#sent) {
+        unsent.push(entry)
+      }
+    }
+    if (unsent.length === 0) return
+    this.#sent = this.#filled
+    const moved = new Set(unsent)
+    this.#queue = queue.filter((entry, at) => at < this.#head || !moved.has(entry))
+    this.#expired = Math.min(this.#expired, this.#queue.length)
+    this.#inFlight -= unsent.length
+    if (this.#inFlight === 0 && this.#timer !== null) this.#timer.unref()
+    this.#onUnsent(unsent)
   }
 
   #enqueue(entry) {
