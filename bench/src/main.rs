@@ -63,6 +63,11 @@ fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
     notes.push(format!(
         "one read of the memory store's clock (ratelock::clock::process_now_us) takes {clock_ns:.1} ns here"
     ));
+    let (fork_ns, getpid_ns) = memory_throughput::fork_check_ns(Duration::from_millis(300));
+    notes.push(format!(
+        "fork detection on the memory path (one PerProcess lookup per call: the pthread_atfork generation) \
+         costs {fork_ns:.1} ns here; a getpid() per call would cost {getpid_ns:.1} ns"
+    ));
     [RULE, RULE_ALWAYS_ALLOWED]
         .into_iter()
         .map(|text| {

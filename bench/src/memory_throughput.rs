@@ -65,6 +65,16 @@ pub fn clock_read_ns(measure: Duration) -> f64 {
     1e9 / rate.per_second
 }
 
+/// ns per fork check as the Python binding's memory path makes it (a `PerProcess` lookup: the process
+/// generation and the value built for it), against a `getpid()` per call.
+pub fn fork_check_ns(measure: Duration) -> (f64, f64) {
+    static RUNTIME_LIKE: ratelock::process::PerProcess<u64> = ratelock::process::PerProcess::new();
+    RUNTIME_LIKE.get_or_init(|| 7);
+    let check = repeat_for(measure, || *black_box(&RUNTIME_LIKE).get_or_init(|| 7) == 7);
+    let pid = repeat_for(measure, || black_box(std::process::id()) > 0);
+    (1e9 / check.per_second, 1e9 / pid.per_second)
+}
+
 fn repeat_for(span: Duration, mut decide: impl FnMut() -> bool) -> MemoryRate {
     let started = Instant::now();
     let (mut calls, mut allowed) = (0u64, 0u64);

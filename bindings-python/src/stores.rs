@@ -1,22 +1,17 @@
-//! Where limiters and locks keep their state. By default, one store per URL (and timeout) per process,
-//! shared by every Limiter and lock that names it — so two locks on the same name contend even on the
-//! memory store, and Redis gets one connection per URL. A `ratelock.Client` is a store of its own that
-//! the caller hands to any number of limiters and locks instead of a URL.
+//! Where limiters and locks keep their state. By default, the core's shared store per URL (and
+//! timeout) per process (`Store::shared`), shared by every Limiter and lock that names it — so two locks
+//! on the same name contend even on the memory store, and Redis gets one connection per URL. A
+//! `ratelock.Client` is a store of its own that the caller hands to any number of limiters and locks
+//! instead of a URL.
 
-use std::collections::HashMap;
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::convert;
 use crate::errors::{to_py, InvalidArgument};
 use crate::runtime::{run, spawn};
-
-static STORES: LazyLock<Mutex<HashMap<(String, Duration), ratelock::Store>>> =
-    LazyLock::new(Default::default);
 
 /// A connection of its own (or a memory store of its own) to pass to limiters, locks and semaphores in
 /// place of a URL; they then share it and its timeout.
@@ -114,12 +109,8 @@ impl Target {
 
 /// The process's store for `url`, connecting on first use.
 async fn shared(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    let key = (normalized(url.as_deref()), timeout);
-    if let Some(store) = STORES.lock().get(&key) {
-        return Ok(store.clone());
-    }
-    let store = open(key.0.clone(), timeout).await?;
-    Ok(STORES.lock().entry(key).or_insert(store).clone())
+    let options = ratelock::StoreOptions::default().with_timeout(timeout);
+    ratelock::Store::shared(url.as_deref(), &options).await
 }
 
 async fn open(url: String, timeout: Duration) -> ratelock::Result<ratelock::Store> {

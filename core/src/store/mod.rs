@@ -20,6 +20,7 @@ mod redis_lock_kinds;
 mod redis_pipelined;
 #[cfg(feature = "redis")]
 pub mod redlock;
+mod registry;
 #[cfg(feature = "redis")]
 mod script;
 #[cfg(feature = "redis")]

@@ -1,0 +1,58 @@
+//! One store per URL and options per process, shared by every limiter and lock that names it: two
+//! locks on the same name contend even on the memory store, and Redis gets one connection per URL.
+//! The bindings hand out stores from here instead of keeping registries of their own. A Redis store
+//! is fork-safe on its own (see `crate::process`), so a forked child keeps using the same entries.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::{Store, StoreOptions};
+use crate::error::Result;
+
+/// What tells two shared stores apart: the URL as given (trimmed; empty means memory) and the options.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Entry {
+    url: String,
+    timeout: Duration,
+    max_keys: usize,
+    tls_root_ca: Option<Vec<u8>>,
+}
+
+static SHARED: LazyLock<Mutex<HashMap<Entry, Store>>> = LazyLock::new(Default::default);
+
+impl Store {
+    /// The process's shared store for `url` (`None` or `memory://`: the embedded memory store) and
+    /// `options`, connecting on first use. Later calls with the same URL and options get the same store.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use ratelock::{Limiter, Rules, Store, StoreOptions};
+    /// let options = StoreOptions::default();
+    /// let a = Limiter::with_store(Store::shared(None, &options).await?, Default::default())?;
+    /// let b = Limiter::with_store(Store::shared(Some("memory://"), &options).await?, Default::default())?;
+    /// let rules: Rules = "1/minute".parse()?;
+    /// assert!(a.hit("shared-doc", &rules, 1).await?.allowed);
+    /// assert!(!b.hit("shared-doc", &rules, 1).await?.allowed); // the same store
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn shared(url: Option<&str>, options: &StoreOptions) -> Result<Store> {
+        let url = match url.map(str::trim) {
+            None | Some("") | Some("memory") => "memory://",
+            Some(url) => url,
+        };
+        let entry = Entry {
+            url: url.to_owned(),
+            timeout: options.timeout,
+            max_keys: options.max_keys,
+            tls_root_ca: options.tls_root_ca.clone(),
+        };
+        if let Some(store) = SHARED.lock().get(&entry) {
+            return Ok(store.clone());
+        }
+        let store = Store::connect(url, options).await?;
+        Ok(SHARED.lock().entry(entry).or_insert(store).clone())
+    }
+}
