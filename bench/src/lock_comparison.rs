@@ -123,8 +123,8 @@ pub async fn rows(server: &RedisServer, notes: &mut Vec<String>) -> Vec<Row> {
 /// Checks that the client runs exactly core/lua/lock_acquire.lua and lock_release.lua on the keys
 /// bench/ computes, loads both scripts, checks the baseline's calls, and returns them.
 async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -> BaselineCalls {
-    let acquire_sha = redis::Script::new(ACQUIRE_SCRIPT).get_hash().to_owned();
-    let release_sha = redis::Script::new(RELEASE_SCRIPT).get_hash().to_owned();
+    let acquire_sha = redis::Script::new(&ACQUIRE_SCRIPT).get_hash().to_owned();
+    let release_sha = redis::Script::new(&RELEASE_SCRIPT).get_hash().to_owned();
     let [lease, fence, _] = lock_scripts::keys_of(NAME);
     let lock = DistributedLock::new(store, NAME, lock_throughput::options()).expect("bench lock options");
     let owner = lock.owner_token().to_owned();
@@ -168,8 +168,8 @@ async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -
         "the client does not run core/lua/lock_acquire.lua and lock_release.lua as bench/ reads them"
     );
 
-    let loaded_acquire = redis_benchmark::load_script(connection, ACQUIRE_SCRIPT);
-    let loaded_release = redis_benchmark::load_script(connection, RELEASE_SCRIPT);
+    let loaded_acquire = redis_benchmark::load_script(connection, &ACQUIRE_SCRIPT);
+    let loaded_release = redis_benchmark::load_script(connection, &RELEASE_SCRIPT);
     assert_eq!(loaded_acquire, acquire_sha, "SCRIPT LOAD returned another SHA1");
     assert_eq!(loaded_release, release_sha, "SCRIPT LOAD returned another SHA1");
 
@@ -184,15 +184,17 @@ async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -
     // The baseline's acquire on one concrete random key is a grant, and that lease releases for real.
     let sample_lease = random_lease.replace("__rand_int__", "000000000042");
     let sample = lock_scripts::acquire(&acquire_sha, &sample_lease, &fence, &owner, ttl_us);
-    let reply: Vec<i64> = query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
+    let (_tag, reply): (String, Vec<i64>) =
+        query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
     assert!(
         reply.len() == 3 && reply[0] == 1,
         "the baseline acquire is not a grant: {reply:?}"
     );
     let sample = lock_scripts::release(&release_sha, &sample_lease, &owner, &absent_channel, reply[1]);
-    let reply: Vec<i64> = query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
+    let (_tag, reply): (String, Vec<i64>) =
+        query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
     assert_eq!(reply, [1, 0], "the baseline lease does not release");
-    let reply: Vec<i64> = query(
+    let (_tag, reply): (String, Vec<i64>) = query(
         connection,
         redis::cmd("EVALSHA").arg(&calls.release.command()[1..]),
     );

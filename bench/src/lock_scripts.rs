@@ -3,10 +3,17 @@
 
 use ratelock::key::LockKeys;
 
-/// `lock_acquire.lua`: KEYS lease, fence; ARGV owner, ttl in µs, re-entrant "1"/"0", now ("" = TIME).
-pub const ACQUIRE_SCRIPT: &str = include_str!("../../core/lua/lock_acquire.lua");
-/// `lock_release.lua`: KEYS lease; ARGV owner, channel, the grant's fencing token.
-pub const RELEASE_SCRIPT: &str = include_str!("../../core/lua/lock_release.lua");
+use std::sync::LazyLock;
+
+use crate::script_call::BENCH_TAG;
+
+/// `lock_acquire.lua`: KEYS lease, fence; ARGV owner, ttl in µs, re-entrant "1"/"0", now ("" = TIME),
+/// then the call tag (the store's envelope, as sent).
+pub static ACQUIRE_SCRIPT: LazyLock<String> =
+    LazyLock::new(|| ratelock::store::tagged_script(include_str!("../../core/lua/lock_acquire.lua")));
+/// `lock_release.lua`: KEYS lease; ARGV owner, channel, the grant's fencing token, then the call tag.
+pub static RELEASE_SCRIPT: LazyLock<String> =
+    LazyLock::new(|| ratelock::store::tagged_script(include_str!("../../core/lua/lock_release.lua")));
 
 /// The words after `EVALSHA` of one script call: `<sha> <numkeys> <keys...> <argv...>`.
 pub struct ScriptWords {
@@ -49,6 +56,7 @@ pub fn acquire(sha: &str, lease: &str, fence: &str, owner: &str, ttl_us: u128) -
             ttl_us.to_string(),
             "0".to_owned(),
             String::new(),
+            BENCH_TAG.to_owned(),
         ],
     }
 }
@@ -58,7 +66,12 @@ pub fn release(sha: &str, lease: &str, owner: &str, channel: &str, fence: i64) -
     ScriptWords {
         sha: sha.to_owned(),
         keys: vec![lease.to_owned()],
-        argv: vec![owner.to_owned(), channel.to_owned(), fence.to_string()],
+        argv: vec![
+            owner.to_owned(),
+            channel.to_owned(),
+            fence.to_string(),
+            BENCH_TAG.to_owned(),
+        ],
     }
 }
 

@@ -116,7 +116,7 @@ async fn check_limiter_sends(
     key: &str,
     connection: &mut redis::Connection,
 ) -> String {
-    let local_sha = redis::Script::new(LIMIT_SCRIPT).get_hash().to_owned();
+    let local_sha = redis::Script::new(&LIMIT_SCRIPT).get_hash().to_owned();
     limiter.hit(key, rules, 1).await.expect("first hit");
     let loaded_by_limiter: Vec<bool> = query(connection, redis::cmd("SCRIPT").arg("EXISTS").arg(&local_sha));
     assert_eq!(
@@ -131,9 +131,10 @@ async fn check_limiter_sends(
         "the limiter wrote other keys than the benchmark will use"
     );
 
-    let sha = redis_benchmark::load_script(connection, LIMIT_SCRIPT);
+    let sha = redis_benchmark::load_script(connection, &LIMIT_SCRIPT);
     assert_eq!(sha, local_sha, "SCRIPT LOAD returned another SHA1");
-    let reply: Vec<i64> = query(connection, redis::cmd("EVALSHA").arg(call.evalsha_args(&sha)));
+    let (_tag, reply): (String, Vec<i64>) =
+        query(connection, redis::cmd("EVALSHA").arg(call.evalsha_args(&sha)));
     assert!(
         reply.len() == 5 && reply[0] == 1,
         "the benchmark call is not an allowed hit: {reply:?}"

@@ -3,8 +3,13 @@
 
 use ratelock::{Algorithm, Rule};
 
-/// The script the Redis store runs for `hit` and `peek`.
-pub const LIMIT_SCRIPT: &str = include_str!("../../core/lua/limit.lua");
+/// The script the Redis store runs for `hit` and `peek` (in its call-tag envelope, as the store sends it).
+pub static LIMIT_SCRIPT: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| ratelock::store::tagged_script(include_str!("../../core/lua/limit.lua")));
+
+/// The call tag the benchmark's calls carry (the store sends a fresh one per call; the server's work is
+/// the same).
+pub const BENCH_TAG: &str = "1";
 
 /// KEYS and ARGV of one `hit` with cost 1, the server's clock (`now` = "") and one rule.
 pub struct ScriptCall {
@@ -23,6 +28,7 @@ impl ScriptCall {
             rule.limit().to_string(),
             rule.period().as_micros().to_string(),
             rule.burst().to_string(),
+            BENCH_TAG.to_owned(),
         ];
         ScriptCall {
             key: String::from_utf8(key).expect("the bench key and rule id are ASCII"),

@@ -18,6 +18,10 @@
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
 -- sliding_log}::decide in core/src/algorithm/. Every quantity is an integer below 2^50, exact in
 -- Lua's doubles; the sliding-window weighting is f64 arithmetic in the same order as the Rust code.
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 -- floor(a / b) for non-negative integers below 2^53, exact despite rounding in the float division.
 local function idiv(a, b)

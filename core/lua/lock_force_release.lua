@@ -7,6 +7,10 @@
 -- Reply: 1 if a lease was deleted, 0 if the lock was free.
 --
 -- Mirrors: the memory store's force_release (core/src/store/memory_locks.rs).
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local deleted = redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], 'released')

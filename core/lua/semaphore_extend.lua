@@ -8,6 +8,10 @@
 -- Reply: 1 extended; 0 the permit is gone (expired or released): nothing changed.
 --
 -- Mirrors: ratelock::algorithm::permits::extend (core/src/algorithm/permits.rs).
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local key, id, ttl_us = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local now = tonumber(ARGV[3])

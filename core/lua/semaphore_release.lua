@@ -9,6 +9,10 @@
 -- before): nothing changed.
 --
 -- Mirrors: ratelock::algorithm::permits::release (core/src/algorithm/permits.rs).
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local now = tonumber(ARGV[3])
 if now == nil then

@@ -6,6 +6,10 @@
 -- Reply: {permits in use (leases not yet ended), µs until the earliest lease ends (0 when none)}
 --
 -- Mirrors: the memory store's permit count (core/src/store/memory_locks.rs).
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local now = tonumber(ARGV[1])
 if now == nil then

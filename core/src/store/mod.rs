@@ -38,6 +38,8 @@ use crate::rule::Rules;
 
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
+#[cfg(feature = "redis")]
+pub use self::script::tagged_script;
 pub use memory::MemoryStore;
 
 /// A lock as it stands (see `Store::lock_state`).

@@ -13,7 +13,7 @@ pub(crate) struct LuaScript {
 
 impl LuaScript {
     fn new(source: &'static str) -> Self {
-        let body = tagged(source);
+        let body = tagged_script(source);
         LuaScript {
             sha: redis::Script::new(&body).get_hash().to_owned(),
             body,
@@ -22,8 +22,14 @@ impl LuaScript {
 }
 
 /// `source` inside the call-tag envelope: the last ARGV (the tag) is taken off before the script runs,
-/// and a reply that is not an error goes back as `{tag, reply}`.
-pub(crate) fn tagged(source: &str) -> String {
+/// and a reply that is not an error goes back as `{tag, reply}`. This is the text the Redis store loads
+/// and runs for each script of `lua/` (public for tools that send the same calls, e.g. benchmarks).
+///
+/// ```
+/// let sent = ratelock::store::tagged_script("return 7");
+/// assert!(sent.contains("return 7") && sent.contains("table.remove(ARGV)"));
+/// ```
+pub fn tagged_script(source: &str) -> String {
     format!(
         "local ratelock_call_tag = table.remove(ARGV)\n\
          local ratelock_reply = (function()\n{source}\nend)()\n\
