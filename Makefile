@@ -46,7 +46,8 @@ package-check:
 # Builds and installs the Python package from source (`pip install .`) into .venv.
 python-env:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask \
+	  gunicorn uvicorn uwsgi celery redis
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 
 # An sdist must build a working wheel on its own (the Lua scripts travel inside it).
