@@ -158,12 +158,14 @@ export declare class NativeWire {
   /** Whether the stream broke (a protocol error): the socket must be closed. */
   get broken(): boolean
   /**
-   * Reads the next reply as the answer to a call on `rules` with `cost`: 0 when no whole reply has
-   * arrived, 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after
-   * a `retried` call). A failure (error reply, bad reply) throws under `onError: 'raise'`, else
-   * writes the degraded decision.
+   * Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
+   * wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
+   * 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
+   * `retried` call). An outage's error reply throws under `onError: 'raise'`, else writes the
+   * degraded decision; another call's reply or a broken stream always throws
+   * `ERR_RATELOCK_PROTOCOL`.
    */
-  takeDecision(rules: NativeRules, cost: number | undefined | null, retried: boolean, out: Float64Array): number
+  takeDecision(command: Buffer, rules: NativeRules, cost: number | undefined | null, retried: boolean, out: Float64Array): number
   /**
    * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
    * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
