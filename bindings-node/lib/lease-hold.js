@@ -3,7 +3,7 @@
 // resolves to it: its fencing token, the lost flag and AbortSignal, extension and release.
 
 const check = require('./arguments')
-const { LockLostError, LockNotOwnedError, rethrow } = require('./errors')
+const { LockLostError, LockNotOwnedError, StoreUnavailableError, fromNative, rethrow } = require('./errors')
 
 /** One hold of a `FairLock` or of a `ReadWriteLock`; a lease, renewed while held (`autoRenew`). */
 class LeaseHold {
@@ -76,7 +76,12 @@ class LeaseHold {
   async release() {
     if (this.#given) throw new LockNotOwnedError(`this ${this.#what} was already released`)
     this.#given = true
-    const held = await this.#hold.release().catch(rethrow)
+    const held = await this.#hold.release().catch((error) => {
+      const typed = fromNative(error)
+      // The store could not be reached: the hold is still ours, and release can be called again.
+      if (typed instanceof StoreUnavailableError) this.#given = false
+      throw typed
+    })
     if (!held) throw new LockLostError(`the ${this.#what} was lost before release`)
   }
 

@@ -5,7 +5,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { LockLostError, LockNotOwnedError, rethrow } = require('./errors')
+const { LockLostError, LockNotOwnedError, StoreUnavailableError, fromNative, rethrow } = require('./errors')
 const { Connection, whileHeld } = require('./holding')
 
 const LOST_OUTCOMES = { not_held: 'not held', held_by_other: 'held by another owner', expired: 'expired' }
@@ -63,7 +63,12 @@ class DistributedLock {
   async release() {
     const hold = this.#holds.pop()
     if (hold === undefined) throw new LockNotOwnedError('release of a lock this instance does not hold')
-    const outcome = await hold.release().catch(rethrow)
+    const outcome = await hold.release().catch((error) => {
+      const typed = fromNative(error)
+      // The store could not be reached: the hold is still ours, and release can be called again.
+      if (typed instanceof StoreUnavailableError) this.#holds.push(hold)
+      throw typed
+    })
     if (outcome in LOST_OUTCOMES) {
       throw new LockLostError(`the lock was lost before release (${LOST_OUTCOMES[outcome]})`)
     }

@@ -4,7 +4,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { LockLostError, LockNotOwnedError, rethrow } = require('./errors')
+const { LockLostError, LockNotOwnedError, StoreUnavailableError, fromNative, rethrow } = require('./errors')
 const { Connection, whileHeld } = require('./holding')
 
 /** One permit of a `Semaphore`. */
@@ -27,7 +27,12 @@ class Permit {
   async release() {
     if (this.#given) throw new LockNotOwnedError('this permit was already released')
     this.#given = true
-    const held = await this.#hold.release().catch(rethrow)
+    const held = await this.#hold.release().catch((error) => {
+      const typed = fromNative(error)
+      // The store could not be reached: the hold is still ours, and release can be called again.
+      if (typed instanceof StoreUnavailableError) this.#given = false
+      throw typed
+    })
     if (!held) throw new LockLostError('the permit was lost before release')
   }
 

@@ -89,12 +89,22 @@ impl NativeLeaseHold {
     /// Gives the hold back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let guard = self.slot().take();
-        let _ = self.released.send(true);
-        match guard {
-            Some(guard) => guarded(async move { guard.release().await.map_err(to_js) }).await,
-            None => Ok(false),
+        let Some(mut guard) = self.slot().take() else {
+            let _ = self.released.send(true);
+            return Ok(false);
+        };
+        let (guard, outcome) = guarded(async move {
+            let outcome = guard.try_release().await;
+            Ok((guard, outcome))
+        })
+        .await?;
+        if matches!(&outcome, Err(err) if err.is_store_failure()) {
+            // The store could not be reached: the hold is still this guard's, to release again.
+            *self.slot() = Some(guard);
+        } else {
+            let _ = self.released.send(true);
         }
+        outcome.map_err(to_js)
     }
 }
 

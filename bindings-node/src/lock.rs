@@ -189,16 +189,25 @@ impl NativeLockGuard {
         })
     }
 
-    /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other".
+    /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other". A release that
+    /// fails on the transport keeps the hold (and its watchdog), so the caller can retry.
     #[napi]
     pub async fn release(&self) -> napi::Result<&'static str> {
-        let guard = self.take();
-        let _ = self.released.send(true);
-        let Some(guard) = guard else {
+        let Some(mut guard) = self.take() else {
+            let _ = self.released.send(true);
             return Ok("not_held");
         };
-        let outcome = guarded(async move { guard.release().await.map_err(to_js) }).await?;
-        Ok(match outcome {
+        let (guard, outcome) = guarded(async move {
+            let outcome = guard.try_release().await;
+            Ok((guard, outcome))
+        })
+        .await?;
+        if matches!(&outcome, Err(err) if err.is_store_failure()) {
+            self.put_back(guard);
+        } else {
+            let _ = self.released.send(true);
+        }
+        Ok(match outcome.map_err(to_js)? {
             ratelock::Released::Released => "released",
             ratelock::Released::StillHeld { .. } => "still_held",
             ratelock::Released::NotHeld => "not_held",

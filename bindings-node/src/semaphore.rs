@@ -136,11 +136,21 @@ impl NativePermit {
     /// Gives the permit back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let guard = self.take();
-        let _ = self.released.send(true);
-        match guard {
-            Some(guard) => guarded(async move { guard.release().await.map_err(to_js) }).await,
-            None => Ok(false),
+        let Some(mut guard) = self.take() else {
+            let _ = self.released.send(true);
+            return Ok(false);
+        };
+        let (guard, outcome) = guarded(async move {
+            let outcome = guard.try_release().await;
+            Ok((guard, outcome))
+        })
+        .await?;
+        if matches!(&outcome, Err(err) if err.is_store_failure()) {
+            // The store could not be reached: the permit is still this guard's, to release again.
+            *self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
+        } else {
+            let _ = self.released.send(true);
         }
+        outcome.map_err(to_js)
     }
 }
