@@ -181,3 +181,19 @@ def test_marks_are_per_view_not_per_function_name(store_url):
     other = {"REMOTE_ADDR": "10.0.0.2"}
     assert [client.get("/index", environ_base=other).status_code for _ in range(3)] == [200, 200, 429]
 
+
+def test_bytes_keys_stay_distinct(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/raw")
+    @limits.limit("1/minute", key_func=lambda: bytes.fromhex(request.args["hex"]))
+    def raw():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert client.get("/raw?hex=ff").status_code == 200
+    assert client.get("/raw?hex=fe").status_code == 200, "b'\\xfe' is not b'\\xff'"
+    assert client.get("/raw?hex=ff").status_code == 429
+    assert client.get("/raw?hex=616e6e").status_code == 200
+    assert client.get("/raw?hex=616e6e").status_code == 429

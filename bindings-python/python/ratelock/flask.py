@@ -94,7 +94,8 @@ class RateLimiter:
         scope: Optional[str] = None,
     ) -> Callable[[F], F]:
         """Decorates a view with its own limit (replacing the default limits for it), above or below
-        its route decorator. The key is ``<scope or endpoint>:<key_func()>``; ``methods`` limits only those HTTP methods. Several limits on one view are
+        its route decorator. The key is ``<scope or endpoint>:<key_func()>`` (bytes when ``key_func``
+        answers bytes); ``methods`` limits only those HTTP methods. Several limits on one view are
         checked from the outermost down, and the first rejection answers."""
         only = frozenset(method.upper() for method in methods) if methods else None
         mark = _Limit(rules, key_func, cost, exempt_when, only, scope)
@@ -148,9 +149,10 @@ class RateLimiter:
         self, name: str, rules: str, key_func: KeyFunc, cost: Union[int, Callable[[], int]]
     ) -> Optional[Response]:
         key = key_func()
-        key_text = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        # Bytes keys stay bytes: decoding them would let two invalid UTF-8 keys share one bucket.
+        full_key = f"{name}:".encode() + key if isinstance(key, bytes) else f"{name}:{key}"
         units = cost() if callable(cost) else cost
-        decision = self.limiter.hit(f"{name}:{key_text}", rules, units)
+        decision = self.limiter.hit(full_key, rules, units)
         g.ratelock_decision = decision
         if decision.allowed:
             return None
