@@ -23,6 +23,7 @@ pub mod algorithm;
 pub mod clock;
 mod decision;
 mod error;
+pub mod excerpt;
 pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]

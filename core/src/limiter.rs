@@ -34,7 +34,7 @@ impl std::str::FromStr for FailurePolicy {
             "deny" => Ok(FailurePolicy::Deny),
             _ => Err(Error::invalid_argument(
                 "on_error",
-                format!("{text:?} is not raise, allow or deny"),
+                format!("{:?} is not raise, allow or deny", crate::excerpt::of(text)),
             )),
         }
     }
