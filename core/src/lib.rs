@@ -33,6 +33,7 @@ pub mod store;
 
 pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
+pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
 pub use lock::{

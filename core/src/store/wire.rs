@@ -169,7 +169,7 @@ impl Limiter {
         for rule in rules.iter() {
             crate::algorithm::check_cost(rule, cost)?;
         }
-        let request = self.request(key, rules, cost, now_us, spend);
+        let request = self.request(key, rules, cost, now_us, spend)?;
         Ok(limit_command(&request).get_packed_command())
     }
 
@@ -265,7 +265,7 @@ mod tests {
     fn the_command_is_the_stores_limit_command() {
         let limiter = Limiter::memory();
         let rules = limiter.rules("10/second; 100/hour").unwrap();
-        let request = limiter.request(b"k", &rules, 2, Some(5), false);
+        let request = limiter.request(b"k", &rules, 2, Some(5), false).unwrap();
         assert_eq!(
             limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap(),
             limit_command(&request).get_packed_command()
