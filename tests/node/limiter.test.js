@@ -73,7 +73,16 @@ for (const store of ['memory', 'redis']) {
       [() => limiter.hit('k', '1/second', { nowMs: -5 }), ratelock.InvalidArgumentError, /`nowMs`/],
       [() => limiter.hit('k', '1/second', 'fast'), ratelock.InvalidArgumentError, /`options`/],
       [() => limiter.hit('k', '5/second', { cost: 9 }), ratelock.CostExceedsCapacityError, /capacity|cost/],
+      [() => limiter.hit('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.peek('\udfffb', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.reset('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.hit('k'.repeat(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
+      [() => limiter.peek(Buffer.alloc(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
+      [() => limiter.hit('k', '9'.repeat(1 << 20)), ratelock.InvalidRuleError, /^.{0,400}$/s],
+      [() => limiter.hit(10n ** 5000n, '1/second'), ratelock.InvalidArgumentError, /^.{0,400}$/s],
     ]
+    assert.ok((await limiter.hit(`${fresh()}\ud83d\ude00`, '1/second')).allowed, 'a surrogate pair is text')
+    assert.ok((await limiter.hit(fresh() + 'k'.repeat(65_000), '1/second')).allowed, 'up to 64 KiB')
     for (const [call, Class, message] of bad) {
       await assert.rejects(call(), (error) => {
         assert.ok(error instanceof Class, `${error.name}: ${error.message}`)
