@@ -104,6 +104,14 @@ test('invalid option values are named on first use', async () => {
   await assert.rejects(new ratelock.Limiter({ onError: 'maybe' }).hit('k', '1/s'), ratelock.InvalidArgumentError)
   await assert.rejects(new ratelock.Limiter({ timeoutMs: -1 }).hit('k', '1/s'), /`timeoutMs`/)
   await assert.rejects(new ratelock.Limiter({ url: 'http://localhost' }).hit('k', '1/s'), /url/)
+  const huge = 'x'.repeat(1 << 20)
+  for (const options of [{ clock: huge }, { onError: huge }, { url: huge }, { defaultAlgorithm: huge }]) {
+    await assert.rejects(new ratelock.Limiter(options).hit('k', '1/s'), (error) => {
+      assert.ok(error instanceof ratelock.RatelockError, error.message.slice(0, 100))
+      assert.ok(error.message.length < 400, `a ${error.message.length}-character message`)
+      return true
+    })
+  }
 })
 
 test('an unreachable Redis rejects with StoreUnavailableError, and a later call tries again', async () => {
