@@ -4,15 +4,43 @@
 
 const { invalidArgument } = require('./errors')
 
+/** How many characters of a value an error message quotes (as the addon does). */
+const EXCERPT_CHARS = 64
+
+/** `text` itself when short; else its first `EXCERPT_CHARS` characters, an ellipsis and its length. */
+function excerpt(text) {
+  // A character is at most two UTF-16 units, so this slice holds the characters quoted and one more.
+  const head = Array.from(text.slice(0, 2 * EXCERPT_CHARS + 2))
+  if (head.length <= EXCERPT_CHARS) return text
+  return `${head.slice(0, EXCERPT_CHARS).join('')}… (${Buffer.byteLength(text)} bytes)`
+}
+
 function describe(value) {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
-  return typeof value === 'object' ? `an object (${value.constructor?.name ?? 'Object'})` : `${typeof value} ${String(value)}`
+  if (typeof value === 'object') return `an object (${excerpt(String(value.constructor?.name ?? 'Object'))})`
+  return `${typeof value} ${excerpt(String(value))}`
 }
 
-/** A key or name: a string or a Buffer. */
+/** A UTF-16 unit of a surrogate pair with no partner (with `u`, a whole pair is one code point outside
+ * this range): UTF-8 cannot encode it. Node 18 has no `String.prototype.isWellFormed`. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+
+/**
+ * A key or name: a string or a Buffer. A string holding a lone surrogate is refused: converting it to
+ * UTF-8 would replace the surrogate with U+FFFD, so different keys would share one bucket.
+ */
 function key(name, value) {
-  if (typeof value !== 'string' && !Buffer.isBuffer(value)) {
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) {
+      throw invalidArgument(
+        name,
+        'not valid Unicode text (it holds a lone surrogate); pass a Buffer for a key that is not text',
+      )
+    }
+    return value
+  }
+  if (!Buffer.isBuffer(value)) {
     throw invalidArgument(name, `expected a string or a Buffer, got ${describe(value)}`)
   }
   return value

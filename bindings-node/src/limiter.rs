@@ -274,7 +274,10 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
             other => {
                 return Err(invalid_argument(
                     "clock",
-                    format!("expected \"store\" or \"local\", got {other:?}"),
+                    format!(
+                        "expected \"store\" or \"local\", got {:?}",
+                        ratelock::excerpt::of(other)
+                    ),
                 ))
             }
         });

@@ -2,12 +2,18 @@
 
 use std::time::Duration;
 
+use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyString};
+use ratelock::excerpt;
 
 use crate::errors::InvalidArgument;
 
-/// A key: `str` (UTF-8) or `bytes`, as given.
+/// The largest integer a double holds exactly (2^53 - 1): the Lua scripts compute in doubles.
+const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;
+
+/// A key: `str` (UTF-8) or `bytes`, as given. A `str` that is not valid Unicode text (a lone surrogate,
+/// which UTF-8 cannot encode) is an `InvalidArgument`, never silently replaced.
 pub(crate) fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(key_bytes(value)?.as_bytes().to_vec())
 }
@@ -25,7 +31,9 @@ pub(crate) fn name(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 fn named_bytes<'py>(argument: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(text) = value.cast::<PyString>() {
-        return text.encode_utf8();
+        return text
+            .encode_utf8()
+            .map_err(|err| not_unicode(argument, value.py(), err));
     }
     if let Ok(bytes) = value.cast::<PyBytes>() {
         return Ok(bytes.clone());
@@ -34,6 +42,18 @@ fn named_bytes<'py>(argument: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound
         "invalid argument `{argument}`: expected str or bytes, got {}",
         value.get_type().name()?
     )))
+}
+
+/// The error for a `str` that UTF-8 cannot encode (a lone surrogate such as `"\ud800"`); other errors
+/// pass through unchanged.
+pub(crate) fn not_unicode(argument: &str, py: Python<'_>, err: PyErr) -> PyErr {
+    if !err.is_instance_of::<PyUnicodeEncodeError>(py) {
+        return err;
+    }
+    InvalidArgument::new_err(format!(
+        "invalid argument `{argument}`: not valid Unicode text (it holds a lone surrogate); \
+         pass bytes for a key that is not text"
+    ))
 }
 
 /// Rule text: a str (`"10/second; 1000/hour"`).
@@ -53,7 +73,8 @@ pub(crate) fn rule_text<'a, 'py>(value: &'a Bound<'py, PyAny>) -> PyResult<&'a B
 pub(crate) fn cost(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     let bad = || {
         InvalidArgument::new_err(format!(
-            "invalid argument `cost`: expected an int >= 1, got {value}"
+            "invalid argument `cost`: expected an int >= 1, got {}",
+            shown(value)
         ))
     };
     if value.is_instance_of::<PyBool>() {
@@ -70,20 +91,24 @@ pub(crate) fn count(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     match value.extract::<u64>() {
         Ok(n) if n >= 1 && !value.is_instance_of::<PyBool>() => Ok(n),
         _ => Err(InvalidArgument::new_err(format!(
-            "invalid argument `{name}`: expected an int >= 1, got {value}"
+            "invalid argument `{name}`: expected an int >= 1, got {}",
+            shown(value)
         ))),
     }
 }
 
-/// A time in µs since the epoch, or `None`.
+/// A time in µs since the epoch, or `None`: an int from 0 to 2^53 - 1 (as in Node, whose numbers stop
+/// there; the scripts compute in doubles, so a later time would give wrong figures).
 pub(crate) fn now_us(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
     match value.extract::<u64>() {
-        Ok(now) if !value.is_instance_of::<PyBool>() => Ok(Some(now)),
+        Ok(now) if now <= MAX_EXACT_INTEGER && !value.is_instance_of::<PyBool>() => Ok(Some(now)),
         _ => Err(InvalidArgument::new_err(format!(
-            "invalid argument `now_us`: expected an int of microseconds since the epoch, got {value}"
+            "invalid argument `now_us`: expected an int of microseconds since the epoch, \
+             from 0 to 2**53 - 1, got {}",
+            shown(value)
         ))),
     }
 }
@@ -137,7 +162,10 @@ pub(crate) fn flag(name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// A text option: a `str` and nothing else.
 pub(crate) fn text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
     match value.cast::<PyString>() {
-        Ok(text) => Ok(text.to_cow()?.into_owned()),
+        Ok(text) => Ok(text
+            .to_cow()
+            .map_err(|err| not_unicode(name, value.py(), err))?
+            .into_owned()),
         Err(_) => Err(InvalidArgument::new_err(format!(
             "invalid argument `{name}`: expected str, got {}",
             described(value)
@@ -145,11 +173,20 @@ pub(crate) fn text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
     }
 }
 
-/// A value for an error message: its repr and type, e.g. `'10' (str)`.
+/// A value for an error message: its `str()`, as a bounded excerpt.
+fn shown(value: &Bound<'_, PyAny>) -> String {
+    let text = value
+        .str()
+        .map_or_else(|_| "?".to_owned(), |text| text.to_string());
+    excerpt::of(&text).into_owned()
+}
+
+/// A value for an error message: its repr (a bounded excerpt) and type, e.g. `'10' (str)`.
 fn described(value: &Bound<'_, PyAny>) -> String {
-    let repr = value
-        .repr()
-        .map_or_else(|_| "?".to_owned(), |repr| repr.to_string());
+    let repr = value.repr().map_or_else(
+        |_| "?".to_owned(),
+        |repr| excerpt::of(&repr.to_string()).into_owned(),
+    );
     let kind = value
         .get_type()
         .name()

@@ -231,7 +231,8 @@ fn options(
         "local" => ratelock::ClockSource::Local,
         other => {
             return Err(crate::errors::InvalidArgument::new_err(format!(
-                "invalid argument `clock`: expected \"store\" or \"local\", got {other:?}"
+                "invalid argument `clock`: expected \"store\" or \"local\", got {:?}",
+                ratelock::excerpt::of(other)
             )))
         }
     };
@@ -325,7 +326,12 @@ impl PyLimiter {
                 return Ok(cached.get().0.clone());
             }
         }
-        let rules = self.inner.rules(&text.to_cow()?).map_err(to_py)?;
+        let utf8 = text.to_cow().map_err(|_| {
+            crate::errors::InvalidRule::new_err(
+                "invalid rule: not valid Unicode text (it holds a lone surrogate)",
+            )
+        })?;
+        let rules = self.inner.rules(&utf8).map_err(to_py)?;
         let texts = rules.iter().map(|rule| Arc::from(rule.to_string())).collect();
         let parsed = Arc::new(ParsedRules { rules, texts });
         if cache.len() >= RULE_CACHE_LIMIT {

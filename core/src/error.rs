@@ -17,9 +17,10 @@ pub enum Error {
     /// Rule text or a rule built in code is not valid; `part` names the offending piece.
     #[error("invalid rule {text:?}: {reason} (at {part:?})")]
     InvalidRule {
-        /// The whole text (or a rendering of the rule built in code).
+        /// The whole text (or a rendering of the rule built in code), as a bounded
+        /// [`excerpt`](crate::excerpt::of) when it is long.
         text: String,
-        /// The piece that could not be understood.
+        /// The piece that could not be understood (a bounded excerpt as well).
         part: String,
         /// What is wrong with it.
         reason: String,
@@ -118,8 +119,8 @@ impl Error {
 
     pub(crate) fn invalid_rule(text: &str, part: &str, reason: impl fmt::Display) -> Self {
         Error::InvalidRule {
-            text: text.to_owned(),
-            part: part.to_owned(),
+            text: crate::excerpt::of(text).into_owned(),
+            part: crate::excerpt::of(part).into_owned(),
             reason: reason.to_string(),
         }
     }

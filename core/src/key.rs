@@ -195,6 +195,32 @@ fn base_with(prefix: &str, name: &[u8]) -> impl Fn(&[u8]) -> Vec<u8> {
     move |suffix| [base.as_slice(), suffix].concat()
 }
 
+/// The longest user key or lock name accepted, in bytes: 64 KiB. Redis would take more, but every call
+/// sends the key several times (once per rule), so a huge key makes each call slow enough to outlast its
+/// timeout; real keys (ids, addresses, routes) are far shorter.
+pub const MAX_KEY_BYTES: usize = 64 * 1024;
+
+/// Checks a user key or lock name (`argument` names it in the error): at most [`MAX_KEY_BYTES`].
+///
+/// ```
+/// use ratelock::key::{check_key, MAX_KEY_BYTES};
+/// assert!(check_key("key", &vec![b'k'; MAX_KEY_BYTES]).is_ok());
+/// let err = check_key("name", &vec![b'k'; MAX_KEY_BYTES + 1]).unwrap_err();
+/// assert!(err.is_invalid_argument() && err.to_string().contains("`name`"));
+/// ```
+pub fn check_key(argument: &'static str, key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::invalid_argument(
+            argument,
+            format!(
+                "{} bytes is longer than the limit of {MAX_KEY_BYTES} bytes (64 KiB)",
+                key.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a key prefix: it may not contain braces (they would move the hash tag).
 pub fn check_prefix(prefix: &str) -> Result<()> {
     if prefix.contains(['{', '}']) {

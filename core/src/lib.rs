@@ -23,6 +23,7 @@ pub mod algorithm;
 pub mod clock;
 mod decision;
 mod error;
+pub mod excerpt;
 pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]
@@ -33,6 +34,7 @@ pub mod store;
 
 pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
+pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
 pub use lock::{

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock::now_us;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::key::check_prefix;
+use crate::key::{check_key, check_prefix};
 use crate::rule::{Algorithm, Rules};
 use crate::store::{LimitRequest, MemoryStore, Store, StoreOptions};
 
@@ -34,7 +34,7 @@ impl std::str::FromStr for FailurePolicy {
             "deny" => Ok(FailurePolicy::Deny),
             _ => Err(Error::invalid_argument(
                 "on_error",
-                format!("{text:?} is not raise, allow or deny"),
+                format!("{:?} is not raise, allow or deny", crate::excerpt::of(text)),
             )),
         }
     }
@@ -197,6 +197,8 @@ impl Limiter {
     }
 
     /// Takes `cost` units from every rule for `key` if all of them allow it; otherwise takes nothing.
+    /// A key longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument
+    /// (`key`), here and in every other method that takes a key.
     pub async fn hit(&self, key: impl AsRef<[u8]>, rules: &Rules, cost: u64) -> Result<Decision> {
         self.run(key.as_ref(), rules, cost, None, true).await
     }
@@ -230,6 +232,7 @@ impl Limiter {
 
     /// Forgets the state of every given rule for `key`.
     pub async fn reset(&self, key: impl AsRef<[u8]>, rules: &Rules) -> Result<()> {
+        check_key("key", key.as_ref())?;
         self.store.reset(&self.options.prefix, key.as_ref(), rules).await
     }
 
@@ -274,16 +277,17 @@ impl Limiter {
         cost: u64,
         now: Option<u64>,
         spend: bool,
-    ) -> LimitRequest<'r> {
+    ) -> Result<LimitRequest<'r>> {
+        check_key("key", key)?;
         let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
-        LimitRequest {
+        Ok(LimitRequest {
             prefix: &self.options.prefix,
             key,
             rules,
             cost,
             now_us,
             spend,
-        }
+        })
     }
 
     async fn run(
@@ -294,7 +298,7 @@ impl Limiter {
         now: Option<u64>,
         spend: bool,
     ) -> Result<Decision> {
-        let request = self.request(key, rules, cost, now, spend);
+        let request = self.request(key, rules, cost, now, spend)?;
         let checked = match &self.store {
             // The memory store never waits: answer without going through a future.
             Store::Memory(store) => store.check(&request),
@@ -318,7 +322,10 @@ impl Limiter {
         now: Option<u64>,
         spend: bool,
     ) -> Option<Result<Decision>> {
-        let request = self.request(key, rules, cost, now, spend);
+        let request = match self.request(key, rules, cost, now, spend) {
+            Ok(request) => request,
+            Err(err) => return Some(Err(err)),
+        };
         if self.store.does_io() {
             for rule in rules.iter() {
                 if let Err(err) = crate::algorithm::check_cost(rule, cost) {

@@ -73,7 +73,16 @@ for (const store of ['memory', 'redis']) {
       [() => limiter.hit('k', '1/second', { nowMs: -5 }), ratelock.InvalidArgumentError, /`nowMs`/],
       [() => limiter.hit('k', '1/second', 'fast'), ratelock.InvalidArgumentError, /`options`/],
       [() => limiter.hit('k', '5/second', { cost: 9 }), ratelock.CostExceedsCapacityError, /capacity|cost/],
+      [() => limiter.hit('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.peek('\udfffb', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.reset('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.hit('k'.repeat(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
+      [() => limiter.peek(Buffer.alloc(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
+      [() => limiter.hit('k', '9'.repeat(1 << 20)), ratelock.InvalidRuleError, /^.{0,400}$/s],
+      [() => limiter.hit(10n ** 5000n, '1/second'), ratelock.InvalidArgumentError, /^.{0,400}$/s],
     ]
+    assert.ok((await limiter.hit(`${fresh()}\ud83d\ude00`, '1/second')).allowed, 'a surrogate pair is text')
+    assert.ok((await limiter.hit(fresh() + 'k'.repeat(65_000), '1/second')).allowed, 'up to 64 KiB')
     for (const [call, Class, message] of bad) {
       await assert.rejects(call(), (error) => {
         assert.ok(error instanceof Class, `${error.name}: ${error.message}`)
@@ -95,6 +104,14 @@ test('invalid option values are named on first use', async () => {
   await assert.rejects(new ratelock.Limiter({ onError: 'maybe' }).hit('k', '1/s'), ratelock.InvalidArgumentError)
   await assert.rejects(new ratelock.Limiter({ timeoutMs: -1 }).hit('k', '1/s'), /`timeoutMs`/)
   await assert.rejects(new ratelock.Limiter({ url: 'http://localhost' }).hit('k', '1/s'), /url/)
+  const huge = 'x'.repeat(1 << 20)
+  for (const options of [{ clock: huge }, { onError: huge }, { url: huge }, { defaultAlgorithm: huge }]) {
+    await assert.rejects(new ratelock.Limiter(options).hit('k', '1/s'), (error) => {
+      assert.ok(error instanceof ratelock.RatelockError, error.message.slice(0, 100))
+      assert.ok(error.message.length < 400, `a ${error.message.length}-character message`)
+      return true
+    })
+  }
 })
 
 test('an unreachable Redis rejects with StoreUnavailableError, and a later call tries again', async () => {

@@ -142,6 +142,12 @@ for (const store of ['memory', 'redis']) {
 
 test('bad lock arguments are named', async () => {
   assert.throws(() => new ratelock.DistributedLock(null), /`name`/)
+  for (const Kind of [ratelock.DistributedLock, ratelock.FairLock, ratelock.ReadWriteLock]) {
+    assert.throws(() => new Kind('n\ud800'), { code: 'ERR_RATELOCK_INVALID_ARGUMENT', message: /`name`.*surrogate/ })
+  }
+  assert.throws(() => new ratelock.Semaphore('\udc00', 2), { code: 'ERR_RATELOCK_INVALID_ARGUMENT', message: /`name`/ })
+  await assert.rejects(new ratelock.DistributedLock('n'.repeat(65537)).acquire(), /`name`.*65536/)
+  await assert.rejects(new ratelock.Semaphore('s'.repeat(65537), 2).acquire(), /`name`.*65536/)
   assert.throws(() => new ratelock.DistributedLock('n', { ttlMs: '5' }), /`ttlMs`/)
   assert.throws(() => new ratelock.Semaphore('s', 'three'), /`permits`/)
   await assert.rejects(new ratelock.DistributedLock('n', { ttlMs: -1 }).acquire(), /`ttlMs`/)

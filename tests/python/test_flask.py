@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 import uuid
 
-from flask import Flask, jsonify, request
+from flask import Blueprint, Flask, jsonify, request
 
 from conftest import RedisServer
 from ratelock.flask import RateLimiter
@@ -124,3 +124,76 @@ def test_a_real_http_server_process(redis_server):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_limit_and_exempt_work_above_the_route_decorator(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="1/minute")
+
+    @limits.limit("2/minute")
+    @app.get("/above")
+    def above():
+        return jsonify(ok=True)
+
+    @limits.exempt
+    @app.get("/above-exempt")
+    def above_exempt():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    statuses = [client.get("/above").status_code for _ in range(3)]
+    assert statuses == [200, 200, 429], "the view's own limit applies, not none and not the default"
+    assert client.get("/above").headers["X-RateLimit-Limit"] == "2"
+    assert all(client.get("/above-exempt").status_code == 200 for _ in range(3))
+
+
+def test_marks_are_per_view_not_per_function_name(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")
+    shop, blog, docs = Blueprint("shop", __name__), Blueprint("blog", __name__), Blueprint("docs", __name__)
+
+    @shop.get("/")
+    @limits.limit("5/minute")
+    def index():
+        return jsonify(ok=True)
+
+    @blog.get("/")
+    def index():  # noqa: F811 - another blueprint's view of the same name
+        return jsonify(ok=True)
+
+    @docs.get("/")
+    @limits.exempt
+    def index():  # noqa: F811
+        return jsonify(ok=True)
+
+    @app.get("/index")
+    def index():  # noqa: F811
+        return jsonify(ok=True)
+
+    app.register_blueprint(shop, url_prefix="/shop")
+    app.register_blueprint(blog, url_prefix="/blog")
+    app.register_blueprint(docs, url_prefix="/docs")
+    client = app.test_client()
+    assert [client.get("/blog/").status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/shop/").status_code for _ in range(3)] == [200, 200, 200]
+    assert client.get("/shop/").headers["X-RateLimit-Limit"] == "5"
+    assert all(client.get("/docs/").status_code == 200 for _ in range(3))
+    other = {"REMOTE_ADDR": "10.0.0.2"}
+    assert [client.get("/index", environ_base=other).status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_bytes_keys_stay_distinct(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/raw")
+    @limits.limit("1/minute", key_func=lambda: bytes.fromhex(request.args["hex"]))
+    def raw():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert client.get("/raw?hex=ff").status_code == 200
+    assert client.get("/raw?hex=fe").status_code == 200, "b'\\xfe' is not b'\\xff'"
+    assert client.get("/raw?hex=ff").status_code == 429
+    assert client.get("/raw?hex=616e6e").status_code == 200
+    assert client.get("/raw?hex=616e6e").status_code == 429

@@ -62,6 +62,15 @@ def test_bytes_and_str_keys_are_the_same_key(store_url):
         (lambda l: l.hit(None, "5/second"), ratelock.InvalidArgument, "key"),
         (lambda l: l.hit(42, "5/second"), ratelock.InvalidArgument, "key"),
         (lambda l: l.hit("k", "5/second", now_us=-5), ratelock.InvalidArgument, "now_us"),
+        (lambda l: l.hit("k", "5/second", now_us=2**53), ratelock.InvalidArgument, "now_us"),
+        (lambda l: l.peek("k", "5/second", now_us=2**64 - 1), ratelock.InvalidArgument, "now_us"),
+        (lambda l: l.hit("a\ud800", "5/second"), ratelock.InvalidArgument, "key"),
+        (lambda l: l.peek("\udfffb", "5/second"), ratelock.InvalidArgument, "key"),
+        (lambda l: l.reset("a\ud800", "5/second"), ratelock.InvalidArgument, "key"),
+        (lambda l: l.hit("k", "5/second\ud800"), ratelock.InvalidRule, "Unicode"),
+        (lambda l: l.hit("k" * (64 * 1024 + 1), "5/second"), ratelock.InvalidArgument, "key.*65536"),
+        (lambda l: l.peek(b"k" * (64 * 1024 + 1), "5/second"), ratelock.InvalidArgument, "key.*65536"),
+        (lambda l: l.reset("k" * (64 * 1024 + 1), "5/second"), ratelock.InvalidArgument, "key.*65536"),
     ],
 )
 def test_bad_input_is_a_typed_error_naming_the_problem(store_url, call, error, words):
@@ -69,6 +78,56 @@ def test_bad_input_is_a_typed_error_naming_the_problem(store_url, call, error, w
     with pytest.raises(error, match=words):
         call(limiter)
     assert issubclass(error, ratelock.RatelockError)
+
+
+def test_now_us_up_to_two_to_the_53_and_keys_up_to_64_kib_are_served(store_url):
+    limiter = ratelock.Limiter(store_url)
+    assert limiter.hit(fresh_key(), "5/second", now_us=2**53 - 1).allowed
+    assert limiter.hit(fresh_key() + "k" * (64 * 1024 - 40), "5/second").allowed
+
+
+TEN_MB = 10 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda l: l.hit("k", "9" * TEN_MB), ratelock.InvalidRule),
+        (lambda l: l.hit("k", "10/s using " + "y" * TEN_MB), ratelock.InvalidRule),
+        (lambda l: l.hit("k", "5/second", "x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: l.hit("k", "5/second", now_us="x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: l.hit("k" * TEN_MB, "5/second"), ratelock.InvalidArgument),
+        (lambda l: ratelock.Limiter(on_error="x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: ratelock.Limiter(clock="x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: ratelock.Limiter("x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: ratelock.Semaphore("s", "x" * TEN_MB), ratelock.InvalidArgument),
+        (lambda l: ratelock.FairLock("f", ttl="x" * TEN_MB), ratelock.InvalidArgument),
+    ],
+)
+def test_error_messages_quote_a_bounded_excerpt_of_huge_input(store_url, call, error):
+    limiter = ratelock.Limiter(store_url)
+    with pytest.raises(error) as raised:
+        call(limiter)
+    assert len(str(raised.value)) < 400, f"a {len(str(raised.value))}-character message"
+
+
+def test_lock_names_are_checked_like_keys(store_url):
+    over = "n" * (64 * 1024 + 1)
+    for make in (
+        lambda name: ratelock.DistributedLock(name, store_url),
+        lambda name: ratelock.Semaphore(name, 2, store_url),
+        lambda name: ratelock.FairLock(name, store_url),
+        lambda name: ratelock.ReadWriteLock(name, store_url),
+    ):
+        with pytest.raises(ratelock.InvalidArgument, match="65536"):
+            make(over)
+        with pytest.raises(ratelock.InvalidArgument, match="`(name|key)`.*surrogate"):
+            make("lock\ud800")
+    slots = ratelock.ConcurrencyLimiter(2, store_url)
+    with pytest.raises(ratelock.InvalidArgument, match="65536"):
+        slots.try_slot(over)
+    with pytest.raises(ratelock.InvalidArgument, match="surrogate"):
+        slots.in_flight("t\udc00")
 
 
 @pytest.mark.parametrize(

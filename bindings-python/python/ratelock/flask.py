@@ -13,10 +13,10 @@ and ``X-RateLimit-Limit/-Remaining/-Reset`` headers, all from the same single de
     def login(): ...
 """
 
-import functools
 import math
 import time
-from typing import Any, Callable, Iterable, Literal, Optional, Set, TypeVar, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Set, TypeVar, Union
 
 from flask import Flask, Response, current_app, g, jsonify, request
 
@@ -26,14 +26,34 @@ from ratelock.limiter import Limiter
 F = TypeVar("F", bound=Callable[..., Any])
 KeyFunc = Callable[[], Union[str, bytes]]
 
+#: How many ``__wrapped__`` layers of a registered view are searched for marks.
+_MAX_WRAPPED_DEPTH = 32
+
 
 def remote_address() -> str:
     """The default key: the client's address as Flask sees it."""
     return request.remote_addr or "unknown"
 
 
+@dataclass(frozen=True)
+class _Limit:
+    """One ``limit(...)`` placed on a view."""
+
+    rules: str
+    key_func: Optional[KeyFunc]
+    cost: Union[int, Callable[[], int]]
+    exempt_when: Optional[Callable[[], bool]]
+    only: Optional[FrozenSet[str]]
+    scope: Optional[str]
+
+
 class RateLimiter:
-    """Limits Flask views. ``default_limits`` apply to every view not exempted or limited itself."""
+    """Limits Flask views. ``default_limits`` apply to every view not exempted or limited itself.
+
+    ``limit`` and ``exempt`` mark the view function itself (by identity, not by name) and return it
+    unchanged; the marks are read in a ``before_request`` hook from the function registered for the
+    request's endpoint (and the functions it wraps, following ``__wrapped__``). So they work above or
+    below ``@app.route``, and two blueprints' views of the same name keep their own marks."""
 
     def __init__(
         self,
@@ -52,15 +72,15 @@ class RateLimiter:
         self.default_limits = default_limits
         self.key_func = key_func
         self.headers = headers
-        self._exempt: Set[str] = set()
-        self._limited: Set[str] = set()
+        self._exempt: Set[Callable[..., Any]] = set()
+        self._limits: Dict[Callable[..., Any], List[_Limit]] = {}
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        """Registers the default limits and the response headers on `app`."""
+        """Registers the view limits, the default limits and the response headers on `app`."""
         app.extensions["ratelock"] = self
-        app.before_request(self._check_default_limits)
+        app.before_request(self._check_limits)
         app.after_request(self._add_headers)
 
     def limit(
@@ -73,47 +93,66 @@ class RateLimiter:
         methods: Optional[Iterable[str]] = None,
         scope: Optional[str] = None,
     ) -> Callable[[F], F]:
-        """Decorates a view with its own limit (replacing the default limits for it). The key is
-        ``<scope or endpoint>:<key_func()>``; ``methods`` limits only those HTTP methods."""
-        only = {method.upper() for method in methods} if methods else None
+        """Decorates a view with its own limit (replacing the default limits for it), above or below
+        its route decorator. The key is ``<scope or endpoint>:<key_func()>`` (bytes when ``key_func``
+        answers bytes); ``methods`` limits only those HTTP methods. Several limits on one view are
+        checked from the outermost down, and the first rejection answers."""
+        only = frozenset(method.upper() for method in methods) if methods else None
+        mark = _Limit(rules, key_func, cost, exempt_when, only, scope)
 
         def decorate(view: F) -> F:
-            self._limited.add(view.__name__)
-
-            @functools.wraps(view)
-            def limited(*args: Any, **kwargs: Any) -> Any:
-                if (only is None or request.method in only) and not (exempt_when and exempt_when()):
-                    name = scope or request.endpoint or view.__name__
-                    rejection = self._check(name, rules, key_func or self.key_func, cost)
-                    if rejection is not None:
-                        return rejection
-                return view(*args, **kwargs)
-
-            return limited  # type: ignore[return-value]
+            self._limits.setdefault(view, []).insert(0, mark)
+            return view
 
         return decorate
 
     def exempt(self, view: F) -> F:
-        """Exempts a view from the default limits."""
-        self._exempt.add(view.__name__)
+        """Exempts a view from the default limits (above or below its route decorator)."""
+        self._exempt.add(view)
         return view
 
-    def _check_default_limits(self) -> Optional[Response]:
-        if not self.default_limits or request.endpoint is None:
+    def _check_limits(self) -> Optional[Response]:
+        endpoint = request.endpoint
+        if endpoint is None:
             return None
-        view = current_app.view_functions.get(request.endpoint)
-        name = getattr(view, "__name__", request.endpoint)
-        if name in self._exempt or name in self._limited or request.endpoint == "static":
+        limits, exempt = self._marks(current_app.view_functions.get(endpoint))
+        if limits:
+            for mark in limits:
+                if mark.only is not None and request.method not in mark.only:
+                    continue
+                if mark.exempt_when is not None and mark.exempt_when():
+                    continue
+                rejection = self._check(mark.scope or endpoint, mark.rules, mark.key_func or self.key_func, mark.cost)
+                if rejection is not None:
+                    return rejection
+            return None
+        if not self.default_limits or exempt or endpoint == "static":
             return None
         return self._check("default", self.default_limits, self.key_func, 1)
+
+    def _marks(self, view: Optional[Callable[..., Any]]) -> "tuple[List[_Limit], bool]":
+        """The limits on `view` and on the functions it wraps, outermost first, and whether any is exempt."""
+        limits: List[_Limit] = []
+        exempt = False
+        for _ in range(_MAX_WRAPPED_DEPTH):
+            if view is None:
+                break
+            try:
+                limits.extend(self._limits.get(view, ()))
+                exempt = exempt or view in self._exempt
+            except TypeError:  # an unhashable callable cannot carry a mark
+                pass
+            view = getattr(view, "__wrapped__", None)
+        return limits, exempt
 
     def _check(
         self, name: str, rules: str, key_func: KeyFunc, cost: Union[int, Callable[[], int]]
     ) -> Optional[Response]:
         key = key_func()
-        key_text = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        # Bytes keys stay bytes: decoding them would let two invalid UTF-8 keys share one bucket.
+        full_key = f"{name}:".encode() + key if isinstance(key, bytes) else f"{name}:{key}"
         units = cost() if callable(cost) else cost
-        decision = self.limiter.hit(f"{name}:{key_text}", rules, units)
+        decision = self.limiter.hit(full_key, rules, units)
         g.ratelock_decision = decision
         if decision.allowed:
             return None

@@ -13,7 +13,7 @@ use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::error::Result;
-use crate::key::{check_prefix, FairLockKeys};
+use crate::key::{check_key, check_prefix, FairLockKeys};
 use crate::store::Store;
 
 /// A fair distributed lock: grants go in the order the waiting `acquire` calls arrived, across every
@@ -74,7 +74,9 @@ impl std::fmt::Debug for FairLock {
 
 impl FairLock {
     /// A handle on fair lock `name` in `store`.
+    /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_key("name", name.as_ref())?;
         check_prefix(&options.prefix)?;
         check_lease(options.ttl)?;
         check_waiter_ttl(options.waiter_ttl)?;

@@ -27,7 +27,7 @@ pub use semaphore::{ConcurrencyLimiter, PermitGuard, Semaphore};
 use crate::algorithm::lease::Acquired;
 pub use crate::algorithm::lease::{Extended, Released};
 use crate::error::{Error, Result};
-use crate::key::{check_prefix, LockKeys};
+use crate::key::{check_key, check_prefix, LockKeys};
 use crate::store::{LockState, Store};
 use wait::Attempt;
 
@@ -155,7 +155,9 @@ impl std::fmt::Debug for DistributedLock {
 
 impl DistributedLock {
     /// A handle on lock `name` in `store`, with a fresh random owner token.
+    /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_key("name", name.as_ref())?;
         check_prefix(&options.prefix)?;
         check_lease(options.ttl)?;
         let name = name.as_ref();

@@ -13,7 +13,7 @@ use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
-use crate::key::{check_prefix, RwLockKeys};
+use crate::key::{check_key, check_prefix, RwLockKeys};
 use crate::store::Store;
 
 /// A distributed read-write lock. Every acquire is its own hold (`reentrant` is ignored); readers and
@@ -77,7 +77,9 @@ impl std::fmt::Debug for ReadWriteLock {
 
 impl ReadWriteLock {
     /// A handle on read-write lock `name` in `store`.
+    /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_key("name", name.as_ref())?;
         check_prefix(&options.prefix)?;
         check_lease(options.ttl)?;
         check_waiter_ttl(options.waiter_ttl)?;

@@ -14,7 +14,7 @@ use super::wait::{self, Attempt};
 use super::{check_lease, owner_token, LockOptions};
 use crate::algorithm::permits::PermitAcquired;
 use crate::error::{Error, Result};
-use crate::key::{check_prefix, SemaphoreKeys};
+use crate::key::{check_key, check_prefix, SemaphoreKeys};
 use crate::store::Store;
 
 /// A distributed semaphore with `permits` permits. Options are those of locks (`reentrant` is ignored:
@@ -58,7 +58,9 @@ impl std::fmt::Debug for Semaphore {
 
 impl Semaphore {
     /// A handle on semaphore `name` with `permits` permits.
+    /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, permits: u64, options: LockOptions) -> Result<Self> {
+        check_key("name", name.as_ref())?;
         check_options(permits, &options)?;
         let owner = Arc::from(owner_token()?);
         Ok(Self::with_owner(
@@ -291,6 +293,7 @@ pub struct ConcurrencyLimiter {
 
 impl ConcurrencyLimiter {
     /// At most `limit` in flight per key; `options.ttl` bounds how long a crashed request holds its slot.
+    /// A key longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`key`).
     pub fn new(store: &Store, limit: u64, options: LockOptions) -> Result<Self> {
         check_options(limit, &options)?;
         Ok(ConcurrencyLimiter {
@@ -304,28 +307,29 @@ impl ConcurrencyLimiter {
 
     /// A slot for `key` if one is free.
     pub async fn try_acquire(&self, key: impl AsRef<[u8]>) -> Result<Option<PermitGuard>> {
-        self.semaphore(key).try_acquire().await
+        self.semaphore(key)?.try_acquire().await
     }
 
     /// Waits up to `timeout` for a slot for `key`.
     pub async fn acquire(&self, key: impl AsRef<[u8]>, timeout: Duration) -> Result<PermitGuard> {
-        self.semaphore(key).acquire(timeout).await
+        self.semaphore(key)?.acquire(timeout).await
     }
 
     /// Requests in flight for `key`.
     pub async fn in_flight(&self, key: impl AsRef<[u8]>) -> Result<u64> {
-        self.semaphore(key).in_use().await
+        self.semaphore(key)?.in_use().await
     }
 
-    fn semaphore(&self, key: impl AsRef<[u8]>) -> Semaphore {
-        Semaphore::with_owner(
+    fn semaphore(&self, key: impl AsRef<[u8]>) -> Result<Semaphore> {
+        check_key("key", key.as_ref())?;
+        Ok(Semaphore::with_owner(
             &self.store,
             key.as_ref(),
             self.limit,
             self.options.clone(),
             self.owner.clone(),
             self.grants.clone(),
-        )
+        ))
     }
 }
 

@@ -269,4 +269,25 @@ mod tests {
         assert_eq!(error_part("10/sécond"), "é");
         assert_eq!(error_part("１０/s"), "１");
     }
+
+    #[test]
+    fn errors_on_huge_text_quote_a_bounded_excerpt() {
+        for text in [
+            "9".repeat(10 << 20),
+            "x".repeat(10 << 20),
+            format!("10/s using {}", "y".repeat(10 << 20)),
+            format!("10/s;{}", " ".repeat(10 << 20)),
+        ] {
+            let err = text.parse::<Rules>().unwrap_err();
+            let message = err.to_string();
+            assert!(err.is_invalid_rule());
+            assert!(message.len() < 400, "{} bytes", message.len());
+            assert!(message.contains(&format!("({} bytes)", text.len())), "{message}");
+        }
+        assert_eq!(
+            error_part("10/fortnight"),
+            "fortnight",
+            "short parts are quoted whole"
+        );
+    }
 }

@@ -76,16 +76,7 @@ impl CallTag {
 
 /// A short rendering of an unexpected value for an error message.
 pub(crate) fn excerpt(value: &Value) -> String {
-    let mut text = format!("{value:?}");
-    if text.len() > 120 {
-        let mut cut = 120;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
+    crate::excerpt::of(&format!("{value:?}")).into_owned()
 }
 
 fn random_salt() -> u64 {

@@ -193,7 +193,7 @@ impl Store {
         }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {url:?} (expected memory://, redis://, rediss://, redis+cluster://, redis+sentinel:// or redlock://)"),
+            format!("unsupported URL {:?} (expected memory://, redis://, rediss://, redis+cluster://, redis+sentinel:// or redlock://)", crate::excerpt::of(url)),
         ))
     }
 

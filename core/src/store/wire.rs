@@ -171,7 +171,7 @@ impl Limiter {
         for rule in rules.iter() {
             crate::algorithm::check_cost(rule, cost)?;
         }
-        let request = self.request(key, rules, cost, now_us, spend);
+        let request = self.request(key, rules, cost, now_us, spend)?;
         let mut command = limit_command(&request);
         command.arg(CallTag::next().as_str());
         Ok(command.get_packed_command())
@@ -287,7 +287,7 @@ mod tests {
     fn the_command_is_the_stores_limit_command() {
         let limiter = Limiter::memory();
         let rules = limiter.rules("10/second; 100/hour").unwrap();
-        let request = limiter.request(b"k", &rules, 2, Some(5), false);
+        let request = limiter.request(b"k", &rules, 2, Some(5), false).unwrap();
         let command = limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap();
         let mut expected = limit_command(&request);
         expected.arg(CallTag::of_command(&command).unwrap().as_str());
