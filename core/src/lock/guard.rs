@@ -108,24 +108,11 @@ impl LockGuard {
     /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
     /// caller can retry. After a successful release, further calls answer `NotHeld`.
     pub async fn try_release(&mut self) -> Result<Released> {
-        if self.released {
-            return Ok(Released::NotHeld);
-        }
-        if let Err(err) = self.hold.owned_here() {
-            self.released = true;
-            return Err(err);
-        }
-        self.hold.stop();
-        let shared = self.shared.clone();
-        let outcome = shared
-            .store
-            .lock_release(&shared.keys, &shared.owner, self.fence)
-            .await;
-        match &outcome {
-            Err(err) if err.is_store_failure() => self.hold.resume(),
-            _ => self.released = true,
-        }
-        outcome
+        let shared = &self.shared;
+        let release = shared.store.lock_release(&shared.keys, &shared.owner, self.fence);
+        self.hold
+            .give_back(&mut self.released, Released::NotHeld, release)
+            .await
     }
 }
 

@@ -93,6 +93,32 @@ impl Hold {
         });
     }
 
+    /// Gives the hold back through `release` (the guard's store call), once: a forked child is refused
+    /// (and its guard counts as released, so its drop does nothing), the watchdog stops first, and a
+    /// release that fails on the transport resumes it and leaves `released` false, so the caller can
+    /// retry. `already` is the answer once the hold was given back.
+    pub(crate) async fn give_back<T>(
+        &mut self,
+        released: &mut bool,
+        already: T,
+        release: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        if *released {
+            return Ok(already);
+        }
+        if let Err(err) = self.owned_here() {
+            *released = true;
+            return Err(err);
+        }
+        self.stop();
+        let outcome = release.await;
+        match &outcome {
+            Err(err) if err.is_store_failure() => self.resume(),
+            _ => *released = true,
+        }
+        outcome
+    }
+
     /// The watchdog, for a guard being dropped to stop in the background.
     pub(crate) fn take_watchdog(&mut self) -> Option<JoinHandle<()>> {
         self.watchdog.take()

@@ -229,20 +229,8 @@ impl LeaseGuard {
     /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
     /// caller can retry. After a successful release, further calls answer `false`.
     pub async fn try_release(&mut self) -> Result<bool> {
-        if self.released {
-            return Ok(false);
-        }
-        if let Err(err) = self.hold.owned_here() {
-            self.released = true;
-            return Err(err);
-        }
-        self.hold.stop();
-        let outcome = self.held.release(self.fence).await;
-        match &outcome {
-            Err(err) if err.is_store_failure() => self.hold.resume(),
-            _ => self.released = true,
-        }
-        outcome
+        let release = self.held.release(self.fence);
+        self.hold.give_back(&mut self.released, false, release).await
     }
 }
 

@@ -229,24 +229,9 @@ impl PermitGuard {
     /// was unreachable or timed out): the permit is still this guard's, its watchdog runs again, and
     /// the caller can retry. After a successful release, further calls answer `false`.
     pub async fn try_release(&mut self) -> Result<bool> {
-        if self.released {
-            return Ok(false);
-        }
-        if let Err(err) = self.hold.owned_here() {
-            self.released = true;
-            return Err(err);
-        }
-        self.hold.stop();
-        let outcome = self
-            .shared
-            .store
-            .semaphore_release(&self.shared.keys, &self.id)
-            .await;
-        match &outcome {
-            Err(err) if err.is_store_failure() => self.hold.resume(),
-            _ => self.released = true,
-        }
-        outcome
+        let (shared, id) = (&self.shared, &self.id);
+        let release = shared.store.semaphore_release(&shared.keys, id);
+        self.hold.give_back(&mut self.released, false, release).await
     }
 }
 

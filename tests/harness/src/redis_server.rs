@@ -93,6 +93,18 @@ impl RedisServer {
             .expect("connect to test redis")
     }
 
+    /// Kills every normal client connection but the caller's (`CLIENT KILL TYPE normal SKIPME yes`), as
+    /// an operator or an idle-closing proxy would.
+    pub fn kill_clients(&self) {
+        let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .arg("SKIPME")
+            .arg("yes")
+            .query(&mut self.connection());
+    }
+
     /// Stops the server by PID and waits for it to exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -150,17 +150,6 @@ async fn while_the_server_is_down_callers_go_to_the_async_path() {
     assert_eq!(decision.remaining, 99, "restarted without persistence");
 }
 
-/// Kills every normal client connection, as an operator or an idle-closing proxy would.
-fn kill_clients(server: &RedisServer) {
-    let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .arg("SKIPME")
-        .arg("yes")
-        .query(&mut server.connection());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_the_server_closes_fail_no_call_and_counts_stay_exact() {
     let server = RedisServer::start();
@@ -177,7 +166,7 @@ async fn connections_the_server_closes_fail_no_call_and_counts_stay_exact() {
             }
             None => panic!("the lane must reconnect inline, not decline"),
         }
-        kill_clients(&server);
+        server.kill_clients();
         // Let the close reach this side (it is the peer's FIN that the lane looks for).
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -8,17 +8,6 @@ use std::time::Duration;
 use ratelock::{DistributedLock, Limiter, LockOptions, Rules, Store, StoreOptions};
 use ratelock_testkit::RedisServer;
 
-/// Kills every normal client connection but the caller's, as an operator or a proxy would.
-fn kill_clients(server: &RedisServer) {
-    let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .arg("SKIPME")
-        .arg("yes")
-        .query(&mut server.connection());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hits_and_locks_fail_nothing_when_the_server_kills_their_connections() {
     let server = RedisServer::start();
@@ -44,7 +33,7 @@ async fn hits_and_locks_fail_nothing_when_the_server_kills_their_connections() {
             Ok(None) => failed.push(format!("lock {round}: busy")),
             Err(err) => failed.push(format!("lock {round}: {err}")),
         }
-        kill_clients(&server);
+        server.kill_clients();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(failed.is_empty(), "{} failed calls: {failed:?}", failed.len());
@@ -83,7 +72,7 @@ async fn a_lock_wait_survives_its_connections_being_killed() {
     let waiting = tokio::spawn(async move { waiter.acquire(Duration::from_secs(8)).await });
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        kill_clients(&server);
+        server.kill_clients();
     }
     // The holder's own connection was killed too: its release goes out on a fresh one.
     held.release().await.unwrap();
