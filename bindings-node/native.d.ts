@@ -89,7 +89,10 @@ export declare class NativeLockGuard {
   waitLost(): Promise<boolean>
   /** Moves the lease's end to `ttlMs` from now: "extended", "expired", "held_by_other" or "not_held". */
   extend(ttlMs: number): Promise<string>
-  /** Gives the hold back: "released", "still_held", "not_held" or "held_by_other". */
+  /**
+   * Gives the hold back: "released", "still_held", "not_held" or "held_by_other". A release that
+   * fails on the transport keeps the hold (and its watchdog), so the caller can retry.
+   */
   release(): Promise<string>
 }
 
