@@ -35,8 +35,10 @@ pub(crate) struct Pipelined {
 struct Shared {
     endpoint: Endpoint,
     timeout: Duration,
-    /// The open link; replaced (by whoever finds it closed) under this lock.
-    link: tokio::sync::Mutex<Option<Arc<Link>>>,
+    /// The open link, read without waiting by every call.
+    current: Mutex<Option<Arc<Link>>>,
+    /// Held while a link is replaced (by whoever finds it closed), so one caller connects.
+    link: tokio::sync::Mutex<()>,
 }
 
 /// One socket: its write half (one writer at a time), the calls waiting for replies in write order,
@@ -66,7 +68,8 @@ impl Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
                 timeout,
-                link: tokio::sync::Mutex::new(None),
+                current: Mutex::new(None),
+                link: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -108,18 +111,27 @@ impl Pipelined {
     /// The open link, or a fresh one when there is none, when it is found closed, or when `stale` (a
     /// link a write just failed on) is still the current one.
     async fn link(&self, stale: Option<&Arc<Link>>) -> Result<Arc<Link>> {
-        let mut current = self.shared.link.lock().await;
-        if let Some(link) = current.as_ref() {
-            let is_stale = stale.is_some_and(|stale| Arc::ptr_eq(stale, link));
-            if !is_stale && link.is_open() {
-                return Ok(link.clone());
-            }
-            link.close();
+        if let Some(link) = self.usable(stale) {
+            return Ok(link);
         }
-        *current = None;
+        let _replacing = self.shared.link.lock().await;
+        if let Some(link) = self.usable(stale) {
+            return Ok(link);
+        }
         let link = self.connect().await?;
-        *current = Some(link.clone());
+        *self.shared.current.lock() = Some(link.clone());
         Ok(link)
+    }
+
+    /// The current link if calls may be written to it (closing it if not).
+    fn usable(&self, stale: Option<&Arc<Link>>) -> Option<Arc<Link>> {
+        let current = self.shared.current.lock().clone()?;
+        let is_stale = stale.is_some_and(|stale| Arc::ptr_eq(stale, &current));
+        if !is_stale && current.is_open() {
+            return Some(current);
+        }
+        current.close();
+        None
     }
 
     /// Connects, sends the preamble (AUTH, SELECT) and starts the reader task.
@@ -201,7 +213,12 @@ impl Link {
     /// Whether calls may still be written: the reader task has not met the end of the stream, and no
     /// close (FIN) or reset (RST) waits unread on the socket.
     fn is_open(&self) -> bool {
-        !self.closed.load(Ordering::Acquire) && self.peer_is_open()
+        if self.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        // With calls in flight the reader task is reading and meets a close itself; an idle socket is
+        // where a close (an idle timeout, CLIENT KILL) can wait unread, so only that one is peeked at.
+        !self.waiting.lock().is_empty() || self.peer_is_open()
     }
 
     #[cfg(unix)]
