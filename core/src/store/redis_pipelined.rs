@@ -1,7 +1,7 @@
 //! The async connection to one plain `redis://` server: one socket shared by every call of the process,
-//! calls pipelined (written in order under one lock, replies matched to calls in the same order by one
-//! reader task), replacing redis-rs's reconnecting manager there so that the connection lifecycle is
-//! ratelock's own:
+//! calls pipelined (a writer task drains every queued call into one write, a reader task matches
+//! replies to calls in the same order), replacing redis-rs's reconnecting manager there so that the
+//! connection lifecycle is ratelock's own:
 //! - a connection the server or a proxy closed (FIN or RST: an idle timeout, `CLIENT KILL`) is found
 //!   before a call is written to it, and the call goes out on a fresh connection;
 //! - a write that left no byte is tried once more on a fresh connection;
@@ -20,7 +20,7 @@ use redis::{Cmd, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::wire::Endpoint;
 use super::wire_reader::{Reply, ReplyReader};
@@ -41,23 +41,29 @@ struct Shared {
     link: tokio::sync::Mutex<()>,
 }
 
-/// One socket: its write half (one writer at a time), the calls waiting for replies in write order,
-/// and whether the reader task met the end of the stream.
+/// One socket: the queue of its writer task, the calls waiting for replies in write order, and whether
+/// it is closed (the reader met the end of the stream, or a write failed).
 struct Link {
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
-    waiting: Mutex<VecDeque<oneshot::Sender<Result<Value>>>>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
+    waiting: Mutex<VecDeque<oneshot::Sender<Answer>>>,
     closed: AtomicBool,
     #[cfg(unix)]
     fd: std::os::fd::RawFd,
 }
 
-/// How a write ended.
-enum Sent {
-    All,
-    /// No byte left: safe to send on a fresh connection.
-    Nothing(Error),
-    /// Some bytes may have left: the command may run.
-    Partly(Error),
+/// One call handed to a link's writer task.
+struct Outgoing {
+    bytes: Vec<u8>,
+    answer: oneshot::Sender<Answer>,
+}
+
+/// What a call hears back.
+enum Answer {
+    /// Its reply (or the failure that means it may have run).
+    Reply(Result<Value>),
+    /// No byte of it left (the link was closed, or the write failed before any byte): its bytes, to send
+    /// on a fresh connection.
+    Unsent(Vec<u8>),
 }
 
 impl Pipelined {
@@ -83,25 +89,29 @@ impl Pipelined {
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value> {
         let timeout = self.shared.timeout;
         let call = async {
-            let bytes = cmd.get_packed_command();
-            let mut link = self.link(None).await?;
-            let mut tried_fresh = false;
-            let reply = loop {
-                let (sender, reply) = oneshot::channel();
-                match link.write(&bytes, sender).await {
-                    Sent::All => break reply,
-                    Sent::Nothing(_) if !tried_fresh => {
-                        tried_fresh = true;
-                        link = self.link(Some(&link)).await?;
-                    }
-                    Sent::Nothing(err) | Sent::Partly(err) => return Err(err),
+            let mut bytes = cmd.get_packed_command();
+            let mut stale = None;
+            // At most two tries, the second only if no byte of the first left.
+            for _ in 0..2 {
+                let link = self.link(stale.as_ref()).await?;
+                let (answer, heard) = oneshot::channel();
+                if let Err(refused) = link.outgoing.send(Outgoing { bytes, answer }) {
+                    bytes = refused.0.bytes;
+                    stale = Some(link);
+                    continue;
                 }
-            };
-            reply.await.unwrap_or_else(|_| {
-                Err(Error::StoreUnavailable(
-                    "the connection closed before the reply came (the command may have run)".into(),
-                ))
-            })
+                match heard.await {
+                    Ok(Answer::Reply(reply)) => return reply,
+                    Ok(Answer::Unsent(returned)) => {
+                        bytes = returned;
+                        stale = Some(link);
+                    }
+                    Err(_) => return Err(closed_before_reply()),
+                }
+            }
+            Err(Error::StoreUnavailable(
+                "the connection closed twice before the call could be sent".into(),
+            ))
         };
         tokio::time::timeout(timeout, call)
             .await
@@ -143,9 +153,10 @@ impl Pipelined {
         let _ = socket.set_nodelay(true);
         #[cfg(unix)]
         let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-        let (mut reader, writer) = socket.into_split();
+        let (mut reader, mut writer) = socket.into_split();
+        let (outgoing, queue) = mpsc::unbounded_channel();
         let link = Arc::new(Link {
-            writer: tokio::sync::Mutex::new(writer),
+            outgoing,
             waiting: Mutex::new(VecDeque::new()),
             closed: AtomicBool::new(false),
             #[cfg(unix)]
@@ -157,6 +168,13 @@ impl Pipelined {
             link.waiting.lock().push_back(sender);
             setup.push(reply);
         }
+        if !setup.is_empty() {
+            writer
+                .write_all(endpoint.preamble())
+                .await
+                .map_err(|err| Error::StoreUnavailable(format!("connecting: {err}")))?;
+        }
+        tokio::spawn(write_calls(Arc::downgrade(&link), writer, queue));
         let reading = Arc::downgrade(&link);
         tokio::spawn(async move {
             let mut replies = ReplyReader::new();
@@ -174,7 +192,7 @@ impl Pipelined {
                         Ok(Some(Reply(value))) => {
                             let waiter = link.waiting.lock().pop_front();
                             if let Some(waiter) = waiter {
-                                let _ = waiter.send(Ok(value));
+                                let _ = waiter.send(Answer::Reply(Ok(value)));
                             }
                         }
                         Ok(None) => break,
@@ -191,19 +209,12 @@ impl Pipelined {
                 });
             }
         });
-        if !setup.is_empty() {
-            let mut writer = link.writer.lock().await;
-            writer
-                .write_all(endpoint.preamble())
-                .await
-                .map_err(|err| Error::StoreUnavailable(format!("connecting: {err}")))?;
-            drop(writer);
-            for reply in setup {
-                let value = reply
-                    .await
-                    .unwrap_or_else(|_| Err(Error::StoreUnavailable("closed while connecting".into())))?;
-                Reply(value).into_result()?;
-            }
+        for reply in setup {
+            let value = match reply.await {
+                Ok(Answer::Reply(value)) => value?,
+                _ => return Err(Error::StoreUnavailable("closed while connecting".into())),
+            };
+            Reply(value).into_result()?;
         }
         Ok(link)
     }
@@ -248,38 +259,6 @@ impl Link {
         true
     }
 
-    /// Queues `reply` for the next reply and writes `bytes`, in one step under the writer lock (so the
-    /// queue order is the write order).
-    async fn write(&self, bytes: &[u8], reply: oneshot::Sender<Result<Value>>) -> Sent {
-        let mut writer = self.writer.lock().await;
-        if self.closed.load(Ordering::Acquire) {
-            return Sent::Nothing(Error::StoreUnavailable("the connection is closed".into()));
-        }
-        self.waiting.lock().push_back(reply);
-        let mut written = 0;
-        while written < bytes.len() {
-            match writer.write(&bytes[written..]).await {
-                Ok(0) => {
-                    return self.write_failed(written, "the connection is closed".into());
-                }
-                Ok(n) => written += n,
-                Err(err) => return self.write_failed(written, format!("sending: {err}")),
-            }
-        }
-        Sent::All
-    }
-
-    /// A write that failed: if no byte left, this call's place in the queue is taken back (it is the
-    /// last one: the writer lock is held); either way the link is done.
-    fn write_failed(&self, written: usize, why: String) -> Sent {
-        self.close();
-        if written == 0 {
-            self.waiting.lock().pop_back();
-            return Sent::Nothing(Error::StoreUnavailable(why));
-        }
-        Sent::Partly(Error::StoreUnavailable(why))
-    }
-
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
@@ -289,7 +268,88 @@ impl Link {
         self.close();
         let waiting = std::mem::take(&mut *self.waiting.lock());
         for waiter in waiting {
-            let _ = waiter.send(Err(error()));
+            let _ = waiter.send(Answer::Reply(Err(error())));
         }
     }
+}
+
+/// The most bytes gathered into one write.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// A link's writer task: takes every call queued so far, queues their answers for the reader in the
+/// same order, and writes their bytes in one go. A write that fails before any byte left answers its
+/// calls `Unsent` (they go out on a fresh connection); after any byte left, it closes the link and the
+/// reader fails everything still waiting (those calls may have run).
+async fn write_calls(
+    link: std::sync::Weak<Link>,
+    mut writer: OwnedWriteHalf,
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
+) {
+    let mut batch = Vec::new();
+    let mut calls = Vec::new();
+    while let Some(first) = queue.recv().await {
+        calls.push(first);
+        let mut size = calls[0].bytes.len();
+        while size < BATCH_BYTES {
+            match queue.try_recv() {
+                Ok(more) => {
+                    size += more.bytes.len();
+                    calls.push(more);
+                }
+                Err(_) => break,
+            }
+        }
+        let Some(open) = link.upgrade().filter(|link| !link.closed.load(Ordering::Acquire)) else {
+            for call in calls.drain(..) {
+                let _ = call.answer.send(Answer::Unsent(call.bytes));
+            }
+            continue;
+        };
+        batch.clear();
+        let mut answers = Vec::with_capacity(calls.len());
+        for call in calls.drain(..) {
+            batch.extend_from_slice(&call.bytes);
+            answers.push((call.answer, call.bytes));
+        }
+        // The answers are queued before the bytes leave, so that the replies find them in order.
+        let count = answers.len();
+        let mut bytes_of = Vec::with_capacity(count);
+        {
+            let mut waiting = open.waiting.lock();
+            for (answer, bytes) in answers {
+                waiting.push_back(answer);
+                bytes_of.push(bytes);
+            }
+        }
+        let mut written = 0;
+        let failed = loop {
+            if written == batch.len() {
+                break None;
+            }
+            match writer.write(&batch[written..]).await {
+                Ok(0) => break Some("the connection is closed".to_owned()),
+                Ok(n) => written += n,
+                Err(err) => break Some(format!("sending: {err}")),
+            }
+        };
+        let Some(why) = failed else { continue };
+        open.close();
+        if written == 0 {
+            // Nothing left: take this batch's answers back (the last ones queued) and say so.
+            let taken: Vec<_> = {
+                let mut waiting = open.waiting.lock();
+                let keep = waiting.len().saturating_sub(count);
+                waiting.split_off(keep).into_iter().collect()
+            };
+            for (answer, bytes) in taken.into_iter().zip(bytes_of) {
+                let _ = answer.send(Answer::Unsent(bytes));
+            }
+        } else {
+            open.fail_all(|| Error::StoreUnavailable(format!("{why} (the command may have run)")));
+        }
+    }
+}
+
+fn closed_before_reply() -> Error {
+    Error::StoreUnavailable("the connection closed before the reply came (the command may have run)".into())
 }
