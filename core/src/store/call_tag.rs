@@ -13,9 +13,9 @@ use crate::process::PerProcess;
 static COUNTER: AtomicU64 = AtomicU64::new(1);
 static SALT: PerProcess<u64> = PerProcess::new();
 
-/// One call's tag, as the decimal text sent to the script and expected back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallTag(String);
+/// One call's tag: a number below 2^53, sent to the script as decimal text and expected back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallTag(u64);
 
 impl CallTag {
     /// A tag no other call of this process (or of a parent or child process) has.
@@ -23,7 +23,14 @@ impl CallTag {
         let salt = *SALT.get_or_init(random_salt);
         let count = COUNTER.fetch_add(1, Ordering::Relaxed);
         // Below 2^53, so that even a script that treated it as a number would keep it exact.
-        CallTag((salt.wrapping_add(count) & ((1 << 53) - 1)).to_string())
+        CallTag(salt.wrapping_add(count) & ((1 << 53) - 1))
+    }
+
+    /// Appends a fresh tag to `cmd` (a script call) as its last argument, and returns it.
+    pub(crate) fn attach(cmd: &mut redis::Cmd) -> Self {
+        let tag = Self::next();
+        cmd.arg(tag.0);
+        tag
     }
 
     /// The tag a packed command carries as its last argument (what [`Limiter::wire_command`] wrote).
@@ -33,16 +40,13 @@ impl CallTag {
         let bad = || Error::invalid_argument("command", "not a tagged script call's bytes");
         let body = command.strip_suffix(b"\r\n").ok_or_else(bad)?;
         let start = body.iter().rposition(|&b| b == b'\n').ok_or_else(bad)? + 1;
-        let tag = &body[start..];
-        if tag.is_empty() || !tag.iter().all(u8::is_ascii_digit) {
-            return Err(bad());
-        }
-        Ok(CallTag(String::from_utf8_lossy(tag).into_owned()))
+        number(&body[start..]).map(CallTag).ok_or_else(bad)
     }
 
-    /// The tag's text (the script's last argument).
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// The tag's number (sent as the script's last argument, in decimal).
+    #[cfg(test)]
+    pub(crate) fn value(&self) -> u64 {
+        self.0
     }
 
     /// The reply a tagged script sent back (`{tag, reply}`), unwrapped: a missing or different tag is a
@@ -64,7 +68,7 @@ impl CallTag {
         };
         let inner = items.pop().unwrap_or(Value::Nil);
         match &items[0] {
-            Value::BulkString(tag) if tag == self.0.as_bytes() => Ok(inner),
+            Value::BulkString(tag) if number(tag) == Some(self.0) => Ok(inner),
             other => Err(Error::Protocol(format!(
                 "a reply for another call arrived (tag {} instead of {})",
                 excerpt(other),
@@ -72,6 +76,14 @@ impl CallTag {
             ))),
         }
     }
+}
+
+/// The decimal digits `text` as a number (`None` for anything else, or an overflow).
+fn number(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 /// A short rendering of an unexpected value for an error message.
@@ -101,7 +113,7 @@ mod tests {
         assert_ne!(first, second);
         let reply = |tag: &CallTag| {
             Value::Array(vec![
-                Value::BulkString(tag.as_str().as_bytes().to_vec()),
+                Value::BulkString(tag.value().to_string().into_bytes()),
                 Value::Int(7),
             ])
         };

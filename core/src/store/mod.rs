@@ -24,6 +24,8 @@ mod registry;
 #[cfg(feature = "redis")]
 mod script;
 #[cfg(feature = "redis")]
+mod socket_peek;
+#[cfg(feature = "redis")]
 mod subscriber;
 #[cfg(feature = "redis")]
 pub mod wire;

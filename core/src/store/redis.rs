@@ -24,9 +24,9 @@ use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::{storage_key, write_base, LockKeys, SemaphoreKeys};
 use crate::process::PerProcess;
+use crate::rule::Rules;
 
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-use crate::rule::Rules;
 
 /// A Redis server reached through one shared, reconnecting, multiplexed connection. Cheap to clone.
 ///
@@ -320,9 +320,8 @@ impl RedisStore {
     /// opened (then use `check`).
     pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
         let lane = self.connections().lane.as_ref()?;
-        let tag = CallTag::next();
         let mut cmd = limit_command(request);
-        cmd.arg(tag.as_str());
+        let tag = CallTag::attach(&mut cmd);
         let reply = lane.eval(&LIMIT, &cmd)?;
         Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request))
     }
@@ -339,8 +338,7 @@ impl RedisStore {
     /// EVALSHA with a fresh call tag; on NOSCRIPT (the script certainly did not run) load it and run
     /// it once more. The reply is the script's own, its tag checked and taken off.
     pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
-        let tag = CallTag::next();
-        cmd.arg(tag.as_str());
+        let tag = CallTag::attach(&mut cmd);
         let reply = match self.send(&cmd).await {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
@@ -363,18 +361,8 @@ impl RedisStore {
     }
 
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
-        let timeout = self.shared.timeout;
         let mut connection = self.connection().await.map_err(Failure::Other)?;
-        if let SharedConnection::Plain(plain) = &connection {
-            return match plain.send(cmd).await {
-                Ok(reply) => classify(Ok(reply), timeout),
-                Err(err) => Err(Failure::Other(err)),
-            };
-        }
-        match tokio::time::timeout(timeout, connection.send(cmd)).await {
-            Err(_) => Err(Failure::Other(Error::Timeout(timeout))),
-            Ok(reply) => classify(reply, timeout),
-        }
+        connection.send(cmd, self.shared.timeout).await
     }
 }
 

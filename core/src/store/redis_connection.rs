@@ -9,6 +9,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, RedisResult, Value};
 
+use super::redis::{classify, Failure};
+use crate::error::Error;
+
 /// The `redis+cluster://` scheme (seeds after it, comma-separated).
 pub(crate) const CLUSTER_SCHEME: &str = "redis+cluster://";
 /// The `redis+sentinel://` scheme (sentinels after it, comma-separated, then `/mastername`).
@@ -78,10 +81,29 @@ impl SharedConnection {
         Ok(SharedConnection::Sentinel(std::sync::Arc::new(shared)))
     }
 
-    /// Sends one command and reads its reply.
-    pub(crate) async fn send(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+    /// Sends one command and reads its reply within `timeout`, as a value or a typed failure.
+    pub(crate) async fn send(&mut self, cmd: &Cmd, timeout: Duration) -> Result<Value, Failure> {
+        let reply = match self {
+            // Keeps its own per-call deadline and answers typed transport errors.
+            SharedConnection::Plain(plain) => {
+                let reply = plain.send(cmd).await.map_err(Failure::Other)?;
+                return classify(Ok(reply), timeout);
+            }
+            other => tokio::time::timeout(timeout, other.send_redis(cmd)).await,
+        };
+        match reply {
+            Err(_) => Err(Failure::Other(Error::Timeout(timeout))),
+            Ok(reply) => classify(reply, timeout),
+        }
+    }
+
+    /// One command over one of redis-rs's connections.
+    async fn send_redis(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
-            SharedConnection::Plain(_) => unreachable!("the plain connection answers through send_plain"),
+            SharedConnection::Plain(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the plain connection is not a redis-rs connection",
+            ))),
             SharedConnection::Single(connection) => connection.send_packed_command(cmd).await,
             #[cfg(feature = "cluster")]
             SharedConnection::Cluster(connection) => {

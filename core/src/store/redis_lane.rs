@@ -21,6 +21,7 @@ use redis::{Cmd, Value};
 
 use super::redis::{classify, Failure};
 use super::script::LuaScript;
+use super::socket_peek::{self, Peeked};
 use super::wire::Endpoint;
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
@@ -219,7 +220,8 @@ impl Link {
         if self.reader.is_broken() {
             return false;
         }
-        peer_is_open(&self.socket)
+        // Bytes nobody asked for would be another call's reply: that socket is not reused either.
+        socket_peek::peek(raw(&self.socket)) == Peeked::Nothing
     }
 
     /// Makes the socket's timeouts `left`, give or take a tenth: a call on an open connection usually
@@ -305,32 +307,12 @@ fn unavailable(err: &std::io::Error, doing: &str) -> Error {
     Error::StoreUnavailable(format!("{doing}: {err}"))
 }
 
-/// One non-blocking peek: open when nothing is there to read yet; closed on end of stream (FIN), on an
-/// error (RST), or when bytes wait that no call asked for.
 #[cfg(unix)]
-fn peer_is_open(socket: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut byte = 0u8;
-    // SAFETY: a one-byte peek into a local buffer on a socket this lane owns.
-    let read = unsafe {
-        libc::recv(
-            socket.as_raw_fd(),
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    read < 0 && {
-        let err = std::io::Error::last_os_error();
-        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
-    }
+fn raw(socket: &TcpStream) -> std::os::fd::RawFd {
+    std::os::fd::AsRawFd::as_raw_fd(socket)
 }
 
 #[cfg(not(unix))]
-fn peer_is_open(socket: &TcpStream) -> bool {
-    let _ = socket.set_nonblocking(true);
-    let mut byte = [0u8; 1];
-    let open = matches!(socket.peek(&mut byte), Err(err) if err.kind() == ErrorKind::WouldBlock);
-    let _ = socket.set_nonblocking(false);
-    open
+fn raw(socket: &TcpStream) -> &TcpStream {
+    socket
 }

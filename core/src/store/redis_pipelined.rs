@@ -22,6 +22,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use super::socket_peek::{self, Peeked};
 use super::wire::Endpoint;
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
@@ -234,24 +235,8 @@ impl Link {
 
     #[cfg(unix)]
     fn peer_is_open(&self) -> bool {
-        let mut byte = 0u8;
-        // SAFETY: a one-byte peek into a local buffer; the descriptor lives as long as the link's
-        // write half, which `self` owns.
-        let read = unsafe {
-            libc::recv(
-                self.fd,
-                (&mut byte as *mut u8).cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
         // Bytes waiting are replies the reader task has not taken yet: still open.
-        read > 0
-            || (read < 0
-                && matches!(
-                    std::io::Error::last_os_error().kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-                ))
+        socket_peek::peek(self.fd) != Peeked::Closed
     }
 
     #[cfg(not(unix))]

@@ -147,8 +147,8 @@ pub enum WireAnswer {
 /// Limiter calls over a connection that the caller drives (see the module docs).
 impl Limiter {
     /// The bytes of `hit` (`spend`) or `peek` for `key`: one `EVALSHA` of `limit.lua` over every rule,
-    /// exactly what the Redis store sends, ending with a fresh call tag. A cost above a rule's capacity is an error here, before
-    /// anything is sent. `now_us` replaces the clock as in [`hit_at`](Self::hit_at); without it the
+    /// exactly what the Redis store sends, ending with a fresh call tag. A cost above a rule's capacity
+    /// is an error here, before anything is sent. `now_us` replaces the clock as in [`hit_at`](Self::hit_at); without it the
     /// limiter's clock choice applies.
     ///
     /// ```
@@ -173,7 +173,7 @@ impl Limiter {
         }
         let request = self.request(key, rules, cost, now_us, spend)?;
         let mut command = limit_command(&request);
-        command.arg(CallTag::next().as_str());
+        CallTag::attach(&mut command);
         Ok(command.get_packed_command())
     }
 
@@ -290,7 +290,7 @@ mod tests {
         let request = limiter.request(b"k", &rules, 2, Some(5), false).unwrap();
         let command = limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap();
         let mut expected = limit_command(&request);
-        expected.arg(CallTag::of_command(&command).unwrap().as_str());
+        expected.arg(CallTag::of_command(&command).unwrap().value());
         assert_eq!(command, expected.get_packed_command());
     }
 
