@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::lock::lost_or_released;
+use crate::lock::{give_back, lost_or_released};
 use crate::runtime::guarded;
 
 /// One hold of a fair lock or of a read-write lock.
@@ -89,22 +89,12 @@ impl NativeLeaseHold {
     /// Gives the hold back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let Some(mut guard) = self.slot().take() else {
-            let _ = self.released.send(true);
-            return Ok(false);
-        };
-        let (guard, outcome) = guarded(async move {
+        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
             let outcome = guard.try_release().await;
-            Ok((guard, outcome))
+            (guard, outcome)
         })
         .await?;
-        if matches!(&outcome, Err(err) if err.is_store_failure()) {
-            // The store could not be reached: the hold is still this guard's, to release again.
-            *self.slot() = Some(guard);
-        } else {
-            let _ = self.released.send(true);
-        }
-        outcome.map_err(to_js)
+        Ok(outcome.unwrap_or(false))
     }
 }
 

@@ -193,27 +193,46 @@ impl NativeLockGuard {
     /// fails on the transport keeps the hold (and its watchdog), so the caller can retry.
     #[napi]
     pub async fn release(&self) -> napi::Result<&'static str> {
-        let Some(mut guard) = self.take() else {
-            let _ = self.released.send(true);
-            return Ok("not_held");
-        };
-        let (guard, outcome) = guarded(async move {
+        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
             let outcome = guard.try_release().await;
-            Ok((guard, outcome))
+            (guard, outcome)
         })
         .await?;
-        if matches!(&outcome, Err(err) if err.is_store_failure()) {
-            self.put_back(guard);
-        } else {
-            let _ = self.released.send(true);
-        }
-        Ok(match outcome.map_err(to_js)? {
-            ratelock::Released::Released => "released",
-            ratelock::Released::StillHeld { .. } => "still_held",
-            ratelock::Released::NotHeld => "not_held",
+        Ok(match outcome {
+            Some(ratelock::Released::Released) => "released",
+            Some(ratelock::Released::StillHeld { .. }) => "still_held",
+            None | Some(ratelock::Released::NotHeld) => "not_held",
             _ => "held_by_other",
         })
     }
+}
+
+/// Gives back the guard in `slot` through `release` (its `try_release`, handing the guard back with the
+/// outcome). A release that fails on the transport puts the guard back, so the caller can retry; any
+/// other answer ends the hold and its lost watcher. `None` when the slot was empty.
+pub(crate) async fn give_back<G, T, Fut>(
+    slot: &std::sync::Mutex<Option<G>>,
+    released: &watch::Sender<bool>,
+    release: impl FnOnce(G) -> Fut,
+) -> napi::Result<Option<T>>
+where
+    Fut: std::future::Future<Output = (G, ratelock::Result<T>)>,
+{
+    let taken = slot
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    let Some(guard) = taken else {
+        let _ = released.send(true);
+        return Ok(None);
+    };
+    let (guard, outcome) = guarded(async move { Ok(release(guard).await) }).await?;
+    if matches!(&outcome, Err(err) if err.is_store_failure()) {
+        *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
+    } else {
+        let _ = released.send(true);
+    }
+    outcome.map(Some).map_err(to_js)
 }
 
 /// Waits for `lost`, or for the hold to be given back (`false`).

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::lock::{lost_or_released, wait_limit};
+use crate::lock::{give_back, lost_or_released, wait_limit};
 use crate::runtime::guarded;
 
 /// How a semaphore is made (all optional).
@@ -136,21 +136,11 @@ impl NativePermit {
     /// Gives the permit back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let Some(mut guard) = self.take() else {
-            let _ = self.released.send(true);
-            return Ok(false);
-        };
-        let (guard, outcome) = guarded(async move {
+        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
             let outcome = guard.try_release().await;
-            Ok((guard, outcome))
+            (guard, outcome)
         })
         .await?;
-        if matches!(&outcome, Err(err) if err.is_store_failure()) {
-            // The store could not be reached: the permit is still this guard's, to release again.
-            *self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
-        } else {
-            let _ = self.released.send(true);
-        }
-        outcome.map_err(to_js)
+        Ok(outcome.unwrap_or(false))
     }
 }
