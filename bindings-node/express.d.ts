@@ -14,16 +14,20 @@ export interface ResponseLike {
 }
 export type Next = (error?: unknown) => void
 
-export interface RateLimitHandlerOptions extends Required<Omit<RateLimitOptions, 'limiter' | 'url' | 'prefix' | 'timeoutMs'>> {
+export interface RateLimitHandlerOptions extends Required<Omit<RateLimitOptions, 'limiter' | 'url' | 'prefix' | 'timeoutMs' | 'onError' | 'instances'>> {
   decision: Decision
 }
 
 export interface RateLimitOptions<Req = any, Res = any> {
-  /** A limiter to use; otherwise one is made from `url`, `prefix` and `timeoutMs`. */
+  /** A limiter to use; otherwise one is made from `url`, `prefix`, `timeoutMs`, `onError` and `instances`. */
   limiter?: Limiter
   url?: string
   prefix?: string
   timeoutMs?: number
+  /** What an outage answers (see `LimiterOptions.onError`); default `'raise'`. */
+  onError?: 'raise' | 'allow' | 'deny' | 'local'
+  /** Under `onError: 'local'`: how many processes share the limits. */
+  instances?: number
   /** Rule text (default `'60/minute'`), or a function of the request. */
   rules?: string | ((req: Req, res: Res) => string | Promise<string>)
   /** The key of a request (default: `req.ip`). */

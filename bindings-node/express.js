@@ -11,7 +11,8 @@ const DRAFTS = ['draft-6', 'draft-7', 'draft-8']
 
 /**
  * @param {object} [options]
- *   `limiter` (a ratelock Limiter) or `url` (+ `prefix`, `timeoutMs`); `rules` (text, or a function of
+ *   `limiter` (a ratelock Limiter) or `url` (+ `prefix`, `timeoutMs`, `onError`, `instances`: see
+ *   `Limiter`); `rules` (text, or a function of
  *   the request; default '60/minute'); `keyGenerator(req, res)` (default: `req.ip`); `skip(req, res)`;
  *   `cost` (number or function); `handler(req, res, next, options)` for rejections; `statusCode` (429);
  *   `message` (body, or a function of req/res); `standardHeaders` ('draft-6' | 'draft-7' | 'draft-8',
@@ -81,8 +82,16 @@ function settingsOf(options) {
     }
   }
   return {
+    // No I/O here (lazy start): an app boots while Redis is down; its requests follow `onError`.
     limiter:
-      options.limiter ?? new Limiter({ url: options.url, prefix: options.prefix, timeoutMs: options.timeoutMs }),
+      options.limiter ??
+      new Limiter({
+        url: options.url,
+        prefix: options.prefix,
+        timeoutMs: options.timeoutMs,
+        onError: options.onError,
+        instances: options.instances,
+      }),
     rules: options.rules ?? '60/minute',
     keyGenerator: options.keyGenerator ?? ((req) => req.ip ?? req.socket?.remoteAddress ?? 'unknown'),
     skip: options.skip ?? (() => false),

@@ -30,8 +30,14 @@ export interface LimiterOptions {
   url?: string
   /** Key prefix (default `"rl"`); the same prefix, key and rule share one limit in every language. */
   prefix?: string
-  /** What a store failure answers: reject (`'raise'`, the default), or a degraded allow or deny. */
-  onError?: 'raise' | 'allow' | 'deny'
+  /**
+   * What an outage answers: reject (`'raise'`, the default), a degraded allow or deny, or (`'local'`)
+   * a degraded decision made in this process on its share of each rule (see `instances`).
+   * Configuration errors (`ConfigurationError`) and protocol errors always reject.
+   */
+  onError?: 'raise' | 'allow' | 'deny' | 'local'
+  /** Under `onError: 'local'`: how many processes (across all hosts) share the limits (default 1). */
+  instances?: number
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */
@@ -50,8 +56,12 @@ export interface HitOptions {
 /** Checks keys against rules: every rule of a key in one round trip, all or nothing. */
 export declare class Limiter {
   constructor(options?: LimiterOptions)
-  /** Connects now (otherwise the first call does). */
+  /** Reaches the store now (a PING) to fail at boot: rejects with configuration errors and outages alike. */
   connect(): Promise<this>
+  /** Reaches the store now (a PING): rejects with configuration errors and outages alike. */
+  ping(): Promise<void>
+  /** Where the store's circuit breaker stands in this process (`null`: memory store, or no call yet). */
+  readonly breakerState: 'closed' | 'open' | 'half-open' | null
   /** Takes `cost` units from every rule (e.g. `"10/second; 1000/hour"`) if all allow it. */
   hit(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
   /** Answers what `hit` would answer, without taking anything. */
@@ -242,4 +252,6 @@ export declare class LockNotOwnedError extends RatelockError {}
 export declare class LockLostError extends RatelockError {}
 /** A reply that does not match its call, or a state the store did not expect: a bug, never an outage (no `onError` policy covers it). */
 export declare class ProtocolError extends RatelockError {}
+/** The store refused ratelock's setup (password, ACL permission, db index): rejects whatever `onError` says. */
+export declare class ConfigurationError extends RatelockError {}
 export declare class InternalError extends RatelockError {}

@@ -28,5 +28,6 @@ module.exports = {
   LockNotOwnedError: errors.LockNotOwnedError,
   LockLostError: errors.LockLostError,
   ProtocolError: errors.ProtocolError,
+  ConfigurationError: errors.ConfigurationError,
   InternalError: errors.InternalError,
 }

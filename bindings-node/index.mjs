@@ -18,6 +18,8 @@ export const {
   WaitTimeoutError,
   LockNotOwnedError,
   LockLostError,
+  ProtocolError,
+  ConfigurationError,
   InternalError,
 } = ratelock
 export default ratelock

@@ -1,5 +1,6 @@
 //! ratelock-bench: throughput of the Rust client (limiter and locks) against redis-benchmark on the same
-//! scripts and server, lock hand-off latency, memory-store decisions per second, and Redis memory per key.
+//! scripts and server, lock hand-off latency, memory-store decisions per second, Redis memory per key,
+//! and the circuit breaker's figures while the server is down.
 
 mod client_throughput;
 mod cluster_throughput;
@@ -9,6 +10,7 @@ mod lock_scripts;
 mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
+mod outage;
 mod redis_benchmark;
 mod redis_comparison;
 mod report;
@@ -47,6 +49,7 @@ async fn main() {
     };
     rows.extend(cluster_throughput::rows(&server, &rules, window, &mut notes).await);
     rows.extend(memory_rows(&mut notes));
+    rows.extend(outage::rows(&mut notes).await);
 
     let table = report::text_table(&rows);
     println!("\n{table}");

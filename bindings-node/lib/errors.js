@@ -33,6 +33,7 @@ const WaitTimeoutError = kind('WaitTimeoutError', 'ERR_RATELOCK_WAIT_TIMEOUT')
 const LockNotOwnedError = kind('LockNotOwnedError', 'ERR_RATELOCK_LOCK_NOT_OWNED')
 const LockLostError = kind('LockLostError', 'ERR_RATELOCK_LOCK_LOST')
 const ProtocolError = kind('ProtocolError', 'ERR_RATELOCK_PROTOCOL')
+const ConfigurationError = kind('ConfigurationError', 'ERR_RATELOCK_CONFIGURATION')
 const InternalError = kind('InternalError', 'ERR_RATELOCK_INTERNAL')
 
 const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
@@ -69,6 +70,7 @@ module.exports = {
   LockNotOwnedError,
   LockLostError,
   ProtocolError,
+  ConfigurationError,
   InternalError,
   fromNative,
   rethrow,

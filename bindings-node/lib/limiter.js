@@ -30,7 +30,9 @@ class Limiter {
 
   /**
    * @param {object} [options] `url` (none: the embedded memory store), `prefix`, `onError`
-   *   ('raise' | 'allow' | 'deny'), `timeoutMs`, `defaultAlgorithm`, `clock` ('store' | 'local').
+   *   ('raise' | 'allow' | 'deny' | 'local'), `timeoutMs`, `defaultAlgorithm`, `clock` ('store' |
+   *   'local'), `instances` (under 'local': how many processes share the limits).
+   * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
     const given = check.options('options', options)
@@ -41,13 +43,29 @@ class Limiter {
       timeoutMs: check.optionalNumber('timeoutMs', given.timeoutMs),
       defaultAlgorithm: check.optionalString('defaultAlgorithm', given.defaultAlgorithm),
       clock: check.optionalString('clock', given.clock),
+      instances: check.optionalNumber('instances', given.instances),
     }
   }
 
-  /** Connects now (otherwise the first call does); resolves to this limiter. */
+  /**
+   * Reaches the store now (a PING) and resolves to this limiter; rejects with configuration errors
+   * and outages alike, whatever `onError` says. For a service that wants to fail at boot.
+   */
   async connect() {
-    await this.#connected()
+    await this.ping()
     return this
+  }
+
+  /** Reaches the store now (a PING): rejects with configuration errors and outages alike. */
+  async ping() {
+    const limiter = this.#native ?? (await this.#connected())
+    return limiter.ping().catch(rethrow)
+  }
+
+  /** Where the store's circuit breaker stands in this process: 'closed', 'open', 'half-open', or
+   * `null` (the memory store, or before the first call). */
+  get breakerState() {
+    return this.#native === null ? null : this.#native.breakerState
   }
 
   /** Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing. */

@@ -3,7 +3,9 @@
 // loopback round trip, with no hop to the addon's runtime and back. The addon's `NativeWire` encodes
 // every call and decodes every reply (protocol, decisions and the failure policy stay in Rust); this
 // file only moves bytes: it pipelines calls on one connection, matches replies to calls in order,
-// keeps each call's timeout, and reconnects on the next call after the connection is lost. A close
+// keeps each call's timeout, and reconnects on the next call after the connection is lost. Every call
+// first passes the store's circuit breaker (shared with the addon's other paths): while it is open,
+// calls get the failure policy's answer at once; a failed connect or a timeout here opens it. A close
 // the server sends (FIN: an idle timeout, CLIENT KILL) retires the connection at once: later calls go
 // out on a fresh one, and calls encoded but not yet written move to it; calls already written wait
 // for their replies and fail if the connection ends first (they may have run: never sent again).
@@ -38,6 +40,7 @@ class WireClient {
   #link = null
   #codec
   #codecUsed = false
+  #out = new Float64Array(FIELDS)
 
   /** A client for `url` if it is one plain `redis://` server (else `null`: use the runtime). */
   static open(limiter, url, timeoutMs) {
@@ -57,6 +60,10 @@ class WireClient {
     try {
       // The call holds its rules: they stay valid even if the limiter forgets its prepared rules.
       const rules = (parsed.wire ??= native.wireRules(this.#limiter, parsed.id))
+      if (!this.#codec.admit()) {
+        this.#codec.refusedInto(key, rules, cost, spend, this.#out)
+        return Promise.resolve(decision(this.#out, 0, parsed))
+      }
       return (this.#link ?? this.#connect()).call(key, parsed, rules, cost, nowMs, spend)
     } catch (error) {
       return Promise.reject(fromNative(error))
@@ -99,6 +106,9 @@ class Link {
   #timer = null
   #flushing = false
   #ended = false
+  #connected = false
+  /** A configuration error met while setting up (AUTH, SELECT): every call rejects with it. */
+  #fatal = null
   #out = new Float64Array(FIELDS)
   // Calls are encoded into `#outbox` one after the other and written once per tick; written bytes
   // are never overwritten (a call's bytes stay valid for a NOSCRIPT retry).
@@ -119,12 +129,17 @@ class Link {
     const connecting = setTimeout(() => {
       if (socket.connecting) socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms`))
     }, timeoutMs).unref()
-    socket.once('connect', () => clearTimeout(connecting))
+    socket.once('connect', () => {
+      clearTimeout(connecting)
+      this.#connected = true
+    })
     socket.on('data', (chunk) => this.#read(chunk))
     socket.on('error', (error) => (failure ??= error))
     socket.on('end', () => this.#retire())
     socket.on('close', () => {
       clearTimeout(connecting)
+      // A connection that never opened is an outage: the breaker opens and later calls answer at once.
+      if (!this.#connected) codec.outage()
       this.#end(failure ? failure.message : 'the connection was closed')
     })
     for (let i = 0; i < codec.preambleReplies; i++) this.#queue.push({ kind: SETUP })
@@ -149,6 +164,8 @@ class Link {
       outbox,
       start,
       end,
+      key,
+      spend,
       parsed,
       rules,
       cost,
@@ -248,8 +265,10 @@ class Link {
         try {
           status = codec.takeDecision(
             entry.outbox.subarray(entry.start, entry.end),
+            entry.key,
             entry.rules,
             entry.cost,
+            entry.spend,
             entry.retried,
             this.#out,
           )
@@ -283,7 +302,10 @@ class Link {
         } catch (error) {
           this.#head++
           if (codec.broken || entry.kind === SETUP) {
-            return this.#socket.destroy(new Error(`connection setup failed: ${fromNative(error).message}`))
+            const typed = fromNative(error)
+            // A wrong password or db index is no outage: calls raise it whatever `onError` says.
+            if (typed.code === 'ERR_RATELOCK_CONFIGURATION') this.#fatal = typed
+            return this.#socket.destroy(new Error(`connection setup failed: ${typed.message}`))
           }
           continue // a late reply to a timed-out call, or a failed SCRIPT LOAD: nobody waits for it
         }
@@ -304,10 +326,16 @@ class Link {
     const now = performance.now()
     const queue = this.#queue
     let at = Math.max(this.#expired, this.#head)
+    let timedOut = false
     for (; at < queue.length; at++) {
       const entry = queue[at]
       if (entry.kind !== CALL || entry.settled) continue
       if (entry.deadline > now) break
+      if (!timedOut) {
+        // A call that timed out opens the breaker (before its answer, which the policy then gives).
+        timedOut = true
+        this.#codec.outage()
+      }
       this.#fail(entry, true, '')
     }
     this.#expired = at
@@ -333,8 +361,12 @@ class Link {
   /** Settles a call by the failure policy (a degraded decision, or the typed error). */
   #fail(entry, timedOut, why) {
     this.#settle(entry)
+    if (this.#fatal !== null) {
+      entry.reject(this.#fatal)
+      return
+    }
     try {
-      this.#codec.failInto(entry.rules, timedOut, why, this.#out)
+      this.#codec.failInto(entry.key, entry.rules, entry.cost, entry.spend, timedOut, why, this.#out)
     } catch (error) {
       entry.reject(fromNative(error))
       return

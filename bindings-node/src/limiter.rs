@@ -28,6 +28,8 @@ pub struct LimiterOptions {
     pub default_algorithm: Option<String>,
     /// `store` (the store's clock, the default) or `local` (this process's clock).
     pub clock: Option<String>,
+    /// Under `onError: 'local'`: how many processes share the limits (default 1).
+    pub instances: Option<f64>,
 }
 
 /// A rule text parsed by `prepareRules`: its id for `checkInto`/`submit`, and what JavaScript needs to
@@ -75,6 +77,21 @@ impl NativeLimiter {
     #[napi(getter)]
     pub fn is_local(&self) -> bool {
         !self.inner.store().does_io()
+    }
+
+    /// Reaches the store now (connecting first if needed): rejects with configuration errors and
+    /// outages alike, whatever `onError` says.
+    #[napi]
+    pub async fn ping(&self) -> napi::Result<()> {
+        let inner = self.inner.clone();
+        guarded(async move { inner.ping().await.map_err(to_js) }).await
+    }
+
+    /// Where the store's circuit breaker stands in this process: `closed`, `open` or `half-open`;
+    /// `null` for the memory store.
+    #[napi(getter)]
+    pub fn breaker_state(&self) -> Option<&'static str> {
+        self.inner.breaker_state().map(|state| state.as_str())
     }
 
     /// The key prefix.
@@ -281,6 +298,15 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
                 ))
             }
         });
+    }
+    if let Some(instances) = options.instances {
+        if !(instances >= 1.0 && instances.fract() == 0.0 && instances <= f64::from(u32::MAX)) {
+            return Err(invalid_argument(
+                "instances",
+                format!("expected a whole number of at least 1, got {instances}"),
+            ));
+        }
+        settings = settings.with_instances(instances as u64);
     }
     if let Some(timeout) = options.timeout_ms {
         settings = settings.with_timeout(convert::millis("timeoutMs", timeout)?);

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64ArraySlice};
 use napi_derive::napi;
-use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer};
+use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer, WireCall};
+use ratelock::store::Gate;
 
 use crate::completions::DECISION_FIELDS;
 use crate::convert;
@@ -28,6 +29,8 @@ pub struct NativeWire {
     limiter: ratelock::Limiter,
     endpoint: Endpoint,
     reader: ReplyReader,
+    /// The store's circuit breaker in this process, shared with every other path to it.
+    gate: Option<Gate>,
 }
 
 /// Prepared rules held by the calls that use them (a call in flight keeps its rules even when the
@@ -50,10 +53,16 @@ pub fn wire_rules(limiter: &NativeLimiter, id: u32) -> napi::Result<NativeRules>
 #[napi]
 pub fn open_wire(limiter: &NativeLimiter, url: String) -> napi::Result<Option<NativeWire>> {
     let endpoint = Endpoint::from_url(&url).map_err(to_js)?;
+    let core = limiter.core().clone();
+    let gate = match core.store() {
+        ratelock::Store::Redis(store) => Some(store.gate().clone()),
+        _ => None,
+    };
     Ok(endpoint.map(|endpoint| NativeWire {
-        limiter: limiter.core().clone(),
+        limiter: core,
         endpoint,
         reader: ReplyReader::new(),
+        gate,
     }))
 }
 
@@ -121,6 +130,47 @@ impl NativeWire {
         })
     }
 
+    /// Whether a call may go out now (the store's circuit breaker is closed, or this call's check
+    /// started a due probe in the background: then false as well). When false, answer the call
+    /// with `refusedInto`.
+    #[napi]
+    pub fn admit(&self) -> bool {
+        self.gate.as_ref().is_none_or(|gate| gate.admit().is_ok())
+    }
+
+    /// A connect failed or a call timed out: opens the circuit breaker.
+    #[napi]
+    pub fn outage(&self) {
+        if let Some(gate) = &self.gate {
+            gate.outage();
+        }
+    }
+
+    /// The failure policy's answer to a call that `admit` refused: throws under `onError: 'raise'`,
+    /// else writes the degraded (or, under `local`, the locally decided) decision into `out`.
+    #[napi]
+    pub fn refused_into(
+        &self,
+        key: Either<String, Buffer>,
+        rules: &NativeRules,
+        cost: Option<f64>,
+        spend: bool,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<()> {
+        guarded_sync(|| {
+            let (key, cost) = (convert::key(key), convert::cost(cost)?);
+            let call = WireCall {
+                key: &key,
+                rules: &rules.rules,
+                cost,
+                spend,
+            };
+            let why = "circuit breaker open: the server failed a moment ago; calls answer at once until a background probe reaches it";
+            let decision = self.limiter.wire_unavailable(&call, why).map_err(to_js)?;
+            write_out(&mut out, &numbers(&decision))
+        })
+    }
+
     /// Appends bytes read from the socket.
     #[napi]
     pub fn push(&mut self, chunk: BufferSlice) {
@@ -140,22 +190,34 @@ impl NativeWire {
     /// degraded decision; another call's reply or a broken stream always throws
     /// `ERR_RATELOCK_PROTOCOL`.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn take_decision(
         &mut self,
         command: BufferSlice,
+        key: Either<String, Buffer>,
         rules: &NativeRules,
         cost: Option<f64>,
+        spend: bool,
         retried: bool,
         mut out: Float64ArraySlice,
     ) -> napi::Result<u32> {
         guarded_sync(|| {
-            let parsed = &rules.rules;
-            let cost = convert::cost(cost)?;
-            let answer = match self.reader.next_reply() {
+            let reply = match self.reader.next_reply() {
                 Ok(None) => return Ok(PENDING),
-                Ok(Some(reply)) => self.limiter.wire_answer(reply, &command, parsed, cost, retried),
-                Err(broken) => Err(ratelock::Error::Protocol(broken.to_string())),
+                Ok(Some(reply)) => reply,
+                Err(broken) => return Err(to_js(ratelock::Error::Protocol(broken.to_string()))),
             };
+            if let Some(gate) = &self.gate {
+                gate.success();
+            }
+            let (key, cost) = (convert::key(key), convert::cost(cost)?);
+            let call = WireCall {
+                key: &key,
+                rules: &rules.rules,
+                cost,
+                spend,
+            };
+            let answer = self.limiter.wire_answer(reply, &command, &call, retried);
             match answer.map_err(to_js)? {
                 WireAnswer::Decided(decision) => {
                     write_out(&mut out, &numbers(&decision))?;
@@ -173,26 +235,41 @@ impl NativeWire {
     pub fn take_reply(&mut self) -> napi::Result<bool> {
         match self.reader.next_reply().map_err(to_js)? {
             None => Ok(false),
-            Some(reply) => reply.into_result().map(|()| true).map_err(to_js),
+            Some(reply) => {
+                if let Some(gate) = &self.gate {
+                    gate.success();
+                }
+                reply.into_result().map(|()| true).map_err(to_js)
+            }
         }
     }
 
     /// The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
     /// (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn fail_into(
         &self,
+        key: Either<String, Buffer>,
         rules: &NativeRules,
+        cost: Option<f64>,
+        spend: bool,
         timed_out: bool,
         why: String,
         mut out: Float64ArraySlice,
     ) -> napi::Result<()> {
         guarded_sync(|| {
-            let parsed = &rules.rules;
+            let (key, cost) = (convert::key(key), convert::cost(cost)?);
+            let call = WireCall {
+                key: &key,
+                rules: &rules.rules,
+                cost,
+                spend,
+            };
             let decision = if timed_out {
-                self.limiter.wire_timeout(parsed)
+                self.limiter.wire_timeout(&call)
             } else {
-                self.limiter.wire_unavailable(parsed, &why)
+                self.limiter.wire_unavailable(&call, &why)
             };
             write_out(&mut out, &numbers(&decision.map_err(to_js)?))
         })

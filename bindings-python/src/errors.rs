@@ -60,6 +60,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    ConfigurationError,
+    RatelockError,
+    "The store refused ratelock's setup (password, ACL permission, db index): raised whatever on_error says."
+);
+create_exception!(
+    _native,
     LockLost,
     RatelockError,
     "The lock was lost (expired or taken) while held."
@@ -77,6 +83,7 @@ pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
         ratelock::Error::WaitTimeout(_) => WaitTimeout::new_err(message),
         ratelock::Error::LockNotOwned(_) => LockNotOwned::new_err(message),
         ratelock::Error::Protocol(_) => ProtocolError::new_err(message),
+        ratelock::Error::Configuration { .. } => ConfigurationError::new_err(message),
         other => RatelockError::new_err(other.to_string()),
     }
 }
@@ -103,5 +110,6 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("LockNotOwned", py.get_type::<LockNotOwned>())?;
     module.add("LockLost", py.get_type::<LockLost>())?;
     module.add("ProtocolError", py.get_type::<ProtocolError>())?;
+    module.add("ConfigurationError", py.get_type::<ConfigurationError>())?;
     Ok(())
 }

@@ -58,7 +58,8 @@ pub(crate) struct PyDecision {
 #[pymethods]
 impl PyLimiter {
     #[new]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=1))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -67,15 +68,17 @@ impl PyLimiter {
         timeout: f64,
         default_algorithm: &str,
         clock: &str,
+        instances: u64,
     ) -> PyResult<Self> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?.with_instances(instances);
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
 
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store"))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=1))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -84,8 +87,9 @@ impl PyLimiter {
         timeout: f64,
         default_algorithm: &str,
         clock: &str,
+        instances: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?;
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?.with_instances(instances);
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;
@@ -167,6 +171,29 @@ impl PyLimiter {
         completions.submit(py, async move {
             Answer::Nothing(inner.reset(&key, &rules.rules).await.map_err(to_py))
         })
+    }
+
+    /// Reaches the store now (connecting first if needed): raises configuration errors and outages
+    /// alike, whatever `on_error` says. For a service that wants to fail at boot.
+    fn ping(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.inner.clone();
+        run(py, async move { inner.ping().await })
+    }
+
+    /// `ping` for asyncio, resolved through the loop's `completions`.
+    fn ping_async<'py>(&self, py: Python<'py>, completions: &Completions) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        completions.submit(
+            py,
+            async move { Answer::Nothing(inner.ping().await.map_err(to_py)) },
+        )
+    }
+
+    /// Where the store's circuit breaker stands in this process: "closed", "open" or "half-open";
+    /// None for the memory store.
+    #[getter]
+    fn breaker_state(&self) -> Option<&'static str> {
+        self.inner.breaker_state().map(|state| state.as_str())
     }
 
     /// The key prefix.

@@ -56,6 +56,17 @@ pub enum Error {
     /// through a handle inherited from the parent that took it.
     #[error("lock not owned: {0}")]
     LockNotOwned(String),
+    /// The store refused ratelock's setup, and only a change of configuration fixes it: a failed
+    /// `AUTH` (also after a password rotation), a missing ACL permission on a command ratelock must
+    /// run, a db index the server does not have. Never covered by a failure policy: a wrong password
+    /// must not let all traffic through as "degraded".
+    #[error("store configuration: {reason} (fix {setting})")]
+    Configuration {
+        /// The setting to fix, e.g. `url (user and password)`.
+        setting: &'static str,
+        /// What the server said.
+        reason: String,
+    },
     /// A reply that does not match its call (another call's answer, a wrong shape or count) or a state
     /// the script did not expect: a bug, never an outage, so no failure policy ever covers it.
     #[error("protocol error: {0}")]
@@ -88,6 +99,11 @@ impl Error {
         matches!(self, Error::Timeout(_))
     }
 
+    /// True when the store refused ratelock's setup (credentials, ACL, db index): no policy covers it.
+    pub fn is_configuration(&self) -> bool {
+        matches!(self, Error::Configuration { .. })
+    }
+
     /// True when a reply did not match its call, or the store met a state it did not expect.
     pub fn is_protocol(&self) -> bool {
         matches!(self, Error::Protocol(_))
@@ -113,6 +129,7 @@ impl Error {
             Error::Timeout(_) => "TIMEOUT",
             Error::WaitTimeout(_) => "WAIT_TIMEOUT",
             Error::LockNotOwned(_) => "LOCK_NOT_OWNED",
+            Error::Configuration { .. } => "CONFIGURATION",
             Error::Protocol(_) => "PROTOCOL",
         }
     }
@@ -121,6 +138,13 @@ impl Error {
         Error::InvalidRule {
             text: crate::excerpt::of(text).into_owned(),
             part: crate::excerpt::of(part).into_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn configuration(setting: &'static str, reason: impl fmt::Display) -> Self {
+        Error::Configuration {
+            setting,
             reason: reason.to_string(),
         }
     }

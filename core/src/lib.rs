@@ -24,6 +24,7 @@ pub mod clock;
 mod decision;
 mod error;
 pub mod excerpt;
+mod fallback;
 pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]

@@ -7,8 +7,10 @@ use std::time::Duration;
 use crate::clock::now_us;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::fallback::LocalFallback;
 use crate::key::{check_key, check_prefix};
 use crate::rule::{Algorithm, Rules};
+use crate::store::connection_core::BreakerState;
 use crate::store::{LimitRequest, MemoryStore, Store, StoreOptions};
 
 /// What a limiter answers when its store fails or times out.
@@ -22,6 +24,9 @@ pub enum FailurePolicy {
     Allow,
     /// Deny the request; the decision says `degraded = true`.
     Deny,
+    /// Decide in this process, on its share of every rule (see [`LimiterOptions::instances`]); the
+    /// decision says `degraded = true`. When the store answers again, the local state is dropped.
+    Local,
 }
 
 impl std::str::FromStr for FailurePolicy {
@@ -32,9 +37,13 @@ impl std::str::FromStr for FailurePolicy {
             "raise" => Ok(FailurePolicy::Raise),
             "allow" => Ok(FailurePolicy::Allow),
             "deny" => Ok(FailurePolicy::Deny),
+            "local" => Ok(FailurePolicy::Local),
             _ => Err(Error::invalid_argument(
                 "on_error",
-                format!("{:?} is not raise, allow or deny", crate::excerpt::of(text)),
+                format!(
+                    "{:?} is not raise, allow, deny or local",
+                    crate::excerpt::of(text)
+                ),
             )),
         }
     }
@@ -67,6 +76,9 @@ pub struct LimiterOptions {
     pub store: StoreOptions,
     /// `retry_after` of a degraded denial.
     pub degraded_retry_after: Duration,
+    /// Under [`FailurePolicy::Local`]: how many processes (across all hosts) share the limits, so
+    /// that each decides on its share while the store is out. Default 1.
+    pub instances: u64,
 }
 
 impl LimiterOptions {
@@ -106,6 +118,13 @@ impl LimiterOptions {
         self
     }
 
+    /// The same options with another count of processes sharing the limits (for
+    /// [`FailurePolicy::Local`]; at least 1).
+    pub fn with_instances(mut self, instances: u64) -> Self {
+        self.instances = instances.max(1);
+        self
+    }
+
     /// The same options with other store settings.
     pub fn with_store(mut self, store: StoreOptions) -> Self {
         self.store = store;
@@ -122,6 +141,7 @@ impl Default for LimiterOptions {
             clock: ClockSource::Store,
             store: StoreOptions::default(),
             degraded_retry_after: Duration::from_secs(1),
+            instances: 1,
         }
     }
 }
@@ -145,6 +165,8 @@ impl Default for LimiterOptions {
 pub struct Limiter {
     store: Store,
     options: Arc<LimiterOptions>,
+    /// Under [`FailurePolicy::Local`]: the decisions made while the store is out.
+    fallback: Option<Arc<LocalFallback>>,
 }
 
 impl Limiter {
@@ -154,6 +176,7 @@ impl Limiter {
         Limiter {
             store: Store::Memory(MemoryStore::new(options.store.max_keys)),
             options: Arc::new(options),
+            fallback: None,
         }
     }
 
@@ -162,23 +185,49 @@ impl Limiter {
         Self::connect_with(url, LimiterOptions::default()).await
     }
 
-    /// Connects to `url` with the given options.
+    /// A limiter for `url` with the given options. No I/O happens here (lazy start): the first calls
+    /// connect, following the failure policy while they do. Use [`ping`](Self::ping) to fail at boot.
     pub async fn connect_with(url: &str, options: LimiterOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
         let store = Store::connect(url, &options.store).await?;
-        Ok(Limiter {
-            store,
-            options: Arc::new(options),
-        })
+        Self::with_store(store, options)
     }
 
     /// A limiter over an existing store (shared with other limiters or locks).
     pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
+        let fallback = (options.on_error == FailurePolicy::Local)
+            .then(|| Arc::new(LocalFallback::new(options.instances, options.store.max_keys)));
         Ok(Limiter {
             store,
             options: Arc::new(options),
+            fallback,
         })
+    }
+
+    /// Reaches the store now (a `PING`, connecting first if needed), for a service that wants to fail
+    /// at boot: configuration errors and outages alike are returned; no failure policy applies.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use ratelock::{Limiter, LimiterOptions, FailurePolicy};
+    /// // Lazy start: a limiter on a server that is down is built without error...
+    /// let options = LimiterOptions::default().with_on_error(FailurePolicy::Allow);
+    /// let limiter = Limiter::connect_with("redis://127.0.0.1:1/", options).await?;
+    /// // ...its calls follow the failure policy, and `ping` says the server is out.
+    /// let rules = limiter.rules("10/second")?;
+    /// assert!(limiter.hit("k", &rules, 1).await?.degraded);
+    /// assert!(limiter.ping().await.unwrap_err().is_store_failure());
+    /// assert!(Limiter::memory().ping().await.is_ok());
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn ping(&self) -> Result<()> {
+        self.store.ping().await
+    }
+
+    /// Where the store's circuit breaker stands (`None` for the memory store, which has none).
+    pub fn breaker_state(&self) -> Option<BreakerState> {
+        self.store.breaker_state()
     }
 
     /// The store this limiter uses.
@@ -311,7 +360,7 @@ impl Limiter {
                 other.check(&request).await
             }
         };
-        self.settle(checked, rules)
+        self.settle(checked, &request)
     }
 
     fn run_blocking(
@@ -334,29 +383,37 @@ impl Limiter {
             }
         }
         let checked = self.store.check_blocking(&request)?;
-        Some(self.settle(checked, rules))
+        Some(self.settle(checked, &request))
     }
 
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure.
+    /// Only outages (see the error table in `store::connection_core`) get the policy's answer;
+    /// configuration errors and protocol errors always raise.
     pub(crate) fn settle(
         &self,
         checked: Result<crate::algorithm::Outcomes>,
-        rules: &Rules,
+        request: &LimitRequest<'_>,
     ) -> Result<Decision> {
         match checked {
-            Ok(outcomes) => Ok(Decision::from_outcomes(outcomes)),
-            Err(err) if err.is_store_failure() => self.degrade(err, rules),
+            Ok(outcomes) => {
+                if let Some(fallback) = &self.fallback {
+                    fallback.store_answered();
+                }
+                Ok(Decision::from_outcomes(outcomes))
+            }
+            Err(err) if err.is_store_failure() => self.degrade(err, request),
             Err(err) => Err(err),
         }
     }
 
-    fn degrade(&self, err: Error, rules: &Rules) -> Result<Decision> {
-        let limit = rules[0].limit();
+    fn degrade(&self, err: Error, request: &LimitRequest<'_>) -> Result<Decision> {
+        let limit = request.rules[0].limit();
         let retry = self.options.degraded_retry_after;
-        match self.options.on_error {
-            FailurePolicy::Raise => Err(err),
-            FailurePolicy::Allow => Ok(Decision::degraded(true, limit, retry)),
-            FailurePolicy::Deny => Ok(Decision::degraded(false, limit, retry)),
+        match (self.options.on_error, &self.fallback) {
+            (FailurePolicy::Allow, _) => Ok(Decision::degraded(true, limit, retry)),
+            (FailurePolicy::Deny, _) => Ok(Decision::degraded(false, limit, retry)),
+            (FailurePolicy::Local, Some(fallback)) => fallback.decide(request),
+            _ => Err(err),
         }
     }
 }

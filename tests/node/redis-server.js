@@ -79,11 +79,27 @@ class RedisServer {
     return new Promise((resolve) => child.on('close', () => resolve(output.trim())))
   }
 
+  /** Starts the server again on its port after `stop()` (empty: no persistence). */
+  async startAgain() {
+    await this.#spawn()
+  }
+
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */
+  pause() {
+    process.kill(this.#process.pid, 'SIGSTOP')
+  }
+
+  /** Lets a paused server run again (SIGCONT). */
+  resume() {
+    process.kill(this.#process.pid, 'SIGCONT')
+  }
+
   async stop() {
     const child = this.#process
     this.#process = null
     if (child && child.exitCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve))
+      process.kill(child.pid, 'SIGCONT')
       process.kill(child.pid, 'SIGTERM')
       await exited
     }

@@ -3,6 +3,7 @@ stopped by PID at the end; never a mock, never skipped."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,10 +23,14 @@ class RedisServer:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is required: apt-get install -y redis-server")
         self.port = _free_port()
+        self.extra_args = extra_args
         self.dir = tempfile.mkdtemp(prefix="ratelock-py-redis-")
+        self._spawn()
+
+    def _spawn(self) -> None:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir, *extra_args],
+             "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir, *self.extra_args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -49,10 +54,26 @@ class RedisServer:
             ["redis-cli", "-p", str(self.port), *words], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stops the server by PID, keeping its port and directory for ``start_again``."""
         if self.process.poll() is None:
-            os.kill(self.process.pid, 15)
+            os.kill(self.process.pid, signal.SIGCONT)
+            os.kill(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=10)
+
+    def start_again(self) -> None:
+        """Starts the server again on its port after ``halt`` (empty: no persistence)."""
+        self._spawn()
+
+    def pause(self) -> None:
+        """Freezes the server (SIGSTOP): connections stay open, nothing is answered."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        self.halt()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

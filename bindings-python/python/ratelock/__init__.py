@@ -17,6 +17,7 @@ per process; to choose the sharing yourself, pass a ``ratelock.Client`` in place
 
 from ratelock._native import (
     Client,
+    ConfigurationError,
     CostExceedsCapacity,
     Decision,
     FairLockState,
@@ -42,6 +43,7 @@ from ratelock.semaphore import ConcurrencyLimiter, Semaphore
 __all__ = [
     "Client",
     "ConcurrencyLimiter",
+    "ConfigurationError",
     "CostExceedsCapacity",
     "Decision",
     "DistributedLock",

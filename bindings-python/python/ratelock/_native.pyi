@@ -42,6 +42,7 @@ class WaitTimeout(RatelockError): ...
 class LockNotOwned(RatelockError): ...
 class LockLost(RatelockError): ...
 class ProtocolError(RatelockError): ...
+class ConfigurationError(RatelockError): ...
 
 @final
 class Client:
@@ -92,10 +93,11 @@ class Limiter:
         url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny"] = "raise",
+        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
         timeout: float = 1.0,
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
+        instances: int = 1,
     ) -> "Limiter": ...
     def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
@@ -109,11 +111,16 @@ class Limiter:
         url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny"] = "raise",
+        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
         timeout: float = 1.0,
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
+        instances: int = 1,
     ) -> Awaitable[Limiter]: ...
+    def ping(self) -> None: ...
+    def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...
+    @property
+    def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]: ...
     def hit_async(
         self,
         completions: Completions,

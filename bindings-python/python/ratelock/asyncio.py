@@ -51,14 +51,15 @@ class Limiter:
         url: Union[str, Client, None] = None,
         *,
         prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny"] = "raise",
+        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
         timeout: float = 1.0,
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
+        instances: int = 1,
     ) -> None:
         self._url = url
         self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
-        self._default_algorithm, self._clock = default_algorithm, clock
+        self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
         self._native: Optional[_native.Limiter] = None
         self._connecting: Optional[asyncio.Lock] = None
 
@@ -75,6 +76,7 @@ class Limiter:
                         timeout=self._timeout,
                         default_algorithm=self._default_algorithm,
                         clock=self._clock,
+                        instances=self._instances,
                     )
         return self._native
 
@@ -96,6 +98,17 @@ class Limiter:
         """Forgets the state of every given rule for ``key``."""
         limiter = self._native or await self._connected()
         await limiter.reset_async(_completions(), key, rules)
+
+    async def ping(self) -> None:
+        """Reaches the store now: raises configuration errors and outages alike (to fail at boot)."""
+        limiter = self._native or await self._connected()
+        await limiter.ping_async(_completions())
+
+    @property
+    def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]:
+        """Where the store's circuit breaker stands in this process (None before the first call and
+        for the memory store)."""
+        return None if self._native is None else self._native.breaker_state
 
 
 class DistributedLock(AsyncHolding[_native.LockGuard]):

@@ -64,11 +64,16 @@ class RateLimiter:
         key_func: KeyFunc = remote_address,
         headers: bool = True,
         prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny"] = "raise",
+        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
         timeout: float = 1.0,
+        instances: int = 1,
         limiter: Optional[Limiter] = None,
     ) -> None:
-        self.limiter = limiter or Limiter(url, prefix=prefix, on_error=on_error, timeout=timeout)
+        # No I/O here (lazy start): an app boots while Redis is down, and its first requests follow
+        # ``on_error``. Call ``self.limiter.ping()`` to fail at boot instead.
+        self.limiter = limiter or Limiter(
+            url, prefix=prefix, on_error=on_error, timeout=timeout, instances=instances
+        )
         self.default_limits = default_limits
         self.key_func = key_func
         self.headers = headers

@@ -87,8 +87,19 @@ impl LockGuard {
     pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
         check_lease(ttl)?;
         self.hold.owned_here()?;
-        let sent = Instant::now();
         let shared = &self.shared;
+        if self.hold.lost().is_lost() {
+            // Signalled lost: never extended again, even if the server's lease has not quite ended.
+            // The lock's state tells whether someone else holds it now.
+            let state = shared.store.lock_state(&shared.keys).await?;
+            let taken = state.held && state.holder_fence != self.fence;
+            return Ok(if taken {
+                Extended::HeldByOther
+            } else {
+                Extended::Expired
+            });
+        }
+        let sent = Instant::now();
         let outcome = shared
             .store
             .lock_extend(&shared.keys, &shared.owner, self.fence, ttl)
@@ -111,8 +122,17 @@ impl LockGuard {
         let shared = &self.shared;
         let release = shared.store.lock_release(&shared.keys, &shared.owner, self.fence);
         self.hold
-            .give_back(&mut self.released, Released::NotHeld, release)
+            .give_back(&mut self.released, Released::NotHeld, lost_release, release)
             .await
+    }
+}
+
+/// The answer of a release by a hold already signalled lost: it gave nothing back that was still its
+/// own (a lease that had not quite ended on the server counts as lost, as the holder was told).
+fn lost_release(released: Released) -> Released {
+    match released {
+        Released::HeldByOther => Released::HeldByOther,
+        _ => Released::NotHeld,
     }
 }
 

@@ -93,7 +93,8 @@ impl Hold {
         });
     }
 
-    /// Gives the hold back through `release` (the guard's store call), once: a forked child is refused
+    /// Gives the hold back through `release` (the guard's store call), once (a hold already known lost
+    /// answers what `as_lost` makes of the store's answer): a forked child is refused
     /// (and its guard counts as released, so its drop does nothing), the watchdog stops first, and a
     /// release that fails on the transport resumes it and leaves `released` false, so the caller can
     /// retry. `already` is the answer once the hold was given back.
@@ -101,6 +102,7 @@ impl Hold {
         &mut self,
         released: &mut bool,
         already: T,
+        as_lost: impl FnOnce(T) -> T,
         release: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
         if *released {
@@ -110,13 +112,19 @@ impl Hold {
             *released = true;
             return Err(err);
         }
+        // A hold already signalled lost (its lease ran out here first) is still given back, in case the
+        // server's lease has not quite ended, but answers as lost: the holder was told to stop.
+        let was_lost = self.lost.is_lost();
         self.stop();
         let outcome = release.await;
         match &outcome {
             Err(err) if err.is_store_failure() => self.resume(),
             _ => *released = true,
         }
-        outcome
+        match outcome {
+            Ok(answer) if was_lost => Ok(as_lost(answer)),
+            other => other,
+        }
     }
 
     /// The watchdog, for a guard being dropped to stop in the background.

@@ -214,6 +214,10 @@ impl LeaseGuard {
     pub async fn extend(&self, ttl: Duration) -> Result<bool> {
         check_lease(ttl)?;
         self.hold.owned_here()?;
+        if self.is_lost() {
+            // Signalled lost: never extended again, even if the server's lease has not quite ended.
+            return Ok(false);
+        }
         let sent = Instant::now();
         let held = self.held.extend(self.fence, ttl).await?;
         self.hold.extended(held, sent, ttl);
@@ -230,7 +234,9 @@ impl LeaseGuard {
     /// caller can retry. After a successful release, further calls answer `false`.
     pub async fn try_release(&mut self) -> Result<bool> {
         let release = self.held.release(self.fence);
-        self.hold.give_back(&mut self.released, false, release).await
+        self.hold
+            .give_back(&mut self.released, false, |_| false, release)
+            .await
     }
 }
 

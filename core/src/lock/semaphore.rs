@@ -210,6 +210,10 @@ impl PermitGuard {
     pub async fn extend(&self, ttl: Duration) -> Result<bool> {
         check_lease(ttl)?;
         self.hold.owned_here()?;
+        if self.hold.lost().is_lost() {
+            // Signalled lost: never extended again, even if the server's lease has not quite ended.
+            return Ok(false);
+        }
         let sent = Instant::now();
         let held = self
             .shared
@@ -231,7 +235,9 @@ impl PermitGuard {
     pub async fn try_release(&mut self) -> Result<bool> {
         let (shared, id) = (&self.shared, &self.id);
         let release = shared.store.semaphore_release(&shared.keys, id);
-        self.hold.give_back(&mut self.released, false, release).await
+        self.hold
+            .give_back(&mut self.released, false, |_| false, release)
+            .await
     }
 }
 

@@ -97,6 +97,32 @@ impl Rule {
         Self::build(self.algorithm, self.limit, self.period(), burst)
     }
 
+    /// This rule's share for one of `instances` processes, for the local fallback: the period times
+    /// `instances` (at most [`MAX_PERIOD`]), and for gcra, token_bucket and leaky_bucket the burst
+    /// divided among them, rounded up to at least 1 (so cost 1 always fits). Across all processes
+    /// the rate stays the rule's.
+    ///
+    /// ```
+    /// let rule: ratelock::Rule = "100/minute burst 10".parse()?;
+    /// let share = rule.local_share(4)?;
+    /// assert_eq!((share.limit(), share.period().as_secs(), share.burst()), (100, 240, 3));
+    /// assert_eq!("1/second".parse::<ratelock::Rule>()?.local_share(8)?.burst(), 1);
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn local_share(&self, instances: u64) -> Result<Self> {
+        let instances = instances.max(1);
+        let period = self
+            .period()
+            .saturating_mul(u32::try_from(instances).unwrap_or(u32::MAX))
+            .min(MAX_PERIOD);
+        let burst = if self.algorithm.uses_burst() {
+            self.burst.div_ceil(instances).max(1)
+        } else {
+            self.limit
+        };
+        Self::build(self.algorithm, self.limit, period, burst)
+    }
+
     /// Builds and validates a rule from all its parts.
     pub fn build(algorithm: Algorithm, limit: u64, period: Duration, burst: u64) -> Result<Self> {
         let shown = || format!("{limit} per {period:?}");

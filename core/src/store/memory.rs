@@ -91,6 +91,24 @@ impl MemoryStore {
         &self.inner.locks
     }
 
+    /// Forgets every limiter key (locks are kept).
+    ///
+    /// ```
+    /// use ratelock::store::{LimitRequest, MemoryStore};
+    /// let store = MemoryStore::new(100);
+    /// let rules: ratelock::Rules = "1/minute".parse()?;
+    /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
+    /// store.check(&request)?;
+    /// store.clear();
+    /// assert!(store.is_empty());
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn clear(&self) {
+        for shard in self.inner.shards.iter() {
+            shard.lock().map.clear();
+        }
+    }
+
     /// Number of limiter keys held (expired ones included until they are swept).
     pub fn len(&self) -> usize {
         self.inner.shards.iter().map(|s| s.lock().map.len()).sum()

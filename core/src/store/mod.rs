@@ -3,6 +3,7 @@
 
 #[cfg(feature = "redis")]
 mod call_tag;
+pub mod connection_core;
 #[cfg(feature = "runtime")]
 mod lock_kinds;
 pub mod memory;
@@ -12,6 +13,8 @@ mod memory_locks;
 pub mod redis;
 #[cfg(feature = "redis")]
 mod redis_connection;
+#[cfg(feature = "redis")]
+mod redis_gate;
 #[cfg(feature = "redis")]
 mod redis_lane;
 #[cfg(feature = "redis")]
@@ -40,6 +43,8 @@ use crate::rule::Rules;
 
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
+#[cfg(feature = "redis")]
+pub use self::redis_gate::Gate;
 #[cfg(feature = "redis")]
 pub use self::script::tagged_script;
 pub use memory::MemoryStore;
@@ -222,6 +227,28 @@ impl Store {
             Store::Redis(store) => store.check_blocking(request),
             #[cfg(feature = "redis")]
             Store::Redlock(_) => Some(Err(locks_only("a limiter"))),
+        }
+    }
+
+    /// Reaches the store now (`PING`, connecting first if needed): configuration errors and outages
+    /// alike are returned. The memory store always answers.
+    pub async fn ping(&self) -> Result<()> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.ping().await,
+            #[cfg(feature = "redis")]
+            Store::Redlock(store) => store.ping().await,
+        }
+    }
+
+    /// Where this process's circuit breaker for the store stands (`None` for the memory store and
+    /// for Redlock, whose servers each have their own).
+    pub fn breaker_state(&self) -> Option<connection_core::BreakerState> {
+        match self {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Some(store.gate().state()),
+            _ => None,
         }
     }
 

@@ -7,9 +7,11 @@ use std::time::Duration;
 use redis::{Cmd, Value};
 
 use super::call_tag::{excerpt, CallTag};
+use super::connection_core::{redis_error, server_error};
 use super::redis_connection::{
     first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME,
 };
+use super::redis_gate::Gate;
 use super::redis_lane::BlockingLane;
 use super::redis_pipelined::Pipelined;
 use super::script::{
@@ -17,6 +19,7 @@ use super::script::{
     SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
 };
 use super::subscriber::Subscriber;
+use super::wire::Endpoint;
 use super::{LimitRequest, LockState, StoreOptions};
 use crate::algorithm::lease::{Acquired, Extended, Released};
 use crate::algorithm::permits::PermitAcquired;
@@ -54,6 +57,8 @@ struct Shared {
 
 /// The connections of one process.
 struct Connections {
+    /// The circuit breaker every path of this store passes (one per store and process).
+    gate: Gate,
     connection: tokio::sync::OnceCell<SharedConnection>,
     subscriber: std::sync::Arc<Subscriber>,
     /// The blocking connection for sync callers (one server only; a cluster routes per key).
@@ -114,20 +119,41 @@ impl RedisStore {
                 process: PerProcess::new(),
             }),
         };
-        store.connection().await?;
+        // Lazy start: nothing is opened until the first call (see `ping` to fail at boot).
         Ok(store)
     }
 
     /// This process's connections (opened lazily: after a fork, the child opens its own).
     fn connections(&self) -> &Connections {
         let shared = &self.shared;
-        shared.process.get_or_init(|| Connections {
-            connection: tokio::sync::OnceCell::new(),
-            subscriber: Subscriber::new(shared.source.clone(), shared.timeout),
-            // The lane talks to one plain redis:// server: not for a cluster, nor for a master that can
-            // change (nor TLS or a Unix socket, which stay on the multiplexed connection).
-            lane: BlockingLane::for_url(&shared.url, shared.timeout).map(std::sync::Arc::new),
+        shared.process.get_or_init(|| {
+            let endpoint = Endpoint::from_url(&shared.url).ok().flatten();
+            let gate = Gate::new(endpoint, shared.timeout);
+            Connections {
+                connection: tokio::sync::OnceCell::new(),
+                subscriber: Subscriber::new(shared.source.clone(), shared.timeout),
+                // The lane talks to one plain redis:// server: not for a cluster, nor for a master that
+                // can change (nor TLS or a Unix socket, which stay on the multiplexed connection).
+                lane: BlockingLane::for_url(&shared.url, shared.timeout, gate.clone())
+                    .map(std::sync::Arc::new),
+                gate,
+            }
         })
+    }
+
+    /// This process's circuit breaker for this store, shared by every path (hits, locks, the blocking
+    /// lane, Node's wire client).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use ratelock::store::connection_core::BreakerState;
+    /// // No I/O until the first call: the server need not be up.
+    /// let store = ratelock::store::RedisStore::connect("redis://127.0.0.1:1/", &Default::default()).await?;
+    /// assert_eq!(store.gate().state(), BreakerState::Closed);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub fn gate(&self) -> &Gate {
+        &self.connections().gate
     }
 
     /// This process's multiplexed connection, connecting on first use.
@@ -156,7 +182,7 @@ impl RedisStore {
                         .await
                         .map_err(map_error);
                 }
-                if let Some(plain) = Pipelined::for_url(&shared.url, shared.timeout) {
+                if let Some(plain) = Pipelined::for_url(&shared.url, shared.timeout, self.gate().clone()) {
                     plain.open().await?;
                     return Ok(SharedConnection::Plain(plain));
                 }
@@ -360,9 +386,55 @@ impl RedisStore {
         })
     }
 
+    /// One command through the store's circuit breaker: refused at once while it is open; a failed
+    /// connect or a timeout opens it, any answer closes it.
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
-        let mut connection = self.connection().await.map_err(Failure::Other)?;
-        connection.send(cmd, self.shared.timeout).await
+        let gate = self.gate();
+        gate.admit().map_err(Failure::Other)?;
+        // The pipelined connection (one plain server) reports to the gate itself: it knows a connect
+        // from a call. redis-rs's connections are reported here.
+        let reports_itself = self.connections().lane.is_some();
+        let mut connection = match self.connection().await {
+            Ok(connection) => connection,
+            Err(err) => {
+                if !reports_itself {
+                    gate.failed(&err, true);
+                }
+                return Err(Failure::Other(err));
+            }
+        };
+        let sent = connection.send(cmd, self.shared.timeout).await;
+        if !reports_itself {
+            match &sent {
+                Err(Failure::Other(err)) => gate.failed(err, is_transport(err)),
+                _ => gate.success(),
+            }
+        }
+        sent
+    }
+
+    /// Sends `PING` now, connecting first if needed: for a service that wants to fail at boot. Raises
+    /// configuration errors and outages alike (no failure policy applies).
+    ///
+    /// ```no_run
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = ratelock::store::RedisStore::connect("redis://127.0.0.1/", &Default::default()).await?;
+    /// store.ping().await?;
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn ping(&self) -> Result<()> {
+        let reply = match self.connection().await {
+            Ok(mut connection) => connection.send(&redis::cmd("PING"), self.shared.timeout).await,
+            Err(err) => Err(Failure::Other(err)),
+        };
+        match reply {
+            Ok(_) => {
+                self.gate().success();
+                Ok(())
+            }
+            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT in reply to PING".into())),
+            Err(Failure::Other(err)) => Err(err),
+        }
     }
 }
 
@@ -406,40 +478,36 @@ fn sentinel_source(_: Vec<String>, _: String) -> Option<super::subscriber::Sourc
     None
 }
 
+/// Whether an error from redis-rs's connections means the server could not be reached (a refused,
+/// reset or dropped connection), as opposed to a server's error reply.
+fn is_transport(err: &Error) -> bool {
+    let Error::StoreUnavailable(text) = err else {
+        return false;
+    };
+    let upper = text.split(' ').next().unwrap_or_default();
+    // Server error replies start with their upper-case code; transport failures do not.
+    !(upper.len() > 1 && upper.chars().all(|c| c.is_ascii_uppercase()))
+}
+
 /// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.
 pub(super) enum Failure {
     NoScript,
     Other(Error),
 }
 
-/// A command's reply (from either connection) as a value or a typed failure.
+/// A command's reply (from any connection) as a value or a typed failure, sorted by the error table
+/// of the connection core (outage, configuration error or bug).
 pub(super) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> Result<Value, Failure> {
     match reply {
-        Err(err) if err.is_timeout() => Err(Failure::Other(Error::Timeout(timeout))),
         // The cluster connection reports server errors as errors rather than as error replies.
         Err(err) if err.code() == Some("NOSCRIPT") => Err(Failure::NoScript),
-        Err(err) => Err(Failure::Other(map_error(err))),
+        Err(err) => Err(Failure::Other(redis_error(&err, timeout))),
         Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
         Ok(Value::ServerError(err)) => Err(Failure::Other(server_error(
             err.code(),
             err.details().unwrap_or_default(),
         ))),
         Ok(value) => Ok(value),
-    }
-}
-
-/// A server's error reply as a typed error: a script's own error, a Lua runtime error or WRONGTYPE
-/// mean state or arguments the scripts did not expect (a bug: a protocol error, which no failure
-/// policy covers); everything else says the server cannot serve now (an outage).
-pub(super) fn server_error(code: &str, details: &str) -> Error {
-    let script_failed = code == "ERR"
-        && (details.starts_with("ratelock:")
-            || details.contains("user_script")
-            || details.starts_with("Error running script"));
-    if script_failed || code == "WRONGTYPE" {
-        Error::Protocol(format!("{code} {details}"))
-    } else {
-        Error::StoreUnavailable(format!("{code} {details}"))
     }
 }
 
@@ -460,8 +528,9 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
     redis::Client::open(url)
 }
 
+/// A redis-rs failure while connecting as a typed error (see the connection core's error table).
 pub(super) fn map_error(err: redis::RedisError) -> Error {
-    Error::StoreUnavailable(err.to_string())
+    redis_error(&err, Duration::ZERO)
 }
 
 /// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.

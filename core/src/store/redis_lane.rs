@@ -5,7 +5,10 @@
 //! thread's call is on it), or down after a failed connect, the caller is told to take the multiplexed
 //! connection, which pipelines concurrent callers.
 //!
-//! Connection lifecycle: before a call is written, the socket is checked for a close the server or a
+//! Every call passes the store's circuit breaker first ([`Gate`]): while it is open the call is
+//! answered at once with the outage error, and a failed connect or a timeout here opens it.
+//!
+//! Connection lifecycle ([`CallAttempt`] decides): before a call is written, the socket is checked for a close the server or a
 //! proxy already sent (FIN or RST: an idle timeout, `CLIENT KILL`); such a socket is replaced and the
 //! call goes out on the fresh one. A write that fails before any byte left is retried once on a fresh
 //! connection. Once a byte may have reached the server, nothing is ever sent again: a timeout or a
@@ -19,27 +22,25 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, Value};
 
+use super::connection_core::{transport_error, CallAttempt, Next, Written};
 use super::redis::{classify, Failure};
+use super::redis_gate::Gate;
 use super::script::LuaScript;
 use super::socket_peek::{self, Peeked};
 use super::wire::Endpoint;
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
 
-/// After a failed connect, how long before the next attempt (callers use the multiplexed connection,
-/// which reconnects with its own backoff, meanwhile).
-const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
-
 pub(crate) struct BlockingLane {
     endpoint: Endpoint,
     timeout: Duration,
+    gate: Gate,
     state: Mutex<LaneState>,
 }
 
 #[derive(Default)]
 struct LaneState {
     link: Option<Link>,
-    down_until: Option<Instant>,
 }
 
 /// One open socket and the reader of its replies.
@@ -50,31 +51,28 @@ struct Link {
     set_timeout: Option<Duration>,
 }
 
-/// How a write ended.
-enum Sent {
-    /// Every byte was handed to the kernel.
-    All,
-    /// Nothing left: the connection was already gone (safe to send on a fresh one).
-    Nothing(std::io::Error),
-    /// Some bytes may have left: the command may run.
-    Partly(std::io::Error),
-}
+/// How a write ended, and the error when it did not end well.
+struct Sent(Written, Option<std::io::Error>);
 
 impl BlockingLane {
     /// A lane for `url` when it is one plain `redis://` server (`None` otherwise: TLS, Unix sockets,
     /// cluster and Sentinel stay on the multiplexed connection). Nothing is opened yet.
-    pub(crate) fn for_url(url: &str, timeout: Duration) -> Option<Self> {
+    pub(crate) fn for_url(url: &str, timeout: Duration, gate: Gate) -> Option<Self> {
         let endpoint = Endpoint::from_url(url).ok()??;
         Some(BlockingLane {
             endpoint,
             timeout,
+            gate,
             state: Mutex::new(LaneState::default()),
         })
     }
 
     /// Runs `cmd`, an EVALSHA of `script`, loading the script on NOSCRIPT. `None` when the lane is busy
-    /// or cannot connect (then use the multiplexed connection).
+    /// with another thread's call (then use the multiplexed connection).
     pub(crate) fn eval(self: &Arc<Self>, script: &LuaScript, cmd: &Cmd) -> Option<Result<Value>> {
+        if let Err(open) = self.gate.admit() {
+            return Some(Err(open));
+        }
         let mut state = match self.state.try_lock() {
             Ok(state) => state,
             Err(TryLockError::WouldBlock) => return None,
@@ -87,44 +85,53 @@ impl BlockingLane {
         };
         let deadline = Instant::now() + self.timeout;
         let bytes = cmd.get_packed_command();
-        let mut fresh = false;
-        // The call goes out at most twice, and the second time only if no byte of the first left.
+        let mut call = CallAttempt::new();
         let outcome = loop {
             if state.link.as_ref().is_some_and(|link| !link.is_open()) {
                 state.link = None;
             }
             if state.link.is_none() {
-                if state.down_until.is_some_and(|until| Instant::now() < until) {
-                    return None;
-                }
                 match self.open(deadline) {
-                    Ok(link) => (state.link, state.down_until, fresh) = (Some(link), None, true),
-                    Err(_) => {
-                        state.down_until = Some(Instant::now() + RECONNECT_PAUSE);
-                        return None;
+                    Ok(link) => state.link = Some(link),
+                    Err(err) => {
+                        if err.is_store_failure() {
+                            self.gate.outage();
+                        }
+                        return Some(Err(err));
                     }
                 }
             }
             let link = state.link.as_mut()?;
-            match link.write(&bytes, deadline) {
-                Sent::All => break link.reply(deadline, self.timeout),
-                Sent::Nothing(_) if !fresh => state.link = None,
-                Sent::Nothing(err) | Sent::Partly(err) => {
+            let Sent(written, err) = link.write(&bytes, deadline);
+            match call.written(written) {
+                Next::AwaitReply => break link.reply(deadline, self.timeout),
+                Next::ResendOnFresh => state.link = None,
+                _ => {
                     state.link = None;
-                    return Some(Err(unavailable(&err, "sending the call")));
+                    let err = err.unwrap_or_else(|| std::io::ErrorKind::WriteZero.into());
+                    return Some(Err(transport_error(&err, "sending the call")));
                 }
             }
         };
         let reply = match outcome {
-            Ok(reply) => classify(Ok(reply), self.timeout),
+            Ok(reply) => {
+                self.gate.success();
+                classify(Ok(reply), self.timeout)
+            }
             Err(err) => {
                 // A timeout or a close leaves a reply unread or the socket dead: never reuse it.
                 state.link = None;
+                if err.is_timeout() {
+                    self.gate.outage();
+                }
                 return Some(Err(err));
             }
         };
         Some(match reply {
-            Err(Failure::NoScript) => self.load_and_retry(&mut state, script, &bytes, deadline),
+            Err(Failure::NoScript) => match call.no_script() {
+                Next::LoadAndResend => self.load_and_retry(&mut state, script, &bytes, deadline),
+                _ => Err(Error::Protocol("NOSCRIPT after SCRIPT LOAD".into())),
+            },
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => Ok(value),
         })
@@ -147,12 +154,10 @@ impl BlockingLane {
         load.arg("LOAD").arg(&script.body);
         let mut both = load.get_packed_command();
         both.extend_from_slice(bytes);
-        match link.write(&both, deadline) {
-            Sent::All => {}
-            Sent::Nothing(err) | Sent::Partly(err) => {
-                state.link = None;
-                return Err(unavailable(&err, "loading the script"));
-            }
+        if let Sent(Written::Nothing | Written::Partly, err) = link.write(&both, deadline) {
+            state.link = None;
+            let err = err.unwrap_or_else(|| std::io::ErrorKind::WriteZero.into());
+            return Err(transport_error(&err, "loading the script"));
         }
         let (loaded, again) = match link.reply(deadline, self.timeout) {
             Ok(loaded) => (loaded, link.reply(deadline, self.timeout)),
@@ -163,11 +168,11 @@ impl BlockingLane {
         }
         let again = again?;
         classify(Ok(loaded), self.timeout).map_err(|failure| match failure {
-            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT from SCRIPT LOAD".into()),
+            Failure::NoScript => Error::Protocol("NOSCRIPT from SCRIPT LOAD".into()),
             Failure::Other(err) => err,
         })?;
         classify(Ok(again), self.timeout).map_err(|failure| match failure {
-            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into()),
+            Failure::NoScript => Error::Protocol("NOSCRIPT after SCRIPT LOAD".into()),
             Failure::Other(err) => err,
         })
     }
@@ -200,9 +205,11 @@ impl BlockingLane {
             set_timeout: None,
         };
         if self.endpoint.preamble_replies() > 0 {
-            match link.write(self.endpoint.preamble(), deadline) {
-                Sent::All => {}
-                Sent::Nothing(err) | Sent::Partly(err) => return Err(unavailable(&err, "connecting")),
+            if let Sent(Written::Nothing | Written::Partly, err) =
+                link.write(self.endpoint.preamble(), deadline)
+            {
+                let err = err.unwrap_or_else(|| std::io::ErrorKind::WriteZero.into());
+                return Err(transport_error(&err, "connecting"));
             }
             for _ in 0..self.endpoint.preamble_replies() {
                 let reply = link.reply(deadline, self.timeout)?;
@@ -244,30 +251,21 @@ impl Link {
                 Some(left) if !left.is_zero() => left,
                 _ => {
                     let timed_out = std::io::Error::new(ErrorKind::TimedOut, "write timed out");
-                    return if written == 0 {
-                        Sent::Nothing(timed_out)
-                    } else {
-                        Sent::Partly(timed_out)
-                    };
+                    return Sent(sent_so_far(written), Some(timed_out));
                 }
             };
             self.bound_by(left);
             match self.socket.write(&bytes[written..]) {
                 Ok(0) => {
                     let closed = std::io::Error::new(ErrorKind::WriteZero, "the connection is closed");
-                    return if written == 0 {
-                        Sent::Nothing(closed)
-                    } else {
-                        Sent::Partly(closed)
-                    };
+                    return Sent(sent_so_far(written), Some(closed));
                 }
                 Ok(n) => written += n,
                 Err(err) if err.kind() == ErrorKind::Interrupted => {}
-                Err(err) if written == 0 => return Sent::Nothing(err),
-                Err(err) => return Sent::Partly(err),
+                Err(err) => return Sent(sent_so_far(written), Some(err)),
             }
         }
-        Sent::All
+        Sent(Written::All, None)
     }
 
     /// Reads the next whole reply, before `deadline`.
@@ -295,6 +293,15 @@ impl Link {
     }
 }
 
+/// How much of a write that stopped after `written` bytes left.
+fn sent_so_far(written: usize) -> Written {
+    if written == 0 {
+        Written::Nothing
+    } else {
+        Written::Partly
+    }
+}
+
 /// The time left before `deadline`, or the timeout error.
 fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration> {
     match deadline.checked_duration_since(Instant::now()) {
@@ -304,7 +311,7 @@ fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration> {
 }
 
 fn unavailable(err: &std::io::Error, doing: &str) -> Error {
-    Error::StoreUnavailable(format!("{doing}: {err}"))
+    transport_error(err, doing)
 }
 
 #[cfg(unix)]

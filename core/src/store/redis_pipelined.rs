@@ -8,6 +8,9 @@
 //! - a call that may have reached the server is never sent again: a close while waiting fails it;
 //! - a timed-out call's reply is still read, in order, and dropped.
 //!
+//! Whether a call may go out again is [`CallAttempt`]'s answer; connect failures and timeouts are
+//! reported to the store's circuit breaker ([`Gate`]), and every reply closes it.
+//!
 //! TLS, Unix sockets, cluster and Sentinel stay on redis-rs's connections.
 
 use std::collections::VecDeque;
@@ -22,6 +25,8 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use super::connection_core::{transport_error, CallAttempt, Next, Written};
+use super::redis_gate::Gate;
 use super::socket_peek::{self, Peeked};
 use super::wire::Endpoint;
 use super::wire_reader::{Reply, ReplyReader};
@@ -36,6 +41,7 @@ pub(crate) struct Pipelined {
 struct Shared {
     endpoint: Endpoint,
     timeout: Duration,
+    gate: Gate,
     /// The open link, read without waiting by every call.
     current: Mutex<Option<Arc<Link>>>,
     /// Held while a link is replaced (by whoever finds it closed), so one caller connects.
@@ -69,12 +75,13 @@ enum Answer {
 
 impl Pipelined {
     /// A connection to `url` when it is one plain `redis://` server; nothing is opened yet.
-    pub(crate) fn for_url(url: &str, timeout: Duration) -> Option<Self> {
+    pub(crate) fn for_url(url: &str, timeout: Duration, gate: Gate) -> Option<Self> {
         let endpoint = Endpoint::from_url(url).ok()??;
         Some(Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
                 timeout,
+                gate,
                 current: Mutex::new(None),
                 link: tokio::sync::Mutex::new(()),
             }),
@@ -92,31 +99,42 @@ impl Pipelined {
         let call = async {
             let mut bytes = cmd.get_packed_command();
             let mut stale = None;
-            // At most two tries, the second only if no byte of the first left.
-            for _ in 0..2 {
+            let mut attempt = CallAttempt::new();
+            loop {
                 let link = self.link(stale.as_ref()).await?;
                 let (answer, heard) = oneshot::channel();
-                if let Err(refused) = link.outgoing.send(Outgoing { bytes, answer }) {
-                    bytes = refused.0.bytes;
-                    stale = Some(link);
-                    continue;
-                }
-                match heard.await {
-                    Ok(Answer::Reply(reply)) => return reply,
-                    Ok(Answer::Unsent(returned)) => {
-                        bytes = returned;
-                        stale = Some(link);
+                let written = match link.outgoing.send(Outgoing { bytes, answer }) {
+                    Err(refused) => {
+                        bytes = refused.0.bytes;
+                        Written::Nothing
                     }
-                    Err(_) => return Err(closed_before_reply()),
+                    Ok(()) => match heard.await {
+                        Ok(Answer::Reply(reply)) => return reply,
+                        Ok(Answer::Unsent(returned)) => {
+                            bytes = returned;
+                            Written::Nothing
+                        }
+                        Err(_) => return Err(closed_before_reply()),
+                    },
+                };
+                stale = Some(link);
+                if attempt.written(written) != Next::ResendOnFresh {
+                    return Err(Error::StoreUnavailable(
+                        "the connection closed twice before the call could be sent".into(),
+                    ));
                 }
             }
-            Err(Error::StoreUnavailable(
-                "the connection closed twice before the call could be sent".into(),
-            ))
         };
-        tokio::time::timeout(timeout, call)
+        let replied = tokio::time::timeout(timeout, call)
             .await
-            .map_err(|_| Error::Timeout(timeout))?
+            .map_err(|_| Error::Timeout(timeout))
+            .and_then(|reply| reply);
+        match &replied {
+            Ok(_) => self.shared.gate.success(),
+            Err(Error::Timeout(_)) => self.shared.gate.outage(),
+            Err(_) => {}
+        }
+        replied
     }
 
     /// The open link, or a fresh one when there is none, when it is found closed, or when `stale` (a
@@ -129,7 +147,15 @@ impl Pipelined {
         if let Some(link) = self.usable(stale) {
             return Ok(link);
         }
-        let link = self.connect().await?;
+        let link = match self.connect().await {
+            Ok(link) => link,
+            Err(err) => {
+                if err.is_store_failure() {
+                    self.shared.gate.outage();
+                }
+                return Err(err);
+            }
+        };
         *self.shared.current.lock() = Some(link.clone());
         Ok(link)
     }
@@ -150,7 +176,7 @@ impl Pipelined {
         let endpoint = &self.shared.endpoint;
         let socket = TcpStream::connect((endpoint.host(), endpoint.port()))
             .await
-            .map_err(|err| Error::StoreUnavailable(format!("connecting: {err}")))?;
+            .map_err(|err| transport_error(&err, "connecting"))?;
         let _ = socket.set_nodelay(true);
         #[cfg(unix)]
         let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
@@ -173,7 +199,7 @@ impl Pipelined {
             writer
                 .write_all(endpoint.preamble())
                 .await
-                .map_err(|err| Error::StoreUnavailable(format!("connecting: {err}")))?;
+                .map_err(|err| transport_error(&err, "connecting"))?;
         }
         tokio::spawn(write_calls(Arc::downgrade(&link), writer, queue));
         let reading = Arc::downgrade(&link);

@@ -45,7 +45,8 @@ impl std::fmt::Debug for RedlockStore {
 }
 
 impl RedlockStore {
-    /// Connects to every server of `url` (`redlock://host:port,host:port,...`); a majority must answer.
+    /// A store over every server of `url` (`redlock://host:port,host:port,...`). No I/O happens here
+    /// (lazy start); [`ping`](Self::ping) checks that a majority answers.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         let urls = server_urls(url);
         if urls.len() < 3 {
@@ -74,6 +75,22 @@ impl RedlockStore {
                 grants: Mutex::new(HashMap::new()),
             }),
         })
+    }
+
+    /// Pings every server; an error unless a majority answers (the first failure met says why).
+    pub async fn ping(&self) -> Result<()> {
+        let answers = join_all(self.shared.nodes.iter().flatten().map(RedisStore::ping)).await;
+        let reached = answers.iter().filter(|answer| answer.is_ok()).count();
+        if reached >= quorum(self.shared.nodes.len()) {
+            return Ok(());
+        }
+        let first = answers.into_iter().find_map(Result::err);
+        Err(first.unwrap_or_else(|| {
+            Error::StoreUnavailable(format!(
+                "Redlock: reached {reached} of {} servers",
+                self.shared.nodes.len()
+            ))
+        }))
     }
 
     /// The first reachable server (lock waiters listen for releases there, with their timers behind).

@@ -144,6 +144,27 @@ pub enum WireAnswer {
     NoScript,
 }
 
+/// What one wire call asked: what its reply is read against, and what a failure policy (the local
+/// fallback above all) needs to answer it.
+///
+/// ```
+/// let rules: ratelock::Rules = "10/second".parse()?;
+/// let call = ratelock::store::wire::WireCall { key: b"user:42", rules: &rules, cost: 1, spend: true };
+/// assert_eq!(call.cost, 1);
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct WireCall<'a> {
+    /// The user key.
+    pub key: &'a [u8],
+    /// The rules the call checked.
+    pub rules: &'a Rules,
+    /// The units it asked for.
+    pub cost: u64,
+    /// `hit` (true) or `peek` (false).
+    pub spend: bool,
+}
+
 /// Limiter calls over a connection that the caller drives (see the module docs).
 impl Limiter {
     /// The bytes of `hit` (`spend`) or `peek` for `key`: one `EVALSHA` of `limit.lua` over every rule,
@@ -183,7 +204,7 @@ impl Limiter {
     /// that ends `command`: another call's reply is [`Error::Protocol`], which no policy covers.
     ///
     /// ```
-    /// use ratelock::store::wire::{ReplyReader, WireAnswer};
+    /// use ratelock::store::wire::{ReplyReader, WireAnswer, WireCall};
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let command = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
@@ -193,40 +214,36 @@ impl Limiter {
     /// reader.push(decided.as_bytes());
     /// reader.push(b"-NOSCRIPT No matching script\r\n*2\r\n$1\r\n7\r\n*5\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n");
     /// let reply = reader.next_reply()?.expect("a whole reply");
-    /// let WireAnswer::Decided(decision) = limiter.wire_answer(reply, &command, &rules, 1, false)? else { panic!() };
+    /// let call = WireCall { key: b"user:42", rules: &rules, cost: 1, spend: true };
+    /// let WireAnswer::Decided(decision) = limiter.wire_answer(reply, &command, &call, false)? else { panic!() };
     /// assert!(decision.allowed && decision.remaining == 9);
     /// let noscript = reader.next_reply()?.expect("a whole reply");
-    /// assert_eq!(limiter.wire_answer(noscript, &command, &rules, 1, false)?, WireAnswer::NoScript);
+    /// assert_eq!(limiter.wire_answer(noscript, &command, &call, false)?, WireAnswer::NoScript);
     /// let crossed = reader.next_reply()?.expect("another call's reply");
-    /// assert!(limiter.wire_answer(crossed, &command, &rules, 1, false).unwrap_err().is_protocol());
+    /// assert!(limiter.wire_answer(crossed, &command, &call, false).unwrap_err().is_protocol());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wire_answer(
         &self,
         reply: Reply,
         command: &[u8],
-        rules: &Rules,
-        cost: u64,
+        call: &WireCall<'_>,
         retried: bool,
     ) -> Result<WireAnswer> {
         let tag = CallTag::of_command(command)?;
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
-            Err(Failure::NoScript) => Err(Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into())),
+            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT after SCRIPT LOAD".into())),
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => tag.open(value),
         };
-        // The reply is read against the rules and cost; the key and time do not matter to it.
-        let request = LimitRequest {
-            prefix: "",
-            key: b"",
-            rules,
-            cost,
-            now_us: None,
-            spend: true,
-        };
+        let request = self.wire_request(call)?;
         let checked = limit_outcomes(reply, &request);
-        self.settle(checked, rules).map(WireAnswer::Decided)
+        self.settle(checked, &request).map(WireAnswer::Decided)
+    }
+
+    fn wire_request<'r>(&'r self, call: &WireCall<'r>) -> Result<LimitRequest<'r>> {
+        self.request(call.key, call.rules, call.cost, None, call.spend)
     }
 
     /// The failure policy's answer for a call whose reply did not come within the timeout:
@@ -238,14 +255,15 @@ impl Limiter {
     /// let store = Store::Memory(ratelock::store::MemoryStore::new(10));
     /// let allowing = Limiter::with_store(store, LimiterOptions::default().with_on_error(FailurePolicy::Allow))?;
     /// let rules = allowing.rules("5/second")?;
-    /// let decision = allowing.wire_timeout(&rules)?;
+    /// let call = ratelock::store::wire::WireCall { key: b"k", rules: &rules, cost: 1, spend: true };
+    /// let decision = allowing.wire_timeout(&call)?;
     /// assert!(decision.allowed && decision.degraded);
-    /// assert!(Limiter::memory().wire_timeout(&rules).unwrap_err().is_timeout());
+    /// assert!(Limiter::memory().wire_timeout(&call).unwrap_err().is_timeout());
     /// # Ok::<(), ratelock::Error>(())
     /// ```
-    pub fn wire_timeout(&self, rules: &Rules) -> Result<Decision> {
+    pub fn wire_timeout(&self, call: &WireCall<'_>) -> Result<Decision> {
         let timeout: Duration = self.options().store.timeout;
-        self.settle(Err(Error::Timeout(timeout)), rules)
+        self.settle(Err(Error::Timeout(timeout)), &self.wire_request(call)?)
     }
 
     /// The failure policy's answer for a call whose connection failed (refused, dropped, or a
@@ -255,12 +273,38 @@ impl Limiter {
     /// ```
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("5/second")?;
-    /// let err = limiter.wire_unavailable(&rules, "connection refused").unwrap_err();
+    /// let call = ratelock::store::wire::WireCall { key: b"k", rules: &rules, cost: 1, spend: true };
+    /// let err = limiter.wire_unavailable(&call, "connection refused").unwrap_err();
     /// assert!(err.is_store_failure() && err.to_string().contains("connection refused"));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
-    pub fn wire_unavailable(&self, rules: &Rules, why: &str) -> Result<Decision> {
-        self.settle(Err(Error::StoreUnavailable(why.to_owned())), rules)
+    pub fn wire_unavailable(&self, call: &WireCall<'_>, why: &str) -> Result<Decision> {
+        self.settle(
+            Err(Error::StoreUnavailable(why.to_owned())),
+            &self.wire_request(call)?,
+        )
+    }
+
+    /// The answer to a call that the store's circuit breaker refused (it is open): the failure policy's
+    /// answer, given at once. `None` when the breaker lets the call go to the server. A due probe
+    /// starts in the background here.
+    ///
+    /// ```
+    /// let limiter = ratelock::Limiter::memory(); // no breaker: every call goes out
+    /// let rules = limiter.rules("5/second")?;
+    /// let call = ratelock::store::wire::WireCall { key: b"k", rules: &rules, cost: 1, spend: true };
+    /// assert!(limiter.wire_refused(&call).is_none());
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn wire_refused(&self, call: &WireCall<'_>) -> Option<Result<Decision>> {
+        let crate::store::Store::Redis(store) = self.store() else {
+            return None;
+        };
+        let refused = store.gate().admit().err()?;
+        Some(
+            self.wire_request(call)
+                .and_then(|request| self.settle(Err(refused), &request)),
+        )
     }
 }
 
@@ -272,6 +316,15 @@ mod tests {
     fn limiter(on_error: FailurePolicy) -> Limiter {
         let store = Store::Memory(crate::store::MemoryStore::new(10));
         Limiter::with_store(store, LimiterOptions::default().with_on_error(on_error)).unwrap()
+    }
+
+    fn call(rules: &Rules, cost: u64) -> WireCall<'_> {
+        WireCall {
+            key: b"k",
+            rules,
+            cost,
+            spend: true,
+        }
     }
 
     /// A call's bytes ending with the tag 42.
@@ -328,11 +381,12 @@ mod tests {
     fn error_replies_follow_the_failure_policy() {
         let rules = Limiter::memory().rules("5/second").unwrap();
         let busy = b"-BUSY Redis is busy running a script\r\n";
-        let raised = limiter(FailurePolicy::Raise).wire_answer(reply(busy), &COMMAND, &rules, 1, false);
+        let raised =
+            limiter(FailurePolicy::Raise).wire_answer(reply(busy), &COMMAND, &call(&rules, 1), false);
         assert!(raised.unwrap_err().is_store_failure());
         for (policy, allowed) in [(FailurePolicy::Allow, true), (FailurePolicy::Deny, false)] {
             let WireAnswer::Decided(decision) = limiter(policy)
-                .wire_answer(reply(busy), &COMMAND, &rules, 1, false)
+                .wire_answer(reply(busy), &COMMAND, &call(&rules, 1), false)
                 .unwrap()
             else {
                 panic!("a decision")
@@ -348,12 +402,12 @@ mod tests {
         let noscript = b"-NOSCRIPT No matching script\r\n";
         assert_eq!(
             limiter
-                .wire_answer(reply(noscript), &COMMAND, &rules, 1, false)
+                .wire_answer(reply(noscript), &COMMAND, &call(&rules, 1), false)
                 .unwrap(),
             WireAnswer::NoScript
         );
         let again = limiter
-            .wire_answer(reply(noscript), &COMMAND, &rules, 1, true)
+            .wire_answer(reply(noscript), &COMMAND, &call(&rules, 1), true)
             .unwrap_err();
         assert!(again.to_string().contains("NOSCRIPT after SCRIPT LOAD"));
     }
@@ -364,15 +418,14 @@ mod tests {
         let rules = limiter.rules("5/second").unwrap();
         let capacity = b"-ERR user_script:1: cost exceeds capacity of rule 1\r\n";
         let err = limiter
-            .wire_answer(reply(capacity), &COMMAND, &rules, 9, false)
+            .wire_answer(reply(capacity), &COMMAND, &call(&rules, 9), false)
             .unwrap_err();
         assert!(err.is_cost_exceeds_capacity(), "{err}");
         let short = limiter
             .wire_answer(
                 reply(b"*2\r\n$2\r\n42\r\n*1\r\n:1\r\n"),
                 &COMMAND,
-                &rules,
-                1,
+                &call(&rules, 1),
                 false,
             )
             .unwrap_err();
@@ -381,8 +434,7 @@ mod tests {
             .wire_answer(
                 reply(b"*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
                 &COMMAND,
-                &rules,
-                1,
+                &call(&rules, 1),
                 false,
             )
             .unwrap_err();
@@ -392,8 +444,7 @@ mod tests {
             .wire_answer(
                 reply(b"*2\r\n$2\r\n41\r\n*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
                 &COMMAND,
-                &rules,
-                1,
+                &call(&rules, 1),
                 false,
             )
             .unwrap_err();
@@ -408,7 +459,7 @@ mod tests {
         let load = script_load_command();
         assert!(load.windows(LIMIT.body.len()).any(|w| w == LIMIT.body.as_bytes()));
         let timed_out = Limiter::memory()
-            .wire_timeout(&"1/s".parse().unwrap())
+            .wire_timeout(&call(&"1/s".parse().unwrap(), 1))
             .unwrap_err();
         assert!(timed_out.is_timeout());
     }

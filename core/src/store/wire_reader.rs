@@ -21,7 +21,7 @@ impl Reply {
     /// reader.push(b"+OK\r\n-WRONGPASS invalid password\r\n");
     /// assert!(reader.next_reply()?.expect("a whole reply").into_result().is_ok());
     /// let refused = reader.next_reply()?.expect("a whole reply").into_result().unwrap_err();
-    /// assert!(refused.is_store_failure() && refused.to_string().contains("WRONGPASS"));
+    /// assert!(refused.is_configuration() && refused.to_string().contains("WRONGPASS"));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
     pub fn into_result(self) -> Result<()> {

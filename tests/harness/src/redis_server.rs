@@ -113,6 +113,39 @@ impl RedisServer {
         }
     }
 
+    /// Starts the server again on its port after [`stop`](Self::stop) (empty: no persistence).
+    pub fn start_again(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.spawn() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start again on port {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open and the kernel still accepts new ones, but
+    /// nothing is answered, as with a hung host.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.pid().expect("a running server");
+        let status = Command::new("kill")
+            .args([which, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
     /// Stops the server and starts a fresh one (no persistence: empty) on the same port.
     pub fn restart(&mut self) {
         self.stop();
@@ -130,6 +163,12 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        // A test that failed while the server was paused: let it run, so it exits at once on SIGKILL.
+        if self.child.is_some() {
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.pid().unwrap_or(0).to_string()])
+                .status();
+        }
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -125,7 +125,7 @@ async fn the_lane_reloads_the_script_after_script_flush() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn while_the_server_is_down_callers_go_to_the_async_path() {
+async fn while_the_server_is_down_the_lane_answers_at_once_through_the_breaker() {
     let mut server = RedisServer::start();
     let limiter = limiter(&server, 300).await;
     let rules: Rules = "100/minute".parse().unwrap();
@@ -138,9 +138,12 @@ async fn while_the_server_is_down_callers_go_to_the_async_path() {
     );
     server.stop();
     // The closed connection is found before anything is written to it, and no new one can be opened:
-    // the caller is sent to the async path (nothing was sent, so nothing is lost or doubled).
-    assert!(limiter.try_hit_blocking("k", &rules, 1, None).is_none());
-    assert!(limiter.try_hit_blocking("k", &rules, 1, None).is_none());
+    // the refused connect opens the breaker, and the lane answers the outage itself (nothing was sent,
+    // so nothing is lost or doubled), as does the async path, which shares the breaker.
+    let refused = limiter.try_hit_blocking("k", &rules, 1, None).unwrap();
+    assert!(refused.unwrap_err().is_store_failure());
+    let open = limiter.try_hit_blocking("k", &rules, 1, None).unwrap();
+    assert!(open.unwrap_err().to_string().contains("circuit breaker open"));
     assert!(limiter.hit("k", &rules, 1).await.unwrap_err().is_store_failure());
 
     server.restart();

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ratelock::{ClockSource, FailurePolicy, Limiter, LimiterOptions, Rules};
+use ratelock::{ClockSource, Error, FailurePolicy, Limiter, LimiterOptions, Rules};
 use ratelock_testkit::RedisServer;
 use redis::Commands;
 
@@ -180,9 +180,13 @@ async fn acl_user_password_and_database_number() {
     let in_db3: usize = redis::cmd("DBSIZE").query(&mut admin).unwrap();
     assert_eq!(in_db3, 1);
 
+    // Lazy start: the wrong password shows on the first call (or a ping), as a configuration error
+    // that names the setting, never as an outage a failure policy could cover.
     let wrong = format!("redis://limiter:wrong@127.0.0.1:{}/", server.port());
-    let err = Limiter::connect(&wrong).await.unwrap_err();
-    assert!(err.is_store_failure(), "{err:?}");
+    let limiter = Limiter::connect(&wrong).await.unwrap();
+    let err = limiter.ping().await.unwrap_err();
+    assert!(err.is_configuration(), "{err:?}");
+    assert!(limiter.hit("k", &rules, 1).await.unwrap_err().is_configuration());
 }
 
 #[tokio::test]
@@ -214,10 +218,11 @@ async fn rediss_with_a_private_certificate_authority() {
     let rules: Rules = "2/minute".parse().unwrap();
     assert_eq!(limiter.hit("k", &rules, 1).await.unwrap().remaining, 1);
     // Without trusting the private CA the handshake must fail, not silently downgrade.
-    let untrusted = Limiter::connect_with(&url, options(2_000)).await;
+    let untrusted = Limiter::connect_with(&url, options(2_000)).await.unwrap();
+    let refused = untrusted.ping().await;
     assert!(
-        untrusted.is_err(),
-        "a certificate from an unknown CA was accepted"
+        refused.as_ref().is_err_and(Error::is_configuration),
+        "a certificate from an unknown CA must be refused as a configuration error: {refused:?}"
     );
     drop(server);
     let _ = std::fs::remove_dir_all(dir);

@@ -1,0 +1,75 @@
+//! The local fallback of a limiter with the failure policy `local`: while the store is out, decisions
+//! come from an embedded memory store on each process's share of every rule
+//! ([`Rule::local_share`](crate::Rule::local_share)), marked `degraded`. When the store answers
+//! again, the local state is dropped and the store decides.
+//!
+//! Worst case, documented in the README: at each switch (store to local, local to store) at most one
+//! extra limit's worth per window can be admitted, since neither side knows what the other admitted,
+//! plus the rounding of each process's burst up to a whole unit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::algorithm::check_cost;
+use crate::decision::Decision;
+use crate::error::Result;
+use crate::rule::Rules;
+use crate::store::{LimitRequest, MemoryStore};
+
+/// One limiter's local decisions during an outage.
+#[derive(Debug)]
+pub(crate) struct LocalFallback {
+    store: MemoryStore,
+    instances: u64,
+    /// Whether any decision was made locally since the store last answered.
+    used: AtomicBool,
+}
+
+impl LocalFallback {
+    pub(crate) fn new(instances: u64, max_keys: usize) -> Self {
+        LocalFallback {
+            store: MemoryStore::new(max_keys),
+            instances: instances.max(1),
+            used: AtomicBool::new(false),
+        }
+    }
+
+    /// The decision for `request` on this process's share of its rules, marked degraded. A cost
+    /// that fits the whole rule but not this process's share is a degraded denial, not an error.
+    pub(crate) fn decide(&self, request: &LimitRequest<'_>) -> Result<Decision> {
+        self.used.store(true, Ordering::Relaxed);
+        let shares = Rules::new(
+            request
+                .rules
+                .iter()
+                .map(|rule| rule.local_share(self.instances))
+                .collect::<Result<Vec<_>>>()?,
+        )?;
+        let fits = shares.iter().all(|rule| check_cost(rule, request.cost).is_ok());
+        let local = LimitRequest {
+            rules: &shares,
+            cost: if fits { request.cost } else { 0 },
+            ..*request
+        };
+        let mut decision = if fits {
+            Decision::from_outcomes(self.store.check(&local)?)
+        } else {
+            let mut denied = Decision::from_outcomes(self.store.check(&LimitRequest {
+                spend: false,
+                cost: 1,
+                ..local
+            })?);
+            denied.allowed = false;
+            denied.retry_after = denied.reset_after.max(std::time::Duration::from_millis(1));
+            denied
+        };
+        decision.degraded = true;
+        Ok(decision)
+    }
+
+    /// The store answered: drop what was decided locally, once.
+    pub(crate) fn store_answered(&self) {
+        if self.used.load(Ordering::Relaxed) && self.used.swap(false, Ordering::Relaxed) {
+            self.store.clear();
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The one table that sorts every failure met on the way to Redis into an outage, a configuration
+//! error or a bug. Every path (the async connections, the blocking lane, Node's wire client) turns
+//! server errors and transport failures into typed errors here and nowhere else.
+//!
+//! | what | kind | error |
+//! |---|---|---|
+//! | refused, reset or closed connection; a timeout | outage | `StoreUnavailable` / `Timeout` |
+//! | `LOADING`, `BUSY`, `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`, `OOM`, `MISCONF`, `NOREPLICAS`, `ERR max number of clients reached` | outage | `StoreUnavailable` |
+//! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation) | configuration | `Configuration { setting: "url (user and password)" }` |
+//! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
+//! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
+//! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
+//! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
+//! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other error reply, a malformed reply | bug | `Protocol` |
+//!
+//! Outages follow the failure policy; configuration errors and bugs always raise. A `NOPERM` met by a
+//! capability probe is not sorted here: the probe takes it to mean "use the fallback path".
+
+use crate::error::Error;
+
+/// Server error codes that mean the server cannot serve now but will (an outage).
+const OUTAGE_CODES: &[&str] = &[
+    "LOADING",
+    "BUSY",
+    "MASTERDOWN",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+    "READONLY",
+    "OOM",
+    "MISCONF",
+    "NOREPLICAS",
+];
+
+/// The setting a user fixes for an authentication failure.
+pub const SETTING_CREDENTIALS: &str = "url (user and password)";
+/// The setting a user fixes for a missing ACL permission.
+pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
+/// The setting a user fixes for a database index the server does not have.
+pub const SETTING_DB: &str = "url (db index)";
+/// The setting a user fixes when the server's TLS certificate is not trusted.
+pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
+/// The setting a user fixes when the server refuses a command ratelock must run.
+pub const SETTING_COMMANDS: &str = "the server's command set";
+
+/// A server's error reply (`code` is its first word, `details` the rest) as a typed error.
+///
+/// ```
+/// use ratelock::store::connection_core::server_error;
+/// assert!(server_error("LOADING", "Redis is loading the dataset in memory").is_store_failure());
+/// assert!(server_error("WRONGPASS", "invalid username-password pair").is_configuration());
+/// assert!(server_error("NOPERM", "this user has no permissions to run the 'evalsha' command").is_configuration());
+/// assert!(server_error("ERR", "DB index is out of range").is_configuration());
+/// assert!(server_error("ERR", "ratelock: cost exceeds capacity of rule 1").is_protocol());
+/// assert!(server_error("WRONGTYPE", "Operation against a key holding the wrong kind of value").is_protocol());
+/// ```
+pub fn server_error(code: &str, details: &str) -> Error {
+    let text = || format!("{code} {details}");
+    if OUTAGE_CODES.contains(&code) || (code == "ERR" && details.starts_with("max number of clients")) {
+        return Error::StoreUnavailable(text());
+    }
+    let credentials = code == "NOAUTH"
+        || code == "WRONGPASS"
+        || (code == "ERR" && (details.starts_with("invalid password") || details.starts_with("AUTH ")));
+    if credentials {
+        return Error::configuration(SETTING_CREDENTIALS, text());
+    }
+    if code == "NOPERM" {
+        return Error::configuration(SETTING_ACL, text());
+    }
+    if code == "ERR"
+        && (details.starts_with("DB index is out of range") || details.starts_with("invalid DB index"))
+    {
+        return Error::configuration(SETTING_DB, text());
+    }
+    if code == "ERR" && details.starts_with("unknown command") {
+        return Error::configuration(SETTING_COMMANDS, text());
+    }
+    Error::Protocol(text())
+}
+
+/// A server error reply given as one line (`"CODE details"`, as redis-rs and RESP carry it).
+pub fn server_error_line(line: &str) -> Error {
+    let line = line.strip_prefix('-').unwrap_or(line);
+    let (code, details) = line.split_once(' ').unwrap_or((line, ""));
+    server_error(code, details)
+}
+
+/// A failure reported by redis-rs's connections as a typed error (`timeout` names the call's limit).
+#[cfg(feature = "redis")]
+pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration) -> Error {
+    use redis::ErrorKind;
+    if err.is_timeout() {
+        return Error::Timeout(timeout);
+    }
+    if let Some(code) = err.code() {
+        return server_error(code, err.detail().unwrap_or_default());
+    }
+    match err.kind() {
+        ErrorKind::AuthenticationFailed => Error::configuration(SETTING_CREDENTIALS, err.to_string()),
+        ErrorKind::InvalidClientConfig => Error::configuration("url", err.to_string()),
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => Error::Protocol(err.to_string()),
+        // A certificate the client does not trust fails every handshake until the setting changes.
+        _ if err.to_string().contains("certificate") => Error::configuration(SETTING_TLS, err.to_string()),
+        _ => Error::StoreUnavailable(err.to_string()),
+    }
+}
+
+/// A transport failure while `doing` something (connecting, sending, reading): always an outage.
+#[cfg(feature = "redis")]
+pub(crate) fn transport_error(err: &std::io::Error, doing: &str) -> Error {
+    Error::StoreUnavailable(format!("{doing}: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outage_code_follows_the_policy_and_nothing_unknown_does() {
+        for code in OUTAGE_CODES {
+            assert!(server_error(code, "x").is_store_failure(), "{code}");
+        }
+        assert!(server_error("ERR", "max number of clients reached").is_store_failure());
+        for (code, details) in [
+            ("ERR", "Error running script (call to f_1): @user_script:1: boom"),
+            ("ERR", "something new"),
+            ("NEWCODE", "never seen"),
+        ] {
+            assert!(server_error(code, details).is_protocol(), "{code} {details}");
+        }
+    }
+
+    #[test]
+    fn configuration_errors_name_the_setting_to_fix() {
+        let cases = [
+            ("NOAUTH", "Authentication required.", SETTING_CREDENTIALS),
+            (
+                "WRONGPASS",
+                "invalid username-password pair or user is disabled.",
+                SETTING_CREDENTIALS,
+            ),
+            (
+                "ERR",
+                "AUTH <password> called without any password configured for the default user.",
+                SETTING_CREDENTIALS,
+            ),
+            (
+                "NOPERM",
+                "User app has no permissions to run the 'evalsha' command",
+                SETTING_ACL,
+            ),
+            ("ERR", "DB index is out of range", SETTING_DB),
+            (
+                "ERR",
+                "unknown command 'EVALSHA', with args beginning with: ",
+                SETTING_COMMANDS,
+            ),
+        ];
+        for (code, details, setting) in cases {
+            match server_error(code, details) {
+                Error::Configuration { setting: named, .. } => assert_eq!(named, setting),
+                other => panic!("{code} {details}: {other:?}"),
+            }
+        }
+        assert!(server_error_line("-WRONGPASS invalid").is_configuration());
+    }
+}

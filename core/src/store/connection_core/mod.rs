@@ -1,0 +1,20 @@
+//! The connection core: what every path to Redis decides the same way, with no I/O of its own. The
+//! async pipelined connection, the blocking lane and Node's wire client only move bytes; they ask this
+//! module what a failure means ([`server_error`], the error table), whether a call may go out again
+//! ([`CallAttempt`]), and whether to go to the server at all ([`SharedBreaker`], one per store and
+//! process, shared by all of them).
+
+mod attempt;
+mod breaker;
+mod error_table;
+
+pub use attempt::{CallAttempt, Next, Written};
+pub use breaker::{Admission, Breaker, BreakerState, SharedBreaker};
+#[cfg(feature = "redis")]
+pub(crate) use error_table::redis_error;
+#[cfg(feature = "redis")]
+pub(crate) use error_table::transport_error;
+pub use error_table::{
+    server_error, server_error_line, SETTING_ACL, SETTING_COMMANDS, SETTING_CREDENTIALS, SETTING_DB,
+    SETTING_TLS,
+};

@@ -1,0 +1,231 @@
+//! Outages on a real redis-server: a limiter boots while the server is down (no I/O before the first
+//! call), its calls follow the failure policy through the circuit breaker while the server is stopped
+//! or frozen (SIGSTOP), recover when it returns, fall back to local limits under `local`, and a wrong
+//! password or a missing ACL permission raise whatever the policy says. Every loop is bounded.
+
+use std::time::{Duration, Instant};
+
+use ratelock::store::connection_core::BreakerState;
+use ratelock::{
+    DistributedLock, FailurePolicy, Limiter, LimiterOptions, LockOptions, Rules, Store, StoreOptions,
+};
+use ratelock_testkit::RedisServer;
+
+fn options(policy: FailurePolicy, timeout_ms: u64) -> LimiterOptions {
+    LimiterOptions::default()
+        .with_on_error(policy)
+        .with_timeout(Duration::from_millis(timeout_ms))
+}
+
+/// Hits until a decision is not degraded (the server is used again), within `budget`.
+async fn until_recovered(limiter: &Limiter, rules: &Rules, budget: Duration) -> Duration {
+    let started = Instant::now();
+    while started.elapsed() < budget {
+        if let Ok(decision) = limiter.hit("recovery", rules, 1).await {
+            if !decision.degraded {
+                return started.elapsed();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not recovered within {budget:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limiter_boots_while_the_server_is_down_and_uses_it_once_it_is_up() {
+    let mut server = RedisServer::start();
+    server.stop();
+    let limiter = Limiter::connect_with(&server.url(), options(FailurePolicy::Allow, 1000))
+        .await
+        .expect("no I/O while building a limiter");
+    let rules: Rules = "100/minute".parse().unwrap();
+    assert_eq!(limiter.breaker_state(), Some(BreakerState::Closed));
+    for _ in 0..20 {
+        let decision = limiter.hit("boot", &rules, 1).await.unwrap();
+        assert!(decision.allowed && decision.degraded);
+    }
+    assert_ne!(
+        limiter.breaker_state(),
+        Some(BreakerState::Closed),
+        "the refused connect opened it"
+    );
+    assert!(
+        limiter.ping().await.unwrap_err().is_store_failure(),
+        "ping reports the outage"
+    );
+    server.start_again();
+    until_recovered(&limiter, &rules, Duration::from_secs(5)).await;
+    assert_eq!(limiter.breaker_state(), Some(BreakerState::Closed));
+    limiter.ping().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_under_load_follow_the_policy_while_the_server_is_stopped_and_started_again() {
+    let mut server = RedisServer::start();
+    let limiter = Limiter::connect_with(&server.url(), options(FailurePolicy::Deny, 1000))
+        .await
+        .unwrap();
+    let rules: Rules = "1000000/minute".parse().unwrap();
+    let load = |limiter: Limiter, rules: Rules| async move {
+        let (mut decided, mut degraded, mut errors) = (0u32, 0u32, Vec::new());
+        for _ in 0..400 {
+            match limiter.hit("load", &rules, 1).await {
+                Ok(decision) => {
+                    decided += 1;
+                    degraded += u32::from(decision.degraded);
+                    assert!(!decision.degraded || !decision.allowed, "deny policy");
+                }
+                Err(err) => errors.push(err.to_string()),
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        (decided, degraded, errors)
+    };
+    let tasks: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(load(limiter.clone(), rules.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.stop();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.start_again();
+    let mut degraded_total = 0;
+    for task in tasks {
+        let (decided, degraded, errors) = task.await.unwrap();
+        assert!(errors.is_empty(), "every call answered by the policy: {errors:?}");
+        assert_eq!(decided, 400);
+        degraded_total += degraded;
+    }
+    assert!(degraded_total > 0, "the outage was seen");
+    until_recovered(&limiter, &rules, Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_opens_the_breaker_after_one_timeout_and_closes_it_after_sigcont() {
+    let server = RedisServer::start();
+    let limiter = Limiter::connect_with(&server.url(), options(FailurePolicy::Allow, 200))
+        .await
+        .unwrap();
+    let rules: Rules = "100/minute".parse().unwrap();
+    assert!(!limiter.hit("frozen", &rules, 1).await.unwrap().degraded);
+    server.pause();
+    let first = limiter.hit("frozen", &rules, 1).await.unwrap();
+    assert!(first.degraded, "the timed-out call follows the policy");
+    assert_ne!(
+        limiter.breaker_state(),
+        Some(BreakerState::Closed),
+        "a timeout opens it"
+    );
+    for _ in 0..50 {
+        assert!(limiter.hit("frozen", &rules, 1).await.unwrap().degraded);
+    }
+    server.resume();
+    until_recovered(&limiter, &rules, Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_fallback_admits_this_process_share_and_hands_back_to_the_server() {
+    let mut server = RedisServer::start();
+    let limiter = Limiter::connect_with(
+        &server.url(),
+        options(FailurePolicy::Local, 500).with_instances(2),
+    )
+    .await
+    .unwrap();
+    let rules: Rules = "10/minute".parse().unwrap();
+    assert!(!limiter.hit("shared", &rules, 1).await.unwrap().degraded);
+    server.stop();
+    let mut admitted = 0;
+    for _ in 0..30 {
+        let decision = limiter.hit("shared", &rules, 1).await.unwrap();
+        assert!(decision.degraded, "local decisions say so");
+        admitted += u32::from(decision.allowed);
+    }
+    // GCRA 10/minute, burst 10: this process's share is a burst of 5 over twice the period.
+    assert_eq!(admitted, 5, "one process of two gets half the burst");
+    server.start_again();
+    until_recovered(&limiter, &rules, Duration::from_secs(5)).await;
+    // The server was restarted empty: its own count starts over, and the local state was dropped.
+    let decision = limiter.hit("shared", &rules, 1).await.unwrap();
+    assert!(!decision.degraded && decision.allowed && decision.remaining == 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_a_missing_permission_and_a_bad_db_raise_under_allow() {
+    let server = RedisServer::start_with(&["--requirepass", "right"]);
+    let rules: Rules = "10/second".parse().unwrap();
+    let port = server.port();
+    let wrong = format!("redis://:wrong@127.0.0.1:{port}/");
+    let limiter = Limiter::connect_with(&wrong, options(FailurePolicy::Allow, 1000))
+        .await
+        .unwrap();
+    let err = limiter.hit("k", &rules, 1).await.unwrap_err();
+    assert!(err.is_configuration(), "{err}");
+    assert!(err.to_string().contains("password"), "names the setting: {err}");
+    assert_eq!(
+        limiter.breaker_state(),
+        Some(BreakerState::Closed),
+        "not an outage"
+    );
+
+    let mut admin = redis::Client::open(format!("redis://:right@127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "reader", "on", ">pw", "~*", "+@read", "+ping"][..])
+        .query(&mut admin)
+        .unwrap();
+    let reader = format!("redis://reader:pw@127.0.0.1:{port}/");
+    let limiter = Limiter::connect_with(&reader, options(FailurePolicy::Allow, 1000))
+        .await
+        .unwrap();
+    let err = limiter.hit("k", &rules, 1).await.unwrap_err();
+    assert!(err.is_configuration(), "{err}");
+    assert!(err.to_string().contains("ACL"), "names the setting: {err}");
+
+    let far = format!("redis://:right@127.0.0.1:{port}/99");
+    let limiter = Limiter::connect_with(&far, options(FailurePolicy::Allow, 1000))
+        .await
+        .unwrap();
+    let err = limiter.hit("k", &rules, 1).await.unwrap_err();
+    assert!(
+        err.is_configuration() && err.to_string().contains("db index"),
+        "{err}"
+    );
+    assert!(limiter.ping().await.unwrap_err().is_configuration());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_wait_rides_out_an_outage_and_try_acquire_fails_fast() {
+    let mut server = RedisServer::start();
+    let store = Store::connect(
+        &server.url(),
+        &StoreOptions::default().with_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap();
+    let lock = DistributedLock::new(&store, "outage", LockOptions::default()).unwrap();
+    lock.try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    server.stop();
+    let err = lock.try_acquire().await.unwrap_err();
+    assert!(err.is_store_failure(), "{err}");
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire(Duration::from_secs(8)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.start_again();
+    let guard = tokio::time::timeout(Duration::from_secs(9), waiting)
+        .await
+        .expect("bounded")
+        .unwrap()
+        .expect("granted once the server is back, within the wait's budget");
+    assert!(guard.fencing_token() > 0);
+    guard.release().await.unwrap();
+}

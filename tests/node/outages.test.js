@@ -1,0 +1,136 @@
+'use strict'
+// Outages on a real redis-server, through the wire client and through Express over HTTP: nothing is
+// opened before the first call, so a limiter (and an app) starts while Redis is down; calls follow
+// `onError` through the circuit breaker while the server is stopped or frozen (SIGSTOP) and use it
+// again once it returns; `local` decides on this process's share; a wrong password or a missing ACL
+// permission reject with ConfigurationError whatever `onError` says. Every loop is bounded.
+
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { test } = require('node:test')
+const express = require('express')
+
+const { Limiter, ConfigurationError, StoreUnavailableError } = require('../../bindings-node')
+const { rateLimit } = require('../../bindings-node/express')
+const { RedisServer } = require('./redis-server')
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Hits fresh keys until a decision is not degraded, within `budgetMs`. */
+async function untilRecovered(limiter, rules, budgetMs = 5000) {
+  const started = Date.now()
+  while (Date.now() - started < budgetMs) {
+    const decision = await limiter.hit(`recovery-${randomUUID()}`, rules).catch(() => null)
+    if (decision && !decision.degraded) return Date.now() - started
+    await sleep(10)
+  }
+  throw new Error(`not recovered within ${budgetMs} ms`)
+}
+
+test('a limiter starts with the server down and uses it once it is up', async () => {
+  const server = await RedisServer.start()
+  try {
+    await server.stop()
+    const limiter = new Limiter({ url: server.url, onError: 'allow', timeoutMs: 1000 })
+    for (let i = 0; i < 20; i++) {
+      const decision = await limiter.hit('boot', '100/minute')
+      assert.ok(decision.allowed && decision.degraded)
+    }
+    assert.notEqual(limiter.breakerState, 'closed')
+    await assert.rejects(limiter.ping(), StoreUnavailableError)
+    await server.startAgain()
+    await untilRecovered(limiter, '100/minute')
+    assert.equal(limiter.breakerState, 'closed')
+    await limiter.ping()
+  } finally {
+    await server.close()
+  }
+})
+
+test('a frozen server opens the breaker after one timeout and SIGCONT closes it', async () => {
+  const server = await RedisServer.start()
+  try {
+    const limiter = new Limiter({ url: server.url, onError: 'deny', timeoutMs: 200 })
+    assert.equal((await limiter.hit('frozen', '100/minute')).degraded, false)
+    server.pause()
+    const first = await limiter.hit('frozen', '100/minute')
+    assert.ok(first.degraded && !first.allowed)
+    assert.notEqual(limiter.breakerState, 'closed')
+    for (let i = 0; i < 50; i++) assert.ok((await limiter.hit('frozen', '100/minute')).degraded)
+    server.resume()
+    await untilRecovered(limiter, '100/minute')
+  } finally {
+    await server.close()
+  }
+})
+
+test('local fallback admits this process share and hands back to the server', async () => {
+  const server = await RedisServer.start()
+  try {
+    const limiter = new Limiter({ url: server.url, onError: 'local', instances: 2, timeoutMs: 500 })
+    assert.equal((await limiter.hit('shared', '10/minute')).degraded, false)
+    await server.stop()
+    let admitted = 0
+    for (let i = 0; i < 30; i++) {
+      const decision = await limiter.hit('shared', '10/minute')
+      assert.ok(decision.degraded)
+      admitted += decision.allowed ? 1 : 0
+    }
+    assert.equal(admitted, 5, 'one process of two gets half the burst')
+    await server.startAgain()
+    await untilRecovered(limiter, '10/minute')
+    const back = await limiter.hit('shared', '10/minute')
+    assert.ok(!back.degraded && back.allowed && back.remaining === 9)
+  } finally {
+    await server.close()
+  }
+})
+
+test('a wrong password and a missing ACL permission reject under allow', async () => {
+  const server = await RedisServer.start({ password: 'right' })
+  try {
+    const wrong = new Limiter({ url: `redis://:wrong@127.0.0.1:${server.port}/`, onError: 'allow' })
+    await assert.rejects(wrong.hit('k', '10/second'), (error) => error instanceof ConfigurationError && /password/.test(error.message))
+    assert.equal(wrong.breakerState, 'closed', 'no outage')
+    await server.command('ACL', 'SETUSER', 'reader', 'on', '>pw', '~*', '+@read', '+ping')
+    const reader = new Limiter({ url: `redis://reader:pw@127.0.0.1:${server.port}/`, onError: 'allow' })
+    await assert.rejects(reader.hit('k', '10/second'), (error) => error instanceof ConfigurationError && /ACL/.test(error.message))
+    await assert.rejects(new Limiter({ url: `redis://:wrong@127.0.0.1:${server.port}/` }).connect(), ConfigurationError)
+  } finally {
+    await server.close()
+  }
+})
+
+test('an Express app starts with Redis down, follows onError, and uses Redis once it is back', async () => {
+  const server = await RedisServer.start()
+  await server.stop()
+  const limiter = new Limiter({ url: server.url, onError: 'allow', timeoutMs: 300, prefix: `x${randomUUID().slice(0, 8)}` })
+  const app = express()
+  app.get('/item', rateLimit({ limiter, rules: '3/minute', keyGenerator: () => 'everyone' }), (req, res) =>
+    res.json({ degraded: req.rateLimit.degraded }),
+  )
+  const listening = await new Promise((resolve) => {
+    const http = app.listen(0, '127.0.0.1', () => resolve(http))
+  })
+  const base = `http://127.0.0.1:${listening.address().port}`
+  try {
+    for (let i = 0; i < 6; i++) {
+      const response = await fetch(`${base}/item`)
+      assert.equal(response.status, 200)
+      assert.equal((await response.json()).degraded, true)
+    }
+    await server.startAgain()
+    const deadline = Date.now() + 5000
+    while ((await (await fetch(`${base}/item`)).json()).degraded) {
+      assert.ok(Date.now() < deadline, 'Redis is used again')
+      await sleep(20)
+    }
+    const statuses = []
+    for (let i = 0; i < 4; i++) statuses.push((await fetch(`${base}/item`)).status)
+    assert.deepEqual(statuses, [200, 200, 429, 429])
+  } finally {
+    listening.closeAllConnections()
+    await new Promise((resolve) => listening.close(resolve))
+    await server.close()
+  }
+})
