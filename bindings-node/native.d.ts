@@ -40,6 +40,16 @@ export declare class NativeLeaseHold {
 export declare class NativeLimiter {
   /** Whether the store answers in memory (then `checkInto` answers at once). */
   get isLocal(): boolean
+  /**
+   * Reaches the store now (connecting first if needed): rejects with configuration errors and
+   * outages alike, whatever `onError` says.
+   */
+  ping(): Promise<void>
+  /**
+   * Where the store's circuit breaker stands in this process: `closed`, `open` or `half-open`;
+   * `null` for the memory store.
+   */
+  get breakerState(): string | null
   /** The key prefix. */
   get prefix(): string
   /** Parses rule text once; throws `ERR_RATELOCK_INVALID_RULE` naming the bad part. */
@@ -156,6 +166,19 @@ export declare class NativeWire {
    * (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
    */
   encodeInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
+  /**
+   * Whether a call may go out now (the store's circuit breaker is closed, or this call's check
+   * started a due probe in the background: then false as well). When false, answer the call
+   * with `refusedInto`.
+   */
+  admit(): boolean
+  /** A connect failed or a call timed out: opens the circuit breaker. */
+  outage(): void
+  /**
+   * The failure policy's answer to a call that `admit` refused: throws under `onError: 'raise'`,
+   * else writes the degraded (or, under `local`, the locally decided) decision into `out`.
+   */
+  refusedInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, spend: boolean, out: Float64Array): void
   /** Appends bytes read from the socket. */
   push(chunk: Buffer): void
   /** Whether the stream broke (a protocol error): the socket must be closed. */
@@ -168,7 +191,7 @@ export declare class NativeWire {
    * degraded decision; another call's reply or a broken stream always throws
    * `ERR_RATELOCK_PROTOCOL`.
    */
-  takeDecision(command: Buffer, rules: NativeRules, cost: number | undefined | null, retried: boolean, out: Float64Array): number
+  takeDecision(command: Buffer, key: string | Buffer, rules: NativeRules, cost: number | undefined | null, spend: boolean, retried: boolean, out: Float64Array): number
   /**
    * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
    * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
@@ -179,7 +202,7 @@ export declare class NativeWire {
    * The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
    * (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
    */
-  failInto(rules: NativeRules, timedOut: boolean, why: string, out: Float64Array): void
+  failInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, spend: boolean, timedOut: boolean, why: string, out: Float64Array): void
 }
 
 /** What one `nextBatch()` hands over. */
@@ -250,6 +273,8 @@ export interface LimiterOptions {
   defaultAlgorithm?: string
   /** `store` (the store's clock, the default) or `local` (this process's clock). */
   clock?: string
+  /** Under `onError: 'local'`: how many processes share the limits (default 1). */
+  instances?: number
 }
 
 /** How a lock is made (all optional). */

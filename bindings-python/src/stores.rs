@@ -24,7 +24,8 @@ pub(crate) struct PyClient {
 
 #[pymethods]
 impl PyClient {
-    /// Connects now (blocking, the GIL released): `url` as for `Limiter`, `None` for a memory store.
+    /// A client for `url` (as for `Limiter`; `None` for a memory store of its own). Nothing is opened
+    /// until the first call (lazy start); `ping()` reaches the store now, to fail at boot.
     #[new]
     #[pyo3(signature = (url=None, *, timeout=1.0))]
     fn new(py: Python<'_>, url: Option<&str>, timeout: f64) -> PyResult<Self> {
@@ -33,7 +34,13 @@ impl PyClient {
         Ok(PyClient { store, url, timeout })
     }
 
-    /// Connects without blocking the event loop; awaits to a `Client`.
+    /// Reaches the store now (blocking, the GIL released): raises configuration errors and outages.
+    fn ping(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store.clone();
+        run(py, async move { store.ping().await })
+    }
+
+    /// Makes a `Client` without blocking the event loop; awaits to it.
     #[staticmethod]
     #[pyo3(signature = (url=None, *, timeout=1.0))]
     fn connect_async<'py>(py: Python<'py>, url: Option<&str>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {

@@ -117,14 +117,18 @@ test('a URL with a password and a db number: AUTH and SELECT on every new connec
     const asUser = new ratelock.Limiter({ url: `redis://app:apppw@127.0.0.1:${server.port}/3`, prefix: 'wiredb' })
     assert.equal((await asUser.hit(key, '5/minute')).remaining, 3)
 
-    // The connection drops and the password changes: the next connection's AUTH fails, typed.
+    // The connection drops and the password changes: the next connection's AUTH fails, typed as a
+    // configuration error (no onError policy covers it: a rotated password must not pass as an outage).
     await server.command('CLIENT', 'KILL', 'TYPE', 'normal')
     await server.command('CONFIG', 'SET', 'requirepass', 'other')
     let refusal = null
     for (let i = 0; i < 20 && refusal === null; i++) {
       await limiter.hit(key, '5/minute').then(
         () => assert.fail('a hit with the old password was answered'),
-        (error) => unavailable(error) && /WRONGPASS/.test(error.message) && (refusal = error),
+        (error) => {
+          assert.ok(error instanceof ratelock.ConfigurationError, `${error.name}: ${error.message}`)
+          if (/WRONGPASS/.test(error.message)) refusal = error
+        },
       )
     }
     assert.ok(refusal, 'AUTH was refused with WRONGPASS')

@@ -72,13 +72,14 @@ def test_bad_client_arguments_are_clear():
         ratelock.Client(timeout=-1)
     with pytest.raises(ratelock.InvalidArgument, match="url"):
         ratelock.Client("http://example.invalid")
+    unreachable = ratelock.Client("redis://127.0.0.1:1/", timeout=0.3)  # lazy: nothing opened yet
     with pytest.raises(ratelock.StoreUnavailable):
-        ratelock.Client("redis://127.0.0.1:1/", timeout=0.3)
+        unreachable.ping()
 
 
 def test_a_client_shows_its_url_without_the_password(redis_server):
     plain = ratelock.Client(redis_server.url)
     assert repr(plain) == f"Client({redis_server.url!r}, timeout=1.0)"
-    with pytest.raises(ratelock.StoreUnavailable) as failed:
-        ratelock.Client(f"redis://ann:secret@127.0.0.1:{redis_server.port}/", timeout=0.5)
+    with pytest.raises(ratelock.ConfigurationError) as failed:
+        ratelock.Client(f"redis://ann:secret@127.0.0.1:{redis_server.port}/", timeout=0.5).ping()
     assert "secret" not in str(failed.value)

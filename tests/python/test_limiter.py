@@ -148,8 +148,11 @@ def test_bad_options_are_typed_errors(kwargs, words):
 
 def test_unreachable_redis_follows_the_failure_policy():
     url = "redis://127.0.0.1:1/"
+    limiter = ratelock.Limiter(url, timeout=0.5)  # lazy start: no I/O, no error
     with pytest.raises(ratelock.StoreUnavailable):
-        ratelock.Limiter(url, timeout=0.5)
+        limiter.hit("k", "1/second")
+    with pytest.raises(ratelock.StoreUnavailable):
+        limiter.ping()
 
 
 def test_thirty_two_threads_get_exact_admission_counts(store_url):

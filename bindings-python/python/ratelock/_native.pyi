@@ -29,6 +29,7 @@ __all__ = [
     "LockNotOwned",
     "LockLost",
     "ProtocolError",
+    "ConfigurationError",
     "__version__",
 ]
 
@@ -49,6 +50,7 @@ class Client:
     def __new__(cls, url: Optional[str] = None, *, timeout: float = 1.0) -> Client: ...
     @staticmethod
     def connect_async(url: Optional[str] = None, *, timeout: float = 1.0) -> Awaitable[Client]: ...
+    def ping(self) -> None: ...
     @property
     def url(self) -> str: ...
     @property
