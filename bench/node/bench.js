@@ -171,8 +171,10 @@ async function freePort() {
 }
 
 async function startRedis() {
-  const port = await freePort()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-node-'))
+  return startRedisOn(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-node-')))
+}
+
+async function startRedisOn(port, dir) {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
     stdio: 'ignore',
   })
@@ -235,6 +237,65 @@ function writeResults(started, redisVersion) {
     '',
   ]
   fs.writeFileSync(RESULTS, lines.join('\n'))
+}
+
+/**
+ * The circuit breaker, for a stopped server (refused) and a frozen one (SIGSTOP): time to open, a
+ * hit's p50/p99 while open (target <= 50 µs) and time until the server is used again (<= 1 s).
+ */
+async function outages() {
+  const CALLS = 5000
+  for (const how of ['refused', 'frozen']) {
+    let redis = await startRedis()
+    try {
+      const limiter = new ratelock.Limiter({ url: redis.url, onError: 'allow', timeoutMs: 250 })
+      await limiter.hit('outage', RULE)
+      if (how === 'refused') {
+        const exited = new Promise((resolve) => redis.child.once('exit', resolve))
+        redis.child.kill('SIGTERM')
+        await exited // timed from its exit: the server is down from then on
+      } else {
+        redis.child.kill('SIGSTOP')
+      }
+      const down = performance.now()
+      while (limiter.breakerState === 'closed' && performance.now() - down < 10_000) await limiter.hit('outage', RULE)
+      const toOpenMs = performance.now() - down
+      const times = []
+      for (let i = 0; i < CALLS; i++) {
+        const started = performance.now()
+        await limiter.hit('outage', RULE)
+        times.push((performance.now() - started) * 1000)
+      }
+      times.sort((a, b) => a - b)
+      const p50 = times[Math.floor(CALLS * 0.5)]
+      const p99 = times[Math.floor(CALLS * 0.99)]
+      record(`${how}: hits while the breaker is open`, { rate: CALLS / (times.reduce((a, b) => a + b, 0) / 1e6), p50, p99 })
+      const back = performance.now()
+      if (how === 'refused') {
+        const port = redis.port
+        redis = await startRedisOn(port, redis.dir)
+      } else {
+        redis.child.kill('SIGCONT')
+      }
+      let recoveredMs = null
+      while (performance.now() - back < 10_000) {
+        if (!(await limiter.hit('outage', RULE)).degraded) {
+          recoveredMs = performance.now() - back
+          break
+        }
+        await sleep(1)
+      }
+      console.log(`  ${how}: the breaker opened ${toOpenMs.toFixed(0)} ms after the server went down; used again ${recoveredMs === null ? 'never' : `${recoveredMs.toFixed(0)} ms`} after it returned`)
+      compare(`outage ${how}: hit p50 while open vs the 50 µs target`, p50, 50, 1, { lowerIsBetter: true, unit: 'µs' })
+      compare(`outage ${how}: hit p99 while open vs the 50 µs target`, p99, 50, 1, { lowerIsBetter: true, unit: 'µs' })
+      compare(`outage ${how}: time to open`, toOpenMs, 1000, undefined, { lowerIsBetter: true, unit: 'ms' })
+      if (recoveredMs !== null) compare(`outage ${how}: time to recover vs the 1 s target`, recoveredMs, 1000, 1, { lowerIsBetter: true, unit: 'ms' })
+    } finally {
+      redis.child.kill('SIGCONT')
+      redis.child.kill('SIGTERM')
+      fs.rmSync(redis.dir, { recursive: true, force: true })
+    }
+  }
 }
 
 // --------------------------------------------------------------------------------------------
@@ -314,6 +375,8 @@ async function main() {
     redis.child.kill('SIGTERM')
     fs.rmSync(redis.dir, { recursive: true, force: true })
   }
+  console.log('7. Outages: onError allow, timeout 250 ms, the server stopped or SIGSTOPped')
+  await outages()
   console.log('')
   for (const r of rows) console.log(`${r.name.padEnd(82)} ${r.ours.padStart(14)} ${r.theirs.padStart(14)} ${r.ratio.padStart(6)} ${r.target.padStart(8)} ${r.met.padStart(6)}`)
   writeResults(started, redisVersion)

@@ -15,6 +15,7 @@ import importlib.metadata
 import os
 import platform
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -570,6 +571,66 @@ def compare_memory(report: Report) -> None:
 # Output
 
 
+OUTAGE_TIMEOUT = 0.25
+OUTAGE_CALLS = 5000
+OUTAGE_TARGET_US = 50.0
+
+
+def measure_outages(report: Report) -> None:
+    """The circuit breaker, for a stopped server (refused) and a frozen one (SIGSTOP): time to open,
+    a hit's p50/p99 while open (target <= 50 µs), and time until the server is used again (<= 1 s)."""
+    import ratelock
+
+    report.begin("outage", f"on_error='allow', timeout {OUTAGE_TIMEOUT} s, the server stopped or SIGSTOPped")
+    for how in ("refused", "frozen"):
+        port = free_loopback_port()
+        server = start_redis_server(port)
+        try:
+            limiter = ratelock.Limiter(f"redis://127.0.0.1:{port}/0", on_error="allow", timeout=OUTAGE_TIMEOUT)
+            limiter.hit("outage", "1000000/second")
+            if how == "refused":
+                stop_redis_server(server)  # timed from its exit: the server is down from then on
+            else:
+                os.kill(server.pid, signal.SIGSTOP)
+            down = time.perf_counter()
+            while limiter.breaker_state == "closed" and time.perf_counter() - down < 10:
+                limiter.hit("outage", "1000000/second")
+            to_open_ms = (time.perf_counter() - down) * 1000
+            latencies = []
+            for _ in range(OUTAGE_CALLS):
+                started = time.perf_counter_ns()
+                limiter.hit("outage", "1000000/second")
+                latencies.append(time.perf_counter_ns() - started)
+            figure = Figure(OUTAGE_CALLS, sum(latencies) / 1e9, OUTAGE_CALLS, latencies)
+            report.record(f"{how}: hits while the breaker is open", figure)
+            back = time.perf_counter()
+            if how == "refused":
+                server = start_redis_server(port)
+            else:
+                os.kill(server.pid, signal.SIGCONT)
+            recovered_ms = None
+            while time.perf_counter() - back < 10:
+                if not limiter.hit("outage", "1000000/second").degraded:
+                    recovered_ms = (time.perf_counter() - back) * 1000
+                    break
+                time.sleep(0.001)
+        finally:
+            if server.poll() is None:
+                os.kill(server.pid, signal.SIGCONT)
+            stop_redis_server(server)
+        report.notes.append(f"outage {how}: the breaker opened {to_open_ms:.0f} ms after the server went down; "
+                            f"the server was used again {recovered_ms if recovered_ms is None else round(recovered_ms)} ms after it returned")
+        for label, fraction in (("p50", 0.50), ("p99", 0.99)):
+            measured = figure.percentile_us(fraction) or 0.0
+            report.comparisons.append(Comparison(
+                f"outage {how}: hit {label} while open vs the 50 µs target",
+                f"{measured:.1f} µs", f"{OUTAGE_TARGET_US:.0f} µs", measured / OUTAGE_TARGET_US, 1.0, False))
+        if recovered_ms is not None:
+            report.comparisons.append(Comparison(
+                f"outage {how}: time to recover vs the 1 s target",
+                f"{recovered_ms:.0f} ms", "1000 ms", recovered_ms / 1000.0, 1.0, False))
+
+
 def table_rows(report: Report) -> Iterator[List[str]]:
     yield ["comparison", "ratelock", "peer", "ratio", "target", "result"]
     for line in report.comparisons:
@@ -652,6 +713,7 @@ def main() -> None:
         compare_memory(report)
     finally:
         stop_redis_server(server)
+    measure_outages(report)
     print_table(report)
     RESULTS_PATH.write_text(markdown(report, started), encoding="utf-8")
     print(f"\nwritten to {RESULTS_PATH}")

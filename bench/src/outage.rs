@@ -61,11 +61,12 @@ async fn one(outage: Outage, notes: &mut Vec<String>) -> Vec<Row> {
     let rules: Rules = "1000000/second".parse().expect("rule");
     let up = call_times(&limiter, &rules, 2_000).await;
 
-    let went_down = Instant::now();
+    // Timed from the server's exit (stop waits for it) or from the SIGSTOP.
     match outage {
         Outage::Refused => server.stop(),
         Outage::Frozen => server.pause(),
     }
+    let went_down = Instant::now();
     let mut calls_to_open = 0;
     while limiter.breaker_state() == Some(BreakerState::Closed)
         && went_down.elapsed() < Duration::from_secs(10)
