@@ -155,20 +155,10 @@ impl NativeWire {
         rules: &NativeRules,
         cost: Option<f64>,
         spend: bool,
-        mut out: Float64ArraySlice,
+        out: Float64ArraySlice,
     ) -> napi::Result<()> {
-        guarded_sync(|| {
-            let (key, cost) = (convert::key(key), convert::cost(cost)?);
-            let call = WireCall {
-                key: &key,
-                rules: &rules.rules,
-                cost,
-                spend,
-            };
-            let why = "circuit breaker open: the server failed a moment ago; calls answer at once until a background probe reaches it";
-            let decision = self.limiter.wire_unavailable(&call, why).map_err(to_js)?;
-            write_out(&mut out, &numbers(&decision))
-        })
+        let why = "circuit breaker open: the server failed a moment ago; calls answer at once until a background probe reaches it";
+        self.fail_into(key, rules, cost, spend, false, why.to_owned(), out)
     }
 
     /// Appends bytes read from the socket.
@@ -210,15 +200,12 @@ impl NativeWire {
             if let Some(gate) = &self.gate {
                 gate.success();
             }
-            let (key, cost) = (convert::key(key), convert::cost(cost)?);
-            let call = WireCall {
-                key: &key,
-                rules: &rules.rules,
-                cost,
-                spend,
-            };
-            let answer = self.limiter.wire_answer(reply, &command, &call, retried);
-            match answer.map_err(to_js)? {
+            let answer = with_call(key, rules, cost, spend, |call| {
+                self.limiter
+                    .wire_answer(reply, &command, call, retried)
+                    .map_err(to_js)
+            })?;
+            match answer {
                 WireAnswer::Decided(decision) => {
                     write_out(&mut out, &numbers(&decision))?;
                     Ok(DECIDED)
@@ -259,21 +246,34 @@ impl NativeWire {
         mut out: Float64ArraySlice,
     ) -> napi::Result<()> {
         guarded_sync(|| {
-            let (key, cost) = (convert::key(key), convert::cost(cost)?);
-            let call = WireCall {
-                key: &key,
-                rules: &rules.rules,
-                cost,
-                spend,
-            };
-            let decision = if timed_out {
-                self.limiter.wire_timeout(&call)
-            } else {
-                self.limiter.wire_unavailable(&call, &why)
-            };
-            write_out(&mut out, &numbers(&decision.map_err(to_js)?))
+            let decision = with_call(key, rules, cost, spend, |call| {
+                let answer = if timed_out {
+                    self.limiter.wire_timeout(call)
+                } else {
+                    self.limiter.wire_unavailable(call, &why)
+                };
+                answer.map_err(to_js)
+            })?;
+            write_out(&mut out, &numbers(&decision))
         })
     }
+}
+
+/// Runs `answer` on the call that JavaScript describes (key, prepared rules, cost, hit or peek).
+fn with_call<T>(
+    key: Either<String, Buffer>,
+    rules: &NativeRules,
+    cost: Option<f64>,
+    spend: bool,
+    answer: impl FnOnce(&WireCall<'_>) -> napi::Result<T>,
+) -> napi::Result<T> {
+    let (key, cost) = (convert::key(key), convert::cost(cost)?);
+    answer(&WireCall {
+        key: &key,
+        rules: &rules.rules,
+        cost,
+        spend,
+    })
 }
 
 fn write_out(out: &mut Float64ArraySlice, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {

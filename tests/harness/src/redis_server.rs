@@ -149,15 +149,7 @@ impl RedisServer {
     /// Stops the server and starts a fresh one (no persistence: empty) on the same port.
     pub fn restart(&mut self) {
         self.stop();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.spawn() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not restart on port {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.start_again();
     }
 }
 
