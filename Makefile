@@ -8,7 +8,7 @@ VENV := .venv
 TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
 NPM := npm --no-audit --no-fund --loglevel=error
 
-.PHONY: demo test lint unit-and-integration package-check python-env python-sdist-check python-test \
+.PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill
 
 demo: python-env node-demo-env
@@ -23,8 +23,14 @@ node-demo-env:
 	cd examples/node && $(NPM) install --ignore-scripts
 	cd bindings-node && RATELOCK_BUILD_PROFILE=debug CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
 
-test: lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test node-pack-check \
-	wasm-test
+test: test-deps
+	$(MAKE) lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test \
+	  node-pack-check wasm-test
+
+# What the tests need beyond Rust, Python and Node (redis-server, Chromium, the wasm32 target...):
+# installed when missing, or the exact command printed where it cannot be.
+test-deps:
+	bash scripts/install-test-deps.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
