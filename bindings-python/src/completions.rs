@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use pyo3::intern;
 use pyo3::prelude::*;
 
+use crate::decision::PyDecision;
 use crate::errors::internal_error;
-use crate::limiter::PyDecision;
 use crate::runtime::runtime;
 
 /// What a finished call delivers to its asyncio future.

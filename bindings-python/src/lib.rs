@@ -3,6 +3,7 @@
 
 mod completions;
 mod convert;
+mod decision;
 mod errors;
 mod fair_lock;
 mod lease_guard;
@@ -22,7 +23,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<completions::Completions>()?;
     module.add_class::<stores::PyClient>()?;
     module.add_class::<limiter::PyLimiter>()?;
-    module.add_class::<limiter::PyDecision>()?;
+    module.add_class::<decision::PyDecision>()?;
     module.add_class::<lock::PyLockHandle>()?;
     module.add_class::<lock::PyLockGuard>()?;
     module.add_class::<semaphore::PySemaphoreHandle>()?;

@@ -9,6 +9,7 @@ use pyo3::types::PyDict;
 
 use crate::completions::{Answer, Completions};
 use crate::convert;
+use crate::decision::PyDecision;
 use crate::errors::to_py;
 use crate::runtime::{catch_panic, run, spawn};
 
@@ -29,31 +30,21 @@ struct ParsedRules {
     texts: Vec<Arc<str>>,
 }
 
+impl ParsedRules {
+    /// `decision` for Python, naming its deciding rule.
+    fn decision(&self, decision: &ratelock::Decision) -> PyDecision {
+        let index = decision.rule_index;
+        PyDecision::new(
+            decision,
+            self.texts[index].clone(),
+            self.rules[index].period().as_secs_f64(),
+        )
+    }
+}
+
 /// A `ParsedRules` as a value of the limiter's rule cache (a Python dict).
 #[pyclass(module = "ratelock._native", frozen)]
 struct CachedRules(Arc<ParsedRules>);
-
-/// The answer to `hit` or `peek`. Truthy when allowed.
-#[pyclass(name = "Decision", module = "ratelock._native", frozen)]
-pub(crate) struct PyDecision {
-    #[pyo3(get)]
-    allowed: bool,
-    #[pyo3(get)]
-    limit: u64,
-    #[pyo3(get)]
-    remaining: u64,
-    #[pyo3(get)]
-    reset_after: f64,
-    #[pyo3(get)]
-    retry_after: f64,
-    #[pyo3(get)]
-    degraded: bool,
-    rule: Arc<str>,
-    #[pyo3(get)]
-    rule_index: usize,
-    #[pyo3(get)]
-    period: f64,
-}
 
 #[pymethods]
 impl PyLimiter {
@@ -230,7 +221,7 @@ impl Check<'_> {
         } else {
             limiter.try_peek_blocking(key, rules, cost, self.now_us)
         }?;
-        Some(decision.map(|decision| PyDecision::new(&decision, &self.rules)))
+        Some(decision.map(|decision| self.rules.decision(&decision)))
     }
 
     async fn decide(self) -> ratelock::Result<PyDecision> {
@@ -241,7 +232,7 @@ impl Check<'_> {
             (None, true) => limiter.hit(key, rules, cost).await,
             (None, false) => limiter.peek(key, rules, cost).await,
         }?;
-        Ok(PyDecision::new(&decision, &self.rules))
+        Ok(self.rules.decision(&decision))
     }
 }
 
@@ -366,48 +357,5 @@ impl PyLimiter {
         }
         cache.set_item(text, CachedRules(parsed.clone()))?;
         Ok(parsed)
-    }
-}
-
-impl PyDecision {
-    fn new(decision: &ratelock::Decision, parsed: &ParsedRules) -> Self {
-        let rules = &parsed.rules;
-        PyDecision {
-            allowed: decision.allowed,
-            limit: decision.limit,
-            remaining: decision.remaining,
-            reset_after: decision.reset_after.as_secs_f64(),
-            retry_after: decision.retry_after.as_secs_f64(),
-            degraded: decision.degraded,
-            rule: parsed.texts[decision.rule_index].clone(),
-            rule_index: decision.rule_index,
-            period: rules[decision.rule_index].period().as_secs_f64(),
-        }
-    }
-}
-
-#[pymethods]
-impl PyDecision {
-    /// The deciding rule, as canonical text.
-    #[getter]
-    fn rule(&self) -> &str {
-        &self.rule
-    }
-
-    fn __bool__(&self) -> bool {
-        self.allowed
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Decision(allowed={}, limit={}, remaining={}, reset_after={:.6}, retry_after={:.6}, rule={:?}, degraded={})",
-            if self.allowed { "True" } else { "False" },
-            self.limit,
-            self.remaining,
-            self.reset_after,
-            self.retry_after,
-            self.rule,
-            if self.degraded { "True" } else { "False" }
-        )
     }
 }

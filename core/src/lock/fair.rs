@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::lease_guard::{Held, LeaseGuard, Waiting};
+use super::shared::FairShared;
 use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
@@ -38,14 +39,6 @@ use crate::store::Store;
 #[derive(Clone)]
 pub struct FairLock {
     shared: Arc<FairShared>,
-}
-
-pub(crate) struct FairShared {
-    pub(crate) store: Store,
-    pub(crate) keys: FairLockKeys,
-    pub(crate) options: LockOptions,
-    owner: String,
-    grants: AtomicU64,
 }
 
 /// A fair lock as it stands.

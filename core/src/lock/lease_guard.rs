@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::fair::FairShared;
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
-use super::rwlock::RwShared;
+use super::shared::{FairShared, RwShared};
 use super::{check_lease, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};

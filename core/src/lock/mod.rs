@@ -9,6 +9,7 @@ mod lease_guard;
 mod lost;
 mod rwlock;
 mod semaphore;
+mod shared;
 mod wait;
 mod watchdog;
 

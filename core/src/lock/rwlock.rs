@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::lease_guard::{Held, LeaseGuard, Waiting};
+use super::shared::RwShared;
 use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
@@ -38,14 +39,6 @@ use crate::store::Store;
 #[derive(Clone)]
 pub struct ReadWriteLock {
     shared: Arc<RwShared>,
-}
-
-pub(crate) struct RwShared {
-    pub(crate) store: Store,
-    pub(crate) keys: RwLockKeys,
-    pub(crate) options: LockOptions,
-    owner: String,
-    grants: AtomicU64,
 }
 
 /// A read-write lock as it stands.

@@ -1,8 +1,6 @@
 //! Stores hold the limiter's state: `memory` (embedded, the default) and `redis` (shared by every
 //! process and language). Both answer the same [`LimitRequest`] with the same per-rule outcomes.
 
-#[cfg(feature = "redis")]
-mod call_tag;
 pub mod connection_core;
 #[cfg(feature = "runtime")]
 mod lock_kinds;
@@ -11,29 +9,7 @@ pub mod memory;
 mod memory_locks;
 #[cfg(feature = "redis")]
 pub mod redis;
-#[cfg(feature = "redis")]
-mod redis_connection;
-#[cfg(feature = "redis")]
-mod redis_gate;
-#[cfg(feature = "redis")]
-mod redis_lane;
-#[cfg(feature = "redis")]
-mod redis_lock_kinds;
-#[cfg(feature = "redis")]
-mod redis_pipelined;
-#[cfg(feature = "redis")]
-pub mod redlock;
 mod registry;
-#[cfg(feature = "redis")]
-mod script;
-#[cfg(feature = "redis")]
-mod socket_peek;
-#[cfg(feature = "redis")]
-mod subscriber;
-#[cfg(feature = "redis")]
-pub mod wire;
-#[cfg(feature = "redis")]
-mod wire_reader;
 
 use std::time::Duration;
 
@@ -42,11 +18,7 @@ use crate::error::{Error, Result};
 use crate::rule::Rules;
 
 #[cfg(feature = "redis")]
-pub use self::redis::RedisStore;
-#[cfg(feature = "redis")]
-pub use self::redis_gate::Gate;
-#[cfg(feature = "redis")]
-pub use self::script::tagged_script;
+pub use self::redis::{redlock, tagged_script, wire, Gate, RedisStore};
 pub use memory::MemoryStore;
 
 /// A lock as it stands (see `Store::lock_state`).
@@ -77,7 +49,7 @@ fn locks_only(what: &str) -> Error {
 pub(crate) enum ReleaseWatch {
     Memory(std::sync::Arc<tokio::sync::Notify>),
     #[cfg(feature = "redis")]
-    Redis(subscriber::Registration),
+    Redis(redis::subscriber::Registration),
 }
 
 #[cfg(feature = "runtime")]

@@ -1,169 +1,17 @@
-//! The Redis limiter for a foreign event loop (sans-IO): the bytes to write and the meaning of the
-//! bytes read, for a binding that does its socket I/O on its own thread (Node's libuv). The command,
-//! the reply decoding and the failure policy are the ones the Redis store and `Limiter` use; the
-//! caller only moves bytes, matches replies to calls in order and keeps time.
-//!
-//! One call: [`Limiter::wire_command`] → write → read into a [`ReplyReader`] → [`Limiter::wire_answer`].
-//! On [`WireAnswer::NoScript`] (the script did not run) write [`script_load_command`] and the same
-//! command again, once. A timeout or a dropped connection: [`Limiter::wire_timeout`] or
-//! [`Limiter::wire_unavailable`] (never send the command again: it may have run).
+//! Limiter calls over a connection that the caller drives (see `store::wire`): the command's bytes, the
+//! meaning of its reply, and the failure policy's answer when none comes.
 
 use std::time::Duration;
 
-use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
-
-use super::call_tag::CallTag;
-use super::redis::{classify, limit_command, limit_outcomes, Failure};
-use super::script::LIMIT;
-use super::LimitRequest;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
 use crate::rule::Rules;
-
-pub use super::wire_reader::{Reply, ReplyReader};
-
-/// Where a plain single-server `redis://` URL points, and what to send first on a new connection.
-///
-/// ```
-/// use ratelock::store::wire::Endpoint;
-/// let endpoint = Endpoint::from_url("redis://app:s3cret@10.0.0.5:6380/2")?.expect("served");
-/// assert_eq!((endpoint.host(), endpoint.port()), ("10.0.0.5", 6380));
-/// assert_eq!(endpoint.preamble_replies(), 2); // AUTH app s3cret, SELECT 2
-/// assert!(Endpoint::from_url("rediss://10.0.0.5/")?.is_none()); // TLS: not for the wire path
-/// # Ok::<(), ratelock::Error>(())
-/// ```
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Endpoint {
-    host: String,
-    port: u16,
-    preamble: Vec<u8>,
-    preamble_replies: usize,
-}
-
-impl std::fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Not the preamble: it holds the password.
-        f.debug_struct("Endpoint")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("preamble_replies", &self.preamble_replies)
-            .finish()
-    }
-}
-
-impl Endpoint {
-    /// The endpoint of `redis://[user:password@]host[:port][/db]`. `Ok(None)` for every URL the wire
-    /// path does not serve, which keeps the store's own connection: `rediss://` (TLS),
-    /// `redis+cluster://`, `redis+sentinel://`, `redis+unix://`, `?protocol=resp3`, `memory://`,
-    /// `redlock://`. An unparsable `redis://` URL is an invalid argument.
-    pub fn from_url(url: &str) -> Result<Option<Endpoint>> {
-        let url = url.trim();
-        if !url.starts_with("redis://") {
-            return Ok(None);
-        }
-        let info = url
-            .into_connection_info()
-            .map_err(|err| Error::invalid_argument("url", err))?;
-        let ConnectionAddr::Tcp(host, port) = info.addr() else {
-            return Ok(None);
-        };
-        let settings = info.redis_settings();
-        if settings.protocol() != ProtocolVersion::RESP2 {
-            return Ok(None);
-        }
-        let mut preamble = Vec::new();
-        let mut preamble_replies = 0;
-        // As redis-rs connects: AUTH with the password (and the user, if any), then SELECT.
-        if let Some(password) = settings.password() {
-            let mut auth = redis::cmd("AUTH");
-            if let Some(user) = settings.username() {
-                auth.arg(user);
-            }
-            auth.arg(password);
-            preamble.extend(auth.get_packed_command());
-            preamble_replies += 1;
-        }
-        if settings.db() != 0 {
-            preamble.extend(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
-            preamble_replies += 1;
-        }
-        Ok(Some(Endpoint {
-            host: host.clone(),
-            port: *port,
-            preamble,
-            preamble_replies,
-        }))
-    }
-
-    /// The host to connect to (a name or an address).
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-
-    /// The TCP port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// The commands to write first on every new connection (`AUTH`, `SELECT`; empty when none).
-    pub fn preamble(&self) -> &[u8] {
-        &self.preamble
-    }
-
-    /// How many replies the preamble gets (each one `OK`, or an error that fails the connection).
-    pub fn preamble_replies(&self) -> usize {
-        self.preamble_replies
-    }
-}
-
-/// `SCRIPT LOAD` of `limit.lua`: what to write (before the same call again) after
-/// [`WireAnswer::NoScript`].
-///
-/// ```
-/// let load = ratelock::store::wire::script_load_command();
-/// assert!(load.starts_with(b"*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n"));
-/// ```
-pub fn script_load_command() -> Vec<u8> {
-    redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(&LIMIT.body)
-        .get_packed_command()
-}
-
-/// What the reply to a limit call means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WireAnswer {
-    /// The decision; under the failure policy `allow` or `deny`, a store failure's degraded decision.
-    Decided(Decision),
-    /// `NOSCRIPT`: the server does not have the script, so the call did not run. Write
-    /// [`script_load_command`] and the call's command again (once: after the load,
-    /// [`Limiter::wire_answer`] with `retried = true` treats NOSCRIPT as a failure).
-    NoScript,
-}
-
-/// What one wire call asked: what its reply is read against, and what a failure policy (the local
-/// fallback above all) needs to answer it.
-///
-/// ```
-/// let rules: ratelock::Rules = "10/second".parse()?;
-/// let call = ratelock::store::wire::WireCall { key: b"user:42", rules: &rules, cost: 1, spend: true };
-/// assert_eq!(call.cost, 1);
-/// # Ok::<(), ratelock::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct WireCall<'a> {
-    /// The user key.
-    pub key: &'a [u8],
-    /// The rules the call checked.
-    pub rules: &'a Rules,
-    /// The units it asked for.
-    pub cost: u64,
-    /// `hit` (true) or `peek` (false).
-    pub spend: bool,
-}
+use crate::store::redis::call_tag::CallTag;
+use crate::store::redis::commands::{limit_command, limit_outcomes};
+use crate::store::redis::reply::{classify, Failure};
+use crate::store::wire::{Reply, WireAnswer, WireCall};
+use crate::store::LimitRequest;
 
 /// Limiter calls over a connection that the caller drives (see the module docs).
 impl Limiter {
@@ -311,6 +159,7 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::wire::ReplyReader;
     use crate::{FailurePolicy, LimiterOptions, Store};
 
     fn limiter(on_error: FailurePolicy) -> Limiter {
@@ -345,36 +194,6 @@ mod tests {
         let mut expected = limit_command(&request);
         expected.arg(CallTag::of_command(&command).unwrap().value());
         assert_eq!(command, expected.get_packed_command());
-    }
-
-    #[test]
-    fn urls_that_are_not_one_plain_server_keep_the_store_connection() {
-        for url in [
-            "rediss://h/",
-            "redis+cluster://a:1,b:2",
-            "redis+sentinel://a:1/m",
-            "redis+unix:///tmp/r.sock",
-            "memory://",
-            "redis://h/?protocol=resp3",
-        ] {
-            assert_eq!(Endpoint::from_url(url).unwrap(), None, "{url}");
-        }
-        assert!(Endpoint::from_url("redis://h:notaport/").is_err());
-    }
-
-    #[test]
-    fn the_preamble_authenticates_and_selects_like_redis_rs() {
-        let plain = Endpoint::from_url("redis://127.0.0.1:7000/").unwrap().unwrap();
-        assert_eq!((plain.preamble(), plain.preamble_replies()), (&b""[..], 0));
-        let password = Endpoint::from_url("redis://:p%40ss@h/3").unwrap().unwrap();
-        assert_eq!(
-            password.preamble(),
-            b"*2\r\n$4\r\nAUTH\r\n$4\r\np@ss\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"
-        );
-        let user = Endpoint::from_url("redis://u:p@h").unwrap().unwrap();
-        assert_eq!(user.preamble(), b"*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$1\r\np\r\n");
-        assert_eq!((user.host(), user.port()), ("h", 6379));
-        assert!(!format!("{user:?}").contains("AUTH"), "no password in Debug");
     }
 
     #[test]
@@ -455,9 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn the_load_command_carries_the_script() {
-        let load = script_load_command();
-        assert!(load.windows(LIMIT.body.len()).any(|w| w == LIMIT.body.as_bytes()));
+    fn a_timeout_raises_under_raise() {
         let timed_out = Limiter::memory()
             .wire_timeout(&call(&"1/s".parse().unwrap(), 1))
             .unwrap_err();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, RedisResult, Value};
 
-use super::redis::{classify, Failure};
+use super::reply::{classify, Failure};
 use crate::error::Error;
 
 /// The `redis+cluster://` scheme (seeds after it, comma-separated).
@@ -20,7 +20,7 @@ pub(crate) const SENTINEL_SCHEME: &str = "redis+sentinel://";
 #[derive(Clone)]
 pub(crate) enum SharedConnection {
     /// One plain `redis://` server: ratelock's own pipelined connection (see `redis_pipelined.rs`).
-    Plain(super::redis_pipelined::Pipelined),
+    Plain(super::pipelined::Pipelined),
     /// One server over TLS or a Unix socket: redis-rs's reconnecting manager.
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]

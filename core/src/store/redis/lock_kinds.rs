@@ -2,8 +2,10 @@
 //! `algorithm::rwlock` as one call of `fair_lock.lua` or `rw_lock.lua`, replies read back into the
 //! same reply types the memory store gives.
 
-use super::redis::{integers, script_call, RedisStore};
+use super::commands::script_call;
+use super::reply::integers;
 use super::script::{FAIR_LOCK, RW_LOCK};
+use super::RedisStore;
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;

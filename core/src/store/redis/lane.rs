@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, Value};
 
-use super::connection_core::{transport_error, CallAttempt, Next, Written};
-use super::redis::{classify, Failure};
-use super::redis_gate::Gate;
+use super::endpoint::Endpoint;
+use super::gate::Gate;
+use super::reply::{classify, Failure};
 use super::script::LuaScript;
 use super::socket_peek::{self, Peeked};
-use super::wire::Endpoint;
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
+use crate::store::connection_core::{transport_error, CallAttempt, Next, Written};
 
 pub(crate) struct BlockingLane {
     endpoint: Endpoint,

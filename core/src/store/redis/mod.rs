@@ -2,32 +2,50 @@
 //! every call, EVALSHA with a SCRIPT LOAD on NOSCRIPT, a timeout on every call, and never a replay
 //! after an ambiguous failure (a timed-out or dropped command may have run).
 
+pub(crate) mod call_tag;
+pub(crate) mod commands;
+mod connection;
+mod endpoint;
+mod gate;
+mod lane;
+mod lock_kinds;
+mod pipelined;
+pub mod redlock;
+pub(crate) mod reply;
+mod script;
+mod socket_peek;
+pub(crate) mod subscriber;
+pub mod wire;
+mod wire_reader;
+
+pub use self::gate::Gate;
+pub use self::script::tagged_script;
+
 use std::time::Duration;
 
 use redis::{Cmd, Value};
 
-use super::call_tag::{excerpt, CallTag};
-use super::connection_core::{redis_error, server_error};
-use super::redis_connection::{
-    first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME,
-};
-use super::redis_gate::Gate;
-use super::redis_lane::BlockingLane;
-use super::redis_pipelined::Pipelined;
-use super::script::{
+use self::call_tag::{excerpt, CallTag};
+use self::commands::{limit_command, limit_outcomes, script_call};
+use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
+use self::endpoint::Endpoint;
+use self::lane::BlockingLane;
+use self::pipelined::Pipelined;
+use self::reply::{integers, Failure};
+use self::script::{
     LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
     SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
 };
-use super::subscriber::Subscriber;
-use super::wire::Endpoint;
+use self::subscriber::Subscriber;
 use super::{LimitRequest, LockState, StoreOptions};
 use crate::algorithm::lease::{Acquired, Extended, Released};
 use crate::algorithm::permits::PermitAcquired;
-use crate::algorithm::{Outcome, Outcomes};
+use crate::algorithm::Outcomes;
 use crate::error::{Error, Result};
-use crate::key::{storage_key, write_base, LockKeys, SemaphoreKeys};
+use crate::key::{storage_key, LockKeys, SemaphoreKeys};
 use crate::process::PerProcess;
 use crate::rule::Rules;
+use crate::store::connection_core::redis_error;
 
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
@@ -51,7 +69,7 @@ struct Shared {
     sentinel: bool,
     timeout: Duration,
     /// Where the subscriber connects (lock waiters' wake-ups).
-    source: super::subscriber::Source,
+    source: self::subscriber::Source,
     process: PerProcess<Connections>,
 }
 
@@ -107,7 +125,7 @@ impl RedisStore {
         let client = open_client(&node_url, options).map_err(|e| Error::invalid_argument("url", e))?;
         // Pub/sub (lock waiters' wake-ups): on a cluster, any node hears every PUBLISH; behind Sentinel,
         // each reconnection goes to the master named then.
-        let source = source.unwrap_or_else(|| super::subscriber::Source::Fixed(client.clone()));
+        let source = source.unwrap_or_else(|| self::subscriber::Source::Fixed(client.clone()));
         let store = RedisStore {
             shared: std::sync::Arc::new(Shared {
                 url: url.to_owned(),
@@ -469,12 +487,12 @@ pub(super) async fn sentinel_master_address(_: &[String], _: &str, _: Duration) 
 
 /// The subscriber's source behind Sentinel: the master named at each reconnection.
 #[cfg(feature = "sentinel")]
-fn sentinel_source(sentinels: Vec<String>, master: String) -> Option<super::subscriber::Source> {
-    Some(super::subscriber::Source::Sentinel { sentinels, master })
+fn sentinel_source(sentinels: Vec<String>, master: String) -> Option<self::subscriber::Source> {
+    Some(self::subscriber::Source::Sentinel { sentinels, master })
 }
 
 #[cfg(not(feature = "sentinel"))]
-fn sentinel_source(_: Vec<String>, _: String) -> Option<super::subscriber::Source> {
+fn sentinel_source(_: Vec<String>, _: String) -> Option<self::subscriber::Source> {
     None
 }
 
@@ -487,28 +505,6 @@ fn is_transport(err: &Error) -> bool {
     let upper = text.split(' ').next().unwrap_or_default();
     // Server error replies start with their upper-case code; transport failures do not.
     !(upper.len() > 1 && upper.chars().all(|c| c.is_ascii_uppercase()))
-}
-
-/// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.
-pub(super) enum Failure {
-    NoScript,
-    Other(Error),
-}
-
-/// A command's reply (from any connection) as a value or a typed failure, sorted by the error table
-/// of the connection core (outage, configuration error or bug).
-pub(super) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> Result<Value, Failure> {
-    match reply {
-        // The cluster connection reports server errors as errors rather than as error replies.
-        Err(err) if err.code() == Some("NOSCRIPT") => Err(Failure::NoScript),
-        Err(err) => Err(Failure::Other(redis_error(&err, timeout))),
-        Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
-        Ok(Value::ServerError(err)) => Err(Failure::Other(server_error(
-            err.code(),
-            err.details().unwrap_or_default(),
-        ))),
-        Ok(value) => Ok(value),
-    }
 }
 
 fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::Client> {
@@ -531,114 +527,4 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
 /// A redis-rs failure while connecting as a typed error (see the connection core's error table).
 pub(super) fn map_error(err: redis::RedisError) -> Error {
     redis_error(&err, Duration::ZERO)
-}
-
-/// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
-pub(super) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&script.sha).arg(keys.len());
-    for key in keys {
-        cmd.arg(*key);
-    }
-    cmd
-}
-
-/// A script's reply as exactly `count` integers.
-pub(super) fn integers(reply: Value, count: usize) -> Result<Vec<i64>> {
-    let bad = |what: &Value| Error::Protocol(format!("unexpected script reply: {}", excerpt(what)));
-    match reply {
-        Value::Array(items) if items.len() == count => items
-            .into_iter()
-            .map(|item| match item {
-                Value::Int(n) => Ok(n),
-                other => Err(bad(&other)),
-            })
-            .collect(),
-        other => Err(bad(&other)),
-    }
-}
-
-/// `EVALSHA limit.lua` with the request's keys (one per rule) and arguments.
-pub(super) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
-    let rules = request.rules.as_slice();
-    let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
-    write_base(&mut base, request.prefix, request.key);
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&LIMIT.sha).arg(rules.len());
-    for rule in rules {
-        let mut key = Vec::with_capacity(base.len() + rule.id().len());
-        key.extend_from_slice(&base);
-        key.extend_from_slice(rule.id().as_bytes());
-        cmd.arg(key);
-    }
-    cmd.arg(if request.spend { "hit" } else { "peek" });
-    match request.now_us {
-        Some(now) => cmd.arg(now),
-        None => cmd.arg(""),
-    };
-    cmd.arg(request.cost);
-    for rule in rules {
-        cmd.arg(rule.algorithm().code())
-            .arg(rule.limit())
-            .arg(rule.period_us())
-            .arg(rule.burst());
-    }
-    cmd
-}
-
-/// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
-pub(super) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
-    match reply {
-        Ok(reply) => parse_outcomes(reply, request.rules.len()),
-        Err(err) => Err(script_rejection(err, request)),
-    }
-}
-
-/// Turns the script's own "cost exceeds capacity of rule N" reply into the typed error.
-fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
-    let (Error::Protocol(message) | Error::StoreUnavailable(message)) = &err else {
-        return err;
-    };
-    let Some((_, index)) = message.split_once("cost exceeds capacity of rule ") else {
-        return err;
-    };
-    let index: usize = index
-        .trim()
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    match request.rules.get(index.wrapping_sub(1)) {
-        Some(rule) => Error::CostExceedsCapacity {
-            cost: request.cost,
-            capacity: rule.capacity(),
-            rule: rule.to_string(),
-        },
-        None => err,
-    }
-}
-
-fn parse_outcomes(reply: Value, rules: usize) -> Result<Outcomes> {
-    let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
-    let items = match reply {
-        Value::Array(items) if items.len() == rules * 5 => items,
-        other => return Err(bad(&other)),
-    };
-    let mut numbers = Vec::with_capacity(items.len());
-    for item in items {
-        match item {
-            Value::Int(n) if n >= 0 => numbers.push(n as u64),
-            other => return Err(bad(&other)),
-        }
-    }
-    Ok(numbers
-        .chunks_exact(5)
-        .map(|n| Outcome {
-            allowed: n[0] == 1,
-            limit: n[1],
-            remaining: n[2],
-            reset_after_us: n[3],
-            retry_after_us: n[4],
-        })
-        .collect())
 }

@@ -40,37 +40,37 @@ pub fn tagged_script(source: &str) -> String {
 
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/limit.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/limit.lua")));
 /// `lock_acquire.lua`: take or re-enter a lock, minting a fencing token.
 pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_acquire.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_acquire.lua")));
 /// `lock_release.lua`: give back one hold, owner-checked.
 pub(crate) static LOCK_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_release.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_release.lua")));
 /// `lock_extend.lua`: move the lease's end, owner-checked, never re-acquiring.
 pub(crate) static LOCK_EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_extend.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_extend.lua")));
 /// `lock_state.lua`: read a lock in one step.
 pub(crate) static LOCK_STATE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_state.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_state.lua")));
 /// `lock_force_release.lua`: delete a lease whoever holds it.
 pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/lock_force_release.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_force_release.lua")));
 /// `semaphore_acquire.lua`: take one of N permits (leases), reclaiming expired ones.
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_acquire.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_acquire.lua")));
 /// `semaphore_release.lua`: give back one permit.
 pub(crate) static SEMAPHORE_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_release.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_release.lua")));
 /// `semaphore_extend.lua`: move one permit's lease end, never re-taking it.
 pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_extend.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_extend.lua")));
 /// `semaphore_state.lua`: count permits in use.
 pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/semaphore_state.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_state.lua")));
 /// `fair_lock.lua`: every operation of a fair (first come, first served) lock.
 pub(crate) static FAIR_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/fair_lock.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/fair_lock.lua")));
 /// `rw_lock.lua`: every operation of a read-write lock.
 pub(crate) static RW_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../lua/rw_lock.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/rw_lock.lua")));

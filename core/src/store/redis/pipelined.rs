@@ -25,12 +25,12 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection_core::{transport_error, CallAttempt, Next, Written};
-use super::redis_gate::Gate;
+use super::endpoint::Endpoint;
+use super::gate::Gate;
 use super::socket_peek::{self, Peeked};
-use super::wire::Endpoint;
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
+use crate::store::connection_core::{transport_error, CallAttempt, Next, Written};
 
 /// The shared connection of one plain server (cheap to clone).
 #[derive(Clone)]

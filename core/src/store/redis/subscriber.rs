@@ -34,7 +34,7 @@ impl Source {
             Source::Fixed(client) => Some(client.clone()),
             #[cfg(feature = "sentinel")]
             Source::Sentinel { sentinels, master } => {
-                let address = super::redis::sentinel_master_address(sentinels, master, timeout)
+                let address = super::sentinel_master_address(sentinels, master, timeout)
                     .await
                     .ok()?;
                 redis::Client::open(format!("redis://{address}")).ok()

@@ -8,10 +8,10 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection_core::{Admission, BreakerState, SharedBreaker};
-use super::wire::Endpoint;
+use super::endpoint::Endpoint;
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
+use crate::store::connection_core::{Admission, BreakerState, SharedBreaker};
 
 /// One store's breaker in one process, shared by the async connection, the blocking lane, the lock
 /// waits and Node's wire client. Cheap to clone.

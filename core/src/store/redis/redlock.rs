@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 
-use super::redis_connection::node_urls;
-use super::{LockState, RedisStore, StoreOptions};
+use super::connection::node_urls;
+use super::RedisStore;
 use crate::algorithm::lease::{Acquired, Extended, Released};
 use crate::error::{Error, Result};
 use crate::key::LockKeys;
+use crate::store::{LockState, StoreOptions};
 
 /// The URL scheme (servers after it, comma-separated).
 pub(crate) const REDLOCK_SCHEME: &str = "redlock://";

@@ -1,6 +1,9 @@
 //! `Limiter`: the public rate-limiting API (`hit`, `peek`, `reset`) over a store, with a key prefix,
 //! a default algorithm for rule text, a clock choice and a failure policy.
 
+#[cfg(feature = "redis")]
+mod wire;
+
 use std::sync::Arc;
 use std::time::Duration;
 

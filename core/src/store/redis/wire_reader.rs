@@ -4,13 +4,13 @@
 
 use redis::Value;
 
-use super::redis::{classify, Failure};
+use super::reply::{classify, Failure};
 use crate::error::{Error, Result};
 
 /// One complete reply read off the wire, for [`Limiter::wire_answer`](crate::Limiter::wire_answer) or
 /// [`Reply::into_result`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reply(pub(super) Value);
+pub struct Reply(pub(crate) Value);
 
 impl Reply {
     /// `Ok` for any reply but an error reply; an error reply as the store error it stands for.

@@ -1,0 +1,107 @@
+//! The commands the Redis store sends for the limiter, and how their replies read: `EVALSHA` of a
+//! script with its keys, `limit.lua`'s call over every rule of a request, and its reply as one outcome
+//! per rule (or the typed error it stands for). Shared by the store's connections and the wire path.
+
+use redis::{Cmd, Value};
+
+use super::call_tag::excerpt;
+use super::script::{LuaScript, LIMIT};
+use crate::algorithm::{Outcome, Outcomes};
+use crate::error::{Error, Result};
+use crate::key::write_base;
+use crate::store::LimitRequest;
+
+/// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
+pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&script.sha).arg(keys.len());
+    for key in keys {
+        cmd.arg(*key);
+    }
+    cmd
+}
+
+/// `EVALSHA limit.lua` with the request's keys (one per rule) and arguments.
+pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
+    let rules = request.rules.as_slice();
+    let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
+    write_base(&mut base, request.prefix, request.key);
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&LIMIT.sha).arg(rules.len());
+    for rule in rules {
+        let mut key = Vec::with_capacity(base.len() + rule.id().len());
+        key.extend_from_slice(&base);
+        key.extend_from_slice(rule.id().as_bytes());
+        cmd.arg(key);
+    }
+    cmd.arg(if request.spend { "hit" } else { "peek" });
+    match request.now_us {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+    cmd.arg(request.cost);
+    for rule in rules {
+        cmd.arg(rule.algorithm().code())
+            .arg(rule.limit())
+            .arg(rule.period_us())
+            .arg(rule.burst());
+    }
+    cmd
+}
+
+/// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
+pub(crate) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
+    match reply {
+        Ok(reply) => parse_outcomes(reply, request.rules.len()),
+        Err(err) => Err(script_rejection(err, request)),
+    }
+}
+
+/// Turns the script's own "cost exceeds capacity of rule N" reply into the typed error.
+fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
+    let (Error::Protocol(message) | Error::StoreUnavailable(message)) = &err else {
+        return err;
+    };
+    let Some((_, index)) = message.split_once("cost exceeds capacity of rule ") else {
+        return err;
+    };
+    let index: usize = index
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    match request.rules.get(index.wrapping_sub(1)) {
+        Some(rule) => Error::CostExceedsCapacity {
+            cost: request.cost,
+            capacity: rule.capacity(),
+            rule: rule.to_string(),
+        },
+        None => err,
+    }
+}
+
+fn parse_outcomes(reply: Value, rules: usize) -> Result<Outcomes> {
+    let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
+    let items = match reply {
+        Value::Array(items) if items.len() == rules * 5 => items,
+        other => return Err(bad(&other)),
+    };
+    let mut numbers = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::Int(n) if n >= 0 => numbers.push(n as u64),
+            other => return Err(bad(&other)),
+        }
+    }
+    Ok(numbers
+        .chunks_exact(5)
+        .map(|n| Outcome {
+            allowed: n[0] == 1,
+            limit: n[1],
+            remaining: n[2],
+            reset_after_us: n[3],
+            retry_after_us: n[4],
+        })
+        .collect())
+}

@@ -1,0 +1,137 @@
+//! Where a plain single-server `redis://` URL points, and the preamble (`AUTH`, `SELECT`) every new
+//! connection to it sends first: shared by the pipelined connection, the blocking lane, the breaker's
+//! probe and the wire path.
+
+use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
+
+use crate::error::{Error, Result};
+
+/// Where a plain single-server `redis://` URL points, and what to send first on a new connection.
+///
+/// ```
+/// use ratelock::store::wire::Endpoint;
+/// let endpoint = Endpoint::from_url("redis://app:s3cret@10.0.0.5:6380/2")?.expect("served");
+/// assert_eq!((endpoint.host(), endpoint.port()), ("10.0.0.5", 6380));
+/// assert_eq!(endpoint.preamble_replies(), 2); // AUTH app s3cret, SELECT 2
+/// assert!(Endpoint::from_url("rediss://10.0.0.5/")?.is_none()); // TLS: not for the wire path
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Endpoint {
+    host: String,
+    port: u16,
+    preamble: Vec<u8>,
+    preamble_replies: usize,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the preamble: it holds the password.
+        f.debug_struct("Endpoint")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("preamble_replies", &self.preamble_replies)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// The endpoint of `redis://[user:password@]host[:port][/db]`. `Ok(None)` for every URL the wire
+    /// path does not serve, which keeps the store's own connection: `rediss://` (TLS),
+    /// `redis+cluster://`, `redis+sentinel://`, `redis+unix://`, `?protocol=resp3`, `memory://`,
+    /// `redlock://`. An unparsable `redis://` URL is an invalid argument.
+    pub fn from_url(url: &str) -> Result<Option<Endpoint>> {
+        let url = url.trim();
+        if !url.starts_with("redis://") {
+            return Ok(None);
+        }
+        let info = url
+            .into_connection_info()
+            .map_err(|err| Error::invalid_argument("url", err))?;
+        let ConnectionAddr::Tcp(host, port) = info.addr() else {
+            return Ok(None);
+        };
+        let settings = info.redis_settings();
+        if settings.protocol() != ProtocolVersion::RESP2 {
+            return Ok(None);
+        }
+        let mut preamble = Vec::new();
+        let mut preamble_replies = 0;
+        // As redis-rs connects: AUTH with the password (and the user, if any), then SELECT.
+        if let Some(password) = settings.password() {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = settings.username() {
+                auth.arg(user);
+            }
+            auth.arg(password);
+            preamble.extend(auth.get_packed_command());
+            preamble_replies += 1;
+        }
+        if settings.db() != 0 {
+            preamble.extend(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
+            preamble_replies += 1;
+        }
+        Ok(Some(Endpoint {
+            host: host.clone(),
+            port: *port,
+            preamble,
+            preamble_replies,
+        }))
+    }
+
+    /// The host to connect to (a name or an address).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The commands to write first on every new connection (`AUTH`, `SELECT`; empty when none).
+    pub fn preamble(&self) -> &[u8] {
+        &self.preamble
+    }
+
+    /// How many replies the preamble gets (each one `OK`, or an error that fails the connection).
+    pub fn preamble_replies(&self) -> usize {
+        self.preamble_replies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_that_are_not_one_plain_server_keep_the_store_connection() {
+        for url in [
+            "rediss://h/",
+            "redis+cluster://a:1,b:2",
+            "redis+sentinel://a:1/m",
+            "redis+unix:///tmp/r.sock",
+            "memory://",
+            "redis://h/?protocol=resp3",
+        ] {
+            assert_eq!(Endpoint::from_url(url).unwrap(), None, "{url}");
+        }
+        assert!(Endpoint::from_url("redis://h:notaport/").is_err());
+    }
+
+    #[test]
+    fn the_preamble_authenticates_and_selects_like_redis_rs() {
+        let plain = Endpoint::from_url("redis://127.0.0.1:7000/").unwrap().unwrap();
+        assert_eq!((plain.preamble(), plain.preamble_replies()), (&b""[..], 0));
+        let password = Endpoint::from_url("redis://:p%40ss@h/3").unwrap().unwrap();
+        assert_eq!(
+            password.preamble(),
+            b"*2\r\n$4\r\nAUTH\r\n$4\r\np@ss\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"
+        );
+        let user = Endpoint::from_url("redis://u:p@h").unwrap().unwrap();
+        assert_eq!(user.preamble(), b"*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$1\r\np\r\n");
+        assert_eq!((user.host(), user.port()), ("h", 6379));
+        assert!(!format!("{user:?}").contains("AUTH"), "no password in Debug");
+    }
+}

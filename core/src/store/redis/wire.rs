@@ -1,0 +1,75 @@
+//! The Redis limiter for a foreign event loop (sans-IO): the bytes to write and the meaning of the
+//! bytes read, for a binding that does its socket I/O on its own thread (Node's libuv). The command,
+//! the reply decoding and the failure policy are the ones the Redis store and `Limiter` use; the
+//! caller only moves bytes, matches replies to calls in order and keeps time.
+//!
+//! One call: [`Limiter::wire_command`](crate::Limiter::wire_command) → write → read into a
+//! [`ReplyReader`] → [`Limiter::wire_answer`](crate::Limiter::wire_answer). On [`WireAnswer::NoScript`]
+//! (the script did not run) write [`script_load_command`] and the same command again, once. A timeout
+//! or a dropped connection: [`Limiter::wire_timeout`](crate::Limiter::wire_timeout) or
+//! [`Limiter::wire_unavailable`](crate::Limiter::wire_unavailable) (never send the command again: it
+//! may have run).
+
+use super::script::LIMIT;
+use crate::decision::Decision;
+use crate::rule::Rules;
+
+pub use super::endpoint::Endpoint;
+pub use super::wire_reader::{Reply, ReplyReader};
+/// `SCRIPT LOAD` of `limit.lua`: what to write (before the same call again) after
+/// [`WireAnswer::NoScript`].
+///
+/// ```
+/// let load = ratelock::store::wire::script_load_command();
+/// assert!(load.starts_with(b"*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n"));
+/// ```
+pub fn script_load_command() -> Vec<u8> {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(&LIMIT.body)
+        .get_packed_command()
+}
+
+/// What the reply to a limit call means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WireAnswer {
+    /// The decision; under the failure policy `allow` or `deny`, a store failure's degraded decision.
+    Decided(Decision),
+    /// `NOSCRIPT`: the server does not have the script, so the call did not run. Write
+    /// [`script_load_command`] and the call's command again (once: after the load,
+    /// [`Limiter::wire_answer`] with `retried = true` treats NOSCRIPT as a failure).
+    NoScript,
+}
+
+/// What one wire call asked: what its reply is read against, and what a failure policy (the local
+/// fallback above all) needs to answer it.
+///
+/// ```
+/// let rules: ratelock::Rules = "10/second".parse()?;
+/// let call = ratelock::store::wire::WireCall { key: b"user:42", rules: &rules, cost: 1, spend: true };
+/// assert_eq!(call.cost, 1);
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct WireCall<'a> {
+    /// The user key.
+    pub key: &'a [u8],
+    /// The rules the call checked.
+    pub rules: &'a Rules,
+    /// The units it asked for.
+    pub cost: u64,
+    /// `hit` (true) or `peek` (false).
+    pub spend: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_load_command_carries_the_script() {
+        let load = script_load_command();
+        assert!(load.windows(LIMIT.body.len()).any(|w| w == LIMIT.body.as_bytes()));
+    }
+}
