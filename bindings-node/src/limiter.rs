@@ -285,19 +285,7 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         settings = settings.with_default_algorithm(algorithm.parse().map_err(to_js)?);
     }
     if let Some(clock) = &options.clock {
-        settings = settings.with_clock(match clock.as_str() {
-            "store" => ratelock::ClockSource::Store,
-            "local" => ratelock::ClockSource::Local,
-            other => {
-                return Err(invalid_argument(
-                    "clock",
-                    format!(
-                        "expected \"store\" or \"local\", got {:?}",
-                        ratelock::excerpt::of(other)
-                    ),
-                ))
-            }
-        });
+        settings = settings.with_clock(clock.parse().map_err(to_js)?);
     }
     if let Some(instances) = options.instances {
         if !(instances >= 1.0 && instances.fract() == 0.0 && instances <= f64::from(u32::MAX)) {

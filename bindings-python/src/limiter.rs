@@ -244,21 +244,11 @@ fn options(
     default_algorithm: &str,
     clock: &str,
 ) -> PyResult<ratelock::LimiterOptions> {
-    let clock = match clock {
-        "store" => ratelock::ClockSource::Store,
-        "local" => ratelock::ClockSource::Local,
-        other => {
-            return Err(crate::errors::InvalidArgument::new_err(format!(
-                "invalid argument `clock`: expected \"store\" or \"local\", got {:?}",
-                ratelock::excerpt::of(other)
-            )))
-        }
-    };
     Ok(ratelock::LimiterOptions::default()
         .with_prefix(prefix)
         .with_on_error(on_error.parse().map_err(to_py)?)
         .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
-        .with_clock(clock)
+        .with_clock(clock.parse().map_err(to_py)?)
         .with_timeout(convert::seconds("timeout", timeout)?))
 }
 

@@ -63,6 +63,32 @@ pub enum ClockSource {
     Local,
 }
 
+impl std::str::FromStr for ClockSource {
+    type Err = Error;
+
+    /// `"store"` or `"local"`, the names every binding takes.
+    ///
+    /// ```
+    /// use ratelock::ClockSource;
+    /// assert_eq!("local".parse::<ClockSource>()?, ClockSource::Local);
+    /// assert!("sundial".parse::<ClockSource>().unwrap_err().to_string().contains("clock"));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "store" => Ok(ClockSource::Store),
+            "local" => Ok(ClockSource::Local),
+            other => Err(Error::invalid_argument(
+                "clock",
+                format!(
+                    "expected \"store\" or \"local\", got {:?}",
+                    crate::excerpt::of(other)
+                ),
+            )),
+        }
+    }
+}
+
 /// How a [`Limiter`] is set up. Start from `LimiterOptions::default()` and change what you need.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
