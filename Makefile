@@ -3,6 +3,10 @@
 
 CARGO ?= cargo
 
+# Forgets the fingerprints of ratelock's own crates under target directory $(1), so the next build there
+# compiles them again from the sources it is given (the dependencies' builds are kept).
+forget-ratelock-builds = find $(1) -type d -path '*/.fingerprint/ratelock-*' -prune -exec rm -rf {} + 2>/dev/null || true
+
 PYTHON ?= python3
 VENV := .venv
 TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
@@ -57,16 +61,18 @@ python-env:
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 
 # An sdist must build a working wheel on its own (the Lua scripts travel inside it). Its copy of the core
-# builds in a fresh target directory every time: the unpacked sources carry old timestamps and cargo
-# names a path crate's artifacts by its path relative to the workspace, so a kept target directory
-# passes a previous run's core off as fresh (a module added since then is then "not found").
+# builds in a target directory of its own, and ratelock's own crates are always rebuilt there: the
+# unpacked sources carry old timestamps and cargo names a path crate's artifacts by its path relative
+# to the workspace, so kept fingerprints would pass a previous run's core off as fresh (a module added
+# since then is then "not found"). Forgetting their fingerprints (`forget-ratelock-builds`) keeps the
+# dependencies' builds.
 SDIST_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/sdist-check
 python-sdist-check: python-env
 	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check maturin
 	$(VENV)/bin/maturin sdist --out $(SDIST_DIR) > /dev/null
 	tar -tzf $(SDIST_DIR)/ratelock-*.tar.gz | grep -q '/core/lua/limit.lua$$'
-	rm -rf $(TARGET_DIR)/sdist-build
+	$(call forget-ratelock-builds,$(TARGET_DIR)/sdist-build)
 	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-build $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
 	$(PYTHON) -m venv $(SDIST_DIR)/venv
 	$(SDIST_DIR)/venv/bin/pip install --quiet --disable-pip-version-check $(SDIST_DIR)/ratelock-*.whl
@@ -102,12 +108,12 @@ node-test: node-env python-env
 
 # `npm pack` must give a tarball that builds from source on its own and works. Its copy of the core
 # builds in a target directory of its own: sharing one with the repository's core lets either copy's
-# artifacts pass for the other's (same crate name and version), and a stale core gets linked. That
-# directory is wiped each time too: npm unpacks every file with one old timestamp, so a kept one would
-# take a previous run's core for fresh.
+# artifacts pass for the other's (same crate name and version), and a stale core gets linked. ratelock's
+# own crates are always rebuilt there too: npm unpacks every file with one old timestamp.
 PACK_DIR := $(TARGET_DIR)/npm-pack-check
 node-pack-check: node-env
-	rm -rf $(PACK_DIR) $(TARGET_DIR)/pack-check && mkdir -p $(PACK_DIR)/app
+	rm -rf $(PACK_DIR) && mkdir -p $(PACK_DIR)/app
+	$(call forget-ratelock-builds,$(TARGET_DIR)/pack-check)
 	cd bindings-node && $(NPM) pack --pack-destination $(PACK_DIR) > /dev/null
 	tar -tzf $(PACK_DIR)/ratelock-*.tgz | grep -q 'package/rust/core/lua/limit.lua$$'
 	cd $(PACK_DIR)/app && echo '{"private": true}' > package.json && \
