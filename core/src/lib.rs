@@ -39,8 +39,9 @@ pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
 #[cfg(feature = "runtime")]
 pub use lock::{
-    ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, LeaseGuard, LockGuard,
-    LockOptions, LostSignal, PermitGuard, ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
+    ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease, Lease,
+    LeaseGuard, LockGuard, LockLease, LockOptions, LostSignal, PermitGuard, PermitLease, ReadWriteLock,
+    Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{Store, StoreOptions};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease_guard::{Held, LeaseGuard, Waiting};
+use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
 use super::shared::FairShared;
 use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
@@ -164,6 +164,6 @@ impl FairLock {
     }
 
     fn guard(&self, id: impl Into<Arc<str>>, fence: u64, sent: Instant) -> LeaseGuard {
-        LeaseGuard::start(Held::Fair(self.shared.clone(), id.into()), fence, sent)
+        lease_guard(Held::Fair(self.shared.clone(), id.into()), fence, sent)
     }
 }

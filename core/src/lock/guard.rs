@@ -1,6 +1,9 @@
-//! `LockGuard`: proof of a grant, with its fencing token, the lost signal, manual extension and
-//! release. Dropping a held guard stops its watchdog and releases the lock in the background.
+//! `Guard`: the one guard over a held lease of any lock kind (a lock grant, a semaphore permit, a fair
+//! or read-write hold), with the lost signal, manual extension and release. Dropping a held guard stops
+//! its watchdog and gives the lease back in the background. What differs between kinds (which call
+//! extends or releases, what the answers are) is the [`Lease`] the guard holds.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,71 +11,87 @@ use tokio::time::Instant;
 
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
-use super::{check_lease, Shared};
-use crate::algorithm::lease::{Extended, Released};
+use super::{check_lease, LockOptions};
 use crate::error::Result;
-use crate::store::Store;
 
-/// A held lock. Release it with [`release`](Self::release); dropping it releases in the background.
-#[must_use = "dropping the guard releases the lock"]
-pub struct LockGuard {
-    shared: Arc<Shared>,
-    fence: u64,
-    holds: u64,
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A held lease of one lock kind, as a [`Guard`] drives it. Implemented by ratelock's lock kinds only.
+pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
+    /// What `extend` answers (`bool`, or [`Extended`](crate::Extended) for a lock).
+    type Extended: Send;
+    /// What `release` answers (`bool`, or [`Released`](crate::Released) for a lock).
+    type Released: Send;
+
+    #[doc(hidden)]
+    fn options(&self) -> &LockOptions;
+    #[doc(hidden)]
+    fn extend(&self, ttl: Duration) -> impl Future<Output = Result<Self::Extended>> + Send;
+    #[doc(hidden)]
+    fn extended(answer: &Self::Extended) -> bool;
+    /// The answer to `extend` once the hold was signalled lost (no lease is extended then).
+    #[doc(hidden)]
+    fn extend_lost(&self) -> impl Future<Output = Result<Self::Extended>> + Send;
+    #[doc(hidden)]
+    fn release(&self) -> impl Future<Output = Result<Self::Released>> + Send;
+    /// The answer to a release after the lease was given back already.
+    #[doc(hidden)]
+    fn not_held() -> Self::Released;
+    /// What a release by a hold already signalled lost answers, given the store's answer.
+    #[doc(hidden)]
+    fn as_lost(released: Self::Released) -> Self::Released;
+    /// Gives the lease back without a runtime (possible on the memory store only).
+    #[doc(hidden)]
+    fn release_in_memory(&self);
+}
+
+/// A held lease. Release it with [`release`](Self::release); dropping it releases in the background.
+/// [`LockGuard`](crate::LockGuard), [`PermitGuard`](crate::PermitGuard) and
+/// [`LeaseGuard`](crate::LeaseGuard) are this guard over each kind's lease.
+#[must_use = "dropping the guard gives the lease back"]
+pub struct Guard<L: Lease> {
+    pub(crate) lease: L,
     hold: Hold,
     released: bool,
 }
 
-impl std::fmt::Debug for LockGuard {
+impl<L: Lease + std::fmt::Debug> std::fmt::Debug for Guard<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockGuard")
-            .field("fencing_token", &self.fence)
-            .field("holds", &self.holds)
+        f.debug_struct("Guard")
+            .field("lease", &self.lease)
             .field("lost", &self.is_lost())
             .finish()
     }
 }
 
-impl LockGuard {
-    pub(crate) fn start(shared: Arc<Shared>, fence: u64, holds: u64, sent: Instant) -> Self {
-        let renewing = shared.clone();
+impl<L: Lease> Guard<L> {
+    /// A guard for a grant whose request was sent at `sent`; starts its watchdog.
+    pub(crate) fn start(lease: L, sent: Instant) -> Self {
+        let renewing = lease.clone();
         let renew: super::watchdog::Renew = Arc::new(move || {
-            let shared = renewing.clone();
+            let lease = renewing.clone();
             Box::pin(async move {
-                let ttl = shared.options.ttl;
-                let outcome = shared
-                    .store
-                    .lock_extend(&shared.keys, &shared.owner, fence, ttl)
-                    .await?;
-                Ok(outcome == Extended::Extended)
+                let ttl = lease.options().ttl;
+                Ok(L::extended(&lease.extend(ttl).await?))
             })
         });
-        let hold = Hold::start(sent, shared.options.ttl, shared.options.auto_renew, renew);
-        LockGuard {
-            shared,
-            fence,
-            holds,
+        let options = lease.options();
+        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew);
+        Guard {
+            lease,
             hold,
             released: false,
         }
     }
 
-    /// The fencing token of this grant: strictly higher than any earlier grant of the same lock.
-    pub fn fencing_token(&self) -> u64 {
-        self.fence
-    }
-
-    /// How many holds this handle had right after this acquire (above 1 only with re-entry).
-    pub fn holds(&self) -> u64 {
-        self.holds
-    }
-
-    /// True once the lock is known lost (renewal found it gone or taken, or the lease ran out).
+    /// True once the lease is known lost (a renewal found it gone or taken, or it ran out).
     pub fn is_lost(&self) -> bool {
         self.hold.lost().is_lost()
     }
 
-    /// Resolves as soon as the lock is known lost.
+    /// Resolves as soon as the lease is known lost.
     pub async fn lost(&self) {
         self.hold.lost().wait().await
     }
@@ -82,80 +101,50 @@ impl LockGuard {
         self.hold.lost().clone()
     }
 
-    /// Moves the end of the lease to `ttl` from now. Never re-acquires: `Expired` or `HeldByOther`
-    /// mean the lock is lost, and the lost signal fires.
-    pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
+    /// Moves the end of the lease to `ttl` from now. Never re-takes it: an answer other than extended
+    /// means the lease is lost, and the lost signal fires. Once the lost signal has fired, nothing is
+    /// extended any more, even if the server's lease has not quite ended.
+    pub async fn extend(&self, ttl: Duration) -> Result<L::Extended> {
         check_lease(ttl)?;
         self.hold.owned_here()?;
-        let shared = &self.shared;
-        if self.hold.lost().is_lost() {
-            // Signalled lost: never extended again, even if the server's lease has not quite ended.
-            // The lock's state tells whether someone else holds it now.
-            let state = shared.store.lock_state(&shared.keys).await?;
-            let taken = state.held && state.holder_fence != self.fence;
-            return Ok(if taken {
-                Extended::HeldByOther
-            } else {
-                Extended::Expired
-            });
+        if self.is_lost() {
+            return self.lease.extend_lost().await;
         }
         let sent = Instant::now();
-        let outcome = shared
-            .store
-            .lock_extend(&shared.keys, &shared.owner, self.fence, ttl)
-            .await?;
-        self.hold.extended(outcome == Extended::Extended, sent, ttl);
-        Ok(outcome)
+        let answer = self.lease.extend(ttl).await?;
+        self.hold.extended(L::extended(&answer), sent, ttl);
+        Ok(answer)
     }
 
-    /// Stops the watchdog, then gives back this hold. `NotHeld` or `HeldByOther` mean the lock had been
-    /// lost before; nothing was changed then. If this future is dropped before it finishes, the guard's
-    /// drop releases in the background.
-    pub async fn release(mut self) -> Result<Released> {
+    /// Stops the watchdog, then gives the lease back; the answer says if it had been lost before.
+    pub async fn release(mut self) -> Result<L::Released> {
         self.try_release().await
     }
 
     /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
-    /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
-    /// caller can retry. After a successful release, further calls answer `NotHeld`.
-    pub async fn try_release(&mut self) -> Result<Released> {
-        let shared = &self.shared;
-        let release = shared.store.lock_release(&shared.keys, &shared.owner, self.fence);
+    /// was unreachable or timed out): the lease is still this guard's, its watchdog runs again, and the
+    /// caller can retry. After a successful release, further calls answer as not held.
+    pub async fn try_release(&mut self) -> Result<L::Released> {
+        let release = self.lease.release();
         self.hold
-            .give_back(&mut self.released, Released::NotHeld, lost_release, release)
+            .give_back(&mut self.released, L::not_held(), L::as_lost, release)
             .await
     }
 }
 
-/// The answer of a release by a hold already signalled lost: it gave nothing back that was still its
-/// own (a lease that had not quite ended on the server counts as lost, as the holder was told).
-fn lost_release(released: Released) -> Released {
-    match released {
-        Released::HeldByOther => Released::HeldByOther,
-        _ => Released::NotHeld,
-    }
-}
-
-impl Drop for LockGuard {
+impl<L: Lease> Drop for Guard<L> {
     fn drop(&mut self) {
         if self.released || self.hold.owned_here().is_err() {
             return;
         }
-        let (shared, fence) = (self.shared.clone(), self.fence);
+        let lease = self.lease.clone();
         let release = async move {
-            let _ = shared
-                .store
-                .lock_release(&shared.keys, &shared.owner, fence)
-                .await;
+            let _ = lease.release().await;
         };
         if release_in_background(self.hold.take_watchdog(), release).is_err() {
-            // No runtime: only the memory store can be released, synchronously.
-            #[allow(irrefutable_let_patterns)]
-            if let Store::Memory(store) = &self.shared.store {
-                store
-                    .locks()
-                    .release(&self.shared.keys, &self.shared.owner, self.fence);
-            }
+            self.lease.release_in_memory();
         }
     }
 }
+
+pub(crate) use sealed::Sealed;

@@ -1,16 +1,14 @@
-//! `LeaseGuard`: one hold of a fair lock or of a read-write lock (either side), with its fencing token,
-//! the lost signal, manual extension and release. Dropping a held guard stops its watchdog and gives the
-//! hold back in the background.
+//! The lease a [`LeaseGuard`] holds: one hold of a fair lock or of a read-write lock (either side), with
+//! its fencing token, and a waiter's place in their queues ([`Waiting`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::{release_in_background, Hold};
-use super::lost::LostSignal;
+use super::guard::{Guard, Lease, Sealed};
 use super::shared::{FairShared, RwShared};
-use super::{check_lease, LockOptions};
+use super::LockOptions;
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
@@ -150,106 +148,73 @@ impl Drop for Waiting {
     }
 }
 
-/// A held fair lock, or a read or write hold of a read-write lock. Release it with
-/// [`release`](Self::release); dropping it releases in the background.
-#[must_use = "dropping the guard releases the hold"]
-pub struct LeaseGuard {
+/// One hold of a fair lock, or a read or write hold of a read-write lock (see [`LeaseGuard`]).
+#[derive(Clone)]
+pub struct HeldLease {
     held: Held,
     fence: u64,
-    hold: Hold,
-    released: bool,
 }
 
-impl std::fmt::Debug for LeaseGuard {
+/// A held fair lock, or a read or write hold of a read-write lock: [`Guard`] over a [`HeldLease`].
+/// Release it with [`release`](Guard::release); dropping it releases in the background.
+pub type LeaseGuard = Guard<HeldLease>;
+
+impl std::fmt::Debug for HeldLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseGuard")
+        f.debug_struct("HeldLease")
             .field("fencing_token", &self.fence)
-            .field("lost", &self.is_lost())
             .finish()
     }
 }
 
-impl LeaseGuard {
-    /// A guard for a grant whose request was sent at `sent`; starts its watchdog.
-    pub(crate) fn start(held: Held, fence: u64, sent: Instant) -> Self {
-        let renewing = held.clone();
-        let renew: super::watchdog::Renew = Arc::new(move || {
-            let held = renewing.clone();
-            Box::pin(async move { held.extend(fence, held.options().ttl).await })
-        });
-        let options = held.options();
-        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew);
-        LeaseGuard {
-            held,
-            fence,
-            hold,
-            released: false,
-        }
-    }
+/// A guard for a grant (`fence`) of `held` whose request was sent at `sent`.
+pub(crate) fn lease_guard(held: Held, fence: u64, sent: Instant) -> LeaseGuard {
+    Guard::start(HeldLease { held, fence }, sent)
+}
 
+impl Guard<HeldLease> {
     /// The fencing token of this grant: higher than every earlier grant of the same lock (readers and
     /// writers of a read-write lock draw from one counter).
     pub fn fencing_token(&self) -> u64 {
-        self.fence
-    }
-
-    /// True once the hold is known lost (renewal found it gone, or the lease ran out).
-    pub fn is_lost(&self) -> bool {
-        self.hold.lost().is_lost()
-    }
-
-    /// Resolves as soon as the hold is known lost.
-    pub async fn lost(&self) {
-        self.hold.lost().wait().await
-    }
-
-    /// A clonable handle on the lost signal, for the tasks doing the protected work.
-    pub fn lost_signal(&self) -> LostSignal {
-        self.hold.lost().clone()
-    }
-
-    /// Moves the end of the lease to `ttl` from now; `false` (and the lost signal) if the hold is gone.
-    /// Never re-takes it.
-    pub async fn extend(&self, ttl: Duration) -> Result<bool> {
-        check_lease(ttl)?;
-        self.hold.owned_here()?;
-        if self.is_lost() {
-            // Signalled lost: never extended again, even if the server's lease has not quite ended.
-            return Ok(false);
-        }
-        let sent = Instant::now();
-        let held = self.held.extend(self.fence, ttl).await?;
-        self.hold.extended(held, sent, ttl);
-        Ok(held)
-    }
-
-    /// Stops the watchdog, then gives the hold back; `false` if it had been lost before.
-    pub async fn release(mut self) -> Result<bool> {
-        self.try_release().await
-    }
-
-    /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
-    /// was unreachable or timed out): the hold is still this guard's, its watchdog runs again, and the
-    /// caller can retry. After a successful release, further calls answer `false`.
-    pub async fn try_release(&mut self) -> Result<bool> {
-        let release = self.held.release(self.fence);
-        self.hold
-            .give_back(&mut self.released, false, |_| false, release)
-            .await
+        self.lease.fence
     }
 }
 
-impl Drop for LeaseGuard {
-    fn drop(&mut self) {
-        if self.released || self.hold.owned_here().is_err() {
-            return;
-        }
-        let (held, fence) = (self.held.clone(), self.fence);
-        let release = async move {
-            let _ = held.release(fence).await;
-        };
-        if release_in_background(self.hold.take_watchdog(), release).is_err() {
-            self.held.release_in_memory(self.fence);
-        }
+impl Sealed for HeldLease {}
+
+impl Lease for HeldLease {
+    type Extended = bool;
+    type Released = bool;
+
+    fn options(&self) -> &LockOptions {
+        self.held.options()
+    }
+
+    async fn extend(&self, ttl: Duration) -> Result<bool> {
+        self.held.extend(self.fence, ttl).await
+    }
+
+    fn extended(answer: &bool) -> bool {
+        *answer
+    }
+
+    async fn extend_lost(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    async fn release(&self) -> Result<bool> {
+        self.held.release(self.fence).await
+    }
+
+    fn not_held() -> bool {
+        false
+    }
+
+    fn as_lost(_: bool) -> bool {
+        false
+    }
+
+    fn release_in_memory(&self) {
+        self.held.release_in_memory(self.fence);
     }
 }

@@ -6,6 +6,7 @@ mod fair;
 mod guard;
 mod hold;
 mod lease_guard;
+mod lock_lease;
 mod lost;
 mod rwlock;
 mod semaphore;
@@ -19,11 +20,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use fair::{FairLock, FairLockState};
-pub use guard::LockGuard;
-pub use lease_guard::LeaseGuard;
+pub use guard::{Guard, Lease};
+pub use lease_guard::{HeldLease, LeaseGuard};
+use lock_lease::lock_guard;
+pub use lock_lease::{LockGuard, LockLease};
 pub use lost::LostSignal;
 pub use rwlock::{ReadWriteLock, RwLockState};
-pub use semaphore::{ConcurrencyLimiter, PermitGuard, Semaphore};
+pub use semaphore::{ConcurrencyLimiter, PermitGuard, PermitLease, Semaphore};
 
 use crate::algorithm::lease::Acquired;
 pub use crate::algorithm::lease::{Extended, Released};
@@ -183,7 +186,7 @@ impl DistributedLock {
         let sent = Instant::now();
         match self.attempt().await? {
             Acquired::Granted { fence, holds } => {
-                Ok(Some(LockGuard::start(self.shared.clone(), fence, holds, sent)))
+                Ok(Some(lock_guard(self.shared.clone(), fence, holds, sent)))
             }
             Acquired::Busy { .. } => Ok(None),
         }
@@ -203,7 +206,7 @@ impl DistributedLock {
                 let sent = Instant::now();
                 Ok(match self.attempt().await? {
                     Acquired::Granted { fence, holds } => {
-                        Attempt::Got(LockGuard::start(shared.clone(), fence, holds, sent))
+                        Attempt::Got(lock_guard(shared.clone(), fence, holds, sent))
                     }
                     Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
                 })

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease_guard::{Held, LeaseGuard, Waiting};
+use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
 use super::shared::RwShared;
 use super::wait::{self, Attempt};
 use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
@@ -181,6 +181,6 @@ impl ReadWriteLock {
     }
 
     fn guard(&self, id: Arc<str>, mode: RwMode, fence: u64, sent: Instant) -> LeaseGuard {
-        LeaseGuard::start(Held::Rw(self.shared.clone(), id, mode), fence, sent)
+        lease_guard(Held::Rw(self.shared.clone(), id, mode), fence, sent)
     }
 }

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::{release_in_background, Hold};
-use super::lost::LostSignal;
+use super::guard::{Guard, Lease, Sealed};
 use super::wait::{self, Attempt};
 use super::{check_lease, owner_token, LockOptions};
 use crate::algorithm::permits::PermitAcquired;
@@ -99,7 +98,7 @@ impl Semaphore {
         let id = self.next_id();
         let sent = Instant::now();
         Ok(match self.attempt(&id).await? {
-            PermitAcquired::Granted { .. } => Some(PermitGuard::start(self.shared.clone(), id, sent)),
+            PermitAcquired::Granted { .. } => Some(permit_guard(self.shared.clone(), id, sent)),
             PermitAcquired::Full { .. } => None,
         })
     }
@@ -117,7 +116,7 @@ impl Semaphore {
                 let sent = Instant::now();
                 Ok(match self.attempt(&id).await? {
                     PermitAcquired::Granted { .. } => {
-                        Attempt::Got(PermitGuard::start(shared.clone(), id.clone(), sent))
+                        Attempt::Got(permit_guard(shared.clone(), id.clone(), sent))
                     }
                     PermitAcquired::Full { next_free_us } => {
                         Attempt::Busy(Duration::from_micros(next_free_us))
@@ -152,110 +151,67 @@ impl Semaphore {
     }
 }
 
-/// A held permit. Release it with [`release`](Self::release); dropping it releases in the background.
-#[must_use = "dropping the guard releases the permit"]
-pub struct PermitGuard {
+/// One permit of a [`Semaphore`] (see [`PermitGuard`]).
+#[derive(Clone)]
+pub struct PermitLease {
     shared: Arc<SemaphoreShared>,
     id: String,
-    hold: Hold,
-    released: bool,
 }
 
-impl std::fmt::Debug for PermitGuard {
+/// A held permit: [`Guard`] over a [`PermitLease`]. Release it with [`release`](Guard::release);
+/// dropping it releases in the background.
+pub type PermitGuard = Guard<PermitLease>;
+
+impl std::fmt::Debug for PermitLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PermitGuard")
-            .field("lost", &self.is_lost())
-            .finish()
+        f.debug_struct("PermitLease").finish_non_exhaustive()
     }
 }
 
-impl PermitGuard {
-    fn start(shared: Arc<SemaphoreShared>, id: String, sent: Instant) -> Self {
-        let (renewing, renew_id) = (shared.clone(), id.clone());
-        let renew: super::watchdog::Renew = Arc::new(move || {
-            let (shared, id) = (renewing.clone(), renew_id.clone());
-            Box::pin(async move {
-                shared
-                    .store
-                    .semaphore_extend(&shared.keys, &id, shared.options.ttl)
-                    .await
-            })
-        });
-        let hold = Hold::start(sent, shared.options.ttl, shared.options.auto_renew, renew);
-        PermitGuard {
-            shared,
-            id,
-            hold,
-            released: false,
-        }
-    }
-
-    /// True once the permit is known lost (its lease ended or was reclaimed).
-    pub fn is_lost(&self) -> bool {
-        self.hold.lost().is_lost()
-    }
-
-    /// Resolves as soon as the permit is known lost.
-    pub async fn lost(&self) {
-        self.hold.lost().wait().await
-    }
-
-    /// A clonable handle on the lost signal.
-    pub fn lost_signal(&self) -> LostSignal {
-        self.hold.lost().clone()
-    }
-
-    /// Moves the end of this permit's lease to `ttl` from now; `false` (and the lost signal) if it is
-    /// gone. Never re-takes a permit.
-    pub async fn extend(&self, ttl: Duration) -> Result<bool> {
-        check_lease(ttl)?;
-        self.hold.owned_here()?;
-        if self.hold.lost().is_lost() {
-            // Signalled lost: never extended again, even if the server's lease has not quite ended.
-            return Ok(false);
-        }
-        let sent = Instant::now();
-        let held = self
-            .shared
-            .store
-            .semaphore_extend(&self.shared.keys, &self.id, ttl)
-            .await?;
-        self.hold.extended(held, sent, ttl);
-        Ok(held)
-    }
-
-    /// Stops the watchdog, then gives the permit back; `false` if it had been lost before.
-    pub async fn release(mut self) -> Result<bool> {
-        self.try_release().await
-    }
-
-    /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
-    /// was unreachable or timed out): the permit is still this guard's, its watchdog runs again, and
-    /// the caller can retry. After a successful release, further calls answer `false`.
-    pub async fn try_release(&mut self) -> Result<bool> {
-        let (shared, id) = (&self.shared, &self.id);
-        let release = shared.store.semaphore_release(&shared.keys, id);
-        self.hold
-            .give_back(&mut self.released, false, |_| false, release)
-            .await
-    }
+fn permit_guard(shared: Arc<SemaphoreShared>, id: String, sent: Instant) -> PermitGuard {
+    Guard::start(PermitLease { shared, id }, sent)
 }
 
-impl Drop for PermitGuard {
-    fn drop(&mut self) {
-        if self.released || self.hold.owned_here().is_err() {
-            return;
-        }
-        let (shared, id) = (self.shared.clone(), std::mem::take(&mut self.id));
-        let fallback = (shared.clone(), id.clone());
-        let release = async move {
-            let _ = shared.store.semaphore_release(&shared.keys, &id).await;
-        };
-        if release_in_background(self.hold.take_watchdog(), release).is_err() {
-            #[allow(irrefutable_let_patterns)]
-            if let Store::Memory(store) = &fallback.0.store {
-                store.locks().semaphore_release(&fallback.0.keys, &fallback.1);
-            }
+impl Sealed for PermitLease {}
+
+impl Lease for PermitLease {
+    type Extended = bool;
+    type Released = bool;
+
+    fn options(&self) -> &LockOptions {
+        &self.shared.options
+    }
+
+    async fn extend(&self, ttl: Duration) -> Result<bool> {
+        let shared = &self.shared;
+        shared.store.semaphore_extend(&shared.keys, &self.id, ttl).await
+    }
+
+    fn extended(answer: &bool) -> bool {
+        *answer
+    }
+
+    async fn extend_lost(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    async fn release(&self) -> Result<bool> {
+        let shared = &self.shared;
+        shared.store.semaphore_release(&shared.keys, &self.id).await
+    }
+
+    fn not_held() -> bool {
+        false
+    }
+
+    fn as_lost(_: bool) -> bool {
+        false
+    }
+
+    fn release_in_memory(&self) {
+        #[allow(irrefutable_let_patterns)]
+        if let Store::Memory(store) = &self.shared.store {
+            store.locks().semaphore_release(&self.shared.keys, &self.id);
         }
     }
 }

@@ -1,0 +1,115 @@
+//! The lease a [`LockGuard`] holds: one grant of a [`DistributedLock`](crate::DistributedLock), with its
+//! fencing token and the holds of its handle (above 1 only with re-entry).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::guard::{Guard, Lease, Sealed};
+use super::{LockOptions, Shared};
+use crate::algorithm::lease::{Extended, Released};
+use crate::error::Result;
+use crate::store::Store;
+
+/// One grant of a distributed lock (see [`LockGuard`]).
+#[derive(Clone)]
+pub struct LockLease {
+    shared: Arc<Shared>,
+    fence: u64,
+    holds: u64,
+}
+
+/// A held lock: [`Guard`] over a [`LockLease`]. Release it with [`release`](Guard::release); dropping
+/// it releases in the background.
+pub type LockGuard = Guard<LockLease>;
+
+impl std::fmt::Debug for LockLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockLease")
+            .field("fencing_token", &self.fence)
+            .field("holds", &self.holds)
+            .finish()
+    }
+}
+
+/// A guard over a grant whose request was sent at `sent`.
+pub(crate) fn lock_guard(shared: Arc<Shared>, fence: u64, holds: u64, sent: Instant) -> LockGuard {
+    Guard::start(LockLease { shared, fence, holds }, sent)
+}
+
+impl Guard<LockLease> {
+    /// The fencing token of this grant: strictly higher than any earlier grant of the same lock.
+    pub fn fencing_token(&self) -> u64 {
+        self.lease.fence
+    }
+
+    /// How many holds this handle had right after this acquire (above 1 only with re-entry).
+    pub fn holds(&self) -> u64 {
+        self.lease.holds
+    }
+}
+
+impl Sealed for LockLease {}
+
+impl Lease for LockLease {
+    type Extended = Extended;
+    type Released = Released;
+
+    fn options(&self) -> &LockOptions {
+        &self.shared.options
+    }
+
+    async fn extend(&self, ttl: Duration) -> Result<Extended> {
+        let shared = &self.shared;
+        shared
+            .store
+            .lock_extend(&shared.keys, &shared.owner, self.fence, ttl)
+            .await
+    }
+
+    fn extended(answer: &Extended) -> bool {
+        *answer == Extended::Extended
+    }
+
+    /// Lost already: the lock's state tells whether someone else holds it now.
+    async fn extend_lost(&self) -> Result<Extended> {
+        let state = self.shared.store.lock_state(&self.shared.keys).await?;
+        let taken = state.held && state.holder_fence != self.fence;
+        Ok(if taken {
+            Extended::HeldByOther
+        } else {
+            Extended::Expired
+        })
+    }
+
+    async fn release(&self) -> Result<Released> {
+        let shared = &self.shared;
+        shared
+            .store
+            .lock_release(&shared.keys, &shared.owner, self.fence)
+            .await
+    }
+
+    fn not_held() -> Released {
+        Released::NotHeld
+    }
+
+    /// Nothing given back was still this grant's (a lease that had not quite ended on the server
+    /// counts as lost, as the holder was told).
+    fn as_lost(released: Released) -> Released {
+        match released {
+            Released::HeldByOther => Released::HeldByOther,
+            _ => Released::NotHeld,
+        }
+    }
+
+    fn release_in_memory(&self) {
+        #[allow(irrefutable_let_patterns)]
+        if let Store::Memory(store) = &self.shared.store {
+            store
+                .locks()
+                .release(&self.shared.keys, &self.shared.owner, self.fence);
+        }
+    }
+}
