@@ -200,22 +200,13 @@ struct Check {
 impl Check {
     async fn decide(self) -> napi::Result<[f64; DECISION_FIELDS]> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
-        let decision = match (self.now_us, self.spend) {
-            (Some(now), true) => limiter.hit_at(key, rules, cost, now).await,
-            (Some(now), false) => limiter.peek_at(key, rules, cost, now).await,
-            (None, true) => limiter.hit(key, rules, cost).await,
-            (None, false) => limiter.peek(key, rules, cost).await,
-        };
+        let decision = limiter.check(key, rules, cost, self.spend, self.now_us).await;
         decision.map(|decision| numbers(&decision)).map_err(to_js)
     }
 
     fn decide_local(self) -> napi::Result<[f64; DECISION_FIELDS]> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
-        let decision = if self.spend {
-            limiter.try_hit_blocking(key, rules, cost, self.now_us)
-        } else {
-            limiter.try_peek_blocking(key, rules, cost, self.now_us)
-        };
+        let decision = limiter.try_check_blocking(key, rules, cost, self.spend, self.now_us);
         match decision {
             Some(decision) => decision.map(|decision| numbers(&decision)).map_err(to_js),
             None => Err(invalid_argument("store", "checkInto needs the memory store")),

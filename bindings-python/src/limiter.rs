@@ -216,22 +216,13 @@ impl Check<'_> {
     /// The decision on this thread, if it can be had without the runtime.
     fn decide_blocking(&self) -> Option<ratelock::Result<PyDecision>> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
-        let decision = if self.spend {
-            limiter.try_hit_blocking(key, rules, cost, self.now_us)
-        } else {
-            limiter.try_peek_blocking(key, rules, cost, self.now_us)
-        }?;
+        let decision = limiter.try_check_blocking(key, rules, cost, self.spend, self.now_us)?;
         Some(decision.map(|decision| self.rules.decision(&decision)))
     }
 
     async fn decide(self) -> ratelock::Result<PyDecision> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &self.rules.rules, self.cost);
-        let decision = match (self.now_us, self.spend) {
-            (Some(now), true) => limiter.hit_at(key, rules, cost, now).await,
-            (Some(now), false) => limiter.peek_at(key, rules, cost, now).await,
-            (None, true) => limiter.hit(key, rules, cost).await,
-            (None, false) => limiter.peek(key, rules, cost).await,
-        }?;
+        let decision = limiter.check(key, rules, cost, self.spend, self.now_us).await?;
         Ok(self.rules.decision(&decision))
     }
 }

@@ -154,11 +154,7 @@ impl Limiter {
         let now_us = Some((now_ms * 1000.0).round() as u64);
         let inner = self.inner.clone();
         let parsed = self.parse(rules)?;
-        let answer = if spend {
-            inner.try_hit_blocking(key, &parsed.rules, cost, now_us)
-        } else {
-            inner.try_peek_blocking(key, &parsed.rules, cost, now_us)
-        };
+        let answer = inner.try_check_blocking(key, &parsed.rules, cost, spend, now_us);
         // The memory store always answers on the spot.
         let decision = answer.ok_or_else(|| JsError::new("ratelock: the memory store did not answer"))?;
         let decision = decision.map_err(to_js)?;

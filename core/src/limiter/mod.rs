@@ -308,6 +308,42 @@ impl Limiter {
         self.run(key.as_ref(), rules, cost, Some(now_us), false).await
     }
 
+    /// The one check every binding calls: [`hit`](Self::hit) when `spend`, else [`peek`](Self::peek),
+    /// at `now_us` (µs since the Unix epoch) when given, else by the limiter's clock.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("1/minute")?;
+    /// assert!(limiter.check("k", &rules, 1, false, None).await?.allowed); // a peek spends nothing
+    /// assert!(limiter.check("k", &rules, 1, true, Some(1_000_000)).await?.allowed);
+    /// assert!(!limiter.check("k", &rules, 1, true, Some(1_000_001)).await?.allowed);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn check(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        spend: bool,
+        now_us: Option<u64>,
+    ) -> Result<Decision> {
+        self.run(key.as_ref(), rules, cost, now_us, spend).await
+    }
+
+    /// [`check`](Self::check) on the calling thread without an async runtime when that is possible (see
+    /// [`try_hit_blocking`](Self::try_hit_blocking)); `None` means: use `check`.
+    pub fn try_check_blocking(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        spend: bool,
+        now_us: Option<u64>,
+    ) -> Option<Result<Decision>> {
+        self.run_blocking(key.as_ref(), rules, cost, now_us, spend)
+    }
+
     /// Forgets the state of every given rule for `key`.
     pub async fn reset(&self, key: impl AsRef<[u8]>, rules: &Rules) -> Result<()> {
         check_key("key", key.as_ref())?;
