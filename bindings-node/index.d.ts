@@ -164,7 +164,7 @@ export interface ReadWriteLockOptions extends FairLockOptions {
 }
 
 /** One hold of a `FairLock`, or a read or write hold of a `ReadWriteLock`. */
-export declare class LeaseHold {
+export declare class LeaseGuard {
   private constructor()
   /** Higher than every earlier grant of the same lock; send it with every write to the protected resource. */
   readonly fencingToken: number
@@ -177,6 +177,11 @@ export declare class LeaseHold {
   /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */
   release(): Promise<void>
 }
+
+/** @deprecated The earlier name of `LeaseGuard`. */
+export declare const LeaseHold: typeof LeaseGuard
+/** @deprecated The earlier name of `LeaseGuard`. */
+export type LeaseHold = LeaseGuard
 
 /** A fair lock as it stands. */
 export interface FairLockState {
@@ -195,9 +200,9 @@ export interface FairLockState {
 export declare class FairLock {
   constructor(name: string | Buffer, options?: FairLockOptions)
   /** Takes the lock if it is free and nobody is waiting (never queues). */
-  tryAcquire(): Promise<LeaseHold | null>
+  tryAcquire(): Promise<LeaseGuard | null>
   /** Queues and waits for its turn; `WaitTimeoutError` (leaving the queue) after `timeoutMs`. */
-  acquire(options?: AcquireOptions): Promise<LeaseHold>
+  acquire(options?: AcquireOptions): Promise<LeaseGuard>
   state(): Promise<FairLockState>
   isLocked(): Promise<boolean>
   /**
@@ -227,11 +232,11 @@ export interface RwLockState {
 export declare class ReadWriteLock {
   constructor(name: string | Buffer, options?: ReadWriteLockOptions)
   /** A read hold if no writer holds (or, with writer preference, waits for) the lock. */
-  tryAcquireRead(): Promise<LeaseHold | null>
-  acquireRead(options?: AcquireOptions): Promise<LeaseHold>
+  tryAcquireRead(): Promise<LeaseGuard | null>
+  acquireRead(options?: AcquireOptions): Promise<LeaseGuard>
   /** The write hold if nobody holds the lock (never marks itself waiting). */
-  tryAcquireWrite(): Promise<LeaseHold | null>
-  acquireWrite(options?: AcquireOptions): Promise<LeaseHold>
+  tryAcquireWrite(): Promise<LeaseGuard | null>
+  acquireWrite(options?: AcquireOptions): Promise<LeaseGuard>
   state(): Promise<RwLockState>
   usingRead<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
   usingWrite<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>

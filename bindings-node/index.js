@@ -6,7 +6,7 @@ const errors = require('./lib/errors')
 const { Limiter } = require('./lib/limiter')
 const { DistributedLock } = require('./lib/lock')
 const { FairLock } = require('./lib/fair-lock')
-const { LeaseHold } = require('./lib/lease-hold')
+const { LeaseGuard } = require('./lib/lease-guard')
 const { ReadWriteLock } = require('./lib/read-write-lock')
 const { Semaphore, Permit } = require('./lib/semaphore')
 
@@ -17,7 +17,9 @@ module.exports = {
   Permit,
   FairLock,
   ReadWriteLock,
-  LeaseHold,
+  LeaseGuard,
+  /** @deprecated the earlier name of `LeaseGuard`. */
+  LeaseHold: LeaseGuard,
   RatelockError: errors.RatelockError,
   InvalidRuleError: errors.InvalidRuleError,
   InvalidArgumentError: errors.InvalidArgumentError,

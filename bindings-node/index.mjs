@@ -8,6 +8,7 @@ export const {
   Permit,
   FairLock,
   ReadWriteLock,
+  LeaseGuard,
   LeaseHold,
   RatelockError,
   InvalidRuleError,

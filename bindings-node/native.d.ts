@@ -4,9 +4,9 @@
 /** The native fair lock handle behind `FairLock` in `index.js`. */
 export declare class NativeFairLock {
   /** Takes the lock if it is free and nobody waits; `null` otherwise (never queues). */
-  tryAcquire(): Promise<NativeLeaseHold | null>
+  tryAcquire(): Promise<NativeLeaseGuard | null>
   /** Queues and waits up to `timeoutMs` (none: no limit) for its turn; rejects with WAIT_TIMEOUT. */
-  acquire(timeoutMs?: number | undefined | null): Promise<NativeLeaseHold>
+  acquire(timeoutMs?: number | undefined | null): Promise<NativeLeaseGuard>
   /** The lock as it stands: holder, lease, last token, queue length. */
   state(): Promise<FairLockState>
   /** Whether anyone holds the lock now. */
@@ -14,7 +14,7 @@ export declare class NativeFairLock {
 }
 
 /** One hold of a fair lock or of a read-write lock. */
-export declare class NativeLeaseHold {
+export declare class NativeLeaseGuard {
   /** The fencing token of this hold. */
   get fencingToken(): number
   /** True once the hold is known lost. */
@@ -121,13 +121,13 @@ export declare class NativePermit {
 /** The native read-write lock handle behind `ReadWriteLock` in `index.js`. */
 export declare class NativeReadWriteLock {
   /** A read hold if no writer holds (or, with writer preference, waits for) the lock; `null` otherwise. */
-  tryAcquireRead(): Promise<NativeLeaseHold | null>
+  tryAcquireRead(): Promise<NativeLeaseGuard | null>
   /** Waits up to `timeoutMs` (none: no limit) for a read hold; rejects with WAIT_TIMEOUT. */
-  acquireRead(timeoutMs?: number | undefined | null): Promise<NativeLeaseHold>
+  acquireRead(timeoutMs?: number | undefined | null): Promise<NativeLeaseGuard>
   /** The write hold if nobody holds the lock; `null` otherwise (never marks itself waiting). */
-  tryAcquireWrite(): Promise<NativeLeaseHold | null>
+  tryAcquireWrite(): Promise<NativeLeaseGuard | null>
   /** Waits up to `timeoutMs` (none: no limit) for the write hold; rejects with WAIT_TIMEOUT. */
-  acquireWrite(timeoutMs?: number | undefined | null): Promise<NativeLeaseHold>
+  acquireWrite(timeoutMs?: number | undefined | null): Promise<NativeLeaseGuard>
   /** The lock as it stands: readers, writer, waiting writers, last token. */
   state(): Promise<RwLockState>
 }

@@ -1,12 +1,12 @@
 'use strict'
 // `FairLock`: a lock handed out first come, first served across every process on the same store and
-// name. Waiting acquires queue (the core keeps the queue and the order); each resolves to a `LeaseHold`.
+// name. Waiting acquires queue (the core keeps the queue and the order); each resolves to a `LeaseGuard`.
 
 const native = require('./native')
 const check = require('./arguments')
 const { rethrow } = require('./errors')
 const { Connection, whileHeld } = require('./holding')
-const { LeaseHold, leaseSettings, waitLimit } = require('./lease-hold')
+const { LeaseGuard, leaseSettings, waitLimit } = require('./lease-guard')
 
 const WHAT = 'fair lock'
 
@@ -29,23 +29,23 @@ class FairLock {
 
   /**
    * Takes the lock if it is free and nobody is waiting (never queues, never cuts in).
-   * @returns {Promise<LeaseHold | null>}
+   * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquire() {
     const hold = await (await this.#connection.get()).tryAcquire().catch(rethrow)
-    return hold === null ? null : new LeaseHold(hold, WHAT, this.#ttlMs)
+    return hold === null ? null : new LeaseGuard(hold, WHAT, this.#ttlMs)
   }
 
   /**
    * Queues and waits up to `timeoutMs` (none: no limit) for its turn; rejects with `WaitTimeoutError`
    * (and leaves the queue) when the time passes.
    * @param {{ timeoutMs?: number }} [options]
-   * @returns {Promise<LeaseHold>}
+   * @returns {Promise<LeaseGuard>}
    */
   async acquire(options) {
     const timeoutMs = waitLimit(options)
     const hold = await (await this.#connection.get()).acquire(timeoutMs).catch(rethrow)
-    return new LeaseHold(hold, WHAT, this.#ttlMs)
+    return new LeaseGuard(hold, WHAT, this.#ttlMs)
   }
 
   /**

@@ -1,12 +1,12 @@
 'use strict'
 // `ReadWriteLock`: many readers or one writer across every process on the same store and name, with
-// writer preference by default. Each read or write acquire resolves to its own `LeaseHold`.
+// writer preference by default. Each read or write acquire resolves to its own `LeaseGuard`.
 
 const native = require('./native')
 const check = require('./arguments')
 const { rethrow } = require('./errors')
 const { Connection, whileHeld } = require('./holding')
-const { LeaseHold, leaseSettings, waitLimit } = require('./lease-hold')
+const { LeaseGuard, leaseSettings, waitLimit } = require('./lease-guard')
 
 const READ = 'read hold'
 const WRITE = 'write hold'
@@ -35,7 +35,7 @@ class ReadWriteLock {
 
   /**
    * A read hold if no writer holds (or, with writer preference, waits for) the lock.
-   * @returns {Promise<LeaseHold | null>}
+   * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquireRead() {
     return this.#maybe(READ, await (await this.#connection.get()).tryAcquireRead().catch(rethrow))
@@ -44,17 +44,17 @@ class ReadWriteLock {
   /**
    * Waits up to `timeoutMs` (none: no limit) for a read hold; rejects with `WaitTimeoutError`.
    * @param {{ timeoutMs?: number }} [options]
-   * @returns {Promise<LeaseHold>}
+   * @returns {Promise<LeaseGuard>}
    */
   async acquireRead(options) {
     const timeoutMs = waitLimit(options)
     const hold = await (await this.#connection.get()).acquireRead(timeoutMs).catch(rethrow)
-    return new LeaseHold(hold, READ, this.#ttlMs)
+    return new LeaseGuard(hold, READ, this.#ttlMs)
   }
 
   /**
    * The write hold if nobody holds the lock (never marks itself waiting).
-   * @returns {Promise<LeaseHold | null>}
+   * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquireWrite() {
     return this.#maybe(WRITE, await (await this.#connection.get()).tryAcquireWrite().catch(rethrow))
@@ -64,12 +64,12 @@ class ReadWriteLock {
    * Waits up to `timeoutMs` (none: no limit) for the write hold; rejects with `WaitTimeoutError`. With
    * writer preference, new readers are held back while it waits.
    * @param {{ timeoutMs?: number }} [options]
-   * @returns {Promise<LeaseHold>}
+   * @returns {Promise<LeaseGuard>}
    */
   async acquireWrite(options) {
     const timeoutMs = waitLimit(options)
     const hold = await (await this.#connection.get()).acquireWrite(timeoutMs).catch(rethrow)
-    return new LeaseHold(hold, WRITE, this.#ttlMs)
+    return new LeaseGuard(hold, WRITE, this.#ttlMs)
   }
 
   /**
@@ -110,7 +110,7 @@ class ReadWriteLock {
   }
 
   #maybe(what, hold) {
-    return hold === null ? null : new LeaseHold(hold, what, this.#ttlMs)
+    return hold === null ? null : new LeaseGuard(hold, what, this.#ttlMs)
   }
 }
 

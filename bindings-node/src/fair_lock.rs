@@ -1,12 +1,12 @@
 //! `FairLock` for Node: the native handle behind `FairLock` in `lib/fair-lock.js`. Each acquire gives
-//! a `NativeLeaseHold`; the queue, its order and the tokens are the core's.
+//! a `NativeLeaseGuard`; the queue, its order and the tokens are the core's.
 
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::lease_hold::{lease_options, NativeLeaseHold};
+use crate::lease_guard::{lease_options, NativeLeaseGuard};
 use crate::lock::wait_limit;
 use crate::runtime::guarded;
 
@@ -74,24 +74,24 @@ pub async fn connect_fair_lock(
 impl NativeFairLock {
     /// Takes the lock if it is free and nobody waits; `null` otherwise (never queues).
     #[napi]
-    pub async fn try_acquire(&self) -> napi::Result<Option<NativeLeaseHold>> {
+    pub async fn try_acquire(&self) -> napi::Result<Option<NativeLeaseGuard>> {
         let inner = self.inner.clone();
         guarded(async move {
             Ok(inner
                 .try_acquire()
                 .await
                 .map_err(to_js)?
-                .map(NativeLeaseHold::new))
+                .map(NativeLeaseGuard::new))
         })
         .await
     }
 
     /// Queues and waits up to `timeoutMs` (none: no limit) for its turn; rejects with WAIT_TIMEOUT.
     #[napi]
-    pub async fn acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseHold> {
+    pub async fn acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseGuard> {
         let wait = wait_limit(timeout_ms)?;
         let inner = self.inner.clone();
-        guarded(async move { Ok(NativeLeaseHold::new(inner.acquire(wait).await.map_err(to_js)?)) }).await
+        guarded(async move { Ok(NativeLeaseGuard::new(inner.acquire(wait).await.map_err(to_js)?)) }).await
     }
 
     /// The lock as it stands: holder, lease, last token, queue length.

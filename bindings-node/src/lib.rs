@@ -9,7 +9,7 @@ mod completions;
 mod convert;
 mod errors;
 mod fair_lock;
-mod lease_hold;
+mod lease_guard;
 mod limiter;
 mod lock;
 mod runtime;

@@ -1,5 +1,5 @@
 //! `ReadWriteLock` for Node: the native handle behind `ReadWriteLock` in `lib/read-write-lock.js`.
-//! Each read or write acquire gives a `NativeLeaseHold`; sharing, exclusion and writer preference are
+//! Each read or write acquire gives a `NativeLeaseGuard`; sharing, exclusion and writer preference are
 //! the core's.
 
 use napi::bindgen_prelude::{Buffer, Either};
@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::lease_hold::{lease_options, NativeLeaseHold};
+use crate::lease_guard::{lease_options, NativeLeaseGuard};
 use crate::lock::wait_limit;
 use crate::runtime::guarded;
 
@@ -80,25 +80,25 @@ pub async fn connect_read_write_lock(
 impl NativeReadWriteLock {
     /// A read hold if no writer holds (or, with writer preference, waits for) the lock; `null` otherwise.
     #[napi]
-    pub async fn try_acquire_read(&self) -> napi::Result<Option<NativeLeaseHold>> {
+    pub async fn try_acquire_read(&self) -> napi::Result<Option<NativeLeaseGuard>> {
         let inner = self.inner.clone();
         guarded(async move {
             Ok(inner
                 .try_acquire_read()
                 .await
                 .map_err(to_js)?
-                .map(NativeLeaseHold::new))
+                .map(NativeLeaseGuard::new))
         })
         .await
     }
 
     /// Waits up to `timeoutMs` (none: no limit) for a read hold; rejects with WAIT_TIMEOUT.
     #[napi]
-    pub async fn acquire_read(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseHold> {
+    pub async fn acquire_read(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseGuard> {
         let wait = wait_limit(timeout_ms)?;
         let inner = self.inner.clone();
         guarded(async move {
-            Ok(NativeLeaseHold::new(
+            Ok(NativeLeaseGuard::new(
                 inner.acquire_read(wait).await.map_err(to_js)?,
             ))
         })
@@ -107,25 +107,25 @@ impl NativeReadWriteLock {
 
     /// The write hold if nobody holds the lock; `null` otherwise (never marks itself waiting).
     #[napi]
-    pub async fn try_acquire_write(&self) -> napi::Result<Option<NativeLeaseHold>> {
+    pub async fn try_acquire_write(&self) -> napi::Result<Option<NativeLeaseGuard>> {
         let inner = self.inner.clone();
         guarded(async move {
             Ok(inner
                 .try_acquire_write()
                 .await
                 .map_err(to_js)?
-                .map(NativeLeaseHold::new))
+                .map(NativeLeaseGuard::new))
         })
         .await
     }
 
     /// Waits up to `timeoutMs` (none: no limit) for the write hold; rejects with WAIT_TIMEOUT.
     #[napi]
-    pub async fn acquire_write(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseHold> {
+    pub async fn acquire_write(&self, timeout_ms: Option<f64>) -> napi::Result<NativeLeaseGuard> {
         let wait = wait_limit(timeout_ms)?;
         let inner = self.inner.clone();
         guarded(async move {
-            Ok(NativeLeaseHold::new(
+            Ok(NativeLeaseGuard::new(
                 inner.acquire_write(wait).await.map_err(to_js)?,
             ))
         })

@@ -220,7 +220,7 @@ for (const store of ['memory', 'redis']) {
   test(`${store}: a lease hold extends, releases once, and reports its state`, async () => {
     const rw = new ratelock.ReadWriteLock(fresh('rw'), { url: url(), ttlMs: 1000, autoRenew: false })
     const hold = await rw.acquireWrite()
-    assert.ok(hold instanceof ratelock.LeaseHold)
+    assert.ok(hold instanceof ratelock.LeaseGuard)
     await hold.extend({ ttlMs: 5000 })
     assert.ok((await rw.state()).writerRemainingMs > 1000)
     assert.equal(hold.lost, false)
@@ -313,4 +313,9 @@ test('redis: usingWrite() aborts its signal when the writer key is deleted under
   assert.equal(signal.aborted, true)
   assert.equal(hold.lost, true)
   await assert.rejects(hold.release(), ratelock.LockLostError)
+})
+
+test('LeaseHold is the deprecated name of LeaseGuard', () => {
+  const ratelock = require('../../bindings-node')
+  assert.equal(ratelock.LeaseHold, ratelock.LeaseGuard)
 })

@@ -13,7 +13,7 @@ import {
   WaitTimeoutError,
   type Decision,
   type FairLockState,
-  type LeaseHold,
+  type LeaseGuard,
   type RwLockState,
 } from 'ratelock'
 import { rateLimit } from 'ratelock/express'
@@ -36,19 +36,19 @@ async function main(): Promise<void> {
   await permit.release()
 
   const payouts = new FairLock('payouts', { url: process.env.REDIS_URL, ttlMs: 5000, waiterTtlMs: 2000 })
-  const turn: LeaseHold = await payouts.acquire({ timeoutMs: 1000 })
+  const turn: LeaseGuard = await payouts.acquire({ timeoutMs: 1000 })
   const fence: number = turn.fencingToken
   if (!turn.lost && !turn.signal.aborted) await turn.extend({ ttlMs: 10_000 })
   await turn.release()
   const queued: FairLockState = await payouts.state()
   console.log(fence, queued.waiting, queued.held ? queued.remainingMs : 0)
-  const maybe: LeaseHold | null = await payouts.tryAcquire()
+  const maybe: LeaseGuard | null = await payouts.tryAcquire()
   await maybe?.release()
   const paid: string = await payouts.using(async (signal) => (signal.aborted ? 'lost' : 'paid'), { timeoutMs: 500 })
 
   const config = new ReadWriteLock('config', { preferWriters: false, autoRenew: true })
-  const reader: LeaseHold = await config.acquireRead({ timeoutMs: 100 })
-  const writer: LeaseHold | null = await config.tryAcquireWrite()
+  const reader: LeaseGuard = await config.acquireRead({ timeoutMs: 100 })
+  const writer: LeaseGuard | null = await config.tryAcquireWrite()
   await Promise.all([reader.release(), writer?.release()])
   const rw: RwLockState = await config.state()
   const seen: number = await config.usingRead(() => rw.readers + rw.waitingWriters)

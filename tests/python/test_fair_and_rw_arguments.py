@@ -68,8 +68,8 @@ def test_other_bad_arguments_are_typed_errors():
 
 @pytest.mark.parametrize(
     "module",
-    ["ratelock.fair_lock", "ratelock.rwlock", "ratelock.hold", "ratelock._async_fair_lock",
-     "ratelock._async_rwlock", "ratelock._async_hold"],
+    ["ratelock.fair_lock", "ratelock.rwlock", "ratelock.lease_guard", "ratelock._async_fair_lock",
+     "ratelock._async_rwlock", "ratelock._async_lease_guard"],
 )
 def test_docstring_examples_run(module):
     results = doctest.testmod(importlib.import_module(module))

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import ratelock
+import ratelock.asyncio
 from polling import delete_key, fresh_name, until
 
 
@@ -182,3 +183,10 @@ def test_waiting_for_loss_of_a_released_hold_returns_at_once(store_url):
     started = time.monotonic()
     assert hold.wait_lost() is False
     assert time.monotonic() - started < 1.0
+
+
+def test_hold_is_the_deprecated_name_of_lease_guard():
+    with pytest.warns(DeprecationWarning, match="LeaseGuard"):
+        assert ratelock.Hold is ratelock.LeaseGuard
+    with pytest.warns(DeprecationWarning, match="LeaseGuard"):
+        assert ratelock.asyncio.Hold is ratelock.asyncio.LeaseGuard

@@ -15,6 +15,9 @@ per process; to choose the sharing yourself, pass a ``ratelock.Client`` in place
     (True, False)
 """
 
+import warnings
+from typing import Any
+
 from ratelock._native import (
     Client,
     ConfigurationError,
@@ -35,7 +38,7 @@ from ratelock._native import (
 )
 from ratelock.limiter import Limiter, RateLimited
 from ratelock.fair_lock import FairLock
-from ratelock.hold import Hold
+from ratelock.lease_guard import LeaseGuard
 from ratelock.lock import DistributedLock
 from ratelock.rwlock import ReadWriteLock
 from ratelock.semaphore import ConcurrencyLimiter, Semaphore
@@ -49,7 +52,7 @@ __all__ = [
     "DistributedLock",
     "FairLock",
     "FairLockState",
-    "Hold",
+    "LeaseGuard",
     "InvalidArgument",
     "InvalidRule",
     "Limiter",
@@ -66,3 +69,11 @@ __all__ = [
     "WaitTimeout",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
+    if name == "Hold":
+        warnings.warn("ratelock.Hold is deprecated: use ratelock.LeaseGuard", DeprecationWarning, stacklevel=2)
+        return LeaseGuard
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,17 +1,17 @@
 """``ratelock.asyncio.ReadWriteLock``: ``ratelock.ReadWriteLock`` for asyncio code; waits never block the
-event loop, and each acquire gives its own ``ratelock.asyncio.Hold``."""
+event loop, and each acquire gives its own ``ratelock.asyncio.LeaseGuard``."""
 
 from typing import Optional, Union
 
 from ratelock import _native
-from ratelock._async_hold import Acquiring, Hold
+from ratelock._async_lease_guard import Acquiring, LeaseGuard
 from ratelock._async_holding import AsyncHandle
 from ratelock._native import Client, RwLockState
 
 
 class ReadWriteLock(AsyncHandle):
     """Many readers or one writer, as ``ratelock.ReadWriteLock``. ``acquire_read``/``acquire_write`` can
-    be awaited (for a ``Hold``) or used directly in ``async with``:
+    be awaited (for a ``LeaseGuard``) or used directly in ``async with``:
 
         >>> import asyncio, ratelock.asyncio
         >>> async def main() -> int:
@@ -55,31 +55,31 @@ class ReadWriteLock(AsyncHandle):
     def acquire_read(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
 
-        async def acquire() -> Hold:
+        async def acquire() -> LeaseGuard:
             handle = await self._connected()
-            return Hold(await handle.acquire_read_async(timeout), self._ttl, "read hold")
+            return LeaseGuard(await handle.acquire_read_async(timeout), self._ttl, "read hold")
 
         return Acquiring(acquire)
 
-    async def try_acquire_read(self) -> Optional[Hold]:
+    async def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
         guard = await (await self._connected()).try_acquire_read_async()
-        return None if guard is None else Hold(guard, self._ttl, "read hold")
+        return None if guard is None else LeaseGuard(guard, self._ttl, "read hold")
 
     def acquire_write(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
 
-        async def acquire() -> Hold:
+        async def acquire() -> LeaseGuard:
             handle = await self._connected()
-            return Hold(await handle.acquire_write_async(timeout), self._ttl, "write hold")
+            return LeaseGuard(await handle.acquire_write_async(timeout), self._ttl, "write hold")
 
         return Acquiring(acquire)
 
-    async def try_acquire_write(self) -> Optional[Hold]:
+    async def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None``."""
         guard = await (await self._connected()).try_acquire_write_async()
-        return None if guard is None else Hold(guard, self._ttl, "write hold")
+        return None if guard is None else LeaseGuard(guard, self._ttl, "write hold")
 
     async def state(self) -> RwLockState:
         """The lock as it stands (see ``ratelock.ReadWriteLock.state``)."""

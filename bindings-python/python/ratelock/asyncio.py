@@ -10,12 +10,13 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
+import warnings
 import weakref
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from ratelock import _native
 from ratelock._async_fair_lock import FairLock
-from ratelock._async_hold import Hold
+from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_holding import AsyncHolding
 from ratelock._async_rwlock import ReadWriteLock
 from ratelock._native import Client, Decision
@@ -207,9 +208,17 @@ __all__ = [
     "Decision",
     "DistributedLock",
     "FairLock",
-    "Hold",
+    "LeaseGuard",
     "Limiter",
     "ReadWriteLock",
     "Semaphore",
     "connect",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
+    if name == "Hold":
+        warnings.warn("ratelock.asyncio.Hold is deprecated: use ratelock.asyncio.LeaseGuard", DeprecationWarning, stacklevel=2)
+        return LeaseGuard
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

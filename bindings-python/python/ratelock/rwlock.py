@@ -1,11 +1,11 @@
 """``ratelock.ReadWriteLock``: many readers or one writer across every process, each acquire returning
-its own ``ratelock.Hold``. The work is done by the Rust core."""
+its own ``ratelock.LeaseGuard``. The work is done by the Rust core."""
 
 from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._native import Client, RwLockState
-from ratelock.hold import Hold
+from ratelock.lease_guard import LeaseGuard
 
 
 class ReadWriteLock:
@@ -50,24 +50,24 @@ class ReadWriteLock:
         )
         self._ttl = ttl
 
-    def acquire_read(self, timeout: Optional[float] = None) -> Hold:
+    def acquire_read(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
-        return Hold(self._handle.acquire_read(timeout), self._ttl, "read hold")
+        return LeaseGuard(self._handle.acquire_read(timeout), self._ttl, "read hold")
 
-    def try_acquire_read(self) -> Optional[Hold]:
+    def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
         guard = self._handle.try_acquire_read()
-        return None if guard is None else Hold(guard, self._ttl, "read hold")
+        return None if guard is None else LeaseGuard(guard, self._ttl, "read hold")
 
-    def acquire_write(self, timeout: Optional[float] = None) -> Hold:
+    def acquire_write(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        return Hold(self._handle.acquire_write(timeout), self._ttl, "write hold")
+        return LeaseGuard(self._handle.acquire_write(timeout), self._ttl, "write hold")
 
-    def try_acquire_write(self) -> Optional[Hold]:
+    def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None`` (never holds readers back)."""
         guard = self._handle.try_acquire_write()
-        return None if guard is None else Hold(guard, self._ttl, "write hold")
+        return None if guard is None else LeaseGuard(guard, self._ttl, "write hold")
 
     def state(self) -> RwLockState:
         """The lock as it stands: ``readers``, ``writer``, ``writer_fence``, ``writer_remaining``

@@ -1,5 +1,5 @@
 //! One hold of a `FairLock` or of a `ReadWriteLock` (either side) for Node: the core's `LeaseGuard`
-//! behind `LeaseHold` in `lib/lease-hold.js`, and the lease options both lock kinds are made with.
+//! behind `LeaseGuard` in `lib/lease-guard.js`, and the lease options both lock kinds are made with.
 
 use std::sync::Mutex;
 
@@ -15,16 +15,16 @@ use crate::runtime::guarded;
 
 /// One hold of a fair lock or of a read-write lock.
 #[napi]
-pub struct NativeLeaseHold {
+pub struct NativeLeaseGuard {
     guard: Mutex<Option<ratelock::LeaseGuard>>,
     lost: ratelock::LostSignal,
     released: watch::Sender<bool>,
     fencing_token: u64,
 }
 
-impl NativeLeaseHold {
+impl NativeLeaseGuard {
     pub(crate) fn new(guard: ratelock::LeaseGuard) -> Self {
-        NativeLeaseHold {
+        NativeLeaseGuard {
             lost: guard.lost_signal(),
             released: watch::channel(false).0,
             fencing_token: guard.fencing_token(),
@@ -38,7 +38,7 @@ impl NativeLeaseHold {
 }
 
 #[napi]
-impl NativeLeaseHold {
+impl NativeLeaseGuard {
     /// The fencing token of this hold.
     #[napi(getter)]
     pub fn fencing_token(&self) -> f64 {

@@ -1,12 +1,12 @@
 'use strict'
-// `LeaseHold`: one hold of a `FairLock` or of a `ReadWriteLock` (read or write), as each acquire
+// `LeaseGuard`: one hold of a `FairLock` or of a `ReadWriteLock` (read or write), as each acquire
 // resolves to it: its fencing token, the lost flag and AbortSignal, extension and release.
 
 const check = require('./arguments')
 const { LockLostError, LockNotOwnedError, StoreUnavailableError, fromNative, rethrow } = require('./errors')
 
 /** One hold of a `FairLock` or of a `ReadWriteLock`; a lease, renewed while held (`autoRenew`). */
-class LeaseHold {
+class LeaseGuard {
   #hold
   #what
   #ttlMs
@@ -111,4 +111,4 @@ function waitLimit(options) {
   return check.optionalNumber('timeoutMs', check.options('options', options).timeoutMs)
 }
 
-module.exports = { LeaseHold, leaseSettings, waitLimit }
+module.exports = { LeaseGuard, leaseSettings, waitLimit }

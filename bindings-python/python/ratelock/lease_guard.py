@@ -1,4 +1,4 @@
-"""``ratelock.Hold``: one hold of a ``ratelock.ReadWriteLock`` (read or write) with its fencing token, the
+"""``ratelock.LeaseGuard``: one hold of a ``ratelock.ReadWriteLock`` (read or write) with its fencing token, the
 lost signal, ``extend`` and ``release``, usable as a context manager. The work is done by the Rust core."""
 
 import threading
@@ -8,7 +8,7 @@ from ratelock import _native
 from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 
-class Hold:
+class LeaseGuard:
     """A read or write hold. Leave a ``with`` block (or call ``release()``) to give it back; while it is
     held its lease is renewed in the background. Send ``fencing_token`` with every write it protects.
 
@@ -72,7 +72,7 @@ class Hold:
         if self._released:
             raise LockNotOwned(f"this {self._what} was released already")
 
-    def __enter__(self) -> "Hold":
+    def __enter__(self) -> "LeaseGuard":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -80,4 +80,4 @@ class Hold:
 
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self.lost else "held"
-        return f"<ratelock.Hold {self._what} fencing_token={self.fencing_token} {state}>"
+        return f"<ratelock.LeaseGuard {self._what} fencing_token={self.fencing_token} {state}>"

@@ -1,5 +1,5 @@
-"""``ratelock.asyncio.Hold``: one hold of a ``ratelock.asyncio.ReadWriteLock`` for asyncio code, and
-``Acquiring``, what ``acquire_read``/``acquire_write`` return: awaitable (to a ``Hold``) and usable
+"""``ratelock.asyncio.LeaseGuard``: one hold of a ``ratelock.asyncio.ReadWriteLock`` for asyncio code, and
+``Acquiring``, what ``acquire_read``/``acquire_write`` return: awaitable (to a ``LeaseGuard``) and usable
 directly in ``async with``."""
 
 from typing import Any, Awaitable, Callable, Generator, Optional
@@ -8,8 +8,8 @@ from ratelock import _native
 from ratelock._native import LockLost, LockNotOwned, StoreUnavailable
 
 
-class Hold:
-    """A read or write hold, as ``ratelock.Hold`` but with awaitable ``release``, ``extend`` and
+class LeaseGuard:
+    """A read or write hold, as ``ratelock.LeaseGuard`` but with awaitable ``release``, ``extend`` and
     ``wait_lost``, and ``async with``.
 
         >>> import asyncio, ratelock.asyncio
@@ -69,7 +69,7 @@ class Hold:
         if self._released:
             raise LockNotOwned(f"this {self._what} was released already")
 
-    async def __aenter__(self) -> "Hold":
+    async def __aenter__(self) -> "LeaseGuard":
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -77,21 +77,21 @@ class Hold:
 
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self.lost else "held"
-        return f"<ratelock.asyncio.Hold {self._what} fencing_token={self.fencing_token} {state}>"
+        return f"<ratelock.asyncio.LeaseGuard {self._what} fencing_token={self.fencing_token} {state}>"
 
 
-class Acquiring(Awaitable[Hold]):
-    """A hold being acquired: ``await`` it for the ``Hold``, or use it in ``async with`` (which releases
+class Acquiring(Awaitable[LeaseGuard]):
+    """A hold being acquired: ``await`` it for the ``LeaseGuard``, or use it in ``async with`` (which releases
     the hold at the end of the block)."""
 
-    def __init__(self, acquire: Callable[[], Awaitable[Hold]]) -> None:
+    def __init__(self, acquire: Callable[[], Awaitable[LeaseGuard]]) -> None:
         self._acquire = acquire
-        self._hold: Optional[Hold] = None
+        self._hold: Optional[LeaseGuard] = None
 
-    def __await__(self) -> Generator[Any, None, Hold]:
+    def __await__(self) -> Generator[Any, None, LeaseGuard]:
         return self._acquire().__await__()
 
-    async def __aenter__(self) -> Hold:
+    async def __aenter__(self) -> LeaseGuard:
         self._hold = await self._acquire()
         return self._hold
 
