@@ -133,8 +133,13 @@ impl Breaker {
         self.probe_at = None;
     }
 
-    /// A connect failed or a call timed out at `now`: open, and pause before the next probe.
+    /// A connect failed or a call timed out at `now`: open, and pause before the next probe. Calls that
+    /// were in flight when it opened and fail afterwards change nothing: the pause doubles once per
+    /// failed probe, not once per call caught in the outage.
     pub fn outage(&mut self, now: Instant) {
+        if self.state == BreakerState::Open {
+            return;
+        }
         self.outages = self.outages.saturating_add(1);
         self.state = BreakerState::Open;
         self.probe_at = Some(now + self.pause());
@@ -243,6 +248,19 @@ mod tests {
         breaker.success();
         breaker.outage(due);
         assert!(breaker.probe_at.unwrap() - due <= FIRST_PAUSE);
+    }
+
+    #[test]
+    fn calls_failing_while_it_is_open_do_not_lengthen_the_pause() {
+        let start = Instant::now();
+        let mut breaker = Breaker::new(9);
+        breaker.outage(start);
+        let due = breaker.probe_at.unwrap();
+        for _ in 0..64 {
+            breaker.outage(start);
+        }
+        assert_eq!(breaker.probe_at, Some(due));
+        assert_eq!(breaker.outages, 1);
     }
 
     #[test]

@@ -68,10 +68,13 @@ impl Gate {
     /// Records what a failed call says about the server: a timeout, or a failed connect
     /// (`connecting`), opens the breaker; an answer of any kind (a configuration error, a protocol
     /// error) closes it; a connection lost mid-call says nothing (the next connect will tell).
+    /// A call that was the half-open trial (no background probe for this URL) and met any outage
+    /// reopens the breaker: left half-open, it would refuse every call from then on.
     pub(crate) fn failed(&self, err: &Error, connecting: bool) {
         match err {
             Error::Timeout(_) => self.outage(),
             Error::StoreUnavailable(_) if connecting => self.outage(),
+            Error::StoreUnavailable(_) if self.state() == BreakerState::HalfOpen => self.outage(),
             Error::StoreUnavailable(_) => {}
             _ => self.success(),
         }
