@@ -159,3 +159,25 @@ fn exchange(socket: &mut TcpStream, bytes: &[u8], expected: usize, deadline: Ins
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_call_that_meets_an_outage_reopens_the_breaker() {
+        // No endpoint (TLS, Cluster, Sentinel): the first call after the pause is the trial.
+        let gate = Gate::new(None, Duration::from_millis(100));
+        gate.outage();
+        assert!(gate.admit().is_err(), "refused while open");
+        std::thread::sleep(Duration::from_millis(450));
+        assert!(gate.admit().is_ok(), "the trial goes out");
+        assert_eq!(gate.state(), BreakerState::HalfOpen);
+        gate.failed(&Error::StoreUnavailable("LOADING Redis is loading".into()), false);
+        assert_eq!(gate.state(), BreakerState::Open, "not left half-open for good");
+        std::thread::sleep(Duration::from_millis(450));
+        assert!(gate.admit().is_ok());
+        gate.success();
+        assert_eq!(gate.state(), BreakerState::Closed);
+    }
+}
