@@ -5,7 +5,7 @@
 //!
 //! Worst case, documented in the README: at each switch (store to local, local to store) at most one
 //! extra limit's worth per window can be admitted, since neither side knows what the other admitted,
-//! plus the rounding of each process's burst up to a whole unit.
+//! plus the rounding of each process's share up to a whole unit (at most `instances - 1` units).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -37,12 +37,13 @@ impl LocalFallback {
     /// that fits the whole rule but not this process's share is a degraded denial, not an error.
     pub(crate) fn decide(&self, request: &LimitRequest<'_>) -> Result<Decision> {
         self.used.store(true, Ordering::Relaxed);
+        // A share that cannot be built (a rule near the largest burst × period) keeps the whole rule.
         let shares = Rules::new(
             request
                 .rules
                 .iter()
-                .map(|rule| rule.local_share(self.instances))
-                .collect::<Result<Vec<_>>>()?,
+                .map(|rule| rule.local_share(self.instances).unwrap_or_else(|_| rule.clone()))
+                .collect(),
         )?;
         let fits = shares.iter().all(|rule| check_cost(rule, request.cost).is_ok());
         let local = LimitRequest {

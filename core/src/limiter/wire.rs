@@ -81,7 +81,9 @@ impl Limiter {
         let tag = CallTag::of_command(command)?;
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
-            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT after SCRIPT LOAD".into())),
+            Err(Failure::NoScript) => Err(Error::StoreUnavailable(
+                "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
+            )),
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => tag.open(value),
         };

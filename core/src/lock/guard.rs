@@ -112,6 +112,12 @@ impl<L: Lease> Guard<L> {
         }
         let sent = Instant::now();
         let answer = self.lease.extend(ttl).await?;
+        if L::extended(&answer) && self.is_lost() {
+            // The lost signal fired while the extension was on its way: the holder was told to stop,
+            // so the lease it just extended is given back rather than left taken for a whole ttl.
+            let _ = self.lease.release().await;
+            return self.lease.extend_lost().await;
+        }
         self.hold.extended(L::extended(&answer), sent, ttl);
         Ok(answer)
     }

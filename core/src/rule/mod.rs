@@ -97,29 +97,33 @@ impl Rule {
         Self::build(self.algorithm, self.limit, self.period(), burst)
     }
 
-    /// This rule's share for one of `instances` processes, for the local fallback: the period times
-    /// `instances` (at most [`MAX_PERIOD`]), and for gcra, token_bucket and leaky_bucket the burst
-    /// divided among them, rounded up to at least 1 (so cost 1 always fits). Across all processes
-    /// the rate stays the rule's.
+    /// This rule's share for one of `instances` processes, for the local fallback, so that across all
+    /// processes the rate stays the rule's:
+    /// - gcra, token_bucket, leaky_bucket: the period times `instances` (at most [`MAX_PERIOD`]) and the
+    ///   burst divided among them, rounded up to at least 1 (so cost 1 always fits);
+    /// - fixed_window, sliding_window, sliding_log: the same window with the limit divided among them,
+    ///   rounded up to at least 1 (a longer window would let every process spend a whole limit at once).
     ///
     /// ```
     /// let rule: ratelock::Rule = "100/minute burst 10".parse()?;
     /// let share = rule.local_share(4)?;
     /// assert_eq!((share.limit(), share.period().as_secs(), share.burst()), (100, 240, 3));
     /// assert_eq!("1/second".parse::<ratelock::Rule>()?.local_share(8)?.burst(), 1);
+    /// let window = "10/minute using fixed_window".parse::<ratelock::Rule>()?.local_share(4)?;
+    /// assert_eq!((window.limit(), window.period().as_secs()), (3, 60));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
     pub fn local_share(&self, instances: u64) -> Result<Self> {
         let instances = instances.max(1);
+        if !self.algorithm.uses_burst() {
+            let limit = self.limit.div_ceil(instances).max(1);
+            return Self::build(self.algorithm, limit, self.period(), limit);
+        }
         let period = self
             .period()
             .saturating_mul(u32::try_from(instances).unwrap_or(u32::MAX))
             .min(MAX_PERIOD);
-        let burst = if self.algorithm.uses_burst() {
-            self.burst.div_ceil(instances).max(1)
-        } else {
-            self.limit
-        };
+        let burst = self.burst.div_ceil(instances).max(1);
         Self::build(self.algorithm, self.limit, period, burst)
     }
 

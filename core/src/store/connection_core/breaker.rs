@@ -93,7 +93,11 @@ pub struct Breaker {
     state: BreakerState,
     /// Outages in a row (the pause doubles with each, up to [`LONGEST_PAUSE`]).
     outages: u32,
+    /// Open: when the next probe is due. Half-open: when the probe out now counts as lost (a trial call
+    /// that was cancelled never reports), so that another one is let out.
     probe_at: Option<Instant>,
+    /// How long a probe may take before another is let out.
+    trial_limit: Duration,
     /// xorshift state for the jitter.
     jitter: u64,
 }
@@ -105,8 +109,15 @@ impl Breaker {
             state: BreakerState::Closed,
             outages: 0,
             probe_at: None,
+            trial_limit: Duration::from_secs(2),
             jitter: seed | 1,
         }
+    }
+
+    /// The same breaker letting a probe take at most `limit` before another is let out (default 2 s).
+    pub fn with_trial_limit(mut self, limit: Duration) -> Self {
+        self.trial_limit = limit;
+        self
     }
 
     /// Where the breaker stands.
@@ -118,8 +129,11 @@ impl Breaker {
     pub fn admit(&mut self, now: Instant) -> Admission {
         match self.state {
             BreakerState::Closed => Admission::Proceed,
-            BreakerState::Open if self.probe_at.is_none_or(|at| now >= at) => {
+            // The pause is over, or the probe out has not reported within its limit (a cancelled trial
+            // call never does): let one out.
+            _ if self.probe_at.is_none_or(|at| now >= at) => {
                 self.state = BreakerState::HalfOpen;
+                self.probe_at = Some(now + self.trial_limit);
                 Admission::Probe
             }
             BreakerState::Open | BreakerState::HalfOpen => Admission::Refuse,
@@ -167,11 +181,11 @@ pub struct SharedBreaker {
 }
 
 impl SharedBreaker {
-    /// A closed breaker (`seed` varies the jitter).
-    pub fn new(seed: u64) -> Self {
+    /// A closed breaker (`seed` varies the jitter) whose probes may take up to `trial_limit`.
+    pub fn new(seed: u64, trial_limit: Duration) -> Self {
         SharedBreaker {
             state: AtomicU8::new(BreakerState::Closed.code()),
-            breaker: Mutex::new(Breaker::new(seed)),
+            breaker: Mutex::new(Breaker::new(seed).with_trial_limit(trial_limit)),
         }
     }
 
@@ -251,6 +265,18 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_that_never_reports_is_replaced_after_its_limit() {
+        let start = Instant::now();
+        let mut breaker = Breaker::new(5).with_trial_limit(Duration::from_secs(1));
+        breaker.outage(start);
+        let due = start + LONGEST_PAUSE;
+        assert_eq!(breaker.admit(due), Admission::Probe);
+        assert_eq!(breaker.admit(due + Duration::from_millis(999)), Admission::Refuse);
+        assert_eq!(breaker.admit(due + Duration::from_secs(1)), Admission::Probe);
+        assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    }
+
+    #[test]
     fn calls_failing_while_it_is_open_do_not_lengthen_the_pause() {
         let start = Instant::now();
         let mut breaker = Breaker::new(9);
@@ -265,7 +291,7 @@ mod tests {
 
     #[test]
     fn the_shared_form_answers_closed_without_the_lock_and_tracks_every_change() {
-        let shared = SharedBreaker::new(3);
+        let shared = SharedBreaker::new(3, Duration::from_secs(1));
         assert_eq!(shared.admit(), Admission::Proceed);
         shared.outage();
         assert_eq!(shared.state(), BreakerState::Open);

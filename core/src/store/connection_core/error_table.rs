@@ -11,7 +11,8 @@
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
-//! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other error reply, a malformed reply | bug | `Protocol` |
+//! | an error code ratelock does not know (a proxy's), or an `ERR` naming a refused, timed-out or upstream connection | outage | `StoreUnavailable` |
+//! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other `ERR`, a malformed reply | bug | `Protocol` |
 //!
 //! Outages follow the failure policy; configuration errors and bugs always raise. A `NOPERM` met by a
 //! capability probe is not sorted here: the probe takes it to mean "use the fallback path".
@@ -75,7 +76,32 @@ pub fn server_error(code: &str, details: &str) -> Error {
     if code == "ERR" && details.starts_with("unknown command") {
         return Error::configuration(SETTING_COMMANDS, text());
     }
-    Error::Protocol(text())
+    if code == "ERR" || code == "WRONGTYPE" {
+        // A proxy in front of Redis says it cannot reach it in an ERR of its own.
+        return if is_proxy_outage(details) {
+            Error::StoreUnavailable(text())
+        } else {
+            Error::Protocol(text())
+        };
+    }
+    // A code ratelock does not know comes from a server or proxy it does not know, never from its own
+    // scripts (their errors are ERR): it cannot serve the call, an outage.
+    Error::StoreUnavailable(text())
+}
+
+/// Whether an `ERR` reply is a proxy's word for an unreachable or failing server.
+fn is_proxy_outage(details: &str) -> bool {
+    let details = details.to_ascii_lowercase();
+    [
+        "connection refused",
+        "upstream",
+        "timed out",
+        "timeout",
+        "connection reset",
+        "broken pipe",
+    ]
+    .iter()
+    .any(|phrase| details.contains(phrase))
 }
 
 /// A server error reply given as one line (`"CODE details"`, as redis-rs and RESP carry it).
@@ -96,6 +122,10 @@ pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration)
         return server_error(code, err.detail().unwrap_or_default());
     }
     match err.kind() {
+        // redis-rs reports any error reply to AUTH as an authentication failure, a full server too.
+        ErrorKind::AuthenticationFailed if err.to_string().contains("max number of clients") => {
+            Error::StoreUnavailable(err.to_string())
+        }
         ErrorKind::AuthenticationFailed => Error::configuration(SETTING_CREDENTIALS, err.to_string()),
         ErrorKind::InvalidClientConfig => Error::configuration("url", err.to_string()),
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => Error::Protocol(err.to_string()),
@@ -124,9 +154,20 @@ mod tests {
         for (code, details) in [
             ("ERR", "Error running script (call to f_1): @user_script:1: boom"),
             ("ERR", "something new"),
-            ("NEWCODE", "never seen"),
+            (
+                "WRONGTYPE",
+                "Operation against a key holding the wrong kind of value",
+            ),
         ] {
             assert!(server_error(code, details).is_protocol(), "{code} {details}");
+        }
+        for (code, details) in [
+            ("NEWCODE", "never seen"),
+            ("no", "upstream host"),
+            ("ERR", "Connection refused"),
+            ("ERR", "upstream failure"),
+        ] {
+            assert!(server_error(code, details).is_store_failure(), "{code} {details}");
         }
     }
 

@@ -28,7 +28,10 @@ impl Gate {
     pub(crate) fn new(endpoint: Option<Endpoint>, timeout: Duration) -> Self {
         let seed = u64::from(std::process::id()) ^ (timeout.as_nanos() as u64).rotate_left(17);
         Gate {
-            breaker: Arc::new(SharedBreaker::new(seed ^ crate::clock::now_us())),
+            breaker: Arc::new(SharedBreaker::new(
+                seed ^ crate::clock::now_us(),
+                timeout.saturating_mul(2),
+            )),
             endpoint,
             timeout,
         }

@@ -130,7 +130,9 @@ impl BlockingLane {
         Some(match reply {
             Err(Failure::NoScript) => match call.no_script() {
                 Next::LoadAndResend => self.load_and_retry(&mut state, script, &bytes, deadline),
-                _ => Err(Error::Protocol("NOSCRIPT after SCRIPT LOAD".into())),
+                _ => Err(Error::StoreUnavailable(
+                    "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
+                )),
             },
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => Ok(value),
@@ -168,11 +170,13 @@ impl BlockingLane {
         }
         let again = again?;
         classify(Ok(loaded), self.timeout).map_err(|failure| match failure {
-            Failure::NoScript => Error::Protocol("NOSCRIPT from SCRIPT LOAD".into()),
+            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT from SCRIPT LOAD".into()),
             Failure::Other(err) => err,
         })?;
         classify(Ok(again), self.timeout).map_err(|failure| match failure {
-            Failure::NoScript => Error::Protocol("NOSCRIPT after SCRIPT LOAD".into()),
+            Failure::NoScript => {
+                Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into())
+            }
             Failure::Other(err) => err,
         })
     }

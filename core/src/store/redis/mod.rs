@@ -209,6 +209,9 @@ impl RedisStore {
                     .map_err(map_error)
             };
             let open = async {
+                // Callers queued behind a connect that failed do not each try again: the breaker it
+                // opened answers them at once.
+                self.gate().admit()?;
                 tokio::time::timeout(shared.timeout, connect)
                     .await
                     .map_err(|_| Error::Timeout(shared.timeout))?
@@ -399,7 +402,9 @@ impl RedisStore {
     /// One command with the store's timeout; errors are mapped, never retried.
     async fn query(&self, cmd: &Cmd) -> Result<Value> {
         self.send(cmd).await.map_err(|failure| match failure {
-            Failure::NoScript => Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD".into()),
+            Failure::NoScript => {
+                Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into())
+            }
             Failure::Other(err) => err,
         })
     }
@@ -415,16 +420,15 @@ impl RedisStore {
         let mut connection = match self.connection().await {
             Ok(connection) => connection,
             Err(err) => {
-                if !reports_itself {
-                    gate.failed(&err, true);
-                }
+                // The first connect's own timeout is only seen here (a SYN that is never answered).
+                gate.failed(&err, true);
                 return Err(Failure::Other(err));
             }
         };
         let sent = connection.send(cmd, self.shared.timeout).await;
         if !reports_itself {
             match &sent {
-                Err(Failure::Other(err)) => gate.failed(err, is_transport(err)),
+                Err(Failure::Other(err)) => gate.failed(err, is_connect_failure(err)),
                 _ => gate.success(),
             }
         }
@@ -496,15 +500,24 @@ fn sentinel_source(_: Vec<String>, _: String) -> Option<self::subscriber::Source
     None
 }
 
-/// Whether an error from redis-rs's connections means the server could not be reached (a refused,
-/// reset or dropped connection), as opposed to a server's error reply.
-fn is_transport(err: &Error) -> bool {
+/// Whether an error from redis-rs's connections means a connection could not be made (refused,
+/// unreachable, unresolvable): what opens the breaker. A connection dropped mid-call does not (the
+/// reconnect that follows tells), nor does a server's error reply.
+fn is_connect_failure(err: &Error) -> bool {
     let Error::StoreUnavailable(text) = err else {
         return false;
     };
-    let upper = text.split(' ').next().unwrap_or_default();
-    // Server error replies start with their upper-case code; transport failures do not.
-    !(upper.len() > 1 && upper.chars().all(|c| c.is_ascii_uppercase()))
+    let text = text.to_ascii_lowercase();
+    [
+        "refused",
+        "unreachable",
+        "no route",
+        "lookup",
+        "name or service",
+        "connecting",
+    ]
+    .iter()
+    .any(|sign| text.contains(sign))
 }
 
 fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::Client> {

@@ -96,12 +96,15 @@ impl Pipelined {
     /// Sends one command and reads its reply, within the timeout.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value> {
         let timeout = self.shared.timeout;
+        // The link the call went out on: a call that times out retires it (it may be silently dead).
+        let mut used: Option<Arc<Link>> = None;
         let call = async {
             let mut bytes = cmd.get_packed_command();
             let mut stale = None;
             let mut attempt = CallAttempt::new();
             loop {
                 let link = self.link(stale.as_ref()).await?;
+                used = Some(link.clone());
                 let (answer, heard) = oneshot::channel();
                 let written = match link.outgoing.send(Outgoing { bytes, answer }) {
                     Err(refused) => {
@@ -131,7 +134,14 @@ impl Pipelined {
             .and_then(|reply| reply);
         match &replied {
             Ok(_) => self.shared.gate.success(),
-            Err(Error::Timeout(_)) => self.shared.gate.outage(),
+            Err(Error::Timeout(_)) => {
+                self.shared.gate.outage();
+                // Replies still owed on it are read and dropped by its reader; new calls go out on a
+                // fresh connection, so a connection that died without a FIN is not used forever.
+                if let Some(link) = used {
+                    link.close();
+                }
+            }
             Err(_) => {}
         }
         replied
