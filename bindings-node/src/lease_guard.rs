@@ -1,39 +1,25 @@
 //! One hold of a `FairLock` or of a `ReadWriteLock` (either side) for Node: the core's `LeaseGuard`
 //! behind `LeaseGuard` in `lib/lease-guard.js`, and the lease options both lock kinds are made with.
 
-use std::sync::Mutex;
-
 use napi::bindgen_prelude::Function;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
-use tokio::sync::watch;
 
 use crate::convert;
-use crate::errors::to_js;
-use crate::lock::{give_back, lost_or_released};
-use crate::runtime::guarded;
+use crate::guard_slot::GuardSlot;
 
 /// One hold of a fair lock or of a read-write lock.
 #[napi]
 pub struct NativeLeaseGuard {
-    guard: Mutex<Option<ratelock::LeaseGuard>>,
-    lost: ratelock::LostSignal,
-    released: watch::Sender<bool>,
+    slot: GuardSlot<ratelock::HeldLease>,
     fencing_token: u64,
 }
 
 impl NativeLeaseGuard {
     pub(crate) fn new(guard: ratelock::LeaseGuard) -> Self {
         NativeLeaseGuard {
-            lost: guard.lost_signal(),
-            released: watch::channel(false).0,
             fencing_token: guard.fencing_token(),
-            guard: Mutex::new(Some(guard)),
+            slot: GuardSlot::new(guard),
         }
-    }
-
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<ratelock::LeaseGuard>> {
-        self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -48,53 +34,32 @@ impl NativeLeaseGuard {
     /// True once the hold is known lost.
     #[napi]
     pub fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.slot.is_lost()
     }
 
     /// Resolves `true` when the hold is lost, `false` when it is given back first.
     #[napi]
     pub async fn wait_lost(&self) -> bool {
-        lost_or_released(self.lost.clone(), self.released.subscribe()).await
+        self.slot.wait_lost().await
     }
 
     /// Calls `callback()` once if the hold is lost before it is given back. Unlike `waitLost`, the watch
     /// does not keep the process alive.
     #[napi]
     pub fn on_lost(&self, callback: Function<(), ()>) -> napi::Result<()> {
-        let notify = callback
-            .build_threadsafe_function::<()>()
-            .weak::<true>()
-            .build()?;
-        let watch = lost_or_released(self.lost.clone(), self.released.subscribe());
-        napi::bindgen_prelude::spawn(async move {
-            if watch.await {
-                notify.call((), ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        });
-        Ok(())
+        self.slot.on_lost(callback)
     }
 
     /// Moves the end of this hold's lease to `ttlMs` from now; `false` if the hold is gone.
     #[napi]
     pub async fn extend(&self, ttl_ms: f64) -> napi::Result<bool> {
-        let ttl = convert::millis("ttlMs", ttl_ms)?;
-        let Some(guard) = self.slot().take() else {
-            return Ok(false);
-        };
-        let held = guarded(async { Ok(guard.extend(ttl).await) }).await;
-        *self.slot() = Some(guard);
-        held?.map_err(to_js)
+        Ok(self.slot.extend(ttl_ms).await?.unwrap_or(false))
     }
 
     /// Gives the hold back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
-            let outcome = guard.try_release().await;
-            (guard, outcome)
-        })
-        .await?;
-        Ok(outcome.unwrap_or(false))
+        Ok(self.slot.release().await?.unwrap_or(false))
     }
 }
 

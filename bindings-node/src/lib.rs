@@ -9,6 +9,7 @@ mod completions;
 mod convert;
 mod errors;
 mod fair_lock;
+mod guard_slot;
 mod lease_guard;
 mod limiter;
 mod lock;

@@ -1,14 +1,12 @@
 //! `DistributedLock` for Node: the native handle (one owner token) and the guard of one hold, with
 //! outcomes as strings; `index.js` keeps the holds, throws the typed errors and builds `using()`.
 
-use std::sync::Mutex;
-
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
-use tokio::sync::watch;
 
 use crate::convert;
 use crate::errors::to_js;
+use crate::guard_slot::GuardSlot;
 use crate::runtime::guarded;
 
 /// How a lock is made (all optional).
@@ -37,9 +35,7 @@ pub struct NativeLock {
 /// One hold of a lock.
 #[napi]
 pub struct NativeLockGuard {
-    guard: Mutex<Option<ratelock::LockGuard>>,
-    lost: ratelock::LostSignal,
-    released: watch::Sender<bool>,
+    slot: GuardSlot<ratelock::LockLease>,
     fencing_token: u64,
     holds: u64,
 }
@@ -127,23 +123,10 @@ impl NativeLock {
 impl NativeLockGuard {
     fn new(guard: ratelock::LockGuard) -> Self {
         NativeLockGuard {
-            lost: guard.lost_signal(),
-            released: watch::channel(false).0,
             fencing_token: guard.fencing_token(),
             holds: guard.holds(),
-            guard: Mutex::new(Some(guard)),
+            slot: GuardSlot::new(guard),
         }
-    }
-
-    fn take(&self) -> Option<ratelock::LockGuard> {
-        self.guard
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-    }
-
-    fn put_back(&self, guard: ratelock::LockGuard) {
-        *self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
     }
 }
 
@@ -164,28 +147,23 @@ impl NativeLockGuard {
     /// True once the hold is known lost.
     #[napi]
     pub fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.slot.is_lost()
     }
 
     /// Resolves `true` when the hold is lost, `false` when it is given back first.
     #[napi]
     pub async fn wait_lost(&self) -> bool {
-        lost_or_released(self.lost.clone(), self.released.subscribe()).await
+        self.slot.wait_lost().await
     }
 
     /// Moves the lease's end to `ttlMs` from now: "extended", "expired", "held_by_other" or "not_held".
     #[napi]
     pub async fn extend(&self, ttl_ms: f64) -> napi::Result<&'static str> {
-        let ttl = convert::millis("ttlMs", ttl_ms)?;
-        let Some(guard) = self.take() else {
-            return Ok("not_held");
-        };
-        let outcome = guarded(async { Ok(guard.extend(ttl).await) }).await;
-        self.put_back(guard);
-        Ok(match outcome?.map_err(to_js)? {
-            ratelock::Extended::Extended => "extended",
-            ratelock::Extended::Expired => "expired",
-            _ => "held_by_other",
+        Ok(match self.slot.extend(ttl_ms).await? {
+            None => "not_held",
+            Some(ratelock::Extended::Extended) => "extended",
+            Some(ratelock::Extended::Expired) => "expired",
+            Some(_) => "held_by_other",
         })
     }
 
@@ -193,56 +171,12 @@ impl NativeLockGuard {
     /// fails on the transport keeps the hold (and its watchdog), so the caller can retry.
     #[napi]
     pub async fn release(&self) -> napi::Result<&'static str> {
-        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
-            let outcome = guard.try_release().await;
-            (guard, outcome)
-        })
-        .await?;
-        Ok(match outcome {
+        Ok(match self.slot.release().await? {
             Some(ratelock::Released::Released) => "released",
             Some(ratelock::Released::StillHeld { .. }) => "still_held",
             None | Some(ratelock::Released::NotHeld) => "not_held",
             _ => "held_by_other",
         })
-    }
-}
-
-/// Gives back the guard in `slot` through `release` (its `try_release`, handing the guard back with the
-/// outcome). A release that fails on the transport puts the guard back, so the caller can retry; any
-/// other answer ends the hold and its lost watcher. `None` when the slot was empty.
-pub(crate) async fn give_back<G, T, Fut>(
-    slot: &std::sync::Mutex<Option<G>>,
-    released: &watch::Sender<bool>,
-    release: impl FnOnce(G) -> Fut,
-) -> napi::Result<Option<T>>
-where
-    Fut: std::future::Future<Output = (G, ratelock::Result<T>)>,
-{
-    let taken = slot
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .take();
-    let Some(guard) = taken else {
-        let _ = released.send(true);
-        return Ok(None);
-    };
-    let (guard, outcome) = guarded(async move { Ok(release(guard).await) }).await?;
-    if matches!(&outcome, Err(err) if err.is_store_failure()) {
-        *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
-    } else {
-        let _ = released.send(true);
-    }
-    outcome.map(Some).map_err(to_js)
-}
-
-/// Waits for `lost`, or for the hold to be given back (`false`).
-pub(crate) async fn lost_or_released(
-    lost: ratelock::LostSignal,
-    mut released: watch::Receiver<bool>,
-) -> bool {
-    tokio::select! {
-        () = lost.wait() => true,
-        _ = released.wait_for(|given_back| *given_back) => lost.is_lost(),
     }
 }
 

@@ -1,15 +1,13 @@
 //! `Semaphore` for Node: the native handle and the guard of one permit; `index.js` gives each
 //! `acquire()` its own permit object and builds `using()`.
 
-use std::sync::Mutex;
-
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
-use tokio::sync::watch;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::lock::{give_back, lost_or_released, wait_limit};
+use crate::guard_slot::GuardSlot;
+use crate::lock::wait_limit;
 use crate::runtime::guarded;
 
 /// How a semaphore is made (all optional).
@@ -36,9 +34,7 @@ pub struct NativeSemaphore {
 /// One permit.
 #[napi]
 pub struct NativePermit {
-    guard: Mutex<Option<ratelock::PermitGuard>>,
-    lost: ratelock::LostSignal,
-    released: watch::Sender<bool>,
+    slot: GuardSlot<ratelock::PermitLease>,
 }
 
 /// Opens (or reuses) the store and makes a semaphore of `permits` permits.
@@ -93,17 +89,8 @@ impl NativeSemaphore {
 impl NativePermit {
     fn new(guard: ratelock::PermitGuard) -> Self {
         NativePermit {
-            lost: guard.lost_signal(),
-            released: watch::channel(false).0,
-            guard: Mutex::new(Some(guard)),
+            slot: GuardSlot::new(guard),
         }
-    }
-
-    fn take(&self) -> Option<ratelock::PermitGuard> {
-        self.guard
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
     }
 }
 
@@ -112,35 +99,24 @@ impl NativePermit {
     /// True once the permit is known lost.
     #[napi]
     pub fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.slot.is_lost()
     }
 
     /// Resolves `true` when the permit is lost, `false` when it is given back first.
     #[napi]
     pub async fn wait_lost(&self) -> bool {
-        lost_or_released(self.lost.clone(), self.released.subscribe()).await
+        self.slot.wait_lost().await
     }
 
     /// Moves the end of this permit's lease to `ttlMs` from now; `false` if the permit is gone.
     #[napi]
     pub async fn extend(&self, ttl_ms: f64) -> napi::Result<bool> {
-        let ttl = convert::millis("ttlMs", ttl_ms)?;
-        let Some(guard) = self.take() else {
-            return Ok(false);
-        };
-        let held = guarded(async { Ok(guard.extend(ttl).await) }).await;
-        *self.guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(guard);
-        held?.map_err(to_js)
+        Ok(self.slot.extend(ttl_ms).await?.unwrap_or(false))
     }
 
     /// Gives the permit back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        let outcome = give_back(&self.guard, &self.released, |mut guard| async move {
-            let outcome = guard.try_release().await;
-            (guard, outcome)
-        })
-        .await?;
-        Ok(outcome.unwrap_or(false))
+        Ok(self.slot.release().await?.unwrap_or(false))
     }
 }
