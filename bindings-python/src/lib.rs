@@ -6,6 +6,7 @@ mod convert;
 mod decision;
 mod errors;
 mod fair_lock;
+mod guard_slot;
 mod lease_guard;
 mod limiter;
 mod lock;

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
+use crate::guard_slot::GuardSlot;
 use crate::runtime::{run, spawn};
 
 /// A handle on one lock name with its own owner token.
@@ -19,8 +19,7 @@ pub(crate) struct PyLockHandle {
 /// One grant of a lock. `release` consumes it; later calls report "not_held".
 #[pyclass(name = "LockGuard", module = "ratelock._native", frozen)]
 pub(crate) struct PyLockGuard {
-    guard: std::sync::Arc<Mutex<Option<ratelock::LockGuard>>>,
-    lost: ratelock::LostSignal,
+    slot: GuardSlot<ratelock::LockLease>,
     fencing_token: u64,
     holds: u64,
 }
@@ -158,10 +157,9 @@ fn lock_arguments(
 impl PyLockGuard {
     fn new(guard: ratelock::LockGuard) -> Self {
         PyLockGuard {
-            lost: guard.lost_signal(),
             fencing_token: guard.fencing_token(),
             holds: guard.holds(),
-            guard: std::sync::Arc::new(Mutex::new(Some(guard))),
+            slot: GuardSlot::new(guard),
         }
     }
 }
@@ -180,13 +178,13 @@ impl PyLockGuard {
 
     /// True once the lock is known lost.
     fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.slot.lost().is_lost()
     }
 
     /// Blocks (without the GIL) until the lock is lost or `timeout` seconds pass; returns `is_lost()`.
     #[pyo3(signature = (timeout=None))]
     fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let lost = self.lost.clone();
+        let lost = self.slot.lost().clone();
         let limit = timeout.map(|s| convert::seconds("timeout", s)).transpose()?;
         run(py, async move {
             match limit {
@@ -199,60 +197,39 @@ impl PyLockGuard {
         })
     }
 
-    /// Moves the lease's end to `ttl` seconds from now: "extended", "expired" or "held_by_other".
+    /// Moves the lease's end to `ttl` seconds from now: "extended", "expired", "held_by_other", or
+    /// "not_held" once released.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<&'static str> {
-        let ttl = convert::seconds("ttl", ttl)?;
-        let Some(guard) = self.guard.lock().take() else {
-            return Ok("not_held");
-        };
-        let (guard, outcome) = run(py, async move {
-            let outcome = guard.extend(ttl).await;
-            Ok((guard, outcome))
-        })?;
-        *self.guard.lock() = Some(guard);
-        Ok(match outcome.map_err(to_py)? {
-            ratelock::Extended::Extended => "extended",
-            ratelock::Extended::Expired => "expired",
-            _ => "held_by_other",
+        let extending = self.slot.extending(convert::seconds("ttl", ttl)?);
+        Ok(match run(py, extending)? {
+            None => "not_held",
+            Some(ratelock::Extended::Extended) => "extended",
+            Some(ratelock::Extended::Expired) => "expired",
+            Some(_) => "held_by_other",
         })
     }
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let slot = self.guard.clone();
-        spawn(py, async move {
-            Ok(released_name(released(slot).await.map_err(to_py)?))
-        })
+        let releasing = self.slot.releasing();
+        spawn(
+            py,
+            async move { Ok(released_name(releasing.await.map_err(to_py)?)) },
+        )
     }
 
     /// Gives the hold back: "released", "still_held", "not_held" or "held_by_other". A release that
     /// fails on the way keeps the hold, so the caller can retry.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let slot = self.guard.clone();
-        Ok(released_name(run(py, async move { released(slot).await })?))
+        Ok(released_name(run(py, self.slot.releasing())?))
     }
 }
 
-/// Gives the hold back. A release that fails on the way keeps the guard in its slot; any other answer
-/// empties it.
-async fn released(
-    slot: std::sync::Arc<Mutex<Option<ratelock::LockGuard>>>,
-) -> ratelock::Result<ratelock::Released> {
-    let Some(mut guard) = slot.lock().take() else {
-        return Ok(ratelock::Released::NotHeld);
-    };
-    let outcome = guard.try_release().await;
-    if matches!(&outcome, Err(err) if err.is_store_failure()) {
-        *slot.lock() = Some(guard);
-    }
-    outcome
-}
-
-fn released_name(outcome: ratelock::Released) -> &'static str {
+fn released_name(outcome: Option<ratelock::Released>) -> &'static str {
     match outcome {
-        ratelock::Released::Released => "released",
-        ratelock::Released::StillHeld { .. } => "still_held",
-        ratelock::Released::NotHeld => "not_held",
-        _ => "held_by_other",
+        Some(ratelock::Released::Released) => "released",
+        Some(ratelock::Released::StillHeld { .. }) => "still_held",
+        None | Some(ratelock::Released::NotHeld) => "not_held",
+        Some(_) => "held_by_other",
     }
 }

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use crate::convert;
 use crate::errors::to_py;
+use crate::guard_slot::GuardSlot;
 use crate::runtime::{run, spawn};
 
 /// A handle on one semaphore name.
@@ -19,8 +19,7 @@ pub(crate) struct PySemaphoreHandle {
 /// One permit. `release` consumes it; later calls return `False`.
 #[pyclass(name = "PermitGuard", module = "ratelock._native", frozen)]
 pub(crate) struct PyPermitGuard {
-    guard: std::sync::Arc<Mutex<Option<ratelock::PermitGuard>>>,
-    lost: ratelock::LostSignal,
+    slot: GuardSlot<ratelock::PermitLease>,
 }
 
 #[pymethods]
@@ -135,8 +134,7 @@ fn semaphore_arguments(
 impl PyPermitGuard {
     fn new(guard: ratelock::PermitGuard) -> Self {
         PyPermitGuard {
-            lost: guard.lost_signal(),
-            guard: std::sync::Arc::new(Mutex::new(Some(guard))),
+            slot: GuardSlot::new(guard),
         }
     }
 }
@@ -145,46 +143,27 @@ impl PyPermitGuard {
 impl PyPermitGuard {
     /// True once the permit is known lost.
     fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.slot.lost().is_lost()
     }
 
     /// Moves the end of this permit's lease; `False` if the permit is gone.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<bool> {
-        let ttl = convert::seconds("ttl", ttl)?;
-        let Some(guard) = self.guard.lock().take() else {
-            return Ok(false);
-        };
-        let (guard, held) = run(py, async move {
-            let held = guard.extend(ttl).await;
-            Ok((guard, held))
-        })?;
-        *self.guard.lock() = Some(guard);
-        held.map_err(to_py)
+        let extending = self.slot.extending(convert::seconds("ttl", ttl)?);
+        Ok(run(py, extending)?.unwrap_or(false))
     }
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let slot = self.guard.clone();
-        spawn(py, async move { released(slot).await.map_err(to_py) })
+        let releasing = self.slot.releasing();
+        spawn(
+            py,
+            async move { Ok(releasing.await.map_err(to_py)?.unwrap_or(false)) },
+        )
     }
 
     /// Gives the permit back; `False` if it had been lost (or released) before. A release that fails
     /// on the way keeps the permit, so the caller can retry.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let slot = self.guard.clone();
-        run(py, async move { released(slot).await })
+        Ok(run(py, self.slot.releasing())?.unwrap_or(false))
     }
-}
-
-/// Gives the permit back. A release that fails on the way keeps the guard in its slot; any other answer
-/// empties it.
-async fn released(slot: std::sync::Arc<Mutex<Option<ratelock::PermitGuard>>>) -> ratelock::Result<bool> {
-    let Some(mut guard) = slot.lock().take() else {
-        return Ok(false);
-    };
-    let outcome = guard.try_release().await;
-    if matches!(&outcome, Err(err) if err.is_store_failure()) {
-        *slot.lock() = Some(guard);
-    }
-    outcome
 }
