@@ -229,3 +229,17 @@ async fn a_lock_wait_rides_out_an_outage_and_try_acquire_fails_fast() {
     assert!(guard.fencing_token() > 0);
     guard.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_url_builds_with_no_sentinel_up_and_follows_the_policy() {
+    let mut sentinel = RedisServer::start();
+    sentinel.stop();
+    let url = format!("redis+sentinel://127.0.0.1:{}/mymaster", sentinel.port());
+    let limiter = Limiter::connect_with(&url, options(FailurePolicy::Allow, 300))
+        .await
+        .expect("no I/O while building a limiter, behind Sentinel too");
+    let rules: Rules = "10/second".parse().unwrap();
+    let decision = limiter.hit("sentinel", &rules, 1).await.unwrap();
+    assert!(decision.allowed && decision.degraded);
+    assert!(limiter.ping().await.unwrap_err().is_store_failure());
+}

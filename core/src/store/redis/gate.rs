@@ -1,39 +1,40 @@
 //! The gate every call to one Redis store passes in one process: the store's circuit breaker (see
-//! `connection_core`), and its half-open probe, run off every caller's path: a thread of its own
-//! connects, sends the preamble (AUTH, SELECT) and a `PING` within the store's timeout, and tells the
-//! breaker whether the server answered. Calls meanwhile keep answering at once.
+//! `connection_core`), and its half-open probe, run off every caller's path: a thread of its own asks
+//! the server (the store's probe: connect, preamble and `PING` over the blocking lane's connection
+//! code) and tells the breaker whether it answered. Calls meanwhile keep answering at once.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::endpoint::Endpoint;
-use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
 use crate::store::connection_core::{Admission, BreakerState, SharedBreaker};
 
+/// A blocking check whether the server answers (true) or not, run on a thread of its own.
+pub(crate) type Probe = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// One store's breaker in one process, shared by the async connection, the blocking lane, the lock
 /// waits and Node's wire client. Cheap to clone.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Gate {
     breaker: Arc<SharedBreaker>,
-    /// Where a background probe connects: one plain server. Without it (TLS, cluster, Sentinel) the
-    /// call that finds a probe due goes to the server itself, as the probe.
-    endpoint: Option<Endpoint>,
-    timeout: Duration,
+    /// The background probe, for one plain server. Without it (TLS, cluster, Sentinel) the call that
+    /// finds a probe due goes to the server itself, as the probe.
+    probe: Option<Probe>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").field("state", &self.state()).finish()
+    }
 }
 
 impl Gate {
-    pub(crate) fn new(endpoint: Option<Endpoint>, timeout: Duration) -> Self {
-        let seed = u64::from(std::process::id()) ^ (timeout.as_nanos() as u64).rotate_left(17);
+    /// A closed gate whose probes (and trial calls) take at most `timeout`.
+    pub(crate) fn new(probe: Option<Probe>, timeout: Duration) -> Self {
+        let seed = u64::from(std::process::id()) ^ crate::clock::now_us();
         Gate {
-            breaker: Arc::new(SharedBreaker::new(
-                seed ^ crate::clock::now_us(),
-                timeout.saturating_mul(2),
-            )),
-            endpoint,
-            timeout,
+            breaker: Arc::new(SharedBreaker::new(seed, timeout.saturating_mul(2))),
+            probe,
         }
     }
 
@@ -47,9 +48,9 @@ impl Gate {
     pub fn admit(&self) -> Result<()> {
         match self.breaker.admit() {
             Admission::Proceed => Ok(()),
-            Admission::Probe => match &self.endpoint {
-                Some(endpoint) => {
-                    probe_in_background(endpoint.clone(), self.timeout, self.breaker.clone());
+            Admission::Probe => match &self.probe {
+                Some(probe) => {
+                    probe_in_background(probe.clone(), self.breaker.clone());
                     Err(open_error())
                 }
                 None => Ok(()),
@@ -92,11 +93,11 @@ fn open_error() -> Error {
     )
 }
 
-/// Starts one probe of `endpoint` in the background; its outcome closes or reopens `breaker`.
-fn probe_in_background(endpoint: Endpoint, timeout: Duration, breaker: Arc<SharedBreaker>) {
+/// Runs one probe in the background; its answer closes or reopens `breaker`.
+fn probe_in_background(probe: Probe, breaker: Arc<SharedBreaker>) {
     let started = std::thread::Builder::new().name("ratelock-probe".into()).spawn({
         let breaker = breaker.clone();
-        move || match answers(&endpoint, timeout) {
+        move || match probe() {
             true => breaker.success(),
             false => breaker.outage(),
         }
@@ -105,62 +106,6 @@ fn probe_in_background(endpoint: Endpoint, timeout: Duration, breaker: Arc<Share
         // No thread to probe with: stay open and let a later call start the next probe.
         breaker.outage();
     }
-}
-
-/// Whether the server answers the preamble and a `PING` before `timeout` runs out. Any reply counts,
-/// error replies included (a wrong password is then the calls' own error to report, not an outage).
-fn answers(endpoint: &Endpoint, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let Ok(addresses) = (endpoint.host(), endpoint.port()).to_socket_addrs() else {
-        return false;
-    };
-    for address in addresses {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return false;
-        };
-        let Ok(mut socket) = TcpStream::connect_timeout(&address, left) else {
-            continue;
-        };
-        let mut bytes = endpoint.preamble().to_vec();
-        bytes.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
-        let expected = endpoint.preamble_replies() + 1;
-        return exchange(&mut socket, &bytes, expected, deadline);
-    }
-    false
-}
-
-fn exchange(socket: &mut TcpStream, bytes: &[u8], expected: usize, deadline: Instant) -> bool {
-    let left = |deadline: Instant| {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-    };
-    let Some(time) = left(deadline) else { return false };
-    if socket.set_write_timeout(Some(time)).is_err() || socket.write_all(bytes).is_err() {
-        return false;
-    }
-    let mut reader = ReplyReader::new();
-    let mut seen = 0;
-    let mut chunk = [0u8; 512];
-    while seen < expected {
-        match reader.next_reply() {
-            Ok(Some(_)) => {
-                seen += 1;
-                continue;
-            }
-            Ok(None) => {}
-            Err(_) => return false,
-        }
-        let Some(time) = left(deadline) else { return false };
-        if socket.set_read_timeout(Some(time)).is_err() {
-            return false;
-        }
-        match socket.read(&mut chunk) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => reader.push(&chunk[..n]),
-        }
-    }
-    true
 }
 
 #[cfg(test)]

@@ -55,16 +55,15 @@ struct Link {
 struct Sent(Written, Option<std::io::Error>);
 
 impl BlockingLane {
-    /// A lane for `url` when it is one plain `redis://` server (`None` otherwise: TLS, Unix sockets,
-    /// cluster and Sentinel stay on the multiplexed connection). Nothing is opened yet.
-    pub(crate) fn for_url(url: &str, timeout: Duration, gate: Gate) -> Option<Self> {
-        let endpoint = Endpoint::from_url(url).ok()??;
-        Some(BlockingLane {
+    /// A lane to one plain `redis://` server (TLS, Unix sockets, cluster and Sentinel have none: they
+    /// stay on the multiplexed connection). Nothing is opened yet.
+    pub(crate) fn new(endpoint: Endpoint, timeout: Duration, gate: Gate) -> Self {
+        BlockingLane {
             endpoint,
             timeout,
             gate,
             state: Mutex::new(LaneState::default()),
-        })
+        }
     }
 
     /// Runs `cmd`, an EVALSHA of `script`, loading the script on NOSCRIPT. `None` when the lane is busy
@@ -91,7 +90,7 @@ impl BlockingLane {
                 state.link = None;
             }
             if state.link.is_none() {
-                match self.open(deadline) {
+                match open_link(&self.endpoint, deadline, self.timeout) {
                     Ok(link) => state.link = Some(link),
                     Err(err) => {
                         if err.is_store_failure() {
@@ -180,48 +179,61 @@ impl BlockingLane {
             Failure::Other(err) => err,
         })
     }
+}
 
-    /// Connects and sends the preamble (AUTH, SELECT), all before `deadline`.
-    fn open(&self, deadline: Instant) -> Result<Link> {
-        let left = remaining(deadline, self.timeout)?;
-        let address = (self.endpoint.host(), self.endpoint.port());
-        let addresses = std::net::ToSocketAddrs::to_socket_addrs(&address)
-            .map_err(|err| unavailable(&err, "resolving the host"))?;
-        let mut last = None;
-        let mut socket = None;
-        for address in addresses {
-            match TcpStream::connect_timeout(&address, left) {
-                Ok(connected) => {
-                    socket = Some(connected);
-                    break;
-                }
-                Err(err) => last = Some(err),
+/// Connects to `endpoint` and sends its preamble (AUTH, SELECT), all before `deadline`.
+fn open_link(endpoint: &Endpoint, deadline: Instant, timeout: Duration) -> Result<Link> {
+    let left = remaining(deadline, timeout)?;
+    let address = (endpoint.host(), endpoint.port());
+    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&address)
+        .map_err(|err| unavailable(&err, "resolving the host"))?;
+    let mut last = None;
+    let mut socket = None;
+    for address in addresses {
+        match TcpStream::connect_timeout(&address, left) {
+            Ok(connected) => {
+                socket = Some(connected);
+                break;
             }
+            Err(err) => last = Some(err),
         }
-        let socket = socket.ok_or_else(|| match last {
-            Some(err) => unavailable(&err, "connecting"),
-            None => Error::StoreUnavailable("the host has no address".into()),
-        })?;
-        let _ = socket.set_nodelay(true);
-        let mut link = Link {
-            socket,
-            reader: ReplyReader::new(),
-            set_timeout: None,
-        };
-        if self.endpoint.preamble_replies() > 0 {
-            if let Sent(Written::Nothing | Written::Partly, err) =
-                link.write(self.endpoint.preamble(), deadline)
-            {
-                let err = err.unwrap_or_else(|| std::io::ErrorKind::WriteZero.into());
-                return Err(transport_error(&err, "connecting"));
-            }
-            for _ in 0..self.endpoint.preamble_replies() {
-                let reply = link.reply(deadline, self.timeout)?;
-                super::wire_reader::Reply(reply).into_result()?;
-            }
-        }
-        Ok(link)
     }
+    let socket = socket.ok_or_else(|| match last {
+        Some(err) => unavailable(&err, "connecting"),
+        None => Error::StoreUnavailable("the host has no address".into()),
+    })?;
+    let _ = socket.set_nodelay(true);
+    let mut link = Link {
+        socket,
+        reader: ReplyReader::new(),
+        set_timeout: None,
+    };
+    if endpoint.preamble_replies() > 0 {
+        if let Sent(Written::Nothing | Written::Partly, err) = link.write(endpoint.preamble(), deadline) {
+            let err = err.unwrap_or_else(|| std::io::ErrorKind::WriteZero.into());
+            return Err(transport_error(&err, "connecting"));
+        }
+        for _ in 0..endpoint.preamble_replies() {
+            let reply = link.reply(deadline, timeout)?;
+            super::wire_reader::Reply(reply).into_result()?;
+        }
+    }
+    Ok(link)
+}
+
+/// Whether the server at `endpoint` answers its preamble and a `PING` within `timeout`: the circuit
+/// breaker's background probe. Any answer counts, error replies included (a wrong password is then the
+/// calls' own error to report, not an outage).
+pub(crate) fn answers_ping(endpoint: &Endpoint, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut link = match open_link(endpoint, deadline, timeout) {
+        Ok(link) => link,
+        Err(err) => return !err.is_store_failure(),
+    };
+    matches!(
+        link.write(b"*1\r\n$4\r\nPING\r\n", deadline),
+        Sent(Written::All, _)
+    ) && link.reply(deadline, timeout).is_ok()
 }
 
 impl Link {

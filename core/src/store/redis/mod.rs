@@ -63,8 +63,8 @@ pub struct RedisStore {
 struct Shared {
     /// The URL given (a cluster's or Sentinel's own form).
     url: String,
-    /// The one server's client (a cluster's first seed; the master the sentinels named at first).
-    client: redis::Client,
+    /// The one server's client (a cluster's first seed; none behind Sentinel, whose master changes).
+    client: Option<redis::Client>,
     cluster: bool,
     sentinel: bool,
     timeout: Duration,
@@ -77,6 +77,8 @@ struct Shared {
 struct Connections {
     /// The circuit breaker every path of this store passes (one per store and process).
     gate: Gate,
+    /// The one plain `redis://` server the URL names (`None` for TLS, Unix sockets, cluster, Sentinel).
+    endpoint: Option<Endpoint>,
     connection: tokio::sync::OnceCell<SharedConnection>,
     subscriber: std::sync::Arc<Subscriber>,
     /// The blocking connection for sync callers (one server only; a cluster routes per key).
@@ -105,11 +107,9 @@ impl RedisStore {
                 "redis+cluster:// needs ratelock's `cluster` feature",
             ));
         }
-        let (node_url, source) = if cluster {
-            let seed = first_seed(url)
-                .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?;
-            (seed, None)
-        } else if sentinel {
+        // No I/O here (lazy start): behind Sentinel, the connection and the subscriber each ask the
+        // sentinels for the master when they connect.
+        let (client, source) = if sentinel {
             let (sentinels, master) = sentinel_parts(url);
             if sentinels.is_empty() || master.is_empty() {
                 return Err(Error::invalid_argument(
@@ -117,15 +117,22 @@ impl RedisStore {
                     "expected redis+sentinel://host:port[,host:port...]/mastername",
                 ));
             }
-            let address = sentinel_master_address(&sentinels, &master, options.timeout).await?;
-            (format!("redis://{address}"), sentinel_source(sentinels, master))
+            let source = sentinel_source(sentinels, master).ok_or_else(|| {
+                Error::invalid_argument("url", "redis+sentinel:// needs ratelock's `sentinel` feature")
+            })?;
+            (None, source)
         } else {
-            (url.to_owned(), None)
+            let node_url = if cluster {
+                first_seed(url)
+                    .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?
+            } else {
+                url.to_owned()
+            };
+            let client = open_client(&node_url, options).map_err(|e| Error::invalid_argument("url", e))?;
+            // Pub/sub (lock waiters' wake-ups): on a cluster, any node hears every PUBLISH.
+            let source = self::subscriber::Source::Fixed(client.clone());
+            (Some(client), source)
         };
-        let client = open_client(&node_url, options).map_err(|e| Error::invalid_argument("url", e))?;
-        // Pub/sub (lock waiters' wake-ups): on a cluster, any node hears every PUBLISH; behind Sentinel,
-        // each reconnection goes to the master named then.
-        let source = source.unwrap_or_else(|| self::subscriber::Source::Fixed(client.clone()));
         let store = RedisStore {
             shared: std::sync::Arc::new(Shared {
                 url: url.to_owned(),
@@ -145,15 +152,21 @@ impl RedisStore {
     fn connections(&self) -> &Connections {
         let shared = &self.shared;
         shared.process.get_or_init(|| {
+            let timeout = shared.timeout;
             let endpoint = Endpoint::from_url(&shared.url).ok().flatten();
-            let gate = Gate::new(endpoint, shared.timeout);
+            let probe = endpoint.clone().map(|endpoint| -> gate::Probe {
+                std::sync::Arc::new(move || lane::answers_ping(&endpoint, timeout))
+            });
+            let gate = Gate::new(probe, timeout);
             Connections {
                 connection: tokio::sync::OnceCell::new(),
-                subscriber: Subscriber::new(shared.source.clone(), shared.timeout),
+                subscriber: Subscriber::new(shared.source.clone(), timeout),
                 // The lane talks to one plain redis:// server: not for a cluster, nor for a master that
                 // can change (nor TLS or a Unix socket, which stay on the multiplexed connection).
-                lane: BlockingLane::for_url(&shared.url, shared.timeout, gate.clone())
-                    .map(std::sync::Arc::new),
+                lane: endpoint
+                    .clone()
+                    .map(|endpoint| std::sync::Arc::new(BlockingLane::new(endpoint, timeout, gate.clone()))),
+                endpoint,
                 gate,
             }
         })
@@ -200,11 +213,15 @@ impl RedisStore {
                         .await
                         .map_err(map_error);
                 }
-                if let Some(plain) = Pipelined::for_url(&shared.url, shared.timeout, self.gate().clone()) {
+                if let Some(endpoint) = self.connections().endpoint.clone() {
+                    let plain = Pipelined::new(endpoint, shared.timeout);
                     plain.open().await?;
                     return Ok(SharedConnection::Plain(plain));
                 }
-                SharedConnection::single(shared.client.clone(), shared.timeout)
+                let client = shared.client.clone().ok_or_else(|| {
+                    Error::invalid_argument("url", "redis+sentinel:// needs ratelock's `sentinel` feature")
+                })?;
+                SharedConnection::single(client, shared.timeout)
                     .await
                     .map_err(map_error)
             };
@@ -414,23 +431,17 @@ impl RedisStore {
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let gate = self.gate();
         gate.admit().map_err(Failure::Other)?;
-        // The pipelined connection (one plain server) reports to the gate itself: it knows a connect
-        // from a call. redis-rs's connections are reported here.
-        let reports_itself = self.connections().lane.is_some();
         let mut connection = match self.connection().await {
             Ok(connection) => connection,
             Err(err) => {
-                // The first connect's own timeout is only seen here (a SYN that is never answered).
                 gate.failed(&err, true);
                 return Err(Failure::Other(err));
             }
         };
         let sent = connection.send(cmd, self.shared.timeout).await;
-        if !reports_itself {
-            match &sent {
-                Err(Failure::Other(err)) => gate.failed(err, is_connect_failure(err)),
-                _ => gate.success(),
-            }
+        match &sent {
+            Err(Failure::Other(err)) => gate.failed(err, is_connect_failure(err)),
+            _ => gate.success(),
         }
         sent
     }
@@ -460,7 +471,8 @@ impl RedisStore {
     }
 }
 
-/// The address of the master the sentinels name now (for the store's pub/sub connection).
+/// The address of the master the sentinels name now (for the store's pub/sub connection, which asks
+/// at each reconnection).
 #[cfg(feature = "sentinel")]
 pub(super) async fn sentinel_master_address(
     sentinels: &[String],
@@ -481,14 +493,6 @@ pub(super) async fn sentinel_master_address(
     Ok(found.get_connection_info().addr().to_string())
 }
 
-#[cfg(not(feature = "sentinel"))]
-pub(super) async fn sentinel_master_address(_: &[String], _: &str, _: Duration) -> Result<String> {
-    Err(Error::invalid_argument(
-        "url",
-        "redis+sentinel:// needs ratelock's `sentinel` feature",
-    ))
-}
-
 /// The subscriber's source behind Sentinel: the master named at each reconnection.
 #[cfg(feature = "sentinel")]
 fn sentinel_source(sentinels: Vec<String>, master: String) -> Option<self::subscriber::Source> {
@@ -500,8 +504,8 @@ fn sentinel_source(_: Vec<String>, _: String) -> Option<self::subscriber::Source
     None
 }
 
-/// Whether an error from redis-rs's connections means a connection could not be made (refused,
-/// unreachable, unresolvable): what opens the breaker. A connection dropped mid-call does not (the
+/// Whether a call's error means a connection could not be made (refused, unreachable, unresolvable,
+/// or a reconnect that failed): what opens the breaker. A connection dropped mid-call does not (the
 /// reconnect that follows tells), nor does a server's error reply.
 fn is_connect_failure(err: &Error) -> bool {
     let Error::StoreUnavailable(text) = err else {

@@ -8,8 +8,8 @@
 //! - a call that may have reached the server is never sent again: a close while waiting fails it;
 //! - a timed-out call's reply is still read, in order, and dropped.
 //!
-//! Whether a call may go out again is [`CallAttempt`]'s answer; connect failures and timeouts are
-//! reported to the store's circuit breaker ([`Gate`]), and every reply closes it.
+//! Whether a call may go out again is [`CallAttempt`]'s answer. The store reports what its calls meet
+//! to its circuit breaker; a call that times out also retires the connection it went out on.
 //!
 //! TLS, Unix sockets, cluster and Sentinel stay on redis-rs's connections.
 
@@ -26,7 +26,6 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 use super::endpoint::Endpoint;
-use super::gate::Gate;
 use super::socket_peek::{self, Peeked};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
@@ -41,7 +40,6 @@ pub(crate) struct Pipelined {
 struct Shared {
     endpoint: Endpoint,
     timeout: Duration,
-    gate: Gate,
     /// The open link, read without waiting by every call.
     current: Mutex<Option<Arc<Link>>>,
     /// Held while a link is replaced (by whoever finds it closed), so one caller connects.
@@ -74,18 +72,16 @@ enum Answer {
 }
 
 impl Pipelined {
-    /// A connection to `url` when it is one plain `redis://` server; nothing is opened yet.
-    pub(crate) fn for_url(url: &str, timeout: Duration, gate: Gate) -> Option<Self> {
-        let endpoint = Endpoint::from_url(url).ok()??;
-        Some(Pipelined {
+    /// A connection to one plain `redis://` server; nothing is opened yet.
+    pub(crate) fn new(endpoint: Endpoint, timeout: Duration) -> Self {
+        Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
                 timeout,
-                gate,
                 current: Mutex::new(None),
                 link: tokio::sync::Mutex::new(()),
             }),
-        })
+        }
     }
 
     /// Opens the connection now (for a store that connects eagerly).
@@ -132,17 +128,10 @@ impl Pipelined {
             .await
             .map_err(|_| Error::Timeout(timeout))
             .and_then(|reply| reply);
-        match &replied {
-            Ok(_) => self.shared.gate.success(),
-            Err(Error::Timeout(_)) => {
-                self.shared.gate.outage();
-                // Replies still owed on it are read and dropped by its reader; new calls go out on a
-                // fresh connection, so a connection that died without a FIN is not used forever.
-                if let Some(link) = used {
-                    link.close();
-                }
-            }
-            Err(_) => {}
+        if let (Err(Error::Timeout(_)), Some(link)) = (&replied, used) {
+            // Replies still owed on it are read and dropped by its reader; new calls go out on a fresh
+            // connection, so a connection that died without a FIN is not used forever.
+            link.close();
         }
         replied
     }
@@ -157,15 +146,7 @@ impl Pipelined {
         if let Some(link) = self.usable(stale) {
             return Ok(link);
         }
-        let link = match self.connect().await {
-            Ok(link) => link,
-            Err(err) => {
-                if err.is_store_failure() {
-                    self.shared.gate.outage();
-                }
-                return Err(err);
-            }
-        };
+        let link = self.connect().await?;
         *self.shared.current.lock() = Some(link.clone());
         Ok(link)
     }
