@@ -167,6 +167,11 @@ export declare class NativeWire {
    */
   encodeInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
   /**
+   * Whether `takeDecision` needs each call's key: only under `onError: 'local'`, whose local
+   * fallback decides per key (otherwise pass `null` and save its conversion on every reply).
+   */
+  get needsKey(): boolean
+  /**
    * Whether a call may go out now (the store's circuit breaker is closed, or this call's check
    * started a due probe in the background: then false as well). When false, answer the call
    * with `refusedInto`.
@@ -191,7 +196,7 @@ export declare class NativeWire {
    * degraded decision; another call's reply or a broken stream always throws
    * `ERR_RATELOCK_PROTOCOL`.
    */
-  takeDecision(command: Buffer, key: string | Buffer, rules: NativeRules, cost: number | undefined | null, spend: boolean, retried: boolean, out: Float64Array): number
+  takeDecision(command: Buffer, key: string | Buffer | undefined | null, rules: NativeRules, cost: number | undefined | null, spend: boolean, retried: boolean, out: Float64Array): number
   /**
    * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
    * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an

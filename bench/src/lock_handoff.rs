@@ -157,7 +157,7 @@ fn median(sorted: &[f64]) -> f64 {
 }
 
 /// Nearest-rank percentile of sorted samples (NaN when there are none).
-fn percentile(sorted: &[f64], share: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], share: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

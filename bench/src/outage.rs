@@ -8,6 +8,7 @@ use ratelock::store::connection_core::BreakerState;
 use ratelock::{FailurePolicy, Limiter, LimiterOptions, Rules};
 use ratelock_testkit::RedisServer;
 
+use crate::lock_handoff::percentile;
 use crate::report::{Row, Target, Unit};
 
 /// Each call's timeout: what a SIGSTOPped server costs the call that finds it hung.
@@ -130,7 +131,7 @@ fn row(name: String, measured: Option<f64>, target: Target) -> Row {
     }
 }
 
-/// Each of `count` sequential hits' time in µs.
+/// Each of `count` sequential hits' time in µs, sorted.
 async fn call_times(limiter: &Limiter, rules: &Rules, count: usize) -> Vec<f64> {
     let mut times = Vec::with_capacity(count);
     for _ in 0..count {
@@ -138,11 +139,6 @@ async fn call_times(limiter: &Limiter, rules: &Rules, count: usize) -> Vec<f64> 
         let _ = limiter.hit("outage", rules, 1).await;
         times.push(started.elapsed().as_secs_f64() * 1e6);
     }
+    times.sort_by(f64::total_cmp);
     times
-}
-
-fn percentile(times: &[f64], at: f64) -> f64 {
-    let mut sorted = times.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[((sorted.len() - 1) as f64 * at).round() as usize]
 }

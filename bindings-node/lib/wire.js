@@ -107,6 +107,8 @@ class Link {
   #flushing = false
   #ended = false
   #connected = false
+  /** Whether replies are read with each call's key (only the local fallback needs it). */
+  #keyNeeded
   /** A configuration error met while setting up (AUTH, SELECT): every call rejects with it. */
   #fatal = null
   #out = new Float64Array(FIELDS)
@@ -118,6 +120,7 @@ class Link {
 
   constructor(codec, timeoutMs, onEnd, onUnsent) {
     this.#codec = codec
+    this.#keyNeeded = codec.needsKey
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
     this.#onUnsent = onUnsent
@@ -265,7 +268,7 @@ class Link {
         try {
           status = codec.takeDecision(
             entry.outbox.subarray(entry.start, entry.end),
-            entry.key,
+            this.#keyNeeded ? entry.key : null,
             entry.rules,
             entry.cost,
             entry.spend,

@@ -130,6 +130,13 @@ impl NativeWire {
         })
     }
 
+    /// Whether `takeDecision` needs each call's key: only under `onError: 'local'`, whose local
+    /// fallback decides per key (otherwise pass `null` and save its conversion on every reply).
+    #[napi(getter)]
+    pub fn needs_key(&self) -> bool {
+        self.limiter.options().on_error == ratelock::FailurePolicy::Local
+    }
+
     /// Whether a call may go out now (the store's circuit breaker is closed, or this call's check
     /// started a due probe in the background: then false as well). When false, answer the call
     /// with `refusedInto`.
@@ -184,7 +191,7 @@ impl NativeWire {
     pub fn take_decision(
         &mut self,
         command: BufferSlice,
-        key: Either<String, Buffer>,
+        key: Option<Either<String, Buffer>>,
         rules: &NativeRules,
         cost: Option<f64>,
         spend: bool,
@@ -246,7 +253,7 @@ impl NativeWire {
         mut out: Float64ArraySlice,
     ) -> napi::Result<()> {
         guarded_sync(|| {
-            let decision = with_call(key, rules, cost, spend, |call| {
+            let decision = with_call(Some(key), rules, cost, spend, |call| {
                 let answer = if timed_out {
                     self.limiter.wire_timeout(call)
                 } else {
@@ -259,15 +266,16 @@ impl NativeWire {
     }
 }
 
-/// Runs `answer` on the call that JavaScript describes (key, prepared rules, cost, hit or peek).
+/// Runs `answer` on the call that JavaScript describes (key, prepared rules, cost, hit or peek). The
+/// key matters only to the local fallback: without it, the call is read with an empty key.
 fn with_call<T>(
-    key: Either<String, Buffer>,
+    key: Option<Either<String, Buffer>>,
     rules: &NativeRules,
     cost: Option<f64>,
     spend: bool,
     answer: impl FnOnce(&WireCall<'_>) -> napi::Result<T>,
 ) -> napi::Result<T> {
-    let (key, cost) = (convert::key(key), convert::cost(cost)?);
+    let (key, cost) = (key.map(convert::key).unwrap_or_default(), convert::cost(cost)?);
     answer(&WireCall {
         key: &key,
         rules: &rules.rules,

@@ -17,8 +17,6 @@ use crate::runtime::runtime;
 pub(crate) struct GuardSlot<L: Lease> {
     guard: Arc<Mutex<Option<Guard<L>>>>,
     lost: ratelock::LostSignal,
-    /// The process that took the hold: a forked child drops its copy without touching anything.
-    generation: u64,
 }
 
 impl<L: Lease> GuardSlot<L> {
@@ -26,7 +24,6 @@ impl<L: Lease> GuardSlot<L> {
         GuardSlot {
             lost: guard.lost_signal(),
             guard: Arc::new(Mutex::new(Some(guard))),
-            generation: ratelock::process::generation(),
         }
     }
 
@@ -73,12 +70,9 @@ impl<L: Lease> Drop for GuardSlot<L> {
     /// The core guard releases on drop in the background, which needs the runtime's context (never in
     /// a forked child: the hold is the parent's, and the child's runtime is not started for it).
     fn drop(&mut self) {
-        if self.generation != ratelock::process::generation() {
-            return;
-        }
         if let Ok(mut slot) = self.guard.try_lock() {
             if let Some(guard) = slot.take() {
-                let _context = runtime().enter();
+                let _context = guard.is_owned_here().then(|| runtime().enter());
                 drop(guard);
             }
         }

@@ -46,23 +46,18 @@ impl LocalFallback {
                 .collect(),
         )?;
         let fits = shares.iter().all(|rule| check_cost(rule, request.cost).is_ok());
+        // A cost above this process's share is answered as a peek of one unit, then denied.
         let local = LimitRequest {
             rules: &shares,
-            cost: if fits { request.cost } else { 0 },
+            cost: if fits { request.cost } else { 1 },
+            spend: request.spend && fits,
             ..*request
         };
-        let mut decision = if fits {
-            Decision::from_outcomes(self.store.check(&local)?)
-        } else {
-            let mut denied = Decision::from_outcomes(self.store.check(&LimitRequest {
-                spend: false,
-                cost: 1,
-                ..local
-            })?);
-            denied.allowed = false;
-            denied.retry_after = denied.reset_after.max(std::time::Duration::from_millis(1));
-            denied
-        };
+        let mut decision = Decision::from_outcomes(self.store.check(&local)?);
+        if !fits {
+            decision.allowed = false;
+            decision.retry_after = decision.reset_after.max(std::time::Duration::from_millis(1));
+        }
         decision.degraded = true;
         Ok(decision)
     }

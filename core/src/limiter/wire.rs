@@ -134,28 +134,6 @@ impl Limiter {
             &self.wire_request(call)?,
         )
     }
-
-    /// The answer to a call that the store's circuit breaker refused (it is open): the failure policy's
-    /// answer, given at once. `None` when the breaker lets the call go to the server. A due probe
-    /// starts in the background here.
-    ///
-    /// ```
-    /// let limiter = ratelock::Limiter::memory(); // no breaker: every call goes out
-    /// let rules = limiter.rules("5/second")?;
-    /// let call = ratelock::store::wire::WireCall { key: b"k", rules: &rules, cost: 1, spend: true };
-    /// assert!(limiter.wire_refused(&call).is_none());
-    /// # Ok::<(), ratelock::Error>(())
-    /// ```
-    pub fn wire_refused(&self, call: &WireCall<'_>) -> Option<Result<Decision>> {
-        let crate::store::Store::Redis(store) = self.store() else {
-            return None;
-        };
-        let refused = store.gate().admit().err()?;
-        Some(
-            self.wire_request(call)
-                .and_then(|request| self.settle(Err(refused), &request)),
-        )
-    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,12 @@ impl<L: Lease> Guard<L> {
         }
     }
 
+    /// True in the process that took the lease; false in a forked child, for which it stays the
+    /// parent's (the child can neither extend nor release it, and dropping it there does nothing).
+    pub fn is_owned_here(&self) -> bool {
+        self.hold.owned_here().is_ok()
+    }
+
     /// True once the lease is known lost (a renewal found it gone or taken, or it ran out).
     pub fn is_lost(&self) -> bool {
         self.hold.lost().is_lost()

@@ -162,13 +162,11 @@ impl Store {
         .iter()
         .any(|scheme| url.starts_with(scheme))
         {
-            return Ok(Store::Redis(RedisStore::connect(url, options).await?));
+            return Ok(Store::Redis(RedisStore::new(url, options)?));
         }
         #[cfg(feature = "redis")]
         if url.starts_with(redlock::REDLOCK_SCHEME) {
-            return Ok(Store::Redlock(
-                redlock::RedlockStore::connect(url, options).await?,
-            ));
+            return Ok(Store::Redlock(redlock::RedlockStore::new(url, options)?));
         }
         Err(Error::invalid_argument(
             "url",
@@ -327,10 +325,13 @@ impl Store {
         match self {
             Store::Memory(store) => ReleaseWatch::Memory(store.locks().channel(channel)),
             #[cfg(feature = "redis")]
-            Store::Redis(store) => ReleaseWatch::Redis(store.subscriber().register(channel).await),
+            // Boxed like every other Redis call here: the subscriber's future is deep (a pub/sub
+            // connection held across awaits), and inline it pushed the futures of code that awaits a
+            // lock wait past rustc's query depth limit.
+            Store::Redis(store) => ReleaseWatch::Redis(Box::pin(store.subscriber().register(channel)).await),
             #[cfg(feature = "redis")]
             Store::Redlock(store) => {
-                ReleaseWatch::Redis(store.first_node().subscriber().register(channel).await)
+                ReleaseWatch::Redis(Box::pin(store.first_node().subscriber().register(channel)).await)
             }
         }
     }

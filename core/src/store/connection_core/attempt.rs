@@ -71,11 +71,6 @@ impl CallAttempt {
         }
     }
 
-    /// The connection was found closed before the call was written (counts as a write of nothing).
-    pub fn found_closed(&mut self) -> Next {
-        self.written(Written::Nothing)
-    }
-
     /// The server answered `NOSCRIPT` (the script did not run).
     pub fn no_script(&mut self) -> Next {
         if self.reloaded {
@@ -99,7 +94,7 @@ mod tests {
     #[test]
     fn a_call_goes_out_at_most_twice_and_never_after_a_byte_may_have_left() {
         let mut call = CallAttempt::new();
-        assert_eq!(call.found_closed(), Next::ResendOnFresh);
+        assert_eq!(call.written(Written::Nothing), Next::ResendOnFresh); // found closed before writing
         assert_eq!(call.written(Written::Nothing), Next::Fail { may_have_run: false });
         let mut call = CallAttempt::new();
         assert_eq!(call.written(Written::All), Next::AwaitReply);

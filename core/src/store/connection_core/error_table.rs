@@ -104,13 +104,6 @@ fn is_proxy_outage(details: &str) -> bool {
     .any(|phrase| details.contains(phrase))
 }
 
-/// A server error reply given as one line (`"CODE details"`, as redis-rs and RESP carry it).
-pub fn server_error_line(line: &str) -> Error {
-    let line = line.strip_prefix('-').unwrap_or(line);
-    let (code, details) = line.split_once(' ').unwrap_or((line, ""));
-    server_error(code, details)
-}
-
 /// A failure reported by redis-rs's connections as a typed error (`timeout` names the call's limit).
 #[cfg(feature = "redis")]
 pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration) -> Error {
@@ -203,6 +196,6 @@ mod tests {
                 other => panic!("{code} {details}: {other:?}"),
             }
         }
-        assert!(server_error_line("-WRONGPASS invalid").is_configuration());
+        assert!(server_error("WRONGPASS", "invalid").is_configuration());
     }
 }

@@ -15,6 +15,5 @@ pub(crate) use error_table::redis_error;
 #[cfg(feature = "redis")]
 pub(crate) use error_table::transport_error;
 pub use error_table::{
-    server_error, server_error_line, SETTING_ACL, SETTING_COMMANDS, SETTING_CREDENTIALS, SETTING_DB,
-    SETTING_TLS,
+    server_error, SETTING_ACL, SETTING_COMMANDS, SETTING_CREDENTIALS, SETTING_DB, SETTING_TLS,
 };

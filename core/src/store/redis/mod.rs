@@ -97,7 +97,14 @@ impl RedisStore {
     /// Connects to `url`: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS,
     /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes), or
     /// `redis+sentinel://host:port,host:port/mastername` for the master that the sentinels name.
+    ///
+    /// Nothing is opened here (lazy start): the first call connects; [`ping`](Self::ping) fails at boot.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
+        Self::new(url, options)
+    }
+
+    /// [`connect`](Self::connect) without the `async`: it does no I/O.
+    pub(crate) fn new(url: &str, options: &StoreOptions) -> Result<Self> {
         let cluster = url.starts_with(CLUSTER_SCHEME);
         let sentinel = url.starts_with(SENTINEL_SCHEME);
         #[cfg(not(feature = "cluster"))]

@@ -30,7 +30,7 @@ pub struct RedlockStore {
 
 struct Shared {
     /// `None`: the server could not be reached when the store was made (it never counts).
-    nodes: Vec<Option<RedisStore>>,
+    nodes: Vec<RedisStore>,
     grants: Mutex<Grants>,
 }
 
@@ -49,6 +49,11 @@ impl RedlockStore {
     /// A store over every server of `url` (`redlock://host:port,host:port,...`). No I/O happens here
     /// (lazy start); [`ping`](Self::ping) checks that a majority answers.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
+        Self::new(url, options)
+    }
+
+    /// [`connect`](Self::connect) without the `async`: it does no I/O.
+    pub(crate) fn new(url: &str, options: &StoreOptions) -> Result<Self> {
         let urls = server_urls(url);
         if urls.len() < 3 {
             return Err(Error::invalid_argument(
@@ -56,20 +61,10 @@ impl RedlockStore {
                 format!("Redlock needs at least 3 servers, got {}", urls.len()),
             ));
         }
-        let nodes: Vec<Option<RedisStore>> =
-            join_all(urls.iter().map(|url| RedisStore::connect(url, options)))
-                .await
-                .into_iter()
-                .map(Result::ok)
-                .collect();
-        let reached = nodes.iter().filter(|node| node.is_some()).count();
-        if reached < quorum(urls.len()) {
-            return Err(Error::StoreUnavailable(format!(
-                "Redlock: reached {reached} of {} servers, {} are needed",
-                urls.len(),
-                quorum(urls.len())
-            )));
-        }
+        let nodes = urls
+            .iter()
+            .map(|url| RedisStore::new(url, options))
+            .collect::<Result<Vec<_>>>()?;
         Ok(RedlockStore {
             shared: Arc::new(Shared {
                 nodes,
@@ -80,7 +75,7 @@ impl RedlockStore {
 
     /// Pings every server; an error unless a majority answers (the first failure met says why).
     pub async fn ping(&self) -> Result<()> {
-        let answers = join_all(self.shared.nodes.iter().flatten().map(RedisStore::ping)).await;
+        let answers = join_all(self.shared.nodes.iter().map(RedisStore::ping)).await;
         let reached = answers.iter().filter(|answer| answer.is_ok()).count();
         if reached >= quorum(self.shared.nodes.len()) {
             return Ok(());
@@ -94,14 +89,9 @@ impl RedlockStore {
         }))
     }
 
-    /// The first reachable server (lock waiters listen for releases there, with their timers behind).
+    /// The first server (lock waiters listen for releases there, with their timers behind).
     pub(crate) fn first_node(&self) -> &RedisStore {
-        self.shared
-            .nodes
-            .iter()
-            .flatten()
-            .next()
-            .expect("a majority was reached")
+        &self.shared.nodes[0]
     }
 
     /// Takes the lock on a majority within its validity, or releases what it took.
@@ -269,13 +259,8 @@ impl RedlockStore {
         Fut: std::future::Future<Output = Result<T>> + 'a,
     {
         join_all(self.shared.nodes.iter().map(|node| {
-            let attempt = node.as_ref().map(&call);
-            async move {
-                match attempt {
-                    Some(attempt) => attempt.await.ok(),
-                    None => None,
-                }
-            }
+            let attempt = call(node);
+            async move { attempt.await.ok() }
         }))
         .await
     }
@@ -287,7 +272,7 @@ impl RedlockStore {
         Fut: std::future::Future<Output = Result<T>> + 'a,
     {
         join_all(self.shared.nodes.iter().zip(fences).map(|(node, fence)| {
-            let attempt = node.as_ref().zip(*fence).map(|(node, fence)| call(node, fence));
+            let attempt = fence.map(|fence| call(node, fence));
             async move {
                 match attempt {
                     Some(attempt) => attempt.await.ok(),
@@ -354,7 +339,10 @@ mod tests {
     #[test]
     fn an_unknown_grant_uses_the_given_token_everywhere() {
         let shared = Arc::new(Shared {
-            nodes: vec![None, None, None],
+            nodes: ["redis://a:1/", "redis://b:2/", "redis://c:3/"]
+                .into_iter()
+                .map(|url| RedisStore::new(url, &StoreOptions::default()).unwrap())
+                .collect(),
             grants: Mutex::new(HashMap::new()),
         });
         let store = RedlockStore { shared };
