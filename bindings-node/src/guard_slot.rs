@@ -61,7 +61,7 @@ impl<L: Lease> GuardSlot<L> {
     }
 
     /// Moves the lease's end to `ttlMs` from now; `None` when the hold was given back already.
-    pub(crate) async fn extend(&self, ttl_ms: f64) -> napi::Result<Option<L::Extended>> {
+    pub(crate) async fn extend(&self, ttl_ms: f64) -> napi::Result<Option<ratelock::Extended>> {
         let ttl = convert::millis("ttlMs", ttl_ms)?;
         let Some(guard) = self.slot().take() else {
             return Ok(None);
@@ -73,7 +73,7 @@ impl<L: Lease> GuardSlot<L> {
 
     /// Gives the hold back; `None` when it was given back already. A release that fails on the
     /// transport puts the guard back; any other answer ends the hold and its lost watcher.
-    pub(crate) async fn release(&self) -> napi::Result<Option<L::Released>> {
+    pub(crate) async fn release(&self) -> napi::Result<Option<ratelock::Released>> {
         let Some(mut guard) = self.slot().take() else {
             let _ = self.released.send(true);
             return Ok(None);

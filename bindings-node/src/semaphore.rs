@@ -111,12 +111,12 @@ impl NativePermit {
     /// Moves the end of this permit's lease to `ttlMs` from now; `false` if the permit is gone.
     #[napi]
     pub async fn extend(&self, ttl_ms: f64) -> napi::Result<bool> {
-        Ok(self.slot.extend(ttl_ms).await?.unwrap_or(false))
+        Ok(self.slot.extend(ttl_ms).await? == Some(ratelock::Extended::Extended))
     }
 
     /// Gives the permit back; `false` if it had been lost (or given back) before.
     #[napi]
     pub async fn release(&self) -> napi::Result<bool> {
-        Ok(self.slot.release().await?.unwrap_or(false))
+        Ok(self.slot.release().await? == Some(ratelock::Released::Released))
     }
 }

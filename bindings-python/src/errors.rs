@@ -82,6 +82,7 @@ pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
         ratelock::Error::StoreUnavailable(_) => StoreUnavailable::new_err(message),
         ratelock::Error::WaitTimeout(_) => WaitTimeout::new_err(message),
         ratelock::Error::LockNotOwned(_) => LockNotOwned::new_err(message),
+        ratelock::Error::LockLost(_) => LockLost::new_err(message),
         ratelock::Error::Protocol(_) => ProtocolError::new_err(message),
         ratelock::Error::Configuration { .. } => ConfigurationError::new_err(message),
         other => RatelockError::new_err(other.to_string()),

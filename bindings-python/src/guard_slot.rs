@@ -36,7 +36,7 @@ impl<L: Lease> GuardSlot<L> {
     pub(crate) fn extending(
         &self,
         ttl: Duration,
-    ) -> impl Future<Output = ratelock::Result<Option<L::Extended>>> + Send + 'static {
+    ) -> impl Future<Output = ratelock::Result<Option<ratelock::Extended>>> + Send + 'static {
         let slot = self.guard.clone();
         async move {
             match slot.lock().await.as_ref() {
@@ -50,7 +50,7 @@ impl<L: Lease> GuardSlot<L> {
     /// the guard in the slot; any other answer empties it.
     pub(crate) fn releasing(
         &self,
-    ) -> impl Future<Output = ratelock::Result<Option<L::Released>>> + Send + 'static {
+    ) -> impl Future<Output = ratelock::Result<Option<ratelock::Released>>> + Send + 'static {
         let slot = self.guard.clone();
         async move {
             let mut slot = slot.lock().await;

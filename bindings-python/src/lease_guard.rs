@@ -62,32 +62,34 @@ impl PyLeaseGuard {
     fn extend(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<bool> {
         let ttl = convert::seconds_of("ttl", ttl)?;
         let extending = self.slot.extending(ttl);
-        run(py, async move { Ok(extending.await?.unwrap_or(false)) })
+        run(py, async move {
+            Ok(extending.await? == Some(ratelock::Extended::Extended))
+        })
     }
 
     /// `extend` for asyncio.
     fn extend_async<'py>(&self, py: Python<'py>, ttl: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let ttl = convert::seconds_of("ttl", ttl)?;
         let extending = self.slot.extending(ttl);
-        spawn(
-            py,
-            async move { Ok(extending.await.map_err(to_py)?.unwrap_or(false)) },
-        )
+        spawn(py, async move {
+            Ok(extending.await.map_err(to_py)? == Some(ratelock::Extended::Extended))
+        })
     }
 
     /// Gives the hold back; `False` if it had been lost (or released) before.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let releasing = self.slot.releasing();
-        run(py, async move { Ok(releasing.await?.unwrap_or(false)) })
+        run(py, async move {
+            Ok(releasing.await? == Some(ratelock::Released::Released))
+        })
     }
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let releasing = self.slot.releasing();
-        spawn(
-            py,
-            async move { Ok(releasing.await.map_err(to_py)?.unwrap_or(false)) },
-        )
+        spawn(py, async move {
+            Ok(releasing.await.map_err(to_py)? == Some(ratelock::Released::Released))
+        })
     }
 
     fn __repr__(&self) -> String {

@@ -149,21 +149,20 @@ impl PyPermitGuard {
     /// Moves the end of this permit's lease; `False` if the permit is gone.
     fn extend(&self, py: Python<'_>, ttl: f64) -> PyResult<bool> {
         let extending = self.slot.extending(convert::seconds("ttl", ttl)?);
-        Ok(run(py, extending)?.unwrap_or(false))
+        Ok(run(py, extending)? == Some(ratelock::Extended::Extended))
     }
 
     /// `release` for asyncio.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let releasing = self.slot.releasing();
-        spawn(
-            py,
-            async move { Ok(releasing.await.map_err(to_py)?.unwrap_or(false)) },
-        )
+        spawn(py, async move {
+            Ok(releasing.await.map_err(to_py)? == Some(ratelock::Released::Released))
+        })
     }
 
     /// Gives the permit back; `False` if it had been lost (or released) before. A release that fails
     /// on the way keeps the permit, so the caller can retry.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(run(py, self.slot.releasing())?.unwrap_or(false))
+        Ok(run(py, self.slot.releasing())? == Some(ratelock::Released::Released))
     }
 }

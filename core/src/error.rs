@@ -56,6 +56,10 @@ pub enum Error {
     /// through a handle inherited from the parent that took it.
     #[error("lock not owned: {0}")]
     LockNotOwned(String),
+    /// A hold given back or extended after it was lost: its lease had ended, or another owner holds
+    /// the lock now. Nothing was changed. See [`Released::or_lost`](crate::Released::or_lost).
+    #[error("lock lost: {0}")]
+    LockLost(String),
     /// The store refused ratelock's setup, and only a change of configuration fixes it: a failed
     /// `AUTH` (also after a password rotation), a missing ACL permission on a command ratelock must
     /// run, a db index the server does not have. Never covered by a failure policy: a wrong password
@@ -109,6 +113,11 @@ impl Error {
         matches!(self, Error::Protocol(_))
     }
 
+    /// True when a hold was found lost as it was given back or extended.
+    pub fn is_lock_lost(&self) -> bool {
+        matches!(self, Error::LockLost(_))
+    }
+
     /// True when waiting for a lock or permit ran past its deadline.
     pub fn is_wait_timeout(&self) -> bool {
         matches!(self, Error::WaitTimeout(_))
@@ -129,6 +138,7 @@ impl Error {
             Error::Timeout(_) => "TIMEOUT",
             Error::WaitTimeout(_) => "WAIT_TIMEOUT",
             Error::LockNotOwned(_) => "LOCK_NOT_OWNED",
+            Error::LockLost(_) => "LOCK_LOST",
             Error::Configuration { .. } => "CONFIGURATION",
             Error::Protocol(_) => "PROTOCOL",
         }

@@ -61,6 +61,52 @@ pub enum Extended {
     HeldByOther,
 }
 
+impl Released {
+    /// The release as a result: `Ok` when the hold was given back (or one re-entrant hold of it),
+    /// [`Error::LockLost`](crate::Error::LockLost) naming `what` (`"lock"`, `"permit"`...) and why
+    /// otherwise. What the bindings raise as `LockLost` / `LockLostError`.
+    ///
+    /// ```
+    /// use ratelock::Released;
+    /// assert!(Released::Released.or_lost("lock").is_ok());
+    /// let err = Released::HeldByOther.or_lost("lock").unwrap_err();
+    /// assert!(err.is_lock_lost());
+    /// assert_eq!(err.to_string(), "lock lost: the lock was lost before release (held by another owner)");
+    /// ```
+    pub fn or_lost(self, what: &str) -> crate::Result<Released> {
+        let why = match self {
+            Released::Released | Released::StillHeld { .. } => return Ok(self),
+            Released::NotHeld => "expired or released",
+            Released::HeldByOther => "held by another owner",
+        };
+        Err(crate::Error::LockLost(format!(
+            "the {what} was lost before release ({why})"
+        )))
+    }
+}
+
+impl Extended {
+    /// The extension as a result: `Ok` when the lease was moved, [`Error::LockLost`](crate::Error::LockLost)
+    /// naming `what` and why otherwise.
+    ///
+    /// ```
+    /// use ratelock::Extended;
+    /// assert!(Extended::Extended.or_lost("permit").is_ok());
+    /// assert_eq!(
+    ///     Extended::Expired.or_lost("permit").unwrap_err().to_string(),
+    ///     "lock lost: cannot extend: the permit expired"
+    /// );
+    /// ```
+    pub fn or_lost(self, what: &str) -> crate::Result<()> {
+        let why = match self {
+            Extended::Extended => return Ok(()),
+            Extended::Expired => "expired",
+            Extended::HeldByOther => "is held by another owner",
+        };
+        Err(crate::Error::LockLost(format!("cannot extend: the {what} {why}")))
+    }
+}
+
 /// The next fencing token: strictly above the last one, and at least the current time in µs, so that
 /// tokens keep rising even when the counter is lost (a Redis restart without persistence).
 ///

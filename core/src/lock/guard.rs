@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::hold::{release_in_background, Hold};
 use super::lost::LostSignal;
 use super::{check_lease, LockOptions};
+use crate::algorithm::lease::{Extended, Released};
 use crate::error::Result;
 
 mod sealed {
@@ -19,32 +20,35 @@ mod sealed {
 }
 
 /// A held lease of one lock kind, as a [`Guard`] drives it. Implemented by ratelock's lock kinds only.
+/// Every kind answers the same typed outcomes: [`Extended`] and [`Released`].
 pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
-    /// What `extend` answers (`bool`, or [`Extended`](crate::Extended) for a lock).
-    type Extended: Send;
-    /// What `release` answers (`bool`, or [`Released`](crate::Released) for a lock).
-    type Released: Send;
-
     #[doc(hidden)]
     fn options(&self) -> &LockOptions;
+    /// What the hold is, in messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"`...
     #[doc(hidden)]
-    fn extend(&self, ttl: Duration) -> impl Future<Output = Result<Self::Extended>> + Send;
+    fn what(&self) -> &'static str;
     #[doc(hidden)]
-    fn extended(answer: &Self::Extended) -> bool;
+    fn extend(&self, ttl: Duration) -> impl Future<Output = Result<Extended>> + Send;
     /// The answer to `extend` once the hold was signalled lost (no lease is extended then).
     #[doc(hidden)]
-    fn extend_lost(&self) -> impl Future<Output = Result<Self::Extended>> + Send;
+    fn extend_lost(&self) -> impl Future<Output = Result<Extended>> + Send {
+        async { Ok(Extended::Expired) }
+    }
     #[doc(hidden)]
-    fn release(&self) -> impl Future<Output = Result<Self::Released>> + Send;
-    /// The answer to a release after the lease was given back already.
-    #[doc(hidden)]
-    fn not_held() -> Self::Released;
-    /// What a release by a hold already signalled lost answers, given the store's answer.
-    #[doc(hidden)]
-    fn as_lost(released: Self::Released) -> Self::Released;
+    fn release(&self) -> impl Future<Output = Result<Released>> + Send;
     /// Gives the lease back without a runtime (possible on the memory store only).
     #[doc(hidden)]
     fn release_in_memory(&self);
+}
+
+/// What a release by a hold already signalled lost answers, given the store's answer: nothing given
+/// back was still this grant's (a lease that had not quite ended on the server counts as lost, as the
+/// holder was told).
+fn as_lost(released: Released) -> Released {
+    match released {
+        Released::HeldByOther => Released::HeldByOther,
+        _ => Released::NotHeld,
+    }
 }
 
 /// A held lease. Release it with [`release`](Self::release); dropping it releases in the background.
@@ -74,7 +78,7 @@ impl<L: Lease> Guard<L> {
             let lease = renewing.clone();
             Box::pin(async move {
                 let ttl = lease.options().ttl;
-                Ok(L::extended(&lease.extend(ttl).await?))
+                Ok(lease.extend(ttl).await? == Extended::Extended)
             })
         });
         let options = lease.options();
@@ -110,7 +114,7 @@ impl<L: Lease> Guard<L> {
     /// Moves the end of the lease to `ttl` from now. Never re-takes it: an answer other than extended
     /// means the lease is lost, and the lost signal fires. Once the lost signal has fired, nothing is
     /// extended any more, even if the server's lease has not quite ended.
-    pub async fn extend(&self, ttl: Duration) -> Result<L::Extended> {
+    pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
         check_lease(ttl)?;
         self.hold.owned_here()?;
         if self.is_lost() {
@@ -118,29 +122,36 @@ impl<L: Lease> Guard<L> {
         }
         let sent = Instant::now();
         let answer = self.lease.extend(ttl).await?;
-        if L::extended(&answer) && self.is_lost() {
+        let extended = answer == Extended::Extended;
+        if extended && self.is_lost() {
             // The lost signal fired while the extension was on its way: the holder was told to stop,
             // so the lease it just extended is given back rather than left taken for a whole ttl.
             let _ = self.lease.release().await;
             return self.lease.extend_lost().await;
         }
-        self.hold.extended(L::extended(&answer), sent, ttl);
+        self.hold.extended(extended, sent, ttl);
         Ok(answer)
     }
 
     /// Stops the watchdog, then gives the lease back; the answer says if it had been lost before.
-    pub async fn release(mut self) -> Result<L::Released> {
+    pub async fn release(mut self) -> Result<Released> {
         self.try_release().await
     }
 
     /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
     /// was unreachable or timed out): the lease is still this guard's, its watchdog runs again, and the
     /// caller can retry. After a successful release, further calls answer as not held.
-    pub async fn try_release(&mut self) -> Result<L::Released> {
+    pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
         self.hold
-            .give_back(&mut self.released, L::not_held(), L::as_lost, release)
+            .give_back(&mut self.released, Released::NotHeld, as_lost, release)
             .await
+    }
+
+    /// What this guard holds, for messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or
+    /// `"write hold"` (as in [`Released::or_lost`]).
+    pub fn what(&self) -> &'static str {
+        self.lease.what()
     }
 }
 

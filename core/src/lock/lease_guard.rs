@@ -10,6 +10,7 @@ use super::guard::{Guard, Lease, Sealed};
 use super::shared::{FairShared, RwShared};
 use super::LockOptions;
 use crate::algorithm::fair::{FairCall, FairReply};
+use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
 use crate::store::Store;
@@ -183,35 +184,34 @@ impl Guard<HeldLease> {
 impl Sealed for HeldLease {}
 
 impl Lease for HeldLease {
-    type Extended = bool;
-    type Released = bool;
-
     fn options(&self) -> &LockOptions {
         self.held.options()
     }
 
-    async fn extend(&self, ttl: Duration) -> Result<bool> {
-        self.held.extend(self.fence, ttl).await
+    fn what(&self) -> &'static str {
+        match &self.held {
+            Held::Fair(..) => "fair lock",
+            Held::Rw(_, _, RwMode::Read) => "read hold",
+            Held::Rw(_, _, RwMode::Write) => "write hold",
+        }
     }
 
-    fn extended(answer: &bool) -> bool {
-        *answer
+    async fn extend(&self, ttl: Duration) -> Result<Extended> {
+        let extended = self.held.extend(self.fence, ttl).await?;
+        Ok(if extended {
+            Extended::Extended
+        } else {
+            Extended::Expired
+        })
     }
 
-    async fn extend_lost(&self) -> Result<bool> {
-        Ok(false)
-    }
-
-    async fn release(&self) -> Result<bool> {
-        self.held.release(self.fence).await
-    }
-
-    fn not_held() -> bool {
-        false
-    }
-
-    fn as_lost(_: bool) -> bool {
-        false
+    async fn release(&self) -> Result<Released> {
+        let released = self.held.release(self.fence).await?;
+        Ok(if released {
+            Released::Released
+        } else {
+            Released::NotHeld
+        })
     }
 
     fn release_in_memory(&self) {

@@ -53,9 +53,6 @@ impl Guard<LockLease> {
 impl Sealed for LockLease {}
 
 impl Lease for LockLease {
-    type Extended = Extended;
-    type Released = Released;
-
     fn options(&self) -> &LockOptions {
         &self.shared.options
     }
@@ -68,8 +65,8 @@ impl Lease for LockLease {
             .await
     }
 
-    fn extended(answer: &Extended) -> bool {
-        *answer == Extended::Extended
+    fn what(&self) -> &'static str {
+        "lock"
     }
 
     /// Lost already: the lock's state tells whether someone else holds it now.
@@ -89,19 +86,6 @@ impl Lease for LockLease {
             .store
             .lock_release(&shared.keys, &shared.owner, self.fence)
             .await
-    }
-
-    fn not_held() -> Released {
-        Released::NotHeld
-    }
-
-    /// Nothing given back was still this grant's (a lease that had not quite ended on the server
-    /// counts as lost, as the holder was told).
-    fn as_lost(released: Released) -> Released {
-        match released {
-            Released::HeldByOther => Released::HeldByOther,
-            _ => Released::NotHeld,
-        }
     }
 
     fn release_in_memory(&self) {

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::guard::{Guard, Lease, Sealed};
 use super::wait::{self, Attempt};
 use super::{check_lease, owner_token, LockOptions};
+use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::permits::PermitAcquired;
 use crate::error::{Error, Result};
 use crate::key::{check_key, check_prefix, SemaphoreKeys};
@@ -175,37 +176,32 @@ fn permit_guard(shared: Arc<SemaphoreShared>, id: String, sent: Instant) -> Perm
 impl Sealed for PermitLease {}
 
 impl Lease for PermitLease {
-    type Extended = bool;
-    type Released = bool;
-
     fn options(&self) -> &LockOptions {
         &self.shared.options
     }
 
-    async fn extend(&self, ttl: Duration) -> Result<bool> {
+    fn what(&self) -> &'static str {
+        "permit"
+    }
+
+    async fn extend(&self, ttl: Duration) -> Result<Extended> {
         let shared = &self.shared;
-        shared.store.semaphore_extend(&shared.keys, &self.id, ttl).await
+        let extended = shared.store.semaphore_extend(&shared.keys, &self.id, ttl).await?;
+        Ok(if extended {
+            Extended::Extended
+        } else {
+            Extended::Expired
+        })
     }
 
-    fn extended(answer: &bool) -> bool {
-        *answer
-    }
-
-    async fn extend_lost(&self) -> Result<bool> {
-        Ok(false)
-    }
-
-    async fn release(&self) -> Result<bool> {
+    async fn release(&self) -> Result<Released> {
         let shared = &self.shared;
-        shared.store.semaphore_release(&shared.keys, &self.id).await
-    }
-
-    fn not_held() -> bool {
-        false
-    }
-
-    fn as_lost(_: bool) -> bool {
-        false
+        let released = shared.store.semaphore_release(&shared.keys, &self.id).await?;
+        Ok(if released {
+            Released::Released
+        } else {
+            Released::NotHeld
+        })
     }
 
     fn release_in_memory(&self) {

@@ -54,15 +54,18 @@ async fn the_cluster_matches_the_vectors_and_never_meets_crossslot() {
         let fair = FairLock::new(&store, format!("fair:{n}"), LockOptions::default()).unwrap();
         let held = fair.acquire(Duration::from_secs(2)).await.unwrap();
         assert!(fair.try_acquire().await.unwrap().is_none());
-        assert!(held.extend(Duration::from_secs(5)).await.unwrap());
-        assert!(held.release().await.unwrap());
+        assert_eq!(
+            held.extend(Duration::from_secs(5)).await.unwrap(),
+            ratelock::Extended::Extended
+        );
+        assert_eq!(held.release().await.unwrap(), ratelock::Released::Released);
         let rw = ReadWriteLock::new(&store, format!("rw:{n}"), LockOptions::default()).unwrap();
         let reading = rw.acquire_read(Duration::from_secs(2)).await.unwrap();
         assert!(rw.try_acquire_write().await.unwrap().is_none());
-        assert!(reading.release().await.unwrap());
+        assert_eq!(reading.release().await.unwrap(), ratelock::Released::Released);
         let writing = rw.acquire_write(Duration::from_secs(2)).await.unwrap();
         assert_eq!(rw.state().await.unwrap().writer_fence, writing.fencing_token());
-        assert!(writing.release().await.unwrap());
+        assert_eq!(writing.release().await.unwrap(), ratelock::Released::Released);
     }
 }
 

@@ -277,15 +277,19 @@ async fn holds_that_vanish_raise_the_lost_signal() {
     tokio::time::timeout(Duration::from_secs(2), holding.lost())
         .await
         .expect("fair hold lost");
-    assert!(
-        !writing.release().await.unwrap(),
+    assert_eq!(
+        writing.release().await.unwrap(),
+        ratelock::Released::NotHeld,
         "releasing a lost hold changes nothing"
     );
-    assert!(!holding.extend(Duration::from_secs(1)).await.unwrap());
+    assert_ne!(
+        holding.extend(Duration::from_secs(1)).await.unwrap(),
+        ratelock::Extended::Extended
+    );
     // A renewed hold outlives its first lease.
     let reading = rw.acquire_read(WAIT).await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!reading.is_lost());
     assert_eq!(rw.state().await.unwrap().readers, 1);
-    assert!(reading.release().await.unwrap());
+    assert_eq!(reading.release().await.unwrap(), ratelock::Released::Released);
 }

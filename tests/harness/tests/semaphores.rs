@@ -20,15 +20,18 @@ async fn never_more_than_n_permits_and_a_release_frees_one() {
         assert!(pool.try_acquire().await.unwrap().is_none());
         assert!(other_handle.try_acquire().await.unwrap().is_none());
         assert_eq!(pool.in_use().await.unwrap(), 3);
-        assert!(held.pop().unwrap().release().await.unwrap());
+        assert_eq!(
+            held.pop().unwrap().release().await.unwrap(),
+            ratelock::Released::Released
+        );
         let again = other_handle
             .try_acquire()
             .await
             .unwrap()
             .expect("freed by the release");
-        assert!(again.release().await.unwrap());
+        assert_eq!(again.release().await.unwrap(), ratelock::Released::Released);
         for guard in held {
-            assert!(guard.release().await.unwrap());
+            assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
         }
         assert_eq!(pool.in_use().await.unwrap(), 0);
     })
@@ -49,16 +52,18 @@ async fn an_abandoned_permit_is_reclaimed_when_its_lease_ends() {
             .unwrap()
             .expect("the expired permit was reclaimed");
         assert!(stale.is_lost());
-        assert!(
-            !stale.extend(Duration::from_secs(5)).await.unwrap(),
+        assert_eq!(
+            stale.extend(Duration::from_secs(5)).await.unwrap(),
+            ratelock::Extended::Expired,
             "an expired permit never comes back"
         );
-        assert!(
-            !stale.release().await.unwrap(),
+        assert_eq!(
+            stale.release().await.unwrap(),
+            ratelock::Released::NotHeld,
             "releasing a lost permit changes nothing"
         );
         assert_eq!(next.in_use().await.unwrap(), 1);
-        assert!(fresh.release().await.unwrap());
+        assert_eq!(fresh.release().await.unwrap(), ratelock::Released::Released);
     })
     .await;
 }
@@ -74,7 +79,7 @@ async fn a_renewed_permit_outlives_its_ttl() {
             pool.try_acquire().await.unwrap().is_none(),
             "the renewed permit lapsed"
         );
-        assert!(guard.release().await.unwrap());
+        assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert_eq!(pool.in_use().await.unwrap(), 0, "a renewal outlived the release");
     })
@@ -101,7 +106,7 @@ async fn waiters_share_n_permits_woken_by_releases() {
                 most.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 in_use.fetch_sub(1, Ordering::SeqCst);
-                assert!(guard.release().await.unwrap());
+                assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
             }));
         }
         for task in tasks {
@@ -133,10 +138,10 @@ async fn the_concurrency_limiter_counts_in_flight_requests_per_key() {
         let b1 = limiter.try_acquire("tenant:b").await.unwrap().unwrap();
         assert_eq!(limiter.in_flight("tenant:a").await.unwrap(), 2);
         assert_eq!(limiter.in_flight("tenant:b").await.unwrap(), 1);
-        assert!(a1.release().await.unwrap());
+        assert_eq!(a1.release().await.unwrap(), ratelock::Released::Released);
         let a3 = limiter.try_acquire("tenant:a").await.unwrap().unwrap();
         for guard in [a2, a3, b1] {
-            assert!(guard.release().await.unwrap());
+            assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
         }
         assert!(ConcurrencyLimiter::new(&store, 0, LockOptions::default())
             .unwrap_err()

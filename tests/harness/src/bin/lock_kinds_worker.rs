@@ -58,7 +58,11 @@ async fn hold(store: Store, name: &str, kind: &str, hold_ms: u64, options: LockO
     say(&format!("granted {} {}", guard.fencing_token(), now_us()));
     tokio::time::sleep(Duration::from_millis(hold_ms)).await;
     let left = now_us();
-    assert!(guard.release().await.expect("release"), "the hold was lost");
+    assert_eq!(
+        guard.release().await.expect("release"),
+        ratelock::Released::Released,
+        "the hold was lost"
+    );
     say(&format!("left {left}"));
 }
 
@@ -85,7 +89,11 @@ async fn contend(store: Store, name: &str, tasks: usize, rounds: usize) {
                     entered,
                     left,
                 ));
-                assert!(guard.release().await.expect("release"), "a hold was lost");
+                assert_eq!(
+                    guard.release().await.expect("release"),
+                    ratelock::Released::Released,
+                    "a hold was lost"
+                );
             }
             holds
         }));
