@@ -47,7 +47,9 @@ pub async fn connect_lock(name: Either<String, Buffer>, options: LockOptions) ->
     guarded(async move {
         let timeout = convert::millis("timeoutMs", options.timeout_ms.unwrap_or(1000.0))?;
         let settings = lock_options(&options)?;
-        let store = crate::stores::shared(options.url, timeout).await.map_err(to_js)?;
+        let store = crate::stores::shared_lock_store(options.url, timeout)
+            .await
+            .map_err(to_js)?;
         let inner = ratelock::DistributedLock::new(&store, name, settings).map_err(to_js)?;
         Ok(NativeLock { inner })
     })

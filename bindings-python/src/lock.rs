@@ -30,7 +30,7 @@ impl PyLockHandle {
     #[pyo3(signature = (name, url=None, *, ttl=30.0, auto_renew=true, reentrant=false, prefix="rl", timeout=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
+        _py: Python<'_>,
         name: &Bound<'_, PyAny>,
         url: Option<&Bound<'_, PyAny>>,
         ttl: f64,
@@ -40,7 +40,7 @@ impl PyLockHandle {
         timeout: f64,
     ) -> PyResult<Self> {
         let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
-        let store = crate::stores::Target::of(url)?.store_blocking(py, timeout)?;
+        let store = crate::stores::Target::of(url)?.lock_store(timeout)?;
         let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
         Ok(PyLockHandle { inner })
     }
@@ -62,7 +62,7 @@ impl PyLockHandle {
         let (name, options, timeout) = lock_arguments(name, ttl, auto_renew, reentrant, prefix, timeout)?;
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
-            let store = target.store(timeout).await.map_err(to_py)?;
+            let store = target.lock_store(timeout)?;
             let inner = ratelock::DistributedLock::new(&store, name, options).map_err(to_py)?;
             Ok(PyLockHandle { inner })
         })

@@ -1,5 +1,5 @@
 //! Where limiters and locks keep their state. By default, the core's shared store per URL (and
-//! timeout) per process (`Store::shared`), shared by every Limiter and lock that names it — so two locks
+//! timeout) per process (`AnyLockStore::shared_now`), shared by every Limiter and lock that names it — so two locks
 //! on the same name contend even on the memory store, and Redis gets one connection per URL. A
 //! `ratelock.Client` is a store of its own that the caller hands to any number of limiters and locks
 //! instead of a URL.
@@ -17,7 +17,7 @@ use crate::runtime::{run, spawn};
 /// place of a URL; they then share it and its timeout.
 #[pyclass(name = "Client", module = "ratelock._native", frozen)]
 pub(crate) struct PyClient {
-    store: ratelock::Store,
+    store: ratelock::AnyLockStore,
     url: String,
     timeout: Duration,
 }
@@ -30,14 +30,15 @@ impl PyClient {
     #[pyo3(signature = (url=None, *, timeout=1.0))]
     fn new(py: Python<'_>, url: Option<&str>, timeout: f64) -> PyResult<Self> {
         let (url, timeout) = (normalized(url), convert::seconds("timeout", timeout)?);
-        let store = run(py, open(url.clone(), timeout))?;
+        let store = open(&url, timeout).map_err(to_py)?;
+        let _ = py;
         Ok(PyClient { store, url, timeout })
     }
 
     /// Reaches the store now (blocking, the GIL released): raises configuration errors and outages.
     fn ping(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.store.clone();
-        run(py, async move { store.ping().await })
+        run(py, async move { ratelock::LockStore::ping(&store).await })
     }
 
     /// Makes a `Client` without blocking the event loop; awaits to it.
@@ -45,10 +46,8 @@ impl PyClient {
     #[pyo3(signature = (url=None, *, timeout=1.0))]
     fn connect_async<'py>(py: Python<'py>, url: Option<&str>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
         let (url, timeout) = (normalized(url), convert::seconds("timeout", timeout)?);
-        spawn(py, async move {
-            let store = open(url.clone(), timeout).await.map_err(to_py)?;
-            Ok(PyClient { store, url, timeout })
-        })
+        let store = open(&url, timeout).map_err(to_py)?;
+        spawn(py, async move { Ok(PyClient { store, url, timeout }) })
     }
 
     /// The URL connected to (`memory://` for a memory store).
@@ -74,7 +73,7 @@ impl PyClient {
 
 /// What a constructor was given: a `Client`'s store, or a URL (`None`: memory) to share per process.
 pub(crate) enum Target {
-    Store(ratelock::Store),
+    Store(ratelock::AnyLockStore),
     Url(Option<String>),
 }
 
@@ -96,33 +95,42 @@ impl Target {
         )))
     }
 
-    /// The store: the client's own, or the process's shared store for the URL (connecting on first
-    /// use, with `timeout`).
+    /// The store of every role: the client's own, or the process's shared store for the URL (made on
+    /// first use, with `timeout`; no I/O). A Redlock URL or client is refused: it holds locks only.
     pub(crate) async fn store(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-        match self {
-            Target::Store(store) => Ok(store),
-            Target::Url(url) => shared(url, timeout).await,
-        }
+        self.store_now(timeout)
     }
 
     /// [`store`](Self::store) for the blocking API.
-    pub(crate) fn store_blocking(self, py: Python<'_>, timeout: Duration) -> PyResult<ratelock::Store> {
+    pub(crate) fn store_blocking(self, _py: Python<'_>, timeout: Duration) -> PyResult<ratelock::Store> {
+        self.store_now(timeout).map_err(to_py)
+    }
+
+    /// The store a `DistributedLock` runs on: as [`store`](Self::store), and Redlock too.
+    pub(crate) fn lock_store(self, timeout: Duration) -> PyResult<ratelock::AnyLockStore> {
         match self {
             Target::Store(store) => Ok(store),
-            Target::Url(url) => run(py, shared(url, timeout)),
+            Target::Url(url) => {
+                ratelock::AnyLockStore::shared_now(url.as_deref(), &options(timeout)).map_err(to_py)
+            }
+        }
+    }
+
+    fn store_now(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
+        match self {
+            Target::Store(store) => store.into_store(),
+            Target::Url(url) => ratelock::Store::shared_now(url.as_deref(), &options(timeout)),
         }
     }
 }
 
-/// The process's store for `url`, connecting on first use.
-async fn shared(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    let options = ratelock::StoreOptions::default().with_timeout(timeout);
-    ratelock::Store::shared(url.as_deref(), &options).await
+fn options(timeout: Duration) -> ratelock::StoreOptions {
+    ratelock::StoreOptions::default().with_timeout(timeout)
 }
 
-async fn open(url: String, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    let options = ratelock::StoreOptions::default().with_timeout(timeout);
-    ratelock::Store::connect(&url, &options).await
+/// A client's own store for `url` (made now; no I/O until the first call).
+fn open(url: &str, timeout: Duration) -> ratelock::Result<ratelock::AnyLockStore> {
+    ratelock::AnyLockStore::new(url, &options(timeout))
 }
 
 fn normalized(url: Option<&str>) -> String {

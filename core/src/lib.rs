@@ -44,4 +44,6 @@ pub use lock::{
     Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
-pub use store::{Store, StoreOptions};
+pub use store::{AnyLockStore, LimitStore, Store, StoreOptions};
+#[cfg(feature = "runtime")]
+pub use store::{LockKindStore, LockStore};

@@ -1,6 +1,7 @@
 //! Lock leases as pure functions: acquire (with re-entry and fencing), release and extend, each a
-//! function of (state, now, owner). Mirrored by `lua/lock_acquire.lua`, `lock_release.lua` and
-//! `lock_extend.lua`; the memory store runs these directly.
+//! function of (state, now, owner), and [`apply`], which answers one [`LockCall`] on a [`LockRecord`].
+//! Mirrored by `lua/lock_acquire.lua`, `lock_release.lua`, `lock_extend.lua`, `lock_state.lua` and
+//! `lock_force_release.lua`; the memory store runs these directly.
 
 /// A held lock: who holds it, how many times (re-entry), its fencing token and when the lease ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +211,156 @@ pub fn extend(
                 ..held.clone()
             };
             (Extended::Extended, Some(longer))
+        }
+    }
+}
+
+/// One operation on a distributed lock, as every store answers it (see [`apply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockCall<'a> {
+    /// Take the lock (or re-enter it) for `owner`, minting a fencing token.
+    Acquire {
+        /// The handle's owner token.
+        owner: &'a str,
+        /// Lease length in µs.
+        ttl_us: u64,
+        /// Whether the owner may take it again while holding it.
+        reentrant: bool,
+    },
+    /// Give back one hold of the grant (`owner`, `fence`).
+    Release {
+        /// The grant's owner token.
+        owner: &'a str,
+        /// The grant's fencing token.
+        fence: u64,
+    },
+    /// Move the end of the grant's lease to `ttl_us` from now; never re-acquires.
+    Extend {
+        /// The grant's owner token.
+        owner: &'a str,
+        /// The grant's fencing token.
+        fence: u64,
+        /// New lease length in µs.
+        ttl_us: u64,
+    },
+    /// Read the lock without changing it.
+    State,
+    /// Delete the lease whoever holds it (the fencing counter stays).
+    ForceRelease,
+}
+
+/// The answer to a [`LockCall`], one variant per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockReply {
+    /// The answer to `Acquire`.
+    Acquired(Acquired),
+    /// The answer to `Release`.
+    Released(Released),
+    /// The answer to `Extend`.
+    Extended(Extended),
+    /// The answer to `State`.
+    State(LockState),
+    /// The answer to `ForceRelease`: whether the lock was held.
+    ForceReleased(bool),
+}
+
+/// A lock as it stands (the answer to [`LockCall::State`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockState {
+    /// Someone holds the lock.
+    pub held: bool,
+    /// µs until the current lease ends (0 when free).
+    pub remaining_us: u64,
+    /// The holder's fencing token (0 when free).
+    pub holder_fence: u64,
+    /// The last fencing token minted for this lock (0 if none).
+    pub last_fence: u64,
+}
+
+/// What a store keeps per lock: the lease (if any) and the fencing counter, which outlives leases.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockRecord {
+    /// The current lease; one whose end has passed counts as none.
+    pub lease: Option<Lease>,
+    /// The last fencing token minted.
+    pub last_fence: u64,
+}
+
+impl LockRecord {
+    /// True while the record still matters at `now`: a live lease, or a counter the clock has not
+    /// passed yet (once it has, a fresh record mints higher tokens from the clock anyway).
+    pub fn in_use(&self, now: u64) -> bool {
+        live(self.lease.as_ref(), now).is_some() || self.last_fence >= now
+    }
+}
+
+/// Answers `call` on `record` at `now` (µs), changing the record as the call says; the `bool` says
+/// whether waiters should be woken (the lock became free).
+///
+/// ```
+/// use ratelock::algorithm::lease::{apply, Acquired, LockCall, LockRecord, LockReply};
+/// let mut record = LockRecord::default();
+/// let take = LockCall::Acquire { owner: "a", ttl_us: 100, reentrant: false };
+/// assert_eq!(apply(&mut record, 10, take).0, LockReply::Acquired(Acquired::Granted { fence: 10, holds: 1 }));
+/// let (reply, wake) = apply(&mut record, 20, LockCall::Release { owner: "a", fence: 10 });
+/// assert!(wake && reply == LockReply::Released(ratelock::Released::Released));
+/// ```
+pub fn apply(record: &mut LockRecord, now: u64, call: LockCall<'_>) -> (LockReply, bool) {
+    match call {
+        LockCall::Acquire {
+            owner,
+            ttl_us,
+            reentrant,
+        } => {
+            let (answer, lease, fence) = acquire(
+                record.lease.as_ref(),
+                record.last_fence,
+                now,
+                owner,
+                ttl_us,
+                reentrant,
+            );
+            if lease.is_some() {
+                record.lease = lease;
+            }
+            record.last_fence = fence;
+            (LockReply::Acquired(answer), false)
+        }
+        LockCall::Release { owner, fence } => {
+            let (answer, change) = release(record.lease.as_ref(), now, owner, fence);
+            if let Some(lease) = change {
+                record.lease = lease;
+            }
+            (LockReply::Released(answer), answer == Released::Released)
+        }
+        LockCall::Extend { owner, fence, ttl_us } => {
+            let (answer, lease) = extend(record.lease.as_ref(), now, owner, fence, ttl_us);
+            if lease.is_some() {
+                record.lease = lease;
+            }
+            (LockReply::Extended(answer), false)
+        }
+        LockCall::State => {
+            let state = match live(record.lease.as_ref(), now) {
+                Some(lease) => LockState {
+                    held: true,
+                    remaining_us: lease.expires_at - now,
+                    holder_fence: lease.fence,
+                    last_fence: record.last_fence,
+                },
+                None => LockState {
+                    last_fence: record.last_fence,
+                    ..LockState::default()
+                },
+            };
+            (LockReply::State(state), false)
+        }
+        LockCall::ForceRelease => {
+            let was_held = record.lease.take().is_some_and(|l| l.expires_at > now);
+            (LockReply::ForceReleased(was_held), true)
         }
     }
 }

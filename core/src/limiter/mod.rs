@@ -14,7 +14,7 @@ use crate::fallback::LocalFallback;
 use crate::key::{check_key, check_prefix};
 use crate::rule::{Algorithm, Rules};
 use crate::store::connection_core::BreakerState;
-use crate::store::{LimitRequest, MemoryStore, Store, StoreOptions};
+use crate::store::{LimitRequest, LimitStore, MemoryStore, Store, StoreOptions};
 
 /// What a limiter answers when its store fails or times out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

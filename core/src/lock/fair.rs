@@ -15,7 +15,7 @@ use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions}
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::error::Result;
 use crate::key::{check_key, check_prefix, FairLockKeys};
-use crate::store::Store;
+use crate::store::{LockKindStore, Store};
 
 /// A fair distributed lock: grants go in the order the waiting `acquire` calls arrived, across every
 /// process. Each acquire is its own grant (`reentrant` is ignored), with a fencing token from a counter

@@ -13,7 +13,7 @@ use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
-use crate::store::Store;
+use crate::store::{LockKindStore, Store};
 
 /// Which lock a hold belongs to, and its grant id.
 #[derive(Clone)]

@@ -8,9 +8,9 @@ use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
 use super::{LockOptions, Shared};
-use crate::algorithm::lease::{Extended, Released};
+use crate::algorithm::lease::{Extended, LockCall, LockReply, Released};
 use crate::error::Result;
-use crate::store::Store;
+use crate::store::{AnyLockStore, Store};
 
 /// One grant of a distributed lock (see [`LockGuard`]).
 #[derive(Clone)]
@@ -57,21 +57,22 @@ impl Lease for LockLease {
         &self.shared.options
     }
 
-    async fn extend(&self, ttl: Duration) -> Result<Extended> {
-        let shared = &self.shared;
-        shared
-            .store
-            .lock_extend(&shared.keys, &shared.owner, self.fence, ttl)
-            .await
-    }
-
     fn what(&self) -> &'static str {
         "lock"
     }
 
+    async fn extend(&self, ttl: Duration) -> Result<Extended> {
+        let call = LockCall::Extend {
+            owner: &self.shared.owner,
+            fence: self.fence,
+            ttl_us: ttl.as_micros() as u64,
+        };
+        reply_as!(self.shared.call(call).await?, LockReply::Extended)
+    }
+
     /// Lost already: the lock's state tells whether someone else holds it now.
     async fn extend_lost(&self) -> Result<Extended> {
-        let state = self.shared.store.lock_state(&self.shared.keys).await?;
+        let state = self.shared.state().await?;
         let taken = state.held && state.holder_fence != self.fence;
         Ok(if taken {
             Extended::HeldByOther
@@ -81,19 +82,22 @@ impl Lease for LockLease {
     }
 
     async fn release(&self) -> Result<Released> {
-        let shared = &self.shared;
-        shared
-            .store
-            .lock_release(&shared.keys, &shared.owner, self.fence)
-            .await
+        reply_as!(self.shared.call(self.release_call()).await?, LockReply::Released)
     }
 
     fn release_in_memory(&self) {
         #[allow(irrefutable_let_patterns)]
-        if let Store::Memory(store) = &self.shared.store {
-            store
-                .locks()
-                .release(&self.shared.keys, &self.shared.owner, self.fence);
+        if let AnyLockStore::Store(Store::Memory(store)) = &self.shared.store {
+            store.locks().lock(&self.shared.keys, self.release_call());
+        }
+    }
+}
+
+impl LockLease {
+    fn release_call(&self) -> LockCall<'_> {
+        LockCall::Release {
+            owner: &self.shared.owner,
+            fence: self.fence,
         }
     }
 }

@@ -2,6 +2,17 @@
 //! re-entry, waiting with a deadline (woken by releases, capped by the holder's lease) and a guard that
 //! renews itself and says at once when the lock was lost.
 
+/// The answer inside `$reply` when it is the `$variant` the call expects; a protocol error otherwise
+/// (a store answering another call's kind of reply is a bug, never an outage).
+macro_rules! reply_as {
+    ($reply:expr, $variant:path) => {
+        match $reply {
+            $variant(answer) => Ok(answer),
+            other => Err($crate::lock::unexpected(other)),
+        }
+    };
+}
+
 mod fair;
 mod guard;
 mod hold;
@@ -28,11 +39,11 @@ pub use lost::LostSignal;
 pub use rwlock::{ReadWriteLock, RwLockState};
 pub use semaphore::{ConcurrencyLimiter, PermitGuard, PermitLease, Semaphore};
 
-use crate::algorithm::lease::Acquired;
+use crate::algorithm::lease::{Acquired, LockCall, LockReply};
 pub use crate::algorithm::lease::{Extended, Released};
 use crate::error::{Error, Result};
 use crate::key::{check_key, check_prefix, LockKeys};
-use crate::store::{LockState, Store};
+use crate::store::{AnyLockStore, LockState, LockStore};
 use wait::Attempt;
 
 /// How a [`DistributedLock`] behaves. Start from `LockOptions::default()`.
@@ -141,7 +152,7 @@ pub struct DistributedLock {
 }
 
 pub(crate) struct Shared {
-    pub(crate) store: Store,
+    pub(crate) store: AnyLockStore,
     pub(crate) keys: LockKeys,
     pub(crate) owner: String,
     pub(crate) options: LockOptions,
@@ -158,9 +169,10 @@ impl std::fmt::Debug for DistributedLock {
 }
 
 impl DistributedLock {
-    /// A handle on lock `name` in `store`, with a fresh random owner token.
+    /// A handle on lock `name` in `store` (a [`Store`](crate::Store) or an [`AnyLockStore`], by
+    /// reference or by value), with a fresh random owner token.
     /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
-    pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+    pub fn new(store: impl Into<AnyLockStore>, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
         check_key("name", name.as_ref())?;
         check_prefix(&options.prefix)?;
         check_lease(options.ttl)?;
@@ -168,7 +180,7 @@ impl DistributedLock {
         Ok(DistributedLock {
             shared: Arc::new(Shared {
                 keys: LockKeys::new(&options.prefix, name),
-                store: store.clone(),
+                store: store.into(),
                 owner: owner_token()?,
                 name: String::from_utf8_lossy(name).into_owned(),
                 options,
@@ -234,25 +246,37 @@ impl DistributedLock {
 
     /// The lock as it stands: holder, lease, last token minted.
     pub async fn state(&self) -> Result<LockState> {
-        self.shared.store.lock_state(&self.shared.keys).await
+        self.shared.state().await
     }
 
     /// Deletes the lease whoever holds it (an operator's tool); the holder's guard will see it lost.
     pub async fn force_release(&self) -> Result<bool> {
-        self.shared.store.lock_force_release(&self.shared.keys).await
+        reply_as!(
+            self.shared.call(LockCall::ForceRelease).await?,
+            LockReply::ForceReleased
+        )
     }
 
     async fn attempt(&self) -> Result<Acquired> {
         let shared = &self.shared;
-        shared
-            .store
-            .lock_acquire(
-                &shared.keys,
-                &shared.owner,
-                shared.options.ttl,
-                shared.options.reentrant,
-            )
-            .await
+        let call = LockCall::Acquire {
+            owner: &shared.owner,
+            ttl_us: shared.options.ttl.as_micros() as u64,
+            reentrant: shared.options.reentrant,
+        };
+        reply_as!(shared.call(call).await?, LockReply::Acquired)
+    }
+}
+
+impl Shared {
+    /// One call on this lock's keys.
+    pub(crate) async fn call(&self, call: LockCall<'_>) -> Result<LockReply> {
+        self.store.lock(&self.keys, call).await
+    }
+
+    /// The lock as it stands.
+    pub(crate) async fn state(&self) -> Result<LockState> {
+        reply_as!(self.call(LockCall::State).await?, LockReply::State)
     }
 }
 
@@ -281,9 +305,10 @@ pub(crate) fn check_waiter_ttl(waiter_ttl: Duration) -> Result<()> {
     Ok(())
 }
 
-/// A store reply of the wrong kind for the call that was made (a bug or a foreign script).
+/// A store reply of the wrong kind for the call that was made (a bug or a foreign script): a protocol
+/// error, which no failure policy covers.
 pub(crate) fn unexpected(reply: impl std::fmt::Debug) -> Error {
-    Error::StoreUnavailable(format!("unexpected lock reply: {reply:?}"))
+    Error::Protocol(format!("unexpected lock reply: {reply:?}"))
 }
 
 /// 128 bits from the operating system's CSPRNG, as hex.

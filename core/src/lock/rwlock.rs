@@ -15,7 +15,7 @@ use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions}
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
 use crate::key::{check_key, check_prefix, RwLockKeys};
-use crate::store::Store;
+use crate::store::{LockKindStore, Store};
 
 /// A distributed read-write lock. Every acquire is its own hold (`reentrant` is ignored); readers and
 /// writers draw fencing tokens from one rising counter.

@@ -12,10 +12,10 @@ use super::guard::{Guard, Lease, Sealed};
 use super::wait::{self, Attempt};
 use super::{check_lease, owner_token, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
-use crate::algorithm::permits::PermitAcquired;
+use crate::algorithm::permits::{PermitAcquired, SemaphoreCall, SemaphoreReply};
 use crate::error::{Error, Result};
 use crate::key::{check_key, check_prefix, SemaphoreKeys};
-use crate::store::Store;
+use crate::store::{LockKindStore, Store};
 
 /// A distributed semaphore with `permits` permits. Options are those of locks (`reentrant` is ignored:
 /// every acquire takes a new permit).
@@ -130,7 +130,10 @@ impl Semaphore {
 
     /// Permits in use now (leases not yet ended).
     pub async fn in_use(&self) -> Result<u64> {
-        Ok(self.shared.store.semaphore_state(&self.shared.keys).await?.0)
+        match self.shared.call(SemaphoreCall::State).await? {
+            SemaphoreReply::State { in_use, .. } => Ok(in_use),
+            other => Err(super::unexpected(other)),
+        }
     }
 
     /// The number of permits.
@@ -145,10 +148,24 @@ impl Semaphore {
 
     async fn attempt(&self, id: &str) -> Result<PermitAcquired> {
         let shared = &self.shared;
-        shared
-            .store
-            .semaphore_acquire(&shared.keys, id, shared.permits, shared.options.ttl)
-            .await
+        let call = SemaphoreCall::Acquire {
+            id,
+            limit: shared.permits,
+            ttl_us: shared.options.ttl.as_micros() as u64,
+        };
+        reply_as!(shared.call(call).await?, SemaphoreReply::Acquired)
+    }
+}
+
+impl SemaphoreShared {
+    /// One call on this semaphore's keys.
+    async fn call(&self, call: SemaphoreCall<'_>) -> Result<SemaphoreReply> {
+        self.store.semaphore(&self.keys, call).await
+    }
+
+    /// One call answered by whether the permit was still held.
+    async fn done(&self, call: SemaphoreCall<'_>) -> Result<bool> {
+        reply_as!(self.call(call).await?, SemaphoreReply::Done)
     }
 }
 
@@ -185,9 +202,11 @@ impl Lease for PermitLease {
     }
 
     async fn extend(&self, ttl: Duration) -> Result<Extended> {
-        let shared = &self.shared;
-        let extended = shared.store.semaphore_extend(&shared.keys, &self.id, ttl).await?;
-        Ok(if extended {
+        let call = SemaphoreCall::Extend {
+            id: &self.id,
+            ttl_us: ttl.as_micros() as u64,
+        };
+        Ok(if self.shared.done(call).await? {
             Extended::Extended
         } else {
             Extended::Expired
@@ -195,19 +214,20 @@ impl Lease for PermitLease {
     }
 
     async fn release(&self) -> Result<Released> {
-        let shared = &self.shared;
-        let released = shared.store.semaphore_release(&shared.keys, &self.id).await?;
-        Ok(if released {
-            Released::Released
-        } else {
-            Released::NotHeld
-        })
+        Ok(
+            if self.shared.done(SemaphoreCall::Release { id: &self.id }).await? {
+                Released::Released
+            } else {
+                Released::NotHeld
+            },
+        )
     }
 
     fn release_in_memory(&self) {
         #[allow(irrefutable_let_patterns)]
         if let Store::Memory(store) = &self.shared.store {
-            store.locks().semaphore_release(&self.shared.keys, &self.id);
+            let release = SemaphoreCall::Release { id: &self.id };
+            store.locks().semaphore(&self.shared.keys, release);
         }
     }
 }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::Jitter;
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::LockStore;
 
 /// One try: got it, or busy until the current holder's lease ends (unless renewed).
 pub(crate) enum Attempt<T> {
@@ -21,7 +21,7 @@ pub(crate) enum Attempt<T> {
 
 /// Tries `attempt` until it succeeds or `timeout` passes (then `Error::WaitTimeout`).
 pub(crate) async fn until_granted<T, F, Fut>(
-    store: &Store,
+    store: &impl LockStore,
     channel: &[u8],
     owner: &str,
     timeout: Duration,

@@ -263,3 +263,28 @@ impl Shard {
         }
     }
 }
+
+impl super::roles::sealed::Sealed for MemoryStore {}
+
+impl super::LimitStore for MemoryStore {
+    fn check(
+        &self,
+        request: &LimitRequest<'_>,
+    ) -> impl std::future::Future<Output = Result<Outcomes>> + Send {
+        std::future::ready(MemoryStore::check(self, request))
+    }
+
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+        Some(MemoryStore::check(self, request))
+    }
+
+    fn reset(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        rules: &Rules,
+    ) -> impl std::future::Future<Output = Result<()>> + Send {
+        MemoryStore::reset(self, prefix, key, rules);
+        std::future::ready(Ok(()))
+    }
+}

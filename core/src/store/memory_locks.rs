@@ -1,6 +1,6 @@
-//! The memory store's locks and semaphores: the functions of `algorithm::lease` and
-//! `algorithm::permits` over in-process tables, with a `Notify` per channel standing in for Redis
-//! pub/sub. Fair and read-write locks run `algorithm::fair` and `algorithm::rwlock` the same way.
+//! The memory store's lock kinds: every call of `algorithm::lease`, `algorithm::permits`,
+//! `algorithm::fair` and `algorithm::rwlock` answered by that module's pure `apply` over in-process
+//! tables, with a `Notify` per channel standing in for Redis pub/sub.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,10 +8,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::LockState;
 use crate::algorithm::fair::{self, FairCall, FairReply, FairState};
-use crate::algorithm::lease::{self, Acquired, Extended, Lease, Released};
-use crate::algorithm::permits::{self, PermitAcquired};
+use crate::algorithm::lease::{self, LockCall, LockRecord, LockReply};
+use crate::algorithm::permits::{self, Permits, SemaphoreCall, SemaphoreReply};
 use crate::algorithm::rwlock::{self, RwCall, RwReply, RwState};
 use crate::clock::process_now_us;
 use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
@@ -23,20 +22,11 @@ const SWEEP_EVERY: u64 = 1024;
 #[derive(Default)]
 pub(crate) struct MemoryLocks {
     operations: std::sync::atomic::AtomicU64,
-    table: Mutex<HashMap<Vec<u8>, LockSlot>>,
+    table: Mutex<HashMap<Vec<u8>, LockRecord>>,
     permits: Mutex<HashMap<Vec<u8>, Permits>>,
     fair: Mutex<HashMap<Vec<u8>, FairState>>,
     rw: Mutex<HashMap<Vec<u8>, RwState>>,
     channels: Mutex<HashMap<Vec<u8>, Arc<Notify>>>,
-}
-
-/// The permits of one semaphore: (permit id, lease end µs).
-type Permits = Vec<(String, u64)>;
-
-#[derive(Default)]
-struct LockSlot {
-    lease: Option<Lease>,
-    last_fence: u64,
 }
 
 impl MemoryLocks {
@@ -49,10 +39,7 @@ impl MemoryLocks {
             return;
         }
         let now = process_now_us();
-        self.table.lock().retain(|_, slot| {
-            let held = slot.lease.as_ref().is_some_and(|l| l.expires_at > now);
-            held || slot.last_fence >= now
-        });
+        self.table.lock().retain(|_, record| record.in_use(now));
         self.permits.lock().retain(|_, held| {
             permits::reclaim(held, now);
             !held.is_empty()
@@ -81,72 +68,32 @@ impl MemoryLocks {
         )
     }
 
-    pub(crate) fn acquire(&self, keys: &LockKeys, owner: &str, ttl_us: u64, reentrant: bool) -> Acquired {
+    /// One operation on a distributed lock, at the process clock.
+    pub(crate) fn lock(&self, keys: &LockKeys, call: LockCall<'_>) -> LockReply {
         self.maybe_sweep();
-        let mut table = self.table.lock();
-        let slot = table.entry(keys.lease.clone()).or_default();
-        let now = process_now_us();
-        let (answer, lease, fence) = lease::acquire(
-            slot.lease.as_ref(),
-            slot.last_fence,
-            now,
-            owner,
-            ttl_us,
-            reentrant,
-        );
-        if let Some(lease) = lease {
-            slot.lease = Some(lease);
-        }
-        slot.last_fence = fence;
-        answer
-    }
-
-    pub(crate) fn release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Released {
-        let mut table = self.table.lock();
-        let Some(slot) = table.get_mut(&keys.lease) else {
-            return Released::NotHeld;
+        let (reply, wake) = {
+            let mut table = self.table.lock();
+            let record = table.entry(keys.lease.clone()).or_default();
+            lease::apply(record, process_now_us(), call)
         };
-        let (answer, change) = lease::release(slot.lease.as_ref(), process_now_us(), owner, fence);
-        if let Some(lease) = change {
-            slot.lease = lease;
-        }
-        drop(table);
-        if answer == Released::Released {
+        if wake {
             self.wake(&keys.channel);
         }
-        answer
+        reply
     }
 
-    pub(crate) fn extend(&self, keys: &LockKeys, owner: &str, fence: u64, ttl_us: u64) -> Extended {
-        let mut table = self.table.lock();
-        let Some(slot) = table.get_mut(&keys.lease) else {
-            return Extended::Expired;
+    /// One operation on a semaphore, at the process clock.
+    pub(crate) fn semaphore(&self, keys: &SemaphoreKeys, call: SemaphoreCall<'_>) -> SemaphoreReply {
+        self.maybe_sweep();
+        let (reply, wake) = {
+            let mut table = self.permits.lock();
+            let held = table.entry(keys.permits.clone()).or_default();
+            permits::apply(held, process_now_us(), call)
         };
-        let (answer, lease) = lease::extend(slot.lease.as_ref(), process_now_us(), owner, fence, ttl_us);
-        if let Some(lease) = lease {
-            slot.lease = Some(lease);
+        if wake {
+            self.wake(&keys.channel);
         }
-        answer
-    }
-
-    pub(crate) fn state(&self, keys: &LockKeys) -> LockState {
-        let table = self.table.lock();
-        let now = process_now_us();
-        let Some(slot) = table.get(&keys.lease) else {
-            return LockState::default();
-        };
-        match slot.lease.as_ref().filter(|l| l.expires_at > now) {
-            Some(lease) => LockState {
-                held: true,
-                remaining_us: lease.expires_at - now,
-                holder_fence: lease.fence,
-                last_fence: slot.last_fence,
-            },
-            None => LockState {
-                last_fence: slot.last_fence,
-                ..LockState::default()
-            },
-        }
+        reply
     }
 
     /// The notifier woken by every message on `channel`.
@@ -158,49 +105,6 @@ impl MemoryLocks {
         if let Some(notify) = self.channels.lock().get(channel) {
             notify.notify_waiters();
         }
-    }
-
-    pub(crate) fn semaphore_acquire(
-        &self,
-        keys: &SemaphoreKeys,
-        id: &str,
-        limit: u64,
-        ttl_us: u64,
-    ) -> PermitAcquired {
-        self.maybe_sweep();
-        let mut table = self.permits.lock();
-        let held = table.entry(keys.permits.clone()).or_default();
-        permits::acquire(held, process_now_us(), id, limit, ttl_us)
-    }
-
-    pub(crate) fn semaphore_release(&self, keys: &SemaphoreKeys, id: &str) -> bool {
-        let released = match self.permits.lock().get_mut(&keys.permits) {
-            Some(held) => permits::release(held, process_now_us(), id),
-            None => false,
-        };
-        if released {
-            self.wake(&keys.channel);
-        }
-        released
-    }
-
-    pub(crate) fn semaphore_extend(&self, keys: &SemaphoreKeys, id: &str, ttl_us: u64) -> bool {
-        match self.permits.lock().get_mut(&keys.permits) {
-            Some(held) => permits::extend(held, process_now_us(), id, ttl_us),
-            None => false,
-        }
-    }
-
-    /// (permits in use, µs until the earliest lease ends).
-    pub(crate) fn semaphore_state(&self, keys: &SemaphoreKeys) -> (u64, u64) {
-        let now = process_now_us();
-        let mut table = self.permits.lock();
-        let Some(held) = table.get_mut(&keys.permits) else {
-            return (0, 0);
-        };
-        permits::reclaim(held, now);
-        let earliest = held.iter().map(|&(_, expires)| expires - now).min().unwrap_or(0);
-        (held.len() as u64, earliest)
     }
 
     /// One operation on a fair lock at `now` (µs; the process clock when `None`); wakes the waiter it names.
@@ -228,39 +132,106 @@ impl MemoryLocks {
         }
         reply
     }
+}
 
-    /// Deletes the lease whoever holds it (the fencing counter stays) and wakes waiters.
-    pub(crate) fn force_release(&self, keys: &LockKeys) -> bool {
-        let mut table = self.table.lock();
-        let Some(slot) = table.get_mut(&keys.lease) else {
-            return false;
-        };
-        let now = process_now_us();
-        let was_held = slot.lease.take().is_some_and(|l| l.expires_at > now);
-        drop(table);
-        self.wake(&keys.channel);
-        was_held
+/// The memory store's lock roles: each call answered at once by the tables above.
+mod roles {
+    use std::future::{ready, Future};
+
+    use super::super::{LockKindStore, LockStore, MemoryStore, ReleaseWatch};
+    use crate::algorithm::fair::{FairCall, FairReply};
+    use crate::algorithm::lease::{LockCall, LockReply};
+    use crate::algorithm::permits::{SemaphoreCall, SemaphoreReply};
+    use crate::algorithm::rwlock::{RwCall, RwReply};
+    use crate::error::Result;
+    use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
+    use crate::store::roles::WatchSource;
+
+    impl LockStore for MemoryStore {
+        fn lock(
+            &self,
+            keys: &LockKeys,
+            call: LockCall<'_>,
+        ) -> impl Future<Output = Result<LockReply>> + Send {
+            ready(Ok(self.locks().lock(keys, call)))
+        }
+
+        fn ping(&self) -> impl Future<Output = Result<()>> + Send {
+            ready(Ok(()))
+        }
+
+        fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = ReleaseWatch> + Send {
+            let source = WatchSource::Memory(self.locks().channel(channel));
+            ready(ReleaseWatch { source })
+        }
+    }
+
+    impl LockKindStore for MemoryStore {
+        fn semaphore(
+            &self,
+            keys: &SemaphoreKeys,
+            call: SemaphoreCall<'_>,
+        ) -> impl Future<Output = Result<SemaphoreReply>> + Send {
+            ready(Ok(self.locks().semaphore(keys, call)))
+        }
+
+        fn fair_lock(
+            &self,
+            keys: &FairLockKeys,
+            call: FairCall<'_>,
+            now: Option<u64>,
+        ) -> impl Future<Output = Result<FairReply>> + Send {
+            ready(Ok(self.locks().fair_lock(keys, call, now)))
+        }
+
+        fn rw_lock(
+            &self,
+            keys: &RwLockKeys,
+            call: RwCall<'_>,
+            now: Option<u64>,
+        ) -> impl Future<Output = Result<RwReply>> + Send {
+            ready(Ok(self.locks().rw_lock(keys, call, now)))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::lease::{Acquired, Released};
 
     #[test]
     fn finished_locks_permits_and_channels_are_swept_and_tokens_still_rise() {
         let locks = MemoryLocks::default();
         let mut last_fence = 0;
+        let take = LockCall::Acquire {
+            owner: "owner",
+            ttl_us: 1_000_000,
+            reentrant: false,
+        };
         for i in 0..3 * SWEEP_EVERY {
             let name = format!("job:{i}");
             let keys = LockKeys::new("rl", name.as_bytes());
-            if let Acquired::Granted { fence, .. } = locks.acquire(&keys, "owner", 1_000_000, false) {
-                assert_eq!(locks.release(&keys, "owner", fence), Released::Released);
+            if let LockReply::Acquired(Acquired::Granted { fence, .. }) = locks.lock(&keys, take) {
+                let release = LockCall::Release {
+                    owner: "owner",
+                    fence,
+                };
+                assert_eq!(
+                    locks.lock(&keys, release),
+                    LockReply::Released(Released::Released)
+                );
                 last_fence = fence;
             }
             let permits = SemaphoreKeys::new("rl", name.as_bytes());
-            locks.semaphore_acquire(&permits, "p", 2, 1_000_000);
-            assert!(locks.semaphore_release(&permits, "p"));
+            let acquire = SemaphoreCall::Acquire {
+                id: "p",
+                limit: 2,
+                ttl_us: 1_000_000,
+            };
+            locks.semaphore(&permits, acquire);
+            let release = SemaphoreCall::Release { id: "p" };
+            assert_eq!(locks.semaphore(&permits, release), SemaphoreReply::Done(true));
             drop(locks.channel(&keys.channel));
         }
         let (table, permits, channels) = locks.sizes();
@@ -272,8 +243,13 @@ mod tests {
         // A swept lock mints from the clock again, still above every earlier token.
         std::thread::sleep(std::time::Duration::from_millis(2));
         let keys = LockKeys::new("rl", b"job:0");
-        match locks.acquire(&keys, "owner", 1_000, false) {
-            Acquired::Granted { fence, .. } => assert!(fence > last_fence),
+        let short = LockCall::Acquire {
+            owner: "owner",
+            ttl_us: 1_000,
+            reentrant: false,
+        };
+        match locks.lock(&keys, short) {
+            LockReply::Acquired(Acquired::Granted { fence, .. }) => assert!(fence > last_fence),
             busy => panic!("{busy:?}"),
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{Store, StoreOptions};
+use super::{AnyLockStore, Store, StoreOptions};
 use crate::error::Result;
 
 /// What tells two shared stores apart: the URL as given (trimmed; empty means memory) and the options.
@@ -21,7 +21,7 @@ struct Entry {
     tls_root_ca: Option<Vec<u8>>,
 }
 
-static SHARED: LazyLock<Mutex<HashMap<Entry, Store>>> = LazyLock::new(Default::default);
+static SHARED: LazyLock<Mutex<HashMap<Entry, AnyLockStore>>> = LazyLock::new(Default::default);
 
 impl Store {
     /// The process's shared store for `url` (`None` or `memory://`: the embedded memory store) and
@@ -39,6 +39,19 @@ impl Store {
     /// # Ok::<(), ratelock::Error>(()) });
     /// ```
     pub async fn shared(url: Option<&str>, options: &StoreOptions) -> Result<Store> {
+        Store::shared_now(url, options)
+    }
+
+    /// [`shared`](Self::shared) without the `async`: no store does I/O when it is made.
+    pub fn shared_now(url: Option<&str>, options: &StoreOptions) -> Result<Store> {
+        AnyLockStore::shared_now(url, options)?.into_store()
+    }
+}
+
+impl AnyLockStore {
+    /// The process's shared lock store for `url`: as [`Store::shared`], and `redlock://` URLs too. A
+    /// lock and a limiter naming the same Redis URL share one store.
+    pub fn shared_now(url: Option<&str>, options: &StoreOptions) -> Result<AnyLockStore> {
         let url = match url.map(str::trim) {
             None | Some("") | Some("memory") => "memory://",
             Some(url) => url,
@@ -52,7 +65,7 @@ impl Store {
         if let Some(store) = SHARED.lock().get(&entry) {
             return Ok(store.clone());
         }
-        let store = Store::connect(url, options).await?;
+        let store = AnyLockStore::new(url, options)?;
         Ok(SHARED.lock().entry(entry).or_insert(store).clone())
     }
 }

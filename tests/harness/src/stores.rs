@@ -6,7 +6,7 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ratelock::{DistributedLock, LockOptions, Store, StoreOptions};
+use ratelock::{AnyLockStore, DistributedLock, LockOptions, Store, StoreOptions};
 
 use crate::RedisServer;
 
@@ -39,18 +39,19 @@ pub fn lease_options(ttl_ms: u64, auto_renew: bool, reentrant: bool) -> LockOpti
 /// to `wait`). Panics if two ever hold it at once or if the fencing tokens do not rise in grant order;
 /// returns the tokens.
 pub async fn take_turns(
-    store: &Store,
+    store: impl Into<AnyLockStore>,
     name: &str,
     options: LockOptions,
     workers: usize,
     rounds: usize,
     wait: Duration,
 ) -> Vec<u64> {
+    let store: AnyLockStore = store.into();
     let inside = Arc::new(AtomicUsize::new(0));
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let tasks: Vec<_> = (0..workers)
         .map(|_| {
-            let lock = DistributedLock::new(store, name, options.clone()).unwrap();
+            let lock = DistributedLock::new(&store, name, options.clone()).unwrap();
             let (inside, tokens) = (inside.clone(), tokens.clone());
             tokio::spawn(async move {
                 for _ in 0..rounds {

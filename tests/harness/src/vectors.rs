@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ratelock::{Decision, Rules, Store};
+use ratelock::{Decision, LimitStore, Rules, Store};
 use serde::{Deserialize, Serialize};
 
 /// One vector file: scenarios that each start from empty state.

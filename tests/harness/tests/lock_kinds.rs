@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use ratelock::algorithm::fair::FairCall;
 use ratelock::key::FairLockKeys;
-use ratelock::{Error, FairLock, LockOptions, ReadWriteLock, Store, StoreOptions};
+use ratelock::{Error, FairLock, LockKindStore, LockOptions, ReadWriteLock, Store, StoreOptions};
 use ratelock_testkit::stores::on_both_stores;
 use ratelock_testkit::{eventually_async, RedisServer};
 

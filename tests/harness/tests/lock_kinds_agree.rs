@@ -5,7 +5,7 @@
 use ratelock::algorithm::fair::FairCall;
 use ratelock::algorithm::rwlock::{RwCall, RwMode};
 use ratelock::key::{FairLockKeys, RwLockKeys};
-use ratelock::{Store, StoreOptions};
+use ratelock::{LockKindStore, Store, StoreOptions};
 use ratelock_testkit::RedisServer;
 
 const STEPS: usize = 400;

@@ -25,24 +25,19 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
-use self::call_tag::{excerpt, CallTag};
-use self::commands::{limit_command, limit_outcomes, script_call};
+use self::call_tag::CallTag;
+use self::commands::{limit_command, limit_outcomes};
 use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
-use self::reply::{integers, Failure};
-use self::script::{
-    LuaScript, LIMIT, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE,
-    SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
-};
+use self::reply::Failure;
+use self::script::{LuaScript, LIMIT};
 use self::subscriber::Subscriber;
-use super::{LimitRequest, LockState, StoreOptions};
-use crate::algorithm::lease::{Acquired, Extended, Released};
-use crate::algorithm::permits::PermitAcquired;
+use super::{LimitRequest, StoreOptions};
 use crate::algorithm::Outcomes;
 use crate::error::{Error, Result};
-use crate::key::{storage_key, LockKeys, SemaphoreKeys};
+use crate::key::storage_key;
 use crate::process::PerProcess;
 use crate::rule::Rules;
 use crate::store::connection_core::redis_error;
@@ -252,134 +247,6 @@ impl RedisStore {
         &self.connections().subscriber
     }
 
-    /// Runs `lock_acquire.lua` (server time for the fencing token).
-    pub async fn lock_acquire(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        ttl_us: u64,
-        reentrant: bool,
-    ) -> Result<Acquired> {
-        let mut cmd = script_call(&LOCK_ACQUIRE, &[&keys.lease, &keys.fence]);
-        cmd.arg(owner)
-            .arg(ttl_us)
-            .arg(if reentrant { "1" } else { "0" })
-            .arg("");
-        let reply = integers(self.eval(&LOCK_ACQUIRE, cmd).await?, 3)?;
-        Ok(match reply[0] {
-            1 => Acquired::Granted {
-                fence: reply[1] as u64,
-                holds: reply[2] as u64,
-            },
-            _ => Acquired::Busy {
-                remaining_us: reply[1].max(0) as u64,
-            },
-        })
-    }
-
-    /// Runs `lock_release.lua`.
-    pub async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
-        let mut cmd = script_call(&LOCK_RELEASE, &[&keys.lease]);
-        cmd.arg(owner).arg(&keys.channel).arg(fence);
-        let reply = integers(self.eval(&LOCK_RELEASE, cmd).await?, 2)?;
-        Ok(match reply[0] {
-            1 => Released::Released,
-            2 => Released::StillHeld {
-                holds: reply[1] as u64,
-            },
-            -1 => Released::HeldByOther,
-            _ => Released::NotHeld,
-        })
-    }
-
-    /// Runs `lock_extend.lua`.
-    pub async fn lock_extend(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        fence: u64,
-        ttl_us: u64,
-    ) -> Result<Extended> {
-        let mut cmd = script_call(&LOCK_EXTEND, &[&keys.lease]);
-        cmd.arg(owner).arg(ttl_us).arg(fence);
-        Ok(match self.eval(&LOCK_EXTEND, cmd).await? {
-            Value::Int(1) => Extended::Extended,
-            Value::Int(-1) => Extended::HeldByOther,
-            Value::Int(0) => Extended::Expired,
-            other => {
-                return Err(Error::Protocol(format!(
-                    "unexpected reply from lock_extend.lua: {}",
-                    excerpt(&other)
-                )))
-            }
-        })
-    }
-
-    /// Runs `lock_state.lua`.
-    pub async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
-        let cmd = script_call(&LOCK_STATE, &[&keys.lease, &keys.fence]);
-        let reply = integers(self.eval(&LOCK_STATE, cmd).await?, 4)?;
-        Ok(LockState {
-            held: reply[0] == 1,
-            remaining_us: reply[1].max(0) as u64,
-            holder_fence: reply[2].max(0) as u64,
-            last_fence: reply[3].max(0) as u64,
-        })
-    }
-
-    /// Runs `semaphore_acquire.lua` (server time).
-    pub async fn semaphore_acquire(
-        &self,
-        keys: &SemaphoreKeys,
-        id: &str,
-        limit: u64,
-        ttl_us: u64,
-    ) -> Result<PermitAcquired> {
-        let mut cmd = script_call(&SEMAPHORE_ACQUIRE, &[&keys.permits]);
-        cmd.arg(id).arg(limit).arg(ttl_us).arg("");
-        let reply = integers(self.eval(&SEMAPHORE_ACQUIRE, cmd).await?, 2)?;
-        Ok(match reply[0] {
-            1 => PermitAcquired::Granted {
-                in_use: reply[1] as u64,
-            },
-            _ => PermitAcquired::Full {
-                next_free_us: reply[1].max(0) as u64,
-            },
-        })
-    }
-
-    /// Runs `semaphore_release.lua`.
-    pub async fn semaphore_release(&self, keys: &SemaphoreKeys, id: &str) -> Result<bool> {
-        let mut cmd = script_call(&SEMAPHORE_RELEASE, &[&keys.permits]);
-        cmd.arg(id).arg(&keys.channel).arg("");
-        Ok(matches!(self.eval(&SEMAPHORE_RELEASE, cmd).await?, Value::Int(1)))
-    }
-
-    /// Runs `semaphore_extend.lua`.
-    pub async fn semaphore_extend(&self, keys: &SemaphoreKeys, id: &str, ttl_us: u64) -> Result<bool> {
-        let mut cmd = script_call(&SEMAPHORE_EXTEND, &[&keys.permits]);
-        cmd.arg(id).arg(ttl_us).arg("");
-        Ok(matches!(self.eval(&SEMAPHORE_EXTEND, cmd).await?, Value::Int(1)))
-    }
-
-    /// Runs `semaphore_state.lua`.
-    pub async fn semaphore_state(&self, keys: &SemaphoreKeys) -> Result<(u64, u64)> {
-        let mut cmd = script_call(&SEMAPHORE_STATE, &[&keys.permits]);
-        cmd.arg("");
-        let reply = integers(self.eval(&SEMAPHORE_STATE, cmd).await?, 2)?;
-        Ok((reply[0].max(0) as u64, reply[1].max(0) as u64))
-    }
-
-    /// Runs `lock_force_release.lua`.
-    pub async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
-        let mut cmd = script_call(&LOCK_FORCE_RELEASE, &[&keys.lease]);
-        cmd.arg(&keys.channel);
-        Ok(matches!(
-            self.eval(&LOCK_FORCE_RELEASE, cmd).await?,
-            Value::Int(1)
-        ))
-    }
-
     /// Runs `limit.lua` over every rule of the request in one round trip.
     pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
         let reply = self.eval(&LIMIT, limit_command(request)).await;
@@ -475,6 +342,32 @@ impl RedisStore {
             Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT in reply to PING".into())),
             Err(Failure::Other(err)) => Err(err),
         }
+    }
+}
+
+impl super::roles::sealed::Sealed for RedisStore {}
+
+/// Boxed: the Redis futures are large, and embedding them would make every memory-store call through
+/// `Store` move them around; one allocation is nothing beside a network round trip.
+impl super::LimitStore for RedisStore {
+    fn check(
+        &self,
+        request: &LimitRequest<'_>,
+    ) -> impl std::future::Future<Output = Result<Outcomes>> + Send {
+        Box::pin(RedisStore::check(self, request))
+    }
+
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+        RedisStore::check_blocking(self, request)
+    }
+
+    fn reset(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        rules: &Rules,
+    ) -> impl std::future::Future<Output = Result<()>> + Send {
+        Box::pin(RedisStore::reset(self, prefix, key, rules))
     }
 }
 

@@ -4,7 +4,8 @@
 //! is released everywhere. The fencing token is the largest of the servers' tokens; each server's own
 //! token is kept so release and extend show every server the grant it made.
 //!
-//! Only locks live here: a limiter or semaphore needs one Redis (it answers with `InvalidArgument`).
+//! It plays one role, [`LockStore`]: a limiter, semaphore, fair or read-write lock needs one Redis, and
+//! giving them a Redlock store does not compile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,15 +15,39 @@ use futures_util::future::join_all;
 
 use super::connection::node_urls;
 use super::RedisStore;
-use crate::algorithm::lease::{Acquired, Extended, Released};
+use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};
 use crate::error::{Error, Result};
 use crate::key::LockKeys;
-use crate::store::{LockState, StoreOptions};
+use crate::store::roles::sealed::Sealed;
+use crate::store::{LockState, LockStore, ReleaseWatch, StoreOptions};
 
 /// The URL scheme (servers after it, comma-separated).
 pub(crate) const REDLOCK_SCHEME: &str = "redlock://";
 
-/// N independent servers holding one lock by majority. Cheap to clone.
+/// N independent servers holding one lock by majority. Cheap to clone. It plays one role, the
+/// [`LockStore`]: a [`DistributedLock`](crate::DistributedLock) takes it,
+///
+/// ```
+/// # fn doc(redlock: ratelock::store::redlock::RedlockStore) -> ratelock::Result<()> {
+/// let lock = ratelock::DistributedLock::new(&redlock, "payouts", Default::default())?;
+/// # drop(lock); Ok(()) }
+/// ```
+///
+/// and what needs one server's state does not compile with it: a limiter,
+///
+/// ```compile_fail,E0308
+/// # fn doc(redlock: ratelock::store::redlock::RedlockStore) -> ratelock::Result<()> {
+/// let limiter = ratelock::Limiter::with_store(redlock, Default::default())?;
+/// # drop(limiter); Ok(()) }
+/// ```
+///
+/// or a semaphore (and so a fair or read-write lock).
+///
+/// ```compile_fail,E0308
+/// # fn doc(redlock: ratelock::store::redlock::RedlockStore) -> ratelock::Result<()> {
+/// let pool = ratelock::Semaphore::new(&redlock, "pool", 2, Default::default())?;
+/// # drop(pool); Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct RedlockStore {
     shared: Arc<Shared>,
@@ -36,6 +61,44 @@ struct Shared {
 
 /// Each server's own fencing token of a live grant (`None` where it did not grant), by (lease key, owner).
 type Grants = HashMap<(Vec<u8>, String), Vec<Option<u64>>>;
+
+impl Sealed for RedlockStore {}
+
+/// Every call goes to all servers at once and is answered by the majority (see the functions below).
+impl LockStore for RedlockStore {
+    fn lock(
+        &self,
+        keys: &LockKeys,
+        call: LockCall<'_>,
+    ) -> impl std::future::Future<Output = Result<LockReply>> + Send {
+        Box::pin(async move {
+            Ok(match call {
+                LockCall::Acquire {
+                    owner,
+                    ttl_us,
+                    reentrant,
+                } => LockReply::Acquired(self.lock_acquire(keys, owner, ttl_us, reentrant).await?),
+                LockCall::Release { owner, fence } => {
+                    LockReply::Released(self.lock_release(keys, owner, fence).await?)
+                }
+                LockCall::Extend { owner, fence, ttl_us } => {
+                    LockReply::Extended(self.lock_extend(keys, owner, fence, ttl_us).await?)
+                }
+                LockCall::State => LockReply::State(self.lock_state(keys).await?),
+                LockCall::ForceRelease => LockReply::ForceReleased(self.lock_force_release(keys).await?),
+            })
+        })
+    }
+
+    fn ping(&self) -> impl std::future::Future<Output = Result<()>> + Send {
+        Box::pin(RedlockStore::ping(self))
+    }
+
+    /// Waiters listen for releases on the first server, with their timers behind.
+    fn watch_releases(&self, channel: &[u8]) -> impl std::future::Future<Output = ReleaseWatch> + Send {
+        self.first_node().watch_releases(channel)
+    }
+}
 
 impl std::fmt::Debug for RedlockStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,7 +158,7 @@ impl RedlockStore {
     }
 
     /// Takes the lock on a majority within its validity, or releases what it took.
-    pub async fn lock_acquire(
+    async fn lock_acquire(
         &self,
         keys: &LockKeys,
         owner: &str,
@@ -143,7 +206,7 @@ impl RedlockStore {
     }
 
     /// Gives back one hold on every server, each with the token it granted.
-    pub async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
+    async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
         let fences = self.fences_of(keys, owner, fence);
         let answers = self
             .each_with(&fences, |node, fence| node.lock_release(keys, owner, fence))
@@ -173,13 +236,7 @@ impl RedlockStore {
     }
 
     /// Moves the lease's end on every server; extended when a majority extended it.
-    pub async fn lock_extend(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        fence: u64,
-        ttl_us: u64,
-    ) -> Result<Extended> {
+    async fn lock_extend(&self, keys: &LockKeys, owner: &str, fence: u64, ttl_us: u64) -> Result<Extended> {
         let fences = self.fences_of(keys, owner, fence);
         let answers = self
             .each_with(&fences, |node, fence| {
@@ -202,7 +259,7 @@ impl RedlockStore {
     }
 
     /// The lock as a majority sees it.
-    pub async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
+    async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
         let states: Vec<LockState> = self
             .each(|node| node.lock_state(keys))
             .await
@@ -231,7 +288,7 @@ impl RedlockStore {
     }
 
     /// Deletes the lease on every server; `true` if any server had it.
-    pub async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
+    async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
         let answers = self.each(|node| node.lock_force_release(keys)).await;
         let answered = answers.iter().flatten().count();
         if answered < self.quorum() {
