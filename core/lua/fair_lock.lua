@@ -28,12 +28,7 @@
 
 local holder_key, queue, places, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, id = ARGV[1], ARGV[3]
-local now = tonumber(ARGV[2])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local function int(x) return string.format('%d', x) end
+local now = now_us(ARGV[2])
 local function expire_at(key, ends) redis.call('PEXPIRE', key, int(math.ceil((ends - now) / 1000))) end
 
 -- Places that lapsed leave the queue; a lease that ended is gone.

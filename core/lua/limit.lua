@@ -39,10 +39,6 @@ local function cdiv(a, b)
   return idiv(a + b - 1, b)
 end
 
-local function int(x)
-  return string.format('%d', x)
-end
-
 -- A key's TTL in ms: when its state stops mattering, but at least one second. An expired key and a
 -- live one decide alike (the state then says "fully restored"), so the floor changes no decision; it
 -- keeps a call sequence with an explicit `now` (tests, client clocks) from racing real-time expiry.
@@ -233,11 +229,7 @@ local mode = ARGV[1]
 if mode ~= 'hit' and mode ~= 'peek' then
   return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
 end
-local now = tonumber(ARGV[2])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = now_us(ARGV[2])
 local cost = tonumber(ARGV[3])
 if cost == nil or cost < 1 or cost ~= math.floor(cost) then
   return redis.error_reply('ERR ratelock: cost must be an integer >= 1')

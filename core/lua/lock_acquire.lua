@@ -23,11 +23,7 @@ local owner, ttl_us, reentrant = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 if ttl_us == nil or ttl_us < 1 or owner == nil or owner == '' then
   return redis.error_reply('ERR ratelock: lock_acquire needs an owner and a lease of at least 1 µs')
 end
-local now = tonumber(ARGV[4])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = now_us(ARGV[4])
 local px = string.format('%d', math.ceil(ttl_us / 1000))
 
 local held = redis.call('HMGET', lease, 'o', 'n', 'f')

@@ -32,12 +32,7 @@
 
 local readers, writer_key, waiting, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, id, mode = ARGV[1], ARGV[3], ARGV[4]
-local now = tonumber(ARGV[2])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local function int(x) return string.format('%d', x) end
+local now = now_us(ARGV[2])
 local function expire_at(key, ends) redis.call('PEXPIRE', key, int(math.ceil((ends - now) / 1000))) end
 local function latest(key) return tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
 local function earliest(key) return tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) end

@@ -22,12 +22,7 @@ local limit, ttl_us = tonumber(ARGV[2]), tonumber(ARGV[3])
 if limit == nil or limit < 1 or ttl_us == nil or ttl_us < 1 or id == nil or id == '' then
   return redis.error_reply('ERR ratelock: semaphore_acquire needs an id, N >= 1 and a lease >= 1 µs')
 end
-local now = tonumber(ARGV[4])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local function int(x) return string.format('%d', x) end
+local now = now_us(ARGV[4])
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
 local held = redis.call('ZSCORE', key, id)

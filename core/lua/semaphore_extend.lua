@@ -14,12 +14,7 @@
 -- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local key, id, ttl_us = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local function int(x) return string.format('%d', x) end
+local now = now_us(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
 if redis.call('ZSCORE', key, id) == false then
   return 0

@@ -14,11 +14,7 @@
 -- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
 -- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
-local now = tonumber(ARGV[3])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = now_us(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0

@@ -11,11 +11,7 @@
 -- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
 -- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
-local now = tonumber(ARGV[1])
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = now_us(ARGV[1])
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local count = redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now), '+inf')
 if count == 0 then

@@ -2,7 +2,6 @@
 //! place while it waits (a dead waiter's place lapses after `waiter_ttl`), a free lock goes only to the
 //! head of the queue, and a release wakes only that one waiter (its own channel).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,10 +10,10 @@ use tokio::time::Instant;
 use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
 use super::shared::FairShared;
 use super::wait::{self, Attempt};
-use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
+use super::{unexpected, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::error::Result;
-use crate::key::{check_key, check_prefix, FairLockKeys};
+use crate::key::FairLockKeys;
 use crate::store::{LockKindStore, Store};
 
 /// A fair distributed lock: grants go in the order the waiting `acquire` calls arrived, across every
@@ -69,24 +68,15 @@ impl FairLock {
     /// A handle on fair lock `name` in `store`.
     /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
-        check_key("name", name.as_ref())?;
-        check_prefix(&options.prefix)?;
-        check_lease(options.ttl)?;
-        check_waiter_ttl(options.waiter_ttl)?;
+        let shared = FairShared::new(store, name.as_ref(), options, FairLockKeys::new)?;
         Ok(FairLock {
-            shared: Arc::new(FairShared {
-                store: store.clone(),
-                keys: FairLockKeys::new(&options.prefix, name.as_ref()),
-                options,
-                owner: owner_token()?,
-                grants: AtomicU64::new(0),
-            }),
+            shared: Arc::new(shared),
         })
     }
 
     /// Takes the lock if it is free and nobody is waiting; never queues.
     pub async fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
-        let id = self.next_id();
+        let id = self.shared.next_id();
         let sent = Instant::now();
         Ok(match self.call(&id, false).await? {
             FairReply::Granted { fence } => Some(self.guard(id, fence, sent)),
@@ -97,7 +87,7 @@ impl FairLock {
     /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`] after).
     /// A waiter that gives up, fails or is dropped leaves the queue.
     pub async fn acquire(&self, timeout: Duration) -> Result<LeaseGuard> {
-        let id: Arc<str> = Arc::from(self.next_id());
+        let id: Arc<str> = Arc::from(self.shared.next_id());
         let place = Waiting::new(Some(Held::Fair(self.shared.clone(), id.clone())));
         let channel = self.shared.keys.wake_channel(&id);
         let granted = wait::until_granted(
@@ -145,11 +135,6 @@ impl FairLock {
     /// Whether anyone holds the lock now.
     pub async fn is_locked(&self) -> Result<bool> {
         Ok(self.state().await?.held)
-    }
-
-    fn next_id(&self) -> String {
-        let n = self.shared.grants.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.shared.owner)
     }
 
     async fn call(&self, id: &str, queue: bool) -> Result<FairReply> {

@@ -2,7 +2,6 @@
 //! With writer preference (the default) a waiting writer holds back new readers; its mark is renewed
 //! while it waits and lapses if it dies. Releases that may let someone in publish on the lock's channel.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,10 +10,10 @@ use tokio::time::Instant;
 use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
 use super::shared::RwShared;
 use super::wait::{self, Attempt};
-use super::{check_lease, check_waiter_ttl, owner_token, unexpected, LockOptions};
+use super::{unexpected, LockOptions};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::Result;
-use crate::key::{check_key, check_prefix, RwLockKeys};
+use crate::key::RwLockKeys;
 use crate::store::{LockKindStore, Store};
 
 /// A distributed read-write lock. Every acquire is its own hold (`reentrant` is ignored); readers and
@@ -72,18 +71,9 @@ impl ReadWriteLock {
     /// A handle on read-write lock `name` in `store`.
     /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
     pub fn new(store: &Store, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
-        check_key("name", name.as_ref())?;
-        check_prefix(&options.prefix)?;
-        check_lease(options.ttl)?;
-        check_waiter_ttl(options.waiter_ttl)?;
+        let shared = RwShared::new(store, name.as_ref(), options, RwLockKeys::new)?;
         Ok(ReadWriteLock {
-            shared: Arc::new(RwShared {
-                store: store.clone(),
-                keys: RwLockKeys::new(&options.prefix, name.as_ref()),
-                options,
-                owner: owner_token()?,
-                grants: AtomicU64::new(0),
-            }),
+            shared: Arc::new(shared),
         })
     }
 
@@ -131,7 +121,7 @@ impl ReadWriteLock {
     }
 
     async fn try_acquire(&self, mode: RwMode) -> Result<Option<LeaseGuard>> {
-        let id: Arc<str> = Arc::from(self.next_id());
+        let id: Arc<str> = Arc::from(self.shared.next_id());
         let sent = Instant::now();
         Ok(match self.call(&id, mode, false).await? {
             RwReply::Granted { fence } => Some(self.guard(id, mode, fence, sent)),
@@ -140,7 +130,7 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
-        let id: Arc<str> = Arc::from(self.next_id());
+        let id: Arc<str> = Arc::from(self.shared.next_id());
         let marks = mode == RwMode::Write && self.shared.options.prefer_writers;
         let mark = Waiting::new(marks.then(|| Held::Rw(self.shared.clone(), id.clone(), mode)));
         let shared = &self.shared;
@@ -160,11 +150,6 @@ impl ReadWriteLock {
         )
         .await;
         mark.settle(granted).await
-    }
-
-    fn next_id(&self) -> String {
-        let n = self.shared.grants.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.shared.owner)
     }
 
     async fn call(&self, id: &str, mode: RwMode, queue: bool) -> Result<RwReply> {

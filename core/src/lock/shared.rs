@@ -2,10 +2,11 @@
 //! token of this handle's grants and their count. The lock kinds and the guard over their holds both
 //! read it, so it lives below both.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::LockOptions;
-use crate::key::{FairLockKeys, RwLockKeys};
+use super::{check_lease, check_waiter_ttl, owner_token, LockOptions};
+use crate::error::Result;
+use crate::key::{check_key, check_prefix, FairLockKeys, RwLockKeys};
 use crate::store::Store;
 
 /// The shared part of one lock handle, over the keys of its kind.
@@ -22,3 +23,32 @@ pub(crate) type FairShared = LockShared<FairLockKeys>;
 
 /// A read-write lock's shared part.
 pub(crate) type RwShared = LockShared<RwLockKeys>;
+
+impl<Keys> LockShared<Keys> {
+    /// The shared part of a handle on lock `name` in `store`, its keys made by `keys` from the prefix
+    /// and name, after checking the name and the options (lease and waiter's place lengths).
+    pub(crate) fn new(
+        store: &Store,
+        name: &[u8],
+        options: LockOptions,
+        keys: impl FnOnce(&str, &[u8]) -> Keys,
+    ) -> Result<Self> {
+        check_key("name", name)?;
+        check_prefix(&options.prefix)?;
+        check_lease(options.ttl)?;
+        check_waiter_ttl(options.waiter_ttl)?;
+        Ok(LockShared {
+            store: store.clone(),
+            keys: keys(&options.prefix, name),
+            options,
+            owner: owner_token()?,
+            grants: AtomicU64::new(0),
+        })
+    }
+
+    /// A fresh grant id: the owner token and this handle's grant count.
+    pub(crate) fn next_id(&self) -> String {
+        let n = self.grants.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.owner)
+    }
+}

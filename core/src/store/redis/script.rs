@@ -1,7 +1,8 @@
 //! The Lua scripts compiled into the crate (from `core/lua/`, which `lua/` at the top links to),
 //! each with its SHA1 computed once, and each wrapped in the call-tag envelope: the client appends a
 //! per-call tag as the last ARGV (the script's own code never sees it), and the reply comes back as
-//! `{tag, reply}` (error replies pass through as they are). See `call_tag.rs`.
+//! `{tag, reply}` (error replies pass through as they are). See `call_tag.rs`. Inside the envelope,
+//! `lua/prelude.lua` (the clock and integer helpers every script uses) comes before the script's body.
 
 use std::sync::LazyLock;
 
@@ -21,8 +22,9 @@ impl LuaScript {
     }
 }
 
-/// `source` inside the call-tag envelope: the last ARGV (the tag) is taken off before the script runs,
-/// and a reply that is not an error goes back as `{tag, reply}`. This is the text the Redis store loads
+/// `source` inside the call-tag envelope, after the shared prelude (`lua/prelude.lua`): the last ARGV
+/// (the tag) is taken off before the script runs, and a reply that is not an error goes back as
+/// `{tag, reply}`. This is the text the Redis store loads
 /// and runs for each script of `lua/` (public for tools that send the same calls, e.g. benchmarks).
 ///
 /// ```
@@ -32,11 +34,14 @@ impl LuaScript {
 pub fn tagged_script(source: &str) -> String {
     format!(
         "local ratelock_call_tag = table.remove(ARGV)\n\
-         local ratelock_reply = (function()\n{source}\nend)()\n\
+         local ratelock_reply = (function()\n{PRELUDE}\n{source}\nend)()\n\
          if type(ratelock_reply) == 'table' and ratelock_reply.err then return ratelock_reply end\n\
          return {{ ratelock_call_tag, ratelock_reply }}\n"
     )
 }
+
+/// What every script's body may use (`now_us`, `int`).
+const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> =
