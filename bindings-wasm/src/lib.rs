@@ -2,8 +2,6 @@
 //! with the rule syntax, algorithms and decisions of every other ratelock package. Time is always an
 //! argument to the core; here it is the caller's `nowMs` or `Date.now()`. No Redis, no threads.
 
-use std::collections::HashMap;
-
 use js_sys::{Error as JsError, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
@@ -24,14 +22,11 @@ export interface Decision {
 }
 "#;
 
-/// Parsed rule texts kept per limiter before the cache starts over.
-const RULE_CACHE_LIMIT: usize = 1024;
-
 /// An in-memory limiter: every rule of a key checked at once, all or nothing.
 #[wasm_bindgen]
 pub struct Limiter {
     inner: ratelock::Limiter,
-    rules: HashMap<String, ParsedRules>,
+    rules: ratelock::RuleCache<ParsedRules>,
     /// The decision's property names as JS strings, made once (making them per call costs more than
     /// the decision itself).
     names: [JsValue; 9],
@@ -84,7 +79,7 @@ impl Limiter {
         let store = ratelock::Store::Memory(ratelock::store::MemoryStore::new(max_keys));
         Ok(Limiter {
             inner: ratelock::Limiter::with_store(store, settings).map_err(to_js)?,
-            rules: HashMap::new(),
+            rules: ratelock::RuleCache::default(),
             names: DECISION_FIELDS.map(JsValue::from_str),
         })
     }
@@ -179,18 +174,15 @@ impl Limiter {
     }
 
     fn parse(&mut self, text: &str) -> Result<&ParsedRules, JsValue> {
-        if !self.rules.contains_key(text) {
-            let rules = self.inner.rules(text).map_err(to_js)?;
+        let inner = &self.inner;
+        self.rules.get_or_try_insert(text, |text| {
+            let rules = inner.rules(text).map_err(to_js)?;
             let texts = rules
                 .iter()
                 .map(|rule| JsValue::from_str(&rule.to_string()))
                 .collect();
-            if self.rules.len() >= RULE_CACHE_LIMIT {
-                self.rules.clear();
-            }
-            self.rules.insert(text.to_owned(), ParsedRules { rules, texts });
-        }
-        Ok(&self.rules[text])
+            Ok(ParsedRules { rules, texts })
+        })
     }
 }
 
@@ -221,23 +213,26 @@ fn coded(name: &str, code: &str, message: &str) -> JsValue {
 }
 
 fn option_string(options: &Object, name: &str) -> Result<Option<String>, JsValue> {
-    let value = Reflect::get(options, &name.into())?;
-    if value.is_undefined() || value.is_null() {
-        return Ok(None);
-    }
-    value
-        .as_string()
-        .map(Some)
-        .ok_or_else(|| invalid_argument(name, "expected a string".to_owned()))
+    option(options, name, "a string", JsValue::as_string)
 }
 
 fn option_number(options: &Object, name: &str) -> Result<Option<f64>, JsValue> {
+    option(options, name, "a number", JsValue::as_f64)
+}
+
+/// Option `name` of `options` read by `read` (`None` when absent); an invalid argument naming it when
+/// it is not what `read` takes (`expected`).
+fn option<T>(
+    options: &Object,
+    name: &str,
+    expected: &str,
+    read: impl FnOnce(&JsValue) -> Option<T>,
+) -> Result<Option<T>, JsValue> {
     let value = Reflect::get(options, &name.into())?;
     if value.is_undefined() || value.is_null() {
         return Ok(None);
     }
-    value
-        .as_f64()
+    read(&value)
         .map(Some)
-        .ok_or_else(|| invalid_argument(name, "expected a number".to_owned()))
+        .ok_or_else(|| invalid_argument(name, format!("expected {expected}")))
 }

@@ -43,7 +43,7 @@ pub use lock::{
     LeaseGuard, LockGuard, LockLease, LockOptions, LostSignal, PermitGuard, PermitLease, ReadWriteLock,
     Released, RwLockState, Semaphore, MAX_LEASE,
 };
-pub use rule::{Algorithm, Rule, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
+pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
 pub use store::{AnyLockStore, LimitStore, Store, StoreOptions};
 #[cfg(feature = "runtime")]
 pub use store::{LockKindStore, LockStore};

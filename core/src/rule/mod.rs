@@ -2,6 +2,7 @@
 //! validated once when built, so nothing downstream re-checks them.
 
 mod algorithm;
+mod cache;
 mod display;
 mod parse;
 mod rules;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use algorithm::Algorithm;
+pub use cache::RuleCache;
 pub use rules::Rules;
 
 use crate::error::{Error, Result};
