@@ -8,6 +8,7 @@ use redis::Value;
 
 use super::call_tag::excerpt;
 use super::commands::script_call;
+use super::lease_calls::LeaseCalls;
 use super::reply::integers;
 use super::script::{
     FAIR_LOCK, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE, RW_LOCK,
@@ -26,23 +27,7 @@ use crate::store::{LockKindStore, LockStore, ReleaseWatch};
 /// Every Redis future is boxed: they are large, and `Store`'s futures would carry them on memory calls.
 impl LockStore for RedisStore {
     fn lock(&self, keys: &LockKeys, call: LockCall<'_>) -> impl Future<Output = Result<LockReply>> + Send {
-        Box::pin(async move {
-            Ok(match call {
-                LockCall::Acquire {
-                    owner,
-                    ttl_us,
-                    reentrant,
-                } => LockReply::Acquired(self.lock_acquire(keys, owner, ttl_us, reentrant).await?),
-                LockCall::Release { owner, fence } => {
-                    LockReply::Released(self.lock_release(keys, owner, fence).await?)
-                }
-                LockCall::Extend { owner, fence, ttl_us } => {
-                    LockReply::Extended(self.lock_extend(keys, owner, fence, ttl_us).await?)
-                }
-                LockCall::State => LockReply::State(self.lock_state(keys).await?),
-                LockCall::ForceRelease => LockReply::ForceReleased(self.lock_force_release(keys).await?),
-            })
-        })
+        Box::pin(LeaseCalls::answer(self, keys, call))
     }
 
     fn ping(&self) -> impl Future<Output = Result<()>> + Send {
@@ -106,9 +91,9 @@ impl LockKindStore for RedisStore {
     }
 }
 
-impl RedisStore {
+impl LeaseCalls for RedisStore {
     /// Runs `lock_acquire.lua` (server time for the fencing token).
-    pub(super) async fn lock_acquire(
+    async fn lock_acquire(
         &self,
         keys: &LockKeys,
         owner: &str,
@@ -133,7 +118,7 @@ impl RedisStore {
     }
 
     /// Runs `lock_release.lua`.
-    pub(super) async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
+    async fn lock_release(&self, keys: &LockKeys, owner: &str, fence: u64) -> Result<Released> {
         let mut cmd = script_call(&LOCK_RELEASE, &[&keys.lease]);
         cmd.arg(owner).arg(&keys.channel).arg(fence);
         let reply = integers(self.eval(&LOCK_RELEASE, cmd).await?, 2)?;
@@ -148,13 +133,7 @@ impl RedisStore {
     }
 
     /// Runs `lock_extend.lua`.
-    pub(super) async fn lock_extend(
-        &self,
-        keys: &LockKeys,
-        owner: &str,
-        fence: u64,
-        ttl_us: u64,
-    ) -> Result<Extended> {
+    async fn lock_extend(&self, keys: &LockKeys, owner: &str, fence: u64, ttl_us: u64) -> Result<Extended> {
         let mut cmd = script_call(&LOCK_EXTEND, &[&keys.lease]);
         cmd.arg(owner).arg(ttl_us).arg(fence);
         Ok(match self.eval(&LOCK_EXTEND, cmd).await? {
@@ -171,7 +150,7 @@ impl RedisStore {
     }
 
     /// Runs `lock_state.lua`.
-    pub(super) async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
+    async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
         let cmd = script_call(&LOCK_STATE, &[&keys.lease, &keys.fence]);
         let reply = integers(self.eval(&LOCK_STATE, cmd).await?, 4)?;
         Ok(LockState {
@@ -182,6 +161,18 @@ impl RedisStore {
         })
     }
 
+    /// Runs `lock_force_release.lua`.
+    async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
+        let mut cmd = script_call(&LOCK_FORCE_RELEASE, &[&keys.lease]);
+        cmd.arg(&keys.channel);
+        Ok(matches!(
+            self.eval(&LOCK_FORCE_RELEASE, cmd).await?,
+            Value::Int(1)
+        ))
+    }
+}
+
+impl RedisStore {
     /// Runs `semaphore_acquire.lua` (server time).
     pub(super) async fn semaphore_acquire(
         &self,
@@ -223,16 +214,6 @@ impl RedisStore {
         cmd.arg("");
         let reply = integers(self.eval(&SEMAPHORE_STATE, cmd).await?, 2)?;
         Ok((reply[0].max(0) as u64, reply[1].max(0) as u64))
-    }
-
-    /// Runs `lock_force_release.lua`.
-    pub(super) async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
-        let mut cmd = script_call(&LOCK_FORCE_RELEASE, &[&keys.lease]);
-        cmd.arg(&keys.channel);
-        Ok(matches!(
-            self.eval(&LOCK_FORCE_RELEASE, cmd).await?,
-            Value::Int(1)
-        ))
     }
 
     /// Runs one fair-lock operation at `now` (µs; the server clock when `None`).

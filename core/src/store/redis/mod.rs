@@ -8,6 +8,7 @@ mod connection;
 mod endpoint;
 mod gate;
 mod lane;
+mod lease_calls;
 mod lock_kinds;
 mod pipelined;
 pub mod redlock;

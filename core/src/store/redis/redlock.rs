@@ -14,6 +14,7 @@ use std::time::Instant;
 use futures_util::future::join_all;
 
 use super::connection::node_urls;
+use super::lease_calls::LeaseCalls;
 use super::RedisStore;
 use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};
 use crate::error::{Error, Result};
@@ -71,23 +72,7 @@ impl LockStore for RedlockStore {
         keys: &LockKeys,
         call: LockCall<'_>,
     ) -> impl std::future::Future<Output = Result<LockReply>> + Send {
-        Box::pin(async move {
-            Ok(match call {
-                LockCall::Acquire {
-                    owner,
-                    ttl_us,
-                    reentrant,
-                } => LockReply::Acquired(self.lock_acquire(keys, owner, ttl_us, reentrant).await?),
-                LockCall::Release { owner, fence } => {
-                    LockReply::Released(self.lock_release(keys, owner, fence).await?)
-                }
-                LockCall::Extend { owner, fence, ttl_us } => {
-                    LockReply::Extended(self.lock_extend(keys, owner, fence, ttl_us).await?)
-                }
-                LockCall::State => LockReply::State(self.lock_state(keys).await?),
-                LockCall::ForceRelease => LockReply::ForceReleased(self.lock_force_release(keys).await?),
-            })
-        })
+        Box::pin(LeaseCalls::answer(self, keys, call))
     }
 
     fn ping(&self) -> impl std::future::Future<Output = Result<()>> + Send {
@@ -157,6 +142,73 @@ impl RedlockStore {
         &self.shared.nodes[0]
     }
 
+    /// `call` on every server at once; `None` where a server failed or is unreachable.
+    async fn each<'a, T, F, Fut>(&'a self, call: F) -> Vec<Option<T>>
+    where
+        F: Fn(&'a RedisStore) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        join_all(self.shared.nodes.iter().map(|node| {
+            let attempt = call(node);
+            async move { attempt.await.ok() }
+        }))
+        .await
+    }
+
+    /// `call` with each server's own token, on the servers that granted one.
+    async fn each_with<'a, T, F, Fut>(&'a self, fences: &[Option<u64>], call: F) -> Vec<Option<T>>
+    where
+        F: Fn(&'a RedisStore, u64) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        join_all(self.shared.nodes.iter().zip(fences).map(|(node, fence)| {
+            let attempt = fence.map(|fence| call(node, fence));
+            async move {
+                match attempt {
+                    Some(attempt) => attempt.await.ok(),
+                    None => None,
+                }
+            }
+        }))
+        .await
+    }
+
+    async fn release_where_granted(&self, keys: &LockKeys, owner: &str, fences: &[Option<u64>]) {
+        let _ = self
+            .each_with(fences, |node, fence| node.lock_release(keys, owner, fence))
+            .await;
+    }
+
+    /// Each server's token of the grant (`fence` on every server when the grant is not known here).
+    fn fences_of(&self, keys: &LockKeys, owner: &str, fence: u64) -> Vec<Option<u64>> {
+        self.grants()
+            .get(&grant_key(keys, owner))
+            .cloned()
+            .unwrap_or_else(|| vec![Some(fence); self.shared.nodes.len()])
+    }
+
+    fn grants(&self) -> std::sync::MutexGuard<'_, Grants> {
+        self.shared
+            .grants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn quorum(&self) -> usize {
+        quorum(self.shared.nodes.len())
+    }
+
+    fn too_few(&self, answered: usize) -> Error {
+        Error::StoreUnavailable(format!(
+            "Redlock: {answered} of {} servers answered, {} are needed",
+            self.shared.nodes.len(),
+            self.quorum()
+        ))
+    }
+}
+
+/// Every call goes to all servers at once and is answered by the majority.
+impl LeaseCalls for RedlockStore {
     /// Takes the lock on a majority within its validity, or releases what it took.
     async fn lock_acquire(
         &self,
@@ -295,70 +347,6 @@ impl RedlockStore {
             return Err(self.too_few(answered));
         }
         Ok(answers.into_iter().flatten().any(|held| held))
-    }
-
-    fn quorum(&self) -> usize {
-        quorum(self.shared.nodes.len())
-    }
-
-    fn too_few(&self, answered: usize) -> Error {
-        Error::StoreUnavailable(format!(
-            "Redlock: {answered} of {} servers answered, {} are needed",
-            self.shared.nodes.len(),
-            self.quorum()
-        ))
-    }
-
-    /// `call` on every server at once; `None` where a server failed or is unreachable.
-    async fn each<'a, T, F, Fut>(&'a self, call: F) -> Vec<Option<T>>
-    where
-        F: Fn(&'a RedisStore) -> Fut,
-        Fut: std::future::Future<Output = Result<T>> + 'a,
-    {
-        join_all(self.shared.nodes.iter().map(|node| {
-            let attempt = call(node);
-            async move { attempt.await.ok() }
-        }))
-        .await
-    }
-
-    /// `call` with each server's own token, on the servers that granted one.
-    async fn each_with<'a, T, F, Fut>(&'a self, fences: &[Option<u64>], call: F) -> Vec<Option<T>>
-    where
-        F: Fn(&'a RedisStore, u64) -> Fut,
-        Fut: std::future::Future<Output = Result<T>> + 'a,
-    {
-        join_all(self.shared.nodes.iter().zip(fences).map(|(node, fence)| {
-            let attempt = fence.map(|fence| call(node, fence));
-            async move {
-                match attempt {
-                    Some(attempt) => attempt.await.ok(),
-                    None => None,
-                }
-            }
-        }))
-        .await
-    }
-
-    async fn release_where_granted(&self, keys: &LockKeys, owner: &str, fences: &[Option<u64>]) {
-        let _ = self
-            .each_with(fences, |node, fence| node.lock_release(keys, owner, fence))
-            .await;
-    }
-
-    /// Each server's token of the grant (`fence` on every server when the grant is not known here).
-    fn fences_of(&self, keys: &LockKeys, owner: &str, fence: u64) -> Vec<Option<u64>> {
-        self.grants()
-            .get(&grant_key(keys, owner))
-            .cloned()
-            .unwrap_or_else(|| vec![Some(fence); self.shared.nodes.len()])
-    }
-
-    fn grants(&self) -> std::sync::MutexGuard<'_, Grants> {
-        self.shared
-            .grants
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
