@@ -444,22 +444,35 @@ def flask_request(app: Any) -> Hit:
 # The six comparisons
 
 
-def compare_sequential_redis(report: Report, url: str, port: int) -> None:
-    report.begin("1", "Redis hits, sequential (one thread)")
-    floor = report.record("floor: PING over a raw socket", measure_sequential(raw_socket_ping(port)))
-    ours = report.record("ratelock Limiter(url) gcra", measure_sequential(ratelock_redis_hit(url, "bench:seq")))
-    fixed = report.record(
-        "limits FixedWindow (redis://)", measure_sequential(limits_hit(url, "fixed", "bench:seq:fixed"))
-    )
+def compare_redis_hits(
+    report: Report, url: str, section: str, title: str, label: str, tag: str,
+    measure: Callable[[Hit], Figure], target: float, floor: Optional[Hit] = None,
+) -> Tuple[Figure, Figure, Optional[Figure]]:
+    """One section of Redis hits, ratelock beside limits and throttled-py, each measured by `measure`
+    (sequential or threaded), after the floor when one is given; returns ours, limits FixedWindow and
+    the floor."""
+    report.begin(section, title)
+    bare = None if floor is None else report.record("floor: PING over a raw socket", measure(floor))
+    ours = report.record("ratelock Limiter(url) gcra", measure(ratelock_redis_hit(url, f"bench:{tag}")))
+    fixed = report.record("limits FixedWindow (redis://)", measure(limits_hit(url, "fixed", f"bench:{tag}:fixed")))
     moving = report.record(
-        "limits MovingWindow (redis://)", measure_sequential(limits_hit(url, "moving", "bench:seq:moving"))
+        "limits MovingWindow (redis://)", measure(limits_hit(url, "moving", f"bench:{tag}:moving"))
     )
     gcra = report.record(
-        "throttled-py GCRA (RedisStore)", measure_sequential(throttled_gcra_hit(url, "bench:seq:throttled"))
+        "throttled-py GCRA (RedisStore)", measure(throttled_gcra_hit(url, f"bench:{tag}:throttled"))
     )
-    report.compare_rates("Redis hit, sequential vs limits FixedWindow", ours, fixed, 2.0)
-    report.compare_rates("Redis hit, sequential vs limits MovingWindow", ours, moving, None)
-    report.compare_rates("Redis hit, sequential vs throttled-py GCRA", ours, gcra, None)
+    report.compare_rates(f"{label} vs limits FixedWindow", ours, fixed, target)
+    report.compare_rates(f"{label} vs limits MovingWindow", ours, moving, None)
+    report.compare_rates(f"{label} vs throttled-py GCRA", ours, gcra, None)
+    return ours, fixed, bare
+
+
+def compare_sequential_redis(report: Report, url: str, port: int) -> None:
+    ours, fixed, floor = compare_redis_hits(
+        report, url, "1", "Redis hits, sequential (one thread)", "Redis hit, sequential", "seq",
+        measure_sequential, 2.0, raw_socket_ping(port),
+    )
+    assert floor is not None
     add_latency_comparisons(report, "Redis hit, sequential", ours, fixed)
     report.notes.append(
         f"sequential Redis: a PING over a bare socket takes {1e6 / floor.per_second:.1f} µs, so a client with no "
@@ -479,20 +492,10 @@ def add_latency_comparisons(report: Report, name: str, ours: Figure, theirs: Fig
 
 
 def compare_threaded_redis(report: Report, url: str) -> None:
-    report.begin("2", f"Redis hits, {THREADS} threads sharing one limiter")
-    ours = report.record("ratelock Limiter(url) gcra", measure_threads(ratelock_redis_hit(url, "bench:threads")))
-    fixed = report.record(
-        "limits FixedWindow (redis://)", measure_threads(limits_hit(url, "fixed", "bench:threads:fixed"))
+    compare_redis_hits(
+        report, url, "2", f"Redis hits, {THREADS} threads sharing one limiter",
+        f"Redis hit, {THREADS} threads", "threads", measure_threads, 4.0,
     )
-    moving = report.record(
-        "limits MovingWindow (redis://)", measure_threads(limits_hit(url, "moving", "bench:threads:moving"))
-    )
-    gcra = report.record(
-        "throttled-py GCRA (RedisStore)", measure_threads(throttled_gcra_hit(url, "bench:threads:throttled"))
-    )
-    report.compare_rates(f"Redis hit, {THREADS} threads vs limits FixedWindow", ours, fixed, 4.0)
-    report.compare_rates(f"Redis hit, {THREADS} threads vs limits MovingWindow", ours, moving, None)
-    report.compare_rates(f"Redis hit, {THREADS} threads vs throttled-py GCRA", ours, gcra, None)
 
 
 def compare_asyncio_redis(report: Report, url: str, port: int) -> None:

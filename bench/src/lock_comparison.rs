@@ -1,6 +1,7 @@
 //! The lock half of the bench: uncontended acquire+release pairs per second beside redis-benchmark
 //! running the same two scripts on the same server, and the hand-off latency of one contended lock.
 
+use crate::pairing::Pairing;
 use std::time::Duration;
 
 use ratelock::{DistributedLock, Released, Store, StoreOptions};
@@ -32,14 +33,6 @@ const HANDOFF_WARM_UP: usize = 20;
 const HANDOFF_ROUNDS: usize = 300;
 /// The hand-off target: at most two round trips plus this.
 const HANDOFF_SLACK_US: f64 = 1000.0;
-
-/// A client setup and the redis-benchmark setup it is compared with.
-struct Pairing {
-    tasks: usize,
-    clients: u32,
-    pipeline: u32,
-    target_ratio: f64,
-}
 
 const PAIRINGS: [Pairing; 2] = [
     Pairing {

@@ -11,6 +11,7 @@ mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
 mod outage;
+mod pairing;
 mod redis_benchmark;
 mod redis_comparison;
 mod report;

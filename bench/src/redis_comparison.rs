@@ -1,6 +1,7 @@
 //! The Redis half of the bench: the client's GCRA hit rate beside redis-benchmark's rate for the
 //! same EVALSHA on the same server, and the MEMORY USAGE of the key one hit leaves behind.
 
+use crate::pairing::Pairing;
 use std::time::Duration;
 
 use ratelock::{Limiter, Rules};
@@ -23,14 +24,6 @@ const TYPICAL_KEY: &str = "user:42";
 const TYPICAL_RULE: &str = "100/minute";
 /// A user key long enough to push the storage key past jemalloc's 32-byte class.
 const LONG_KEY: &str = "tenant:acme-corporation:user:1234567";
-
-/// A client setup and the redis-benchmark setup it is compared with.
-struct Pairing {
-    tasks: usize,
-    clients: u32,
-    pipeline: u32,
-    target_ratio: f64,
-}
 
 const PAIRINGS: [Pairing; 2] = [
     Pairing {
