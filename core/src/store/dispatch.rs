@@ -3,7 +3,8 @@
 //! its role impls in its own file.
 
 use super::roles::sealed::Sealed;
-use super::{AnyLockStore, LimitRequest, LimitStore, Store};
+use super::roles::{LimitRequest, LimitStore};
+use super::{AnyLockStore, Store};
 use crate::algorithm::Outcomes;
 use crate::error::Result;
 use crate::rule::Rules;
@@ -40,7 +41,6 @@ impl LimitStore for Store {
 mod locks {
     use std::future::Future;
 
-    use super::super::{LockKindStore, LockStore, ReleaseWatch};
     use super::{AnyLockStore, Store};
     use crate::algorithm::fair::{FairCall, FairReply};
     use crate::algorithm::lease::{LockCall, LockReply};
@@ -48,6 +48,7 @@ mod locks {
     use crate::algorithm::rwlock::{RwCall, RwReply};
     use crate::error::Result;
     use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
+    use crate::store::roles::{LockKindStore, LockStore, ReleaseWatch};
 
     impl LockStore for Store {
         async fn lock(&self, keys: &LockKeys, call: LockCall<'_>) -> Result<LockReply> {

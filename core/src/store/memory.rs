@@ -8,7 +8,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
-use super::LimitRequest;
+use super::roles::LimitRequest;
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
 use crate::error::Result;
@@ -261,30 +261,5 @@ impl Shard {
         if let Some(key) = victim {
             self.map.remove(&key);
         }
-    }
-}
-
-impl super::roles::sealed::Sealed for MemoryStore {}
-
-impl super::LimitStore for MemoryStore {
-    fn check(
-        &self,
-        request: &LimitRequest<'_>,
-    ) -> impl std::future::Future<Output = Result<Outcomes>> + Send {
-        std::future::ready(MemoryStore::check(self, request))
-    }
-
-    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
-        Some(MemoryStore::check(self, request))
-    }
-
-    fn reset(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        rules: &Rules,
-    ) -> impl std::future::Future<Output = Result<()>> + Send {
-        MemoryStore::reset(self, prefix, key, rules);
-        std::future::ready(Ok(()))
     }
 }

@@ -134,67 +134,6 @@ impl MemoryLocks {
     }
 }
 
-/// The memory store's lock roles: each call answered at once by the tables above.
-mod roles {
-    use std::future::{ready, Future};
-
-    use super::super::{LockKindStore, LockStore, MemoryStore, ReleaseWatch};
-    use crate::algorithm::fair::{FairCall, FairReply};
-    use crate::algorithm::lease::{LockCall, LockReply};
-    use crate::algorithm::permits::{SemaphoreCall, SemaphoreReply};
-    use crate::algorithm::rwlock::{RwCall, RwReply};
-    use crate::error::Result;
-    use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
-    use crate::store::roles::WatchSource;
-
-    impl LockStore for MemoryStore {
-        fn lock(
-            &self,
-            keys: &LockKeys,
-            call: LockCall<'_>,
-        ) -> impl Future<Output = Result<LockReply>> + Send {
-            ready(Ok(self.locks().lock(keys, call)))
-        }
-
-        fn ping(&self) -> impl Future<Output = Result<()>> + Send {
-            ready(Ok(()))
-        }
-
-        fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = ReleaseWatch> + Send {
-            let source = WatchSource::Memory(self.locks().channel(channel));
-            ready(ReleaseWatch { source })
-        }
-    }
-
-    impl LockKindStore for MemoryStore {
-        fn semaphore(
-            &self,
-            keys: &SemaphoreKeys,
-            call: SemaphoreCall<'_>,
-        ) -> impl Future<Output = Result<SemaphoreReply>> + Send {
-            ready(Ok(self.locks().semaphore(keys, call)))
-        }
-
-        fn fair_lock(
-            &self,
-            keys: &FairLockKeys,
-            call: FairCall<'_>,
-            now: Option<u64>,
-        ) -> impl Future<Output = Result<FairReply>> + Send {
-            ready(Ok(self.locks().fair_lock(keys, call, now)))
-        }
-
-        fn rw_lock(
-            &self,
-            keys: &RwLockKeys,
-            call: RwCall<'_>,
-            now: Option<u64>,
-        ) -> impl Future<Output = Result<RwReply>> + Send {
-            ready(Ok(self.locks().rw_lock(keys, call, now)))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

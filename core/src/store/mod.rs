@@ -8,82 +8,23 @@ mod dispatch;
 pub mod memory;
 #[cfg(feature = "runtime")]
 mod memory_locks;
+mod memory_roles;
+mod options;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod registry;
 mod roles;
 
-use std::time::Duration;
-
 use crate::error::{Error, Result};
-use crate::rule::Rules;
 
 #[cfg(feature = "redis")]
 pub use self::redis::{redlock, tagged_script, wire, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
-pub use roles::LimitStore;
+pub use options::StoreOptions;
+pub use roles::{LimitRequest, LimitStore};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
-
-/// One check of all rules of one key: what `hit` and `peek` send to a store.
-#[derive(Debug, Clone, Copy)]
-pub struct LimitRequest<'a> {
-    /// Key prefix (no braces).
-    pub prefix: &'a str,
-    /// The user key, any bytes.
-    pub key: &'a [u8],
-    /// The rules, all checked together.
-    pub rules: &'a Rules,
-    /// Units to take from every rule.
-    pub cost: u64,
-    /// Explicit time in µs since the epoch; `None` lets the store use its own clock (Redis: `TIME`).
-    pub now_us: Option<u64>,
-    /// `true` for `hit` (spend when all allow), `false` for `peek`.
-    pub spend: bool,
-}
-
-/// Options shared by the stores that talk to a server.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct StoreOptions {
-    /// Timeout of every call (and of connecting).
-    pub timeout: Duration,
-    /// Memory store: the most keys kept before the ones closest to expiry are evicted.
-    pub max_keys: usize,
-    /// `rediss://`: PEM certificate(s) to trust instead of the system's roots (e.g. a private CA).
-    pub tls_root_ca: Option<Vec<u8>>,
-}
-
-impl StoreOptions {
-    /// The same options with another timeout.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The same options with another memory-store bound.
-    pub fn with_max_keys(mut self, max_keys: usize) -> Self {
-        self.max_keys = max_keys;
-        self
-    }
-
-    /// The same options trusting these PEM certificates for `rediss://`.
-    pub fn with_tls_root_ca(mut self, pem: Vec<u8>) -> Self {
-        self.tls_root_ca = Some(pem);
-        self
-    }
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            timeout: Duration::from_secs(1),
-            max_keys: 1_000_000,
-            tls_root_ca: None,
-        }
-    }
-}
 
 /// Why a Redlock store is refused where one Redis is needed.
 #[cfg(feature = "redis")]

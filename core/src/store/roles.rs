@@ -21,7 +21,22 @@ use crate::error::Result;
 use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
 use crate::rule::Rules;
 
-use super::LimitRequest;
+/// One check of all rules of one key: what `hit` and `peek` send to a store.
+#[derive(Debug, Clone, Copy)]
+pub struct LimitRequest<'a> {
+    /// Key prefix (no braces).
+    pub prefix: &'a str,
+    /// The user key, any bytes.
+    pub key: &'a [u8],
+    /// The rules, all checked together.
+    pub rules: &'a Rules,
+    /// Units to take from every rule.
+    pub cost: u64,
+    /// Explicit time in µs since the epoch; `None` lets the store use its own clock (Redis: `TIME`).
+    pub now_us: Option<u64>,
+    /// `true` for `hit` (spend when all allow), `false` for `peek`.
+    pub spend: bool,
+}
 
 pub(crate) mod sealed {
     /// Only ratelock's stores play its roles (their calls and replies are the scripts' contracts).

@@ -9,7 +9,7 @@ use super::script::{LuaScript, LIMIT};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::write_base;
-use crate::store::LimitRequest;
+use crate::store::roles::LimitRequest;
 
 /// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
 pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {

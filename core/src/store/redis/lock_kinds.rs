@@ -22,7 +22,7 @@ use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
 use crate::error::{Error, Result};
 use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
 use crate::store::roles::WatchSource;
-use crate::store::{LockKindStore, LockStore, ReleaseWatch};
+use crate::store::roles::{LockKindStore, LockStore, ReleaseWatch};
 
 /// Every Redis future is boxed: they are large, and `Store`'s futures would carry them on memory calls.
 impl LockStore for RedisStore {

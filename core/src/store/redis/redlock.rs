@@ -16,11 +16,13 @@ use futures_util::future::join_all;
 use super::connection::node_urls;
 use super::lease_calls::LeaseCalls;
 use super::RedisStore;
+use crate::algorithm::lease::LockState;
 use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};
 use crate::error::{Error, Result};
 use crate::key::LockKeys;
+use crate::store::options::StoreOptions;
 use crate::store::roles::sealed::Sealed;
-use crate::store::{LockState, LockStore, ReleaseWatch, StoreOptions};
+use crate::store::roles::{LockStore, ReleaseWatch};
 
 /// The URL scheme (servers after it, comma-separated).
 pub(crate) const REDLOCK_SCHEME: &str = "redlock://";
