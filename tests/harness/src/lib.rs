@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod failover;
+pub mod fault;
 pub mod redis_server;
 pub mod sentinel;
 pub mod slot;
