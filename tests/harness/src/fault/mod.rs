@@ -4,6 +4,7 @@
 
 mod plan;
 mod proxy;
+pub mod scenarios;
 
 pub use plan::{FaultKind, FaultPlan, SplitMix, Step};
 pub use proxy::{Fault, FaultProxy};

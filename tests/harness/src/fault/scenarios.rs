@@ -1,0 +1,218 @@
+//! Scenarios run by Rust clients through a fault proxy while a seeded plan plays, each recording a
+//! history for the checker: limiter hits on keys of every algorithm, and lock holders writing to a
+//! fenced resource. Every loop is bounded by the plan's length and a count.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ratelock::{
+    DistributedLock, Error, Limiter, LimiterOptions, LockOptions, Rule, Rules, Store, StoreOptions,
+};
+
+use super::{FaultPlan, FaultProxy};
+use crate::history::{History, Op, Outcome};
+
+/// What a call's error says about whether it happened.
+pub fn outcome_of(err: &Error) -> Outcome {
+    if err.is_protocol() {
+        Outcome::Protocol
+    } else if err.is_store_failure() {
+        Outcome::Ambiguous
+    } else {
+        Outcome::Fail
+    }
+}
+
+/// Limiter clients: `clients_per_door` tasks on each door of `proxy`, each hitting every key of
+/// `rules` in turn until the plan ends (at most `max_hits` each). Returns the history and the rule of
+/// each key, for `check_limits`.
+pub fn limit_clients(
+    proxy: &FaultProxy,
+    plan: &FaultPlan,
+    rules: &[(&str, &str)],
+    clients_per_door: usize,
+    max_hits: usize,
+    timeout: Duration,
+) -> (History, BTreeMap<String, Rule>) {
+    let history = History::new();
+    let parsed: Vec<(String, Rules)> = rules
+        .iter()
+        .map(|(key, text)| (key.to_string(), text.parse().expect("a valid rule")))
+        .collect();
+    let by_key = parsed
+        .iter()
+        .map(|(key, rules)| (key.clone(), rules[0].clone()))
+        .collect();
+    let runtime = runtime();
+    let stop_at = history.now_ns() + plan.length().as_nanos() as u64 + 200_000_000;
+    let tasks: Vec<_> = (0..proxy.doors())
+        .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
+        .map(|(door, n)| {
+            let options = LimiterOptions::default().with_store(StoreOptions::default().with_timeout(timeout));
+            let store = Store::new(&proxy.url(door), &options.store).expect("a store for the door");
+            let limiter = Limiter::with_store(store, options).expect("a limiter");
+            let (history, parsed, client) = (history.clone(), parsed.clone(), format!("rust-{door}-{n}"));
+            runtime.spawn(async move {
+                for round in 0..max_hits {
+                    if history.now_ns() > stop_at {
+                        break;
+                    }
+                    let (key, rules) = &parsed[round % parsed.len()];
+                    let invoke_ns = history.now_ns();
+                    let answer = limiter.hit(key, rules, 1).await;
+                    let complete_ns = history.now_ns();
+                    let (outcome, allowed) = match &answer {
+                        Ok(decision) => (Outcome::Ok, Some(decision.allowed)),
+                        Err(err) => (outcome_of(err), None),
+                    };
+                    history.push(Op {
+                        client: client.clone(),
+                        op: "hit".into(),
+                        key: key.clone(),
+                        invoke_ns,
+                        complete_ns,
+                        outcome,
+                        allowed,
+                        token: None,
+                        timeout_ns: Some(timeout.as_nanos() as u64),
+                    });
+                    // Paced, so the clients' hits spread over the whole plan.
+                    let pause = if answer.is_err() { 5 } else { 2 };
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                }
+            })
+        })
+        .collect();
+    plan.play(proxy);
+    runtime.block_on(async {
+        for task in tasks {
+            task.await.expect("a limiter client");
+        }
+    });
+    (history, by_key)
+}
+
+/// A resource that checks fencing tokens: it takes a write only with a token at least the highest it
+/// took (what the protected system must do).
+#[derive(Default)]
+pub struct FencedResource {
+    highest: Mutex<u64>,
+}
+
+impl FencedResource {
+    /// Offers a write with `token`; records it in `history` under the resource's own lock, so the
+    /// history's order of writes is the order the resource saw them.
+    pub fn write(&self, history: &History, client: &str, key: &str, token: u64) -> bool {
+        let mut highest = self.highest.lock().expect("resource lock");
+        let invoke_ns = history.now_ns();
+        let taken = token >= *highest;
+        if taken {
+            *highest = token;
+        }
+        history.push(Op {
+            client: client.into(),
+            op: "write".into(),
+            key: key.into(),
+            invoke_ns,
+            complete_ns: history.now_ns(),
+            outcome: Outcome::Ok,
+            allowed: Some(taken),
+            token: Some(token),
+            timeout_ns: None,
+        });
+        taken
+    }
+}
+
+/// Lock clients: `clients_per_door` tasks on each door, each taking lock `name` (lease `ttl`, waiting
+/// up to `wait`), writing to one shared fenced resource, holding `hold`, and releasing, until the
+/// plan ends (at most `max_rounds` each).
+#[allow(clippy::too_many_arguments)]
+pub fn lock_clients(
+    proxy: &FaultProxy,
+    plan: &FaultPlan,
+    name: &str,
+    clients_per_door: usize,
+    max_rounds: usize,
+    ttl: Duration,
+    hold: Duration,
+    timeout: Duration,
+) -> History {
+    let history = History::new();
+    let resource = Arc::new(FencedResource::default());
+    let runtime = runtime();
+    let stop_at = history.now_ns() + plan.length().as_nanos() as u64 + 200_000_000;
+    let wait = ttl * 2;
+    let tasks: Vec<_> = (0..proxy.doors())
+        .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
+        .map(|(door, n)| {
+            let store = Store::new(&proxy.url(door), &StoreOptions::default().with_timeout(timeout))
+                .expect("a store for the door");
+            let options = LockOptions::default().with_ttl(ttl);
+            let lock = DistributedLock::new(&store, name, options).expect("a lock handle");
+            let (history, resource) = (history.clone(), resource.clone());
+            let (client, name) = (format!("rust-{door}-{n}"), name.to_owned());
+            runtime.spawn(async move {
+                let record =
+                    |op: &str, invoke_ns: u64, outcome: Outcome, token: Option<u64>, limit: Duration| {
+                        history.push(Op {
+                            client: client.clone(),
+                            op: op.into(),
+                            key: name.clone(),
+                            invoke_ns,
+                            complete_ns: history.now_ns(),
+                            outcome,
+                            allowed: None,
+                            token,
+                            timeout_ns: Some(limit.as_nanos() as u64),
+                        })
+                    };
+                for _ in 0..max_rounds {
+                    if history.now_ns() > stop_at {
+                        break;
+                    }
+                    let invoke_ns = history.now_ns();
+                    let guard = match lock.acquire(wait).await {
+                        Ok(guard) => guard,
+                        Err(err) => {
+                            let outcome = if err.is_wait_timeout() {
+                                Outcome::Fail
+                            } else {
+                                outcome_of(&err)
+                            };
+                            record("acquire", invoke_ns, outcome, None, wait + timeout);
+                            continue;
+                        }
+                    };
+                    let token = guard.fencing_token();
+                    record("acquire", invoke_ns, Outcome::Ok, Some(token), wait + timeout);
+                    resource.write(&history, &client, &name, token);
+                    tokio::time::sleep(hold).await;
+                    let invoke_ns = history.now_ns();
+                    let released = guard.release().await;
+                    let outcome = match &released {
+                        Ok(_) => Outcome::Ok,
+                        Err(err) => outcome_of(err),
+                    };
+                    record("release", invoke_ns, outcome, Some(token), timeout);
+                }
+            })
+        })
+        .collect();
+    plan.play(proxy);
+    runtime.block_on(async {
+        for task in tasks {
+            task.await.expect("a lock client");
+        }
+    });
+    history
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime for the clients")
+}
