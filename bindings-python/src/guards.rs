@@ -105,54 +105,43 @@ impl<'py, K: GuardKind> IntoPyObject<'py> for NewGuard<K> {
     }
 }
 
-/// One grant of a `DistributedLock`.
-#[pyclass(name = "LockGuard", module = "ratelock._native", extends = PyGuard, frozen)]
-pub(crate) struct PyLockGuard {
-    /// The fencing token of this grant.
-    #[pyo3(get)]
-    fencing_token: u64,
-    /// Holds of this owner when granted (above 1 only for a re-entrant lock).
-    #[pyo3(get)]
-    holds: u64,
-}
-
-impl GuardKind for PyLockGuard {
-    type Lease = ratelock::LockLease;
-
-    fn granted(guard: &ratelock::LockGuard) -> Self {
-        PyLockGuard {
-            fencing_token: guard.fencing_token(),
-            holds: guard.holds(),
+/// Declares each kind's guard class: a subclass of `Guard` named `$name`, over the core lease `$lease`,
+/// with a read-only `u64` attribute per listed getter of the core guard, read when it is granted.
+macro_rules! guard_kinds {
+    ($(
+        $(#[doc = $doc:literal])*
+        $class:ident as $name:literal over $lease:ty { $($(#[doc = $field_doc:literal])* $field:ident),* }
+    )*) => {$(
+        $(#[doc = $doc])*
+        #[pyclass(name = $name, module = "ratelock._native", extends = PyGuard, frozen)]
+        pub(crate) struct $class {
+            $($(#[doc = $field_doc])* #[pyo3(get)] $field: u64,)*
         }
-    }
-}
 
-/// One permit of a `Semaphore`.
-#[pyclass(name = "PermitGuard", module = "ratelock._native", extends = PyGuard, frozen)]
-pub(crate) struct PyPermitGuard {}
+        impl GuardKind for $class {
+            type Lease = $lease;
 
-impl GuardKind for PyPermitGuard {
-    type Lease = ratelock::PermitLease;
-
-    fn granted(_guard: &ratelock::PermitGuard) -> Self {
-        PyPermitGuard {}
-    }
-}
-
-/// One hold of a `FairLock` or of a `ReadWriteLock` (either side).
-#[pyclass(name = "LeaseGuard", module = "ratelock._native", extends = PyGuard, frozen)]
-pub(crate) struct PyLeaseGuard {
-    /// The fencing token of this grant (higher than every earlier grant of the same lock).
-    #[pyo3(get)]
-    fencing_token: u64,
-}
-
-impl GuardKind for PyLeaseGuard {
-    type Lease = ratelock::HeldLease;
-
-    fn granted(guard: &ratelock::LeaseGuard) -> Self {
-        PyLeaseGuard {
-            fencing_token: guard.fencing_token(),
+            #[allow(unused_variables)]
+            fn granted(guard: &ratelock::Guard<$lease>) -> Self {
+                $class { $($field: guard.$field(),)* }
+            }
         }
+    )*};
+}
+
+guard_kinds! {
+    /// One grant of a `DistributedLock`.
+    PyLockGuard as "LockGuard" over ratelock::LockLease {
+        /// The fencing token of this grant.
+        fencing_token,
+        /// Holds of this owner when granted (above 1 only for a re-entrant lock).
+        holds
+    }
+    /// One permit of a `Semaphore`.
+    PyPermitGuard as "PermitGuard" over ratelock::PermitLease {}
+    /// One hold of a `FairLock` or of a `ReadWriteLock` (either side).
+    PyLeaseGuard as "LeaseGuard" over ratelock::HeldLease {
+        /// The fencing token of this grant (higher than every earlier grant of the same lock).
+        fencing_token
     }
 }

@@ -11,6 +11,7 @@ mod guard_slot;
 mod guards;
 mod limiter;
 mod lock;
+mod lock_handle;
 mod lock_options;
 mod lock_states;
 mod runtime;
@@ -31,6 +32,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<semaphore::PySemaphoreHandle>()?;
     module.add_class::<fair_lock::PyFairLockHandle>()?;
     module.add_class::<rwlock::PyReadWriteLockHandle>()?;
+    module.add_class::<rwlock::PyReadWriteLockSide>()?;
     module.add_class::<guards::PyGuard>()?;
     module.add_class::<guards::PyLockGuard>()?;
     module.add_class::<guards::PyPermitGuard>()?;

@@ -11,6 +11,7 @@ use crate::convert;
 
 /// The options of a lock handle; each kind reads the ones it has.
 #[pyclass(name = "LockOptions", module = "ratelock._native", frozen)]
+#[derive(Clone)]
 pub(crate) struct PyLockOptions {
     options: ratelock::LockOptions,
     timeout: Duration,
@@ -33,31 +34,55 @@ impl PyLockOptions {
         prefix: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut options = ratelock::LockOptions::default();
-        if let Some(ttl) = ttl {
-            options = options.with_ttl(convert::seconds_of("ttl", ttl)?);
-        }
-        if let Some(waiter_ttl) = waiter_ttl {
-            options = options.with_waiter_ttl(convert::seconds_of("waiter_ttl", waiter_ttl)?);
-        }
-        if let Some(auto_renew) = auto_renew {
-            options = options.with_auto_renew(convert::flag("auto_renew", auto_renew)?);
-        }
-        if let Some(reentrant) = reentrant {
-            options = options.with_reentrant(convert::flag("reentrant", reentrant)?);
-        }
-        if let Some(prefer_writers) = prefer_writers {
-            options = options.with_prefer_writers(convert::flag("prefer_writers", prefer_writers)?);
-        }
-        if let Some(prefix) = prefix {
-            options = options.with_prefix(convert::text("prefix", prefix)?);
-        }
-        let timeout = match timeout {
-            Some(timeout) => convert::seconds_of("timeout", timeout)?,
-            None => Duration::from_secs(1),
-        };
-        Ok(PyLockOptions { options, timeout })
+        let PyLockOptions {
+            mut options,
+            timeout: mut call_timeout,
+        } = PyLockOptions::default();
+        set(&mut options.ttl, "ttl", ttl, convert::seconds_of)?;
+        set(
+            &mut options.waiter_ttl,
+            "waiter_ttl",
+            waiter_ttl,
+            convert::seconds_of,
+        )?;
+        set(&mut options.auto_renew, "auto_renew", auto_renew, convert::flag)?;
+        set(&mut options.reentrant, "reentrant", reentrant, convert::flag)?;
+        set(
+            &mut options.prefer_writers,
+            "prefer_writers",
+            prefer_writers,
+            convert::flag,
+        )?;
+        set(&mut options.prefix, "prefix", prefix, convert::text)?;
+        set(&mut call_timeout, "timeout", timeout, convert::seconds_of)?;
+        Ok(PyLockOptions {
+            options,
+            timeout: call_timeout,
+        })
     }
+}
+
+impl Default for PyLockOptions {
+    /// The core's lock options, and calls to the store that time out after a second.
+    fn default() -> Self {
+        PyLockOptions {
+            options: ratelock::LockOptions::default(),
+            timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Sets `option` to the argument `name` as `read` reads it (naming it in its errors), when it was given.
+fn set<T>(
+    option: &mut T,
+    name: &str,
+    given: Option<&Bound<'_, PyAny>>,
+    read: fn(&str, &Bound<'_, PyAny>) -> PyResult<T>,
+) -> PyResult<()> {
+    if let Some(value) = given {
+        *option = read(name, value)?;
+    }
+    Ok(())
 }
 
 /// The store a lock handle uses and its lock options, from the `url` and `options` arguments its
@@ -67,10 +92,8 @@ pub(crate) fn lock_parts(
     url: Option<&Bound<'_, PyAny>>,
     options: Option<&PyLockOptions>,
 ) -> PyResult<(ratelock::Store, ratelock::LockOptions)> {
-    let (options, timeout) = match options {
-        Some(given) => (given.options.clone(), given.timeout),
-        None => (ratelock::LockOptions::default(), Duration::from_secs(1)),
-    };
+    let PyLockOptions { options, timeout } =
+        options.map_or_else(PyLockOptions::default, PyLockOptions::clone);
     let store = crate::stores::Target::of(url)?.store_blocking(py, timeout)?;
     Ok((store, options))
 }

@@ -26,20 +26,20 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
 
     def acquire_read(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
-        return Acquiring(lambda: self._handle.acquire_read_async(timeout), self._ttl)
+        return Acquiring(lambda: self._reading.acquire_async(timeout), self._ttl)
 
     async def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
-        return self._held(await self._handle.try_acquire_read_async())
+        return self._held(await self._reading.try_acquire_async())
 
     def acquire_write(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        return Acquiring(lambda: self._handle.acquire_write_async(timeout), self._ttl)
+        return Acquiring(lambda: self._writing.acquire_async(timeout), self._ttl)
 
     async def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None``."""
-        return self._held(await self._handle.try_acquire_write_async())
+        return self._held(await self._writing.try_acquire_async())
 
     def _held(self, guard: Optional[_native.LeaseGuard]) -> Optional[LeaseGuard]:
         return None if guard is None else LeaseGuard(guard, self._ttl)

@@ -11,7 +11,8 @@ from ratelock.lease_guard import LeaseGuard
 
 
 class ReadWriteLockKind:
-    """A read-write lock, sync or asyncio: the constructor and the questions to the store."""
+    """A read-write lock, sync or asyncio: the constructor (the native handle and its two sides, each
+    taking holds like a lock handle) and the questions to the store."""
 
     def __init__(
         self,
@@ -34,6 +35,8 @@ class ReadWriteLockKind:
             timeout=timeout,
         )
         self._handle = ReadWriteLockHandle(name, url, options)
+        self._reading = self._handle.reading
+        self._writing = self._handle.writing
         self._ttl = ttl
 
     state = HandleCall(
@@ -64,20 +67,20 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
 
     def acquire_read(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
-        return LeaseGuard(self._handle.acquire_read(timeout), self._ttl)
+        return LeaseGuard(self._reading.acquire(timeout), self._ttl)
 
     def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
-        return self._held(self._handle.try_acquire_read())
+        return self._held(self._reading.try_acquire())
 
     def acquire_write(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        return LeaseGuard(self._handle.acquire_write(timeout), self._ttl)
+        return LeaseGuard(self._writing.acquire(timeout), self._ttl)
 
     def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None`` (never holds readers back)."""
-        return self._held(self._handle.try_acquire_write())
+        return self._held(self._writing.try_acquire())
 
     def _held(self, guard: Optional[_native.LeaseGuard]) -> Optional[LeaseGuard]:
         return None if guard is None else LeaseGuard(guard, self._ttl)
