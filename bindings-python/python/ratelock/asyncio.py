@@ -10,11 +10,11 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
-import warnings
 import weakref
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 from ratelock import _native
+from ratelock._earlier_names import earlier_names
 from ratelock._async_fair_lock import FairLock
 from ratelock._async_holding import AsyncHolding
 from ratelock._async_lease_guard import LeaseGuard
@@ -144,9 +144,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
-    if name == "Hold":
-        warnings.warn("ratelock.asyncio.Hold is deprecated: use ratelock.asyncio.LeaseGuard", DeprecationWarning, stacklevel=2)
-        return LeaseGuard
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
+__getattr__ = earlier_names(__name__, {"Hold": LeaseGuard})
