@@ -5,10 +5,10 @@ directly in ``async with``."""
 from typing import Any, Awaitable, Callable, Generator, Optional
 
 from ratelock import _native
-from ratelock.lease_guard import LeaseGuardKind
+from ratelock.lease_guard import LeaseGuardBase
 
 
-class LeaseGuard(LeaseGuardKind):
+class LeaseGuard(LeaseGuardBase):
     """A read or write hold, as ``ratelock.LeaseGuard`` but with awaitable ``release``, ``extend`` and
     ``wait_lost``, and ``async with``.
 

@@ -1,5 +1,5 @@
 """``ratelock.LeaseGuard``: one hold of a ``ratelock.ReadWriteLock`` (read or write) with its fencing token, the
-lost signal, ``extend`` and ``release``, usable as a context manager; and ``LeaseGuardKind``, what it
+lost signal, ``extend`` and ``release``, usable as a context manager; and ``LeaseGuardBase``, what it
 shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."""
 
 from typing import Optional
@@ -7,7 +7,7 @@ from typing import Optional
 from ratelock import _native
 
 
-class LeaseGuardKind:
+class LeaseGuardBase:
     """A read or write hold, sync or asyncio: the native guard, the lease length ``extend`` defaults to,
     and what needs no store call. The native guard raises ``LockLost`` for a hold that was lost and
     ``LockNotOwned`` for one given back."""
@@ -37,7 +37,7 @@ class LeaseGuardKind:
         return f"<{self._shown_as} {self._guard.what} fencing_token={self.fencing_token} {state}>"
 
 
-class LeaseGuard(LeaseGuardKind):
+class LeaseGuard(LeaseGuardBase):
     """A read or write hold. Leave a ``with`` block (or call ``release()``) to give it back; while it is
     held its lease is renewed in the background. Send ``fencing_token`` with every write it protects.
 
