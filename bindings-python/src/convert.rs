@@ -113,11 +113,6 @@ pub(crate) fn now_us(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> 
     }
 }
 
-/// How long to wait: `timeout` seconds, or without limit for `None`.
-pub(crate) fn wait(timeout: Option<f64>) -> PyResult<Duration> {
-    timeout.map_or(Ok(Duration::MAX), |seconds| self::seconds("timeout", seconds))
-}
-
 /// A duration in seconds (int or float, finite, > 0).
 pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     if value.is_finite() && value > 0.0 && value < 1e9 {

@@ -1,15 +1,17 @@
 //! The native module `ratelock._native`: thin wrappers over the Rust core (one file per core type),
 //! re-exported by the pure-Python package `ratelock`. No algorithm, key format or Lua lives here.
 
+mod async_twins;
 mod completions;
 mod convert;
 mod decision;
 mod errors;
 mod fair_lock;
 mod guard_slot;
-mod lease_guard;
+mod guards;
 mod limiter;
 mod lock;
+mod lock_handle;
 mod lock_options;
 mod lock_states;
 mod runtime;
@@ -25,13 +27,16 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<stores::PyClient>()?;
     module.add_class::<limiter::PyLimiter>()?;
     module.add_class::<decision::PyDecision>()?;
+    module.add_class::<lock_options::PyLockOptions>()?;
     module.add_class::<lock::PyLockHandle>()?;
-    module.add_class::<lock::PyLockGuard>()?;
     module.add_class::<semaphore::PySemaphoreHandle>()?;
-    module.add_class::<semaphore::PyPermitGuard>()?;
     module.add_class::<fair_lock::PyFairLockHandle>()?;
     module.add_class::<rwlock::PyReadWriteLockHandle>()?;
-    module.add_class::<lease_guard::PyLeaseGuard>()?;
+    module.add_class::<rwlock::PyReadWriteLockSide>()?;
+    module.add_class::<guards::PyGuard>()?;
+    module.add_class::<guards::PyLockGuard>()?;
+    module.add_class::<guards::PyPermitGuard>()?;
+    module.add_class::<guards::PyLeaseGuard>()?;
     module.add_class::<lock_states::PyFairLockState>()?;
     module.add_class::<lock_states::PyRwLockState>()?;
     errors::register(module)?;

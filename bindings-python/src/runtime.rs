@@ -76,6 +76,16 @@ where
     })
 }
 
+/// Starts the core call `call` on the shared runtime and returns an asyncio awaitable of its answer: the
+/// asyncio counterpart of [`run`].
+pub(crate) fn awaitable<'py, T, F>(py: Python<'py>, call: F) -> PyResult<Bound<'py, PyAny>>
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: Future<Output = ratelock::Result<T>> + Send + 'static,
+{
+    spawn(py, async move { call.await.map_err(to_py) })
+}
+
 /// pyo3-async-runtimes over this process's runtime. Its own tokio runtime is set once per process
 /// image and would outlive a fork with no threads behind it; this one follows `runtime()`.
 struct ProcessRuntime;

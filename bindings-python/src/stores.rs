@@ -106,6 +106,14 @@ impl Target {
         self.store_now(timeout).map_err(to_py)
     }
 
+    /// This target with the timeout of the calls of the handle it is for.
+    pub(crate) fn with_timeout(self, timeout: Duration) -> StoreChoice {
+        StoreChoice {
+            target: self,
+            timeout,
+        }
+    }
+
     /// The store a `DistributedLock` runs on: as [`store`](Self::store), and Redlock too.
     pub(crate) fn lock_store(self, timeout: Duration) -> PyResult<ratelock::AnyLockStore> {
         match self {
@@ -121,6 +129,24 @@ impl Target {
             Target::Store(store) => store.into_store(),
             Target::Url(url) => ratelock::Store::shared_now(url.as_deref(), &options(timeout)),
         }
+    }
+}
+
+/// A lock handle's store, not yet chosen by role: a `Target` and the timeout its calls take.
+pub(crate) struct StoreChoice {
+    target: Target,
+    timeout: Duration,
+}
+
+impl StoreChoice {
+    /// The store of every role (what a semaphore, fair or read-write lock runs on).
+    pub(crate) fn store(self) -> PyResult<ratelock::Store> {
+        self.target.store_now(self.timeout).map_err(to_py)
+    }
+
+    /// The store a `DistributedLock` runs on (Redlock too).
+    pub(crate) fn lock_store(self) -> PyResult<ratelock::AnyLockStore> {
+        self.target.lock_store(self.timeout)
     }
 }
 

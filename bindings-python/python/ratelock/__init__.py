@@ -15,9 +15,7 @@ per process; to choose the sharing yourself, pass a ``ratelock.Client`` in place
     (True, False)
 """
 
-import warnings
-from typing import Any
-
+from ratelock._earlier_names import earlier_names
 from ratelock._native import (
     Client,
     ConfigurationError,
@@ -71,9 +69,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
-    if name == "Hold":
-        warnings.warn("ratelock.Hold is deprecated: use ratelock.LeaseGuard", DeprecationWarning, stacklevel=2)
-        return LeaseGuard
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
+__getattr__ = earlier_names(__name__, {"Hold": LeaseGuard})

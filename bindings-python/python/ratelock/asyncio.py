@@ -10,16 +10,18 @@ tokio runtime and never blocks the event loop — connecting included (done on f
 """
 
 import asyncio
-import warnings
 import weakref
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 from ratelock import _native
+from ratelock._earlier_names import earlier_names
 from ratelock._async_fair_lock import FairLock
-from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_holding import AsyncHolding
+from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_rwlock import ReadWriteLock
 from ratelock._native import Client, Decision
+from ratelock.lock import LockKind
+from ratelock.semaphore import SemaphoreKind
 
 _COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Completions]" = (
     weakref.WeakKeyDictionary()
@@ -112,7 +114,7 @@ class Limiter:
         return None if self._native is None else self._native.breaker_state
 
 
-class DistributedLock(AsyncHolding[_native.LockGuard]):
+class DistributedLock(LockKind, AsyncHolding[_native.LockGuard]):
     """``ratelock.DistributedLock`` for asyncio: ``async with lock:`` waits without blocking the event
     loop, keeps the lease renewed, and raises ``LockLost`` on exit if the lock was lost meanwhile.
 
@@ -123,84 +125,10 @@ class DistributedLock(AsyncHolding[_native.LockGuard]):
         True
     """
 
-    def __init__(
-        self,
-        name: Union[str, bytes],
-        url: Union[str, Client, None] = None,
-        *,
-        ttl: float = 30.0,
-        auto_renew: bool = True,
-        reentrant: bool = False,
-        prefix: str = "rl",
-        timeout: float = 1.0,
-    ) -> None:
-        super().__init__()
-        self._name, self._url, self._ttl = name, url, ttl
-        self._auto_renew, self._reentrant, self._prefix, self._timeout = auto_renew, reentrant, prefix, timeout
 
-    async def _open(self) -> _native.LockHandle:
-        return await _native.LockHandle.connect_async(
-            self._name,
-            self._url,
-            ttl=self._ttl,
-            auto_renew=self._auto_renew,
-            reentrant=self._reentrant,
-            prefix=self._prefix,
-            timeout=self._timeout,
-        )
-
-    async def _give_back(self, guard: _native.LockGuard) -> Optional[str]:
-        outcome = await guard.release_async()
-        return outcome.replace("_", " ") if outcome in ("not_held", "held_by_other") else None
-
-    @property
-    def fencing_token(self) -> Optional[int]:
-        """The fencing token of the latest hold (``None`` when it holds none)."""
-        return self._guards[-1].fencing_token if self._guards else None
-
-    async def __aenter__(self) -> "DistributedLock":
-        await self.acquire()
-        return self
-
-
-class Semaphore(AsyncHolding[_native.PermitGuard]):
+class Semaphore(SemaphoreKind, AsyncHolding[_native.PermitGuard]):
     """``ratelock.Semaphore`` for asyncio: ``async with sem:`` waits for one of ``permits`` permits
     without blocking the event loop, and raises ``LockLost`` on exit if the permit was lost meanwhile."""
-
-    _what = "permit"
-
-    def __init__(
-        self,
-        name: Union[str, bytes],
-        permits: int,
-        url: Union[str, Client, None] = None,
-        *,
-        ttl: float = 30.0,
-        auto_renew: bool = True,
-        prefix: str = "rl",
-        timeout: float = 1.0,
-    ) -> None:
-        super().__init__()
-        self._name, self._permits, self._url = name, permits, url
-        self._ttl, self._auto_renew, self._prefix, self._timeout = ttl, auto_renew, prefix, timeout
-
-    async def _open(self) -> _native.SemaphoreHandle:
-        return await _native.SemaphoreHandle.connect_async(
-            self._name,
-            self._permits,
-            self._url,
-            ttl=self._ttl,
-            auto_renew=self._auto_renew,
-            prefix=self._prefix,
-            timeout=self._timeout,
-        )
-
-    async def _give_back(self, guard: _native.PermitGuard) -> Optional[str]:
-        return None if await guard.release_async() else "expired or reclaimed"
-
-    async def __aenter__(self) -> "Semaphore":
-        await self.acquire()
-        return self
 
 
 __all__ = [
@@ -216,9 +144,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
-    if name == "Hold":
-        warnings.warn("ratelock.asyncio.Hold is deprecated: use ratelock.asyncio.LeaseGuard", DeprecationWarning, stacklevel=2)
-        return LeaseGuard
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `Hold`, the earlier name of `LeaseGuard`, still works for now, with a DeprecationWarning.
+__getattr__ = earlier_names(__name__, {"Hold": LeaseGuard})

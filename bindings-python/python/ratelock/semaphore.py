@@ -1,23 +1,20 @@
 """``ratelock.Semaphore``: N permits per name shared by every process, each a lease that ends on its own
-when its holder dies, used like ``threading.Semaphore`` (``with sem:``, ``acquire``/``release``)."""
+when its holder dies, used like ``threading.Semaphore`` (``with sem:``, ``acquire``/``release``), and
+``SemaphoreKind``, what it shares with ``ratelock.asyncio.Semaphore``."""
 
 from typing import Optional, Union
 
 from ratelock import _native
-from ratelock._native import Client
+from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
+from ratelock._holds import Holds
+from ratelock._native import Client, SemaphoreHandle
 
 
-class Semaphore(Holding[_native.PermitGuard]):
-    """At most ``permits`` holders at once, across processes and languages.
+class SemaphoreKind(Holds[_native.PermitGuard]):
+    """A semaphore, sync or asyncio: the constructor and the questions to the store."""
 
-        >>> import ratelock
-        >>> pool = ratelock.Semaphore("db-connections", 2)
-        >>> with pool:
-        ...     pool.in_use()
-        1
-    """
-
+    _handle: SemaphoreHandle
     _what = "permit"
 
     def __init__(
@@ -31,24 +28,23 @@ class Semaphore(Holding[_native.PermitGuard]):
         prefix: str = "rl",
         timeout: float = 1.0,
     ) -> None:
-        handle = _native.SemaphoreHandle(
-            name, permits, url, ttl=ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout
-        )
-        super().__init__(handle, ttl)
+        options = _native.LockOptions(ttl=ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout)
+        super().__init__(SemaphoreHandle(name, permits, url, options), ttl)
 
-    def in_use(self) -> int:
-        """Permits in use now (leases not yet ended)."""
-        return int(self._handle.in_use())
+    in_use = HandleCall(
+        SemaphoreHandle.in_use, SemaphoreHandle.in_use_async, "Permits in use now (leases not yet ended)."
+    )
 
-    def _give_back(self, guard: _native.PermitGuard) -> Optional[str]:
-        return None if guard.release() else "expired or reclaimed"
 
-    def _renew(self, guard: _native.PermitGuard, ttl: float) -> Optional[str]:
-        return None if guard.extend(ttl) else "expired or was reclaimed"
+class Semaphore(SemaphoreKind, Holding[_native.PermitGuard]):
+    """At most ``permits`` holders at once, across processes and languages.
 
-    def __enter__(self) -> "Semaphore":
-        self.acquire()
-        return self
+        >>> import ratelock
+        >>> pool = ratelock.Semaphore("db-connections", 2)
+        >>> with pool:
+        ...     pool.in_use()
+        1
+    """
 
 
 class ConcurrencyLimiter:

@@ -1,0 +1,84 @@
+"""``Holds``: what the lock classes used like ``threading.Lock`` share, sync and asyncio alike: the native
+handle, this instance's holds (native guards, latest last) and the errors for holding none. Extending,
+releasing and deciding that a hold was lost are the native guards' own work."""
+
+import threading
+from contextlib import contextmanager
+from typing import Awaitable, Generic, Iterator, List, Optional, Protocol, TypeVar, Union
+
+from ratelock import _native
+from ratelock._native import LockNotOwned, StoreUnavailable
+
+G = TypeVar("G", bound=_native.Guard)
+G_co = TypeVar("G_co", bound=_native.Guard, covariant=True)
+F = TypeVar("F", bound=Union[_native.LockGuard, _native.LeaseGuard])
+
+
+class Acquirer(Protocol[G_co]):
+    """A native handle that takes one kind of hold: ``LockHandle``, ``SemaphoreHandle``, ``FairLockHandle``."""
+
+    def acquire(self, timeout: Optional[float] = None) -> G_co: ...
+    def try_acquire(self) -> Optional[G_co]: ...
+    def acquire_async(self, timeout: Optional[float] = None) -> Awaitable[G_co]: ...
+    def try_acquire_async(self) -> Awaitable[Optional[G_co]]: ...
+
+
+class Holds(Generic[G]):
+    """The native handle of one lock, its default lease length and this instance's holds."""
+
+    _what = "lock"
+
+    def __init__(self, handle: Acquirer[G], ttl: float) -> None:
+        self._handle = handle
+        self._ttl = ttl
+        self._guards: List[G] = []
+        self._mutex = threading.Lock()
+
+    @property
+    def lost(self) -> bool:
+        """True once the latest hold is known lost."""
+        with self._mutex:
+            return bool(self._guards) and self._guards[-1].is_lost()
+
+    def _keep(self, guard: Optional[G]) -> bool:
+        """Adds a hold just taken (``None``: none was free); whether there was one."""
+        if guard is None:
+            return False
+        with self._mutex:
+            self._guards.append(guard)
+        return True
+
+    def _latest(self) -> G:
+        with self._mutex:
+            if not self._guards:
+                raise LockNotOwned(f"this instance holds no {self._what}")
+            return self._guards[-1]
+
+    def _lease(self, ttl: Optional[float]) -> float:
+        """``ttl``, or the lock's own when ``None``."""
+        return self._ttl if ttl is None else ttl
+
+    @contextmanager
+    def _giving_back(self) -> Iterator[G]:
+        """The latest hold, taken off the stack to be released. If the store cannot be reached it is put
+        back: the hold is still this instance's, and release can be called again."""
+        with self._mutex:
+            if not self._guards:
+                raise LockNotOwned(f"release of a {self._what} this instance does not hold")
+            guard = self._guards.pop()
+        try:
+            yield guard
+        except StoreUnavailable:
+            with self._mutex:
+                self._guards.append(guard)
+            raise
+
+
+class Fenced(Holds[F]):
+    """``Holds`` of a kind whose grants carry fencing tokens (locks, fair locks)."""
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of this instance's latest hold (``None`` when it holds none)."""
+        with self._mutex:
+            return self._guards[-1].fencing_token if self._guards else None
