@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, FencedResource};
+use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, Faults, FencedResource};
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
 use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
 use ratelock_testkit::RedisServer;
@@ -42,7 +42,7 @@ fn limits_hold_their_bounds_under_every_proxy_fault() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, seed);
     let plan = FaultPlan::seeded(seed, 2, &EVERY_FAULT, 10, Duration::from_millis(400));
-    let (history, rules) = limit_clients(&proxy, &plan, &RULES, 2, 4_000, TIMEOUT);
+    let (history, rules) = limit_clients(&proxy, plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT);
     let ops = history.ops();
     let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
@@ -73,7 +73,7 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
     let ttl = Duration::from_millis(300);
     let history = lock_clients(
         &proxy,
-        &plan,
+        plan.on(&proxy),
         "faults:job",
         2,
         400,
@@ -103,6 +103,127 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
     );
 }
 
+/// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
+/// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
+fn server_faults_keeping_state(server: &RedisServer) -> Faults<impl FnOnce() + '_> {
+    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
+    Faults {
+        length: Duration::from_millis(1_700),
+        play: move || {
+            pause(200);
+            server.pause();
+            pause(300);
+            server.resume();
+            pause(200);
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query(&mut server.connection())
+                .unwrap();
+            pause(200);
+            server.kill_clients();
+            pause(200);
+            server.pause();
+            pause(150);
+            server.resume();
+            pause(450);
+        },
+    }
+}
+
+/// A fault that loses the server's state: killed (SIGKILL) and started again empty on its port.
+fn server_restarted_empty(server: &mut RedisServer) -> Faults<impl FnOnce() + '_> {
+    Faults {
+        length: Duration::from_millis(1_200),
+        play: move || {
+            std::thread::sleep(Duration::from_millis(400));
+            server.restart();
+            std::thread::sleep(Duration::from_millis(600));
+        },
+    }
+}
+
+#[test]
+fn limits_and_locks_hold_under_server_faults_that_keep_state() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port(), 2, 11);
+    let (history, rules) = limit_clients(
+        &proxy,
+        server_faults_keeping_state(&server),
+        &RULES,
+        2,
+        3_000,
+        TIMEOUT,
+    );
+    let ops = history.ops();
+    let limits = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+    let ttl = Duration::from_millis(300);
+    let history = lock_clients(
+        &proxy,
+        server_faults_keeping_state(&server),
+        "faults:server",
+        2,
+        400,
+        ttl,
+        Duration::from_millis(3),
+        TIMEOUT,
+    );
+    let lock_ops = history.ops();
+    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, true)
+        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
+    eprintln!(
+        "server faults keeping state: limits {} ops, {} ambiguous; locks {} ops, {} ambiguous; violations {} + {}",
+        ops.len(),
+        limits.ambiguous,
+        lock_ops.len(),
+        locks.ambiguous,
+        limits.violations.len(),
+        locks.violations.len()
+    );
+    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
+    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+}
+
+#[test]
+fn after_a_restart_without_persistence_limits_allow_one_extra_limit_and_tokens_still_rise() {
+    let mut server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port(), 2, 12);
+    let (history, rules) = limit_clients(
+        &proxy,
+        server_restarted_empty(&mut server),
+        &RULES,
+        2,
+        3_000,
+        TIMEOUT,
+    );
+    let ops = history.ops();
+    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+    let ttl = Duration::from_millis(500);
+    let history = lock_clients(
+        &proxy,
+        server_restarted_empty(&mut server),
+        "faults:restart",
+        2,
+        400,
+        ttl,
+        Duration::from_millis(3),
+        TIMEOUT,
+    );
+    let lock_ops = history.ops();
+    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
+        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
+    eprintln!(
+        "restart without persistence: limits {} ops, {} ambiguous; locks {} ops, {} ambiguous; violations {} + {}",
+        ops.len(),
+        limits.ambiguous,
+        lock_ops.len(),
+        locks.ambiguous,
+        limits.violations.len(),
+        locks.violations.len()
+    );
+    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
+    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+}
+
 #[test]
 fn the_checker_catches_a_limit_one_higher_than_promised() {
     // Planted bug: the clients run a limit of 21/second while the checker holds them to 20/second,
@@ -112,7 +233,7 @@ fn the_checker_catches_a_limit_one_higher_than_promised() {
     let plan = FaultPlan::seeded(3, 1, &[FaultKind::Latency], 1, Duration::from_millis(50));
     let (history, _) = limit_clients(
         &proxy,
-        &plan,
+        plan.on(&proxy),
         &[("log", "21/second using sliding_log")],
         1,
         200,

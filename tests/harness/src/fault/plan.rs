@@ -142,6 +142,14 @@ impl FaultPlan {
             .map_or(Duration::ZERO, |step| step.at + step.lasts)
     }
 
+    /// The plan as the faults a scenario runs its clients through.
+    pub fn on<'a>(&'a self, proxy: &'a FaultProxy) -> super::scenarios::Faults<impl FnOnce() + 'a> {
+        super::scenarios::Faults {
+            length: self.length(),
+            play: move || self.play(proxy),
+        }
+    }
+
     /// Plays the plan against `proxy` on this thread: each fault on at its time, off at its end.
     pub fn play(&self, proxy: &FaultProxy) {
         let start = std::time::Instant::now();

@@ -1,6 +1,7 @@
-//! Scenarios run by Rust clients through a fault proxy while a seeded plan plays, each recording a
-//! history for the checker: limiter hits on keys of every algorithm, and lock holders writing to a
-//! fenced resource. Every loop is bounded by the plan's length and a count.
+//! Scenarios run by Rust clients through a fault proxy while faults play (a seeded plan on the proxy,
+//! or faults of the server itself), each recording a history for the checker: limiter hits on keys of
+//! every algorithm, and lock holders writing to a fenced resource. Every loop is bounded by the faults'
+//! length and a count.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,7 @@ use ratelock::{
     DistributedLock, Error, Limiter, LimiterOptions, LockOptions, Rule, Rules, Store, StoreOptions,
 };
 
-use super::{FaultPlan, FaultProxy};
+use super::FaultProxy;
 use crate::history::{History, Op, Outcome};
 
 /// What a call's error says about whether it happened.
@@ -24,12 +25,21 @@ pub fn outcome_of(err: &Error) -> Outcome {
     }
 }
 
+/// What plays while the clients run: `length` (the clients stop a little after it) and `play`, run on
+/// the calling thread (e.g. `FaultPlan::play`, or a server stopped and started again).
+pub struct Faults<F: FnOnce()> {
+    /// How long the faults take.
+    pub length: Duration,
+    /// Plays them.
+    pub play: F,
+}
+
 /// Limiter clients: `clients_per_door` tasks on each door of `proxy`, each hitting every key of
-/// `rules` in turn until the plan ends (at most `max_hits` each). Returns the history and the rule of
+/// `rules` in turn until the faults end (at most `max_hits` each). Returns the history and the rule of
 /// each key, for `check_limits`.
 pub fn limit_clients(
     proxy: &FaultProxy,
-    plan: &FaultPlan,
+    faults: Faults<impl FnOnce()>,
     rules: &[(&str, &str)],
     clients_per_door: usize,
     max_hits: usize,
@@ -45,7 +55,7 @@ pub fn limit_clients(
         .map(|(key, rules)| (key.clone(), rules[0].clone()))
         .collect();
     let runtime = runtime();
-    let stop_at = history.now_ns() + plan.length().as_nanos() as u64 + 200_000_000;
+    let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
     let tasks: Vec<_> = (0..proxy.doors())
         .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
         .map(|(door, n)| {
@@ -84,7 +94,7 @@ pub fn limit_clients(
             })
         })
         .collect();
-    plan.play(proxy);
+    (faults.play)();
     runtime.block_on(async {
         for task in tasks {
             task.await.expect("a limiter client");
@@ -127,11 +137,11 @@ impl FencedResource {
 
 /// Lock clients: `clients_per_door` tasks on each door, each taking lock `name` (lease `ttl`, waiting
 /// up to `wait`), writing to one shared fenced resource, holding `hold`, and releasing, until the
-/// plan ends (at most `max_rounds` each).
+/// faults end (at most `max_rounds` each).
 #[allow(clippy::too_many_arguments)]
 pub fn lock_clients(
     proxy: &FaultProxy,
-    plan: &FaultPlan,
+    faults: Faults<impl FnOnce()>,
     name: &str,
     clients_per_door: usize,
     max_rounds: usize,
@@ -142,7 +152,7 @@ pub fn lock_clients(
     let history = History::new();
     let resource = Arc::new(FencedResource::default());
     let runtime = runtime();
-    let stop_at = history.now_ns() + plan.length().as_nanos() as u64 + 200_000_000;
+    let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
     let wait = ttl * 2;
     let tasks: Vec<_> = (0..proxy.doors())
         .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
@@ -200,7 +210,7 @@ pub fn lock_clients(
             })
         })
         .collect();
-    plan.play(proxy);
+    (faults.play)();
     runtime.block_on(async {
         for task in tasks {
             task.await.expect("a lock client");
