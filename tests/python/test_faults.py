@@ -1,0 +1,212 @@
+"""The fault suite from Python: threads with their own limiters and locks (the blocking lane) run through
+the test kit's fault proxy while it plays a seeded plan of every proxy fault, write their history in the
+suite's one JSON-lines format, and the Rust checker (`check_history`) reads it against the same
+invariants as the Rust clients' (tests/faults/README.md)."""
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+import ratelock
+from conftest import RedisServer
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 0.2
+SEED = 20261125
+RULES = {
+    "gcra": "20/second",
+    "bucket": "20/second using token_bucket",
+    "fixed": "20/second using fixed_window",
+    "sliding": "20/second using sliding_window",
+    "log": "20/second using sliding_log",
+}
+
+
+def _kit_binaries() -> Path:
+    """Builds the test kit's fault proxy and checker (a no-op when they are fresh); their directory."""
+    subprocess.run(
+        ["cargo", "build", "--quiet", "-p", "ratelock-testkit", "--bin", "fault_proxy", "--bin", "check_history"],
+        cwd=REPO, check=True,
+    )
+    meta = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=REPO, check=True, capture_output=True
+    )
+    return Path(json.loads(meta.stdout)["target_directory"]) / "debug"
+
+
+class Proxy:
+    """The `fault_proxy` process in front of one server, driven by its stdin commands."""
+
+    def __init__(self, binaries: Path, upstream: int, doors: int, seed: int) -> None:
+        self.process = subprocess.Popen(
+            [str(binaries / "fault_proxy"), str(upstream), str(doors), str(seed)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.process.stdout is not None
+        self.ports = [int(p) for p in self.process.stdout.readline().split()[1:]]
+
+    def command(self, line: str) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        assert self.process.stdout.readline().strip() == "ok"
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+class History:
+    """Operations recorded by every thread, on one monotonic clock."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic_ns()
+        self.ops: List[Dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self.started
+
+    def push(self, **op: Any) -> None:
+        with self.lock:
+            self.ops.append({k: v for k, v in op.items() if v is not None})
+
+    def save(self, path: Path) -> None:
+        path.write_text("".join(json.dumps(op) + "\n" for op in self.ops))
+
+
+def outcome_of(error: Exception) -> str:
+    if isinstance(error, ratelock.ProtocolError):
+        return "protocol"
+    if isinstance(error, ratelock.StoreUnavailable):  # StoreTimeout is one too
+        return "ambiguous"
+    return "fail"
+
+
+def check(binaries: Path, history: History, path: Path, *arguments: str) -> str:
+    history.save(path)
+    checked = subprocess.run(
+        [str(binaries / "check_history"), str(path), *arguments], capture_output=True, text=True
+    )
+    print(checked.stdout)
+    assert checked.returncode == 0, f"seed {SEED}: {checked.stdout}{checked.stderr}"
+    return checked.stdout
+
+
+@pytest.fixture(scope="module")
+def binaries() -> Path:
+    return _kit_binaries()
+
+
+def run_clients(proxy: Proxy, work: Any, threads_per_door: int) -> None:
+    stop = threading.Event()
+    threads = [
+        threading.Thread(target=work, args=(f"python-{door}-{n}", proxy.ports[door], stop))
+        for door in range(len(proxy.ports)) for n in range(threads_per_door)
+    ]
+    for thread in threads:
+        thread.start()
+    proxy.command(f"plan {SEED} 8 400")
+    time.sleep(0.2)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "a client hung"
+
+
+def test_limits_hold_their_bounds_under_every_proxy_fault(binaries: Path, tmp_path: Path) -> None:
+    server = RedisServer()
+    proxy = Proxy(binaries, server.port, 2, SEED)
+    history = History()
+
+    def work(client: str, port: int, stop: threading.Event) -> None:
+        limiter = ratelock.Limiter(f"redis://127.0.0.1:{port}/", timeout=TIMEOUT)
+        keys = list(RULES)
+        for n in range(3000):
+            if stop.is_set():
+                return
+            key = keys[n % len(keys)]
+            invoke = history.now_ns()
+            allowed: Optional[bool] = None
+            try:
+                allowed = limiter.hit(key, RULES[key]).allowed
+                outcome = "ok"
+            except ratelock.RatelockError as error:
+                outcome = outcome_of(error)
+            history.push(client=client, op="hit", key=key, invoke_ns=invoke, complete_ns=history.now_ns(),
+                         outcome=outcome, allowed=allowed, timeout_ns=int(TIMEOUT * 1e9))
+            time.sleep(0.002 if outcome == "ok" else 0.005)
+
+    try:
+        run_clients(proxy, work, 2)
+    finally:
+        proxy.stop()
+        server.stop()
+    admitted = sum(1 for op in history.ops if op.get("allowed"))
+    assert len(history.ops) > 100 and admitted > 20
+    check(binaries, history, tmp_path / "limits.jsonl", "--limits", *(f"{k}={v}" for k, v in RULES.items()))
+
+
+def test_one_lock_holder_at_a_time_under_every_proxy_fault(binaries: Path, tmp_path: Path) -> None:
+    server = RedisServer()
+    proxy = Proxy(binaries, server.port, 2, SEED + 1)
+    history = History()
+    ttl = 0.3
+    resource = threading.Lock()
+    highest = [0]
+
+    def write(client: str, token: int) -> None:
+        with resource:  # the fenced resource: takes a write only with a token at least the highest
+            invoke = history.now_ns()
+            taken = token >= highest[0]
+            highest[0] = max(highest[0], token)
+            history.push(client=client, op="write", key="faults:py", invoke_ns=invoke,
+                         complete_ns=history.now_ns(), outcome="ok", allowed=taken, token=token)
+
+    def work(client: str, port: int, stop: threading.Event) -> None:
+        lock = ratelock.DistributedLock("faults:py", f"redis://127.0.0.1:{port}/", ttl=ttl, timeout=TIMEOUT)
+        wait = 2 * ttl
+        for _ in range(300):
+            if stop.is_set():
+                return
+            invoke = history.now_ns()
+            try:
+                lock.acquire(timeout=wait)
+            except ratelock.RatelockError as error:
+                outcome = "fail" if isinstance(error, ratelock.WaitTimeout) else outcome_of(error)
+                history.push(client=client, op="acquire", key="faults:py", invoke_ns=invoke,
+                             complete_ns=history.now_ns(), outcome=outcome, timeout_ns=int((wait + TIMEOUT) * 1e9))
+                continue
+            token = lock.fencing_token
+            history.push(client=client, op="acquire", key="faults:py", invoke_ns=invoke,
+                         complete_ns=history.now_ns(), outcome="ok", token=token,
+                         timeout_ns=int((wait + TIMEOUT) * 1e9))
+            assert token is not None
+            write(client, token)
+            time.sleep(0.003)
+            invoke = history.now_ns()
+            try:
+                lock.release()
+                outcome = "ok"
+            except ratelock.LockLost:
+                outcome = "fail"
+            except ratelock.RatelockError as error:
+                outcome = outcome_of(error)
+            history.push(client=client, op="release", key="faults:py", invoke_ns=invoke,
+                         complete_ns=history.now_ns(), outcome=outcome, token=token,
+                         timeout_ns=int(TIMEOUT * 1e9))
+
+    try:
+        run_clients(proxy, work, 2)
+    finally:
+        proxy.stop()
+        server.stop()
+    grants = sum(1 for op in history.ops if op["op"] == "acquire" and op["outcome"] == "ok")
+    assert grants > 20
+    check(binaries, history, tmp_path / "locks.jsonl", "--locks", str(int(ttl * 1000)))
