@@ -1,0 +1,179 @@
+'use strict'
+// The fault suite from Node: clients with their own limiters and locks (the JavaScript wire client for a
+// plain redis:// server) run through the test kit's fault proxy while it plays a seeded plan of every
+// proxy fault, write their history in the suite's one JSON-lines format, and the Rust checker
+// (`check_history`) reads it against the same invariants as the Rust and Python clients'.
+
+const assert = require('node:assert/strict')
+const { spawn, execFileSync, spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const readline = require('node:readline')
+const { test } = require('node:test')
+
+const ratelock = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+const REPO = path.resolve(__dirname, '../..')
+const SEED = 20261125
+const TIMEOUT_MS = 200
+const RULES = {
+  gcra: '20/second',
+  bucket: '20/second using token_bucket',
+  fixed: '20/second using fixed_window',
+  sliding: '20/second using sliding_window',
+  log: '20/second using sliding_log',
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Builds the test kit's fault proxy and checker (a no-op when fresh); their directory. */
+function kitBinaries() {
+  execFileSync('cargo', ['build', '--quiet', '-p', 'ratelock-testkit', '--bin', 'fault_proxy', '--bin', 'check_history'], {
+    cwd: REPO,
+    stdio: 'inherit',
+  })
+  const meta = JSON.parse(execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: REPO }))
+  return path.join(meta.target_directory, 'debug')
+}
+
+/** The `fault_proxy` process in front of one server, driven by its stdin commands. */
+class Proxy {
+  static async start(binaries, upstream, doors, seed) {
+    const proxy = new Proxy()
+    proxy.process = spawn(path.join(binaries, 'fault_proxy'), [String(upstream), String(doors), String(seed)])
+    proxy.lines = readline.createInterface({ input: proxy.process.stdout })[Symbol.asyncIterator]()
+    const first = (await proxy.lines.next()).value
+    proxy.ports = first.split(' ').slice(1).map(Number)
+    return proxy
+  }
+
+  async command(line) {
+    this.process.stdin.write(`${line}\n`)
+    assert.equal((await this.lines.next()).value.trim(), 'ok')
+  }
+
+  stop() {
+    this.process.stdin.end()
+  }
+}
+
+/** Operations of every client on one monotonic clock. */
+class History {
+  constructor() {
+    this.started = process.hrtime.bigint()
+    this.ops = []
+  }
+
+  nowNs() {
+    return Number(process.hrtime.bigint() - this.started)
+  }
+
+  push(op) {
+    this.ops.push(Object.fromEntries(Object.entries(op).filter(([, v]) => v !== undefined && v !== null)))
+  }
+}
+
+function outcomeOf(error) {
+  if (error instanceof ratelock.ProtocolError) return 'protocol'
+  if (error instanceof ratelock.StoreUnavailableError) return 'ambiguous'
+  return 'fail'
+}
+
+function check(binaries, history, name, args) {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-faults-')), name)
+  fs.writeFileSync(file, history.ops.map((op) => `${JSON.stringify(op)}\n`).join(''))
+  const checked = spawnSync(path.join(binaries, 'check_history'), [file, ...args], { encoding: 'utf8' })
+  console.log(checked.stdout)
+  assert.equal(checked.status, 0, `seed ${SEED}: ${checked.stdout}${checked.stderr}`)
+}
+
+/** Runs `work(client, port, stopped)` for two clients per door while the proxy plays its plan. */
+async function runClients(proxy, work) {
+  let stopped = false
+  const clients = proxy.ports.flatMap((port, door) => [0, 1].map((n) => work(`node-${door}-${n}`, port, () => stopped)))
+  await proxy.command(`plan ${SEED} 8 400`)
+  await sleep(200)
+  stopped = true
+  await Promise.all(clients)
+}
+
+test('limits hold their bounds under every proxy fault', async () => {
+  const binaries = kitBinaries()
+  const server = await RedisServer.start()
+  const proxy = await Proxy.start(binaries, server.port, 2, SEED)
+  const history = new History()
+  const keys = Object.keys(RULES)
+  try {
+    await runClients(proxy, async (client, port, stopped) => {
+      const limiter = new ratelock.Limiter({ url: `redis://127.0.0.1:${port}/`, timeoutMs: TIMEOUT_MS })
+      for (let n = 0; n < 3000 && !stopped(); n++) {
+        const key = keys[n % keys.length]
+        const invoke = history.nowNs()
+        let outcome = 'ok'
+        let allowed
+        try {
+          allowed = (await limiter.hit(key, RULES[key])).allowed
+        } catch (error) {
+          outcome = outcomeOf(error)
+        }
+        history.push({ client, op: 'hit', key, invoke_ns: invoke, complete_ns: history.nowNs(), outcome, allowed, timeout_ns: TIMEOUT_MS * 1e6 })
+        await sleep(outcome === 'ok' ? 2 : 5)
+      }
+    })
+  } finally {
+    proxy.stop()
+    await server.close()
+  }
+  assert.ok(history.ops.length > 100 && history.ops.filter((op) => op.allowed).length > 20)
+  check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`)])
+})
+
+test('one lock holder at a time under every proxy fault', async () => {
+  const binaries = kitBinaries()
+  const server = await RedisServer.start()
+  const proxy = await Proxy.start(binaries, server.port, 2, SEED + 1)
+  const history = new History()
+  const ttlMs = 300
+  let highest = 0
+  const write = (client, token) => {
+    // The fenced resource: takes a write only with a token at least the highest (one event loop: atomic).
+    const invoke = history.nowNs()
+    const taken = token >= highest
+    highest = Math.max(highest, token)
+    history.push({ client, op: 'write', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', allowed: taken, token })
+  }
+  try {
+    await runClients(proxy, async (client, port, stopped) => {
+      const lock = new ratelock.DistributedLock('faults:node', { url: `redis://127.0.0.1:${port}/`, ttlMs, timeoutMs: TIMEOUT_MS })
+      const waitMs = 2 * ttlMs
+      for (let n = 0; n < 300 && !stopped(); n++) {
+        let invoke = history.nowNs()
+        let token
+        try {
+          token = await lock.acquire({ timeoutMs: waitMs })
+        } catch (error) {
+          const outcome = error instanceof ratelock.WaitTimeoutError ? 'fail' : outcomeOf(error)
+          history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+          continue
+        }
+        history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', token, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+        write(client, token)
+        await sleep(3)
+        invoke = history.nowNs()
+        let outcome = 'ok'
+        try {
+          await lock.release()
+        } catch (error) {
+          outcome = error instanceof ratelock.LockLostError ? 'fail' : outcomeOf(error)
+        }
+        history.push({ client, op: 'release', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, token, timeout_ns: TIMEOUT_MS * 1e6 })
+      }
+    })
+  } finally {
+    proxy.stop()
+    await server.close()
+  }
+  assert.ok(history.ops.filter((op) => op.op === 'acquire' && op.outcome === 'ok').length > 20)
+  check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs)])
+})
