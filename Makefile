@@ -13,7 +13,8 @@ TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
 NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
-	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill
+	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
+	fuzz fuzz-short
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -29,7 +30,7 @@ node-demo-env:
 
 test: test-deps
 	$(MAKE) lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test \
-	  node-pack-check wasm-test
+	  node-pack-check wasm-test fuzz-short
 
 # What the tests need beyond Rust, Python and Node (redis-server, Chromium, the wasm32 target...):
 # installed when missing, or the exact command printed where it cannot be.
@@ -44,6 +45,15 @@ lint:
 
 unit-and-integration:
 	$(CARGO) test --workspace
+
+# Every fuzz target from its seeds (fuzz/seeds/), briefly in `make test`, longer on its own
+# (`make fuzz FUZZ_SECONDS=300`). A crash fails it and leaves its input in fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+fuzz-short:
+	bash fuzz/run.sh 10
+
+fuzz:
+	bash fuzz/run.sh $(FUZZ_SECONDS)
 
 # Builds the crate from its packaged form: proves the Lua scripts travel inside it.
 package-check:

@@ -15,6 +15,8 @@ command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 # uWSGI (the process-model tests) builds from source: a C compiler and Python's headers.
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+# libFuzzer (the fuzz targets, through cargo-fuzz) is C++.
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 python3 -c 'import sysconfig, os, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' \
   || need_apt+=(python3-dev)
 
@@ -34,6 +36,14 @@ fi
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown || {
     echo "the tests need the wasm32 target:  rustup target add wasm32-unknown-unknown" >&2
+    exit 1
+  }
+fi
+
+# cargo-fuzz (fuzz/run.sh): it runs the fuzz targets on the stable toolchain, without a sanitizer.
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz || {
+    echo "the fuzz targets need cargo-fuzz:  cargo install --locked cargo-fuzz" >&2
     exit 1
   }
 fi

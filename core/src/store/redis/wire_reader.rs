@@ -210,8 +210,9 @@ fn length(line: &[u8]) -> Result<Option<usize>> {
         .ok_or_else(|| protocol_error(format!("bad length {:?}", String::from_utf8_lossy(line))))
 }
 
+/// A stream out of step is a bug (ours or the server's), never an outage: no failure policy covers it.
 fn protocol_error(what: impl std::fmt::Display) -> Error {
-    Error::StoreUnavailable(format!("protocol error in a Redis reply: {what}"))
+    Error::Protocol(format!("a Redis reply out of step: {what}"))
 }
 
 #[cfg(test)]
@@ -302,10 +303,23 @@ mod tests {
         reader.push(b":1\r\n?what\r\n");
         assert_eq!(reader.next_reply().unwrap(), Some(Reply(Value::Int(1))));
         let err = reader.next_reply().unwrap_err();
-        assert!(err.is_store_failure() && err.to_string().contains("protocol error"));
+        assert!(
+            err.is_protocol() && err.to_string().contains("out of step"),
+            "{err}"
+        );
         assert!(reader.is_broken());
         reader.push(b":2\r\n");
         assert!(reader.next_reply().is_err());
+    }
+
+    /// Found by the `resp_reader` fuzz target: a reply type the reader does not know came back as an
+    /// outage (which a failure policy would have let through) instead of a protocol error.
+    #[test]
+    fn an_unknown_reply_type_is_a_protocol_error_not_an_outage() {
+        let mut reader = ReplyReader::new();
+        reader.push(b"*2\r\nOK\r\n-ERR x\r\n");
+        let err = reader.next_reply().unwrap_err();
+        assert!(err.is_protocol() && !err.is_store_failure(), "{err}");
     }
 
     #[test]
@@ -313,7 +327,8 @@ mod tests {
         for bad in [&b"$x\r\n"[..], b"*-2\r\n", b"$2\r\nabcd\r\n"] {
             let mut reader = ReplyReader::new();
             reader.push(bad);
-            assert!(reader.next_reply().is_err(), "{:?}", String::from_utf8_lossy(bad));
+            let err = reader.next_reply().unwrap_err();
+            assert!(err.is_protocol(), "{:?}: {err}", String::from_utf8_lossy(bad));
         }
     }
 }
