@@ -66,7 +66,7 @@ package-check:
 # Builds and installs the Python package from source (`pip install .`) into .venv.
 python-env:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest mypy flask \
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest hypothesis mypy flask \
 	  gunicorn uvicorn uwsgi celery redis
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 
