@@ -3,9 +3,9 @@
 
 /** The native fair lock handle behind `FairLock` in `lib/fair-lock.js`. */
 export declare class NativeFairLock {
-  /** Takes the lock if it is free and nobody waits; `null` otherwise (never queues). */
+  /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Queues and waits up to `timeoutMs` (none: no limit) for its turn; rejects with WAIT_TIMEOUT. */
+  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
   acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
   /** The lock as it stands: holder, lease, last token, queue length. */
   state(): Promise<FairLockState>
@@ -80,11 +80,11 @@ export declare class NativeLimiter {
   reset(key: string | Buffer, rules: number): Promise<void>
 }
 
-/** The native lock handle behind `DistributedLock` in `lib/lock.js`. */
+/** The native lock handle behind `DistributedLock` in `lib/lock.js`, with its own owner token. */
 export declare class NativeLock {
-  /** Takes the lock if free; `null` if someone else holds it. */
+  /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for the lock; rejects with WAIT_TIMEOUT. */
+  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
   acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
   /** Whether anyone holds the lock now. */
   isLocked(): Promise<boolean>
@@ -98,13 +98,13 @@ export declare class NativeLock {
 
 /** The native read-write lock handle behind `ReadWriteLock` in `lib/read-write-lock.js`. */
 export declare class NativeReadWriteLock {
-  /** A read hold if no writer holds (or, with writer preference, waits for) the lock; `null` otherwise. */
+  /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquireRead(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a read hold; rejects with WAIT_TIMEOUT. */
+  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
   acquireRead(timeoutMs?: number | undefined | null): Promise<NativeGuard>
-  /** The write hold if nobody holds the lock; `null` otherwise (never marks itself waiting). */
+  /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquireWrite(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for the write hold; rejects with WAIT_TIMEOUT. */
+  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
   acquireWrite(timeoutMs?: number | undefined | null): Promise<NativeGuard>
   /** The lock as it stands: readers, writer, waiting writers, last token. */
   state(): Promise<RwLockState>
@@ -118,9 +118,9 @@ export declare class NativeRules {}
 
 /** The native semaphore handle behind `Semaphore` in `lib/semaphore.js`. */
 export declare class NativeSemaphore {
-  /** Takes a permit if one is free; `null` otherwise. */
+  /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a permit; rejects with WAIT_TIMEOUT. */
+  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
   acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
   /** Permits in use now. */
   inUse(): Promise<number>
@@ -197,19 +197,19 @@ export interface Batch {
   failures: Array<string>
 }
 
-/** Opens (or reuses) the store and makes a fair lock handle. */
+/** Opens (or reuses) the store and makes the handle (`lib/` calls it on first use). */
 export declare function connectFairLock(name: string | Buffer, settings: LockSettings): Promise<NativeFairLock>
 
 /** Opens (or reuses) the store and makes a limiter. */
 export declare function connectLimiter(options: LimiterOptions): Promise<NativeLimiter>
 
-/** Opens (or reuses) the store and makes a lock handle with its own owner token. */
+/** Opens (or reuses) the store and makes the handle (`lib/` calls it on first use). */
 export declare function connectLock(name: string | Buffer, settings: LockSettings): Promise<NativeLock>
 
-/** Opens (or reuses) the store and makes a read-write lock handle. */
+/** Opens (or reuses) the store and makes the handle (`lib/` calls it on first use). */
 export declare function connectReadWriteLock(name: string | Buffer, settings: LockSettings): Promise<NativeReadWriteLock>
 
-/** Opens (or reuses) the store and makes a semaphore of `permits` permits. */
+/** Opens (or reuses) the store and makes the handle (`lib/` calls it on first use). */
 export declare function connectSemaphore(name: string | Buffer, permits: number, settings: LockSettings): Promise<NativeSemaphore>
 
 /** A fair lock as it stands. */

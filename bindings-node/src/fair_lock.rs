@@ -22,13 +22,8 @@ pub struct FairLockState {
 
 lock_handle! {
     #[doc = "The native fair lock handle behind `FairLock` in `lib/fair-lock.js`."]
-    class NativeFairLock(ratelock::FairLock);
-    #[doc = "Opens (or reuses) the store and makes a fair lock handle."]
-    fn connect_fair_lock() = ratelock::FairLock::new;
-    #[doc = "Takes the lock if it is free and nobody waits; `null` otherwise (never queues)."]
-    try_acquire;
-    #[doc = "Queues and waits up to `timeoutMs` (none: no limit) for its turn; rejects with WAIT_TIMEOUT."]
-    acquire;
+    NativeFairLock(ratelock::FairLock) by connect_fair_lock() = ratelock::FairLock::new;
+    acquires try_acquire / acquire;
 }
 
 #[napi]

@@ -6,14 +6,9 @@ use napi_derive::napi;
 use crate::lock_handle::{ask, lock_handle};
 
 lock_handle! {
-    #[doc = "The native lock handle behind `DistributedLock` in `lib/lock.js`."]
-    class NativeLock(ratelock::DistributedLock);
-    #[doc = "Opens (or reuses) the store and makes a lock handle with its own owner token."]
-    fn connect_lock() = ratelock::DistributedLock::new;
-    #[doc = "Takes the lock if free; `null` if someone else holds it."]
-    try_acquire;
-    #[doc = "Waits up to `timeoutMs` (none: no limit) for the lock; rejects with WAIT_TIMEOUT."]
-    acquire;
+    #[doc = "The native lock handle behind `DistributedLock` in `lib/lock.js`, with its own owner token."]
+    NativeLock(ratelock::DistributedLock) by connect_lock() = ratelock::DistributedLock::new;
+    acquires try_acquire / acquire;
 }
 
 #[napi]

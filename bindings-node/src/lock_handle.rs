@@ -97,22 +97,16 @@ where
 /// Declares a native lock handle over a core lock type: the class (the core handle and its lease
 /// length, the default of each hold's `extend`), its `connect...` function (optionally with one
 /// more argument, converted before the store is opened), and per acquire pair a `try...` method
-/// (a `NativeGuard` or `null`) and a waiting one (rejects with WAIT_TIMEOUT).
+/// (a `NativeGuard` or `null`) and a waiting one (rejects with WAIT_TIMEOUT). What each kind's acquire
+/// does (queueing, sharing) is the core's, documented there and in `lib/`.
 ///
-/// Docs are given as `#[doc = "..."]`: a `///` comment passed through `macro_rules!` reaches napi-rs as
-/// a raw string literal, and its `r"` would show in `native.d.ts`.
+/// The class doc is given as `#[doc = "..."]`: a `///` comment passed through `macro_rules!` reaches
+/// napi-rs as a raw string literal, and its `r"` would show in `native.d.ts`.
 macro_rules! lock_handle {
     (
         $(#[$class_doc:meta])*
-        class $class:ident($core:ty);
-        $(#[$connect_doc:meta])*
-        fn $connect:ident($($arg:ident: $arg_type:ty => $checked:expr)?) = $make:expr;
-        $(
-            $(#[$try_doc:meta])*
-            $try:ident;
-            $(#[$wait_doc:meta])*
-            $wait:ident;
-        )+
+        $class:ident($core:ty) by $connect:ident($($arg:ident: $arg_type:ty => $checked:expr)?) = $make:expr;
+        acquires $($try:ident / $wait:ident),+;
     ) => {
         $(#[$class_doc])*
         #[napi_derive::napi]
@@ -121,7 +115,7 @@ macro_rules! lock_handle {
             ttl: std::time::Duration,
         }
 
-        $(#[$connect_doc])*
+        /// Opens (or reuses) the store and makes the handle (`lib/` calls it on first use).
         #[napi_derive::napi]
         pub async fn $connect(
             name: napi::bindgen_prelude::Either<String, napi::bindgen_prelude::Buffer>,
@@ -142,20 +136,25 @@ macro_rules! lock_handle {
         #[napi_derive::napi]
         impl $class {
             $(
-                $(#[$try_doc])*
+                /// A hold if the core grants one at once; `null` otherwise (never waits).
                 #[napi]
                 pub async fn $try(&self) -> napi::Result<Option<$crate::guard::NativeGuard>> {
                     let ttl = self.ttl;
-                    let guard = $crate::lock_handle::ask(&self.inner, |lock| async move { lock.$try().await });
-                    Ok(guard.await?.map(|guard| $crate::guard::NativeGuard::new(guard, ttl)))
+                    let take = |lock: $core| async move { lock.$try().await };
+                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
+                    Ok(guard.map(|guard| $crate::guard::NativeGuard::new(guard, ttl)))
                 }
 
-                $(#[$wait_doc])*
+                /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT.
                 #[napi]
-                pub async fn $wait(&self, timeout_ms: Option<f64>) -> napi::Result<$crate::guard::NativeGuard> {
+                pub async fn $wait(
+                    &self,
+                    timeout_ms: Option<f64>,
+                ) -> napi::Result<$crate::guard::NativeGuard> {
                     let (ttl, wait) = (self.ttl, $crate::lock_handle::wait_limit(timeout_ms)?);
-                    let guard = $crate::lock_handle::ask(&self.inner, |lock| async move { lock.$wait(wait).await });
-                    Ok($crate::guard::NativeGuard::new(guard.await?, ttl))
+                    let take = |lock: $core| async move { lock.$wait(wait).await };
+                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
+                    Ok($crate::guard::NativeGuard::new(guard, ttl))
                 }
             )+
         }

@@ -25,17 +25,8 @@ pub struct RwLockState {
 
 lock_handle! {
     #[doc = "The native read-write lock handle behind `ReadWriteLock` in `lib/read-write-lock.js`."]
-    class NativeReadWriteLock(ratelock::ReadWriteLock);
-    #[doc = "Opens (or reuses) the store and makes a read-write lock handle."]
-    fn connect_read_write_lock() = ratelock::ReadWriteLock::new;
-    #[doc = "A read hold if no writer holds (or, with writer preference, waits for) the lock; `null` otherwise."]
-    try_acquire_read;
-    #[doc = "Waits up to `timeoutMs` (none: no limit) for a read hold; rejects with WAIT_TIMEOUT."]
-    acquire_read;
-    #[doc = "The write hold if nobody holds the lock; `null` otherwise (never marks itself waiting)."]
-    try_acquire_write;
-    #[doc = "Waits up to `timeoutMs` (none: no limit) for the write hold; rejects with WAIT_TIMEOUT."]
-    acquire_write;
+    NativeReadWriteLock(ratelock::ReadWriteLock) by connect_read_write_lock() = ratelock::ReadWriteLock::new;
+    acquires try_acquire_read / acquire_read, try_acquire_write / acquire_write;
 }
 
 #[napi]
