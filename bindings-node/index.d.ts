@@ -3,6 +3,8 @@
 
 /// <reference types="node" />
 
+import type { FairLockState, RwLockState } from './native'
+
 /** The answer to `hit` or `peek`. Durations are milliseconds. */
 export interface Decision {
   /** Whether the request may go ahead (for `hit`: whether units were taken). */
@@ -71,24 +73,36 @@ export declare class Limiter {
   readonly prefix: string
 }
 
-export interface LockOptions {
+/** What a lock of every kind is made with. */
+interface LockKindOptions {
   /** `redis://...`; none: the embedded memory store (locks within this process). */
   url?: string
-  /** Lease length (default 30000). */
+  /** Each hold's lease length (default 30000). */
   ttlMs?: number
-  /** Renew the lease while held (default true). */
+  /** Renew each hold's lease while held (default true). */
   autoRenew?: boolean
-  /** Let this instance take the lock again while holding it (default false). */
-  reentrant?: boolean
+  /** Key prefix (default `"rl"`). */
   prefix?: string
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
+}
+
+export interface LockOptions extends LockKindOptions {
+  /** Let this instance take the lock again while holding it (default false). */
+  reentrant?: boolean
 }
 
 export interface AcquireOptions {
   /** How long to wait (default: no limit); then `WaitTimeoutError`. */
   timeoutMs?: number
 }
+
+/**
+ * What `using()` runs while a hold is kept: `signal` aborts with a `LockLostError` as soon as the hold
+ * is known lost. The hold is given back after it, also after a throw, and `using()` resolves to what
+ * it resolves to.
+ */
+type Work<T> = (signal: AbortSignal) => Promise<T> | T
 
 /** A lock shared by every process (in any language) on the same store and name. */
 export declare class DistributedLock {
@@ -101,11 +115,8 @@ export declare class DistributedLock {
   release(): Promise<void>
   /** Moves the latest hold's lease end (default: the ttl); `LockLostError` if it expired or was taken. */
   extend(options?: { ttlMs?: number }): Promise<void>
-  /**
-   * Acquires, runs `work`, releases (also after a throw). `signal` aborts with a `LockLostError` as soon
-   * as the lock is known lost. Resolves to what `work` resolves to.
-   */
-  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  /** Acquires, runs `work`, releases (see `Work`). */
+  using<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
   /** The latest hold's fencing token; send it with every write to the protected resource. */
   readonly fencingToken: number | null
   /** True once the latest hold is known lost. */
@@ -117,23 +128,21 @@ export declare class DistributedLock {
   readonly ownerToken: string | null
 }
 
-export interface SemaphoreOptions {
-  url?: string
-  /** Each permit's lease length (default 30000). */
-  ttlMs?: number
-  autoRenew?: boolean
-  prefix?: string
-  timeoutMs?: number
+export interface SemaphoreOptions extends LockKindOptions {}
+
+/** One hold of a lock kind: a lease, renewed while held. */
+declare class Hold {
+  protected constructor()
+  /** True once the hold is known lost. */
+  readonly lost: boolean
+  /** Moves the lease end (default: the ttl); `LockLostError` if the hold is gone. */
+  extend(options?: { ttlMs?: number }): Promise<void>
+  /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */
+  release(): Promise<void>
 }
 
 /** One permit of a `Semaphore`. */
-export declare class Permit {
-  private constructor()
-  readonly lost: boolean
-  /** Gives the permit back; `LockLostError` if it had been lost. */
-  release(): Promise<void>
-  extend(options?: { ttlMs?: number }): Promise<void>
-}
+export declare class Permit extends Hold {}
 
 /** At most `permits` holders at once across every process on the same store and name. */
 export declare class Semaphore {
@@ -141,21 +150,12 @@ export declare class Semaphore {
   tryAcquire(): Promise<Permit | null>
   acquire(options?: AcquireOptions): Promise<Permit>
   inUse(): Promise<number>
-  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  using<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
 }
 
-export interface FairLockOptions {
-  /** `redis://...`; none: the embedded memory store (locks within this process). */
-  url?: string
-  /** Each hold's lease length (default 30000). */
-  ttlMs?: number
+export interface FairLockOptions extends LockKindOptions {
   /** How long a waiter's place lasts unless renewed, i.e. how long a dead waiter can hold up the queue (default 5000). */
   waiterTtlMs?: number
-  /** Renew each hold's lease while held (default true). */
-  autoRenew?: boolean
-  prefix?: string
-  /** Each store call's timeout (default 1000). */
-  timeoutMs?: number
 }
 
 export interface ReadWriteLockOptions extends FairLockOptions {
@@ -164,18 +164,11 @@ export interface ReadWriteLockOptions extends FairLockOptions {
 }
 
 /** One hold of a `FairLock`, or a read or write hold of a `ReadWriteLock`. */
-export declare class LeaseGuard {
-  private constructor()
+export declare class LeaseGuard extends Hold {
   /** Higher than every earlier grant of the same lock; send it with every write to the protected resource. */
   readonly fencingToken: number
-  /** True once the hold is known lost. */
-  readonly lost: boolean
   /** Aborts with a `LockLostError` as soon as the hold is known lost. */
   readonly signal: AbortSignal
-  /** Moves the lease end (default: the ttl); `LockLostError` if the hold is gone. */
-  extend(options?: { ttlMs?: number }): Promise<void>
-  /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */
-  release(): Promise<void>
 }
 
 /** @deprecated The earlier name of `LeaseGuard`. */
@@ -183,18 +176,8 @@ export declare const LeaseHold: typeof LeaseGuard
 /** @deprecated The earlier name of `LeaseGuard`. */
 export type LeaseHold = LeaseGuard
 
-/** A fair lock as it stands. */
-export interface FairLockState {
-  held: boolean
-  /** Milliseconds the holder's lease still runs (0 when free). */
-  remainingMs: number
-  /** The holder's fencing token (0 when free). */
-  holderFence: number
-  /** The last fencing token minted. */
-  lastFence: number
-  /** Waiters in the queue. */
-  waiting: number
-}
+/** A fair lock as it stands, and a read-write lock as it stands: the addon's objects, as they come. */
+export type { FairLockState, RwLockState }
 
 /** A lock handed out first come, first served across every process on the same store and name. */
 export declare class FairLock {
@@ -205,27 +188,7 @@ export declare class FairLock {
   acquire(options?: AcquireOptions): Promise<LeaseGuard>
   state(): Promise<FairLockState>
   isLocked(): Promise<boolean>
-  /**
-   * Acquires, runs `work`, releases (also after a throw). `signal` aborts with a `LockLostError` as soon
-   * as the hold is known lost. Resolves to what `work` resolves to.
-   */
-  using<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
-}
-
-/** A read-write lock as it stands. */
-export interface RwLockState {
-  /** Live read holds. */
-  readers: number
-  /** A writer holds the lock. */
-  writer: boolean
-  /** The writer's fencing token (0 when none). */
-  writerFence: number
-  /** Milliseconds the writer's lease still runs (0 when none). */
-  writerRemainingMs: number
-  /** Writers waiting (writer preference). */
-  waitingWriters: number
-  /** The last fencing token minted. */
-  lastFence: number
+  using<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
 }
 
 /** Many readers or one writer across every process on the same store and name. */
@@ -238,8 +201,8 @@ export declare class ReadWriteLock {
   tryAcquireWrite(): Promise<LeaseGuard | null>
   acquireWrite(options?: AcquireOptions): Promise<LeaseGuard>
   state(): Promise<RwLockState>
-  usingRead<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
-  usingWrite<T>(work: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  usingRead<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
+  usingWrite<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
 }
 
 /** Base of every ratelock error; `code` is stable (`ERR_RATELOCK_...`). */
@@ -260,3 +223,6 @@ export declare class ProtocolError extends RatelockError {}
 /** The store refused ratelock's setup (password, ACL permission, db index): rejects whatever `onError` says. */
 export declare class ConfigurationError extends RatelockError {}
 export declare class InternalError extends RatelockError {}
+
+// Only what is exported above is the package's (`Hold`, `Work` and `LockKindOptions` are not).
+export {}

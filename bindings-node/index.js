@@ -1,8 +1,9 @@
 'use strict'
 // ratelock for Node: rate limiting and distributed locks on Redis (or in memory), sharing keys and
 // semantics with the Rust and Python packages. Express middleware: require('ratelock/express').
+// index.mjs re-exports these names for `import`; keep this one object literal of names (and the
+// spread of the error classes) so that Node can read them without running the module.
 
-const errors = require('./lib/errors')
 const { Limiter } = require('./lib/limiter')
 const { DistributedLock } = require('./lib/lock')
 const { FairLock } = require('./lib/fair-lock')
@@ -20,16 +21,5 @@ module.exports = {
   LeaseGuard,
   /** @deprecated the earlier name of `LeaseGuard`. */
   LeaseHold: LeaseGuard,
-  RatelockError: errors.RatelockError,
-  InvalidRuleError: errors.InvalidRuleError,
-  InvalidArgumentError: errors.InvalidArgumentError,
-  CostExceedsCapacityError: errors.CostExceedsCapacityError,
-  StoreUnavailableError: errors.StoreUnavailableError,
-  StoreTimeoutError: errors.StoreTimeoutError,
-  WaitTimeoutError: errors.WaitTimeoutError,
-  LockNotOwnedError: errors.LockNotOwnedError,
-  LockLostError: errors.LockLostError,
-  ProtocolError: errors.ProtocolError,
-  ConfigurationError: errors.ConfigurationError,
-  InternalError: errors.InternalError,
+  ...require('./lib/error-classes'),
 }

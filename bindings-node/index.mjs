@@ -1,26 +1,4 @@
-// ESM entry point: the CommonJS exports of index.js under their names.
-import ratelock from './index.js'
-
-export const {
-  Limiter,
-  DistributedLock,
-  Semaphore,
-  Permit,
-  FairLock,
-  ReadWriteLock,
-  LeaseGuard,
-  LeaseHold,
-  RatelockError,
-  InvalidRuleError,
-  InvalidArgumentError,
-  CostExceedsCapacityError,
-  StoreUnavailableError,
-  StoreTimeoutError,
-  WaitTimeoutError,
-  LockNotOwnedError,
-  LockLostError,
-  ProtocolError,
-  ConfigurationError,
-  InternalError,
-} = ratelock
-export default ratelock
+// ESM entry point: the CommonJS exports of index.js under their names (Node reads them from its
+// object literal), and the whole object as the default export.
+export * from './index.js'
+export { default } from './index.js'

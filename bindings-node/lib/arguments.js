@@ -95,4 +95,13 @@ function options(name, value) {
   return value
 }
 
-module.exports = { key, rules, fn, notANumber, optionalNumber, optionalBoolean, optionalString, options }
+/**
+ * The fields of an options object (`undefined`: empty), each type-checked by its checker in `checks`
+ * (`{ url: optionalString, ... }`); fields not named there are left out.
+ */
+function settings(name, value, checks) {
+  const given = options(name, value)
+  return Object.fromEntries(Object.entries(checks).map(([field, checkField]) => [field, checkField(field, given[field])]))
+}
+
+module.exports = { key, rules, fn, notANumber, optionalNumber, optionalBoolean, optionalString, options, settings }

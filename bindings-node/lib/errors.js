@@ -1,40 +1,14 @@
 'use strict'
-// The error classes: one base `RatelockError` with a stable `code`, a subclass per kind. Native errors
-// arrive as `[ERR_RATELOCK_...] message` and are turned into these by `rethrow`/`fromNative`.
+// Native errors into the error classes: the addon throws `[ERR_RATELOCK_...] message`, and
+// `rethrow`/`fromNative` turn it into the class of that code (`error-classes.js`, re-exported here for
+// the rest of lib/), as `invalidArgument` makes one for an argument checked in JavaScript.
 
-class RatelockError extends Error {
-  static code = 'ERR_RATELOCK'
+const classes = require('./error-classes')
 
-  constructor(message, options) {
-    super(message, options)
-    this.name = new.target.name
-    this.code = new.target.code
-  }
-}
+const { RatelockError, InvalidArgumentError } = classes
 
-const kinds = {}
-
-function kind(name, code, base = RatelockError) {
-  const Class = {
-    [name]: class extends base {
-      static code = code
-    },
-  }[name]
-  kinds[code] = Class
-  return Class
-}
-
-const InvalidRuleError = kind('InvalidRuleError', 'ERR_RATELOCK_INVALID_RULE')
-const InvalidArgumentError = kind('InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT')
-const CostExceedsCapacityError = kind('CostExceedsCapacityError', 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY')
-const StoreUnavailableError = kind('StoreUnavailableError', 'ERR_RATELOCK_STORE_UNAVAILABLE')
-const StoreTimeoutError = kind('StoreTimeoutError', 'ERR_RATELOCK_TIMEOUT', StoreUnavailableError)
-const WaitTimeoutError = kind('WaitTimeoutError', 'ERR_RATELOCK_WAIT_TIMEOUT')
-const LockNotOwnedError = kind('LockNotOwnedError', 'ERR_RATELOCK_LOCK_NOT_OWNED')
-const LockLostError = kind('LockLostError', 'ERR_RATELOCK_LOCK_LOST')
-const ProtocolError = kind('ProtocolError', 'ERR_RATELOCK_PROTOCOL')
-const ConfigurationError = kind('ConfigurationError', 'ERR_RATELOCK_CONFIGURATION')
-const InternalError = kind('InternalError', 'ERR_RATELOCK_INTERNAL')
+/** Each error class by its code. */
+const byCode = new Map(Object.values(classes).map((Class) => [Class.code, Class]))
 
 const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
 
@@ -42,7 +16,7 @@ const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
 function fromNative(error) {
   const match = error instanceof Error && !(error instanceof RatelockError) ? CODED.exec(error.message) : null
   if (!match) return error
-  const Class = kinds[match[1]]
+  const Class = byCode.get(match[1])
   if (Class) return new Class(match[2])
   const unknown = new RatelockError(match[2])
   unknown.code = match[1]
@@ -59,20 +33,4 @@ function invalidArgument(name, problem) {
   return new InvalidArgumentError(`invalid argument \`${name}\`: ${problem}`)
 }
 
-module.exports = {
-  RatelockError,
-  InvalidRuleError,
-  InvalidArgumentError,
-  CostExceedsCapacityError,
-  StoreUnavailableError,
-  StoreTimeoutError,
-  WaitTimeoutError,
-  LockNotOwnedError,
-  LockLostError,
-  ProtocolError,
-  ConfigurationError,
-  InternalError,
-  fromNative,
-  rethrow,
-  invalidArgument,
-}
+module.exports = { ...classes, fromNative, rethrow, invalidArgument }

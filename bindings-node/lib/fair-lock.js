@@ -4,15 +4,12 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { rethrow } = require('./errors')
-const { Connection, whileHeld } = require('./holding')
-const { LeaseGuard, leaseSettings, waitLimit } = require('./lease-guard')
-
-const WHAT = 'fair lock'
+const { using } = require('./hold')
+const { LeaseGuard } = require('./lease-guard')
+const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 
 class FairLock {
-  #connection
-  #ttlMs
+  #handle
 
   /**
    * @param {string | Buffer} name
@@ -22,9 +19,8 @@ class FairLock {
    */
   constructor(name, options) {
     check.key('name', name)
-    const settings = leaseSettings(check.options('options', options))
-    this.#ttlMs = settings.ttlMs ?? 30_000
-    this.#connection = new Connection(() => native.connectFairLock(name, settings))
+    const checks = { ...LOCK_OPTIONS, waiterTtlMs: check.optionalNumber }
+    this.#handle = new LockHandle(options, checks, (settings) => native.connectFairLock(name, settings), LeaseGuard)
   }
 
   /**
@@ -32,8 +28,7 @@ class FairLock {
    * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquire() {
-    const hold = await (await this.#connection.get()).tryAcquire().catch(rethrow)
-    return hold === null ? null : new LeaseGuard(hold, WHAT, this.#ttlMs)
+    return this.#handle.tryAcquire('tryAcquire')
   }
 
   /**
@@ -43,9 +38,7 @@ class FairLock {
    * @returns {Promise<LeaseGuard>}
    */
   async acquire(options) {
-    const timeoutMs = waitLimit(options)
-    const hold = await (await this.#connection.get()).acquire(timeoutMs).catch(rethrow)
-    return new LeaseGuard(hold, WHAT, this.#ttlMs)
+    return this.#handle.acquire('acquire', options)
   }
 
   /**
@@ -53,7 +46,7 @@ class FairLock {
    * @returns {Promise<{ held: boolean, remainingMs: number, holderFence: number, lastFence: number, waiting: number }>}
    */
   async state() {
-    return (await this.#connection.get()).state().catch(rethrow)
+    return this.#handle.call('state')
   }
 
   /**
@@ -61,7 +54,7 @@ class FairLock {
    * @returns {Promise<boolean>}
    */
   async isLocked() {
-    return (await this.#connection.get()).isLocked().catch(rethrow)
+    return this.#handle.call('isLocked')
   }
 
   /**
@@ -73,9 +66,7 @@ class FairLock {
    * @returns {Promise<T>}
    */
   async using(work, options) {
-    check.fn('work', work)
-    const hold = await this.acquire(options)
-    return whileHeld(WHAT, hold.hold, () => hold.release(), work)
+    return using(work, () => this.acquire(options))
   }
 }
 

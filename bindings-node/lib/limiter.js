@@ -8,6 +8,7 @@
 const native = require('./native')
 const check = require('./arguments')
 const { fromNative, rethrow } = require('./errors')
+const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire')
 
@@ -21,7 +22,7 @@ class Limiter {
   #native = null
   #local = false
   #wire = null
-  #connecting = null
+  #connection
   #rules = new Map()
   #out = new Float64Array(FIELDS)
   #waiting = new Map()
@@ -35,16 +36,16 @@ class Limiter {
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
-    const given = check.options('options', options)
-    this.#settings = {
-      url: check.optionalString('url', given.url),
-      prefix: check.optionalString('prefix', given.prefix),
-      onError: check.optionalString('onError', given.onError),
-      timeoutMs: check.optionalNumber('timeoutMs', given.timeoutMs),
-      defaultAlgorithm: check.optionalString('defaultAlgorithm', given.defaultAlgorithm),
-      clock: check.optionalString('clock', given.clock),
-      instances: check.optionalNumber('instances', given.instances),
-    }
+    this.#settings = check.settings('options', options, {
+      url: check.optionalString,
+      prefix: check.optionalString,
+      onError: check.optionalString,
+      timeoutMs: check.optionalNumber,
+      defaultAlgorithm: check.optionalString,
+      clock: check.optionalString,
+      instances: check.optionalNumber,
+    })
+    this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }
 
   /**
@@ -58,7 +59,7 @@ class Limiter {
 
   /** Reaches the store now (a PING): rejects with configuration errors and outages alike. */
   async ping() {
-    const limiter = this.#native ?? (await this.#connected())
+    const limiter = this.#native ?? (await this.#connection.get())
     return limiter.ping().catch(rethrow)
   }
 
@@ -82,7 +83,7 @@ class Limiter {
   async reset(key, rules) {
     check.key('key', key)
     check.rules(rules)
-    const limiter = this.#native ?? (await this.#connected())
+    const limiter = this.#native ?? (await this.#connection.get())
     return limiter.reset(key, this.#parsed(rules).id).catch(rethrow)
   }
 
@@ -94,7 +95,7 @@ class Limiter {
   #check(spend, key, rules, options) {
     const limiter = this.#native
     if (limiter === null) {
-      return this.#connected().then(() => this.#check(spend, key, rules, options))
+      return this.#connection.get().then(() => this.#check(spend, key, rules, options))
     }
     let cost, nowMs, parsed
     try {
@@ -166,23 +167,15 @@ class Limiter {
     return parsed
   }
 
-  #connected() {
-    this.#connecting ??= native.connectLimiter(this.#settings).then(
-      (limiter) => {
-        this.#local = limiter.isLocal
-        if (!this.#local) {
-          const { url, timeoutMs } = this.#settings
-          this.#wire = WireClient.open(limiter, url, timeoutMs ?? DEFAULT_TIMEOUT_MS)
-        }
-        this.#native = limiter
-        return limiter
-      },
-      (error) => {
-        this.#connecting = null
-        throw fromNative(error)
-      },
-    )
-    return this.#connecting
+  /** Sets up calls on the native limiter once it is open (the wire client, unless in memory). */
+  #opened(limiter) {
+    this.#local = limiter.isLocal
+    if (!this.#local) {
+      const { url, timeoutMs } = this.#settings
+      this.#wire = WireClient.open(limiter, url, timeoutMs ?? DEFAULT_TIMEOUT_MS)
+    }
+    this.#native = limiter
+    return limiter
   }
 }
 

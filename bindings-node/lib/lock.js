@@ -1,18 +1,18 @@
 'use strict'
 // `DistributedLock`: a lock shared by every process (in any language) that uses the same store and
 // name, with fencing tokens, lease renewal while held and a lost-lock signal. The work is done by the
-// Rust core; this file keeps this instance's holds and throws the typed errors.
+// Rust core; this file keeps this instance's holds (the latest is the one released and extended).
 
 const native = require('./native')
 const check = require('./arguments')
-const { LockLostError, LockNotOwnedError, StoreUnavailableError, fromNative, rethrow } = require('./errors')
-const { Connection, whileHeld } = require('./holding')
-
-const LOST_OUTCOMES = { not_held: 'not held', held_by_other: 'held by another owner', expired: 'expired' }
+const { LockNotOwnedError, StoreUnavailableError } = require('./errors')
+const { using } = require('./hold')
+const { LeaseGuard } = require('./lease-guard')
+const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 
 class DistributedLock {
-  #connection
-  #ttlMs
+  #handle
+  /** @type {LeaseGuard[]} */
   #holds = []
 
   /**
@@ -22,23 +22,13 @@ class DistributedLock {
    */
   constructor(name, options) {
     check.key('name', name)
-    const given = check.options('options', options)
-    const settings = {
-      url: check.optionalString('url', given.url),
-      ttlMs: check.optionalNumber('ttlMs', given.ttlMs),
-      autoRenew: check.optionalBoolean('autoRenew', given.autoRenew),
-      reentrant: check.optionalBoolean('reentrant', given.reentrant),
-      prefix: check.optionalString('prefix', given.prefix),
-      timeoutMs: check.optionalNumber('timeoutMs', given.timeoutMs),
-    }
-    this.#ttlMs = settings.ttlMs ?? 30_000
-    this.#connection = new Connection(() => native.connectLock(name, settings))
+    const checks = { ...LOCK_OPTIONS, reentrant: check.optionalBoolean }
+    this.#handle = new LockHandle(options, checks, (settings) => native.connectLock(name, settings), LeaseGuard)
   }
 
   /** Takes the lock if it is free; resolves `true` if taken, `false` if someone else holds it. */
   async tryAcquire() {
-    const handle = await this.#connection.get()
-    const hold = await handle.tryAcquire().catch(rethrow)
+    const hold = await this.#handle.tryAcquire('tryAcquire')
     if (hold === null) return false
     this.#holds.push(hold)
     return true
@@ -49,9 +39,7 @@ class DistributedLock {
    * rejects with `WaitTimeoutError` when the time passes.
    */
   async acquire(options) {
-    const timeoutMs = check.optionalNumber('timeoutMs', check.options('options', options).timeoutMs)
-    const handle = await this.#connection.get()
-    const hold = await handle.acquire(timeoutMs).catch(rethrow)
+    const hold = await this.#handle.acquire('acquire', options)
     this.#holds.push(hold)
     return hold.fencingToken
   }
@@ -63,15 +51,11 @@ class DistributedLock {
   async release() {
     const hold = this.#holds.pop()
     if (hold === undefined) throw new LockNotOwnedError('release of a lock this instance does not hold')
-    const outcome = await hold.release().catch((error) => {
-      const typed = fromNative(error)
+    await hold.release().catch((error) => {
       // The store could not be reached: the hold is still ours, and release can be called again.
-      if (typed instanceof StoreUnavailableError) this.#holds.push(hold)
-      throw typed
+      if (error instanceof StoreUnavailableError) this.#holds.push(hold)
+      throw error
     })
-    if (outcome in LOST_OUTCOMES) {
-      throw new LockLostError(`the lock was lost before release (${LOST_OUTCOMES[outcome]})`)
-    }
   }
 
   /**
@@ -79,9 +63,9 @@ class DistributedLock {
    * re-acquires: rejects with `LockLostError` if the hold expired or was taken.
    */
   async extend(options) {
-    const ttlMs = check.optionalNumber('ttlMs', check.options('options', options).ttlMs) ?? this.#ttlMs
-    const outcome = await this.#current().extend(ttlMs).catch(rethrow)
-    if (outcome !== 'extended') throw new LockLostError(`cannot extend: the lock ${LOST_OUTCOMES[outcome]}`)
+    const hold = this.#latest()
+    if (hold === undefined) throw new LockNotOwnedError('this instance holds no lock')
+    await hold.extend(options)
   }
 
   /**
@@ -90,48 +74,45 @@ class DistributedLock {
    * stop touching the protected resource then. Resolves to what `work` resolves to.
    */
   async using(work, options) {
-    check.fn('work', work)
-    await this.acquire(options)
-    const hold = this.#holds[this.#holds.length - 1]
-    return whileHeld('lock', hold, () => this.release(), work)
+    const acquire = async () => {
+      await this.acquire(options)
+      return this.#latest()
+    }
+    return using(work, acquire, () => this.release())
   }
 
   /** The fencing token of this instance's latest hold, `null` when it holds none. */
   get fencingToken() {
-    const hold = this.#holds[this.#holds.length - 1]
-    return hold === undefined ? null : hold.fencingToken
+    return this.#latest()?.fencingToken ?? null
   }
 
   /** True once the latest hold is known lost. */
   get lost() {
-    const hold = this.#holds[this.#holds.length - 1]
-    return hold !== undefined && hold.isLost()
+    return this.#latest()?.lost ?? false
   }
 
   /** Whether anyone holds the lock now. */
   async isLocked() {
-    return (await this.#connection.get()).isLocked().catch(rethrow)
+    return this.#handle.call('isLocked')
   }
 
   /** Milliseconds left on the current lease (whoever holds it), `null` when free. */
   async remainingTtlMs() {
-    return (await this.#connection.get()).remainingTtlMs().catch(rethrow)
+    return this.#handle.call('remainingTtlMs')
   }
 
   /** Deletes the lease whoever holds it (an operator's tool); resolves `true` if it was held. */
   async forceRelease() {
-    return (await this.#connection.get()).forceRelease().catch(rethrow)
+    return this.#handle.call('forceRelease')
   }
 
   /** This instance's owner token, once connected (`null` before). */
   get ownerToken() {
-    return this.#connection.native?.ownerToken ?? null
+    return this.#handle.native?.ownerToken ?? null
   }
 
-  #current() {
-    const hold = this.#holds[this.#holds.length - 1]
-    if (hold === undefined) throw new LockNotOwnedError('this instance holds no lock')
-    return hold
+  #latest() {
+    return this.#holds[this.#holds.length - 1]
   }
 }
 

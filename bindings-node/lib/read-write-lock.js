@@ -4,16 +4,12 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { rethrow } = require('./errors')
-const { Connection, whileHeld } = require('./holding')
-const { LeaseGuard, leaseSettings, waitLimit } = require('./lease-guard')
-
-const READ = 'read hold'
-const WRITE = 'write hold'
+const { using } = require('./hold')
+const { LeaseGuard } = require('./lease-guard')
+const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 
 class ReadWriteLock {
-  #connection
-  #ttlMs
+  #handle
 
   /**
    * @param {string | Buffer} name
@@ -24,13 +20,9 @@ class ReadWriteLock {
    */
   constructor(name, options) {
     check.key('name', name)
-    const given = check.options('options', options)
-    const settings = {
-      ...leaseSettings(given),
-      preferWriters: check.optionalBoolean('preferWriters', given.preferWriters),
-    }
-    this.#ttlMs = settings.ttlMs ?? 30_000
-    this.#connection = new Connection(() => native.connectReadWriteLock(name, settings))
+    const checks = { ...LOCK_OPTIONS, waiterTtlMs: check.optionalNumber, preferWriters: check.optionalBoolean }
+    const connect = (settings) => native.connectReadWriteLock(name, settings)
+    this.#handle = new LockHandle(options, checks, connect, LeaseGuard)
   }
 
   /**
@@ -38,7 +30,7 @@ class ReadWriteLock {
    * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquireRead() {
-    return this.#maybe(READ, await (await this.#connection.get()).tryAcquireRead().catch(rethrow))
+    return this.#handle.tryAcquire('tryAcquireRead')
   }
 
   /**
@@ -47,9 +39,7 @@ class ReadWriteLock {
    * @returns {Promise<LeaseGuard>}
    */
   async acquireRead(options) {
-    const timeoutMs = waitLimit(options)
-    const hold = await (await this.#connection.get()).acquireRead(timeoutMs).catch(rethrow)
-    return new LeaseGuard(hold, READ, this.#ttlMs)
+    return this.#handle.acquire('acquireRead', options)
   }
 
   /**
@@ -57,7 +47,7 @@ class ReadWriteLock {
    * @returns {Promise<LeaseGuard | null>}
    */
   async tryAcquireWrite() {
-    return this.#maybe(WRITE, await (await this.#connection.get()).tryAcquireWrite().catch(rethrow))
+    return this.#handle.tryAcquire('tryAcquireWrite')
   }
 
   /**
@@ -67,9 +57,7 @@ class ReadWriteLock {
    * @returns {Promise<LeaseGuard>}
    */
   async acquireWrite(options) {
-    const timeoutMs = waitLimit(options)
-    const hold = await (await this.#connection.get()).acquireWrite(timeoutMs).catch(rethrow)
-    return new LeaseGuard(hold, WRITE, this.#ttlMs)
+    return this.#handle.acquire('acquireWrite', options)
   }
 
   /**
@@ -78,7 +66,7 @@ class ReadWriteLock {
    * @returns {Promise<{ readers: number, writer: boolean, writerFence: number, writerRemainingMs: number, waitingWriters: number, lastFence: number }>}
    */
   async state() {
-    return (await this.#connection.get()).state().catch(rethrow)
+    return this.#handle.call('state')
   }
 
   /**
@@ -90,9 +78,7 @@ class ReadWriteLock {
    * @returns {Promise<T>}
    */
   async usingRead(work, options) {
-    check.fn('work', work)
-    const hold = await this.acquireRead(options)
-    return whileHeld(READ, hold.hold, () => hold.release(), work)
+    return using(work, () => this.acquireRead(options))
   }
 
   /**
@@ -104,13 +90,7 @@ class ReadWriteLock {
    * @returns {Promise<T>}
    */
   async usingWrite(work, options) {
-    check.fn('work', work)
-    const hold = await this.acquireWrite(options)
-    return whileHeld(WRITE, hold.hold, () => hold.release(), work)
-  }
-
-  #maybe(what, hold) {
-    return hold === null ? null : new LeaseGuard(hold, what, this.#ttlMs)
+    return using(work, () => this.acquireWrite(options))
   }
 }
 

@@ -5,14 +5,15 @@
 // napi-rs registers exports only outside `cfg(test)`; a test build (clippy --all-targets) sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod any_guard;
 mod completions;
 mod convert;
 mod errors;
 mod fair_lock;
-mod guard_slot;
-mod lease_guard;
+mod guard;
 mod limiter;
 mod lock;
+mod lock_handle;
 mod runtime;
 mod rwlock;
 mod semaphore;

@@ -9,14 +9,28 @@ pub(crate) async fn shared(url: Option<String>, timeout: Duration) -> ratelock::
     ratelock::Store::shared_now(url.as_deref(), &options(timeout))
 }
 
-/// The process's store for a `DistributedLock` on `url`: as [`shared`], and Redlock too.
-pub(crate) async fn shared_lock_store(
-    url: Option<String>,
-    timeout: Duration,
-) -> ratelock::Result<ratelock::AnyLockStore> {
-    ratelock::AnyLockStore::shared_now(url.as_deref(), &options(timeout))
-}
-
 fn options(timeout: Duration) -> ratelock::StoreOptions {
     ratelock::StoreOptions::default().with_timeout(timeout)
+}
+
+/// A lock handle's store, not yet chosen by role: its URL and each call's timeout.
+pub(crate) struct StoreChoice {
+    url: Option<String>,
+    timeout: Duration,
+}
+
+impl StoreChoice {
+    pub(crate) fn new(url: Option<String>, timeout: Duration) -> Self {
+        StoreChoice { url, timeout }
+    }
+
+    /// The store of every role (what a semaphore, fair or read-write lock runs on).
+    pub(crate) fn store(self) -> ratelock::Result<ratelock::Store> {
+        ratelock::Store::shared_now(self.url.as_deref(), &options(self.timeout))
+    }
+
+    /// The store a `DistributedLock` runs on (Redlock too).
+    pub(crate) fn lock_store(self) -> ratelock::Result<ratelock::AnyLockStore> {
+        ratelock::AnyLockStore::shared_now(self.url.as_deref(), &options(self.timeout))
+    }
 }

@@ -1,0 +1,98 @@
+'use strict'
+// `Hold`: one hold of any lock kind over its native guard (`NativeGuard`): the lost flag, extension and
+// release. Whether a hold was lost or given back already is the core's answer (the addon rejects with
+// `LockLostError` or `LockNotOwnedError`); a release the store did not answer keeps the hold, so it can
+// be called again. Also `using`, the body of every lock kind's `using()`.
+
+const check = require('./arguments')
+const { LockLostError, rethrow } = require('./errors')
+
+/** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
+class Hold {
+  #native
+
+  /** @param {object} native the native guard */
+  constructor(native) {
+    this.#native = native
+  }
+
+  /**
+   * True once the hold is known lost (a renewal found it gone, or the lease ran out).
+   * @returns {boolean}
+   */
+  get lost() {
+    return this.#native.isLost()
+  }
+
+  /**
+   * Moves the end of the lease to `ttlMs` from now (default: the lock's ttl). Never re-takes a lost
+   * hold: rejects with `LockLostError` if it is gone, with `LockNotOwnedError` once released.
+   * @param {{ ttlMs?: number }} [options]
+   * @returns {Promise<void>}
+   */
+  async extend(options) {
+    const ttlMs = check.optionalNumber('ttlMs', check.options('options', options).ttlMs)
+    await this.#native.extend(ttlMs).catch(rethrow)
+  }
+
+  /**
+   * Gives the hold back. Rejects with `LockNotOwnedError` if it was released already, and with
+   * `LockLostError` if it had been lost meanwhile.
+   * @returns {Promise<void>}
+   */
+  async release() {
+    await this.#native.release().catch(rethrow)
+  }
+
+  /** The native guard (for `using()` and the kinds' own properties). */
+  get hold() {
+    return this.#native
+  }
+}
+
+/** The reason a hold's signal aborts with: `native` (a native guard) was lost while held. */
+function lostWhileHeld(native) {
+  return new LockLostError(`the ${native.what} was lost while held`)
+}
+
+/**
+ * Takes a hold with `acquire()`, runs `work(signal)` while it is held and gives it back with
+ * `giveBack(hold)` (default: its `release()`), even when `work` throws. `signal` aborts with a
+ * `LockLostError` as soon as the hold is known lost; the error of `work` wins over one from giving back.
+ * Resolves to what `work` resolves to.
+ * @param {(signal: AbortSignal) => any} work
+ * @param {() => Promise<Hold>} acquire
+ * @param {(hold: Hold) => Promise<void>} [giveBack]
+ */
+async function using(work, acquire, giveBack = (hold) => hold.release()) {
+  check.fn('work', work)
+  const hold = await acquire()
+  const controller = new AbortController()
+  hold.hold.waitLost().then(
+    (lost) => {
+      if (lost) controller.abort(lostWhileHeld(hold.hold))
+    },
+    () => {},
+  )
+  let failed = false
+  let failure
+  let result
+  try {
+    result = await work(controller.signal)
+  } catch (error) {
+    failed = true
+    failure = error
+  }
+  try {
+    await giveBack(hold)
+  } catch (error) {
+    if (!failed) {
+      failed = true
+      failure = error
+    }
+  }
+  if (failed) throw failure
+  return result
+}
+
+module.exports = { Hold, lostWhileHeld, using }

@@ -1,0 +1,64 @@
+'use strict'
+// `LockHandle`: what the handle of every lock kind (`DistributedLock`, `Semaphore`, `FairLock`,
+// `ReadWriteLock`) does the same way over its native handle: type-checks the options it is made with,
+// connects on first use, and takes holds (at once, or waiting up to `timeoutMs`), each resolving to
+// the kind's hold class.
+
+const check = require('./arguments')
+const { Connection } = require('./connection')
+
+/** The options of every lock kind, with their type checks (the addon checks the values). */
+const LOCK_OPTIONS = {
+  url: check.optionalString,
+  ttlMs: check.optionalNumber,
+  autoRenew: check.optionalBoolean,
+  prefix: check.optionalString,
+  timeoutMs: check.optionalNumber,
+}
+
+class LockHandle {
+  #connection
+  #Grant
+
+  /**
+   * @param {unknown} options the options the lock was made with
+   * @param {Record<string, (name: string, value: unknown) => unknown>} checks the kind's options, with
+   *   their type checks (`LOCK_OPTIONS` and the kind's own)
+   * @param {(settings: object) => Promise<any>} connect opens the native handle with the checked options
+   * @param {new (native: object) => any} Grant the class of the kind's holds, made from a native guard
+   */
+  constructor(options, checks, connect, Grant) {
+    const settings = check.settings('options', options, checks)
+    this.#connection = new Connection(() => connect(settings))
+    this.#Grant = Grant
+  }
+
+  /** The native handle once connected (`null` before). */
+  get native() {
+    return this.#connection.native
+  }
+
+  /** Calls `method` of the native handle with `args` (connecting first); rejects with typed errors. */
+  call(method, ...args) {
+    return this.#connection.call(method, ...args)
+  }
+
+  /** A hold from the native `method` that never waits (e.g. `tryAcquire`), or `null`. */
+  async tryAcquire(method) {
+    const native = await this.#connection.call(method)
+    return native === null ? null : new this.#Grant(native)
+  }
+
+  /**
+   * A hold from the native `method` that waits up to `options.timeoutMs` (none: no limit), e.g.
+   * `acquire`; rejects with `WaitTimeoutError` when the time passes.
+   * @param {string} method
+   * @param {{ timeoutMs?: number }} [options]
+   */
+  async acquire(method, options) {
+    const timeoutMs = check.optionalNumber('timeoutMs', check.options('options', options).timeoutMs)
+    return new this.#Grant(await this.#connection.call(method, timeoutMs))
+  }
+}
+
+module.exports = { LockHandle, LOCK_OPTIONS }

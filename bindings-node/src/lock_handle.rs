@@ -1,0 +1,164 @@
+//! What the four native lock handles (`NativeLock`, `NativeSemaphore`, `NativeFairLock`,
+//! `NativeReadWriteLock`) share: the options they are made with, opening the store, calling the core
+//! on the runtime, and the `lock_handle!` macro that declares each handle class, its `connect...`
+//! function and its acquire methods from one body.
+//!
+//! Why a macro and not one class over an enum of kinds: napi-rs classes cannot be generic, and the
+//! handles' method sets differ (`state` of a fair lock and of a read-write lock are different objects, a
+//! read-write lock acquires on two sides, only a lock has an owner token). One class over an enum would
+//! declare every method for every kind and fail at run time for the kinds without it, and its
+//! generated types would say so to nobody. The macro keeps one typed class per kind while each shared
+//! method is written once; a kind's own queries follow in its own `#[napi] impl` block.
+
+use std::future::Future;
+use std::time::Duration;
+
+use napi_derive::napi;
+
+use crate::convert;
+use crate::errors::to_js;
+use crate::runtime::guarded;
+
+/// How a lock of any kind is made (all optional; what a kind does not use is not given by
+/// `lib/`). The core's one `LockOptions`, plus where the store is.
+#[napi(object)]
+pub struct LockSettings {
+    /// `redis://...`; none: the embedded memory store.
+    pub url: Option<String>,
+    /// Each hold's lease length in milliseconds (default 30000).
+    pub ttl_ms: Option<f64>,
+    /// Renew each hold's lease while held (default true).
+    pub auto_renew: Option<bool>,
+    /// A lock only: let the same handle take it again while holding it (default false).
+    pub reentrant: Option<bool>,
+    /// A fair lock, a read-write lock: how long a waiter's place lasts unless renewed, in milliseconds
+    /// (default 5000).
+    pub waiter_ttl_ms: Option<f64>,
+    /// A read-write lock only: a waiting writer holds back new readers (default true).
+    pub prefer_writers: Option<bool>,
+    /// Key prefix, `rl` by default.
+    pub prefix: Option<String>,
+    /// Each store call's timeout in milliseconds (default 1000).
+    pub timeout_ms: Option<f64>,
+}
+
+impl LockSettings {
+    /// The core's lock options: its defaults, with what was given.
+    fn options(&self) -> napi::Result<ratelock::LockOptions> {
+        let mut options = ratelock::LockOptions::default();
+        if let Some(ms) = self.ttl_ms {
+            options = options.with_ttl(convert::millis("ttlMs", ms)?);
+        }
+        if let Some(auto_renew) = self.auto_renew {
+            options = options.with_auto_renew(auto_renew);
+        }
+        if let Some(reentrant) = self.reentrant {
+            options = options.with_reentrant(reentrant);
+        }
+        if let Some(ms) = self.waiter_ttl_ms {
+            options = options.with_waiter_ttl(convert::millis("waiterTtlMs", ms)?);
+        }
+        if let Some(prefer_writers) = self.prefer_writers {
+            options = options.with_prefer_writers(prefer_writers);
+        }
+        if let Some(prefix) = &self.prefix {
+            options = options.with_prefix(prefix.as_str());
+        }
+        Ok(options)
+    }
+}
+
+/// The checked lock options of `settings` and where the store they name comes from (the kind takes it
+/// as the store of every role, or a `DistributedLock` as a lock store, Redlock too; no I/O).
+pub(crate) fn open(
+    settings: LockSettings,
+) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
+    let timeout = convert::millis("timeoutMs", settings.timeout_ms.unwrap_or(1000.0))?;
+    let options = settings.options()?;
+    Ok((crate::stores::StoreChoice::new(settings.url, timeout), options))
+}
+
+/// A wait limit in milliseconds (none: no limit).
+pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> napi::Result<Duration> {
+    timeout_ms.map_or(Ok(Duration::MAX), |ms| convert::millis("timeoutMs", ms))
+}
+
+/// `call` on a clone of the core handle `inner`, on the runtime: a panic is caught and a core error
+/// becomes its coded JavaScript error.
+pub(crate) async fn ask<H, T, F>(inner: &H, call: impl FnOnce(H) -> F) -> napi::Result<T>
+where
+    H: Clone,
+    F: Future<Output = ratelock::Result<T>>,
+{
+    let inner = inner.clone();
+    guarded(async move { call(inner).await.map_err(to_js) }).await
+}
+
+/// Declares a native lock handle over a core lock type: the class (the core handle and its lease
+/// length, the default of each hold's `extend`), its `connect...` function (optionally with one
+/// more argument, converted before the store is opened), and per acquire pair a `try...` method
+/// (a `NativeGuard` or `null`) and a waiting one (rejects with WAIT_TIMEOUT). What each kind's acquire
+/// does (queueing, sharing) is the core's, documented there and in `lib/`.
+///
+/// The class doc is given as `#[doc = "..."]`: a `///` comment passed through `macro_rules!` reaches
+/// napi-rs as a raw string literal, and its `r"` would show in `native.d.ts`.
+macro_rules! lock_handle {
+    (
+        $(#[$class_doc:meta])*
+        $class:ident($core:ty) by $connect:ident($($arg:ident: $arg_type:ty => $checked:expr)?) = $make:expr;
+        acquires $($try:ident / $wait:ident),+;
+    ) => {
+        $(#[$class_doc])*
+        #[napi_derive::napi]
+        pub struct $class {
+            inner: $core,
+            ttl: std::time::Duration,
+        }
+
+        /// Opens (or reuses) the store and makes the handle (`lib/` calls it on first use).
+        #[napi_derive::napi]
+        pub async fn $connect(
+            name: napi::bindgen_prelude::Either<String, napi::bindgen_prelude::Buffer>,
+            $($arg: $arg_type,)?
+            settings: $crate::lock_handle::LockSettings,
+        ) -> napi::Result<$class> {
+            let name = $crate::convert::key(name);
+            $crate::runtime::guarded(async move {
+                $(let $arg = $checked;)?
+                let (store, options) = $crate::lock_handle::open(settings)?;
+                let ttl = options.ttl;
+                let inner = ($make)(store, name, options).map_err($crate::errors::to_js)?;
+                Ok($class { inner, ttl })
+            })
+            .await
+        }
+
+        #[napi_derive::napi]
+        impl $class {
+            $(
+                /// A hold if the core grants one at once; `null` otherwise (never waits).
+                #[napi]
+                pub async fn $try(&self) -> napi::Result<Option<$crate::guard::NativeGuard>> {
+                    let ttl = self.ttl;
+                    let take = |lock: $core| async move { lock.$try().await };
+                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
+                    Ok(guard.map(|guard| $crate::guard::NativeGuard::new(guard, ttl)))
+                }
+
+                /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT.
+                #[napi]
+                pub async fn $wait(
+                    &self,
+                    timeout_ms: Option<f64>,
+                ) -> napi::Result<$crate::guard::NativeGuard> {
+                    let (ttl, wait) = (self.ttl, $crate::lock_handle::wait_limit(timeout_ms)?);
+                    let take = |lock: $core| async move { lock.$wait(wait).await };
+                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
+                    Ok($crate::guard::NativeGuard::new(guard, ttl))
+                }
+            )+
+        }
+    };
+}
+
+pub(crate) use lock_handle;
