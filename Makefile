@@ -14,7 +14,7 @@ NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
-	fuzz fuzz-short
+	fuzz fuzz-short faults
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -45,6 +45,14 @@ lint:
 
 unit-and-integration:
 	$(CARGO) test --workspace
+
+# The full fault suite (tests/faults/README.md): the Rust clients' scenarios under every fault, seed
+# after seed for FAULTS_SECONDS, a table of every run; then every fuzz target for a minute. The short
+# seeded form runs inside `make test` (the `faults` tests of the harness, Python and Node).
+FAULTS_SECONDS ?= 900
+faults: test-deps
+	$(CARGO) run --release --quiet -p ratelock-testkit --bin faults -- $(FAULTS_SECONDS)
+	bash fuzz/run.sh 60
 
 # Every fuzz target from its seeds (fuzz/seeds/), briefly in `make test`, longer on its own
 # (`make fuzz FUZZ_SECONDS=300`). A crash fails it and leaves its input in fuzz/artifacts/.

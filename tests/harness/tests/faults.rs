@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, Faults, FencedResource};
+use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, FencedResource};
+use ratelock_testkit::fault::server::{server_faults_keeping_state, server_restarted_empty};
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
 use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
 use ratelock_testkit::RedisServer;
@@ -101,45 +102,6 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
         "seed {seed}: {:#?}",
         findings.violations
     );
-}
-
-/// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
-/// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
-fn server_faults_keeping_state(server: &RedisServer) -> Faults<impl FnOnce() + '_> {
-    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
-    Faults {
-        length: Duration::from_millis(1_700),
-        play: move || {
-            pause(200);
-            server.pause();
-            pause(300);
-            server.resume();
-            pause(200);
-            let _: () = redis::cmd("SCRIPT")
-                .arg("FLUSH")
-                .query(&mut server.connection())
-                .unwrap();
-            pause(200);
-            server.kill_clients();
-            pause(200);
-            server.pause();
-            pause(150);
-            server.resume();
-            pause(450);
-        },
-    }
-}
-
-/// A fault that loses the server's state: killed (SIGKILL) and started again empty on its port.
-fn server_restarted_empty(server: &mut RedisServer) -> Faults<impl FnOnce() + '_> {
-    Faults {
-        length: Duration::from_millis(1_200),
-        play: move || {
-            std::thread::sleep(Duration::from_millis(400));
-            server.restart();
-            std::thread::sleep(Duration::from_millis(600));
-        },
-    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod plan;
 mod proxy;
 pub mod scenarios;
+pub mod server;
 
 pub use plan::{FaultKind, FaultPlan, SplitMix, Step};
 pub use proxy::{Fault, FaultProxy};

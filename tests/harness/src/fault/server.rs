@@ -1,0 +1,46 @@
+//! Faults of the server itself, as the fault drivers of a scenario: some keep its state (a freeze,
+//! flushed scripts, killed connections), one loses it (kill -9 and a restart without persistence).
+
+use std::time::Duration;
+
+use super::scenarios::Faults;
+use crate::RedisServer;
+
+/// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
+/// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
+pub fn server_faults_keeping_state(server: &RedisServer) -> Faults<impl FnOnce() + '_> {
+    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
+    Faults {
+        length: Duration::from_millis(1_700),
+        play: move || {
+            pause(200);
+            server.pause();
+            pause(300);
+            server.resume();
+            pause(200);
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query(&mut server.connection())
+                .unwrap();
+            pause(200);
+            server.kill_clients();
+            pause(200);
+            server.pause();
+            pause(150);
+            server.resume();
+            pause(450);
+        },
+    }
+}
+
+/// A fault that loses the server's state: killed (SIGKILL) and started again empty on its port.
+pub fn server_restarted_empty(server: &mut RedisServer) -> Faults<impl FnOnce() + '_> {
+    Faults {
+        length: Duration::from_millis(1_200),
+        play: move || {
+            std::thread::sleep(Duration::from_millis(400));
+            server.restart();
+            std::thread::sleep(Duration::from_millis(600));
+        },
+    }
+}
