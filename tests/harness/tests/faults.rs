@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, FencedResource};
-use ratelock_testkit::fault::server::{server_faults_keeping_state, server_restarted_empty};
+use ratelock_testkit::fault::server::{
+    sentinel_failover, server_faults_keeping_state, server_restarted_empty,
+};
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
 use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
-use ratelock_testkit::RedisServer;
+use ratelock_testkit::{RedisSentinels, RedisServer};
 
 const EVERY_FAULT: [FaultKind; 6] = [
     FaultKind::Latency,
@@ -43,7 +45,7 @@ fn limits_hold_their_bounds_under_every_proxy_fault() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, seed);
     let plan = FaultPlan::seeded(seed, 2, &EVERY_FAULT, 10, Duration::from_millis(400));
-    let (history, rules) = limit_clients(&proxy, plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT);
+    let (history, rules) = limit_clients(&proxy.urls(), plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT);
     let ops = history.ops();
     let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
@@ -73,7 +75,7 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
     let plan = FaultPlan::seeded(seed, 2, &EVERY_FAULT, 10, Duration::from_millis(400));
     let ttl = Duration::from_millis(300);
     let history = lock_clients(
-        &proxy,
+        &proxy.urls(),
         plan.on(&proxy),
         "faults:job",
         2,
@@ -109,7 +111,7 @@ fn limits_and_locks_hold_under_server_faults_that_keep_state() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, 11);
     let (history, rules) = limit_clients(
-        &proxy,
+        &proxy.urls(),
         server_faults_keeping_state(&server),
         &RULES,
         2,
@@ -120,7 +122,7 @@ fn limits_and_locks_hold_under_server_faults_that_keep_state() {
     let limits = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let ttl = Duration::from_millis(300);
     let history = lock_clients(
-        &proxy,
+        &proxy.urls(),
         server_faults_keeping_state(&server),
         "faults:server",
         2,
@@ -150,7 +152,7 @@ fn after_a_restart_without_persistence_limits_allow_one_extra_limit_and_tokens_s
     let mut server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, 12);
     let (history, rules) = limit_clients(
-        &proxy,
+        &proxy.urls(),
         server_restarted_empty(&mut server),
         &RULES,
         2,
@@ -161,7 +163,7 @@ fn after_a_restart_without_persistence_limits_allow_one_extra_limit_and_tokens_s
     let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let ttl = Duration::from_millis(500);
     let history = lock_clients(
-        &proxy,
+        &proxy.urls(),
         server_restarted_empty(&mut server),
         "faults:restart",
         2,
@@ -187,6 +189,46 @@ fn after_a_restart_without_persistence_limits_allow_one_extra_limit_and_tokens_s
 }
 
 #[test]
+fn a_sentinel_failover_loses_state_once_and_tokens_still_rise() {
+    let mut setup = RedisSentinels::start();
+    let url = vec![setup.url()];
+    let (history, rules) = limit_clients(&url, sentinel_failover(&mut setup), &RULES, 2, 4_000, TIMEOUT);
+    let ops = history.ops();
+    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+    let mut setup = RedisSentinels::start();
+    let url = vec![setup.url()];
+    let ttl = Duration::from_millis(500);
+    let history = lock_clients(
+        &url,
+        sentinel_failover(&mut setup),
+        "faults:failover",
+        2,
+        400,
+        ttl,
+        Duration::from_millis(3),
+        TIMEOUT,
+    );
+    let lock_ops = history.ops();
+    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
+        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
+    let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
+    eprintln!(
+        "sentinel failover: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
+        ops.len(),
+        limits.ambiguous,
+        limits.slowest_ns as f64 / 1e6,
+        lock_ops.len(),
+        locks.ambiguous,
+        locks.slowest_ns as f64 / 1e6,
+        limits.violations.len(),
+        locks.violations.len()
+    );
+    assert!(admitted > 20, "the clients ran");
+    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
+    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+}
+
+#[test]
 fn the_checker_catches_a_limit_one_higher_than_promised() {
     // Planted bug: the clients run a limit of 21/second while the checker holds them to 20/second,
     // as an off-by-one in a bound would. Without faults, so every admission is certain.
@@ -194,7 +236,7 @@ fn the_checker_catches_a_limit_one_higher_than_promised() {
     let proxy = FaultProxy::start(server.port(), 1, 3);
     let plan = FaultPlan::seeded(3, 1, &[FaultKind::Latency], 1, Duration::from_millis(50));
     let (history, _) = limit_clients(
-        &proxy,
+        &proxy.urls(),
         plan.on(&proxy),
         &[("log", "21/second using sliding_log")],
         1,

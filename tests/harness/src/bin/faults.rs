@@ -61,9 +61,9 @@ fn run(scenario: &str, fault: Fault, seed: u64) -> Findings {
     let ops = match (scenario, fault) {
         ("limits", _) => {
             let (history, rules) = match fault {
-                Fault::ProxyPlan => limit_clients(&proxy, plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT),
+                Fault::ProxyPlan => limit_clients(&proxy.urls(), plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT),
                 Fault::ServerKeepsState => limit_clients(
-                    &proxy,
+                    &proxy.urls(),
                     server_faults_keeping_state(&server),
                     &RULES,
                     2,
@@ -71,7 +71,7 @@ fn run(scenario: &str, fault: Fault, seed: u64) -> Findings {
                     TIMEOUT,
                 ),
                 Fault::ServerLosesState => limit_clients(
-                    &proxy,
+                    &proxy.urls(),
                     server_restarted_empty(&mut server),
                     &RULES,
                     2,
@@ -84,7 +84,7 @@ fn run(scenario: &str, fault: Fault, seed: u64) -> Findings {
             return check_limits(&ops, &rules, losses).and(check_calls(&ops, slack));
         }
         (_, Fault::ProxyPlan) => lock_clients(
-            &proxy,
+            &proxy.urls(),
             plan.on(&proxy),
             "faults:job",
             2,
@@ -94,7 +94,7 @@ fn run(scenario: &str, fault: Fault, seed: u64) -> Findings {
             TIMEOUT,
         ),
         (_, Fault::ServerKeepsState) => lock_clients(
-            &proxy,
+            &proxy.urls(),
             server_faults_keeping_state(&server),
             "faults:job",
             2,
@@ -104,7 +104,7 @@ fn run(scenario: &str, fault: Fault, seed: u64) -> Findings {
             TIMEOUT,
         ),
         (_, Fault::ServerLosesState) => lock_clients(
-            &proxy,
+            &proxy.urls(),
             server_restarted_empty(&mut server),
             "faults:job",
             2,

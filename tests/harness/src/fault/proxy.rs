@@ -100,6 +100,11 @@ impl FaultProxy {
         format!("redis://127.0.0.1:{}/", self.port(door))
     }
 
+    /// Every door's URL, in door order.
+    pub fn urls(&self) -> Vec<String> {
+        (0..self.doors()).map(|door| self.url(door)).collect()
+    }
+
     /// How many doors there are.
     pub fn doors(&self) -> usize {
         self.doors.len()

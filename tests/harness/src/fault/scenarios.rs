@@ -11,7 +11,6 @@ use ratelock::{
     DistributedLock, Error, Limiter, LimiterOptions, LockOptions, Rule, Rules, Store, StoreOptions,
 };
 
-use super::FaultProxy;
 use crate::history::{History, Op, Outcome};
 
 /// What a call's error says about whether it happened.
@@ -34,11 +33,12 @@ pub struct Faults<F: FnOnce()> {
     pub play: F,
 }
 
-/// Limiter clients: `clients_per_door` tasks on each door of `proxy`, each hitting every key of
+/// Limiter clients: `clients_per_door` tasks on each of `urls` (a fault proxy's doors, or a store's
+/// own URL for faults of the store itself), each hitting every key of
 /// `rules` in turn until the faults end (at most `max_hits` each). Returns the history and the rule of
 /// each key, for `check_limits`.
 pub fn limit_clients(
-    proxy: &FaultProxy,
+    urls: &[String],
     faults: Faults<impl FnOnce()>,
     rules: &[(&str, &str)],
     clients_per_door: usize,
@@ -56,11 +56,11 @@ pub fn limit_clients(
         .collect();
     let runtime = runtime();
     let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
-    let tasks: Vec<_> = (0..proxy.doors())
+    let tasks: Vec<_> = (0..urls.len())
         .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
         .map(|(door, n)| {
             let options = LimiterOptions::default().with_store(StoreOptions::default().with_timeout(timeout));
-            let store = Store::new(&proxy.url(door), &options.store).expect("a store for the door");
+            let store = Store::new(&urls[door], &options.store).expect("a store for the door");
             let limiter = Limiter::with_store(store, options).expect("a limiter");
             let (history, parsed, client) = (history.clone(), parsed.clone(), format!("rust-{door}-{n}"));
             runtime.spawn(async move {
@@ -135,12 +135,12 @@ impl FencedResource {
     }
 }
 
-/// Lock clients: `clients_per_door` tasks on each door, each taking lock `name` (lease `ttl`, waiting
+/// Lock clients: `clients_per_door` tasks on each of `urls`, each taking lock `name` (lease `ttl`, waiting
 /// up to `wait`), writing to one shared fenced resource, holding `hold`, and releasing, until the
 /// faults end (at most `max_rounds` each).
 #[allow(clippy::too_many_arguments)]
 pub fn lock_clients(
-    proxy: &FaultProxy,
+    urls: &[String],
     faults: Faults<impl FnOnce()>,
     name: &str,
     clients_per_door: usize,
@@ -154,10 +154,10 @@ pub fn lock_clients(
     let runtime = runtime();
     let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
     let wait = ttl * 2;
-    let tasks: Vec<_> = (0..proxy.doors())
+    let tasks: Vec<_> = (0..urls.len())
         .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
         .map(|(door, n)| {
-            let store = Store::new(&proxy.url(door), &StoreOptions::default().with_timeout(timeout))
+            let store = Store::new(&urls[door], &StoreOptions::default().with_timeout(timeout))
                 .expect("a store for the door");
             let options = LockOptions::default().with_ttl(ttl);
             let lock = DistributedLock::new(&store, name, options).expect("a lock handle");

@@ -1,10 +1,11 @@
 //! Faults of the server itself, as the fault drivers of a scenario: some keep its state (a freeze,
-//! flushed scripts, killed connections), one loses it (kill -9 and a restart without persistence).
+//! flushed scripts, killed connections), some lose it (kill -9 and a restart without persistence; a
+//! Sentinel failover, whose replica may not have had the last writes).
 
 use std::time::Duration;
 
 use super::scenarios::Faults;
-use crate::RedisServer;
+use crate::{RedisSentinels, RedisServer};
 
 /// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
 /// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
@@ -41,6 +42,28 @@ pub fn server_restarted_empty(server: &mut RedisServer) -> Faults<impl FnOnce() 
             std::thread::sleep(Duration::from_millis(400));
             server.restart();
             std::thread::sleep(Duration::from_millis(600));
+        },
+    }
+}
+
+/// A Sentinel failover: the master killed (SIGKILL), the sentinels promote the replica (asynchronous
+/// replication: the last writes may be lost, so this loses state once).
+pub fn sentinel_failover(setup: &mut RedisSentinels) -> Faults<impl FnOnce() + '_> {
+    Faults {
+        length: Duration::from_millis(5_000),
+        play: move || {
+            std::thread::sleep(Duration::from_millis(500));
+            let replica = setup.replica().port();
+            setup.master().stop();
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while setup.named_master_port() != Some(replica) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the sentinels did not promote the replica"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(1_000));
         },
     }
 }
