@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, FencedResource};
 use ratelock_testkit::fault::server::{
-    sentinel_failover, server_faults_keeping_state, server_restarted_empty,
+    cluster_failover, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
 };
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
 use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
-use ratelock_testkit::{RedisSentinels, RedisServer};
+use ratelock_testkit::{RedisCluster, RedisSentinels, RedisServer};
 
 const EVERY_FAULT: [FaultKind; 6] = [
     FaultKind::Latency,
@@ -214,6 +214,46 @@ fn a_sentinel_failover_loses_state_once_and_tokens_still_rise() {
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
     eprintln!(
         "sentinel failover: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
+        ops.len(),
+        limits.ambiguous,
+        limits.slowest_ns as f64 / 1e6,
+        lock_ops.len(),
+        locks.ambiguous,
+        locks.slowest_ns as f64 / 1e6,
+        limits.violations.len(),
+        locks.violations.len()
+    );
+    assert!(admitted > 20, "the clients ran");
+    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
+    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+}
+
+#[test]
+fn a_cluster_failover_loses_state_at_most_once_and_tokens_still_rise() {
+    let cluster = RedisCluster::start(3, 1);
+    let url = vec![cluster.url()];
+    let (history, rules) = limit_clients(&url, cluster_failover(&cluster), &RULES, 2, 4_000, TIMEOUT);
+    let ops = history.ops();
+    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+    let cluster = RedisCluster::start(3, 1);
+    let url = vec![cluster.url()];
+    let ttl = Duration::from_millis(500);
+    let history = lock_clients(
+        &url,
+        cluster_failover(&cluster),
+        "faults:cluster",
+        2,
+        400,
+        ttl,
+        Duration::from_millis(3),
+        TIMEOUT,
+    );
+    let lock_ops = history.ops();
+    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
+        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
+    let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
+    eprintln!(
+        "cluster failover: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
         ops.len(),
         limits.ambiguous,
         limits.slowest_ns as f64 / 1e6,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::scenarios::Faults;
-use crate::{RedisSentinels, RedisServer};
+use crate::{RedisCluster, RedisSentinels, RedisServer};
 
 /// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
 /// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
@@ -64,6 +64,51 @@ pub fn sentinel_failover(setup: &mut RedisSentinels) -> Faults<impl FnOnce() + '
                 std::thread::sleep(Duration::from_millis(50));
             }
             std::thread::sleep(Duration::from_millis(1_000));
+        },
+    }
+}
+
+/// A Redis Cluster failover: a replica takes over its master's slots (`CLUSTER FAILOVER FORCE`, asked
+/// again until it is promoted; FORCE does not wait for the replica to catch up, so this may lose the
+/// last writes once).
+pub fn cluster_failover(cluster: &RedisCluster) -> Faults<impl FnOnce() + '_> {
+    Faults {
+        length: Duration::from_millis(5_000),
+        play: move || {
+            std::thread::sleep(Duration::from_millis(500));
+            let replica = cluster
+                .nodes()
+                .iter()
+                .find(|node| {
+                    let role: Vec<redis::Value> = redis::cmd("ROLE")
+                        .query(&mut node.connection())
+                        .unwrap_or_default();
+                    matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"slave")
+                })
+                .expect("a replica");
+            let deadline = std::time::Instant::now() + Duration::from_secs(40);
+            let mut asked_at: Option<std::time::Instant> = None;
+            loop {
+                if asked_at.is_none_or(|at| at.elapsed() > Duration::from_secs(5)) {
+                    let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                        .arg("FAILOVER")
+                        .arg("FORCE")
+                        .query(&mut replica.connection());
+                    asked_at = Some(std::time::Instant::now());
+                }
+                let role: Vec<redis::Value> = redis::cmd("ROLE")
+                    .query(&mut replica.connection())
+                    .unwrap_or_default();
+                if matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"master") {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the replica was not promoted"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(1_500));
         },
     }
 }
