@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ratelock_testkit::fault::scenarios::{limit_clients, lock_clients, FencedResource};
+use ratelock_testkit::fault::scenarios::{limit_clients, limit_clients_into, lock_clients, FencedResource};
 use ratelock_testkit::fault::server::{
-    cluster_failover, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
+    cluster_failover, memory_pressure, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
 };
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
 use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
@@ -266,6 +266,37 @@ fn a_cluster_failover_loses_state_at_most_once_and_tokens_still_rise() {
     assert!(admitted > 20, "the clients ran");
     assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
     assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+}
+
+#[test]
+fn evicted_limit_keys_count_as_losses_and_oom_refusals_admit_nothing_extra() {
+    let keys: Vec<&str> = RULES.iter().map(|(key, _)| *key).collect();
+    for policy in ["allkeys-lru", "allkeys-random", "noeviction"] {
+        let server = RedisServer::start();
+        let history = History::new();
+        let url = vec![server.url()];
+        let faults = memory_pressure(&server, policy, &history, &keys);
+        let rules = limit_clients_into(&history, &url, faults, &RULES, 2, 4_000, TIMEOUT);
+        let ops = history.ops();
+        let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+        let losses = ops.iter().filter(|op| op.op == "state_loss").count();
+        let refused = ops
+            .iter()
+            .filter(|op| op.op == "hit" && op.outcome != Outcome::Ok)
+            .count();
+        let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
+        eprintln!(
+            "maxmemory {policy}: {} ops, {admitted} admitted, {refused} refused, {losses} limit keys evicted, {} violations",
+            ops.len(),
+            findings.violations.len()
+        );
+        assert!(admitted > 20, "the clients ran");
+        assert!(
+            findings.violations.is_empty(),
+            "{policy}: {:#?}",
+            findings.violations
+        );
+    }
 }
 
 #[test]

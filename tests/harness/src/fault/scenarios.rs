@@ -46,6 +46,20 @@ pub fn limit_clients(
     timeout: Duration,
 ) -> (History, BTreeMap<String, Rule>) {
     let history = History::new();
+    let rules = limit_clients_into(&history, urls, faults, rules, clients_per_door, max_hits, timeout);
+    (history, rules)
+}
+
+/// [`limit_clients`] recording into `history` (which the faults may record into as well).
+pub fn limit_clients_into(
+    history: &History,
+    urls: &[String],
+    faults: Faults<impl FnOnce()>,
+    rules: &[(&str, &str)],
+    clients_per_door: usize,
+    max_hits: usize,
+    timeout: Duration,
+) -> BTreeMap<String, Rule> {
     let parsed: Vec<(String, Rules)> = rules
         .iter()
         .map(|(key, text)| (key.to_string(), text.parse().expect("a valid rule")))
@@ -100,7 +114,7 @@ pub fn limit_clients(
             task.await.expect("a limiter client");
         }
     });
-    (history, by_key)
+    by_key
 }
 
 /// A resource that checks fencing tokens: it takes a write only with a token at least the highest it

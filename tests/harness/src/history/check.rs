@@ -63,11 +63,17 @@ pub fn admission_bound(rule: &Rule, span_ns: u64, state_losses: u64) -> u64 {
 }
 
 /// Limiter histories: for each key's rule, certain admissions inside any span never exceed
-/// [`admission_bound`]. `state_losses` is how many times the server lost its state during the run.
+/// [`admission_bound`]. `state_losses` is how many times the server lost all its state during the run;
+/// a `state_loss` op in the history (an evicted key, say) counts as one more loss for its key.
 pub fn check_limits(ops: &[Op], rules: &BTreeMap<String, Rule>, state_losses: u64) -> Findings {
     let hits: Vec<&Op> = ops.iter().filter(|op| op.op == "hit").collect();
     let mut findings = Findings::of(&hits);
     for (key, rule) in rules {
+        let own_losses = ops
+            .iter()
+            .filter(|op| op.op == "state_loss" && &op.key == key)
+            .count() as u64;
+        let state_losses = state_losses + own_losses;
         let mut admitted: Vec<(u64, u64)> = hits
             .iter()
             .filter(|op| &op.key == key && op.outcome == Outcome::Ok && op.allowed == Some(true))
