@@ -1,18 +1,39 @@
 //! Clocks, in microseconds since the Unix epoch: the wall clock (shared by every process on the machine,
 //! used when a client sends its own `now` to Redis) and the process clock of the memory store.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Microseconds since the Unix epoch, from the wall clock.
+/// How far this process's wall clock reads from the machine's (see [`jump_local_clock`]).
+static LOCAL_JUMP_US: AtomicI64 = AtomicI64::new(0);
+
+/// Microseconds since the Unix epoch, from the wall clock (moved by [`jump_local_clock`], if ever).
 ///
 /// ```
 /// assert!(ratelock::clock::now_us() > 1_700_000_000_000_000);
 /// ```
 pub fn now_us() -> u64 {
-    SystemTime::now()
+    let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
-        .as_micros() as u64
+        .as_micros() as u64;
+    wall.saturating_add_signed(LOCAL_JUMP_US.load(Ordering::Relaxed))
+}
+
+/// Makes this process's wall clock (the one a [`ClockSource::Local`](crate::ClockSource::Local) limiter
+/// sends) jump by `by_us`, forward or back, as a client's clock does when NTP steps it: for the fault
+/// suite, which checks that the client clock does not matter when the server's clock decides. The
+/// machine's clock, the memory store's clock and every monotonic clock are untouched.
+///
+/// ```
+/// let before = ratelock::clock::now_us();
+/// ratelock::clock::jump_local_clock(-3_600_000_000);
+/// assert!(ratelock::clock::now_us() < before);
+/// ratelock::clock::jump_local_clock(3_600_000_000);
+/// ```
+#[doc(hidden)]
+pub fn jump_local_clock(by_us: i64) {
+    LOCAL_JUMP_US.fetch_add(by_us, Ordering::Relaxed);
 }
 
 /// The memory store's clock: microseconds since the Unix epoch, anchored to the wall clock when first
