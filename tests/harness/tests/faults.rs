@@ -6,12 +6,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ratelock_testkit::fault::scenarios::{limit_clients, limit_clients_into, lock_clients, FencedResource};
+use ratelock_testkit::fault::scenarios::{
+    hold_clients, limit_clients, limit_clients_into, lock_clients, FencedResource, LockKind,
+};
 use ratelock_testkit::fault::server::{
     cluster_failover, memory_pressure, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
 };
 use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
-use ratelock_testkit::history::{check_calls, check_limits, check_locks, History, Op, Outcome};
+use ratelock_testkit::history::{check_calls, check_holds, check_limits, check_locks, History, Op, Outcome};
 use ratelock_testkit::{RedisCluster, RedisSentinels, RedisServer};
 
 const EVERY_FAULT: [FaultKind; 6] = [
@@ -297,6 +299,111 @@ fn evicted_limit_keys_count_as_losses_and_oom_refusals_admit_nothing_extra() {
             findings.violations
         );
     }
+}
+
+/// Every lock kind but the plain lock (above): holds of each kind never break their sharing rule.
+const KINDS: [(LockKind, u64); 3] = [
+    (LockKind::Semaphore(2), 2),
+    (LockKind::Fair, 1),
+    (LockKind::ReadWrite, 1),
+];
+
+#[test]
+fn semaphores_fair_and_read_write_locks_hold_under_every_proxy_fault_and_a_restart() {
+    let ttl = Duration::from_millis(300);
+    for (round, (kind, permits)) in KINDS.into_iter().enumerate() {
+        let seed = seed() + 10 + round as u64;
+        let mut server = RedisServer::start();
+        let proxy = FaultProxy::start(server.port(), 2, seed);
+        let plan = FaultPlan::seeded(seed, 2, &EVERY_FAULT, 8, Duration::from_millis(400));
+        let hold = Duration::from_millis(3);
+        let urls = proxy.urls();
+        let history = hold_clients(
+            &urls,
+            plan.on(&proxy),
+            kind,
+            "faults:kinds",
+            2,
+            400,
+            ttl,
+            hold,
+            TIMEOUT,
+        );
+        let ops = history.ops();
+        let kept = check_holds(&ops, ttl.as_nanos() as u64, permits, true)
+            .and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+        let restart = server_restarted_empty(&mut server);
+        let history = hold_clients(
+            &urls,
+            restart,
+            kind,
+            "faults:kinds-restart",
+            2,
+            400,
+            ttl,
+            hold,
+            TIMEOUT,
+        );
+        let lost_ops = history.ops();
+        let lost = check_holds(&lost_ops, ttl.as_nanos() as u64, permits, false)
+            .and(check_calls(&lost_ops, TIMEOUT.as_nanos() as u64));
+        let grants = |ops: &[Op]| {
+            ops.iter()
+                .filter(|op| op.op.starts_with("acquire") && op.outcome == Outcome::Ok)
+                .count()
+        };
+        eprintln!(
+            "{kind:?}, seed {seed}: plan {} ops, {} grants, {} ambiguous; restart {} ops, {} grants; violations {} + {}",
+            ops.len(),
+            grants(&ops),
+            kept.ambiguous,
+            lost_ops.len(),
+            grants(&lost_ops),
+            kept.violations.len(),
+            lost.violations.len()
+        );
+        assert!(grants(&ops) > 20, "{kind:?}: the clients took turns");
+        assert!(
+            kept.violations.is_empty(),
+            "{kind:?}, seed {seed}: {:#?}",
+            kept.violations
+        );
+        assert!(
+            lost.violations.is_empty(),
+            "{kind:?}, seed {seed}: {:#?}",
+            lost.violations
+        );
+    }
+}
+
+#[test]
+fn the_checker_catches_a_semaphore_with_one_permit_too_many() {
+    // Planted bug: three permits handed out where two were promised.
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port(), 1, 4);
+    let plan = FaultPlan::seeded(4, 1, &[FaultKind::Latency], 1, Duration::from_millis(300));
+    let ttl = Duration::from_millis(300);
+    let history = hold_clients(
+        &proxy.urls(),
+        plan.on(&proxy),
+        LockKind::Semaphore(3),
+        "faults:permits",
+        6,
+        100,
+        ttl,
+        Duration::from_millis(20),
+        TIMEOUT,
+    );
+    let findings = check_holds(&history.ops(), ttl.as_nanos() as u64, 2, true);
+    assert!(
+        findings
+            .violations
+            .iter()
+            .any(|v| v.contains("3 permits certainly held")),
+        "{:?}",
+        findings.violations.first()
+    );
+    eprintln!("planted extra permit: {}", findings.violations[0]);
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ratelock::{
-    DistributedLock, Error, Limiter, LimiterOptions, LockOptions, Rule, Rules, Store, StoreOptions,
+    DistributedLock, Error, FairLock, LeaseGuard, Limiter, LimiterOptions, LockGuard, LockOptions,
+    PermitGuard, ReadWriteLock, Rule, Rules, Semaphore, Store, StoreOptions,
 };
 
 use crate::history::{History, Op, Outcome};
@@ -149,13 +150,110 @@ impl FencedResource {
     }
 }
 
-/// Lock clients: `clients_per_door` tasks on each of `urls`, each taking lock `name` (lease `ttl`, waiting
-/// up to `wait`), writing to one shared fenced resource, holding `hold`, and releasing, until the
-/// faults end (at most `max_rounds` each).
+/// Which lock kind the clients of [`hold_clients`] take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// A `DistributedLock`.
+    Lock,
+    /// A `Semaphore` of this many permits.
+    Semaphore(u64),
+    /// A `FairLock`.
+    Fair,
+    /// A `ReadWriteLock`: each client takes the write hold every third round, a read hold otherwise.
+    ReadWrite,
+}
+
+/// A client's handle on the lock of its kind.
+enum Handle {
+    Lock(DistributedLock),
+    Semaphore(Semaphore),
+    Fair(FairLock),
+    ReadWrite(ReadWriteLock),
+}
+
+/// One hold, whichever kind it is.
+enum Holding {
+    Lock(LockGuard),
+    Permit(PermitGuard),
+    Lease(LeaseGuard),
+}
+
+impl Handle {
+    fn open(kind: LockKind, store: &Store, name: &str, options: LockOptions) -> ratelock::Result<Handle> {
+        Ok(match kind {
+            LockKind::Lock => Handle::Lock(DistributedLock::new(store, name, options)?),
+            LockKind::Semaphore(permits) => Handle::Semaphore(Semaphore::new(store, name, permits, options)?),
+            LockKind::Fair => Handle::Fair(FairLock::new(store, name, options)?),
+            LockKind::ReadWrite => Handle::ReadWrite(ReadWriteLock::new(store, name, options)?),
+        })
+    }
+
+    /// Waits up to `wait` for a hold; the history's name for the acquire and the hold.
+    async fn take(&self, round: usize, wait: Duration) -> (&'static str, ratelock::Result<Holding>) {
+        match self {
+            Handle::Lock(lock) => ("acquire", lock.acquire(wait).await.map(Holding::Lock)),
+            Handle::Semaphore(pool) => ("acquire_permit", pool.acquire(wait).await.map(Holding::Permit)),
+            Handle::Fair(lock) => ("acquire", lock.acquire(wait).await.map(Holding::Lease)),
+            Handle::ReadWrite(lock) if round % 3 == 0 => (
+                "acquire_write",
+                lock.acquire_write(wait).await.map(Holding::Lease),
+            ),
+            Handle::ReadWrite(lock) => ("acquire_read", lock.acquire_read(wait).await.map(Holding::Lease)),
+        }
+    }
+}
+
+impl Holding {
+    fn token(&self) -> Option<u64> {
+        match self {
+            Holding::Lock(guard) => Some(guard.fencing_token()),
+            Holding::Permit(_) => None,
+            Holding::Lease(guard) => Some(guard.fencing_token()),
+        }
+    }
+
+    async fn release(self) -> ratelock::Result<ratelock::Released> {
+        match self {
+            Holding::Lock(guard) => guard.release().await,
+            Holding::Permit(guard) => guard.release().await,
+            Holding::Lease(guard) => guard.release().await,
+        }
+    }
+}
+
+/// Lock clients: [`hold_clients`] on a `DistributedLock`.
 #[allow(clippy::too_many_arguments)]
 pub fn lock_clients(
     urls: &[String],
     faults: Faults<impl FnOnce()>,
+    name: &str,
+    clients_per_door: usize,
+    max_rounds: usize,
+    ttl: Duration,
+    hold: Duration,
+    timeout: Duration,
+) -> History {
+    hold_clients(
+        urls,
+        faults,
+        LockKind::Lock,
+        name,
+        clients_per_door,
+        max_rounds,
+        ttl,
+        hold,
+        timeout,
+    )
+}
+
+/// Clients of any lock kind: `clients_per_door` tasks on each of `urls`, each taking `name` (lease
+/// `ttl`, waiting up to twice that), writing to one shared fenced resource when the hold is exclusive
+/// and has a token, holding `hold`, and releasing, until the faults end (at most `max_rounds` each).
+#[allow(clippy::too_many_arguments)]
+pub fn hold_clients(
+    urls: &[String],
+    faults: Faults<impl FnOnce()>,
+    kind: LockKind,
     name: &str,
     clients_per_door: usize,
     max_rounds: usize,
@@ -174,7 +272,7 @@ pub fn lock_clients(
             let store = Store::new(&urls[door], &StoreOptions::default().with_timeout(timeout))
                 .expect("a store for the door");
             let options = LockOptions::default().with_ttl(ttl);
-            let lock = DistributedLock::new(&store, name, options).expect("a lock handle");
+            let handle = Handle::open(kind, &store, name, options).expect("a lock handle");
             let (history, resource) = (history.clone(), resource.clone());
             let (client, name) = (format!("rust-{door}-{n}"), name.to_owned());
             runtime.spawn(async move {
@@ -192,34 +290,36 @@ pub fn lock_clients(
                             timeout_ns: Some(limit.as_nanos() as u64),
                         })
                     };
-                for _ in 0..max_rounds {
+                for round in 0..max_rounds {
                     if history.now_ns() > stop_at {
                         break;
                     }
                     let invoke_ns = history.now_ns();
-                    let guard = match lock.acquire(wait).await {
-                        Ok(guard) => guard,
+                    let (op, taken) = handle.take(round, wait).await;
+                    let holding = match taken {
+                        Ok(holding) => holding,
                         Err(err) => {
                             let outcome = if err.is_wait_timeout() {
                                 Outcome::Fail
                             } else {
                                 outcome_of(&err)
                             };
-                            record("acquire", invoke_ns, outcome, None, wait + timeout);
+                            record(op, invoke_ns, outcome, None, wait + timeout);
                             continue;
                         }
                     };
-                    let token = guard.fencing_token();
-                    record("acquire", invoke_ns, Outcome::Ok, Some(token), wait + timeout);
-                    resource.write(&history, &client, &name, token);
+                    let token = holding.token();
+                    record(op, invoke_ns, Outcome::Ok, token, wait + timeout);
+                    if let (Some(token), false) = (token, op == "acquire_read") {
+                        resource.write(&history, &client, &name, token);
+                    }
                     tokio::time::sleep(hold).await;
                     let invoke_ns = history.now_ns();
-                    let released = guard.release().await;
-                    let outcome = match &released {
+                    let outcome = match holding.release().await {
                         Ok(_) => Outcome::Ok,
-                        Err(err) => outcome_of(err),
+                        Err(err) => outcome_of(&err),
                     };
-                    record("release", invoke_ns, outcome, Some(token), timeout);
+                    record("release", invoke_ns, outcome, token, timeout);
                 }
             })
         })

@@ -102,23 +102,53 @@ pub fn check_limits(ops: &[Op], rules: &BTreeMap<String, Rule>, state_losses: u6
     findings
 }
 
-/// One grant of a lock as the history proves it: held at least from `from` to `until` (ns).
+/// How a hold shares its lock: alone, with other readers, or as one of a semaphore's permits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Exclusive,
+    Read,
+    Permit,
+}
+
+impl Mode {
+    /// The mode an acquire op names: `acquire` and `acquire_write` are exclusive, `acquire_read` a
+    /// read hold, `acquire_permit` a semaphore's permit.
+    fn of(op: &str) -> Option<Mode> {
+        match op {
+            "acquire" | "acquire_write" => Some(Mode::Exclusive),
+            "acquire_read" => Some(Mode::Read),
+            "acquire_permit" => Some(Mode::Permit),
+            _ => None,
+        }
+    }
+}
+
+/// One grant as the history proves it: held at least from `from` to `until` (ns).
 #[derive(Debug, Clone, Copy)]
 struct Held {
     client_index: usize,
-    token: u64,
+    mode: Mode,
+    token: Option<u64>,
     from: u64,
     until: u64,
 }
 
-/// Lock histories (`acquire`/`release`, and `write` to the fenced resource): without state loss, no
-/// two grants are certainly held at once; with it, any two that are have rising tokens. The resource
-/// never takes a write with a token below one it took. `ttl_ns` is the lease length (a grant lasts at
-/// least from its acquire's invoke plus the ttl, renewed or not).
+/// Lock histories: [`check_holds`] for a lock of one holder at a time (a distributed or fair lock).
 pub fn check_locks(ops: &[Op], ttl_ns: u64, state_kept: bool) -> Findings {
+    check_holds(ops, ttl_ns, 1, state_kept)
+}
+
+/// Histories of every lock kind (`acquire`, `acquire_read`, `acquire_write`, `acquire_permit`,
+/// `release`, and `write` to the fenced resource). Without state loss: an exclusive hold (a lock, a
+/// fair lock, a write hold) is never certainly held beside another hold; read holds share only with
+/// read holds; at most `permits` permits are certainly held at once. With state loss, holds may
+/// overlap, but of two that do, the later grant has the higher token. The resource never takes a
+/// write with a token below one it took. `ttl_ns` is the lease length (a grant lasts at least from its
+/// acquire's invoke plus the ttl, renewed or not).
+pub fn check_holds(ops: &[Op], ttl_ns: u64, permits: u64, state_kept: bool) -> Findings {
     let lock_ops: Vec<&Op> = ops
         .iter()
-        .filter(|op| matches!(op.op.as_str(), "acquire" | "release" | "extend" | "write"))
+        .filter(|op| Mode::of(&op.op).is_some() || matches!(op.op.as_str(), "release" | "extend" | "write"))
         .collect();
     let mut findings = Findings::of(&lock_ops);
     let mut by_key: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
@@ -130,22 +160,46 @@ pub fn check_locks(ops: &[Op], ttl_ns: u64, state_kept: bool) -> Findings {
         for (i, a) in holds.iter().enumerate() {
             for b in &holds[i + 1..] {
                 let overlap = a.from < b.until && b.from < a.until;
-                if !overlap || a.client_index == b.client_index && a.token == b.token {
+                let same = a.client_index == b.client_index && a.token == b.token && a.from == b.from;
+                let shareable = matches!(
+                    (a.mode, b.mode),
+                    (Mode::Read, Mode::Read) | (Mode::Permit, Mode::Permit)
+                );
+                if !overlap || same || shareable {
                     continue;
                 }
                 let (earlier, later) = if a.from <= b.from { (a, b) } else { (b, a) };
+                let tokens = (earlier.token.unwrap_or(0), later.token.unwrap_or(0));
                 if state_kept {
                     findings.violations.push(format!(
-                        "{key}: grants {} and {} both certainly held at {:.1} ms",
-                        earlier.token,
-                        later.token,
+                        "{key}: grants {} ({:?}) and {} ({:?}) both certainly held at {:.1} ms",
+                        tokens.0,
+                        earlier.mode,
+                        tokens.1,
+                        later.mode,
                         later.from as f64 / 1e6
                     ));
-                } else if later.token <= earlier.token {
+                } else if later.token.is_some() && tokens.1 <= tokens.0 {
                     findings.violations.push(format!(
                         "{key}: grant {} overlaps grant {} without a higher token",
-                        later.token, earlier.token
+                        tokens.1, tokens.0
                     ));
+                }
+            }
+        }
+        if state_kept {
+            for start in holds.iter().filter(|h| h.mode == Mode::Permit) {
+                let at = start.from;
+                let held = holds
+                    .iter()
+                    .filter(|h| h.mode == Mode::Permit && h.from <= at && at < h.until)
+                    .count() as u64;
+                if held > permits {
+                    findings.violations.push(format!(
+                        "{key}: {held} permits certainly held at {:.1} ms, {permits} exist",
+                        at as f64 / 1e6
+                    ));
+                    break;
                 }
             }
         }
@@ -155,7 +209,7 @@ pub fn check_locks(ops: &[Op], ttl_ns: u64, state_kept: bool) -> Findings {
 }
 
 /// Each client's grants with the span the history proves they were held: from the acquire's
-/// complete to the earlier of the release's invoke and the lease's least end.
+/// complete to the earlier of its release's invoke and the lease's least end.
 fn certain_holds(ops: &[&Op], ttl_ns: u64) -> Vec<Held> {
     let mut clients: Vec<&str> = ops.iter().map(|op| op.client.as_str()).collect();
     clients.sort_unstable();
@@ -165,7 +219,7 @@ fn certain_holds(ops: &[&Op], ttl_ns: u64) -> Vec<Held> {
         let mut mine: Vec<&&Op> = ops.iter().filter(|op| op.client == *client).collect();
         mine.sort_by_key(|op| op.invoke_ns);
         for (i, op) in mine.iter().enumerate() {
-            let (true, Outcome::Ok, Some(token)) = (op.op == "acquire", op.outcome, op.token) else {
+            let (Some(mode), Outcome::Ok) = (Mode::of(&op.op), op.outcome) else {
                 continue;
             };
             let released = mine[i + 1..]
@@ -176,7 +230,8 @@ fn certain_holds(ops: &[&Op], ttl_ns: u64) -> Vec<Held> {
             if until > op.complete_ns {
                 holds.push(Held {
                     client_index,
-                    token,
+                    mode,
+                    token: op.token,
                     from: op.complete_ns,
                     until,
                 });

@@ -4,5 +4,5 @@
 mod check;
 mod record;
 
-pub use check::{admission_bound, check_calls, check_limits, check_locks, Findings};
+pub use check::{admission_bound, check_calls, check_holds, check_limits, check_locks, Findings};
 pub use record::{load, History, Op, Outcome};
