@@ -194,7 +194,7 @@ impl Handle {
             Handle::Lock(lock) => ("acquire", lock.acquire(wait).await.map(Holding::Lock)),
             Handle::Semaphore(pool) => ("acquire_permit", pool.acquire(wait).await.map(Holding::Permit)),
             Handle::Fair(lock) => ("acquire", lock.acquire(wait).await.map(Holding::Lease)),
-            Handle::ReadWrite(lock) if round % 3 == 0 => (
+            Handle::ReadWrite(lock) if round.is_multiple_of(3) => (
                 "acquire_write",
                 lock.acquire_write(wait).await.map(Holding::Lease),
             ),
