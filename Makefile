@@ -49,7 +49,7 @@ unit-and-integration:
 # The full fault suite (tests/faults/README.md): the Rust clients' scenarios under every fault, seed
 # after seed for FAULTS_SECONDS, a table of every run; then every fuzz target for a minute. The short
 # seeded form runs inside `make test` (the `faults` tests of the harness, Python and Node).
-FAULTS_SECONDS ?= 900
+FAULTS_SECONDS ?= 720
 faults: test-deps
 	$(CARGO) run --release --quiet -p ratelock-testkit --bin faults -- $(FAULTS_SECONDS)
 	bash fuzz/run.sh 60

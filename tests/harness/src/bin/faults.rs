@@ -165,7 +165,7 @@ fn failovers_and_memory_pressure(table: &mut Table, seed: u64) {
 
 fn main() -> ExitCode {
     let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let budget = Duration::from_secs(args.first().copied().unwrap_or(900));
+    let budget = Duration::from_secs(args.first().copied().unwrap_or(720));
     let first_seed = args.get(1).copied().unwrap_or(20_261_125);
     let started = Instant::now();
     println!(
