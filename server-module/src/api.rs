@@ -1,0 +1,157 @@
+//! The Redis module API, reached by hand: a small FFI with no bindgen, no libclang, no C header.
+//!
+//! How it works: the `RedisModuleCtx` that redis-server hands to `RedisModule_OnLoad` starts with a
+//! pointer to the server's `RedisModule_GetApi(name, &fnptr)`. The C header's static-inline
+//! `RedisModule_Init` reads that pointer and asks it for every API function by name; [`Api::load`]
+//! does the same for the ~20 functions this module needs, then calls `RedisModule_SetModuleAttribs`.
+//! Why: the module API is a table of function pointers looked up at load time, not symbols to link
+//! against, so a few typed pointers are all a Rust cdylib needs; generating bindings from
+//! `redismodule.h` would pull in libclang for a handful of signatures.
+
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+use std::sync::OnceLock;
+
+/// `REDISMODULE_OK`.
+pub const OK: c_int = 0;
+/// `REDISMODULE_ERR`.
+pub const ERR: c_int = 1;
+/// `REDISMODULE_APIVER_1`.
+const APIVER_1: c_int = 1;
+
+/// `REDISMODULE_REPLY_STRING`.
+pub const REPLY_STRING: c_int = 0;
+/// `REDISMODULE_REPLY_ERROR`.
+pub const REPLY_ERROR: c_int = 1;
+/// `REDISMODULE_REPLY_INTEGER`.
+pub const REPLY_INTEGER: c_int = 2;
+/// `REDISMODULE_REPLY_ARRAY`.
+pub const REPLY_ARRAY: c_int = 3;
+/// `REDISMODULE_REPLY_NULL`.
+pub const REPLY_NULL: c_int = 4;
+
+/// `RedisModuleCtx`: opaque, only ever behind a pointer.
+#[repr(C)]
+pub struct Ctx {
+    _private: [u8; 0],
+}
+
+/// `RedisModuleString`: opaque.
+#[repr(C)]
+pub struct RString {
+    _private: [u8; 0],
+}
+
+/// `RedisModuleCallReply`: opaque.
+#[repr(C)]
+pub struct CallReply {
+    _private: [u8; 0],
+}
+
+/// `RedisModuleCmdFunc`: a command's implementation.
+pub type CmdFunc = unsafe extern "C" fn(*mut Ctx, *mut *mut RString, c_int) -> c_int;
+
+type GetApiFn = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
+
+/// The module API functions this module uses, looked up once at load.
+#[allow(clippy::type_complexity)]
+pub struct Api {
+    /// `RedisModule_SetModuleAttribs(ctx, name, ver, apiver)`.
+    pub set_module_attribs: unsafe extern "C" fn(*mut Ctx, *const c_char, c_int, c_int),
+    /// `RedisModule_CreateCommand(ctx, name, func, flags, firstkey, lastkey, keystep)`.
+    pub create_command:
+        unsafe extern "C" fn(*mut Ctx, *const c_char, CmdFunc, *const c_char, c_int, c_int, c_int) -> c_int,
+    /// `RedisModule_WrongArity(ctx)`.
+    pub wrong_arity: unsafe extern "C" fn(*mut Ctx) -> c_int,
+    /// `RedisModule_AutoMemory(ctx)`: strings and call replies of this call are freed by Redis.
+    pub auto_memory: unsafe extern "C" fn(*mut Ctx),
+    /// `RedisModule_ReplyWithError(ctx, "CODE message")`.
+    pub reply_with_error: unsafe extern "C" fn(*mut Ctx, *const c_char) -> c_int,
+    /// `RedisModule_ReplyWithLongLong(ctx, n)`.
+    pub reply_with_long_long: unsafe extern "C" fn(*mut Ctx, c_longlong) -> c_int,
+    /// `RedisModule_ReplyWithArray(ctx, len)`.
+    pub reply_with_array: unsafe extern "C" fn(*mut Ctx, std::ffi::c_long) -> c_int,
+    /// `RedisModule_StringPtrLen(str, &len)`.
+    pub string_ptr_len: unsafe extern "C" fn(*const RString, *mut usize) -> *const c_char,
+    /// `RedisModule_CreateString(ctx, ptr, len)`.
+    pub create_string: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> *mut RString,
+    /// `RedisModule_Call(ctx, cmd, fmt, ...)`: used only with the `v` format (an argv array and its length).
+    pub call: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> *mut CallReply,
+    /// `RedisModule_CallReplyType(reply)`.
+    pub call_reply_type: unsafe extern "C" fn(*mut CallReply) -> c_int,
+    /// `RedisModule_CallReplyInteger(reply)`.
+    pub call_reply_integer: unsafe extern "C" fn(*mut CallReply) -> c_longlong,
+    /// `RedisModule_CallReplyStringPtr(reply, &len)`: the bytes of a string or error reply.
+    pub call_reply_string_ptr: unsafe extern "C" fn(*mut CallReply, *mut usize) -> *const c_char,
+    /// `RedisModule_CallReplyLength(reply)`.
+    pub call_reply_length: unsafe extern "C" fn(*mut CallReply) -> usize,
+    /// `RedisModule_CallReplyArrayElement(reply, i)`.
+    pub call_reply_array_element: unsafe extern "C" fn(*mut CallReply, usize) -> *mut CallReply,
+    /// `RedisModule_Milliseconds()`: the server's clock, ms since the Unix epoch.
+    pub milliseconds: unsafe extern "C" fn() -> c_longlong,
+    /// `RedisModule_IsKeysPositionRequest(ctx)`: the call only asks where the keys are (getkeys-api).
+    pub is_keys_position_request: unsafe extern "C" fn(*mut Ctx) -> c_int,
+    /// `RedisModule_KeyAtPos(ctx, pos)`: answers such a request, one key position at a time.
+    pub key_at_pos: unsafe extern "C" fn(*mut Ctx, c_int),
+}
+
+static API: OnceLock<Api> = OnceLock::new();
+
+/// The API table. Only valid after a successful [`Api::load`], which `RedisModule_OnLoad` does first.
+pub fn api() -> &'static Api {
+    API.get()
+        .expect("ratelock module: API used before RedisModule_OnLoad")
+}
+
+/// Looks one function up through `RedisModule_GetApi` as a function pointer of type `F` (`None` when
+/// the server does not export it).
+///
+/// # Safety
+/// `F` must be the C signature of the function called `name`.
+unsafe fn lookup<F: Copy>(get_api: GetApiFn, name: &CStr) -> Option<F> {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    let mut slot: *mut c_void = std::ptr::null_mut();
+    if get_api(name.as_ptr(), (&mut slot as *mut *mut c_void).cast()) != OK || slot.is_null() {
+        return None;
+    }
+    Some(std::mem::transmute_copy::<*mut c_void, F>(&slot))
+}
+
+impl Api {
+    /// Fills the table from `ctx` (the `RedisModule_Init` step) and registers the module's name.
+    /// Fails, naming the function, when the server does not export one of them.
+    ///
+    /// # Safety
+    /// `ctx` must be the context redis-server passed to `RedisModule_OnLoad`.
+    pub unsafe fn load(ctx: *mut Ctx, name: &CStr, version: c_int) -> Result<&'static Api, String> {
+        // The first word of the context is the GetApi function pointer.
+        let get_api: GetApiFn = std::mem::transmute::<*mut c_void, GetApiFn>(*(ctx as *mut *mut c_void));
+        macro_rules! get {
+            ($name:literal) => {
+                lookup(get_api, $name).ok_or_else(|| format!("redis-server does not export {:?}", $name))?
+            };
+        }
+        let table = Api {
+            set_module_attribs: get!(c"RedisModule_SetModuleAttribs"),
+            create_command: get!(c"RedisModule_CreateCommand"),
+            wrong_arity: get!(c"RedisModule_WrongArity"),
+            auto_memory: get!(c"RedisModule_AutoMemory"),
+            reply_with_error: get!(c"RedisModule_ReplyWithError"),
+            reply_with_long_long: get!(c"RedisModule_ReplyWithLongLong"),
+            reply_with_array: get!(c"RedisModule_ReplyWithArray"),
+            string_ptr_len: get!(c"RedisModule_StringPtrLen"),
+            create_string: get!(c"RedisModule_CreateString"),
+            call: get!(c"RedisModule_Call"),
+            call_reply_type: get!(c"RedisModule_CallReplyType"),
+            call_reply_integer: get!(c"RedisModule_CallReplyInteger"),
+            call_reply_string_ptr: get!(c"RedisModule_CallReplyStringPtr"),
+            call_reply_length: get!(c"RedisModule_CallReplyLength"),
+            call_reply_array_element: get!(c"RedisModule_CallReplyArrayElement"),
+            milliseconds: get!(c"RedisModule_Milliseconds"),
+            is_keys_position_request: get!(c"RedisModule_IsKeysPositionRequest"),
+            key_at_pos: get!(c"RedisModule_KeyAtPos"),
+        };
+        let api = API.get_or_init(|| table);
+        (api.set_module_attribs)(ctx, name.as_ptr(), version, APIVER_1);
+        Ok(api)
+    }
+}

@@ -1,0 +1,103 @@
+//! The arguments of RATELOCK.LIMIT, read as `limit.lua` reads its KEYS and ARGV, with its error texts.
+//!
+//! Numbers are plain decimal integers (what every ratelock client sends). Lua's `tonumber` would also
+//! take "1e3", "0x10" or "2.5"; the module refuses those with the same error as a missing number,
+//! rather than guess at a fractional rule.
+
+use std::time::Duration;
+
+use ratelock::{Algorithm, Rule};
+
+/// The parts of a call before its rules: `mode now cost`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// "hit" (true) or "peek" (false).
+    pub hit: bool,
+    /// The caller's `now` in µs, or `None` for the server clock (ARGV[2] empty).
+    pub now: Option<u64>,
+    /// Units to spend, at least 1.
+    pub cost: u64,
+}
+
+/// A call's KEYS and its ARGV.
+pub type KeysAndArgv<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
+/// The KEYS and ARGV of one call, split as `EVAL script numkeys key... arg...` would split them.
+pub fn split<'a>(args: &[&'a [u8]]) -> Result<KeysAndArgv<'a>, String> {
+    let numkeys = parse_i64(args[1]).ok_or("ERR value is not an integer or out of range")?;
+    if numkeys < 0 {
+        return Err("ERR Number of keys can't be negative".into());
+    }
+    let rest = &args[2..];
+    if numkeys as u64 > rest.len() as u64 {
+        return Err("ERR Number of keys can't be greater than number of args".into());
+    }
+    let (keys, argv) = rest.split_at(numkeys as usize);
+    Ok((keys.to_vec(), argv.to_vec()))
+}
+
+/// Reads `mode now cost` and checks the argument count, in `limit.lua`'s order.
+pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
+    let hit = match argv.first().copied() {
+        Some(b"hit") => true,
+        Some(b"peek") => false,
+        _ => return Err("ERR ratelock: mode must be \"hit\" or \"peek\"".into()),
+    };
+    let now = match argv.get(1).copied() {
+        None | Some(b"") => None,
+        Some(text) => Some(
+            parse_u64(text)
+                .ok_or("ERR ratelock module: now must be empty or an integer of µs since the Unix epoch")?,
+        ),
+    };
+    let cost = argv
+        .get(2)
+        .copied()
+        .and_then(parse_u64)
+        .filter(|&c| c >= 1)
+        .ok_or("ERR ratelock: cost must be an integer >= 1")?;
+    if argv.len() != 3 + 4 * keys || keys == 0 {
+        return Err("ERR ratelock: expected 4 arguments per key".into());
+    }
+    Ok(Head { hit, now, cost })
+}
+
+/// Reads rule `i` (from 1) out of ARGV and checks `cost` against its capacity, with `limit.lua`'s
+/// errors. A rule the script would take but the core refuses (a period that is not whole ms, a
+/// limit above ratelock's maximum...) is refused too: no ratelock client sends one.
+pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
+    let at = 3 + 4 * (i - 1);
+    let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
+    let algorithm = algorithm(argv[at]).ok_or_else(bad)?;
+    let number = |text: &[u8]| parse_u64(text).filter(|&n| n >= 1);
+    let (limit, period, burst) = match (number(argv[at + 1]), number(argv[at + 2]), number(argv[at + 3])) {
+        (Some(limit), Some(period), Some(burst)) => (limit, period, burst),
+        _ => return Err(bad()),
+    };
+    let capacity = if algorithm.uses_burst() { burst } else { limit };
+    if cost > capacity {
+        return Err(format!("ERR ratelock: cost exceeds capacity of rule {i}"));
+    }
+    // The window algorithms ignore the burst argument; the core wants it equal to the limit.
+    let burst = if algorithm.uses_burst() { burst } else { limit };
+    Rule::build(algorithm, limit, Duration::from_micros(period), burst)
+        .map_err(|e| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}"))
+}
+
+/// The algorithm of a wire code (`ratelock::Algorithm::code`).
+fn algorithm(code: &[u8]) -> Option<Algorithm> {
+    Algorithm::ALL.into_iter().find(|a| a.code().as_bytes() == code)
+}
+
+/// A non-negative decimal integer, digits only.
+pub fn parse_u64(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// A decimal integer with an optional sign.
+fn parse_i64(text: &[u8]) -> Option<i64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}

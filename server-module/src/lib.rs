@@ -1,0 +1,41 @@
+//! ratelock as a Redis module (first slice): `redis-server --loadmodule libratelock_module.so` adds
+//! RATELOCK.VERSION and RATELOCK.LIMIT, the latter a drop-in for `core/lua/limit.lua` (same
+//! arguments, reply and stored state, so a deployment can switch between them with no reset).
+//!
+//! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
+//! (registration, panic guard), `args` (argument parsing), `store` (Redis encoding of each state),
+//! `limit` (the command's flow over the core's algorithms).
+
+mod api;
+mod args;
+mod commands;
+mod ctx;
+mod limit;
+mod store;
+
+use std::ffi::{c_int, CStr};
+
+/// The module's name, as `MODULE LIST` shows it.
+const MODULE_NAME: &CStr = c"ratelock";
+/// The module's version, as `MODULE LIST` shows it.
+const MODULE_VERSION: c_int = 1;
+
+/// The entry point redis-server calls when it loads the module.
+///
+/// # Safety
+/// Called by redis-server with its load context.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnLoad(
+    ctx: *mut api::Ctx,
+    _argv: *mut *mut api::RString,
+    _argc: c_int,
+) -> c_int {
+    let loaded = std::panic::catch_unwind(|| {
+        // SAFETY: `ctx` is the load context handed to us by redis-server.
+        unsafe { api::Api::load(ctx, MODULE_NAME, MODULE_VERSION).is_ok() && commands::register(ctx) }
+    });
+    match loaded {
+        Ok(true) => api::OK,
+        _ => api::ERR,
+    }
+}

@@ -1,0 +1,172 @@
+//! A rule's state in Redis, in exactly `limit.lua`'s layout, read into the core's `State` and written
+//! back from its `Update`:
+//! - gcra: a string, the TAT in µs;
+//! - token bucket: hash {t = scaled tokens, l = last refill µs};
+//! - leaky bucket: hash {v = level as µs of drain, l = last update µs};
+//! - fixed window: hash {w = window index, c = count};
+//! - sliding window: hash {w = window index, c = its count, p = previous window's count};
+//! - sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>".
+//!
+//! Numbers are decimal integers. Every write sets an absolute expiry (PXAT / PEXPIREAT) of
+//! `max(ceil(ttl µs / 1000), 1000)` ms from the server clock, the script's `px` with its 1 s floor, and
+//! is propagated as that very command (`!`), so replicas and the AOF see absolute times.
+
+use std::collections::VecDeque;
+
+use ratelock::algorithm::{State, Update};
+use ratelock::{Algorithm, Rule};
+
+use crate::args::parse_u64;
+use crate::ctx::{Context, Effect, Value};
+
+/// The script's `MIN_TTL_MS`: no written key lives less than one second.
+const MIN_TTL_MS: u64 = 1000;
+
+/// The stored state of `rule` at `key`. An absent or unreadable state is `None` ("fresh"), as in
+/// the script, where `tonumber` of a missing field is nil. For a sliding log this first drops the
+/// entries that left the window (a replicated write, in both modes, as the script does).
+pub fn read(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
+    let fields = |names: &[&[u8]]| -> Result<Vec<Option<u64>>, String> {
+        let mut args = vec![key];
+        args.extend_from_slice(names);
+        match cx.call(Effect::Read, "HMGET", &args)? {
+            Value::Array(items) => Ok(items.iter().map(number).collect()),
+            other => Err(unexpected("HMGET", &other)),
+        }
+    };
+    Ok(match rule.algorithm() {
+        Algorithm::Gcra => number(&cx.call(Effect::Read, "GET", &[key])?).map(|tat| State::Gcra { tat }),
+        Algorithm::TokenBucket => match fields(&[b"t", b"l"])?[..] {
+            [Some(tokens), Some(last)] => Some(State::TokenBucket { tokens, last }),
+            _ => None,
+        },
+        Algorithm::LeakyBucket => match fields(&[b"v", b"l"])?[..] {
+            [Some(level), Some(last)] => Some(State::LeakyBucket { level, last }),
+            _ => None,
+        },
+        Algorithm::FixedWindow => match fields(&[b"w", b"c"])?[..] {
+            [Some(window), count] => Some(State::FixedWindow {
+                window,
+                count: count.unwrap_or(0),
+            }),
+            _ => None,
+        },
+        Algorithm::SlidingWindow => match fields(&[b"w", b"c", b"p"])?[..] {
+            [Some(window), current, previous] => Some(State::SlidingWindow {
+                window,
+                current: current.unwrap_or(0),
+                previous: previous.unwrap_or(0),
+            }),
+            _ => None,
+        },
+        Algorithm::SlidingLog => read_log(cx, key, rule, now)?,
+        other => {
+            return Err(format!(
+                "ERR ratelock module: algorithm {other} is not supported, use the Lua path"
+            ))
+        }
+    })
+}
+
+/// Sliding log: drop what left the window, then read every entry's µs (ascending).
+fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
+    let period = rule.period().as_micros() as i128;
+    let through = (now as i128 - period).to_string();
+    cx.call(
+        Effect::Replicated,
+        "ZREMRANGEBYSCORE",
+        &[key, b"-inf", through.as_bytes()],
+    )?;
+    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
+        Value::Array(items) => items,
+        other => return Err(unexpected("ZRANGE", &other)),
+    };
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let mut entries = VecDeque::with_capacity(items.len() / 2);
+    for pair in items.chunks(2) {
+        let score = match pair.get(1) {
+            Some(Value::Bytes(b)) => std::str::from_utf8(b).ok().and_then(|s| s.parse::<f64>().ok()),
+            _ => None,
+        };
+        match score {
+            Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => entries.push_back(s as u64),
+            _ => return Err("ERR ratelock module: a sliding-log entry's score is not a µs timestamp".into()),
+        }
+    }
+    Ok(Some(State::SlidingLog { entries }))
+}
+
+/// Stores `update` at `key` and gives it the script's TTL for `ttl_us`.
+pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<(), String> {
+    let ttl_ms = ttl_us.div_ceil(1000).max(MIN_TTL_MS);
+    let expire_at = (cx.server_ms() + ttl_ms).to_string();
+    let expire_at = expire_at.as_bytes();
+    let hset = |pairs: &[(&[u8], u64)]| -> Result<(), String> {
+        let texts: Vec<String> = pairs.iter().map(|(_, v)| v.to_string()).collect();
+        let mut args: Vec<&[u8]> = vec![key];
+        for ((field, _), text) in pairs.iter().zip(&texts) {
+            args.push(field);
+            args.push(text.as_bytes());
+        }
+        cx.call(Effect::Replicated, "HSET", &args)?;
+        cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
+        Ok(())
+    };
+    match update {
+        Update::Replace(State::Gcra { tat }) => {
+            let tat = tat.to_string();
+            cx.call(
+                Effect::Replicated,
+                "SET",
+                &[key, tat.as_bytes(), b"PXAT", expire_at],
+            )?;
+            Ok(())
+        }
+        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(b"t", tokens), (b"l", last)]),
+        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(b"v", level), (b"l", last)]),
+        Update::Replace(State::FixedWindow { window, count }) => hset(&[(b"w", window), (b"c", count)]),
+        Update::Replace(State::SlidingWindow {
+            window,
+            current,
+            previous,
+        }) => hset(&[(b"w", window), (b"c", current), (b"p", previous)]),
+        // The stale entries (`drop_through`) were already removed when the log was read.
+        Update::Append { at, count, .. } => append_log(cx, key, at, count, expire_at),
+        Update::Replace(State::SlidingLog { .. }) => {
+            Err("ERR ratelock module: a sliding log is only ever appended to".into())
+        }
+    }
+}
+
+/// Sliding log: `count` members "<at>:<n>" scored `at`, numbered on from those already at `at`.
+fn append_log(cx: &Context, key: &[u8], at: u64, count: u64, expire_at: &[u8]) -> Result<(), String> {
+    let stamp = at.to_string();
+    let taken = match cx.call(Effect::Read, "ZCOUNT", &[key, stamp.as_bytes(), stamp.as_bytes()])? {
+        Value::Int(n) if n >= 0 => n as u64,
+        other => return Err(unexpected("ZCOUNT", &other)),
+    };
+    let members: Vec<String> = (taken..taken + count).map(|n| format!("{stamp}:{n}")).collect();
+    let mut args: Vec<&[u8]> = vec![key];
+    for member in &members {
+        args.push(stamp.as_bytes());
+        args.push(member.as_bytes());
+    }
+    cx.call(Effect::Replicated, "ZADD", &args)?;
+    cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
+    Ok(())
+}
+
+/// A stored number as the script's `tonumber` reads it; anything else counts as absent.
+fn number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Bytes(bytes) => parse_u64(bytes),
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    }
+}
+
+fn unexpected(command: &str, value: &Value) -> String {
+    format!("ERR ratelock module: unexpected {command} reply {value:?}")
+}
