@@ -1,0 +1,403 @@
+//! RATELOCK.LIMIT agrees with `core/lua/limit.lua`, call for call, on a real redis-server.
+//!
+//! This test builds nothing itself: it loads the module cdylib already built beside it, so build it
+//! first, with the same target dir:
+//!     cargo build --manifest-path server-module/Cargo.toml
+//!     cargo test  --manifest-path server-module/Cargo.toml
+//! (or point RATELOCK_MODULE_SO at the .so). It starts `redis-server` (on PATH) on a free loopback port
+//! with `--loadmodule`, then sends thousands of generated calls (every algorithm, 1 to 3 rules, hit and
+//! peek, explicit `now`, costs up to past capacity) twice: through limit.lua (prelude.lua in front,
+//! loaded once, run by EVALSHA) on one set of keys, and through RATELOCK.LIMIT on a copy of them. The
+//! replies must be identical, and so must every touched key's type, value and TTL (PTTL within a few ms).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis::{Connection, Value};
+
+/// How many generated calls go through both paths.
+const CALLS: usize = 3000;
+/// How far apart the two copies' PTTLs may be: the module's call runs a moment after the script's.
+const PTTL_SLACK_MS: i64 = 25;
+
+/// A redis-server with the module loaded, shut down when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The cdylib built beside this test binary (target/<profile>/), unless RATELOCK_MODULE_SO says where.
+fn module_path() -> PathBuf {
+    if let Ok(path) = std::env::var("RATELOCK_MODULE_SO") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let name = if cfg!(target_os = "macos") {
+        "libratelock_module.dylib"
+    } else {
+        "libratelock_module.so"
+    };
+    profile_dir.join(name)
+}
+
+fn start_server() -> Server {
+    let module = module_path();
+    assert!(
+        module.exists(),
+        "{} is missing: run `cargo build --manifest-path server-module/Cargo.toml` first",
+        module.display()
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--loadmodule")
+        .arg(&module)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server on PATH");
+    Server { child, port }
+}
+
+fn connect(server: &Server) -> Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.get_connection() {
+            Ok(con) => return con,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("redis-server did not come up: {e}"),
+        }
+    }
+}
+
+/// A reply, with errors as their text, so that both paths compare as plain data.
+fn run(con: &mut Connection, cmd: &redis::Cmd) -> Result<Value, String> {
+    cmd.query::<Value>(con)
+        .map_err(|e| format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")))
+}
+
+/// A small deterministic generator (xorshift64*), so a failure can be replayed from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One rule as the script takes it: code, limit, period µs, burst.
+#[derive(Debug, Clone)]
+struct Shape {
+    code: &'static str,
+    limit: u64,
+    period_us: u64,
+    burst: u64,
+}
+
+/// A fixed set of rule shapes; every key belongs to one shape, as ratelock's keys do (the rule id).
+fn shapes(rng: &mut Rng) -> Vec<Shape> {
+    let codes = ["g", "tb", "lb", "fw", "sw", "sl"];
+    let periods_ms = [7, 250, 1000, 1234, 60_000];
+    (0..24)
+        .map(|i| {
+            let code = codes[i % codes.len()];
+            let limit = 1 + rng.below(12);
+            let burst = if matches!(code, "g" | "tb" | "lb") {
+                1 + rng.below(15)
+            } else {
+                limit
+            };
+            let period_us = periods_ms[rng.below(periods_ms.len() as u64) as usize] * 1000;
+            Shape {
+                code,
+                limit,
+                period_us,
+                burst,
+            }
+        })
+        .collect()
+}
+
+/// A key's type, contents and PTTL.
+#[derive(Debug)]
+struct Snapshot {
+    kind: String,
+    contents: Vec<String>,
+    pttl: i64,
+}
+
+fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
+    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+    let contents: Vec<String> = match kind.as_str() {
+        "none" => vec![],
+        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
+        "hash" => {
+            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
+            pairs.sort();
+            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
+        }
+        "zset" => redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .unwrap(),
+        other => panic!("{key} has unexpected type {other}"),
+    };
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
+    Snapshot { kind, contents, pttl }
+}
+
+fn wall_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+fn script_text() -> String {
+    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
+    let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
+    let limit = std::fs::read_to_string(format!("{lua}limit.lua")).unwrap();
+    format!("{prelude}\n{limit}")
+}
+
+#[test]
+fn limit_agrees_with_lua() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
+    assert_eq!(version, 1);
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script_text())
+        .query(&mut con)
+        .unwrap();
+
+    let seed = std::env::var("RATELOCK_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_1234_u64);
+    let mut rng = Rng(seed | 1);
+    let shapes = shapes(&mut rng);
+    // `now` runs ahead of the wall clock by a growing drift, never behind it: a key that expires in
+    // real time has then also stopped mattering at the explicit `now`, on both copies alike.
+    let mut drift: u64 = 0;
+    let (mut allowed, mut denied, mut errors, mut writes) = (0, 0, 0, 0);
+    let mut seen_codes = std::collections::BTreeSet::new();
+
+    for call in 0..CALLS {
+        drift += match rng.below(10) {
+            0..=4 => rng.below(2_000),
+            5..=7 => rng.below(200_000),
+            8 => rng.below(3_000_000),
+            _ => 0,
+        };
+        let now = wall_us() + drift;
+        let user = rng.below(3);
+        let rules = 1 + rng.below(3) as usize;
+        let mut picked: Vec<usize> = Vec::new();
+        while picked.len() < rules {
+            let s = rng.below(shapes.len() as u64) as usize;
+            if !picked.contains(&s) {
+                picked.push(s);
+            }
+        }
+        let mode = if rng.below(5) == 0 { "peek" } else { "hit" };
+        let cost = match rng.below(20) {
+            0 => 1 + rng.below(20),
+            1..=5 => 2 + rng.below(3),
+            _ => 1,
+        };
+        let keys = |side: &str| -> Vec<String> {
+            picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect()
+        };
+        let mut argv: Vec<String> = vec![mode.into(), now.to_string(), cost.to_string()];
+        for &s in &picked {
+            let shape = &shapes[s];
+            seen_codes.insert(shape.code);
+            argv.extend([
+                shape.code.to_string(),
+                shape.limit.to_string(),
+                shape.period_us.to_string(),
+                shape.burst.to_string(),
+            ]);
+        }
+        let (lua_keys, module_keys) = (keys("lua"), keys("mod"));
+        let lua_reply = run(
+            &mut con,
+            redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(rules)
+                .arg(&lua_keys)
+                .arg(&argv),
+        );
+        let module_reply = run(
+            &mut con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(rules)
+                .arg(&module_keys)
+                .arg(&argv),
+        );
+        let context = || format!("call {call} (seed {seed}): keys {module_keys:?} argv {argv:?}");
+        assert_eq!(lua_reply, module_reply, "replies differ at {}", context());
+        match &lua_reply {
+            Ok(Value::Array(items)) => {
+                let all = items.iter().step_by(5).all(|v| *v == Value::Int(1));
+                if all {
+                    allowed += 1;
+                    if mode == "hit" {
+                        writes += 1;
+                    }
+                } else {
+                    denied += 1;
+                }
+            }
+            Ok(other) => panic!("unexpected reply {other:?} at {}", context()),
+            Err(_) => errors += 1,
+        }
+        for (lua_key, module_key) in lua_keys.iter().zip(&module_keys) {
+            let (a, b) = (snapshot(&mut con, lua_key), snapshot(&mut con, module_key));
+            assert_eq!(
+                (&a.kind, &a.contents),
+                (&b.kind, &b.contents),
+                "stored state differs for {module_key} at {}",
+                context()
+            );
+            let ttls_agree = (a.pttl < 0 && a.pttl == b.pttl)
+                || (a.pttl >= 0 && b.pttl >= 0 && (a.pttl - b.pttl).abs() <= PTTL_SLACK_MS);
+            assert!(
+                ttls_agree,
+                "PTTL {} (lua) vs {} (module) for {module_key} at {}",
+                a.pttl,
+                b.pttl,
+                context()
+            );
+        }
+    }
+    eprintln!(
+        "{CALLS} calls over {:?}: {allowed} allowed ({writes} written), {denied} denied, {errors} errors",
+        seen_codes
+    );
+    assert!(
+        allowed > CALLS / 10 && denied > CALLS / 10 && errors > 0,
+        "the mix should cover every outcome"
+    );
+}
+
+/// With `now` empty each path reads the server's clock (the script TIME, the module the system clock),
+/// a moment apart: the decisions and counts agree exactly, the µs figures within the slack.
+#[test]
+fn server_clock_calls_agree() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script_text())
+        .query(&mut con)
+        .unwrap();
+    // Slow rules, so that a few ms between the two calls change no count.
+    let rules = [
+        ("g", 5, 3_600_000_000u64, 5),
+        ("fw", 4, 3_600_000_000, 4),
+        ("tb", 6, 3_600_000_000, 3),
+    ];
+    for call in 0..40 {
+        let (code, limit, period, burst) = rules[call % rules.len()];
+        let argv = [
+            "hit".to_string(),
+            String::new(),
+            "1".into(),
+            code.into(),
+            limit.to_string(),
+            period.to_string(),
+            burst.to_string(),
+        ];
+        let lua = run(
+            &mut con,
+            redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(1)
+                .arg(format!("lua:clock:{code}"))
+                .arg(&argv),
+        );
+        let module = run(
+            &mut con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(1)
+                .arg(format!("mod:clock:{code}"))
+                .arg(&argv),
+        );
+        let ints = |reply: Result<Value, String>| -> Vec<i64> {
+            match reply {
+                Ok(Value::Array(items)) => items
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Int(n) => n,
+                        other => panic!("not an integer: {other:?}"),
+                    })
+                    .collect(),
+                other => panic!("unexpected reply {other:?}"),
+            }
+        };
+        let (a, b) = (ints(lua), ints(module));
+        assert_eq!(
+            a[..3],
+            b[..3],
+            "allowed/limit/remaining differ at call {call} ({code})"
+        );
+        for i in 3..5 {
+            assert!(
+                (a[i] - b[i]).abs() <= PTTL_SLACK_MS * 1000,
+                "µs figure {i} differs: {a:?} vs {b:?}"
+            );
+        }
+        let (x, y) = (
+            snapshot(&mut con, &format!("lua:clock:{code}")),
+            snapshot(&mut con, &format!("mod:clock:{code}")),
+        );
+        assert_eq!(x.kind, y.kind);
+        assert!(
+            (x.pttl - y.pttl).abs() <= PTTL_SLACK_MS,
+            "PTTL {} vs {}",
+            x.pttl,
+            y.pttl
+        );
+    }
+}
