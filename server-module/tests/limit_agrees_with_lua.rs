@@ -54,6 +54,7 @@ fn module_path() -> PathBuf {
     profile_dir.join(name)
 }
 
+/// A redis-server with the module loaded.
 fn start_server() -> Server {
     let module = module_path();
     assert!(
@@ -61,6 +62,11 @@ fn start_server() -> Server {
         "{} is missing: run `cargo build --manifest-path server-module/Cargo.toml` first",
         module.display()
     );
+    spawn_server(&mut vec!["--loadmodule".into(), module.display().to_string()])
+}
+
+/// A redis-server on a free loopback port, with `extra` arguments.
+fn spawn_server(extra: &mut Vec<String>) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -77,8 +83,7 @@ fn start_server() -> Server {
             "--appendonly",
             "no",
         ])
-        .arg("--loadmodule")
-        .arg(&module)
+        .args(extra.drain(..))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -398,6 +403,72 @@ fn server_clock_calls_agree() {
             "PTTL {} vs {}",
             x.pttl,
             y.pttl
+        );
+    }
+}
+
+/// The module's writes reach a replica as plain effects (SET .. PXAT, HSET, ZADD, ZREMRANGEBYSCORE,
+/// PEXPIREAT), never as RATELOCK.LIMIT: a replica without the module ends with the same keys and TTLs.
+#[test]
+fn writes_replicate_as_effects() {
+    let master = start_server();
+    let mut con = connect(&master);
+    let replica = spawn_server(&mut vec![
+        "--replicaof".into(),
+        "127.0.0.1".into(),
+        master.port.to_string(),
+    ]);
+    let mut replica_con = connect(&replica);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !redis::cmd("INFO")
+        .arg("replication")
+        .query::<String>(&mut replica_con)
+        .unwrap()
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica did not connect");
+        sleep(Duration::from_millis(50));
+    }
+    let mut rng = Rng(0xA11CE);
+    let shapes = shapes(&mut rng);
+    let mut keys = std::collections::BTreeSet::new();
+    let mut drift = 0;
+    for _ in 0..400 {
+        drift += rng.below(300_000);
+        let s = rng.below(shapes.len() as u64) as usize;
+        let shape = &shapes[s];
+        let key = format!("rep:{{u}}:{s}");
+        let mode = if rng.below(4) == 0 { "peek" } else { "hit" };
+        let reply = run(
+            &mut con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(1)
+                .arg(&key)
+                .arg(mode)
+                .arg(wall_us() + drift)
+                .arg(1)
+                .arg(shape.code)
+                .arg(shape.limit)
+                .arg(shape.period_us)
+                .arg(shape.burst),
+        );
+        assert!(reply.is_ok(), "{reply:?}");
+        keys.insert(key);
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1, "the replica did not acknowledge the writes");
+    for key in &keys {
+        let (a, b) = (snapshot(&mut con, key), snapshot(&mut replica_con, key));
+        assert_eq!(
+            (&a.kind, &a.contents),
+            (&b.kind, &b.contents),
+            "{key} differs on the replica"
+        );
+        assert!(
+            (a.pttl - b.pttl).abs() <= PTTL_SLACK_MS,
+            "{key}: PTTL {} vs {} on the replica",
+            a.pttl,
+            b.pttl
         );
     }
 }
