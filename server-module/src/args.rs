@@ -2,7 +2,8 @@
 //!
 //! Numbers are plain decimal integers (what every ratelock client sends). Lua's `tonumber` would also
 //! take "1e3", "0x10" or "2.5"; the module refuses those with the same error as a missing number,
-//! rather than guess at a fractional rule.
+//! rather than guess at a fractional rule. Likewise a `now` that is neither empty nor an integer is
+//! an error here, where the script would quietly fall back to the server clock.
 
 use std::time::Duration;
 
