@@ -83,6 +83,8 @@ fn spawn_server(extra: &mut Vec<String>) -> Server {
             "--appendonly",
             "no",
         ])
+        .arg("--dir")
+        .arg(std::env::temp_dir()) // where a replica puts the RDB it receives
         .args(extra.drain(..))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
