@@ -14,7 +14,7 @@ NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
-	fuzz fuzz-short faults
+	fuzz fuzz-short faults module-test
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -30,7 +30,7 @@ node-demo-env:
 
 test: test-deps
 	$(MAKE) lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test \
-	  node-pack-check wasm-test fuzz-short
+	  node-pack-check wasm-test fuzz-short module-test
 
 # What the tests need beyond Rust, Python and Node (redis-server, Chromium, the wasm32 target...):
 # installed when missing, or the exact command printed where it cannot be.
@@ -53,6 +53,15 @@ FAULTS_SECONDS ?= 720
 faults: test-deps
 	$(CARGO) run --release --quiet -p ratelock-testkit --bin faults -- $(FAULTS_SECONDS)
 	bash fuzz/run.sh 60
+
+# The Redis module (server-module/, its own workspace): formatted and linted, built, then its tests
+# against redis-servers that load it (limit.lua and RATELOCK.LIMIT agree call for call; writes replicate
+# as effects).
+module-test:
+	$(CARGO) fmt --manifest-path server-module/Cargo.toml -- --check
+	$(CARGO) clippy --quiet --manifest-path server-module/Cargo.toml --all-targets -- -D warnings
+	$(CARGO) build --quiet --manifest-path server-module/Cargo.toml
+	$(CARGO) test --quiet --manifest-path server-module/Cargo.toml
 
 # Every fuzz target from its seeds (fuzz/seeds/), briefly in `make test`, longer on its own
 # (`make fuzz FUZZ_SECONDS=300`). A crash fails it and leaves its input in fuzz/artifacts/.
