@@ -57,11 +57,12 @@ faults: test-deps
 # The Redis module (server-module/, its own workspace): formatted and linted, built, then its tests
 # against redis-servers that load it (limit.lua and RATELOCK.LIMIT agree call for call; writes replicate
 # as effects).
+MODULE_TARGET := $(TARGET_DIR)/server-module
 module-test:
 	$(CARGO) fmt --manifest-path server-module/Cargo.toml -- --check
-	$(CARGO) clippy --quiet --manifest-path server-module/Cargo.toml --all-targets -- -D warnings
-	$(CARGO) build --quiet --manifest-path server-module/Cargo.toml
-	$(CARGO) test --quiet --manifest-path server-module/Cargo.toml
+	$(CARGO) clippy --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET) --all-targets -- -D warnings
+	$(CARGO) build --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
+	$(CARGO) test --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
 
 # Every fuzz target from its seeds (fuzz/seeds/), briefly in `make test`, longer on its own
 # (`make fuzz FUZZ_SECONDS=300`). A crash fails it and leaves its input in fuzz/artifacts/.
@@ -166,7 +167,10 @@ playground: wasm
 # Rust figures (vs redis-benchmark), Python figures (vs limits, throttled-py, Flask-Limiter, redis-py),
 # then Node figures (vs rate-limiter-flexible, express-rate-limit + rate-limit-redis, redlock).
 bench:
-	$(CARGO) run --release --quiet -p ratelock-bench
+	$(CARGO) build --release --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
+	RATELOCK_MODULE_SO=$(MODULE_TARGET)/release/libratelock_module.so \
+	  REDIS_CELL_SO="$$(bash bench/peers/redis-cell.sh $(TARGET_DIR)/peers)" \
+	  $(CARGO) run --release --quiet -p ratelock-bench
 	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r bench/python/requirements.txt
 	.venv-bench/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .

@@ -16,6 +16,7 @@ mod redis_benchmark;
 mod redis_comparison;
 mod report;
 mod script_call;
+mod server_cost;
 
 use std::time::Duration;
 
@@ -51,6 +52,7 @@ async fn main() {
     rows.extend(cluster_throughput::rows(&server, &rules, window, &mut notes).await);
     rows.extend(memory_rows(&mut notes));
     rows.extend(outage::rows(&mut notes).await);
+    rows.extend(server_cost::rows(&mut notes));
 
     let table = report::text_table(&rows);
     println!("\n{table}");

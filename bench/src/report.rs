@@ -121,6 +121,8 @@ fn with_unit(value: f64, unit: Unit) -> String {
     match unit {
         Unit::PerSecond => format!("{}/s", thousands(value.round() as u64)),
         Unit::Bytes => format!("{} B", thousands(value.round() as u64)),
+        // Below 100 µs (a server's time per call), a tenth of a µs matters.
+        Unit::Micros if value < 100.0 => format!("{value:.1} µs"),
         Unit::Micros => format!("{} µs", thousands(value.round() as u64)),
     }
 }

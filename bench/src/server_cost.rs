@@ -1,0 +1,224 @@
+//! What a decision costs the server: every path saturated by `redis-benchmark -c 50 -P 16 -r 10000` on
+//! one redis-server that loads ratelock's module (and redis-cell's, when built), calls/s from
+//! redis-benchmark and server µs per call from `INFO commandstats` beside it. Rows: ratelock's module
+//! and its Lua script for one GCRA rule, three rules and a sliding log; a minimal GCRA script and the
+//! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`.
+
+use std::path::PathBuf;
+
+use ratelock::key::storage_key;
+use ratelock::store::tagged_script;
+use ratelock::Rules;
+use ratelock_testkit::RedisServer;
+
+use crate::redis_benchmark::{load_script, requests_per_second, BenchmarkRun};
+use crate::report::{Row, Target, Unit};
+
+/// A minimal GCRA in Lua, the floor for any GCRA script: read the theoretical arrival time, read the
+/// clock, write the next one with a PX expiry. (Written for this bench; it denies nothing.)
+const MINIMAL_GCRA: &str = "local t = redis.call('TIME') \
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
+local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
+if tat < now then tat = now end \
+redis.call('SET', KEYS[1], tat + tonumber(ARGV[1]), 'PX', ARGV[2]) \
+return 1";
+
+/// The fixed-window counter that rate-limiter-flexible and limits run: INCR, PEXPIRE on the first hit.
+const INCR_PEXPIRE: &str = "local n = redis.call('INCR', KEYS[1]) \
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end \
+return n";
+
+/// One row's command, and the `INFO commandstats` entry that times it.
+struct Path {
+    name: String,
+    command: Vec<String>,
+    stat: &'static str,
+}
+
+/// The module's `.so`, from `RATELOCK_MODULE_SO` (the Makefile builds it and sets it).
+fn module_path() -> Option<PathBuf> {
+    std::env::var_os("RATELOCK_MODULE_SO")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+}
+
+/// redis-cell's `.so`, from `REDIS_CELL_SO` (`bench/peers/redis-cell.sh` builds it).
+fn redis_cell_path() -> Option<PathBuf> {
+    std::env::var_os("REDIS_CELL_SO")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+}
+
+/// The keys and rule arguments of `rules` for a user key that redis-benchmark randomizes.
+fn limit_arguments(rules: &str) -> (Vec<String>, Vec<String>) {
+    let rules: Rules = rules.parse().expect("bench rules");
+    let keys = rules
+        .iter()
+        .map(|rule| String::from_utf8(storage_key("rl", b"bench:__rand_int__", rule)).expect("utf-8 key"))
+        .collect();
+    let mut arguments = vec!["hit".to_owned(), String::new(), "1".to_owned()];
+    for rule in rules.iter() {
+        arguments.push(rule.algorithm().code().to_owned());
+        arguments.push(rule.limit().to_string());
+        arguments.push((rule.period().as_micros() as u64).to_string());
+        arguments.push(rule.burst().to_string());
+    }
+    (keys, arguments)
+}
+
+fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool) -> Vec<Path> {
+    let limit_sha = load_script(
+        connection,
+        &tagged_script(include_str!("../../core/lua/limit.lua")),
+    );
+    let mut paths = Vec::new();
+    for (label, rules) in [
+        ("one GCRA rule", "100/minute"),
+        (
+            "3 rules (gcra + sliding_window + fixed_window)",
+            "100/minute; 1000/hour using sliding_window; 10/second using fixed_window",
+        ),
+        ("sliding_log 100/minute", "100/minute using sliding_log"),
+    ] {
+        let (keys, arguments) = limit_arguments(rules);
+        let mut lua = vec!["EVALSHA".to_owned(), limit_sha.clone(), keys.len().to_string()];
+        lua.extend(keys.iter().cloned());
+        lua.extend(arguments.iter().cloned());
+        lua.push("bench-tag".to_owned());
+        if with_module {
+            let mut module = vec!["RATELOCK.LIMIT".to_owned(), keys.len().to_string()];
+            module.extend(keys.iter().cloned());
+            module.extend(arguments.iter().cloned());
+            paths.push(Path {
+                name: format!("ratelock module RATELOCK.LIMIT, {label}"),
+                command: module,
+                stat: "ratelock.limit",
+            });
+        }
+        paths.push(Path {
+            name: format!("ratelock limit.lua, {label}"),
+            command: lua,
+            stat: "evalsha",
+        });
+    }
+    let minimal = load_script(connection, MINIMAL_GCRA);
+    paths.push(Path {
+        name: "a minimal GCRA Lua script (GET, TIME, SET PX)".into(),
+        command: ["EVALSHA", &minimal, "1", "gcra:__rand_int__", "600000", "60000"]
+            .map(str::to_owned)
+            .to_vec(),
+        stat: "evalsha",
+    });
+    let counter = load_script(connection, INCR_PEXPIRE);
+    paths.push(Path {
+        name: "the INCR + PEXPIRE script of rate-limiter-flexible and limits".into(),
+        command: ["EVALSHA", &counter, "1", "count:__rand_int__", "60000"]
+            .map(str::to_owned)
+            .to_vec(),
+        stat: "evalsha",
+    });
+    if with_cell {
+        paths.push(Path {
+            name: "redis-cell 0.2.2 CL.THROTTLE (GCRA, native)".into(),
+            command: ["CL.THROTTLE", "cell:__rand_int__", "100", "100", "60", "1"]
+                .map(str::to_owned)
+                .to_vec(),
+            stat: "cl.throttle",
+        });
+    }
+    paths.push(Path {
+        name: "plain SET".into(),
+        command: ["SET", "set:__rand_int__", "x"].map(str::to_owned).to_vec(),
+        stat: "set",
+    });
+    paths
+}
+
+/// µs per call of `stat` (e.g. `evalsha`) in `INFO commandstats`.
+fn micros_per_call(connection: &mut redis::Connection, stat: &str) -> Option<f64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(connection).ok()?;
+    // Redis names a module's command as the module registered it (`cmdstat_RATELOCK.LIMIT`).
+    let wanted = format!("cmdstat_{stat}:");
+    let line = info
+        .lines()
+        .find(|line| line.to_ascii_lowercase().starts_with(&wanted))?;
+    line.split(',')
+        .find_map(|field| field.strip_prefix("usec_per_call="))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
+    let (module, cell) = (module_path(), redis_cell_path());
+    let mut arguments: Vec<String> = Vec::new();
+    for so in [&module, &cell].into_iter().flatten() {
+        arguments.push("--loadmodule".into());
+        arguments.push(so.display().to_string());
+    }
+    let argument_refs: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let server = RedisServer::start_with(&argument_refs);
+    let mut connection = server.connection();
+    if module.is_none() {
+        notes.push("server cost: the module was not built (RATELOCK_MODULE_SO unset): no module rows".into());
+    }
+    if cell.is_none() {
+        notes.push("server cost: redis-cell was not built (REDIS_CELL_SO unset): no CL.THROTTLE row".into());
+    }
+    let run = BenchmarkRun {
+        requests: 200_000,
+        clients: 50,
+        pipeline: 16,
+        keyspace: Some(10_000),
+    };
+    let mut figures = Vec::new();
+    for path in paths(&mut connection, module.is_some(), cell.is_some()) {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut connection)
+            .expect("CONFIG RESETSTAT");
+        let per_second = requests_per_second(server.port(), &path.command, &run);
+        let micros = micros_per_call(&mut connection, path.stat);
+        if let Err(problem) = &per_second {
+            notes.push(format!("server cost, {}: {problem}", path.name));
+        }
+        figures.push((path.name, per_second.ok(), micros));
+    }
+    notes.push(format!(
+        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run)",
+        run.describe(),
+        run.requests,
+        if module.is_some() { " that loads ratelock's module" } else { "" }
+    ));
+    let set_rate = figures
+        .iter()
+        .find(|(name, ..)| name == "plain SET")
+        .and_then(|(_, rate, _)| *rate);
+    let cell = figures
+        .iter()
+        .find(|(name, ..)| name.starts_with("redis-cell"))
+        .map(|(_, rate, micros)| (*rate, *micros));
+    let mut rows = Vec::new();
+    for (name, rate, micros) in figures {
+        // Both figures against redis-cell's native GCRA when it was built (calls/s against plain SET
+        // otherwise); the module's single GCRA rule aims at CL.THROTTLE's rate.
+        let module_gcra = name == "ratelock module RATELOCK.LIMIT, one GCRA rule";
+        rows.push(Row {
+            name: format!("saturated calls/s: {name}"),
+            unit: Unit::PerSecond,
+            measured: rate,
+            baseline: cell.and_then(|(rate, _)| rate).or(set_rate),
+            target: if module_gcra && cell.is_some() {
+                Target::RatioAtLeast(1.0)
+            } else {
+                Target::None
+            },
+        });
+        rows.push(Row {
+            name: format!("server µs per call: {name}"),
+            unit: Unit::Micros,
+            measured: micros,
+            baseline: cell.and_then(|(_, micros)| micros),
+            target: Target::None,
+        });
+    }
+    rows
+}
