@@ -7,24 +7,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ratelock_testkit::fault::scenarios::{
-    hold_clients, limit_clients, limit_clients_into, lock_clients, FencedResource, LockKind,
+    hold_clients, limit_clients, limit_clients_into, lock_clients, FencedResource, LockKind, RULES,
 };
 use ratelock_testkit::fault::server::{
     cluster_failover, memory_pressure, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
 };
-use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
+use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy, EVERY_FAULT};
 use ratelock_testkit::history::{check_calls, check_holds, check_limits, check_locks, History, Op, Outcome};
 use ratelock_testkit::{RedisCluster, RedisSentinels, RedisServer};
 
-const EVERY_FAULT: [FaultKind; 6] = [
-    FaultKind::Latency,
-    FaultKind::Stall,
-    FaultKind::HalfOpen,
-    FaultKind::Partition,
-    FaultKind::Cut,
-    FaultKind::Throttle,
-];
 const TIMEOUT: Duration = Duration::from_millis(200);
+const HOLD: Duration = Duration::from_millis(3);
 
 fn seed() -> u64 {
     std::env::var("RATELOCK_FAULT_SEED")
@@ -33,13 +26,35 @@ fn seed() -> u64 {
         .unwrap_or(20_261_125)
 }
 
-const RULES: [(&str, &str); 5] = [
-    ("gcra", "20/second"),
-    ("bucket", "20/second using token_bucket"),
-    ("fixed", "20/second using fixed_window"),
-    ("sliding", "20/second using sliding_window"),
-    ("log", "20/second using sliding_log"),
-];
+/// Checks a limiter run and a lock run under one kind of fault (`losses`: how often it lost all
+/// state), prints their figures under `label`, and asserts that no invariant broke.
+fn assert_limits_and_locks(
+    label: &str,
+    (limits, rules): (History, BTreeMap<String, ratelock::Rule>),
+    locks: History,
+    ttl: Duration,
+    losses: u64,
+) {
+    let slack = TIMEOUT.as_nanos() as u64;
+    let (ops, lock_ops) = (limits.ops(), locks.ops());
+    let limits = check_limits(&ops, &rules, losses).and(check_calls(&ops, slack));
+    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, losses == 0).and(check_calls(&lock_ops, slack));
+    let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
+    eprintln!(
+        "{label}: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
+        ops.len(),
+        limits.ambiguous,
+        limits.slowest_ns as f64 / 1e6,
+        lock_ops.len(),
+        locks.ambiguous,
+        locks.slowest_ns as f64 / 1e6,
+        limits.violations.len(),
+        locks.violations.len()
+    );
+    assert!(admitted > 20, "{label}: the clients ran");
+    assert!(limits.violations.is_empty(), "{label}: {:#?}", limits.violations);
+    assert!(locks.violations.is_empty(), "{label}: {:#?}", locks.violations);
+}
 
 #[test]
 fn limits_hold_their_bounds_under_every_proxy_fault() {
@@ -112,162 +127,82 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
 fn limits_and_locks_hold_under_server_faults_that_keep_state() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, 11);
-    let (history, rules) = limit_clients(
-        &proxy.urls(),
+    let urls = proxy.urls();
+    let limits = limit_clients(
+        &urls,
         server_faults_keeping_state(&server),
         &RULES,
         2,
         3_000,
         TIMEOUT,
     );
-    let ops = history.ops();
-    let limits = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let ttl = Duration::from_millis(300);
-    let history = lock_clients(
-        &proxy.urls(),
-        server_faults_keeping_state(&server),
-        "faults:server",
-        2,
-        400,
-        ttl,
-        Duration::from_millis(3),
-        TIMEOUT,
-    );
-    let lock_ops = history.ops();
-    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, true)
-        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
-    eprintln!(
-        "server faults keeping state: limits {} ops, {} ambiguous; locks {} ops, {} ambiguous; violations {} + {}",
-        ops.len(),
-        limits.ambiguous,
-        lock_ops.len(),
-        locks.ambiguous,
-        limits.violations.len(),
-        locks.violations.len()
-    );
-    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
-    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+    let faults = server_faults_keeping_state(&server);
+    let locks = lock_clients(&urls, faults, "faults:server", 2, 400, ttl, HOLD, TIMEOUT);
+    assert_limits_and_locks("server faults keeping state", limits, locks, ttl, 0);
 }
 
 #[test]
 fn after_a_restart_without_persistence_limits_allow_one_extra_limit_and_tokens_still_rise() {
     let mut server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, 12);
-    let (history, rules) = limit_clients(
-        &proxy.urls(),
+    let urls = proxy.urls();
+    let limits = limit_clients(
+        &urls,
         server_restarted_empty(&mut server),
         &RULES,
         2,
         3_000,
         TIMEOUT,
     );
-    let ops = history.ops();
-    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let ttl = Duration::from_millis(500);
-    let history = lock_clients(
-        &proxy.urls(),
-        server_restarted_empty(&mut server),
-        "faults:restart",
-        2,
-        400,
-        ttl,
-        Duration::from_millis(3),
-        TIMEOUT,
-    );
-    let lock_ops = history.ops();
-    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
-        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
-    eprintln!(
-        "restart without persistence: limits {} ops, {} ambiguous; locks {} ops, {} ambiguous; violations {} + {}",
-        ops.len(),
-        limits.ambiguous,
-        lock_ops.len(),
-        locks.ambiguous,
-        limits.violations.len(),
-        locks.violations.len()
-    );
-    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
-    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+    let faults = server_restarted_empty(&mut server);
+    let locks = lock_clients(&urls, faults, "faults:restart", 2, 400, ttl, HOLD, TIMEOUT);
+    assert_limits_and_locks("restart without persistence", limits, locks, ttl, 1);
 }
 
 #[test]
 fn a_sentinel_failover_loses_state_once_and_tokens_still_rise() {
     let mut setup = RedisSentinels::start();
-    let url = vec![setup.url()];
-    let (history, rules) = limit_clients(&url, sentinel_failover(&mut setup), &RULES, 2, 4_000, TIMEOUT);
-    let ops = history.ops();
-    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
-    let mut setup = RedisSentinels::start();
-    let url = vec![setup.url()];
-    let ttl = Duration::from_millis(500);
-    let history = lock_clients(
-        &url,
+    let limits = limit_clients(
+        &[setup.url()],
         sentinel_failover(&mut setup),
-        "faults:failover",
+        &RULES,
         2,
-        400,
-        ttl,
-        Duration::from_millis(3),
+        4_000,
         TIMEOUT,
     );
-    let lock_ops = history.ops();
-    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
-        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
-    let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
-    eprintln!(
-        "sentinel failover: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
-        ops.len(),
-        limits.ambiguous,
-        limits.slowest_ns as f64 / 1e6,
-        lock_ops.len(),
-        locks.ambiguous,
-        locks.slowest_ns as f64 / 1e6,
-        limits.violations.len(),
-        locks.violations.len()
-    );
-    assert!(admitted > 20, "the clients ran");
-    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
-    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+    let mut setup = RedisSentinels::start();
+    let ttl = Duration::from_millis(500);
+    let (url, faults) = ([setup.url()], sentinel_failover(&mut setup));
+    let locks = lock_clients(&url, faults, "faults:failover", 2, 400, ttl, HOLD, TIMEOUT);
+    assert_limits_and_locks("sentinel failover", limits, locks, ttl, 1);
 }
 
 #[test]
 fn a_cluster_failover_loses_state_at_most_once_and_tokens_still_rise() {
     let cluster = RedisCluster::start(3, 1);
-    let url = vec![cluster.url()];
-    let (history, rules) = limit_clients(&url, cluster_failover(&cluster), &RULES, 2, 4_000, TIMEOUT);
-    let ops = history.ops();
-    let limits = check_limits(&ops, &rules, 1).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
+    let limits = limit_clients(
+        &[cluster.url()],
+        cluster_failover(&cluster),
+        &RULES,
+        2,
+        4_000,
+        TIMEOUT,
+    );
     let cluster = RedisCluster::start(3, 1);
-    let url = vec![cluster.url()];
     let ttl = Duration::from_millis(500);
-    let history = lock_clients(
-        &url,
+    let locks = lock_clients(
+        &[cluster.url()],
         cluster_failover(&cluster),
         "faults:cluster",
         2,
         400,
         ttl,
-        Duration::from_millis(3),
+        HOLD,
         TIMEOUT,
     );
-    let lock_ops = history.ops();
-    let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, false)
-        .and(check_calls(&lock_ops, TIMEOUT.as_nanos() as u64));
-    let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
-    eprintln!(
-        "cluster failover: limits {} ops, {} ambiguous, {admitted} admitted, slowest {:.1} ms; locks {} ops, {} ambiguous, slowest {:.1} ms; violations {} + {}",
-        ops.len(),
-        limits.ambiguous,
-        limits.slowest_ns as f64 / 1e6,
-        lock_ops.len(),
-        locks.ambiguous,
-        locks.slowest_ns as f64 / 1e6,
-        limits.violations.len(),
-        locks.violations.len()
-    );
-    assert!(admitted > 20, "the clients ran");
-    assert!(limits.violations.is_empty(), "{:#?}", limits.violations);
-    assert!(locks.violations.is_empty(), "{:#?}", locks.violations);
+    assert_limits_and_locks("cluster failover", limits, locks, ttl, 1);
 }
 
 #[test]

@@ -14,7 +14,7 @@
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use ratelock_testkit::fault::{Fault, FaultKind, FaultPlan, FaultProxy};
+use ratelock_testkit::fault::{Fault, FaultPlan, FaultProxy, EVERY_FAULT};
 
 fn main() {
     let args: Vec<u64> = std::env::args()
@@ -48,18 +48,10 @@ fn main() {
             Some("cut") => proxy.cut(n(1) as usize),
             Some("clear") => proxy.set_all(Fault::default()),
             Some("plan") => {
-                let every = [
-                    FaultKind::Latency,
-                    FaultKind::Stall,
-                    FaultKind::HalfOpen,
-                    FaultKind::Partition,
-                    FaultKind::Cut,
-                    FaultKind::Throttle,
-                ];
                 let plan = FaultPlan::seeded(
                     n(1),
                     proxy.doors(),
-                    &every,
+                    &EVERY_FAULT,
                     n(2) as usize,
                     Duration::from_millis(n(3)),
                 );

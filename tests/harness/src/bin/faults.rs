@@ -12,29 +12,16 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ratelock_testkit::fault::scenarios::{hold_clients, limit_clients, limit_clients_into, Faults, LockKind};
+use ratelock_testkit::fault::scenarios::{
+    hold_clients, limit_clients, limit_clients_into, Faults, LockKind, RULES,
+};
 use ratelock_testkit::fault::server::{
     cluster_failover, memory_pressure, sentinel_failover, server_faults_keeping_state, server_restarted_empty,
 };
-use ratelock_testkit::fault::{FaultKind, FaultPlan, FaultProxy};
+use ratelock_testkit::fault::{FaultPlan, FaultProxy, EVERY_FAULT};
 use ratelock_testkit::history::{check_calls, check_holds, check_limits, Findings, History};
 use ratelock_testkit::{RedisCluster, RedisSentinels, RedisServer};
 
-const EVERY_FAULT: [FaultKind; 6] = [
-    FaultKind::Latency,
-    FaultKind::Stall,
-    FaultKind::HalfOpen,
-    FaultKind::Partition,
-    FaultKind::Cut,
-    FaultKind::Throttle,
-];
-const RULES: [(&str, &str); 5] = [
-    ("gcra", "20/second"),
-    ("bucket", "20/second using token_bucket"),
-    ("fixed", "20/second using fixed_window"),
-    ("sliding", "20/second using sliding_window"),
-    ("log", "20/second using sliding_log"),
-];
 const TIMEOUT: Duration = Duration::from_millis(200);
 const TTL: Duration = Duration::from_millis(300);
 const HOLD: Duration = Duration::from_millis(3);

@@ -7,5 +7,5 @@ mod proxy;
 pub mod scenarios;
 pub mod server;
 
-pub use plan::{FaultKind, FaultPlan, SplitMix, Step};
+pub use plan::{FaultKind, FaultPlan, SplitMix, Step, EVERY_FAULT};
 pub use proxy::{Fault, FaultProxy};

@@ -35,6 +35,16 @@ impl SplitMix {
     }
 }
 
+/// Every kind of fault the proxy makes, for plans that draw from all of them.
+pub const EVERY_FAULT: [FaultKind; 6] = [
+    FaultKind::Latency,
+    FaultKind::Stall,
+    FaultKind::HalfOpen,
+    FaultKind::Partition,
+    FaultKind::Cut,
+    FaultKind::Throttle,
+];
+
 /// The kinds of fault a plan draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {

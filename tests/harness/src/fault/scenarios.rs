@@ -14,6 +14,15 @@ use ratelock::{
 
 use crate::history::{History, Op, Outcome};
 
+/// One key per algorithm, each with a rule of 20/second: what the limiter scenarios hit.
+pub const RULES: [(&str, &str); 5] = [
+    ("gcra", "20/second"),
+    ("bucket", "20/second using token_bucket"),
+    ("fixed", "20/second using fixed_window"),
+    ("sliding", "20/second using sliding_window"),
+    ("log", "20/second using sliding_log"),
+];
+
 /// What a call's error says about whether it happened.
 pub fn outcome_of(err: &Error) -> Outcome {
     if err.is_protocol() {
