@@ -474,3 +474,72 @@ fn writes_replicate_as_effects() {
         );
     }
 }
+
+/// An AOF reload (`DEBUG LOADAOF`: the server empties itself and replays its append-only file) gives back
+/// the same keys, values and expiry times: the AOF holds the effects with absolute expiry, never
+/// `RATELOCK.LIMIT` itself, which a replay would decide again on a later clock.
+#[test]
+fn an_aof_reload_gives_back_the_same_keys_values_and_expiry() {
+    let module = module_path();
+    let port_dir = std::env::temp_dir().join(format!("ratelock-module-aof-{}", std::process::id()));
+    std::fs::create_dir_all(&port_dir).unwrap();
+    let server = spawn_server(&mut vec![
+        "--loadmodule".into(),
+        module.display().to_string(),
+        "--appendonly".into(),
+        "yes".into(),
+        "--appendfsync".into(),
+        "always".into(),
+        "--enable-debug-command".into(),
+        "yes".into(),
+        "--dir".into(),
+        port_dir.display().to_string(),
+    ]);
+    let mut con = connect(&server);
+    let mut rng = Rng(0xA0F);
+    let shapes = shapes(&mut rng);
+    let mut keys = std::collections::BTreeSet::new();
+    let mut drift = 0;
+    for _ in 0..300 {
+        drift += rng.below(300_000);
+        let s = rng.below(shapes.len() as u64) as usize;
+        let shape = &shapes[s];
+        let key = format!("aof:{{u}}:{s}");
+        let reply = run(
+            &mut con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(1)
+                .arg(&key)
+                .arg("hit")
+                .arg(wall_us() + drift)
+                .arg(1)
+                .arg(shape.code)
+                .arg(shape.limit)
+                .arg(shape.period_us)
+                .arg(shape.burst),
+        );
+        assert!(reply.is_ok(), "{reply:?}");
+        keys.insert(key);
+    }
+    let before: Vec<Snapshot> = keys.iter().map(|key| snapshot(&mut con, key)).collect();
+    sleep(Duration::from_millis(300)); // a replay on a later clock would move every expiry by this
+    let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+    for (key, was) in keys.iter().zip(before) {
+        let now = snapshot(&mut con, key);
+        assert_eq!(
+            (&was.kind, &was.contents),
+            (&now.kind, &now.contents),
+            "{key} differs after the reload"
+        );
+        if was.pttl > 0 {
+            let elapsed = was.pttl - now.pttl;
+            assert!(
+                (0..=PTTL_SLACK_MS + 400).contains(&elapsed),
+                "{key}: PTTL {} before, {} after the reload: the expiry moved",
+                was.pttl,
+                now.pttl
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&port_dir);
+}
