@@ -71,6 +71,21 @@ local function rule_gcra(key, now, cost, limit, period, burst)
   end
 end
 
+-- The common case first, before the other algorithms are defined: one GCRA rule with valid arguments
+-- is decided here by `rule_gcra`; anything else (several rules, another algorithm, an argument to
+-- refuse) goes on to the general path below.
+if #KEYS == 1 and #ARGV == 7 and ARGV[4] == 'g' then
+  local mode, cost = ARGV[1], tonumber(ARGV[3])
+  local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if (mode == 'hit' or mode == 'peek') and cost ~= nil and cost >= 1 and cost == math.floor(cost)
+    and limit ~= nil and period ~= nil and burst ~= nil and limit >= 1 and period >= 1 and burst >= 1
+    and cost <= burst then
+    local outcome, _, write = rule_gcra(KEYS[1], now_us(ARGV[2]), cost, limit, period, burst)
+    if mode == 'hit' and outcome[1] == 1 then write() end
+    return outcome
+  end
+end
+
 -- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
 local function rule_token(key, now, cost, limit, period, burst)
   local g = gcd(limit, period)
