@@ -12,5 +12,7 @@ cargo fetch --quiet
 source_dir="$(cargo metadata --format-version 1 --quiet | python3 -c 'import json, sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "redis-cell").rsplit("/", 1)[0])')"
 rm -rf "$out/redis-cell" && cp -r "$source_dir" "$out/redis-cell"
 cd "$out/redis-cell"
+# Its own workspace: under the repository's target directory, cargo would take it for a member of ours.
+printf '\n[workspace]\n' >> Cargo.toml
 cargo build --release --quiet --target-dir "$out/target" 2>/dev/null
 echo "$out/target/release/libredis_cell.so"
