@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::api::{self, api, CmdFunc, Ctx, RString};
 use crate::ctx::Context;
-use crate::limit;
+use crate::limit_command;
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
 pub const CONTRACT_VERSION: i64 = 1;
@@ -64,7 +64,7 @@ unsafe extern "C" fn limit_command(ctx: *mut Ctx, argv: *mut *mut RString, argc:
             }
             return api::OK;
         }
-        match limit::run(cx, args) {
+        match limit_command::run(cx, args) {
             Ok(values) => cx.reply_integers(&values),
             Err(message) => cx.reply_error(&message),
         }

@@ -3,15 +3,15 @@
 //! arguments, reply and stored state, so a deployment can switch between them with no reset).
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
-//! (registration, panic guard), `args` (argument parsing), `store` (Redis encoding of each state),
-//! `limit` (the command's flow over the core's algorithms).
+//! (registration, panic guard), `args` (argument parsing), `keyspace` (Redis encoding of each state),
+//! `limit_command` (the command's flow over the core's algorithms).
 
 mod api;
 mod args;
 mod commands;
 mod ctx;
-mod limit;
-mod store;
+mod keyspace;
+mod limit_command;
 
 use std::ffi::{c_int, CStr};
 

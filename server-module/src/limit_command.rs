@@ -8,7 +8,7 @@ use ratelock::algorithm::{decide, outcomes, Step};
 
 use crate::args;
 use crate::ctx::Context;
-use crate::store;
+use crate::keyspace;
 
 /// Serves one call: the flat reply integers, or an error text (`ERR ...`).
 pub fn run(cx: &Context, args: &[&[u8]]) -> Result<Vec<i64>, String> {
@@ -19,7 +19,7 @@ pub fn run(cx: &Context, args: &[&[u8]]) -> Result<Vec<i64>, String> {
     let mut steps: Vec<Step> = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
         let rule = args::rule(&argv, i + 1, head.cost)?;
-        let state = store::read(cx, key, &rule, now)?;
+        let state = keyspace::read(cx, key, &rule, now)?;
         let step =
             decide(&rule, state.as_ref(), now, head.cost).map_err(|e| format!("ERR ratelock module: {e}"))?;
         steps.push(step);
@@ -28,7 +28,7 @@ pub fn run(cx: &Context, args: &[&[u8]]) -> Result<Vec<i64>, String> {
     if head.hit && answers.iter().all(|o| o.allowed) {
         for (key, step) in keys.iter().zip(steps) {
             if let Some(update) = step.update {
-                store::write(cx, key, update, step.ttl_us)?;
+                keyspace::write(cx, key, update, step.ttl_us)?;
             }
         }
     }
