@@ -71,19 +71,48 @@ local function rule_gcra(key, now, cost, limit, period, burst)
   end
 end
 
--- The common case first, before the other algorithms are defined: one GCRA rule with valid arguments
--- is decided here by `rule_gcra`; anything else (several rules, another algorithm, an argument to
--- refuse) goes on to the general path below.
-if #KEYS == 1 and #ARGV == 7 and ARGV[4] == 'g' then
-  local mode, cost = ARGV[1], tonumber(ARGV[3])
-  local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if (mode == 'hit' or mode == 'peek') and cost ~= nil and cost >= 1 and cost == math.floor(cost)
-    and limit ~= nil and period ~= nil and burst ~= nil and limit >= 1 and period >= 1 and burst >= 1
-    and cost <= burst then
-    local outcome, _, write = rule_gcra(KEYS[1], now_us(ARGV[2]), cost, limit, period, burst)
-    if mode == 'hit' and outcome[1] == 1 then write() end
-    return outcome
+-- The call's own arguments, checked before any rule is looked at.
+local mode = ARGV[1]
+if mode ~= 'hit' and mode ~= 'peek' then
+  return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
+end
+local now = now_us(ARGV[2])
+local cost = tonumber(ARGV[3])
+if cost == nil or cost < 1 or cost ~= math.floor(cost) then
+  return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
+end
+if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
+  return redis.error_reply('ERR ratelock: expected 4 arguments per key')
+end
+
+-- Rule i's code, limit, period and burst, checked; an error reply in place of the code when bad.
+local function rule_arguments(i)
+  local at = 3 + 4 * (i - 1)
+  local code = ARGV[at + 1]
+  local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
+  -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
+  local bucket = code == 'g' or code == 'tb' or code == 'lb'
+  local window = code == 'fw' or code == 'sw' or code == 'sl'
+  if not (bucket or window) or limit == nil or period == nil or burst == nil or limit < 1 or period < 1
+    or burst < 1 then
+    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
   end
+  local capacity = limit
+  if bucket then capacity = burst end
+  if cost > capacity then
+    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
+  end
+  return code, limit, period, burst
+end
+
+-- The common case first, before the other algorithms are defined: one GCRA rule is decided here;
+-- several rules or another algorithm go on to the general path below.
+if #KEYS == 1 and ARGV[4] == 'g' then
+  local code, limit, period, burst = rule_arguments(1)
+  if type(code) == 'table' then return code end
+  local outcome, _, write = rule_gcra(KEYS[1], now, cost, limit, period, burst)
+  if mode == 'hit' and outcome[1] == 1 then write() end
+  return outcome
 end
 
 -- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
@@ -238,36 +267,12 @@ local rules_by_code = {
   g = rule_gcra, tb = rule_token, lb = rule_leaky,
   fw = rule_fixed, sw = rule_sliding, sl = rule_log,
 }
-local uses_burst = { g = true, tb = true, lb = true }
-
-local mode = ARGV[1]
-if mode ~= 'hit' and mode ~= 'peek' then
-  return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
-end
-local now = now_us(ARGV[2])
-local cost = tonumber(ARGV[3])
-if cost == nil or cost < 1 or cost ~= math.floor(cost) then
-  return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
-end
-if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
-  return redis.error_reply('ERR ratelock: expected 4 arguments per key')
-end
 
 -- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
 local function decide_rule(i)
-  local at = 3 + 4 * (i - 1)
-  local code = ARGV[at + 1]
-  local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
-  local decide = rules_by_code[code]
-  if decide == nil or limit == nil or period == nil or burst == nil or limit < 1 or period < 1 or burst < 1 then
-    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
-  end
-  local capacity = limit
-  if uses_burst[code] then capacity = burst end
-  if cost > capacity then
-    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
-  end
-  return decide(KEYS[i], now, cost, limit, period, burst)
+  local code, limit, period, burst = rule_arguments(i)
+  if type(code) == 'table' then return code end
+  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst)
 end
 
 -- One rule, the common case: its outcome is the whole answer (allowed or not), no gathering needed.
