@@ -136,15 +136,7 @@ async fn wait_for_evalsha(inspect: &mut redis::Connection, calls: u64) -> bool {
 
 /// EVALSHA calls the server has run so far (`INFO commandstats`).
 fn evalsha_calls(inspect: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(inspect)
-        .expect("INFO commandstats");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
+    crate::redis_benchmark::command_stat(inspect, "evalsha", "calls").unwrap_or(0.0) as u64
 }
 
 fn micros(span: Duration) -> f64 {

@@ -68,3 +68,17 @@ fn rps_from_csv(output: &str) -> Option<f64> {
     let field = row.get(row.len().checked_sub(rps_from_end)?)?;
     field.trim_matches('"').parse().ok()
 }
+
+/// Field `field` of command `command`'s line in `INFO commandstats` (e.g. `evalsha`, `calls`); the
+/// command's name is matched without case (Redis names a module's commands as they were registered).
+pub fn command_stat(connection: &mut redis::Connection, command: &str, field: &str) -> Option<f64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(connection).ok()?;
+    let wanted = format!("cmdstat_{command}:");
+    let line = info
+        .lines()
+        .find(|line| line.to_ascii_lowercase().starts_with(&wanted))?;
+    let prefix = format!("{field}=");
+    line.split([':', ','])
+        .find_map(|part| part.strip_prefix(prefix.as_str()))
+        .and_then(|value| value.trim().parse().ok())
+}

@@ -100,7 +100,7 @@ pub async fn rows(
     rows
 }
 
-/// Checks that the limiter runs exactly core/lua/limit.lua and writes exactly `call.key`, and that
+/// Checks that the limiter runs exactly core/lua/limit.lua and writes exactly `call.key()`, and that
 /// the call redis-benchmark will send is accepted; loads the script and returns its SHA1.
 async fn check_limiter_sends(
     call: &ScriptCall,
@@ -120,7 +120,7 @@ async fn check_limiter_sends(
     let keys: Vec<String> = query(connection, redis::cmd("KEYS").arg("*"));
     assert_eq!(
         keys,
-        [call.key.as_str()],
+        [call.key()],
         "the limiter wrote other keys than the benchmark will use"
     );
 
@@ -143,7 +143,7 @@ async fn memory_usage_row(
     connection: &mut redis::Connection,
     notes: &mut Vec<String>,
 ) -> Row {
-    let storage_key = ScriptCall::hit("rl", key, &rules[0]).key;
+    let storage_key = ScriptCall::hit("rl", key, &rules[0]).key().to_owned();
     let _: i64 = query(connection, redis::cmd("DEL").arg(&storage_key));
     limiter.hit(key, rules, 1).await.expect("hit before MEMORY USAGE");
     let bytes: Option<u64> = query(connection, redis::cmd("MEMORY").arg("USAGE").arg(&storage_key));

@@ -11,36 +11,53 @@ pub static LIMIT_SCRIPT: std::sync::LazyLock<String> =
 /// the same).
 pub const BENCH_TAG: &str = "1";
 
-/// KEYS and ARGV of one `hit` with cost 1, the server's clock (`now` = "") and one rule.
+/// KEYS and ARGV of one `hit` with cost 1, the server's clock (`now` = "") and one or more rules; the
+/// call tag is the last ARGV.
 pub struct ScriptCall {
-    pub key: String,
+    pub keys: Vec<String>,
     pub argv: Vec<String>,
 }
 
 impl ScriptCall {
+    /// One rule.
     pub fn hit(prefix: &str, user_key: &str, rule: &Rule) -> Self {
-        let key = ratelock::key::storage_key(prefix, user_key.as_bytes(), rule);
-        let argv = vec![
-            "hit".to_owned(),
-            String::new(),
-            "1".to_owned(),
-            Algorithm::code(rule.algorithm()).to_owned(),
-            rule.limit().to_string(),
-            rule.period().as_micros().to_string(),
-            rule.burst().to_string(),
-            BENCH_TAG.to_owned(),
-        ];
-        ScriptCall {
-            key: String::from_utf8(key).expect("the bench key and rule id are ASCII"),
-            argv,
-        }
+        ScriptCall::hit_all(prefix, user_key, [rule])
     }
 
-    /// Everything after the word EVALSHA: `<sha> 1 <key> <argv...>`.
+    /// Every rule of `rules`, checked together.
+    pub fn hit_all<'a>(prefix: &str, user_key: &str, rules: impl IntoIterator<Item = &'a Rule>) -> Self {
+        let (mut keys, mut argv) = (Vec::new(), vec!["hit".to_owned(), String::new(), "1".to_owned()]);
+        for rule in rules {
+            let key = ratelock::key::storage_key(prefix, user_key.as_bytes(), rule);
+            keys.push(String::from_utf8(key).expect("the bench key and rule id are ASCII"));
+            argv.push(Algorithm::code(rule.algorithm()).to_owned());
+            argv.push(rule.limit().to_string());
+            argv.push(rule.period().as_micros().to_string());
+            argv.push(rule.burst().to_string());
+        }
+        argv.push(BENCH_TAG.to_owned());
+        ScriptCall { keys, argv }
+    }
+
+    /// The storage key of the first rule.
+    pub fn key(&self) -> &str {
+        &self.keys[0]
+    }
+
+    /// Everything after the word EVALSHA: `<sha> <numkeys> <keys...> <argv...>`.
     pub fn evalsha_args(&self, sha: &str) -> Vec<String> {
-        let mut args = vec![sha.to_owned(), "1".to_owned(), self.key.clone()];
+        let mut args = vec![sha.to_owned(), self.keys.len().to_string()];
+        args.extend(self.keys.iter().cloned());
         args.extend(self.argv.iter().cloned());
         args
+    }
+
+    /// The same call to the module: `RATELOCK.LIMIT <numkeys> <keys...> <argv...>`, without the tag.
+    pub fn module_command(&self) -> Vec<String> {
+        let mut command = vec!["RATELOCK.LIMIT".to_owned(), self.keys.len().to_string()];
+        command.extend(self.keys.iter().cloned());
+        command.extend(self.argv[..self.argv.len() - 1].iter().cloned());
+        command
     }
 
     /// The call as one line, the empty argument shown as `''`.

@@ -6,13 +6,12 @@
 
 use std::path::PathBuf;
 
-use ratelock::key::storage_key;
-use ratelock::store::tagged_script;
 use ratelock::Rules;
 use ratelock_testkit::RedisServer;
 
-use crate::redis_benchmark::{load_script, requests_per_second, BenchmarkRun};
+use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
+use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
 
 /// A minimal GCRA in Lua, the floor for any GCRA script: read the theoretical arrival time, read the
 /// clock, write the next one with a PX expiry. (Written for this bench; it denies nothing.)
@@ -49,28 +48,8 @@ fn redis_cell_path() -> Option<PathBuf> {
         .filter(|p| p.exists())
 }
 
-/// The keys and rule arguments of `rules` for a user key that redis-benchmark randomizes.
-fn limit_arguments(rules: &str) -> (Vec<String>, Vec<String>) {
-    let rules: Rules = rules.parse().expect("bench rules");
-    let keys = rules
-        .iter()
-        .map(|rule| String::from_utf8(storage_key("rl", b"bench:__rand_int__", rule)).expect("utf-8 key"))
-        .collect();
-    let mut arguments = vec!["hit".to_owned(), String::new(), "1".to_owned()];
-    for rule in rules.iter() {
-        arguments.push(rule.algorithm().code().to_owned());
-        arguments.push(rule.limit().to_string());
-        arguments.push((rule.period().as_micros() as u64).to_string());
-        arguments.push(rule.burst().to_string());
-    }
-    (keys, arguments)
-}
-
 fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool) -> Vec<Path> {
-    let limit_sha = load_script(
-        connection,
-        &tagged_script(include_str!("../../core/lua/limit.lua")),
-    );
+    let limit_sha = load_script(connection, &LIMIT_SCRIPT);
     let mut paths = Vec::new();
     for (label, rules) in [
         ("one GCRA rule", "100/minute"),
@@ -80,18 +59,14 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
         ),
         ("sliding_log 100/minute", "100/minute using sliding_log"),
     ] {
-        let (keys, arguments) = limit_arguments(rules);
-        let mut lua = vec!["EVALSHA".to_owned(), limit_sha.clone(), keys.len().to_string()];
-        lua.extend(keys.iter().cloned());
-        lua.extend(arguments.iter().cloned());
-        lua.push("bench-tag".to_owned());
+        let rules: Rules = rules.parse().expect("bench rules");
+        let call = ScriptCall::hit_all("rl", "bench:__rand_int__", rules.iter());
+        let mut lua = vec!["EVALSHA".to_owned()];
+        lua.extend(call.evalsha_args(&limit_sha));
         if with_module {
-            let mut module = vec!["RATELOCK.LIMIT".to_owned(), keys.len().to_string()];
-            module.extend(keys.iter().cloned());
-            module.extend(arguments.iter().cloned());
             paths.push(Path {
                 name: format!("ratelock module RATELOCK.LIMIT, {label}"),
-                command: module,
+                command: call.module_command(),
                 stat: "ratelock.limit",
             });
         }
@@ -134,19 +109,6 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     paths
 }
 
-/// µs per call of `stat` (e.g. `evalsha`) in `INFO commandstats`.
-fn micros_per_call(connection: &mut redis::Connection, stat: &str) -> Option<f64> {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(connection).ok()?;
-    // Redis names a module's command as the module registered it (`cmdstat_RATELOCK.LIMIT`).
-    let wanted = format!("cmdstat_{stat}:");
-    let line = info
-        .lines()
-        .find(|line| line.to_ascii_lowercase().starts_with(&wanted))?;
-    line.split(',')
-        .find_map(|field| field.strip_prefix("usec_per_call="))
-        .and_then(|value| value.trim().parse().ok())
-}
-
 pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     let (module, cell) = (module_path(), redis_cell_path());
     let mut arguments: Vec<String> = Vec::new();
@@ -176,7 +138,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             .query(&mut connection)
             .expect("CONFIG RESETSTAT");
         let per_second = requests_per_second(server.port(), &path.command, &run);
-        let micros = micros_per_call(&mut connection, path.stat);
+        let micros = command_stat(&mut connection, path.stat, "usec_per_call");
         if let Err(problem) = &per_second {
             notes.push(format!("server cost, {}: {problem}", path.name));
         }
