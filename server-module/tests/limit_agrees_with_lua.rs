@@ -431,32 +431,7 @@ fn writes_replicate_as_effects() {
         assert!(Instant::now() < deadline, "the replica did not connect");
         sleep(Duration::from_millis(50));
     }
-    let mut rng = Rng(0xA11CE);
-    let shapes = shapes(&mut rng);
-    let mut keys = std::collections::BTreeSet::new();
-    let mut drift = 0;
-    for _ in 0..400 {
-        drift += rng.below(300_000);
-        let s = rng.below(shapes.len() as u64) as usize;
-        let shape = &shapes[s];
-        let key = format!("rep:{{u}}:{s}");
-        let mode = if rng.below(4) == 0 { "peek" } else { "hit" };
-        let reply = run(
-            &mut con,
-            redis::cmd("RATELOCK.LIMIT")
-                .arg(1)
-                .arg(&key)
-                .arg(mode)
-                .arg(wall_us() + drift)
-                .arg(1)
-                .arg(shape.code)
-                .arg(shape.limit)
-                .arg(shape.period_us)
-                .arg(shape.burst),
-        );
-        assert!(reply.is_ok(), "{reply:?}");
-        keys.insert(key);
-    }
+    let keys = random_module_calls(&mut con, 0xA11CE, "rep", 400, true);
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
     assert_eq!(acked, 1, "the replica did not acknowledge the writes");
     for key in &keys {
@@ -496,31 +471,7 @@ fn an_aof_reload_gives_back_the_same_keys_values_and_expiry() {
         port_dir.display().to_string(),
     ]);
     let mut con = connect(&server);
-    let mut rng = Rng(0xA0F);
-    let shapes = shapes(&mut rng);
-    let mut keys = std::collections::BTreeSet::new();
-    let mut drift = 0;
-    for _ in 0..300 {
-        drift += rng.below(300_000);
-        let s = rng.below(shapes.len() as u64) as usize;
-        let shape = &shapes[s];
-        let key = format!("aof:{{u}}:{s}");
-        let reply = run(
-            &mut con,
-            redis::cmd("RATELOCK.LIMIT")
-                .arg(1)
-                .arg(&key)
-                .arg("hit")
-                .arg(wall_us() + drift)
-                .arg(1)
-                .arg(shape.code)
-                .arg(shape.limit)
-                .arg(shape.period_us)
-                .arg(shape.burst),
-        );
-        assert!(reply.is_ok(), "{reply:?}");
-        keys.insert(key);
-    }
+    let keys = random_module_calls(&mut con, 0xA0F, "aof", 300, false);
     let before: Vec<Snapshot> = keys.iter().map(|key| snapshot(&mut con, key)).collect();
     sleep(Duration::from_millis(300)); // a replay on a later clock would move every expiry by this
     let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
@@ -542,4 +493,47 @@ fn an_aof_reload_gives_back_the_same_keys_values_and_expiry() {
         }
     }
     let _ = std::fs::remove_dir_all(&port_dir);
+}
+
+/// `count` seeded `RATELOCK.LIMIT` calls (one rule each, of the generated shapes, on keys
+/// `<prefix>:{u}:<shape>`, with `now` moving ahead of the wall clock; a quarter of them peeks when
+/// `with_peeks`), each asserted to answer; the keys they used.
+fn random_module_calls(
+    con: &mut Connection,
+    seed: u64,
+    prefix: &str,
+    count: usize,
+    with_peeks: bool,
+) -> std::collections::BTreeSet<String> {
+    let mut rng = Rng(seed);
+    let shapes = shapes(&mut rng);
+    let mut keys = std::collections::BTreeSet::new();
+    let mut drift = 0;
+    for _ in 0..count {
+        drift += rng.below(300_000);
+        let s = rng.below(shapes.len() as u64) as usize;
+        let shape = &shapes[s];
+        let key = format!("{prefix}:{{u}}:{s}");
+        let mode = if with_peeks && rng.below(4) == 0 {
+            "peek"
+        } else {
+            "hit"
+        };
+        let reply = run(
+            con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(1)
+                .arg(&key)
+                .arg(mode)
+                .arg(wall_us() + drift)
+                .arg(1)
+                .arg(shape.code)
+                .arg(shape.limit)
+                .arg(shape.period_us)
+                .arg(shape.burst),
+        );
+        assert!(reply.is_ok(), "{reply:?}");
+        keys.insert(key);
+    }
+    keys
 }
