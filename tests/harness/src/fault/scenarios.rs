@@ -78,50 +78,40 @@ pub fn limit_clients_into(
         .iter()
         .map(|(key, rules)| (key.clone(), rules[0].clone()))
         .collect();
-    let runtime = runtime();
     let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
-    let tasks: Vec<_> = (0..urls.len())
-        .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
-        .map(|(door, n)| {
-            let options = LimiterOptions::default().with_store(StoreOptions::default().with_timeout(timeout));
-            let store = Store::new(&urls[door], &options.store).expect("a store for the door");
-            let limiter = Limiter::with_store(store, options).expect("a limiter");
-            let (history, parsed, client) = (history.clone(), parsed.clone(), format!("rust-{door}-{n}"));
-            runtime.spawn(async move {
-                for round in 0..max_hits {
-                    if history.now_ns() > stop_at {
-                        break;
-                    }
-                    let (key, rules) = &parsed[round % parsed.len()];
-                    let invoke_ns = history.now_ns();
-                    let answer = limiter.hit(key, rules, 1).await;
-                    let complete_ns = history.now_ns();
-                    let (outcome, allowed) = match &answer {
-                        Ok(decision) => (Outcome::Ok, Some(decision.allowed)),
-                        Err(err) => (outcome_of(err), None),
-                    };
-                    history.push(Op {
-                        client: client.clone(),
-                        op: "hit".into(),
-                        key: key.clone(),
-                        invoke_ns,
-                        complete_ns,
-                        outcome,
-                        allowed,
-                        token: None,
-                        timeout_ns: Some(timeout.as_nanos() as u64),
-                    });
-                    // Paced, so the clients' hits spread over the whole plan.
-                    let pause = if answer.is_err() { 5 } else { 2 };
-                    tokio::time::sleep(Duration::from_millis(pause)).await;
+    run_clients(urls.len(), clients_per_door, faults, |door, n| {
+        let options = LimiterOptions::default().with_store(StoreOptions::default().with_timeout(timeout));
+        let store = Store::new(&urls[door], &options.store).expect("a store for the door");
+        let limiter = Limiter::with_store(store, options).expect("a limiter");
+        let (history, parsed, client) = (history.clone(), parsed.clone(), format!("rust-{door}-{n}"));
+        async move {
+            for round in 0..max_hits {
+                if history.now_ns() > stop_at {
+                    break;
                 }
-            })
-        })
-        .collect();
-    (faults.play)();
-    runtime.block_on(async {
-        for task in tasks {
-            task.await.expect("a limiter client");
+                let (key, rules) = &parsed[round % parsed.len()];
+                let invoke_ns = history.now_ns();
+                let answer = limiter.hit(key, rules, 1).await;
+                let complete_ns = history.now_ns();
+                let (outcome, allowed) = match &answer {
+                    Ok(decision) => (Outcome::Ok, Some(decision.allowed)),
+                    Err(err) => (outcome_of(err), None),
+                };
+                history.push(Op {
+                    client: client.clone(),
+                    op: "hit".into(),
+                    key: key.clone(),
+                    invoke_ns,
+                    complete_ns,
+                    outcome,
+                    allowed,
+                    token: None,
+                    timeout_ns: Some(timeout.as_nanos() as u64),
+                });
+                // Paced, so the clients' hits spread over the whole plan.
+                let pause = if answer.is_err() { 5 } else { 2 };
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
         }
     });
     by_key
@@ -272,80 +262,88 @@ pub fn hold_clients(
 ) -> History {
     let history = History::new();
     let resource = Arc::new(FencedResource::default());
-    let runtime = runtime();
     let stop_at = history.now_ns() + faults.length.as_nanos() as u64 + 200_000_000;
     let wait = ttl * 2;
-    let tasks: Vec<_> = (0..urls.len())
-        .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
-        .map(|(door, n)| {
-            let store = Store::new(&urls[door], &StoreOptions::default().with_timeout(timeout))
-                .expect("a store for the door");
-            let options = LockOptions::default().with_ttl(ttl);
-            let handle = Handle::open(kind, &store, name, options).expect("a lock handle");
-            let (history, resource) = (history.clone(), resource.clone());
-            let (client, name) = (format!("rust-{door}-{n}"), name.to_owned());
-            runtime.spawn(async move {
-                let record =
-                    |op: &str, invoke_ns: u64, outcome: Outcome, token: Option<u64>, limit: Duration| {
-                        history.push(Op {
-                            client: client.clone(),
-                            op: op.into(),
-                            key: name.clone(),
-                            invoke_ns,
-                            complete_ns: history.now_ns(),
-                            outcome,
-                            allowed: None,
-                            token,
-                            timeout_ns: Some(limit.as_nanos() as u64),
-                        })
-                    };
-                for round in 0..max_rounds {
-                    if history.now_ns() > stop_at {
-                        break;
-                    }
-                    let invoke_ns = history.now_ns();
-                    let (op, taken) = handle.take(round, wait).await;
-                    let holding = match taken {
-                        Ok(holding) => holding,
-                        Err(err) => {
-                            let outcome = if err.is_wait_timeout() {
-                                Outcome::Fail
-                            } else {
-                                outcome_of(&err)
-                            };
-                            record(op, invoke_ns, outcome, None, wait + timeout);
-                            continue;
-                        }
-                    };
-                    let token = holding.token();
-                    record(op, invoke_ns, Outcome::Ok, token, wait + timeout);
-                    if let (Some(token), false) = (token, op == "acquire_read") {
-                        resource.write(&history, &client, &name, token);
-                    }
-                    tokio::time::sleep(hold).await;
-                    let invoke_ns = history.now_ns();
-                    let outcome = match holding.release().await {
-                        Ok(_) => Outcome::Ok,
-                        Err(err) => outcome_of(&err),
-                    };
-                    record("release", invoke_ns, outcome, token, timeout);
+    run_clients(urls.len(), clients_per_door, faults, |door, n| {
+        let store = Store::new(&urls[door], &StoreOptions::default().with_timeout(timeout))
+            .expect("a store for the door");
+        let options = LockOptions::default().with_ttl(ttl);
+        let handle = Handle::open(kind, &store, name, options).expect("a lock handle");
+        let (history, resource) = (history.clone(), resource.clone());
+        let (client, name) = (format!("rust-{door}-{n}"), name.to_owned());
+        async move {
+            let record = |op: &str, invoke_ns: u64, outcome: Outcome, token: Option<u64>, limit: Duration| {
+                history.push(Op {
+                    client: client.clone(),
+                    op: op.into(),
+                    key: name.clone(),
+                    invoke_ns,
+                    complete_ns: history.now_ns(),
+                    outcome,
+                    allowed: None,
+                    token,
+                    timeout_ns: Some(limit.as_nanos() as u64),
+                })
+            };
+            for round in 0..max_rounds {
+                if history.now_ns() > stop_at {
+                    break;
                 }
-            })
-        })
-        .collect();
-    (faults.play)();
-    runtime.block_on(async {
-        for task in tasks {
-            task.await.expect("a lock client");
+                let invoke_ns = history.now_ns();
+                let (op, taken) = handle.take(round, wait).await;
+                let holding = match taken {
+                    Ok(holding) => holding,
+                    Err(err) => {
+                        let outcome = if err.is_wait_timeout() {
+                            Outcome::Fail
+                        } else {
+                            outcome_of(&err)
+                        };
+                        record(op, invoke_ns, outcome, None, wait + timeout);
+                        continue;
+                    }
+                };
+                let token = holding.token();
+                record(op, invoke_ns, Outcome::Ok, token, wait + timeout);
+                if let (Some(token), false) = (token, op == "acquire_read") {
+                    resource.write(&history, &client, &name, token);
+                }
+                tokio::time::sleep(hold).await;
+                let invoke_ns = history.now_ns();
+                let outcome = match holding.release().await {
+                    Ok(_) => Outcome::Ok,
+                    Err(err) => outcome_of(&err),
+                };
+                record("release", invoke_ns, outcome, token, timeout);
+            }
         }
     });
     history
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+/// Runs one task per client (`clients_per_door` on each of `doors` doors, made by `client(door, n)`) on
+/// a runtime of their own while `faults` play on this thread, and waits for every one of them.
+fn run_clients<Fut>(
+    doors: usize,
+    clients_per_door: usize,
+    faults: Faults<impl FnOnce()>,
+    mut client: impl FnMut(usize, usize) -> Fut,
+) where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("a runtime for the clients")
+        .expect("a runtime for the clients");
+    let tasks: Vec<_> = (0..doors)
+        .flat_map(|door| (0..clients_per_door).map(move |n| (door, n)))
+        .map(|(door, n)| runtime.spawn(client(door, n)))
+        .collect();
+    (faults.play)();
+    runtime.block_on(async {
+        for task in tasks {
+            task.await.expect("a client");
+        }
+    });
 }
