@@ -71,11 +71,10 @@ impl MemoryLocks {
     /// One operation on a distributed lock, at the process clock.
     pub(crate) fn lock(&self, keys: &LockKeys, call: LockCall<'_>) -> LockReply {
         self.maybe_sweep();
-        let (reply, wake) = {
-            let mut table = self.table.lock();
-            let record = table.entry(keys.lease.clone()).or_default();
+        let creates = matches!(call, LockCall::Acquire { .. });
+        let (reply, wake) = with_entry(&mut self.table.lock(), &keys.lease, creates, |record| {
             lease::apply(record, process_now_us(), call)
-        };
+        });
         if wake {
             self.wake(&keys.channel);
         }
@@ -85,11 +84,10 @@ impl MemoryLocks {
     /// One operation on a semaphore, at the process clock.
     pub(crate) fn semaphore(&self, keys: &SemaphoreKeys, call: SemaphoreCall<'_>) -> SemaphoreReply {
         self.maybe_sweep();
-        let (reply, wake) = {
-            let mut table = self.permits.lock();
-            let held = table.entry(keys.permits.clone()).or_default();
+        let creates = matches!(call, SemaphoreCall::Acquire { .. });
+        let (reply, wake) = with_entry(&mut self.permits.lock(), &keys.permits, creates, |held| {
             permits::apply(held, process_now_us(), call)
-        };
+        });
         if wake {
             self.wake(&keys.channel);
         }
@@ -131,6 +129,25 @@ impl MemoryLocks {
             self.wake(&keys.channel);
         }
         reply
+    }
+}
+
+/// `apply` on the state of `key` in `table`: the stored one; a new one stored for a call that `creates`
+/// (an acquire); for any other call on a missing key, a fresh state that is not kept, so a release,
+/// extend or read of a lock nobody holds copies no key and stores nothing.
+fn with_entry<S: Default, R>(
+    table: &mut HashMap<Vec<u8>, S>,
+    key: &[u8],
+    creates: bool,
+    apply: impl FnOnce(&mut S) -> R,
+) -> R {
+    if let Some(state) = table.get_mut(key) {
+        return apply(state);
+    }
+    if creates {
+        apply(table.entry(key.to_vec()).or_default())
+    } else {
+        apply(&mut S::default())
     }
 }
 
