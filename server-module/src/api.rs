@@ -68,6 +68,10 @@ pub struct Api {
     pub reply_with_error: unsafe extern "C" fn(*mut Ctx, *const c_char) -> c_int,
     /// `RedisModule_ReplyWithLongLong(ctx, n)`.
     pub reply_with_long_long: unsafe extern "C" fn(*mut Ctx, c_longlong) -> c_int,
+    /// `RedisModule_ReplyWithStringBuffer(ctx, ptr, len)`: a bulk string reply.
+    pub reply_with_string_buffer: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> c_int,
+    /// `RedisModule_ReplyWithNull(ctx)`.
+    pub reply_with_null: unsafe extern "C" fn(*mut Ctx) -> c_int,
     /// `RedisModule_ReplyWithArray(ctx, len)`.
     pub reply_with_array: unsafe extern "C" fn(*mut Ctx, std::ffi::c_long) -> c_int,
     /// `RedisModule_StringPtrLen(str, &len)`.
@@ -137,6 +141,8 @@ impl Api {
             auto_memory: get!(c"RedisModule_AutoMemory"),
             reply_with_error: get!(c"RedisModule_ReplyWithError"),
             reply_with_long_long: get!(c"RedisModule_ReplyWithLongLong"),
+            reply_with_string_buffer: get!(c"RedisModule_ReplyWithStringBuffer"),
+            reply_with_null: get!(c"RedisModule_ReplyWithNull"),
             reply_with_array: get!(c"RedisModule_ReplyWithArray"),
             string_ptr_len: get!(c"RedisModule_StringPtrLen"),
             create_string: get!(c"RedisModule_CreateString"),

@@ -1,26 +1,41 @@
 //! The module's commands and their registration. Every command body runs under
 //! `std::panic::catch_unwind`: a panic becomes an error reply, never an abort of redis-server.
+//!
+//! Each RATELOCK command that stands in for a script takes that script's call as it is
+//! (`numkeys key... arg...`) and may carry one more argument at the end: the client's call tag (see
+//! `core/src/store/redis/call_tag.rs`). A tagged call is answered `[tag, reply]`, as the scripts'
+//! call-tag envelope answers it; an error reply is never wrapped. Whether the last argument is a tag
+//! is told by the count: one more than the script's contract expects.
 
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::api::{self, api, CmdFunc, Ctx, RString};
-use crate::ctx::Context;
+use crate::args;
+use crate::ctx::{Context, Value};
 use crate::limit_command;
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
 pub const CONTRACT_VERSION: i64 = 1;
 
-/// Registers every command; `false` (after logging nothing) when Redis refuses one.
+/// A command standing in for a script: its body, given the context, KEYS and ARGV (the tag taken off)
+/// answers the script's reply or an error text (`ERR ...`).
+pub type ScriptBody = fn(&Context, &[&[u8]], &[&[u8]]) -> Result<Value, String>;
+
+/// How many ARGV the script's contract expects for these KEYS and ARGV (a tag not counted), or `None`
+/// when the call is malformed anyway (then no tag is taken off, and the body names what is wrong).
+pub type ContractArgs = fn(usize, &[&[u8]]) -> Option<usize>;
+
+/// Registers every command; `false` when Redis refuses one.
 ///
 /// # Safety
 /// `ctx` must be the load context, after [`api::Api::load`].
 pub unsafe fn register(ctx: *mut Ctx) -> bool {
+    // Keys: argv[2 .. 2 + numkeys], told to Redis through the getkeys API (key positions depend on
+    // numkeys, which the (first, last, step) triple cannot say).
     let table: [(&CStr, CmdFunc, &CStr); 2] = [
         (c"RATELOCK.VERSION", version, c"readonly fast"),
-        // Keys: argv[2 .. 2 + numkeys], told to Redis through the getkeys API (key positions
-        // depend on numkeys, which the (first, last, step) triple cannot say).
-        (c"RATELOCK.LIMIT", limit_command, c"write deny-oom getkeys-api"),
+        (c"RATELOCK.LIMIT", limit, c"write deny-oom getkeys-api"),
     ];
     table.iter().all(|(name, func, flags)| {
         (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK
@@ -32,7 +47,7 @@ unsafe fn guarded(
     ctx: *mut Ctx,
     argv: *mut *mut RString,
     argc: c_int,
-    body: fn(&Context, &[&[u8]]) -> c_int,
+    body: impl FnOnce(&Context, &[&[u8]]) -> c_int,
 ) -> c_int {
     let cx = Context::new(ctx);
     let args = cx.args(argv, argc);
@@ -42,31 +57,56 @@ unsafe fn guarded(
     }
 }
 
+/// Serves a command that stands in for a script: key positions, the tag, the body, the reply.
+///
+/// # Safety
+/// `ctx`, `argv` and `argc` must be the ones Redis passed to the command.
+pub unsafe fn scripted(
+    ctx: *mut Ctx,
+    argv: *mut *mut RString,
+    argc: c_int,
+    contract_args: ContractArgs,
+    body: ScriptBody,
+) -> c_int {
+    guarded(ctx, argv, argc, |cx, args| {
+        if args.len() < 2 {
+            return cx.wrong_arity();
+        }
+        let (keys, mut argv) = match args::split(args) {
+            Ok(split) => split,
+            // A malformed call has no keys to report.
+            Err(_) if cx.is_keys_position_request() => return api::OK,
+            Err(message) => return cx.reply_error(&message),
+        };
+        if cx.is_keys_position_request() {
+            (0..keys.len()).for_each(|i| cx.key_at(2 + i));
+            return api::OK;
+        }
+        let tag = match contract_args(keys.len(), &argv) {
+            Some(expected) if argv.len() == expected + 1 => argv.pop(),
+            _ => None,
+        };
+        match body(cx, &keys, &argv) {
+            Ok(reply) => match tag {
+                Some(tag) => cx.reply_value(&Value::Array(vec![Value::Bytes(tag.to_vec()), reply])),
+                None => cx.reply_value(&reply),
+            },
+            Err(message) => cx.reply_error(&message),
+        }
+    })
+}
+
 /// RATELOCK.VERSION: the contract version, an integer.
 unsafe extern "C" fn version(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
     guarded(ctx, argv, argc, |cx, args| {
         if args.len() != 1 {
             return cx.wrong_arity();
         }
-        cx.reply_integer(CONTRACT_VERSION)
+        cx.reply_value(&Value::Int(CONTRACT_VERSION))
     })
 }
 
-/// RATELOCK.LIMIT numkeys key... mode now cost [alg limit period burst]...
-unsafe extern "C" fn limit_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
-    guarded(ctx, argv, argc, |cx, args| {
-        if args.len() < 2 {
-            return cx.wrong_arity();
-        }
-        if cx.is_keys_position_request() {
-            if let Ok((keys, _)) = crate::args::split(args) {
-                (0..keys.len()).for_each(|i| cx.key_at(2 + i));
-            }
-            return api::OK;
-        }
-        match limit_command::run(cx, args) {
-            Ok(values) => cx.reply_integers(&values),
-            Err(message) => cx.reply_error(&message),
-        }
-    })
+/// RATELOCK.LIMIT numkeys key... mode now cost [alg limit period burst]... [tag]
+unsafe extern "C" fn limit(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    scripted(ctx, argv, argc, limit_command::contract_args, limit_command::run)
 }

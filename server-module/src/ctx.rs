@@ -100,23 +100,27 @@ impl Context {
         unsafe { (api().milliseconds)() }.max(0) as u64
     }
 
-    /// Replies with an array of integers.
-    pub fn reply_integers(&self, values: &[i64]) -> c_int {
+    /// Replies with `value`, in the shape a Lua script's return value takes (a Lua script's `false` is
+    /// `Nil`, its numbers `Int`).
+    pub fn reply_value(&self, value: &Value) -> c_int {
         let api = api();
-        // SAFETY: the context is live; one array header, then exactly that many elements.
+        // SAFETY: the context is live; an array header is followed by exactly that many elements.
         unsafe {
-            (api.reply_with_array)(self.ctx, values.len() as std::ffi::c_long);
-            for &v in values {
-                (api.reply_with_long_long)(self.ctx, v);
+            match value {
+                Value::Nil => (api.reply_with_null)(self.ctx),
+                Value::Int(n) => (api.reply_with_long_long)(self.ctx, *n),
+                Value::Bytes(bytes) => {
+                    (api.reply_with_string_buffer)(self.ctx, bytes.as_ptr().cast(), bytes.len())
+                }
+                Value::Array(items) => {
+                    (api.reply_with_array)(self.ctx, items.len() as std::ffi::c_long);
+                    items.iter().for_each(|item| {
+                        self.reply_value(item);
+                    });
+                    api::OK
+                }
             }
         }
-        api::OK
-    }
-
-    /// Replies with one integer.
-    pub fn reply_integer(&self, value: i64) -> c_int {
-        // SAFETY: the context is live.
-        unsafe { (api().reply_with_long_long)(self.ctx, value) }
     }
 
     /// Replies with an error; `message` starts with its code (`ERR ...`). Never fails: a message with

@@ -10,125 +10,19 @@
 //! loaded once, run by EVALSHA) on one set of keys, and through RATELOCK.LIMIT on a copy of them. The
 //! replies must be identical, and so must every touched key's type, value and TTL (PTTL within a few ms).
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::{Connection, Value};
 
+mod common;
+
+use common::{connect, module_path, run, spawn_server, start_server, Rng};
+
 /// How many generated calls go through both paths.
 const CALLS: usize = 3000;
 /// How far apart the two copies' PTTLs may be: the module's call runs a moment after the script's.
 const PTTL_SLACK_MS: i64 = 25;
-
-/// A redis-server with the module loaded, shut down when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The cdylib built beside this test binary (target/<profile>/), unless RATELOCK_MODULE_SO says where.
-fn module_path() -> PathBuf {
-    if let Ok(path) = std::env::var("RATELOCK_MODULE_SO") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let name = if cfg!(target_os = "macos") {
-        "libratelock_module.dylib"
-    } else {
-        "libratelock_module.so"
-    };
-    profile_dir.join(name)
-}
-
-/// A redis-server with the module loaded.
-fn start_server() -> Server {
-    let module = module_path();
-    assert!(
-        module.exists(),
-        "{} is missing: run `cargo build --manifest-path server-module/Cargo.toml` first",
-        module.display()
-    );
-    spawn_server(&mut vec!["--loadmodule".into(), module.display().to_string()])
-}
-
-/// A redis-server on a free loopback port, with `extra` arguments.
-fn spawn_server(extra: &mut Vec<String>) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(std::env::temp_dir()) // where a replica puts the RDB it receives
-        .args(extra.drain(..))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server on PATH");
-    Server { child, port }
-}
-
-fn connect(server: &Server) -> Connection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match client.get_connection() {
-            Ok(con) => return con,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("redis-server did not come up: {e}"),
-        }
-    }
-}
-
-/// A reply, with errors as their text, so that both paths compare as plain data.
-fn run(con: &mut Connection, cmd: &redis::Cmd) -> Result<Value, String> {
-    cmd.query::<Value>(con)
-        .map_err(|e| format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")))
-}
-
-/// A small deterministic generator (xorshift64*), so a failure can be replayed from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// One rule as the script takes it: code, limit, period µs, burst.
 #[derive(Debug, Clone)]

@@ -1,0 +1,120 @@
+//! What the module's tests share: a redis-server on a free loopback port (with the module loaded, or
+//! with extra arguments), stopped when dropped; a connection that waits for it to come up; replies
+//! with errors as text; a seeded generator.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use redis::{Connection, Value};
+
+/// A redis-server with the module loaded, shut down when dropped.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The cdylib built beside this test binary (target/<profile>/), unless RATELOCK_MODULE_SO says where.
+pub fn module_path() -> PathBuf {
+    if let Ok(path) = std::env::var("RATELOCK_MODULE_SO") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let name = if cfg!(target_os = "macos") {
+        "libratelock_module.dylib"
+    } else {
+        "libratelock_module.so"
+    };
+    profile_dir.join(name)
+}
+
+/// A redis-server with the module loaded.
+pub fn start_server() -> Server {
+    let module = module_path();
+    assert!(
+        module.exists(),
+        "{} is missing: run `cargo build --manifest-path server-module/Cargo.toml` first",
+        module.display()
+    );
+    spawn_server(&mut vec!["--loadmodule".into(), module.display().to_string()])
+}
+
+/// A redis-server on a free loopback port, with `extra` arguments.
+pub fn spawn_server(extra: &mut Vec<String>) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(std::env::temp_dir()) // where a replica puts the RDB it receives
+        .args(extra.drain(..))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server on PATH");
+    Server { child, port }
+}
+
+pub fn connect(server: &Server) -> Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.get_connection() {
+            Ok(con) => return con,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("redis-server did not come up: {e}"),
+        }
+    }
+}
+
+/// A reply, with errors as their text, so that both paths compare as plain data.
+pub fn run(con: &mut Connection, cmd: &redis::Cmd) -> Result<Value, String> {
+    cmd.query::<Value>(con)
+        .map_err(|e| format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")))
+}
+
+/// A small deterministic generator (xorshift64*), so a failure can be replayed from its seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

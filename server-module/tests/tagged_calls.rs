@@ -1,0 +1,63 @@
+//! A RATELOCK command carries the client's call tag as one argument past its script's contract, and
+//! answers `[tag, reply]`, exactly as the scripts' call-tag envelope does; an error is never wrapped,
+//! and a call without the tag is answered as the script alone would answer it.
+
+mod common;
+
+use common::{connect, run, start_server};
+use redis::Value;
+
+fn limit_call(key: &str, tag: Option<&str>) -> redis::Cmd {
+    let mut cmd = redis::cmd("RATELOCK.LIMIT");
+    cmd.arg(1)
+        .arg(key)
+        .arg("hit")
+        .arg("")
+        .arg(1)
+        .arg("g")
+        .arg(5)
+        .arg(1_000_000)
+        .arg(5);
+    if let Some(tag) = tag {
+        cmd.arg(tag);
+    }
+    cmd
+}
+
+#[test]
+fn a_tagged_call_is_answered_with_its_tag() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let plain = run(&mut con, &limit_call("{a}:1", None)).unwrap();
+    let Value::Array(ref figures) = plain else {
+        panic!("untagged reply {plain:?}")
+    };
+    assert_eq!(figures.len(), 5, "{plain:?}");
+    assert_eq!(figures[0], Value::Int(1));
+
+    let tagged = run(&mut con, &limit_call("{a}:2", Some("90071992547"))).unwrap();
+    let Value::Array(parts) = tagged else {
+        panic!("tagged reply {tagged:?}")
+    };
+    assert_eq!(parts[0], Value::BulkString(b"90071992547".to_vec()));
+    assert_eq!(parts[1], plain, "the tagged reply's body is the untagged reply");
+}
+
+#[test]
+fn an_error_is_never_wrapped_in_the_tag() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let mut bad = redis::cmd("RATELOCK.LIMIT");
+    bad.arg(1)
+        .arg("{a}:1")
+        .arg("hit")
+        .arg("")
+        .arg(0)
+        .arg("g")
+        .arg(5)
+        .arg(1_000_000)
+        .arg(5)
+        .arg("7");
+    let err = run(&mut con, &bad).unwrap_err();
+    assert!(err.contains("cost must be an integer"), "{err}");
+}
