@@ -14,7 +14,7 @@ NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
-	fuzz fuzz-short faults module-test
+	fuzz fuzz-short faults module-build module-test
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -43,7 +43,9 @@ lint:
 	$(CARGO) clippy -p ratelock --no-default-features --all-targets -- -D warnings
 	$(CARGO) clippy -p ratelock --no-default-features --features runtime --all-targets -- -D warnings
 
-unit-and-integration:
+# The Rust tests include the store's module path (tests/harness/tests/server_code.rs), on servers that
+# load the module built here.
+unit-and-integration: module-build
 	$(CARGO) test --workspace
 
 # The full fault suite (tests/faults/README.md): the Rust clients' scenarios under every fault, seed
@@ -58,10 +60,12 @@ faults: test-deps
 # against redis-servers that load it (limit.lua and RATELOCK.LIMIT agree call for call; writes replicate
 # as effects).
 MODULE_TARGET := $(TARGET_DIR)/server-module
-module-test:
+module-build:
+	$(CARGO) build --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
+
+module-test: module-build
 	$(CARGO) fmt --manifest-path server-module/Cargo.toml -- --check
 	$(CARGO) clippy --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET) --all-targets -- -D warnings
-	$(CARGO) build --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
 	$(CARGO) test --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
 
 # Every fuzz target from its seeds (fuzz/seeds/), briefly in `make test`, longer on its own

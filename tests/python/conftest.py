@@ -2,6 +2,7 @@
 stopped by PID at the end; never a mock, never skipped."""
 
 import os
+import pathlib
 import shutil
 import signal
 import socket
@@ -124,6 +125,24 @@ def redis_cluster():
     cluster = RedisCluster()
     yield cluster
     cluster.stop()
+
+
+def module_path() -> str:
+    """The ratelock Redis module built by `make module-build` (or RATELOCK_MODULE_SO)."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", root / "target"))
+    path = pathlib.Path(os.environ.get("RATELOCK_MODULE_SO", target / "server-module/debug/libratelock_module.so"))
+    if not path.exists():
+        raise RuntimeError(f"the ratelock module is not built at {path}: run `make module-build`")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def module_server():
+    """A redis-server that loads the ratelock module."""
+    server = RedisServer("--loadmodule", module_path())
+    yield server
+    server.stop()
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -3,6 +3,7 @@ the same decisions as the Rust core and the Lua scripts, converted to seconds at
 
 import json
 import pathlib
+import subprocess
 import uuid
 
 import pytest
@@ -25,8 +26,20 @@ def scenarios():
     ]
 
 
+@pytest.fixture(params=["memory", "lua", "module"])
+def vector_store_url(request, redis_server, module_server):
+    """The memory store, Lua on a plain server, and the ratelock module (forced: a server that lacked
+    it would fail the test, not fall back to Lua)."""
+    if request.param == "memory":
+        return None
+    if request.param == "lua":
+        return redis_server.url
+    return module_server.url + "?server_code=module"
+
+
 @pytest.mark.parametrize("scenario", scenarios())
-def test_vectors(store_url, scenario):
+def test_vectors(vector_store_url, scenario):
+    store_url = vector_store_url
     limiter = ratelock.Limiter(store_url, prefix=f"v{uuid.uuid4().hex[:12]}")
     for index, step in enumerate(scenario["steps"]):
         key = step.get("key", scenario.get("key", "k"))
@@ -52,3 +65,29 @@ def test_vectors(store_url, scenario):
         }
         want = {name: expect[name] for name in got}
         assert got == want, where
+
+
+def _calls(server, command: str) -> int:
+    info = subprocess.run(["redis-cli", "-p", str(server.port), "INFO", "commandstats"], capture_output=True, text=True)
+    for line in info.stdout.lower().splitlines():
+        if line.startswith(f"cmdstat_{command}:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
+
+
+def test_the_module_serves_the_calls_where_loaded_and_lua_where_asked(module_server):
+    before = (_calls(module_server, "ratelock.limit"), _calls(module_server, "evalsha"))
+    auto = ratelock.Limiter(module_server.url, prefix=f"m{uuid.uuid4().hex[:12]}")
+    for _ in range(5):
+        assert auto.hit("k", "10/second").allowed
+    assert _calls(module_server, "ratelock.limit") - before[0] == 5
+    lua = ratelock.Limiter(module_server.url + "?server_code=lua", prefix=f"l{uuid.uuid4().hex[:12]}")
+    assert lua.hit("k", "10/second").allowed
+    assert _calls(module_server, "ratelock.limit") - before[0] == 5
+    assert _calls(module_server, "evalsha") > before[1]
+
+
+def test_forcing_the_module_on_a_server_without_it_is_a_configuration_error(redis_server):
+    limiter = ratelock.Limiter(redis_server.url + "?server_code=module", prefix="nomodule")
+    with pytest.raises(ratelock.ConfigurationError, match="module"):
+        limiter.hit("k", "10/second")

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 pub use self::redis::{redlock, tagged_script, wire, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
-pub use options::StoreOptions;
+pub use options::{ServerCode, StoreOptions};
 pub use roles::{LimitRequest, LimitStore};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};

@@ -17,6 +17,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,8 @@ pub(crate) struct BlockingLane {
     timeout: Duration,
     gate: Gate,
     state: Mutex<LaneState>,
+    /// Bumped at every new socket: what the server was found to run is checked again.
+    opened: Arc<AtomicU64>,
 }
 
 #[derive(Default)]
@@ -57,18 +60,30 @@ struct Sent(Written, Option<std::io::Error>);
 impl BlockingLane {
     /// A lane to one plain `redis://` server (TLS, Unix sockets, cluster and Sentinel have none: they
     /// stay on the multiplexed connection). Nothing is opened yet.
-    pub(crate) fn new(endpoint: Endpoint, timeout: Duration, gate: Gate) -> Self {
+    /// `opened` is bumped at every new socket.
+    pub(crate) fn new(endpoint: Endpoint, timeout: Duration, gate: Gate, opened: Arc<AtomicU64>) -> Self {
         BlockingLane {
             endpoint,
             timeout,
             gate,
             state: Mutex::new(LaneState::default()),
+            opened,
         }
     }
 
     /// Runs `cmd`, an EVALSHA of `script`, loading the script on NOSCRIPT. `None` when the lane is busy
     /// with another thread's call (then use the multiplexed connection).
     pub(crate) fn eval(self: &Arc<Self>, script: &LuaScript, cmd: &Cmd) -> Option<Result<Value>> {
+        self.call(Some(script), cmd)
+    }
+
+    /// Runs any command that is not a script call (NOSCRIPT is then a failure). `None` when busy.
+    pub(crate) fn query(self: &Arc<Self>, cmd: &Cmd) -> Option<Result<Value>> {
+        self.call(None, cmd)
+    }
+
+    /// One call on the lane; `script` is the script `cmd` runs, loaded on NOSCRIPT.
+    fn call(self: &Arc<Self>, script: Option<&LuaScript>, cmd: &Cmd) -> Option<Result<Value>> {
         if let Err(open) = self.gate.admit() {
             return Some(Err(open));
         }
@@ -91,7 +106,10 @@ impl BlockingLane {
             }
             if state.link.is_none() {
                 match open_link(&self.endpoint, deadline, self.timeout) {
-                    Ok(link) => state.link = Some(link),
+                    Ok(link) => {
+                        state.link = Some(link);
+                        self.opened.fetch_add(1, Ordering::Release);
+                    }
                     Err(err) => {
                         if err.is_store_failure() {
                             self.gate.outage();
@@ -127,8 +145,10 @@ impl BlockingLane {
             }
         };
         Some(match reply {
-            Err(Failure::NoScript) => match call.no_script() {
-                Next::LoadAndResend => self.load_and_retry(&mut state, script, &bytes, deadline),
+            Err(Failure::NoScript) => match (call.no_script(), script) {
+                (Next::LoadAndResend, Some(script)) => {
+                    self.load_and_retry(&mut state, script, &bytes, deadline)
+                }
                 _ => Err(Error::StoreUnavailable(
                     "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
                 )),

@@ -14,6 +14,7 @@ mod pipelined;
 pub mod redlock;
 pub(crate) mod reply;
 mod script;
+pub(crate) mod server_code;
 mod socket_peek;
 pub(crate) mod subscriber;
 pub mod wire;
@@ -34,8 +35,9 @@ use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
 use self::reply::Failure;
 use self::script::{LuaScript, LIMIT};
+use self::server_code::{as_module_call, is_refusal, CodeChoice, Found};
 use self::subscriber::Subscriber;
-use super::options::StoreOptions;
+use super::options::{ServerCode, StoreOptions};
 use super::roles::LimitRequest;
 use crate::algorithm::Outcomes;
 use crate::error::{Error, Result};
@@ -65,6 +67,8 @@ struct Shared {
     cluster: bool,
     sentinel: bool,
     timeout: Duration,
+    /// Which server code the calls run (the module or Lua).
+    server_code: ServerCode,
     /// Where the subscriber connects (lock waiters' wake-ups).
     source: self::subscriber::Source,
     process: PerProcess<Connections>,
@@ -80,6 +84,10 @@ struct Connections {
     subscriber: std::sync::Arc<Subscriber>,
     /// The blocking connection for sync callers (one server only; a cluster routes per key).
     lane: Option<std::sync::Arc<BlockingLane>>,
+    /// Whether the server runs the ratelock module, as last checked (per connection).
+    code: CodeChoice,
+    /// Held while the server is checked, so concurrent first calls check once.
+    checking: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -96,12 +104,18 @@ impl RedisStore {
     /// `redis+sentinel://host:port,host:port/mastername` for the master that the sentinels name.
     ///
     /// Nothing is opened here (lazy start): the first call connects; [`ping`](Self::ping) fails at boot.
+    ///
+    /// The query parameter `server_code=auto|module|lua` chooses which server code runs the calls (the
+    /// ratelock module or the Lua scripts), over [`StoreOptions::server_code`].
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         Self::new(url, options)
     }
 
     /// [`connect`](Self::connect) without the `async`: it does no I/O.
     pub(crate) fn new(url: &str, options: &StoreOptions) -> Result<Self> {
+        let (url, server_code) = server_code::take_from_url(url)?;
+        let server_code = server_code.unwrap_or(options.server_code);
+        let url = url.as_str();
         let cluster = url.starts_with(CLUSTER_SCHEME);
         let sentinel = url.starts_with(SENTINEL_SCHEME);
         #[cfg(not(feature = "cluster"))]
@@ -144,6 +158,7 @@ impl RedisStore {
                 cluster,
                 sentinel,
                 timeout: options.timeout,
+                server_code,
                 source,
                 process: PerProcess::new(),
             }),
@@ -162,16 +177,20 @@ impl RedisStore {
                 std::sync::Arc::new(move || lane::answers_ping(&endpoint, timeout))
             });
             let gate = Gate::new(probe, timeout);
+            let code = CodeChoice::new(shared.server_code);
+            let opened = code.generation();
             Connections {
                 connection: tokio::sync::OnceCell::new(),
                 subscriber: Subscriber::new(shared.source.clone(), timeout),
                 // The lane talks to one plain redis:// server: not for a cluster, nor for a master that
                 // can change (nor TLS or a Unix socket, which stay on the multiplexed connection).
-                lane: endpoint
-                    .clone()
-                    .map(|endpoint| std::sync::Arc::new(BlockingLane::new(endpoint, timeout, gate.clone()))),
+                lane: endpoint.clone().map(|endpoint| {
+                    std::sync::Arc::new(BlockingLane::new(endpoint, timeout, gate.clone(), opened.clone()))
+                }),
                 endpoint,
                 gate,
+                code,
+                checking: tokio::sync::Mutex::new(()),
             }
         })
     }
@@ -218,7 +237,8 @@ impl RedisStore {
                         .map_err(map_error);
                 }
                 if let Some(endpoint) = self.connections().endpoint.clone() {
-                    let plain = Pipelined::new(endpoint, shared.timeout);
+                    let plain =
+                        Pipelined::new(endpoint, shared.timeout, self.connections().code.generation());
                     plain.open().await?;
                     return Ok(SharedConnection::Plain(plain));
                 }
@@ -262,8 +282,90 @@ impl RedisStore {
         let lane = self.connections().lane.as_ref()?;
         let mut cmd = limit_command(request);
         let tag = CallTag::attach(&mut cmd);
-        let reply = lane.eval(&LIMIT, &cmd)?;
+        let reply = self.lane_eval(lane, &LIMIT, &cmd)?;
         Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request))
+    }
+
+    /// `cmd` (a tagged EVALSHA of `script`) on the blocking lane, as the module's command where the
+    /// server runs it. `None` when the lane is busy.
+    fn lane_eval(
+        &self,
+        lane: &std::sync::Arc<BlockingLane>,
+        script: &LuaScript,
+        cmd: &Cmd,
+    ) -> Option<Result<Value>> {
+        let code = &self.connections().code;
+        if let Some(name) = script.module_command {
+            let use_module = match code.use_module() {
+                Some(known) => known,
+                None => match self.check_server_on_lane(lane)? {
+                    Ok(found) => found,
+                    Err(err) => return Some(Err(err)),
+                },
+            };
+            if use_module {
+                match lane.query(&as_module_call(cmd, name))? {
+                    Err(err) if is_refusal(&err) => {
+                        if let Err(err) = code.module_refused(&err.to_string()) {
+                            return Some(Err(err));
+                        }
+                    }
+                    other => return Some(other),
+                }
+            }
+        }
+        lane.eval(script, cmd)
+    }
+
+    /// Checks on the blocking lane whether the server runs the module (see `server_code.rs`).
+    fn check_server_on_lane(&self, lane: &std::sync::Arc<BlockingLane>) -> Option<Result<bool>> {
+        let code = &self.connections().code;
+        let generation = code.current();
+        let exists = match server_code::command_exists(&lane.query(&server_code::probe_command())?) {
+            Ok(exists) => exists,
+            Err(err) => return Some(Err(err)),
+        };
+        let found = if exists {
+            match server_code::version_found(&lane.query(&server_code::version_command())?) {
+                Ok(found) => found,
+                Err(err) => return Some(Err(err)),
+            }
+        } else {
+            Found::Lua(None)
+        };
+        let module = found == Found::Module;
+        code.record(generation, found);
+        Some(Ok(module))
+    }
+
+    /// Whether calls go to the module's commands: the last check's answer, or a new check when it is
+    /// due (a new connection since, or none yet).
+    async fn use_module(&self) -> Result<bool> {
+        let code = &self.connections().code;
+        if let Some(known) = code.use_module() {
+            return Ok(known);
+        }
+        let _checking = self.connections().checking.lock().await;
+        if let Some(known) = code.use_module() {
+            return Ok(known);
+        }
+        // Connected first, so that the check is recorded against the connection it ran on (through
+        // the breaker, as every call: a refused connect opens it).
+        let gate = self.gate();
+        gate.admit()?;
+        if let Err(err) = self.connection().await {
+            gate.failed(&err, true);
+            return Err(err);
+        }
+        let generation = code.current();
+        let found = if server_code::command_exists(&self.query(&server_code::probe_command()).await)? {
+            server_code::version_found(&self.query(&server_code::version_command()).await)?
+        } else {
+            Found::Lua(None)
+        };
+        let module = found == Found::Module;
+        code.record(generation, found);
+        Ok(module)
     }
 
     /// Deletes the keys of every given rule for `key`.
@@ -279,6 +381,17 @@ impl RedisStore {
     /// it once more. The reply is the script's own, its tag checked and taken off.
     pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
         let tag = CallTag::attach(&mut cmd);
+        if let Some(name) = script.module_command {
+            if self.use_module().await? {
+                match self.query(&as_module_call(&cmd, name)).await {
+                    // Not run (the module is gone, or the ACL denies it): Lua until the next check.
+                    Err(err) if is_refusal(&err) => {
+                        self.connections().code.module_refused(&err.to_string())?
+                    }
+                    reply => return tag.open(reply?),
+                }
+            }
+        }
         let reply = match self.send(&cmd).await {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
@@ -316,7 +429,13 @@ impl RedisStore {
         };
         let sent = connection.send(cmd, self.shared.timeout).await;
         match &sent {
-            Err(Failure::Other(err)) => gate.failed(err, is_connect_failure(err)),
+            Err(Failure::Other(err)) => {
+                gate.failed(err, is_connect_failure(err));
+                if err.is_store_failure() {
+                    // A reconnect (or a failover behind Sentinel or a cluster) may follow: check again.
+                    self.connections().code.forget();
+                }
+            }
             _ => gate.success(),
         }
         sent

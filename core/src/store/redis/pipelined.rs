@@ -14,7 +14,7 @@
 //! TLS, Unix sockets, cluster and Sentinel stay on redis-rs's connections.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,6 +44,8 @@ struct Shared {
     current: Mutex<Option<Arc<Link>>>,
     /// Held while a link is replaced (by whoever finds it closed), so one caller connects.
     link: tokio::sync::Mutex<()>,
+    /// Bumped at every new socket: what the server was found to run is checked again.
+    opened: Arc<AtomicU64>,
 }
 
 /// One socket: the queue of its writer task, the calls waiting for replies in write order, and whether
@@ -72,14 +74,16 @@ enum Answer {
 }
 
 impl Pipelined {
-    /// A connection to one plain `redis://` server; nothing is opened yet.
-    pub(crate) fn new(endpoint: Endpoint, timeout: Duration) -> Self {
+    /// A connection to one plain `redis://` server; nothing is opened yet. `opened` is bumped at
+    /// every new socket.
+    pub(crate) fn new(endpoint: Endpoint, timeout: Duration, opened: Arc<AtomicU64>) -> Self {
         Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
                 timeout,
                 current: Mutex::new(None),
                 link: tokio::sync::Mutex::new(()),
+                opened,
             }),
         }
     }
@@ -148,6 +152,7 @@ impl Pipelined {
         }
         let link = self.connect().await?;
         *self.shared.current.lock() = Some(link.clone());
+        self.shared.opened.fetch_add(1, Ordering::Release);
         Ok(link)
     }
 

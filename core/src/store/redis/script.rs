@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 pub(crate) struct LuaScript {
     pub(crate) body: String,
     pub(crate) sha: String,
+    /// The ratelock module's command that stands in for it (same arguments and reply), if any.
+    pub(crate) module_command: Option<&'static str>,
 }
 
 impl LuaScript {
@@ -18,7 +20,14 @@ impl LuaScript {
         LuaScript {
             sha: redis::Script::new(&body).get_hash().to_owned(),
             body,
+            module_command: None,
         }
+    }
+
+    /// The same script, served by the module's command `name` where the server has it.
+    fn with_module_command(mut self, name: &'static str) -> Self {
+        self.module_command = Some(name);
+        self
     }
 }
 
@@ -44,8 +53,9 @@ pub fn tagged_script(source: &str) -> String {
 const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
-pub(crate) static LIMIT: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/limit.lua")));
+pub(crate) static LIMIT: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(include_str!("../../../lua/limit.lua")).with_module_command("RATELOCK.LIMIT")
+});
 /// `lock_acquire.lua`: take or re-enter a lock, minting a fencing token.
 pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_acquire.lua")));

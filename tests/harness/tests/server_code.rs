@@ -1,0 +1,148 @@
+//! Which server code serves the Redis store's calls: the ratelock module where the server loads it,
+//! Lua otherwise, or whichever the store option forces. The shared vectors give the same decisions
+//! through memory (tests/vectors.rs), Lua and the module; the servers' command statistics show which
+//! code actually ran. The choice is checked again after a reconnect, and a refusal (the module
+//! unloaded, an ACL denial) falls back to Lua without failing the call.
+
+use ratelock::store::{LimitRequest, LimitStore, ServerCode};
+use ratelock::{Store, StoreOptions};
+use ratelock_testkit::module::{command_calls, server_with_module};
+use ratelock_testkit::vectors::{assert_store_matches, Via};
+use ratelock_testkit::RedisServer;
+
+async fn store(server: &RedisServer, code: ServerCode) -> Store {
+    let options = StoreOptions::default().with_server_code(code);
+    Store::connect(&server.url(), &options).await.unwrap()
+}
+
+async fn store_at(url: &str, code: ServerCode) -> Store {
+    let options = StoreOptions::default().with_server_code(code);
+    Store::connect(url, &options).await.unwrap()
+}
+
+/// One hit of a 100/second GCRA rule on `key`: allowed or not, or the error.
+async fn hit(store: &Store, key: &str) -> ratelock::Result<bool> {
+    let rules: ratelock::Rules = "100/second".parse().unwrap();
+    let request = LimitRequest {
+        prefix: "code",
+        key: key.as_bytes(),
+        rules: &rules,
+        cost: 1,
+        spend: true,
+        now_us: None,
+    };
+    let outcomes = store.check(&request).await?;
+    Ok(outcomes.iter().all(|o| o.allowed))
+}
+
+#[tokio::test]
+async fn the_module_serves_the_vectors_when_loaded() {
+    let server = server_with_module(&[]);
+    let store = store(&server, ServerCode::Auto).await;
+    assert_store_matches(&store, Via::Async).await;
+    assert!(command_calls(&server, "ratelock.limit") > 500);
+    assert_eq!(command_calls(&server, "evalsha"), 0, "no call went to Lua");
+}
+
+#[tokio::test]
+async fn the_module_serves_the_vectors_through_the_blocking_connection() {
+    let server = server_with_module(&[]);
+    let store = store(&server, ServerCode::Auto).await;
+    assert_store_matches(&store, Via::Blocking).await;
+    assert!(command_calls(&server, "ratelock.limit") > 500);
+    assert_eq!(command_calls(&server, "evalsha"), 0, "no call went to Lua");
+}
+
+#[tokio::test]
+async fn lua_serves_the_vectors_when_forced_on_a_server_with_the_module() {
+    let server = server_with_module(&[]);
+    let store = store(&server, ServerCode::Lua).await;
+    assert_store_matches(&store, Via::Async).await;
+    assert_eq!(command_calls(&server, "ratelock.limit"), 0);
+    assert_eq!(
+        command_calls(&server, "command|info"),
+        0,
+        "a forced choice never checks"
+    );
+}
+
+#[tokio::test]
+async fn without_the_module_auto_takes_lua_and_forcing_the_module_is_a_configuration_error() {
+    let server = RedisServer::start();
+    let auto = store(&server, ServerCode::Auto).await;
+    assert!(hit(&auto, "a").await.unwrap());
+    assert!(command_calls(&server, "evalsha") >= 1);
+    let forced = store(&server, ServerCode::Module).await;
+    let err = hit(&forced, "b").await.unwrap_err();
+    assert!(err.is_configuration(), "{err}");
+    assert!(err.to_string().contains("module"), "{err}");
+}
+
+#[tokio::test]
+async fn a_module_unloaded_under_the_store_falls_back_and_a_reconnect_finds_it_again() {
+    let server = server_with_module(&["--enable-module-command", "yes"]);
+    let store = store(&server, ServerCode::Auto).await;
+    assert!(hit(&store, "a").await.unwrap());
+    assert_eq!(command_calls(&server, "ratelock.limit"), 1);
+
+    let mut admin = server.connection();
+    let _: () = redis::cmd("MODULE")
+        .arg("UNLOAD")
+        .arg("ratelock")
+        .query(&mut admin)
+        .unwrap();
+    // The module call meets "unknown command" (it did not run) and goes out again as EVALSHA.
+    assert!(hit(&store, "a").await.unwrap());
+    assert!(hit(&store, "a").await.unwrap());
+    assert_eq!(command_calls(&server, "evalsha"), 2);
+
+    let module = ratelock_testkit::module::module_path().display().to_string();
+    let _: () = redis::cmd("MODULE")
+        .arg("LOAD")
+        .arg(&module)
+        .query(&mut admin)
+        .unwrap();
+    // Still on Lua until the connection is replaced; the new connection checks again.
+    assert!(hit(&store, "a").await.unwrap());
+    server.kill_clients();
+    for _ in 0..3 {
+        let _ = hit(&store, "a").await;
+    }
+    assert!(
+        command_calls(&server, "ratelock.limit") >= 1,
+        "after the reconnect the module serves the calls again"
+    );
+}
+
+#[tokio::test]
+async fn an_acl_that_denies_the_module_selects_lua() {
+    let server = server_with_module(&[]);
+    let mut admin = server.connection();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("on")
+        .arg(">secret")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-ratelock.limit")
+        .query(&mut admin)
+        .unwrap();
+    let url = format!("redis://app:secret@127.0.0.1:{}/", server.port());
+    let store = store_at(&url, ServerCode::Auto).await;
+    assert!(hit(&store, "a").await.unwrap());
+    assert!(hit(&store, "a").await.unwrap());
+    assert_eq!(command_calls(&server, "evalsha"), 2, "both calls ran in Lua");
+
+    // A user who may not even ask (COMMAND denied): the probe's NOPERM selects Lua too.
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("-command")
+        .query(&mut admin)
+        .unwrap();
+    let store = store_at(&url, ServerCode::Auto).await;
+    assert!(hit(&store, "b").await.unwrap());
+    assert_eq!(command_calls(&server, "evalsha"), 3);
+}
