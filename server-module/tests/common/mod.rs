@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod agreement;
 pub mod command_info;
 
 use std::net::TcpListener;
