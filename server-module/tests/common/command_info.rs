@@ -3,6 +3,10 @@
 
 use redis::{Connection, Value};
 
+/// The key spec of a `numkeys key...` command that writes, as `COMMAND INFO` shows it.
+pub const WRITE_KEY_SPEC: &str = "[[flags [RW access update] begin_search [type index spec [index 1]] \
+     find_keys [type keynum spec [keynumidx 0 firstkey 1 keystep 1]]]]";
+
 /// `value` as text: an array in brackets, its items space-separated; strings and integers bare.
 pub fn plain(value: &Value) -> String {
     match value {
