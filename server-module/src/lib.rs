@@ -3,11 +3,14 @@
 //! arguments, reply and stored state, so a deployment can switch between them with no reset).
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
-//! (registration, panic guard), `args` (argument parsing), `keyspace` (Redis encoding of each state),
+//! (registration, panic guard), `command_info` (the C structs of Redis 7's command info),
+//! `command_docs` (each command's key spec, arity and docs, from its flags), `args` (argument parsing), `keyspace` (Redis encoding of each state),
 //! `limit_command` (the command's flow over the core's algorithms).
 
 mod api;
 mod args;
+mod command_docs;
+mod command_info;
 mod commands;
 mod ctx;
 mod keyspace;

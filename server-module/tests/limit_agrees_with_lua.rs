@@ -4,100 +4,23 @@
 //! first, with the same target dir:
 //!     cargo build --manifest-path server-module/Cargo.toml
 //!     cargo test  --manifest-path server-module/Cargo.toml
-//! (or point RATELOCK_MODULE_SO at the .so). It starts `redis-server` (on PATH) on a free loopback port
-//! with `--loadmodule`, then sends thousands of generated calls (every algorithm, 1 to 3 rules, hit and
-//! peek, explicit `now`, costs up to past capacity) twice: through limit.lua (prelude.lua in front,
-//! loaded once, run by EVALSHA) on one set of keys, and through RATELOCK.LIMIT on a copy of them. The
+//! (or point RATELOCK_MODULE_SO at the .so). It starts `redis-server` (on PATH; or the binary
+//! RATELOCK_SERVER_BIN names) on a free loopback port with `--loadmodule`, then sends thousands of
+//! generated calls twice, through limit.lua and through RATELOCK.LIMIT (`common::agreement`): the
 //! replies must be identical, and so must every touched key's type, value and TTL (PTTL within a few ms).
 
 use std::thread::sleep;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use redis::{Connection, Value};
 
 mod common;
 
+use common::agreement::{agree_with_lua, script_text, shapes, snapshot, wall_us, Snapshot, PTTL_SLACK_MS};
 use common::{connect, module_path, run, spawn_server, start_server, Rng};
 
 /// How many generated calls go through both paths.
 const CALLS: usize = 3000;
-/// How far apart the two copies' PTTLs may be: the module's call runs a moment after the script's.
-const PTTL_SLACK_MS: i64 = 25;
-
-/// One rule as the script takes it: code, limit, period µs, burst.
-#[derive(Debug, Clone)]
-struct Shape {
-    code: &'static str,
-    limit: u64,
-    period_us: u64,
-    burst: u64,
-}
-
-/// A fixed set of rule shapes; every key belongs to one shape, as ratelock's keys do (the rule id).
-fn shapes(rng: &mut Rng) -> Vec<Shape> {
-    let codes = ["g", "tb", "lb", "fw", "sw", "sl"];
-    let periods_ms = [7, 250, 1000, 1234, 60_000];
-    (0..24)
-        .map(|i| {
-            let code = codes[i % codes.len()];
-            let limit = 1 + rng.below(12);
-            let burst = if matches!(code, "g" | "tb" | "lb") {
-                1 + rng.below(15)
-            } else {
-                limit
-            };
-            let period_us = periods_ms[rng.below(periods_ms.len() as u64) as usize] * 1000;
-            Shape {
-                code,
-                limit,
-                period_us,
-                burst,
-            }
-        })
-        .collect()
-}
-
-/// A key's type, contents and PTTL.
-#[derive(Debug)]
-struct Snapshot {
-    kind: String,
-    contents: Vec<String>,
-    pttl: i64,
-}
-
-fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
-    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-    let contents: Vec<String> = match kind.as_str() {
-        "none" => vec![],
-        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
-        "hash" => {
-            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
-            pairs.sort();
-            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
-        }
-        "zset" => redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query(con)
-            .unwrap(),
-        other => panic!("{key} has unexpected type {other}"),
-    };
-    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
-    Snapshot { kind, contents, pttl }
-}
-
-fn wall_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
-}
-
-fn script_text() -> String {
-    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
-    let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
-    let limit = std::fs::read_to_string(format!("{lua}limit.lua")).unwrap();
-    format!("{prelude}\n{limit}")
-}
 
 #[test]
 fn limit_agrees_with_lua() {
@@ -105,121 +28,16 @@ fn limit_agrees_with_lua() {
     let mut con = connect(&server);
     let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
     assert_eq!(version, 1);
-    let sha: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(script_text())
-        .query(&mut con)
-        .unwrap();
-
     let seed = std::env::var("RATELOCK_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5EED_1234_u64);
-    let mut rng = Rng(seed | 1);
-    let shapes = shapes(&mut rng);
-    // `now` runs ahead of the wall clock by a growing drift, never behind it: a key that expires in
-    // real time has then also stopped mattering at the explicit `now`, on both copies alike.
-    let mut drift: u64 = 0;
-    let (mut allowed, mut denied, mut errors, mut writes) = (0, 0, 0, 0);
-    let mut seen_codes = std::collections::BTreeSet::new();
-
-    for call in 0..CALLS {
-        drift += match rng.below(10) {
-            0..=4 => rng.below(2_000),
-            5..=7 => rng.below(200_000),
-            8 => rng.below(3_000_000),
-            _ => 0,
-        };
-        let now = wall_us() + drift;
-        let user = rng.below(3);
-        let rules = 1 + rng.below(3) as usize;
-        let mut picked: Vec<usize> = Vec::new();
-        while picked.len() < rules {
-            let s = rng.below(shapes.len() as u64) as usize;
-            if !picked.contains(&s) {
-                picked.push(s);
-            }
-        }
-        let mode = if rng.below(5) == 0 { "peek" } else { "hit" };
-        let cost = match rng.below(20) {
-            0 => 1 + rng.below(20),
-            1..=5 => 2 + rng.below(3),
-            _ => 1,
-        };
-        let keys = |side: &str| -> Vec<String> {
-            picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect()
-        };
-        let mut argv: Vec<String> = vec![mode.into(), now.to_string(), cost.to_string()];
-        for &s in &picked {
-            let shape = &shapes[s];
-            seen_codes.insert(shape.code);
-            argv.extend([
-                shape.code.to_string(),
-                shape.limit.to_string(),
-                shape.period_us.to_string(),
-                shape.burst.to_string(),
-            ]);
-        }
-        let (lua_keys, module_keys) = (keys("lua"), keys("mod"));
-        let lua_reply = run(
-            &mut con,
-            redis::cmd("EVALSHA")
-                .arg(&sha)
-                .arg(rules)
-                .arg(&lua_keys)
-                .arg(&argv),
-        );
-        let module_reply = run(
-            &mut con,
-            redis::cmd("RATELOCK.LIMIT")
-                .arg(rules)
-                .arg(&module_keys)
-                .arg(&argv),
-        );
-        let context = || format!("call {call} (seed {seed}): keys {module_keys:?} argv {argv:?}");
-        assert_eq!(lua_reply, module_reply, "replies differ at {}", context());
-        match &lua_reply {
-            Ok(Value::Array(items)) => {
-                let all = items.iter().step_by(5).all(|v| *v == Value::Int(1));
-                if all {
-                    allowed += 1;
-                    if mode == "hit" {
-                        writes += 1;
-                    }
-                } else {
-                    denied += 1;
-                }
-            }
-            Ok(other) => panic!("unexpected reply {other:?} at {}", context()),
-            Err(_) => errors += 1,
-        }
-        for (lua_key, module_key) in lua_keys.iter().zip(&module_keys) {
-            let (a, b) = (snapshot(&mut con, lua_key), snapshot(&mut con, module_key));
-            assert_eq!(
-                (&a.kind, &a.contents),
-                (&b.kind, &b.contents),
-                "stored state differs for {module_key} at {}",
-                context()
-            );
-            let ttls_agree = (a.pttl < 0 && a.pttl == b.pttl)
-                || (a.pttl >= 0 && b.pttl >= 0 && (a.pttl - b.pttl).abs() <= PTTL_SLACK_MS);
-            assert!(
-                ttls_agree,
-                "PTTL {} (lua) vs {} (module) for {module_key} at {}",
-                a.pttl,
-                b.pttl,
-                context()
-            );
-        }
-    }
+    let tally = agree_with_lua(&mut con, CALLS, seed);
     eprintln!(
-        "{CALLS} calls over {:?}: {allowed} allowed ({writes} written), {denied} denied, {errors} errors",
-        seen_codes
+        "{CALLS} calls over {:?}: {} allowed ({} written), {} denied, {} errors",
+        tally.codes, tally.allowed, tally.writes, tally.denied, tally.errors
     );
-    assert!(
-        allowed > CALLS / 10 && denied > CALLS / 10 && errors > 0,
-        "the mix should cover every outcome"
-    );
+    tally.assert_covers_every_outcome(CALLS);
 }
 
 /// With `now` empty each path reads the server's clock (the script TIME, the module the system clock),

@@ -1,18 +1,22 @@
-//! What the module's tests share: a redis-server on a free loopback port (with the module loaded, or
-//! with extra arguments), stopped when dropped; a connection that waits for it to come up; replies
+//! What the module's tests share: a redis-server (or the binary RATELOCK_SERVER_BIN names, e.g. a
+//! valkey-server) on a free loopback port (with the module loaded, or with extra arguments), stopped
+//! when dropped; a connection that waits for it to come up; replies
 //! with errors as text; a seeded generator.
 
 #![allow(dead_code)]
 
+pub mod agreement;
+pub mod command_info;
+
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use redis::{Connection, Value};
 
-/// A redis-server with the module loaded, shut down when dropped.
+/// A server process with the module loaded, shut down when dropped.
 pub struct Server {
     pub child: Child,
     pub port: u16,
@@ -43,25 +47,44 @@ pub fn module_path() -> PathBuf {
     profile_dir.join(name)
 }
 
-/// A redis-server with the module loaded.
+/// The server binary the tests run: RATELOCK_SERVER_BIN (e.g. a valkey-server), else `redis-server`
+/// on PATH.
+pub fn server_binary() -> PathBuf {
+    std::env::var_os("RATELOCK_SERVER_BIN").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from)
+}
+
+/// A server (see [`server_binary`]) with the module loaded.
 pub fn start_server() -> Server {
+    start_server_with(&server_binary())
+}
+
+/// The server `binary` with the module loaded.
+pub fn start_server_with(binary: &Path) -> Server {
     let module = module_path();
     assert!(
         module.exists(),
         "{} is missing: run `cargo build --manifest-path server-module/Cargo.toml` first",
         module.display()
     );
-    spawn_server(&mut vec!["--loadmodule".into(), module.display().to_string()])
+    spawn_server_with(
+        binary,
+        &mut vec!["--loadmodule".into(), module.display().to_string()],
+    )
 }
 
-/// A redis-server on a free loopback port, with `extra` arguments.
+/// A server (see [`server_binary`]) on a free loopback port, with `extra` arguments.
 pub fn spawn_server(extra: &mut Vec<String>) -> Server {
+    spawn_server_with(&server_binary(), extra)
+}
+
+/// The server `binary` on a free loopback port, with `extra` arguments.
+pub fn spawn_server_with(binary: &Path, extra: &mut Vec<String>) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new("redis-server")
+    let child = Command::new(binary)
         .args([
             "--port",
             &port.to_string(),
@@ -78,7 +101,7 @@ pub fn spawn_server(extra: &mut Vec<String>) -> Server {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("redis-server on PATH");
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
     Server { child, port }
 }
 

@@ -1,0 +1,231 @@
+//! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm, 1 to
+//! 3 rules, hit and peek, explicit `now`, costs up to past capacity) sent through the script (by
+//! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
+//! identical stored state (type, value, PTTL within a few ms) asserted after every call.
+
+use std::collections::BTreeSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use redis::{Connection, Value};
+
+use super::{run, Rng};
+
+/// How far apart the two copies' PTTLs may be: the module's call runs a moment after the script's.
+pub const PTTL_SLACK_MS: i64 = 25;
+
+/// One rule as the script takes it: code, limit, period µs, burst.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub code: &'static str,
+    pub limit: u64,
+    pub period_us: u64,
+    pub burst: u64,
+}
+
+/// A fixed set of rule shapes; every key belongs to one shape, as ratelock's keys do (the rule id).
+pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
+    let codes = ["g", "tb", "lb", "fw", "sw", "sl"];
+    let periods_ms = [7, 250, 1000, 1234, 60_000];
+    (0..24)
+        .map(|i| {
+            let code = codes[i % codes.len()];
+            let limit = 1 + rng.below(12);
+            let burst = if matches!(code, "g" | "tb" | "lb") {
+                1 + rng.below(15)
+            } else {
+                limit
+            };
+            let period_us = periods_ms[rng.below(periods_ms.len() as u64) as usize] * 1000;
+            Shape {
+                code,
+                limit,
+                period_us,
+                burst,
+            }
+        })
+        .collect()
+}
+
+/// A key's type, contents and PTTL.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub kind: String,
+    pub contents: Vec<String>,
+    pub pttl: i64,
+}
+
+/// `key`'s type, contents and PTTL.
+pub fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
+    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+    let contents: Vec<String> = match kind.as_str() {
+        "none" => vec![],
+        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
+        "hash" => {
+            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
+            pairs.sort();
+            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
+        }
+        "zset" => redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .unwrap(),
+        other => panic!("{key} has unexpected type {other}"),
+    };
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
+    Snapshot { kind, contents, pttl }
+}
+
+/// The wall clock in µs since the Unix epoch.
+pub fn wall_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+/// `limit.lua` with `prelude.lua` in front, as ratelock loads it.
+pub fn script_text() -> String {
+    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
+    let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
+    let limit = std::fs::read_to_string(format!("{lua}limit.lua")).unwrap();
+    format!("{prelude}\n{limit}")
+}
+
+/// What a run of generated calls came to.
+#[derive(Debug)]
+pub struct Tally {
+    /// Calls every rule of which allowed.
+    pub allowed: usize,
+    /// Calls some rule of which denied.
+    pub denied: usize,
+    /// Calls answered with an error (both paths alike).
+    pub errors: usize,
+    /// Allowed `hit` calls (the ones that wrote).
+    pub writes: usize,
+    /// The algorithm codes the calls used.
+    pub codes: BTreeSet<&'static str>,
+}
+
+impl Tally {
+    /// Asserts that `calls` calls covered every outcome: allowed, denied and errors.
+    pub fn assert_covers_every_outcome(&self, calls: usize) {
+        assert!(
+            self.allowed > calls / 10 && self.denied > calls / 10 && self.errors > 0,
+            "the mix should cover every outcome: {self:?}"
+        );
+    }
+}
+
+/// Sends `calls` generated calls (replayable from `seed`) through limit.lua and RATELOCK.LIMIT on
+/// `con`, asserting after each that the replies and the touched keys agree; what they came to.
+pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script_text())
+        .query(con)
+        .unwrap();
+    let mut rng = Rng(seed | 1);
+    let shapes = shapes(&mut rng);
+    // `now` runs ahead of the wall clock by a growing drift, never behind it: a key that expires in
+    // real time has then also stopped mattering at the explicit `now`, on both copies alike.
+    let mut drift: u64 = 0;
+    let (mut allowed, mut denied, mut errors, mut writes) = (0, 0, 0, 0);
+    let mut seen_codes = std::collections::BTreeSet::new();
+
+    for call in 0..calls {
+        drift += match rng.below(10) {
+            0..=4 => rng.below(2_000),
+            5..=7 => rng.below(200_000),
+            8 => rng.below(3_000_000),
+            _ => 0,
+        };
+        let now = wall_us() + drift;
+        let user = rng.below(3);
+        let rules = 1 + rng.below(3) as usize;
+        let mut picked: Vec<usize> = Vec::new();
+        while picked.len() < rules {
+            let s = rng.below(shapes.len() as u64) as usize;
+            if !picked.contains(&s) {
+                picked.push(s);
+            }
+        }
+        let mode = if rng.below(5) == 0 { "peek" } else { "hit" };
+        let cost = match rng.below(20) {
+            0 => 1 + rng.below(20),
+            1..=5 => 2 + rng.below(3),
+            _ => 1,
+        };
+        let keys = |side: &str| -> Vec<String> {
+            picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect()
+        };
+        let mut argv: Vec<String> = vec![mode.into(), now.to_string(), cost.to_string()];
+        for &s in &picked {
+            let shape = &shapes[s];
+            seen_codes.insert(shape.code);
+            argv.extend([
+                shape.code.to_string(),
+                shape.limit.to_string(),
+                shape.period_us.to_string(),
+                shape.burst.to_string(),
+            ]);
+        }
+        let (lua_keys, module_keys) = (keys("lua"), keys("mod"));
+        let lua_reply = run(
+            con,
+            redis::cmd("EVALSHA")
+                .arg(&sha)
+                .arg(rules)
+                .arg(&lua_keys)
+                .arg(&argv),
+        );
+        let module_reply = run(
+            con,
+            redis::cmd("RATELOCK.LIMIT")
+                .arg(rules)
+                .arg(&module_keys)
+                .arg(&argv),
+        );
+        let context = || format!("call {call} (seed {seed}): keys {module_keys:?} argv {argv:?}");
+        assert_eq!(lua_reply, module_reply, "replies differ at {}", context());
+        match &lua_reply {
+            Ok(Value::Array(items)) => {
+                let all = items.iter().step_by(5).all(|v| *v == Value::Int(1));
+                if all {
+                    allowed += 1;
+                    if mode == "hit" {
+                        writes += 1;
+                    }
+                } else {
+                    denied += 1;
+                }
+            }
+            Ok(other) => panic!("unexpected reply {other:?} at {}", context()),
+            Err(_) => errors += 1,
+        }
+        for (lua_key, module_key) in lua_keys.iter().zip(&module_keys) {
+            let (a, b) = (snapshot(con, lua_key), snapshot(con, module_key));
+            assert_eq!(
+                (&a.kind, &a.contents),
+                (&b.kind, &b.contents),
+                "stored state differs for {module_key} at {}",
+                context()
+            );
+            let ttls_agree = (a.pttl < 0 && a.pttl == b.pttl)
+                || (a.pttl >= 0 && b.pttl >= 0 && (a.pttl - b.pttl).abs() <= PTTL_SLACK_MS);
+            assert!(
+                ttls_agree,
+                "PTTL {} (lua) vs {} (module) for {module_key} at {}",
+                a.pttl,
+                b.pttl,
+                context()
+            );
+        }
+    }
+    Tally {
+        allowed,
+        denied,
+        errors,
+        writes,
+        codes: seen_codes,
+    }
+}
