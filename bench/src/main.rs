@@ -10,6 +10,7 @@ mod lock_scripts;
 mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
+mod module_throughput;
 mod outage;
 mod pairing;
 mod redis_benchmark;
@@ -52,6 +53,7 @@ async fn main() {
     rows.extend(cluster_throughput::rows(&server, &rules, window, &mut notes).await);
     rows.extend(memory_rows(&mut notes));
     rows.extend(outage::rows(&mut notes).await);
+    rows.extend(module_throughput::rows(&rules, window, &mut notes).await);
     rows.extend(server_cost::rows(&mut notes));
 
     let table = report::text_table(&rows);

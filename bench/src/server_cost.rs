@@ -35,7 +35,7 @@ struct Path {
 }
 
 /// The module's `.so`, from `RATELOCK_MODULE_SO` (the Makefile builds it and sets it).
-fn module_path() -> Option<PathBuf> {
+pub(crate) fn module_path() -> Option<PathBuf> {
     std::env::var_os("RATELOCK_MODULE_SO")
         .map(PathBuf::from)
         .filter(|p| p.exists())

@@ -1,5 +1,5 @@
 //! `StoreOptions`: what every store is opened with (each call's timeout, the memory store's bound, the
-//! certificates to trust for TLS).
+//! certificates to trust for TLS, which server code runs Redis calls: the module or Lua).
 
 use std::time::Duration;
 

@@ -262,6 +262,9 @@ mod tests {
         assert_eq!((url.as_str(), code), ("redis://h:1/", Some(ServerCode::Module)));
         assert_eq!(take_from_url("redis://h:1/").unwrap().1, None);
         assert!(take_from_url("redis://h:1/?server_code=fast").is_err());
+        // A URL that still carries it (the Node wire path reads the URL as given) parses alike.
+        let endpoint = super::super::endpoint::Endpoint::from_url("redis://h:1/?server_code=lua").unwrap();
+        assert_eq!(endpoint.map(|e| e.port()), Some(1));
     }
 
     #[test]

@@ -1,0 +1,46 @@
+//! Saturated GCRA decisions/s from the Rust client with 64 tasks, on one redis-server that loads the
+//! ratelock module: the store's default (the module's command) against the same client forced onto the
+//! Lua script (`?server_code=lua`), on the same server in the same run. The issue's target is 3×; on
+//! a 2-core machine the client and the server share the cores, so the client's own cost bounds both.
+
+use ratelock::{Limiter, Rules};
+use ratelock_testkit::module::{command_calls, server_with_module};
+
+use crate::client_throughput::{self, Window};
+use crate::report::{Row, Target, Unit};
+
+const TASKS: usize = 64;
+const KEY: &str = "bench:module";
+const MODULE_TARGET_RATIO: f64 = 3.0;
+
+/// The row (none, with a note, when the module was not built).
+pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec<Row> {
+    if crate::server_cost::module_path().is_none() {
+        notes.push("module throughput: the module was not built (RATELOCK_MODULE_SO unset): no row".into());
+        return Vec::new();
+    }
+    let server = server_with_module(&[]);
+    let url = server.url();
+    let module = Limiter::connect(&url)
+        .await
+        .expect("limiter on the module's server");
+    let lua = Limiter::connect(&format!("{url}?server_code=lua"))
+        .await
+        .expect("limiter forced onto Lua");
+    let lua_rate = client_throughput::hits_per_second(&lua, rules, KEY, TASKS, window).await;
+    let module_rate = client_throughput::hits_per_second(&module, rules, KEY, TASKS, window).await;
+    notes.push(format!(
+        "module throughput: {TASKS} tasks, one Limiter each path, GCRA `{}`; the server ran RATELOCK.LIMIT \
+         {} times and EVALSHA {} times",
+        rules,
+        command_calls(&server, "ratelock.limit"),
+        command_calls(&server, "evalsha"),
+    ));
+    vec![Row {
+        name: format!("Rust GCRA hit, {TASKS} tasks: module loaded vs the Lua path"),
+        unit: Unit::PerSecond,
+        measured: Some(module_rate),
+        baseline: Some(lua_rate),
+        target: Target::RatioAtLeast(MODULE_TARGET_RATIO),
+    }]
+}
