@@ -75,8 +75,11 @@ pub enum ServerCode {
     Auto,
     /// The module's commands only: a server without them is a configuration error.
     Module,
-    /// The Lua scripts only, even where the module is loaded.
+    /// The Lua scripts only, even where the module is loaded: as Redis Functions where the server
+    /// allows them, else by EVALSHA.
     Lua,
+    /// The Lua scripts by EVALSHA only (no module, no Functions): for proxies that pass EVALSHA alone.
+    Scripts,
 }
 
 impl std::str::FromStr for ServerCode {
@@ -87,9 +90,10 @@ impl std::str::FromStr for ServerCode {
             "auto" => Ok(ServerCode::Auto),
             "module" => Ok(ServerCode::Module),
             "lua" => Ok(ServerCode::Lua),
+            "scripts" => Ok(ServerCode::Scripts),
             other => Err(Error::invalid_argument(
                 "server_code",
-                format!("expected \"auto\", \"module\" or \"lua\", got {other:?}"),
+                format!("expected \"auto\", \"module\", \"lua\" or \"scripts\", got {other:?}"),
             )),
         }
     }

@@ -1,8 +1,9 @@
 //! Which server code serves the Redis store's calls: the ratelock module where the server loads it,
-//! Lua otherwise, or whichever the store option forces. The shared vectors give the same decisions
-//! through memory (tests/vectors.rs), Lua and the module; the servers' command statistics show which
-//! code actually ran. The choice is checked again after a reconnect, and a refusal (the module
-//! unloaded, an ACL denial) falls back to Lua without failing the call.
+//! else the scripts as Redis Functions (FCALL), else EVALSHA, or whichever the store option forces.
+//! The shared vectors give the same decisions through memory (tests/vectors.rs), the module, Functions
+//! and EVALSHA; the servers' command statistics show which code actually ran. The choice is checked
+//! again after a reconnect, and a refusal (the module unloaded, a function flushed, an ACL denial)
+//! moves the call to the next route without failing it.
 
 use ratelock::store::{LimitRequest, LimitStore, ServerCode};
 use ratelock::{Store, StoreOptions};
@@ -54,11 +55,34 @@ async fn the_module_serves_the_vectors_through_the_blocking_connection() {
 }
 
 #[tokio::test]
-async fn lua_serves_the_vectors_when_forced_on_a_server_with_the_module() {
+async fn functions_serve_the_vectors_when_lua_is_forced_on_a_server_with_the_module() {
     let server = server_with_module(&[]);
     let store = store(&server, ServerCode::Lua).await;
     assert_store_matches(&store, Via::Async).await;
     assert_eq!(command_calls(&server, "ratelock.limit"), 0);
+    assert!(command_calls(&server, "fcall") > 500);
+    assert_eq!(command_calls(&server, "evalsha"), 0);
+}
+
+#[tokio::test]
+async fn functions_serve_the_vectors_through_the_blocking_connection() {
+    let server = RedisServer::start();
+    let store = store(&server, ServerCode::Auto).await;
+    assert_store_matches(&store, Via::Blocking).await;
+    assert!(command_calls(&server, "fcall") > 500);
+    assert_eq!(command_calls(&server, "evalsha"), 0);
+}
+
+#[tokio::test]
+async fn scripts_serve_the_vectors_when_forced_and_nothing_is_checked() {
+    let server = server_with_module(&[]);
+    let store = store(&server, ServerCode::Scripts).await;
+    assert_store_matches(&store, Via::Async).await;
+    assert!(command_calls(&server, "evalsha") > 500);
+    assert_eq!(
+        command_calls(&server, "ratelock.limit") + command_calls(&server, "fcall"),
+        0
+    );
     assert_eq!(
         command_calls(&server, "command|info"),
         0,
@@ -67,11 +91,31 @@ async fn lua_serves_the_vectors_when_forced_on_a_server_with_the_module() {
 }
 
 #[tokio::test]
-async fn without_the_module_auto_takes_lua_and_forcing_the_module_is_a_configuration_error() {
+async fn a_flushed_function_library_is_loaded_again_and_the_call_still_answers() {
+    let server = RedisServer::start();
+    let store = store(&server, ServerCode::Auto).await;
+    assert!(hit(&store, "a").await.unwrap());
+    let _: () = redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(hit(&store, "a").await.unwrap());
+    assert!(hit(&store, "a").await.unwrap());
+    assert_eq!(command_calls(&server, "fcall"), 3, "every call ran as a function");
+    assert_eq!(command_calls(&server, "evalsha"), 0);
+    assert_eq!(
+        command_calls(&server, "function|load"),
+        2,
+        "loaded once, then again after the flush"
+    );
+}
+
+#[tokio::test]
+async fn without_the_module_auto_takes_functions_and_forcing_the_module_is_a_configuration_error() {
     let server = RedisServer::start();
     let auto = store(&server, ServerCode::Auto).await;
     assert!(hit(&auto, "a").await.unwrap());
-    assert!(command_calls(&server, "evalsha") >= 1);
+    assert_eq!(command_calls(&server, "fcall"), 1);
     let forced = store(&server, ServerCode::Module).await;
     let err = hit(&forced, "b").await.unwrap_err();
     assert!(err.is_configuration(), "{err}");
@@ -91,10 +135,10 @@ async fn a_module_unloaded_under_the_store_falls_back_and_a_reconnect_finds_it_a
         .arg("ratelock")
         .query(&mut admin)
         .unwrap();
-    // The module call meets "unknown command" (it did not run) and goes out again as EVALSHA.
+    // The module call meets "unknown command" (it did not run) and goes out again as a function.
     assert!(hit(&store, "a").await.unwrap());
     assert!(hit(&store, "a").await.unwrap());
-    assert_eq!(command_calls(&server, "evalsha"), 2);
+    assert_eq!(command_calls(&server, "fcall"), 2);
 
     let module = ratelock_testkit::module::module_path().display().to_string();
     let _: () = redis::cmd("MODULE")
@@ -102,7 +146,7 @@ async fn a_module_unloaded_under_the_store_falls_back_and_a_reconnect_finds_it_a
         .arg(&module)
         .query(&mut admin)
         .unwrap();
-    // Still on Lua until the connection is replaced; the new connection checks again.
+    // Still on the function until the connection is replaced; the new connection checks again.
     assert!(hit(&store, "a").await.unwrap());
     server.kill_clients();
     for _ in 0..3 {
@@ -133,9 +177,13 @@ async fn an_acl_that_denies_the_module_selects_lua() {
     let store = store_at(&url, ServerCode::Auto).await;
     assert!(hit(&store, "a").await.unwrap());
     assert!(hit(&store, "a").await.unwrap());
-    assert_eq!(command_calls(&server, "evalsha"), 2, "both calls ran in Lua");
+    assert_eq!(
+        command_calls(&server, "fcall"),
+        2,
+        "both calls ran in Lua, as functions"
+    );
 
-    // A user who may not even ask (COMMAND denied): the probe's NOPERM selects Lua too.
+    // A user who may not even ask (COMMAND denied): the check's NOPERM rules the module out too.
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")
         .arg("app")
@@ -144,5 +192,19 @@ async fn an_acl_that_denies_the_module_selects_lua() {
         .unwrap();
     let store = store_at(&url, ServerCode::Auto).await;
     assert!(hit(&store, "b").await.unwrap());
-    assert_eq!(command_calls(&server, "evalsha"), 3);
+    assert_eq!(command_calls(&server, "fcall"), 3);
+
+    // Functions denied as well: EVALSHA.
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("-function")
+        .arg("-fcall")
+        .query(&mut admin)
+        .unwrap();
+    let store = store_at(&url, ServerCode::Auto).await;
+    assert!(hit(&store, "c").await.unwrap());
+    assert!(hit(&store, "c").await.unwrap());
+    assert_eq!(command_calls(&server, "evalsha"), 2);
+    assert_eq!(command_calls(&server, "fcall"), 3);
 }

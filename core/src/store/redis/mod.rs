@@ -6,6 +6,7 @@ pub(crate) mod call_tag;
 pub(crate) mod commands;
 mod connection;
 mod endpoint;
+mod functions;
 mod gate;
 mod lane;
 mod lease_calls;
@@ -35,7 +36,9 @@ use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
 use self::reply::Failure;
 use self::script::{LuaScript, LIMIT};
-use self::server_code::{as_module_call, is_refusal, CodeChoice, Found};
+use self::server_code::{
+    call_for, is_function_missing, library_loaded, refused_without_running, Check, CodeChoice, Route,
+};
 use self::subscriber::Subscriber;
 use super::options::{ServerCode, StoreOptions};
 use super::roles::LimitRequest;
@@ -286,8 +289,8 @@ impl RedisStore {
         Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request))
     }
 
-    /// `cmd` (a tagged EVALSHA of `script`) on the blocking lane, as the module's command where the
-    /// server runs it. `None` when the lane is busy.
+    /// `cmd` (a tagged EVALSHA of `script`) on the blocking lane, on the route the server's code
+    /// gives it (see `server_code.rs`). `None` when the lane is busy.
     fn lane_eval(
         &self,
         lane: &std::sync::Arc<BlockingLane>,
@@ -295,60 +298,70 @@ impl RedisStore {
         cmd: &Cmd,
     ) -> Option<Result<Value>> {
         let code = &self.connections().code;
-        if let Some(name) = script.module_command {
-            let use_module = match code.use_module() {
-                Some(known) => known,
-                None => match self.check_server_on_lane(lane)? {
-                    Ok(found) => found,
-                    Err(err) => return Some(Err(err)),
-                },
+        let mut route = match code.route(script.module_command.is_some()) {
+            Some(route) => route,
+            None => match self.check_on_lane(lane, script.module_command.is_some())? {
+                Ok(route) => route,
+                Err(err) => return Some(Err(err)),
+            },
+        };
+        let mut reloaded = false;
+        loop {
+            if route == Route::Script {
+                return lane.eval(script, cmd);
+            }
+            let reply = lane.query(&call_for(route, script, cmd))?;
+            let err = match reply {
+                Err(err) if refused_without_running(route, &err) => err,
+                reply => return Some(reply),
             };
-            if use_module {
-                match lane.query(&as_module_call(cmd, name))? {
-                    Err(err) if is_refusal(&err) => {
-                        if let Err(err) = code.module_refused(&err.to_string()) {
-                            return Some(Err(err));
-                        }
-                    }
-                    other => return Some(other),
+            if route == Route::Function && is_function_missing(&err) && !reloaded {
+                reloaded = true;
+                if library_loaded(&lane.query(&functions::load_command())?) {
+                    continue;
                 }
             }
-        }
-        lane.eval(script, cmd)
-    }
-
-    /// Checks on the blocking lane whether the server runs the module (see `server_code.rs`).
-    fn check_server_on_lane(&self, lane: &std::sync::Arc<BlockingLane>) -> Option<Result<bool>> {
-        let code = &self.connections().code;
-        let generation = code.current();
-        let exists = match server_code::command_exists(&lane.query(&server_code::probe_command())?) {
-            Ok(exists) => exists,
-            Err(err) => return Some(Err(err)),
-        };
-        let found = if exists {
-            match server_code::version_found(&lane.query(&server_code::version_command())?) {
-                Ok(found) => found,
+            route = match code.refused(route, &err) {
+                Ok(next) => next,
                 Err(err) => return Some(Err(err)),
-            }
-        } else {
-            Found::Lua(None)
-        };
-        let module = found == Found::Module;
-        code.record(generation, found);
-        Some(Ok(module))
+            };
+        }
     }
 
-    /// Whether calls go to the module's commands: the last check's answer, or a new check when it is
-    /// due (a new connection since, or none yet).
-    async fn use_module(&self) -> Result<bool> {
+    /// Checks the server's code over the blocking lane. `None` when the lane is busy.
+    fn check_on_lane(
+        &self,
+        lane: &std::sync::Arc<BlockingLane>,
+        module_command: bool,
+    ) -> Option<Result<Route>> {
         let code = &self.connections().code;
-        if let Some(known) = code.use_module() {
-            return Ok(known);
+        let Some(mut check) = Check::new(code.wanted()) else {
+            return Some(Ok(Route::Script));
+        };
+        let generation = code.current();
+        while let Some(cmd) = check.next_command() {
+            if let Err(err) = check.read(lane.query(&cmd)?) {
+                return Some(Err(err));
+            }
+        }
+        Some(Ok(code.record(generation, check.found(), module_command)))
+    }
+
+    /// The route of a call of `script`: what the last check found, or a new check when it is due (a
+    /// new connection since, or none yet).
+    async fn route(&self, script: &LuaScript) -> Result<Route> {
+        let code = &self.connections().code;
+        let module_command = script.module_command.is_some();
+        if let Some(route) = code.route(module_command) {
+            return Ok(route);
         }
         let _checking = self.connections().checking.lock().await;
-        if let Some(known) = code.use_module() {
-            return Ok(known);
+        if let Some(route) = code.route(module_command) {
+            return Ok(route);
         }
+        let Some(mut check) = Check::new(code.wanted()) else {
+            return Ok(Route::Script);
+        };
         // Connected first, so that the check is recorded against the connection it ran on (through
         // the breaker, as every call: a refused connect opens it).
         let gate = self.gate();
@@ -358,14 +371,10 @@ impl RedisStore {
             return Err(err);
         }
         let generation = code.current();
-        let found = if server_code::command_exists(&self.query(&server_code::probe_command()).await)? {
-            server_code::version_found(&self.query(&server_code::version_command()).await)?
-        } else {
-            Found::Lua(None)
-        };
-        let module = found == Found::Module;
-        code.record(generation, found);
-        Ok(module)
+        while let Some(cmd) = check.next_command() {
+            check.read(self.query(&cmd).await)?;
+        }
+        Ok(code.record(generation, check.found(), module_command))
     }
 
     /// Deletes the keys of every given rule for `key`.
@@ -381,16 +390,22 @@ impl RedisStore {
     /// it once more. The reply is the script's own, its tag checked and taken off.
     pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
         let tag = CallTag::attach(&mut cmd);
-        if let Some(name) = script.module_command {
-            if self.use_module().await? {
-                match self.query(&as_module_call(&cmd, name)).await {
-                    // Not run (the module is gone, or the ACL denies it): Lua until the next check.
-                    Err(err) if is_refusal(&err) => {
-                        self.connections().code.module_refused(&err.to_string())?
-                    }
-                    reply => return tag.open(reply?),
+        let mut route = self.route(script).await?;
+        let mut reloaded = false;
+        while route != Route::Script {
+            let err = match self.query(&call_for(route, script, &cmd)).await {
+                Err(err) if refused_without_running(route, &err) => err,
+                reply => return tag.open(reply?),
+            };
+            // A flushed library (FUNCTION FLUSH): loaded again, and the call sent once more.
+            if route == Route::Function && is_function_missing(&err) && !reloaded {
+                reloaded = true;
+                if library_loaded(&self.query(&functions::load_command()).await) {
+                    continue;
                 }
             }
+            // Not run (the module is gone, an ACL denial): the next route.
+            route = self.connections().code.refused(route, &err)?;
         }
         let reply = match self.send(&cmd).await {
             Err(Failure::NoScript) => {

@@ -12,13 +12,17 @@ pub(crate) struct LuaScript {
     pub(crate) sha: String,
     /// The ratelock module's command that stands in for it (same arguments and reply), if any.
     pub(crate) module_command: Option<&'static str>,
+    /// Its function's name in the `ratelock` library (see `functions.rs`).
+    pub(crate) function: String,
 }
 
 impl LuaScript {
-    fn new(source: &'static str) -> Self {
+    fn new(name: &'static str, source: &'static str) -> Self {
         let body = tagged_script(source);
+        let sha = redis::Script::new(&body).get_hash().to_owned();
         LuaScript {
-            sha: redis::Script::new(&body).get_hash().to_owned(),
+            function: super::functions::function_name(name, &sha),
+            sha,
             body,
             module_command: None,
         }
@@ -54,38 +58,74 @@ const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(include_str!("../../../lua/limit.lua")).with_module_command("RATELOCK.LIMIT")
+    LuaScript::new("limit", include_str!("../../../lua/limit.lua")).with_module_command("RATELOCK.LIMIT")
 });
 /// `lock_acquire.lua`: take or re-enter a lock, minting a fencing token.
 pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_acquire.lua")));
+    LazyLock::new(|| LuaScript::new("lock_acquire", include_str!("../../../lua/lock_acquire.lua")));
 /// `lock_release.lua`: give back one hold, owner-checked.
 pub(crate) static LOCK_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_release.lua")));
+    LazyLock::new(|| LuaScript::new("lock_release", include_str!("../../../lua/lock_release.lua")));
 /// `lock_extend.lua`: move the lease's end, owner-checked, never re-acquiring.
 pub(crate) static LOCK_EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_extend.lua")));
+    LazyLock::new(|| LuaScript::new("lock_extend", include_str!("../../../lua/lock_extend.lua")));
 /// `lock_state.lua`: read a lock in one step.
 pub(crate) static LOCK_STATE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_state.lua")));
+    LazyLock::new(|| LuaScript::new("lock_state", include_str!("../../../lua/lock_state.lua")));
 /// `lock_force_release.lua`: delete a lease whoever holds it.
-pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/lock_force_release.lua")));
+pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "lock_force_release",
+        include_str!("../../../lua/lock_force_release.lua"),
+    )
+});
 /// `semaphore_acquire.lua`: take one of N permits (leases), reclaiming expired ones.
-pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_acquire.lua")));
+pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "semaphore_acquire",
+        include_str!("../../../lua/semaphore_acquire.lua"),
+    )
+});
 /// `semaphore_release.lua`: give back one permit.
-pub(crate) static SEMAPHORE_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_release.lua")));
+pub(crate) static SEMAPHORE_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "semaphore_release",
+        include_str!("../../../lua/semaphore_release.lua"),
+    )
+});
 /// `semaphore_extend.lua`: move one permit's lease end, never re-taking it.
-pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_extend.lua")));
+pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "semaphore_extend",
+        include_str!("../../../lua/semaphore_extend.lua"),
+    )
+});
 /// `semaphore_state.lua`: count permits in use.
-pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/semaphore_state.lua")));
+pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "semaphore_state",
+        include_str!("../../../lua/semaphore_state.lua"),
+    )
+});
 /// `fair_lock.lua`: every operation of a fair (first come, first served) lock.
 pub(crate) static FAIR_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/fair_lock.lua")));
+    LazyLock::new(|| LuaScript::new("fair_lock", include_str!("../../../lua/fair_lock.lua")));
 /// `rw_lock.lua`: every operation of a read-write lock.
 pub(crate) static RW_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../lua/rw_lock.lua")));
+    LazyLock::new(|| LuaScript::new("rw_lock", include_str!("../../../lua/rw_lock.lua")));
+
+/// Every script, in one list (the `ratelock` function library holds them all).
+pub(crate) static ALL: [&LazyLock<LuaScript>; 12] = [
+    &LIMIT,
+    &LOCK_ACQUIRE,
+    &LOCK_RELEASE,
+    &LOCK_EXTEND,
+    &LOCK_STATE,
+    &LOCK_FORCE_RELEASE,
+    &SEMAPHORE_ACQUIRE,
+    &SEMAPHORE_RELEASE,
+    &SEMAPHORE_EXTEND,
+    &SEMAPHORE_STATE,
+    &FAIR_LOCK,
+    &RW_LOCK,
+];

@@ -1,19 +1,22 @@
 //! Which code runs the Redis store's calls on the server: the ratelock module's commands when the
-//! server has them, else the Lua scripts (EVALSHA). The calls, replies and stored state are the same
-//! either way (the module is a drop-in for the scripts), so the choice only changes the server's cost.
+//! server has them, else the scripts as Redis Functions (`FCALL`, Redis ≥ 7), else the scripts by
+//! `EVALSHA`. Calls, replies and stored state are the same on every route (the module is a drop-in for
+//! the scripts, and a function is the script's very text), so the choice only changes the cost.
 //!
-//! The store asks the server once per connection, and again whenever it may be talking to another
-//! server (a new connection, a reconnect, a failover): `COMMAND INFO RATELOCK.LIMIT` (not `MODULE
-//! LIST`, which managed services deny), then `RATELOCK.VERSION` when the command exists. A module that
-//! answers another contract version is left alone (Lua, with one warning), and so is one the ACL
-//! denies (NOPERM). A module command that the server no longer knows (the module unloaded, a failover
-//! to a server without it) certainly did not run: the call goes out again as EVALSHA at once.
+//! The store checks once per connection, and again whenever it may be talking to another server (a
+//! new connection, a reconnect, a failover): `COMMAND INFO RATELOCK.LIMIT` (not `MODULE LIST`, which
+//! managed services deny), `RATELOCK.VERSION` when the command exists, then `FUNCTION LIST` for the
+//! library and `FUNCTION LOAD` when it is missing. A module of another contract version is left alone
+//! (with one warning), and so is anything the ACL denies (NOPERM) or the server lacks. A call refused
+//! without running (a module command the server no longer knows, a function flushed away) goes out
+//! again at once on the next route, down to EVALSHA.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use redis::{Cmd, Value};
 
+use super::script::LuaScript;
 use crate::error::{Error, Result};
 pub use crate::store::options::ServerCode;
 
@@ -21,18 +24,134 @@ pub use crate::store::options::ServerCode;
 /// `RATELOCK.VERSION`).
 pub const MODULE_CONTRACT_VERSION: i64 = 1;
 
-/// What one check of the server found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Found {
-    /// The module, answering this client's contract.
+/// Which server code serves one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The module's command (`RATELOCK.LIMIT ...`).
     Module,
-    /// No usable module; the reason, when it deserves to be told (a version mismatch).
-    Lua(Option<String>),
+    /// The library's function (`FCALL ratelock_limit_<hash> ...`).
+    Function,
+    /// The script (`EVALSHA <sha> ...`, loading it on NOSCRIPT).
+    Script,
 }
 
-const UNKNOWN: u8 = 0;
-const MODULE: u8 = 1;
-const LUA: u8 = 2;
+/// What one check of the server found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// The module answers this client's contract.
+    pub(crate) module: bool,
+    /// The `ratelock` function library is loaded (or was loaded by the check).
+    pub(crate) functions: bool,
+    /// Why a module that is there is not used, when that deserves to be told (a version mismatch).
+    pub(crate) warning: Option<String>,
+}
+
+/// The steps of one check, sans-IO: the store sends [`Check::next_command`] and hands its reply to
+/// [`Check::read`] until there is no next command.
+pub(crate) struct Check {
+    step: Step,
+    found: Found,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    CommandInfo,
+    Version,
+    ListLibrary,
+    LoadLibrary,
+    Done,
+}
+
+impl Check {
+    /// The check a store that wants `wanted` runs (`None` when it never checks: a forced path).
+    pub(crate) fn new(wanted: ServerCode) -> Option<Self> {
+        let step = match wanted {
+            ServerCode::Auto => Step::CommandInfo,
+            ServerCode::Lua => Step::ListLibrary,
+            ServerCode::Module | ServerCode::Scripts => return None,
+        };
+        Some(Check {
+            step,
+            found: Found::default(),
+        })
+    }
+
+    /// The next command to send, or `None` when the check is complete.
+    pub(crate) fn next_command(&self) -> Option<Cmd> {
+        match self.step {
+            Step::CommandInfo => {
+                let mut cmd = redis::cmd("COMMAND");
+                cmd.arg("INFO").arg("RATELOCK.LIMIT");
+                Some(cmd)
+            }
+            Step::Version => Some(redis::cmd("RATELOCK.VERSION")),
+            Step::ListLibrary => Some(super::functions::list_command()),
+            Step::LoadLibrary => Some(super::functions::load_command()),
+            Step::Done => None,
+        }
+    }
+
+    /// Reads the reply to the last command. An outage or a protocol error ends the check with it (the
+    /// call fails as it would have); a refusal (unknown command, NOPERM) only rules that path out.
+    pub(crate) fn read(&mut self, reply: Result<Value>) -> Result<()> {
+        self.step = match (self.step, reply) {
+            (_, Err(err)) if is_refusal(&err) => match self.step {
+                Step::CommandInfo | Step::Version => Step::ListLibrary,
+                _ => Step::Done,
+            },
+            (Step::CommandInfo, Ok(Value::Array(items))) => {
+                if items.first().is_some_and(|item| !matches!(item, Value::Nil)) {
+                    Step::Version
+                } else {
+                    Step::ListLibrary
+                }
+            }
+            (Step::Version, Ok(Value::Int(MODULE_CONTRACT_VERSION))) => {
+                self.found.module = true;
+                Step::ListLibrary
+            }
+            (Step::Version, Ok(other)) => {
+                self.found.warning = Some(format!(
+                    "the server's ratelock module answers contract version {}, this client speaks \
+                     {MODULE_CONTRACT_VERSION}",
+                    super::call_tag::excerpt(&other)
+                ));
+                Step::ListLibrary
+            }
+            (Step::ListLibrary, Ok(listed)) if super::functions::is_listed(&listed) => {
+                self.found.functions = true;
+                Step::Done
+            }
+            (Step::ListLibrary, Ok(Value::Array(_))) => Step::LoadLibrary,
+            (Step::LoadLibrary, Ok(_)) => {
+                self.found.functions = true;
+                Step::Done
+            }
+            // Loaded by another client between our LIST and LOAD.
+            (Step::LoadLibrary, reply @ Err(_)) if library_loaded(&reply) => {
+                self.found.functions = true;
+                Step::Done
+            }
+            (_, Err(err)) => return Err(err),
+            (step, Ok(other)) => {
+                return Err(Error::Protocol(format!(
+                    "unexpected reply while checking the server's code ({step:?}): {}",
+                    super::call_tag::excerpt(&other)
+                )))
+            }
+        };
+        Ok(())
+    }
+
+    /// What the check found (once `next_command` is `None`).
+    pub(crate) fn found(self) -> Found {
+        self.found
+    }
+}
+
+const CHECKED: u8 = 1;
+const MODULE: u8 = 2;
+const FUNCTIONS: u8 = 4;
 
 /// One process's choice for one store: what the last check found, and for which connection
 /// generation (bumped by every new connection and every failure that may lead to another server).
@@ -49,11 +168,16 @@ impl CodeChoice {
     pub(crate) fn new(wanted: ServerCode) -> Self {
         CodeChoice {
             wanted,
-            found: AtomicU8::new(UNKNOWN),
+            found: AtomicU8::new(0),
             checked_at: AtomicU64::new(0),
             generation: Arc::new(AtomicU64::new(1)),
             warned: AtomicBool::new(false),
         }
+    }
+
+    /// What the store wants.
+    pub(crate) fn wanted(&self) -> ServerCode {
+        self.wanted
     }
 
     /// The counter a connection bumps when it opens a new socket (shared with the connections).
@@ -66,37 +190,37 @@ impl CodeChoice {
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Whether calls go to the module (`Some(true)`), to Lua (`Some(false)`), or a check is due
-    /// (`None`).
-    pub(crate) fn use_module(&self) -> Option<bool> {
+    /// The route of a call whose script the module serves (`module_command`) or not, or `None` when a
+    /// check is due.
+    pub(crate) fn route(&self, module_command: bool) -> Option<Route> {
         match self.wanted {
-            ServerCode::Module => return Some(true),
-            ServerCode::Lua => return Some(false),
-            ServerCode::Auto => {}
+            ServerCode::Module if module_command => return Some(Route::Module),
+            ServerCode::Module | ServerCode::Scripts => return Some(Route::Script),
+            ServerCode::Auto | ServerCode::Lua => {}
         }
         if self.checked_at.load(Ordering::Acquire) != self.generation.load(Ordering::Acquire) {
             return None;
         }
-        match self.found.load(Ordering::Acquire) {
-            MODULE => Some(true),
-            LUA => Some(false),
-            _ => None,
+        let found = self.found.load(Ordering::Acquire);
+        if found & CHECKED == 0 {
+            return None;
         }
+        Some(pick(found, module_command))
     }
 
-    /// Records what a check started at `generation` found (and warns, once, about a reason).
-    pub(crate) fn record(&self, generation: u64, found: Found) {
-        let code = match &found {
-            Found::Module => MODULE,
-            Found::Lua(_) => LUA,
-        };
-        if let Found::Lua(Some(reason)) = found {
+    /// Records what a check started at `generation` found (and warns, once, about a reason), and
+    /// answers the route of the call that ran the check (whose script the module serves or not).
+    pub(crate) fn record(&self, generation: u64, found: Found, module_command: bool) -> Route {
+        if let Some(warning) = &found.warning {
             if !self.warned.swap(true, Ordering::Relaxed) {
-                eprintln!("ratelock: {reason}; using the Lua scripts");
+                eprintln!("ratelock: {warning}; using the Lua scripts");
             }
         }
-        self.found.store(code, Ordering::Release);
+        let bits =
+            CHECKED | if found.module { MODULE } else { 0 } | if found.functions { FUNCTIONS } else { 0 };
+        self.found.store(bits, Ordering::Release);
         self.checked_at.store(generation, Ordering::Release);
+        pick(bits, module_command)
     }
 
     /// The generation a check starts at (read before its first command is sent).
@@ -104,9 +228,10 @@ impl CodeChoice {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// After a module command the server did not know or may not run: Lua until the next check, or
-    /// the configuration error when the module was required.
-    pub(crate) fn module_refused(&self, why: &str) -> Result<()> {
+    /// After `route` was refused without running (the module's command unknown or denied, a function
+    /// missing or denied): the next route to take for this call, until the next check. The module
+    /// forced on a server that refuses it is the configuration error.
+    pub(crate) fn refused(&self, route: Route, why: &Error) -> Result<Route> {
         if self.wanted == ServerCode::Module {
             return Err(Error::configuration(
                 "server_code",
@@ -115,8 +240,47 @@ impl CodeChoice {
                 ),
             ));
         }
-        self.found.store(LUA, Ordering::Release);
-        Ok(())
+        let drop = match route {
+            Route::Module => MODULE,
+            Route::Function => FUNCTIONS,
+            Route::Script => return Ok(Route::Script),
+        };
+        let left = self.found.fetch_and(!drop, Ordering::AcqRel) & !drop;
+        Ok(if route == Route::Module && left & FUNCTIONS != 0 {
+            Route::Function
+        } else {
+            Route::Script
+        })
+    }
+}
+
+/// The route a check's findings (`bits`) give a call whose script the module serves or not.
+fn pick(bits: u8, module_command: bool) -> Route {
+    if module_command && bits & MODULE != 0 {
+        Route::Module
+    } else if bits & FUNCTIONS != 0 {
+        Route::Function
+    } else {
+        Route::Script
+    }
+}
+
+/// Whether `err`, met by a call on `route`, means the route refused it without running it.
+pub(crate) fn refused_without_running(route: Route, err: &Error) -> bool {
+    route != Route::Script && (is_refusal(err) || is_function_missing(err))
+}
+
+/// Whether an error is `FCALL`'s "Function not found" (a `FUNCTION FLUSH`, or a server that lost the
+/// library): the function did not run.
+pub(crate) fn is_function_missing(err: &Error) -> bool {
+    err.to_string().contains("Function not found")
+}
+
+/// Whether `FUNCTION LOAD`'s reply leaves the library loaded (by this call, or already by another).
+pub(crate) fn library_loaded(reply: &Result<Value>) -> bool {
+    match reply {
+        Ok(_) => true,
+        Err(err) => err.to_string().contains("already exists"),
     }
 }
 
@@ -142,50 +306,6 @@ pub(crate) fn take_from_url(url: &str) -> Result<(String, Option<ServerCode>)> {
     Ok((rest, chosen))
 }
 
-/// The first command of a check: does the server know `RATELOCK.LIMIT`?
-pub(crate) fn probe_command() -> Cmd {
-    let mut cmd = redis::cmd("COMMAND");
-    cmd.arg("INFO").arg("RATELOCK.LIMIT");
-    cmd
-}
-
-/// The second, sent only when the first found the command: the module's contract version.
-pub(crate) fn version_command() -> Cmd {
-    redis::cmd("RATELOCK.VERSION")
-}
-
-/// What `COMMAND INFO RATELOCK.LIMIT`'s reply says: `Some(true)` the command exists, `Some(false)` it
-/// does not (or the ACL denies the probe: NOPERM), `None` for a failure the call should report (an
-/// outage, a protocol error).
-pub(crate) fn command_exists(reply: &Result<Value>) -> Result<bool> {
-    match reply {
-        Ok(Value::Array(items)) => Ok(items.first().is_some_and(|item| !matches!(item, Value::Nil))),
-        Ok(other) => Err(Error::Protocol(format!(
-            "unexpected reply to COMMAND INFO: {}",
-            super::call_tag::excerpt(other)
-        ))),
-        Err(err) if is_refusal(err) => Ok(false),
-        Err(err) => Err(err.clone()),
-    }
-}
-
-/// What `RATELOCK.VERSION`'s reply says.
-pub(crate) fn version_found(reply: &Result<Value>) -> Result<Found> {
-    match reply {
-        Ok(Value::Int(MODULE_CONTRACT_VERSION)) => Ok(Found::Module),
-        Ok(Value::Int(other)) => Ok(Found::Lua(Some(format!(
-            "the server's ratelock module answers contract version {other}, this client speaks \
-             {MODULE_CONTRACT_VERSION}"
-        )))),
-        Ok(other) => Ok(Found::Lua(Some(format!(
-            "the server's RATELOCK.VERSION answered {}",
-            super::call_tag::excerpt(other)
-        )))),
-        Err(err) if is_refusal(err) => Ok(Found::Lua(None)),
-        Err(err) => Err(err.clone()),
-    }
-}
-
 /// Whether an error means the server refused the command without running it: an unknown command or
 /// an ACL denial (NOPERM).
 pub(crate) fn is_refusal(err: &Error) -> bool {
@@ -193,62 +313,109 @@ pub(crate) fn is_refusal(err: &Error) -> bool {
     text.contains("NOPERM") || text.contains("unknown command")
 }
 
-/// `cmd` (an `EVALSHA sha numkeys key... arg...`) as the module command `name numkeys key... arg...`.
-pub(crate) fn as_module_call(cmd: &Cmd, name: &str) -> Cmd {
-    let mut module = redis::cmd(name);
+/// `cmd` (an `EVALSHA sha numkeys key... arg...` of `script`) as the call `route` takes: the module's
+/// command `RATELOCK.X numkeys key... arg...`, `FCALL <function> numkeys key... arg...`, or `cmd`.
+pub(crate) fn call_for(route: Route, script: &LuaScript, cmd: &Cmd) -> Cmd {
+    let mut call = match (route, script.module_command) {
+        (Route::Module, Some(name)) => redis::cmd(name),
+        (Route::Function, _) => {
+            let mut fcall = redis::cmd("FCALL");
+            fcall.arg(&script.function);
+            fcall
+        }
+        _ => return cmd.clone(),
+    };
     for arg in cmd.args_iter().skip(2) {
         if let redis::Arg::Simple(bytes) = arg {
-            module.arg(bytes);
+            call.arg(bytes);
         }
     }
-    module
+    call
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redis::script::LIMIT;
 
     #[test]
-    fn a_module_call_keeps_every_argument_after_the_script() {
+    fn each_route_keeps_every_argument_after_the_script() {
         let mut evalsha = redis::cmd("EVALSHA");
-        evalsha.arg("abc").arg(1).arg("k").arg("hit").arg("");
-        let module = as_module_call(&evalsha, "RATELOCK.LIMIT");
-        let mut expected = redis::cmd("RATELOCK.LIMIT");
-        expected.arg(1).arg("k").arg("hit").arg("");
-        assert_eq!(module.get_packed_command(), expected.get_packed_command());
+        evalsha.arg(&LIMIT.sha).arg(1).arg("k").arg("hit").arg("");
+        let mut module = redis::cmd("RATELOCK.LIMIT");
+        module.arg(1).arg("k").arg("hit").arg("");
+        let mut fcall = redis::cmd("FCALL");
+        fcall.arg(&LIMIT.function).arg(1).arg("k").arg("hit").arg("");
+        let packed = |route| call_for(route, &LIMIT, &evalsha).get_packed_command();
+        assert_eq!(packed(Route::Module), module.get_packed_command());
+        assert_eq!(packed(Route::Function), fcall.get_packed_command());
+        assert_eq!(packed(Route::Script), evalsha.get_packed_command());
     }
 
     #[test]
     fn a_check_is_due_after_every_new_connection() {
         let choice = CodeChoice::new(ServerCode::Auto);
-        assert_eq!(choice.use_module(), None);
-        choice.record(choice.current(), Found::Module);
-        assert_eq!(choice.use_module(), Some(true));
+        assert_eq!(choice.route(true), None);
+        let both = Found {
+            module: true,
+            functions: true,
+            warning: None,
+        };
+        choice.record(choice.current(), both, true);
+        assert_eq!(choice.route(true), Some(Route::Module));
+        assert_eq!(
+            choice.route(false),
+            Some(Route::Function),
+            "a script the module does not serve"
+        );
         choice.forget();
         assert_eq!(
-            choice.use_module(),
+            choice.route(true),
             None,
             "a new connection may reach another server"
         );
-        choice.record(choice.current(), Found::Lua(None));
-        assert_eq!(choice.use_module(), Some(false));
+        choice.record(choice.current(), Found::default(), true);
+        assert_eq!(choice.route(true), Some(Route::Script));
     }
 
     #[test]
-    fn probe_replies_read_as_the_contract_says() {
-        let absent = Ok(Value::Array(vec![Value::Nil]));
-        assert!(!command_exists(&absent).unwrap());
-        let present = Ok(Value::Array(vec![Value::Array(vec![])]));
-        assert!(command_exists(&present).unwrap());
-        let denied = Err(Error::StoreUnavailable(
-            "NOPERM this user has no permissions".into(),
-        ));
-        assert!(!command_exists(&denied).unwrap());
-        assert_eq!(version_found(&Ok(Value::Int(1))).unwrap(), Found::Module);
-        assert!(matches!(
-            version_found(&Ok(Value::Int(2))).unwrap(),
-            Found::Lua(Some(_))
-        ));
+    fn a_refused_route_falls_back_one_step_at_a_time() {
+        let choice = CodeChoice::new(ServerCode::Auto);
+        let both = Found {
+            module: true,
+            functions: true,
+            warning: None,
+        };
+        choice.record(choice.current(), both, true);
+        let why = Error::configuration("commands", "ERR unknown command");
+        assert_eq!(choice.refused(Route::Module, &why).unwrap(), Route::Function);
+        assert_eq!(choice.route(true), Some(Route::Function));
+        assert_eq!(choice.refused(Route::Function, &why).unwrap(), Route::Script);
+        assert_eq!(choice.route(true), Some(Route::Script));
+    }
+
+    #[test]
+    fn the_check_reads_each_reply_as_the_contract_says() {
+        let mut check = Check::new(ServerCode::Auto).unwrap();
+        check.read(Ok(Value::Array(vec![Value::Array(vec![])]))).unwrap();
+        check.read(Ok(Value::Int(2))).unwrap();
+        check.read(Ok(Value::Array(vec![]))).unwrap();
+        check.read(Ok(Value::BulkString(b"ratelock_x".to_vec()))).unwrap();
+        assert!(check.next_command().is_none());
+        let found = check.found();
+        assert!(!found.module && found.functions && found.warning.is_some());
+
+        let mut denied = Check::new(ServerCode::Auto).unwrap();
+        let noperm = Error::configuration("acl", "NOPERM this user has no permissions");
+        denied.read(Err(noperm.clone())).unwrap();
+        denied.read(Err(noperm)).unwrap();
+        assert!(denied.next_command().is_none());
+        assert_eq!(denied.found(), Found::default());
+
+        let mut outage = Check::new(ServerCode::Lua).unwrap();
+        assert!(outage
+            .read(Err(Error::StoreUnavailable("refused".into())))
+            .is_err());
     }
 
     #[test]
@@ -269,8 +436,16 @@ mod tests {
 
     #[test]
     fn forced_choices_never_check() {
-        assert_eq!(CodeChoice::new(ServerCode::Lua).use_module(), Some(false));
-        assert_eq!(CodeChoice::new(ServerCode::Module).use_module(), Some(true));
-        assert!(CodeChoice::new(ServerCode::Module).module_refused("x").is_err());
+        assert!(Check::new(ServerCode::Scripts).is_none());
+        assert!(Check::new(ServerCode::Module).is_none());
+        let scripts = CodeChoice::new(ServerCode::Scripts);
+        assert_eq!(scripts.route(true), Some(Route::Script));
+        let module = CodeChoice::new(ServerCode::Module);
+        assert_eq!(module.route(true), Some(Route::Module));
+        let why = Error::configuration("commands", "ERR unknown command");
+        assert!(module
+            .refused(Route::Module, &why)
+            .unwrap_err()
+            .is_configuration());
     }
 }

@@ -1,0 +1,78 @@
+//! The scripts as one Redis Functions library (Redis ≥ 7): loaded once with `FUNCTION LOAD`, called
+//! with `FCALL`. A library persists and replicates with the data, so a failover to a replica or a
+//! restart that kept its data never meets NOSCRIPT; servers without Functions (or an ACL that denies
+//! them) keep EVALSHA.
+//!
+//! Each function is a script's tagged body (the same text EVALSHA runs) as the callback's body, with
+//! its parameters named `KEYS` and `ARGV`, so the script's code cannot tell the two apart. Names carry
+//! a hash of the code: two client versions during a rolling deploy each find their own functions, and
+//! neither replaces the other's library.
+
+use std::sync::LazyLock;
+
+use redis::Cmd;
+
+use super::script::ALL;
+
+/// The library: its name and its code.
+pub(crate) struct Library {
+    pub(crate) name: String,
+    pub(crate) code: String,
+}
+
+/// The one library holding every script (the hash of all their code in its name).
+pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
+    let mut hashed = String::new();
+    for script in ALL {
+        hashed.push_str(&script.sha);
+    }
+    let name = format!("ratelock_{}", &redis::Script::new(&hashed).get_hash()[..12]);
+    let mut code = format!("#!lua name={name}\n");
+    for script in ALL {
+        code.push_str(&format!(
+            "redis.register_function('{}', function(KEYS, ARGV)\n{}\nend)\n",
+            script.function, script.body
+        ));
+    }
+    Library { name, code }
+});
+
+/// `FUNCTION LIST LIBRARYNAME <name>`: whether the library is there (an empty list when not).
+pub(crate) fn list_command() -> Cmd {
+    let mut cmd = redis::cmd("FUNCTION");
+    cmd.arg("LIST").arg("LIBRARYNAME").arg(&LIBRARY.name);
+    cmd
+}
+
+/// `FUNCTION LOAD <code>` (no REPLACE: a library of this name already holds this very code).
+pub(crate) fn load_command() -> Cmd {
+    let mut cmd = redis::cmd("FUNCTION");
+    cmd.arg("LOAD").arg(&LIBRARY.code);
+    cmd
+}
+
+/// The function name of `script` in the library: `ratelock_<script>_<first 8 of its SHA1>`.
+pub(crate) fn function_name(name: &str, sha: &str) -> String {
+    format!("ratelock_{name}_{}", &sha[..8])
+}
+
+/// Whether the library's name is in `FUNCTION LIST`'s reply.
+pub(crate) fn is_listed(reply: &redis::Value) -> bool {
+    matches!(reply, redis::Value::Array(libraries) if !libraries.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_names_itself_and_registers_every_script() {
+        assert!(LIBRARY
+            .code
+            .starts_with(&format!("#!lua name={}\n", LIBRARY.name)));
+        for script in ALL {
+            assert!(LIBRARY.code.contains(&format!("'{}'", script.function)));
+        }
+        assert!(LIBRARY.name.starts_with("ratelock_"));
+    }
+}
