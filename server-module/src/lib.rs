@@ -1,6 +1,7 @@
 //! ratelock as a Redis module (first slice): `redis-server --loadmodule libratelock_module.so` adds
-//! RATELOCK.VERSION, RATELOCK.LIMIT (a drop-in for `core/lua/limit.lua`) and the lock and semaphore commands (same
-//! arguments, reply and stored state, so a deployment can switch between them with no reset).
+//! RATELOCK.VERSION, RATELOCK.LIMIT (a drop-in for `core/lua/limit.lua`) and the lock and semaphore
+//! commands (drop-ins for their scripts): same arguments, replies and stored state, so a deployment can
+//! switch between script and module with no reset.
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
 //! (registration, panic guard), `args` (argument parsing), `keyspace` (Redis encoding of each state),
