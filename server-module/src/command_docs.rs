@@ -37,6 +37,61 @@ const DOCS: &[(&CStr, &CStr, c_int)] = &[
         c"Checks, and for `hit` spends, rate limits on the given keys (core/lua/limit.lua as a command).",
         KEYED_ARITY,
     ),
+    (
+        c"RATELOCK.LOCK_ACQUIRE",
+        c"Takes or re-enters a lock and mints a fencing token (core/lua/lock_acquire.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.LOCK_RELEASE",
+        c"Gives back one hold of a lock, for the grant that holds it (core/lua/lock_release.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.LOCK_EXTEND",
+        c"Moves a held lock's lease end, never re-acquiring it (core/lua/lock_extend.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.LOCK_STATE",
+        c"Reads a lock: held, time left, its token and the last token minted (core/lua/lock_state.lua).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.LOCK_FORCE_RELEASE",
+        c"Deletes a lock's lease whoever holds it (core/lua/lock_force_release.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.SEMAPHORE_ACQUIRE",
+        c"Takes one of N permits, reclaiming expired ones (core/lua/semaphore_acquire.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.SEMAPHORE_RELEASE",
+        c"Gives back one permit (core/lua/semaphore_release.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.SEMAPHORE_EXTEND",
+        c"Moves one permit's lease end, never re-taking it (core/lua/semaphore_extend.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.SEMAPHORE_STATE",
+        c"Counts the permits in use (core/lua/semaphore_state.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.FAIR_LOCK",
+        c"Every operation of a first-come-first-served lock (core/lua/fair_lock.lua as a command).",
+        KEYED_ARITY,
+    ),
+    (
+        c"RATELOCK.RW_LOCK",
+        c"Every operation of a read-write lock (core/lua/rw_lock.lua as a command).",
+        KEYED_ARITY,
+    ),
 ];
 
 /// Declares `name`'s key spec, arity and docs, as its registration `flags` imply. Never refuses the

@@ -15,6 +15,8 @@ use crate::args;
 use crate::command_docs;
 use crate::ctx::{Context, Value};
 use crate::limit_command;
+use crate::lock_commands::{lock_acquire, lock_extend, lock_force_release, lock_release, lock_state};
+use crate::semaphore_commands::{semaphore_acquire, semaphore_extend, semaphore_release, semaphore_state};
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
 pub const CONTRACT_VERSION: i64 = 1;
@@ -27,6 +29,11 @@ pub type ScriptBody = fn(&Context, &[&[u8]], &[&[u8]]) -> Result<Value, String>;
 /// when the call is malformed anyway (then no tag is taken off, and the body names what is wrong).
 pub type ContractArgs = fn(usize, &[&[u8]]) -> Option<usize>;
 
+/// The flags of a command standing in for a script that writes.
+const WRITER: &CStr = c"write deny-oom getkeys-api";
+/// The flags of a command standing in for a script that only reads.
+const READER: &CStr = c"readonly getkeys-api";
+
 /// Registers every command; `false` when Redis refuses one.
 ///
 /// # Safety
@@ -35,9 +42,18 @@ pub unsafe fn register(ctx: *mut Ctx) -> bool {
     // Keys: argv[2 .. 2 + numkeys], told to Redis through the getkeys API (key positions depend on
     // numkeys, which the (first, last, step) triple cannot say) and, on Redis >= 7.0, as a key spec
     // that `command_docs` derives from the flags.
-    let table: [(&CStr, CmdFunc, &CStr); 2] = [
+    let table: &[(&CStr, CmdFunc, &CStr)] = &[
         (c"RATELOCK.VERSION", version, c"readonly fast"),
         (c"RATELOCK.LIMIT", limit, c"write deny-oom getkeys-api"),
+        (c"RATELOCK.LOCK_ACQUIRE", lock_acquire, WRITER),
+        (c"RATELOCK.LOCK_RELEASE", lock_release, WRITER),
+        (c"RATELOCK.LOCK_EXTEND", lock_extend, WRITER),
+        (c"RATELOCK.LOCK_STATE", lock_state, READER),
+        (c"RATELOCK.LOCK_FORCE_RELEASE", lock_force_release, WRITER),
+        (c"RATELOCK.SEMAPHORE_ACQUIRE", semaphore_acquire, WRITER),
+        (c"RATELOCK.SEMAPHORE_RELEASE", semaphore_release, WRITER),
+        (c"RATELOCK.SEMAPHORE_EXTEND", semaphore_extend, WRITER),
+        (c"RATELOCK.SEMAPHORE_STATE", semaphore_state, READER),
     ];
     table.iter().all(|(name, func, flags)| {
         let created = (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK;

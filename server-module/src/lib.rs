@@ -1,11 +1,16 @@
 //! ratelock as a Redis module (first slice): `redis-server --loadmodule libratelock_module.so` adds
-//! RATELOCK.VERSION and RATELOCK.LIMIT, the latter a drop-in for `core/lua/limit.lua` (same
-//! arguments, reply and stored state, so a deployment can switch between them with no reset).
+//! RATELOCK.VERSION, RATELOCK.LIMIT (a drop-in for `core/lua/limit.lua`) and the lock and semaphore
+//! commands (drop-ins for their scripts): same arguments, replies and stored state, so a deployment can
+//! switch between script and module with no reset.
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
 //! (registration, panic guard), `command_info` (the C structs of Redis 7's command info),
-//! `command_docs` (each command's key spec, arity and docs, from its flags), `args` (argument parsing), `keyspace` (Redis encoding of each state),
-//! `limit_command` (the command's flow over the core's algorithms).
+//! `command_docs` (each command's key spec, arity and docs, from its flags), `args` (argument
+//! parsing), `keyspace` (Redis encoding of each state), `limit_command` (the command's flow over the
+//! core's algorithms); for the locks and semaphores (RATELOCK.LOCK_* and RATELOCK.SEMAPHORE_*,
+//! drop-ins for `core/lua/lock_*.lua` and `semaphore_*.lua`), `lease_args` (their arguments),
+//! `lock_keys` and `permit_keys` (their Redis encoding), `lock_commands` and `semaphore_commands`
+//! (their flow over the core's lease and permit functions).
 
 mod api;
 mod args;
@@ -14,7 +19,12 @@ mod command_info;
 mod commands;
 mod ctx;
 mod keyspace;
+mod lease_args;
 mod limit_command;
+mod lock_commands;
+mod lock_keys;
+mod permit_keys;
+mod semaphore_commands;
 
 use std::ffi::{c_int, CStr};
 

@@ -1,5 +1,8 @@
 //! Lock leases as pure functions: acquire (with re-entry and fencing), release and extend, each a
 //! function of (state, now, owner), and [`apply`], which answers one [`LockCall`] on a [`LockRecord`].
+//! Each also has a `_held` form ([`acquire_held`], [`release_held`], [`extend_held`], [`apply_held`])
+//! for a store that drops a lease itself when it ends (Redis: the lease key's TTL): the lease it hands
+//! over holds the lock, whatever its `expires_at` says.
 //! Mirrored by `lua/lock_acquire.lua`, `lock_release.lua`, `lock_extend.lua`, `lock_state.lua` and
 //! `lock_force_release.lua`; the memory store runs these directly.
 
@@ -133,7 +136,19 @@ pub fn acquire(
     ttl_us: u64,
     reentrant: bool,
 ) -> (Acquired, Option<Lease>, u64) {
-    match live(lease, now) {
+    acquire_held(live(lease, now), last_fence, now, owner, ttl_us, reentrant)
+}
+
+/// [`acquire`] given the lease that holds the lock now (`None`: free), taken as live.
+pub fn acquire_held(
+    holder: Option<&Lease>,
+    last_fence: u64,
+    now: u64,
+    owner: &str,
+    ttl_us: u64,
+    reentrant: bool,
+) -> (Acquired, Option<Lease>, u64) {
+    match holder {
         None => {
             let fence = next_fence(last_fence, now);
             let granted = Lease {
@@ -158,7 +173,7 @@ pub fn acquire(
         }
         Some(held) => (
             Acquired::Busy {
-                remaining_us: held.expires_at - now,
+                remaining_us: held.expires_at.saturating_sub(now),
             },
             None,
             last_fence,
@@ -180,7 +195,12 @@ pub fn release(
     owner: &str,
     fence: u64,
 ) -> (Released, Option<Option<Lease>>) {
-    match live(lease, now) {
+    release_held(live(lease, now), owner, fence)
+}
+
+/// [`release`] given the lease that holds the lock now (`None`: free), taken as live.
+pub fn release_held(holder: Option<&Lease>, owner: &str, fence: u64) -> (Released, Option<Option<Lease>>) {
+    match holder {
         None => (Released::NotHeld, None),
         Some(held) if !is_grant(held, owner, fence) => (Released::HeldByOther, None),
         Some(held) if held.holds > 1 => {
@@ -202,7 +222,18 @@ pub fn extend(
     fence: u64,
     ttl_us: u64,
 ) -> (Extended, Option<Lease>) {
-    match live(lease, now) {
+    extend_held(live(lease, now), now, owner, fence, ttl_us)
+}
+
+/// [`extend`] given the lease that holds the lock now (`None`: free), taken as live.
+pub fn extend_held(
+    holder: Option<&Lease>,
+    now: u64,
+    owner: &str,
+    fence: u64,
+    ttl_us: u64,
+) -> (Extended, Option<Lease>) {
+    match holder {
         None => (Extended::Expired, None),
         Some(held) if !is_grant(held, owner, fence) => (Extended::HeldByOther, None),
         Some(held) => {
@@ -309,14 +340,39 @@ impl LockRecord {
 /// assert!(wake && reply == LockReply::Released(ratelock::Released::Released));
 /// ```
 pub fn apply(record: &mut LockRecord, now: u64, call: LockCall<'_>) -> (LockReply, bool) {
+    apply_to(record, now, call, live)
+}
+
+/// [`apply`] for a store that drops a lease itself when it ends (Redis: the lease key's TTL):
+/// `record.lease` holds the lock whatever its `expires_at` says, which then only feeds the "µs until
+/// the lease ends" answers (0 once it has passed).
+///
+/// ```
+/// use ratelock::algorithm::lease::{apply_held, Lease, LockCall, LockRecord, LockReply};
+/// let lease = Lease { owner: "a".into(), holds: 1, fence: 7, expires_at: 100 };
+/// let mut record = LockRecord { lease: Some(lease), last_fence: 7 };
+/// let (reply, wake) = apply_held(&mut record, 100, LockCall::ForceRelease);
+/// assert!(wake && reply == LockReply::ForceReleased(true));
+/// ```
+pub fn apply_held(record: &mut LockRecord, now: u64, call: LockCall<'_>) -> (LockReply, bool) {
+    apply_to(record, now, call, |lease, _| lease)
+}
+
+/// [`apply`] and [`apply_held`], with `holder` telling which stored lease holds the lock at `now`.
+fn apply_to(
+    record: &mut LockRecord,
+    now: u64,
+    call: LockCall<'_>,
+    holder: for<'l> fn(Option<&'l Lease>, u64) -> Option<&'l Lease>,
+) -> (LockReply, bool) {
     match call {
         LockCall::Acquire {
             owner,
             ttl_us,
             reentrant,
         } => {
-            let (answer, lease, fence) = acquire(
-                record.lease.as_ref(),
+            let (answer, lease, fence) = acquire_held(
+                holder(record.lease.as_ref(), now),
                 record.last_fence,
                 now,
                 owner,
@@ -330,24 +386,24 @@ pub fn apply(record: &mut LockRecord, now: u64, call: LockCall<'_>) -> (LockRepl
             (LockReply::Acquired(answer), false)
         }
         LockCall::Release { owner, fence } => {
-            let (answer, change) = release(record.lease.as_ref(), now, owner, fence);
+            let (answer, change) = release_held(holder(record.lease.as_ref(), now), owner, fence);
             if let Some(lease) = change {
                 record.lease = lease;
             }
             (LockReply::Released(answer), answer == Released::Released)
         }
         LockCall::Extend { owner, fence, ttl_us } => {
-            let (answer, lease) = extend(record.lease.as_ref(), now, owner, fence, ttl_us);
+            let (answer, lease) = extend_held(holder(record.lease.as_ref(), now), now, owner, fence, ttl_us);
             if lease.is_some() {
                 record.lease = lease;
             }
             (LockReply::Extended(answer), false)
         }
         LockCall::State => {
-            let state = match live(record.lease.as_ref(), now) {
+            let state = match holder(record.lease.as_ref(), now) {
                 Some(lease) => LockState {
                     held: true,
-                    remaining_us: lease.expires_at - now,
+                    remaining_us: lease.expires_at.saturating_sub(now),
                     holder_fence: lease.fence,
                     last_fence: record.last_fence,
                 },
@@ -359,7 +415,8 @@ pub fn apply(record: &mut LockRecord, now: u64, call: LockCall<'_>) -> (LockRepl
             (LockReply::State(state), false)
         }
         LockCall::ForceRelease => {
-            let was_held = record.lease.take().is_some_and(|l| l.expires_at > now);
+            let was_held = holder(record.lease.as_ref(), now).is_some();
+            record.lease = None;
             (LockReply::ForceReleased(was_held), true)
         }
     }
@@ -404,5 +461,58 @@ mod tests {
         // The same owner's older grant (another fence) acts on nothing.
         assert_eq!(release(Some(&lease), 120, "a", 99).0, Released::HeldByOther);
         assert_eq!(extend(Some(&lease), 120, "a", 99, 50).0, Extended::HeldByOther);
+    }
+
+    #[test]
+    fn a_held_lease_counts_as_held_even_at_its_end() {
+        // A store that drops ended leases itself hands over a lease whose end may equal `now`.
+        let ending = Lease {
+            owner: "a".into(),
+            holds: 2,
+            fence: 5,
+            expires_at: 100,
+        };
+        assert_eq!(
+            acquire_held(Some(&ending), 5, 100, "b", 50, false).0,
+            Acquired::Busy { remaining_us: 0 }
+        );
+        assert_eq!(
+            acquire(Some(&ending), 5, 100, "b", 50, false).0,
+            Acquired::Granted { fence: 100, holds: 1 }
+        );
+        assert_eq!(
+            release_held(Some(&ending), "a", 5).0,
+            Released::StillHeld { holds: 1 }
+        );
+        assert_eq!(
+            extend_held(Some(&ending), 100, "a", 5, 10).1.unwrap().expires_at,
+            110
+        );
+        let mut record = LockRecord {
+            lease: Some(ending),
+            last_fence: 5,
+        };
+        let (state, _) = apply_held(&mut record.clone(), 100, LockCall::State);
+        assert_eq!(
+            state,
+            LockReply::State(LockState {
+                held: true,
+                remaining_us: 0,
+                holder_fence: 5,
+                last_fence: 5
+            })
+        );
+        assert_eq!(
+            apply(&mut record.clone(), 100, LockCall::State).0,
+            LockReply::State(LockState {
+                last_fence: 5,
+                ..LockState::default()
+            })
+        );
+        assert_eq!(
+            apply(&mut record, 100, LockCall::ForceRelease),
+            (LockReply::ForceReleased(false), true)
+        );
+        assert_eq!(record.lease, None);
     }
 }

@@ -141,3 +141,77 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// A key's type, contents (sorted hash fields, zset members with scores) and PTTL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySnapshot {
+    pub kind: String,
+    pub contents: Vec<String>,
+    pub pttl: i64,
+}
+
+/// How far apart two copies' PTTLs may be: the second copy is written a moment after the first.
+pub const PTTL_SLACK_MS: i64 = 25;
+
+impl KeySnapshot {
+    /// Same type and contents, and PTTLs within [`PTTL_SLACK_MS`] (or the same "no TTL" / "no key").
+    pub fn agrees_with(&self, other: &KeySnapshot) -> bool {
+        let ttls_agree = (self.pttl < 0 && self.pttl == other.pttl)
+            || (self.pttl >= 0 && other.pttl >= 0 && (self.pttl - other.pttl).abs() <= PTTL_SLACK_MS);
+        self.kind == other.kind && self.contents == other.contents && ttls_agree
+    }
+}
+
+/// The type, contents and PTTL of `key` (a string, hash or sorted set).
+pub fn key_snapshot(con: &mut Connection, key: &str) -> KeySnapshot {
+    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+    let contents: Vec<String> = match kind.as_str() {
+        "none" => vec![],
+        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
+        "hash" => {
+            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
+            pairs.sort();
+            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
+        }
+        "zset" => redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .unwrap(),
+        other => panic!("{key} has unexpected type {other}"),
+    };
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
+    KeySnapshot { kind, contents, pttl }
+}
+
+/// The wall clock in µs since the Unix epoch.
+pub fn wall_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// A script of `core/lua/` as it runs without the call-tag envelope: `prelude.lua`, then its body.
+pub fn lua_script(name: &str) -> String {
+    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
+    let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
+    let body = std::fs::read_to_string(format!("{lua}{name}.lua")).unwrap();
+    format!("{prelude}\n{body}")
+}
+
+/// Waits until the replica behind `replica_con` reports its link to the master up.
+pub fn wait_for_master_link(replica_con: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !redis::cmd("INFO")
+        .arg("replication")
+        .query::<String>(replica_con)
+        .unwrap()
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica did not connect");
+        sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,132 @@
+//! A lock in Redis, in exactly the layout of `lock_acquire.lua` and its siblings, read into the core's
+//! `LockRecord` and written back from the record the core returns:
+//! - the lease: a hash {o = owner token, n = holds, f = fencing token}, alive while the key is (its TTL
+//!   is the lease's end);
+//! - the fencing counter: a string, the last token minted, with no TTL.
+//!
+//! Every write is propagated as that very command (`!`), with an absolute expiry (PEXPIREAT) taken from
+//! the server's ms clock, so replicas and the AOF never decide anything again.
+
+use ratelock::algorithm::lease::{Lease, LockRecord};
+
+use crate::args::parse_u64;
+use crate::ctx::{Context, Effect, Value};
+use crate::lease_args::{token_bytes, token_text};
+
+/// The keys of one lock: its lease hash, and its fencing counter for the calls that mint or report
+/// tokens (acquire, state).
+#[derive(Debug, Clone, Copy)]
+pub struct LockKeys<'a> {
+    /// `<prefix>:{<name>}:lock`.
+    pub lease: &'a [u8],
+    /// `<prefix>:{<name>}:fence`, when the call has it.
+    pub counter: Option<&'a [u8]>,
+}
+
+/// The lock as stored. The lease key exists only while the lease lasts, so a stored lease holds the
+/// lock (hand it to `lease::apply_held`); its `expires_at` is `now` plus the key's PTTL in µs, as the
+/// scripts report "µs until the lease ends". An absent or unreadable counter counts as 0, as
+/// `tonumber(...) or 0` does.
+pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64) -> Result<LockRecord, String> {
+    let fields = match cx.call(Effect::Read, "HMGET", &[keys.lease, b"o", b"n", b"f"])? {
+        Value::Array(items) => items,
+        other => return Err(unexpected("HMGET", &other)),
+    };
+    let lease = match &fields[..] {
+        [Value::Nil, ..] => None,
+        [Value::Bytes(owner), holds, fence] => Some(Lease {
+            owner: token_text(owner),
+            // `tonumber(n) or 1`, as lock_release.lua reads it.
+            holds: number(holds).unwrap_or(1),
+            fence: number(fence).ok_or_else(|| {
+                "ERR ratelock module: the lock's lease has no fencing token (field f)".to_string()
+            })?,
+            expires_at: now + remaining_us(cx, keys.lease)?,
+        }),
+        _ => return Err(unexpected("HMGET", &Value::Array(fields))),
+    };
+    let last_fence = match keys.counter {
+        Some(counter) => number(&cx.call(Effect::Read, "GET", &[counter])?).unwrap_or(0),
+        None => 0,
+    };
+    Ok(LockRecord { lease, last_fence })
+}
+
+/// `max(PTTL, 0) * 1000`: the µs until the lease key expires.
+fn remaining_us(cx: &Context, key: &[u8]) -> Result<u64, String> {
+    match cx.call(Effect::Read, "PTTL", &[key])? {
+        Value::Int(ms) => Ok(ms.max(0) as u64 * 1000),
+        other => Err(unexpected("PTTL", &other)),
+    }
+}
+
+/// Stores what changed from `before` to `after` (the record the core returned for a call at `now`):
+/// the counter when a token was minted; the lease's changed fields (all three for a new grant) and,
+/// when its end moved, its expiry; or the lease's deletion.
+///
+/// The expiry is the scripts' `PEXPIRE max(ceil(µs left / 1000), 1)`, sent as PEXPIREAT from the server
+/// clock (an acquire's lease is at least 1 µs, so its `ceil` is already at least 1 ms).
+pub fn write(
+    cx: &Context,
+    keys: LockKeys<'_>,
+    before: &LockRecord,
+    after: &LockRecord,
+    now: u64,
+) -> Result<(), String> {
+    if after.last_fence != before.last_fence {
+        let counter = keys
+            .counter
+            .ok_or("ERR ratelock module: a fencing token was minted without the counter key")?;
+        cx.call(
+            Effect::Replicated,
+            "SET",
+            &[counter, after.last_fence.to_string().as_bytes()],
+        )?;
+    }
+    match (&before.lease, &after.lease) {
+        (None, None) => Ok(()),
+        (Some(_), None) => cx.call(Effect::Replicated, "DEL", &[keys.lease]).map(drop),
+        (was, Some(lease)) => {
+            write_fields(cx, keys.lease, was.as_ref(), lease)?;
+            if was.as_ref().map(|w| w.expires_at) != Some(lease.expires_at) {
+                let ms = lease.expires_at.saturating_sub(now).div_ceil(1000).max(1);
+                let at = (cx.server_ms() + ms).to_string();
+                cx.call(Effect::Replicated, "PEXPIREAT", &[keys.lease, at.as_bytes()])?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// HSET of the fields of `lease` that differ from `was` (every field when there was no lease).
+fn write_fields(cx: &Context, key: &[u8], was: Option<&Lease>, lease: &Lease) -> Result<(), String> {
+    let owner = token_bytes(&lease.owner);
+    let (holds, fence) = (lease.holds.to_string(), lease.fence.to_string());
+    let mut args: Vec<&[u8]> = vec![key];
+    if was.is_none_or(|w| w.owner != lease.owner) {
+        args.extend([b"o".as_slice(), &owner]);
+    }
+    if was.is_none_or(|w| w.holds != lease.holds) {
+        args.extend([b"n".as_slice(), holds.as_bytes()]);
+    }
+    if was.is_none_or(|w| w.fence != lease.fence) {
+        args.extend([b"f".as_slice(), fence.as_bytes()]);
+    }
+    if args.len() > 1 {
+        cx.call(Effect::Replicated, "HSET", &args)?;
+    }
+    Ok(())
+}
+
+/// A stored number as the script's `tonumber` reads it (decimal integers); anything else is `None`.
+fn number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Bytes(bytes) => parse_u64(bytes),
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    }
+}
+
+fn unexpected(command: &str, value: &Value) -> String {
+    format!("ERR ratelock module: unexpected {command} reply {value:?}")
+}

@@ -1,0 +1,79 @@
+//! A semaphore in Redis, in exactly the layout of `semaphore_acquire.lua` and its siblings: a sorted set,
+//! member = permit id, score = the µs its lease ends. Read into the core's `Permits` and written back
+//! from the permits the core returns.
+//!
+//! Every write is propagated as that very command (`!`), with an absolute expiry (PEXPIREAT) taken from
+//! the server's ms clock, so replicas and the AOF never decide anything again.
+
+use ratelock::algorithm::permits::Permits;
+
+use crate::ctx::{Context, Effect, Value};
+use crate::lease_args::{token_bytes, token_text};
+
+/// Every permit stored at `key`, ended ones included (the core reclaims those).
+pub fn read(cx: &Context, key: &[u8]) -> Result<Permits, String> {
+    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
+        Value::Array(items) => items,
+        other => return Err(format!("ERR ratelock module: unexpected ZRANGE reply {other:?}")),
+    };
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [Value::Bytes(id), Value::Bytes(score)] => Ok((token_text(id), lease_end(score)?)),
+            _ => Err("ERR ratelock module: unexpected ZRANGE entry".to_string()),
+        })
+        .collect()
+}
+
+/// A score as a lease end in µs: a whole number in [0, 2^53).
+fn lease_end(score: &[u8]) -> Result<u64, String> {
+    match std::str::from_utf8(score)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => Ok(s as u64),
+        _ => Err("ERR ratelock module: a permit's score is not a µs timestamp".into()),
+    }
+}
+
+/// Stores what changed from `before` to `after` (the permits the core returned for a call at `now`):
+/// ZREM of the permits that are gone (reclaimed or released), ZADD of those that are new or moved, and
+/// of `renewed` (the permit the call granted or extended, even when its end did not move). After a
+/// ZADD, the key lives until its last lease ends: the scripts' `PEXPIRE ceil((last - now) / 1000)`,
+/// sent as PEXPIREAT from the server clock.
+pub fn write(
+    cx: &Context,
+    key: &[u8],
+    before: &Permits,
+    after: &Permits,
+    renewed: Option<&str>,
+    now: u64,
+) -> Result<(), String> {
+    let gone: Vec<Vec<u8>> = before
+        .iter()
+        .filter(|(id, _)| !after.iter().any(|(kept, _)| kept == id))
+        .map(|(id, _)| token_bytes(id))
+        .collect();
+    if !gone.is_empty() {
+        let mut args: Vec<&[u8]> = vec![key];
+        args.extend(gone.iter().map(Vec::as_slice));
+        cx.call(Effect::Replicated, "ZREM", &args)?;
+    }
+    let written: Vec<(String, Vec<u8>)> = after
+        .iter()
+        .filter(|permit| !before.contains(permit) || Some(permit.0.as_str()) == renewed)
+        .map(|(id, end)| (end.to_string(), token_bytes(id)))
+        .collect();
+    if written.is_empty() {
+        return Ok(());
+    }
+    let mut args: Vec<&[u8]> = vec![key];
+    for (score, id) in &written {
+        args.extend([score.as_bytes(), id.as_slice()]);
+    }
+    cx.call(Effect::Replicated, "ZADD", &args)?;
+    let last = after.iter().map(|&(_, end)| end).max().unwrap_or(now);
+    let at = (cx.server_ms() + last.saturating_sub(now).div_ceil(1000)).to_string();
+    cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])?;
+    Ok(())
+}
