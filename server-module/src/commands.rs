@@ -14,6 +14,7 @@ use crate::api::{self, api, CmdFunc, Ctx, RString};
 use crate::args;
 use crate::ctx::{Context, Value};
 use crate::limit_command;
+use crate::{fair_command, rw_command};
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
 pub const CONTRACT_VERSION: i64 = 1;
@@ -33,9 +34,11 @@ pub type ContractArgs = fn(usize, &[&[u8]]) -> Option<usize>;
 pub unsafe fn register(ctx: *mut Ctx) -> bool {
     // Keys: argv[2 .. 2 + numkeys], told to Redis through the getkeys API (key positions depend on
     // numkeys, which the (first, last, step) triple cannot say).
-    let table: [(&CStr, CmdFunc, &CStr); 2] = [
+    let table: [(&CStr, CmdFunc, &CStr); 4] = [
         (c"RATELOCK.VERSION", version, c"readonly fast"),
         (c"RATELOCK.LIMIT", limit, c"write deny-oom getkeys-api"),
+        (c"RATELOCK.FAIR_LOCK", fair_lock, c"write deny-oom getkeys-api"),
+        (c"RATELOCK.RW_LOCK", rw_lock, c"write deny-oom getkeys-api"),
     ];
     table.iter().all(|(name, func, flags)| {
         (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK
@@ -109,4 +112,15 @@ unsafe extern "C" fn version(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int
 /// RATELOCK.LIMIT numkeys key... mode now cost [alg limit period burst]... [tag]
 unsafe extern "C" fn limit(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
     scripted(ctx, argv, argc, limit_command::contract_args, limit_command::run)
+}
+
+/// RATELOCK.FAIR_LOCK 4 holder queue places counter op now id fence ttl_us place_ttl_us wake_prefix [tag]
+unsafe extern "C" fn fair_lock(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    scripted(ctx, argv, argc, fair_command::contract_args, fair_command::run)
+}
+
+/// RATELOCK.RW_LOCK 4 readers writer waiting counter op now id mode fence ttl_us mark_ttl_us
+/// prefer_writers mark channel [tag]
+unsafe extern "C" fn rw_lock(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    scripted(ctx, argv, argc, rw_command::contract_args, rw_command::run)
 }

@@ -1,17 +1,27 @@
 //! ratelock as a Redis module (first slice): `redis-server --loadmodule libratelock_module.so` adds
-//! RATELOCK.VERSION and RATELOCK.LIMIT, the latter a drop-in for `core/lua/limit.lua` (same
-//! arguments, reply and stored state, so a deployment can switch between them with no reset).
+//! RATELOCK.VERSION, RATELOCK.LIMIT, RATELOCK.FAIR_LOCK and RATELOCK.RW_LOCK, the last three drop-ins
+//! for `core/lua/limit.lua`, `fair_lock.lua` and `rw_lock.lua` (same arguments, reply and stored state,
+//! so a deployment can switch between them with no reset).
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
 //! (registration, panic guard), `args` (argument parsing), `keyspace` (Redis encoding of each state),
-//! `limit_command` (the command's flow over the core's algorithms).
+//! `limit_command` (the command's flow over the core's algorithms); for the locks, `lock_args` (their
+//! shared arguments), `lease_fields` (their shared Redis encodings), `fair_keys` / `rw_keys` (each
+//! lock's keys read into the core's state and written back), `fair_command` / `rw_command` (each
+//! command's flow over the core's `apply`).
 
 mod api;
 mod args;
 mod commands;
 mod ctx;
+mod fair_command;
+mod fair_keys;
 mod keyspace;
+mod lease_fields;
 mod limit_command;
+mod lock_args;
+mod rw_command;
+mod rw_keys;
 
 use std::ffi::{c_int, CStr};
 

@@ -55,7 +55,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
 
 /// The in-process clock in µs since the Unix epoch (the script reads TIME; Redis 7.0 gives modules
 /// no µs clock, and both are the same system clock).
-fn clock_us() -> u64 {
+pub fn clock_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
