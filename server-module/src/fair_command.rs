@@ -6,10 +6,10 @@
 //! layout (`fair_keys`), wake the new head of the queue, reply. As in the script, the lapsed places and
 //! an ended lease are cleared before an argument error is answered.
 
-use ratelock::algorithm::fair::{apply, FairCall, FairReply, FairState};
+use ratelock::algorithm::fair::{apply, FairCall, FairReply};
 
 use crate::ctx::{Context, Value};
-use crate::fair_keys::{self, FairKeys, Rewrites};
+use crate::fair_keys::{self, FairKeys, Rewrites, Stored};
 use crate::lease_fields::publish;
 use crate::lock_args::{expect_shape, grant_id, named_id, now, number};
 
@@ -42,7 +42,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
         Ok(parsed) => parsed,
         Err(message) => return clear_then_fail(cx, &keys, now, &before, message),
     };
-    let mut after = before.clone();
+    let mut after = before.state.clone();
     let (reply, wake) = apply(&mut after, now, parsed.call);
     if let Some(lacking) = parsed.lacking.filter(|lacking| lacking.mattered(reply)) {
         return clear_then_fail(cx, &keys, now, &before, lacking.message().into());
@@ -139,10 +139,10 @@ fn clear_then_fail(
     cx: &Context,
     keys: &FairKeys,
     now: u64,
-    before: &FairState,
+    before: &Stored,
     message: String,
 ) -> Result<Value, String> {
-    let mut cleared = before.clone();
+    let mut cleared = before.state.clone();
     apply(&mut cleared, now, FairCall::State);
     fair_keys::write(cx, keys, now, before, &cleared, Rewrites::default())?;
     Err(message)

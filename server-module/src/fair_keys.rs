@@ -10,7 +10,7 @@ use ratelock::algorithm::fair::FairState;
 
 use crate::ctx::{Context, Effect, Value};
 use crate::lease_fields::{
-    self, delete, expire_at, read_counter, read_hold, read_scored, write_counter, write_hold,
+    self, delete, expire_all_at, read_counter, read_hold, read_scored, write_counter, write_hold,
 };
 
 /// The keys of one fair lock, in the script's KEYS order.
@@ -38,35 +38,46 @@ pub struct Rewrites {
     pub queue_expiry: bool,
 }
 
-/// The lock as stored. The queue and its places must agree (each queued id has one place), as the
-/// script always leaves them.
-pub fn read(cx: &Context, keys: &FairKeys) -> Result<FairState, String> {
+/// The lock as stored: the core's state, and the places of ids no longer queued.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    /// The lock in the core's terms.
+    pub state: FairState,
+    /// Places whose id is not in the queue, left when the queue's key expired a moment before the
+    /// places' key (the two expire at the same ms, but Redis may reach one of them first); they only
+    /// wait to be removed.
+    pub stray_places: Vec<String>,
+}
+
+/// The lock as stored. A queued id whose place is gone (the places' key expired a moment before the
+/// queue's) has lapsed: it is read with a place that ended at 0, so the core drops it.
+pub fn read(cx: &Context, keys: &FairKeys) -> Result<Stored, String> {
     let holder = read_hold(cx, keys.holder)?;
     let listed = match cx.call(Effect::Read, "LRANGE", &[keys.queue, b"0", b"-1"])? {
         Value::Array(items) => items,
         other => return Err(format!("ERR ratelock module: unexpected LRANGE reply {other:?}")),
     };
-    let places = read_scored(cx, keys.places)?;
-    let disagree = || "ERR ratelock module: the fair lock's queue and places disagree".to_string();
-    if listed.len() != places.len() {
-        return Err(disagree());
+    let mut places = read_scored(cx, keys.places)?;
+    let mut queue = Vec::with_capacity(listed.len());
+    for item in listed {
+        let Value::Bytes(id) = item else {
+            return Err(format!("ERR ratelock module: unexpected LRANGE item {item:?}"));
+        };
+        let id = String::from_utf8(id).map_err(|_| "ERR ratelock module: a stored grant id is not UTF-8")?;
+        let ends = match places.iter().position(|(member, _)| *member == id) {
+            Some(at) => places.swap_remove(at).1,
+            None => 0,
+        };
+        queue.push((id, ends));
     }
-    let queue = listed
-        .iter()
-        .map(|item| match item {
-            Value::Bytes(id) => places
-                .iter()
-                .find(|(member, _)| member.as_bytes() == id.as_slice())
-                .cloned()
-                .ok_or_else(disagree),
-            _ => Err(disagree()),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let last_fence = read_counter(cx, keys.counter)?;
-    Ok(FairState {
+    let state = FairState {
         holder,
         queue,
-        last_fence,
+        last_fence: read_counter(cx, keys.counter)?,
+    };
+    Ok(Stored {
+        state,
+        stray_places: places.into_iter().map(|(member, _)| member).collect(),
     })
 }
 
@@ -78,34 +89,35 @@ pub fn write(
     cx: &Context,
     keys: &FairKeys,
     now: u64,
-    before: &FairState,
+    stored: &Stored,
     after: &FairState,
     rewrites: Rewrites,
 ) -> Result<(), String> {
-    let queued = |state: &FairState, id: &str| state.queue.iter().any(|(waiter, _)| waiter == id);
+    let before = &stored.state;
+    // The core keeps arrival order: those who stay keep theirs, those who join go to the back (a
+    // waiter whose place lapsed and who asks again rejoins there). So the longest start of `after`
+    // that follows `before`'s order stayed, and the rest joined.
+    let mut from = 0;
+    let stayed = after
+        .queue
+        .iter()
+        .take_while(
+            |(id, _)| match before.queue[from..].iter().position(|(was, _)| was == id) {
+                Some(at) => {
+                    from += at + 1;
+                    true
+                }
+                None => false,
+            },
+        )
+        .count();
+    let (kept, joined) = after.queue.split_at(stayed);
     let left: Vec<&str> = before
         .queue
         .iter()
         .map(|(id, _)| id.as_str())
-        .filter(|id| !queued(after, id))
+        .filter(|id| !kept.iter().any(|(stays, _)| stays == id))
         .collect();
-    let joined: Vec<&[u8]> = after
-        .queue
-        .iter()
-        .map(|(id, _)| id.as_str())
-        .filter(|id| !queued(before, id))
-        .map(str::as_bytes)
-        .collect();
-    // The core keeps arrival order: those who stay, then those who joined, at the back.
-    let kept_order = before
-        .queue
-        .iter()
-        .map(|(id, _)| id.as_bytes())
-        .filter(|id| !left.iter().any(|gone| gone.as_bytes() == *id))
-        .chain(joined.iter().copied());
-    if !kept_order.eq(after.queue.iter().map(|(id, _)| id.as_bytes())) {
-        return Err("ERR ratelock module: the fair lock's queue moved out of arrival order".into());
-    }
     let holder_rewritten = rewrites.holder && after.holder.is_some();
     if !holder_rewritten && after.holder.is_some() && after.holder != before.holder {
         return Err(
@@ -117,14 +129,19 @@ pub fn write(
     }
     if !joined.is_empty() {
         let mut args = vec![keys.queue];
-        args.extend(joined);
+        args.extend(joined.iter().map(|(id, _)| id.as_bytes()));
         cx.call(Effect::Replicated, "RPUSH", &args)?;
+    }
+    if !stored.stray_places.is_empty() {
+        let mut args = vec![keys.places];
+        args.extend(stored.stray_places.iter().map(String::as_bytes));
+        cx.call(Effect::Replicated, "ZREM", &args)?;
     }
     lease_fields::sync_scored(cx, keys.places, &before.queue, &after.queue)?;
     if rewrites.queue_expiry {
         if let Some(last) = after.queue.iter().map(|&(_, ends)| ends).max() {
-            expire_at(cx, keys.queue, last, now)?;
-            expire_at(cx, keys.places, last, now)?;
+            // One expiry time for both, so that the queue never outlives its places or the reverse.
+            expire_all_at(cx, &[keys.queue, keys.places], last, now)?;
         }
     }
     match (&before.holder, &after.holder) {

@@ -122,14 +122,23 @@ pub fn write_counter(cx: &Context, key: &[u8], last: u64) -> Result<(), String> 
 }
 
 /// Makes `key` expire when something that ends at `ends` (µs) does, as the scripts'
-/// `PEXPIRE key ceil((ends - now) / 1000)`, but as an absolute time from the server clock. An end at or
-/// before `now` gives a time already past: Redis deletes the key, as it does for the script's
-/// `PEXPIRE key 0`.
+/// `PEXPIRE key ceil((ends - now) / 1000)`, but as an absolute time from the server clock. An end that
+/// leaves no whole ms (at or before `now`) deletes the key at once, as the script's `PEXPIRE key 0` does.
 pub fn expire_at(cx: &Context, key: &[u8], ends: u64, now: u64) -> Result<(), String> {
-    let at = cx.server_ms() as i128 + ceil_ms(ends as i128 - now as i128);
-    let at = at.to_string();
-    cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])
-        .map(drop)
+    expire_all_at(cx, &[key], ends, now)
+}
+
+/// [`expire_at`] for keys that must expire together: one reading of the server clock for all.
+pub fn expire_all_at(cx: &Context, keys: &[&[u8]], ends: u64, now: u64) -> Result<(), String> {
+    let ms = ceil_ms(ends as i128 - now as i128);
+    if ms <= 0 {
+        return keys.iter().try_for_each(|key| delete(cx, key));
+    }
+    let at = (cx.server_ms() as i128 + ms).to_string();
+    for key in keys {
+        cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])?;
+    }
+    Ok(())
 }
 
 /// Publishes `message` on `channel`, propagated to replicas as a script's PUBLISH is.
