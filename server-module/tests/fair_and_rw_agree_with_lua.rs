@@ -765,6 +765,24 @@ fn writes_replicate_as_effects() {
     }
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
     assert_eq!(acked, 1, "the replica did not acknowledge the writes");
+    // Redis 7 propagates a relative PEXPIRE as PEXPIREAT itself, so the replica alone cannot tell: the
+    // master's command counts show that the module set every expiry as an absolute time.
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    assert!(
+        stats.contains("cmdstat_pexpireat:"),
+        "no PEXPIREAT was run:\n{stats}"
+    );
+    for relative in [
+        "cmdstat_pexpire:",
+        "cmdstat_expire:",
+        "cmdstat_psetex:",
+        "cmdstat_setex:",
+    ] {
+        assert!(
+            !stats.contains(relative),
+            "a relative expiry ({relative}) was run:\n{stats}"
+        );
+    }
     let (on_master, on_replica) = (snapshots(&mut con, &keys), snapshots(&mut replica_con, &keys));
     let mut live = 0;
     for ((a, b), key) in on_master.iter().zip(&on_replica).zip(&keys) {
