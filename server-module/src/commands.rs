@@ -17,6 +17,7 @@ use crate::ctx::{Context, Value};
 use crate::limit_command;
 use crate::lock_commands::{lock_acquire, lock_extend, lock_force_release, lock_release, lock_state};
 use crate::semaphore_commands::{semaphore_acquire, semaphore_extend, semaphore_release, semaphore_state};
+use crate::{fair_command, rw_command};
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
 pub const CONTRACT_VERSION: i64 = 1;
@@ -54,6 +55,8 @@ pub unsafe fn register(ctx: *mut Ctx) -> bool {
         (c"RATELOCK.SEMAPHORE_RELEASE", semaphore_release, WRITER),
         (c"RATELOCK.SEMAPHORE_EXTEND", semaphore_extend, WRITER),
         (c"RATELOCK.SEMAPHORE_STATE", semaphore_state, READER),
+        (c"RATELOCK.FAIR_LOCK", fair_lock, WRITER),
+        (c"RATELOCK.RW_LOCK", rw_lock, WRITER),
     ];
     table.iter().all(|(name, func, flags)| {
         let created = (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK;
@@ -131,4 +134,15 @@ unsafe extern "C" fn version(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int
 /// RATELOCK.LIMIT numkeys key... mode now cost [alg limit period burst]... [tag]
 unsafe extern "C" fn limit(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
     scripted(ctx, argv, argc, limit_command::contract_args, limit_command::run)
+}
+
+/// RATELOCK.FAIR_LOCK 4 holder queue places counter op now id fence ttl_us place_ttl_us wake_prefix [tag]
+unsafe extern "C" fn fair_lock(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    scripted(ctx, argv, argc, fair_command::contract_args, fair_command::run)
+}
+
+/// RATELOCK.RW_LOCK 4 readers writer waiting counter op now id mode fence ttl_us mark_ttl_us
+/// prefer_writers mark channel [tag]
+unsafe extern "C" fn rw_lock(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    scripted(ctx, argv, argc, rw_command::contract_args, rw_command::run)
 }

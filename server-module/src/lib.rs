@@ -1,7 +1,7 @@
-//! ratelock as a Redis module (first slice): `redis-server --loadmodule libratelock_module.so` adds
-//! RATELOCK.VERSION, RATELOCK.LIMIT (a drop-in for `core/lua/limit.lua`) and the lock and semaphore
-//! commands (drop-ins for their scripts): same arguments, replies and stored state, so a deployment can
-//! switch between script and module with no reset.
+//! ratelock as a Redis module: `redis-server --loadmodule libratelock_module.so` adds RATELOCK.VERSION
+//! and a command for every script of `core/lua/` (RATELOCK.LIMIT, the lock, semaphore, fair-lock and
+//! read-write-lock commands), each a drop-in for its script: same arguments, replies and stored state,
+//! so a deployment can switch between script and module with no reset.
 //!
 //! Files: `api` (the hand-made FFI table), `ctx` (one call's context made safe), `commands`
 //! (registration, panic guard), `command_info` (the C structs of Redis 7's command info),
@@ -10,7 +10,10 @@
 //! core's algorithms); for the locks and semaphores (RATELOCK.LOCK_* and RATELOCK.SEMAPHORE_*,
 //! drop-ins for `core/lua/lock_*.lua` and `semaphore_*.lua`), `lease_args` (their arguments),
 //! `lock_keys` and `permit_keys` (their Redis encoding), `lock_commands` and `semaphore_commands`
-//! (their flow over the core's lease and permit functions).
+//! (their flow over the core's lease and permit functions); for the fair and read-write locks,
+//! `lock_args` (their shared arguments), `lease_fields` (their shared Redis encodings), `fair_keys` /
+//! `rw_keys` (each lock's keys read into the core's state and written back), `fair_command` /
+//! `rw_command` (each command's flow over the core's `apply`).
 
 mod api;
 mod args;
@@ -18,12 +21,18 @@ mod command_docs;
 mod command_info;
 mod commands;
 mod ctx;
+mod fair_command;
+mod fair_keys;
 mod keyspace;
 mod lease_args;
+mod lease_fields;
 mod limit_command;
+mod lock_args;
 mod lock_commands;
 mod lock_keys;
 mod permit_keys;
+mod rw_command;
+mod rw_keys;
 mod semaphore_commands;
 
 use std::ffi::{c_int, CStr};

@@ -1,0 +1,210 @@
+//! The Redis encodings `fair_lock.lua` and `rw_lock.lua` share, read and written in the scripts' own
+//! layout: a hold as a hash {i = grant id, f = fencing token, e = lease end µs}, sorted sets scored by
+//! the µs at which an entry lapses, the fencing counter as a plain string, and expiry set from a lease
+//! end. Every write is propagated as itself (`!`), with absolute expiry (PEXPIREAT), so replicas and
+//! the AOF never decide anything again.
+
+use crate::ctx::{Context, Effect, Value};
+use crate::lock_args::number;
+
+/// A hold as the core keeps it: (grant id, fencing token, µs at which the lease ends).
+pub type Hold = (String, u64, u64);
+
+/// The hold stored in hash `key`, or `None` when it has no grant id (field `i`), as the scripts'
+/// `HMGET key i f e` reads it. A grant id with no readable token or end is refused: the scripts never
+/// write one.
+pub fn read_hold(cx: &Context, key: &[u8]) -> Result<Option<Hold>, String> {
+    let fields = match cx.call(Effect::Read, "HMGET", &[key, b"i", b"f", b"e"])? {
+        Value::Array(fields) => fields,
+        other => return Err(unexpected("HMGET", &other)),
+    };
+    let id = match fields.first() {
+        Some(Value::Bytes(id)) => text(id)?,
+        _ => return Ok(None),
+    };
+    match (
+        fields.get(1).and_then(as_number),
+        fields.get(2).and_then(as_number),
+    ) {
+        (Some(fence), Some(ends)) => Ok(Some((id, fence, ends))),
+        _ => Err(corrupt(key, "a hold without a fencing token and a lease end")),
+    }
+}
+
+/// Stores `hold` in hash `key` (fields i, f, e) and makes the key expire when the lease ends.
+pub fn write_hold(cx: &Context, key: &[u8], hold: &Hold, now: u64) -> Result<(), String> {
+    let (id, fence, ends) = hold;
+    let (fence_text, ends_text) = (fence.to_string(), ends.to_string());
+    cx.call(
+        Effect::Replicated,
+        "HSET",
+        &[
+            key,
+            b"i",
+            id.as_bytes(),
+            b"f",
+            fence_text.as_bytes(),
+            b"e",
+            ends_text.as_bytes(),
+        ],
+    )?;
+    expire_at(cx, key, *ends, now)
+}
+
+/// Deletes `key`.
+pub fn delete(cx: &Context, key: &[u8]) -> Result<(), String> {
+    cx.call(Effect::Replicated, "DEL", &[key]).map(drop)
+}
+
+/// The members of sorted set `key` with their scores (µs), lowest score first.
+pub fn read_scored(cx: &Context, key: &[u8]) -> Result<Vec<(String, u64)>, String> {
+    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
+        Value::Array(items) => items,
+        other => return Err(unexpected("ZRANGE", &other)),
+    };
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [Value::Bytes(member), Value::Bytes(score)] => match score_us(score) {
+                Some(score) => Ok((text(member)?, score)),
+                None => Err(corrupt(key, "a score that is not a µs timestamp")),
+            },
+            _ => Err(unexpected("ZRANGE", &Value::Array(pair.to_vec()))),
+        })
+        .collect()
+}
+
+/// Brings sorted set `key` from `before` to `after` (member, score): removes the members `after` has
+/// not, adds those it has new and rescores those whose score moved. Leaves the key's expiry alone.
+pub fn sync_scored(
+    cx: &Context,
+    key: &[u8],
+    before: &[(String, u64)],
+    after: &[(String, u64)],
+) -> Result<(), String> {
+    let gone: Vec<&[u8]> = before
+        .iter()
+        .filter(|(member, _)| !after.iter().any(|(kept, _)| kept == member))
+        .map(|(member, _)| member.as_bytes())
+        .collect();
+    if !gone.is_empty() {
+        let mut args = vec![key];
+        args.extend(gone);
+        cx.call(Effect::Replicated, "ZREM", &args)?;
+    }
+    let moved: Vec<(String, &str)> = after
+        .iter()
+        .filter(|entry| !before.contains(entry))
+        .map(|(member, score)| (score.to_string(), member.as_str()))
+        .collect();
+    if !moved.is_empty() {
+        let mut args = vec![key];
+        for (score, member) in &moved {
+            args.push(score.as_bytes());
+            args.push(member.as_bytes());
+        }
+        cx.call(Effect::Replicated, "ZADD", &args)?;
+    }
+    Ok(())
+}
+
+/// The fencing counter at `key`: the last token minted, 0 when absent or not a number (the scripts'
+/// `tonumber(GET) or 0`).
+pub fn read_counter(cx: &Context, key: &[u8]) -> Result<u64, String> {
+    Ok(as_number(&cx.call(Effect::Read, "GET", &[key])?).unwrap_or(0))
+}
+
+/// Stores the last token minted at `key` (a plain SET: the one key with no expiry).
+pub fn write_counter(cx: &Context, key: &[u8], last: u64) -> Result<(), String> {
+    let last = last.to_string();
+    cx.call(Effect::Replicated, "SET", &[key, last.as_bytes()])
+        .map(drop)
+}
+
+/// Makes `key` expire when something that ends at `ends` (µs) does, as the scripts'
+/// `PEXPIRE key ceil((ends - now) / 1000)`, but as an absolute time from the server clock. An end that
+/// leaves no whole ms (at or before `now`) deletes the key at once, as the script's `PEXPIRE key 0` does.
+pub fn expire_at(cx: &Context, key: &[u8], ends: u64, now: u64) -> Result<(), String> {
+    expire_all_at(cx, &[key], ends, now)
+}
+
+/// [`expire_at`] for keys that must expire together: one reading of the server clock for all.
+pub fn expire_all_at(cx: &Context, keys: &[&[u8]], ends: u64, now: u64) -> Result<(), String> {
+    let ms = ceil_ms(ends as i128 - now as i128);
+    if ms <= 0 {
+        return keys.iter().try_for_each(|key| delete(cx, key));
+    }
+    let at = (cx.server_ms() as i128 + ms).to_string();
+    for key in keys {
+        cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])?;
+    }
+    Ok(())
+}
+
+/// Publishes `message` on `channel`, propagated to replicas as a script's PUBLISH is.
+pub fn publish(cx: &Context, channel: &[u8], message: &[u8]) -> Result<(), String> {
+    cx.call(Effect::Replicated, "PUBLISH", &[channel, message])
+        .map(drop)
+}
+
+/// `math.ceil(us / 1000)` for a whole number of µs.
+fn ceil_ms(us: i128) -> i128 {
+    if us > 0 {
+        (us + 999) / 1000
+    } else {
+        us / 1000
+    }
+}
+
+/// A stored number as `tonumber` reads what the scripts write; anything else is absent.
+fn as_number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Bytes(bytes) => number(bytes),
+        _ => None,
+    }
+}
+
+/// A sorted-set score (Redis prints it as a double) as whole µs.
+fn score_us(text: &[u8]) -> Option<u64> {
+    let score: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
+    (score >= 0.0 && score.fract() == 0.0 && score <= (1u64 << 53) as f64).then_some(score as u64)
+}
+
+/// Stored bytes as text (grant ids are UTF-8; see `lock_args::grant_id`).
+fn text(bytes: &[u8]) -> Result<String, String> {
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| "ERR ratelock module: a stored grant id is not UTF-8".to_string())
+}
+
+fn corrupt(key: &[u8], what: &str) -> String {
+    format!(
+        "ERR ratelock module: {} holds {what}, which the scripts never write",
+        String::from_utf8_lossy(key)
+    )
+}
+
+fn unexpected(command: &str, value: &Value) -> String {
+    format!("ERR ratelock module: unexpected {command} reply {value:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ms_round_up_as_the_scripts_ceil_does() {
+        assert_eq!(ceil_ms(1), 1);
+        assert_eq!(ceil_ms(1000), 1);
+        assert_eq!(ceil_ms(1001), 2);
+        assert_eq!(ceil_ms(0), 0);
+        assert_eq!(ceil_ms(-1500), -1);
+    }
+
+    #[test]
+    fn scores_are_whole_microseconds() {
+        assert_eq!(score_us(b"1700000000000001"), Some(1_700_000_000_000_001));
+        assert_eq!(score_us(b"1.5e+3"), Some(1500));
+        assert_eq!(score_us(b"2.5"), None);
+        assert_eq!(score_us(b"-1"), None);
+    }
+}
