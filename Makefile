@@ -14,7 +14,7 @@ NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
-	fuzz fuzz-short faults module-build module-test
+	fuzz fuzz-short faults module-build module-test module-suites
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -47,6 +47,13 @@ lint:
 # load the module built here.
 unit-and-integration: module-build
 	$(CARGO) test --workspace
+	$(MAKE) module-suites
+
+# The vector, limiter and lock suites again, every test server loading the ratelock module, so that its
+# commands serve every call the suites make.
+module-suites: module-build
+	RATELOCK_TESTS_LOAD_MODULE=1 $(CARGO) test -p ratelock-testkit --test vectors --test limiter --test locks \
+	  --test semaphores --test lock_kinds --test lock_kinds_agree --test redlock
 
 # The full fault suite (tests/faults/README.md): the Rust clients' scenarios under every fault, seed
 # after seed for FAULTS_SECONDS, a table of every run; then every fuzz target for a minute. The short

@@ -21,8 +21,17 @@ impl RedisServer {
     }
 
     /// Starts a server with extra command-line arguments (e.g. `["--requirepass", "x"]`).
+    ///
+    /// With `RATELOCK_TESTS_LOAD_MODULE=1` in the environment every server also loads the ratelock
+    /// module, so a test suite runs again with the module serving its calls (`make module-suites`).
     pub fn start_with(extra_args: &[&str]) -> Self {
-        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let mut extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        if std::env::var_os("RATELOCK_TESTS_LOAD_MODULE").is_some_and(|v| v == "1")
+            && !extra_args.iter().any(|a| a == "--loadmodule")
+        {
+            let module = crate::module::module_path().display().to_string();
+            extra_args.splice(0..0, ["--loadmodule".to_owned(), module]);
+        }
         for _attempt in 0..5 {
             let port = free_port();
             let dir = std::env::temp_dir().join(format!("ratelock-redis-{}-{port}", std::process::id()));

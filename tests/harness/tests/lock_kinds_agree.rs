@@ -1,11 +1,13 @@
 //! The fair lock and the read-write lock give the same replies from the memory store (the functions of
-//! `algorithm::fair` / `algorithm::rwlock`) and from Redis (`fair_lock.lua` / `rw_lock.lua`): seeded
-//! random timelines of every operation, with explicit times, replayed on both and compared step by step.
+//! `algorithm::fair` / `algorithm::rwlock`), from Redis (`fair_lock.lua` / `rw_lock.lua`, as functions)
+//! and from the ratelock module (RATELOCK.FAIR_LOCK / RATELOCK.RW_LOCK): seeded random timelines of
+//! every operation, with explicit times, replayed on each and compared step by step.
 
 use ratelock::algorithm::fair::FairCall;
 use ratelock::algorithm::rwlock::{RwCall, RwMode};
 use ratelock::key::{FairLockKeys, RwLockKeys};
 use ratelock::{LockKindStore, Store, StoreOptions};
+use ratelock_testkit::module::{command_calls, server_with_module};
 use ratelock_testkit::RedisServer;
 
 const STEPS: usize = 400;
@@ -33,20 +35,30 @@ impl Dice {
     }
 }
 
-async fn stores() -> (Store, Store, RedisServer) {
-    let server = RedisServer::start();
+async fn stores(server: &RedisServer) -> (Store, Store) {
     let memory = Store::connect("memory://", &StoreOptions::default())
         .await
         .unwrap();
     let redis = Store::connect(&server.url(), &StoreOptions::default())
         .await
         .unwrap();
-    (memory, redis, server)
+    (memory, redis)
 }
 
 #[tokio::test]
 async fn fair_lock_replies_agree() {
-    let (memory, redis, _server) = stores().await;
+    fair_lock_agrees_on(&RedisServer::start()).await;
+}
+
+#[tokio::test]
+async fn fair_lock_replies_agree_through_the_module() {
+    let server = server_with_module(&[]);
+    fair_lock_agrees_on(&server).await;
+    assert!(command_calls(&server, "ratelock.fair_lock") >= 5 * STEPS as u64);
+}
+
+async fn fair_lock_agrees_on(server: &RedisServer) {
+    let (memory, redis) = stores(server).await;
     for seed in 1..=5u64 {
         let keys = FairLockKeys::new("agree", format!("fair-{seed}").as_bytes());
         let mut dice = Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -92,7 +104,18 @@ async fn fair_lock_replies_agree() {
 
 #[tokio::test]
 async fn read_write_lock_replies_agree() {
-    let (memory, redis, _server) = stores().await;
+    read_write_lock_agrees_on(&RedisServer::start()).await;
+}
+
+#[tokio::test]
+async fn read_write_lock_replies_agree_through_the_module() {
+    let server = server_with_module(&[]);
+    read_write_lock_agrees_on(&server).await;
+    assert!(command_calls(&server, "ratelock.rw_lock") >= 5 * STEPS as u64);
+}
+
+async fn read_write_lock_agrees_on(server: &RedisServer) {
+    let (memory, redis) = stores(server).await;
     for seed in 1..=5u64 {
         let keys = RwLockKeys::new("agree", format!("rw-{seed}").as_bytes());
         let mut dice = Dice(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));

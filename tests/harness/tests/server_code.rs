@@ -208,3 +208,39 @@ async fn an_acl_that_denies_the_module_selects_lua() {
     assert_eq!(command_calls(&server, "evalsha"), 2);
     assert_eq!(command_calls(&server, "fcall"), 3);
 }
+
+#[tokio::test]
+async fn locks_and_semaphores_run_on_the_module_where_loaded() {
+    use ratelock::{DistributedLock, LockOptions, Semaphore};
+    let server = server_with_module(&[]);
+    let store = store(&server, ServerCode::Auto).await;
+    let lock = DistributedLock::new(&store, "door", LockOptions::default()).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("a free lock");
+    assert!(lock.state().await.unwrap().held);
+    guard
+        .extend(std::time::Duration::from_secs(5))
+        .await
+        .unwrap()
+        .or_lost("door")
+        .unwrap();
+    guard.release().await.unwrap().or_lost("door").unwrap();
+    let pool = Semaphore::new(&store, "pool", 2, LockOptions::default()).unwrap();
+    let permit = pool.try_acquire().await.unwrap().expect("a free permit");
+    assert_eq!(pool.in_use().await.unwrap(), 1);
+    permit.release().await.unwrap().or_lost("door").unwrap();
+    for command in [
+        "ratelock.lock_acquire",
+        "ratelock.lock_state",
+        "ratelock.lock_extend",
+        "ratelock.lock_release",
+        "ratelock.semaphore_acquire",
+        "ratelock.semaphore_state",
+        "ratelock.semaphore_release",
+    ] {
+        assert_eq!(command_calls(&server, command), 1, "{command}");
+    }
+    assert_eq!(
+        command_calls(&server, "fcall") + command_calls(&server, "evalsha"),
+        0
+    );
+}

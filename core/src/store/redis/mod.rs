@@ -362,12 +362,11 @@ impl RedisStore {
         let Some(mut check) = Check::new(code.wanted()) else {
             return Ok(Route::Script);
         };
-        // Connected first, so that the check is recorded against the connection it ran on (through
-        // the breaker, as every call: a refused connect opens it).
-        let gate = self.gate();
-        gate.admit()?;
+        // Connected first, so that the check is recorded against the connection it ran on. A refused
+        // connect opens the breaker, as for every call; the breaker's own admission is left to the
+        // check's commands (a half-open breaker lets one trial call through, and it must report back).
         if let Err(err) = self.connection().await {
-            gate.failed(&err, true);
+            self.gate().failed(&err, true);
             return Err(err);
         }
         let generation = code.current();

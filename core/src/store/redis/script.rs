@@ -53,66 +53,105 @@ pub fn tagged_script(source: &str) -> String {
     )
 }
 
+/// The script `name`, served by the module's command `module_command` where the server has it.
+fn script(name: &'static str, source: &'static str, module_command: &'static str) -> LuaScript {
+    LuaScript::new(name, source).with_module_command(module_command)
+}
+
 /// What every script's body may use (`now_us`, `int`).
 const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
-pub(crate) static LIMIT: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new("limit", include_str!("../../../lua/limit.lua")).with_module_command("RATELOCK.LIMIT")
-});
+pub(crate) static LIMIT: LazyLock<LuaScript> =
+    LazyLock::new(|| script("limit", include_str!("../../../lua/limit.lua"), "RATELOCK.LIMIT"));
 /// `lock_acquire.lua`: take or re-enter a lock, minting a fencing token.
-pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("lock_acquire", include_str!("../../../lua/lock_acquire.lua")));
+pub(crate) static LOCK_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "lock_acquire",
+        include_str!("../../../lua/lock_acquire.lua"),
+        "RATELOCK.LOCK_ACQUIRE",
+    )
+});
 /// `lock_release.lua`: give back one hold, owner-checked.
-pub(crate) static LOCK_RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("lock_release", include_str!("../../../lua/lock_release.lua")));
+pub(crate) static LOCK_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "lock_release",
+        include_str!("../../../lua/lock_release.lua"),
+        "RATELOCK.LOCK_RELEASE",
+    )
+});
 /// `lock_extend.lua`: move the lease's end, owner-checked, never re-acquiring.
-pub(crate) static LOCK_EXTEND: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("lock_extend", include_str!("../../../lua/lock_extend.lua")));
+pub(crate) static LOCK_EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "lock_extend",
+        include_str!("../../../lua/lock_extend.lua"),
+        "RATELOCK.LOCK_EXTEND",
+    )
+});
 /// `lock_state.lua`: read a lock in one step.
-pub(crate) static LOCK_STATE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("lock_state", include_str!("../../../lua/lock_state.lua")));
+pub(crate) static LOCK_STATE: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "lock_state",
+        include_str!("../../../lua/lock_state.lua"),
+        "RATELOCK.LOCK_STATE",
+    )
+});
 /// `lock_force_release.lua`: delete a lease whoever holds it.
 pub(crate) static LOCK_FORCE_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(
+    script(
         "lock_force_release",
         include_str!("../../../lua/lock_force_release.lua"),
+        "RATELOCK.LOCK_FORCE_RELEASE",
     )
 });
 /// `semaphore_acquire.lua`: take one of N permits (leases), reclaiming expired ones.
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(
+    script(
         "semaphore_acquire",
         include_str!("../../../lua/semaphore_acquire.lua"),
+        "RATELOCK.SEMAPHORE_ACQUIRE",
     )
 });
 /// `semaphore_release.lua`: give back one permit.
 pub(crate) static SEMAPHORE_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(
+    script(
         "semaphore_release",
         include_str!("../../../lua/semaphore_release.lua"),
+        "RATELOCK.SEMAPHORE_RELEASE",
     )
 });
 /// `semaphore_extend.lua`: move one permit's lease end, never re-taking it.
 pub(crate) static SEMAPHORE_EXTEND: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(
+    script(
         "semaphore_extend",
         include_str!("../../../lua/semaphore_extend.lua"),
+        "RATELOCK.SEMAPHORE_EXTEND",
     )
 });
 /// `semaphore_state.lua`: count permits in use.
 pub(crate) static SEMAPHORE_STATE: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::new(
+    script(
         "semaphore_state",
         include_str!("../../../lua/semaphore_state.lua"),
+        "RATELOCK.SEMAPHORE_STATE",
     )
 });
 /// `fair_lock.lua`: every operation of a fair (first come, first served) lock.
-pub(crate) static FAIR_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("fair_lock", include_str!("../../../lua/fair_lock.lua")));
+pub(crate) static FAIR_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "fair_lock",
+        include_str!("../../../lua/fair_lock.lua"),
+        "RATELOCK.FAIR_LOCK",
+    )
+});
 /// `rw_lock.lua`: every operation of a read-write lock.
-pub(crate) static RW_LOCK: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new("rw_lock", include_str!("../../../lua/rw_lock.lua")));
+pub(crate) static RW_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "rw_lock",
+        include_str!("../../../lua/rw_lock.lua"),
+        "RATELOCK.RW_LOCK",
+    )
+});
 
 /// Every script, in one list (the `ratelock` function library holds them all).
 pub(crate) static ALL: [&LazyLock<LuaScript>; 12] = [
