@@ -4,6 +4,7 @@
 use crate::pairing::Pairing;
 use std::time::Duration;
 
+use ratelock::store::ServerCode;
 use ratelock::{DistributedLock, Released, Store, StoreOptions};
 use ratelock_testkit::RedisServer;
 
@@ -56,7 +57,9 @@ struct BaselineCalls {
 }
 
 pub async fn rows(server: &RedisServer, notes: &mut Vec<String>) -> Vec<Row> {
-    let store = Store::connect(&server.url(), &StoreOptions::default())
+    // EVALSHA, as the baseline sends (not the Functions route the store takes by default).
+    let options = StoreOptions::default().with_server_code(ServerCode::Scripts);
+    let store = Store::connect(&server.url(), &options)
         .await
         .expect("connect a lock store to the bench redis-server");
     let mut connection = server.connection();

@@ -1,6 +1,6 @@
 //! Saturated GCRA decisions/s from the Rust client with 64 tasks, on one redis-server that loads the
 //! ratelock module: the store's default (the module's command) against the same client forced onto the
-//! Lua script (`?server_code=lua`), on the same server in the same run. The target is 3×; on
+//! Lua script by EVALSHA (`?server_code=scripts`, today's Lua path), on the same server in the same run. The target is 3×; on
 //! a 2-core machine the client and the server share the cores, so the client's own cost bounds both.
 
 use ratelock::{Limiter, Rules};
@@ -24,7 +24,7 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
     let module = Limiter::connect(&url)
         .await
         .expect("limiter on the module's server");
-    let lua = Limiter::connect(&format!("{url}?server_code=lua"))
+    let lua = Limiter::connect(&format!("{url}?server_code=scripts"))
         .await
         .expect("limiter forced onto Lua");
     let lua_rate = client_throughput::hits_per_second(&lua, rules, KEY, TASKS, window).await;

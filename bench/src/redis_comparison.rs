@@ -48,7 +48,8 @@ pub async fn rows(
 ) -> Vec<Row> {
     let call = ScriptCall::hit("rl", key, &rules[0]);
     let mut connection = server.connection();
-    let limiter = Limiter::connect(&server.url())
+    // EVALSHA, as the baseline sends (not the Functions route the store takes by default).
+    let limiter = Limiter::connect(&format!("{}?server_code=scripts", server.url()))
         .await
         .expect("connect the limiter to the bench redis-server");
     let sha = check_limiter_sends(&call, &limiter, rules, key, &mut connection).await;
