@@ -1,7 +1,8 @@
 //! What a decision costs the server: every path saturated by `redis-benchmark -c 50 -P 16 -r 10000` on
 //! one redis-server that loads ratelock's module (and redis-cell's, when built), calls/s from
 //! redis-benchmark and server µs per call from `INFO commandstats` beside it. Rows: ratelock's module
-//! and its Lua script for one rule of each algorithm and for three rules; a minimal GCRA script and the
+//! and its Lua script for one rule of each algorithm and for three rules; a minimal GCRA script (alone,
+//! and in limit.lua's call shape: the floor of any script under ratelock's contract) and the
 //! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`. The Lua rows' µs
 //! are set against the minimal GCRA script's (what a server without modules can do at best); the
 //! module's against CL.THROTTLE's. Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
@@ -23,6 +24,15 @@ local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
 if tat < now then tat = now end \
 redis.call('SET', KEYS[1], tat + tonumber(ARGV[1]), 'PX', ARGV[2]) \
 return 1";
+
+/// The minimal GCRA's work with limit.lua's call shape: its arguments, the call-tag envelope and a
+/// reply of five integers. What limit.lua's one GCRA rule could cost at best under that contract.
+const MINIMAL_GCRA_IN_LIMIT_SHAPE: &str = "local t = redis.call('TIME') \
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
+local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
+if tat < now then tat = now end \
+redis.call('SET', KEYS[1], tat + 600000, 'PX', 60000) \
+return { 1, 100, 99, 600000, 0 }";
 
 /// The fixed-window counter that rate-limiter-flexible and limits run: INCR, PEXPIRE on the first hit.
 const INCR_PEXPIRE: &str = "local n = redis.call('INCR', KEYS[1]) \
@@ -95,6 +105,19 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
         command: ["EVALSHA", &minimal, "1", "gcra:__rand_int__", "600000", "60000"]
             .map(str::to_owned)
             .to_vec(),
+        stat: "evalsha",
+    });
+    let shaped = load_script(
+        connection,
+        &ratelock::store::tagged_script(MINIMAL_GCRA_IN_LIMIT_SHAPE),
+    );
+    let rule: Rules = "100/minute".parse().expect("bench rule");
+    let gcra_call = ScriptCall::hit_all("rl", "bench:__rand_int__", rule.iter());
+    let mut shaped_command = vec!["EVALSHA".to_owned()];
+    shaped_command.extend(gcra_call.evalsha_args(&shaped));
+    paths.push(Path {
+        name: "the minimal GCRA script in limit.lua's call shape (its ARGV, tag and reply)".into(),
+        command: shaped_command,
         stat: "evalsha",
     });
     let counter = load_script(connection, INCR_PEXPIRE);
