@@ -1,6 +1,10 @@
 //! ratelock-bench: throughput of the Rust client (limiter and locks) against redis-benchmark on the same
 //! scripts and server, lock hand-off latency, memory-store decisions per second, Redis memory per key,
 //! and the circuit breaker's figures while the server is down.
+//!
+//! With no arguments every section runs and bench/RESULTS.md is rewritten. Naming sections runs only
+//! those and prints their table without touching RESULTS.md (a partial run is no record), e.g.
+//! `cargo run --release -p ratelock-bench -- server-cost`. The sections are listed in `SECTIONS`.
 
 mod client_throughput;
 mod cluster_throughput;
@@ -38,30 +42,76 @@ const MEMORY_WARM_UP: Duration = Duration::from_millis(500);
 const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
+/// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
+const SECTIONS: [&str; 7] = [
+    "redis-comparison",
+    "lock-comparison",
+    "cluster",
+    "memory",
+    "outage",
+    "module-throughput",
+    "server-cost",
+];
+
 #[tokio::main]
 async fn main() {
-    let server = RedisServer::start();
+    let named: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(unknown) = named.iter().find(|name| !SECTIONS.contains(&name.as_str())) {
+        eprintln!(
+            "unknown section {unknown:?}; the sections are {}",
+            SECTIONS.join(", ")
+        );
+        std::process::exit(2);
+    }
+    let runs = |section: &str| named.is_empty() || named.iter().any(|name| name == section);
+    // Only the first three sections use this shared server; the others start their own.
+    let server = SECTIONS[..3].iter().any(|s| runs(s)).then(RedisServer::start);
     let rules: Rules = RULE.parse().expect("bench rule");
     let mut notes = Vec::new();
+    let mut rows = Vec::new();
 
-    let mut rows = redis_comparison::rows(&server, KEY, &rules, &mut notes).await;
-    rows.extend(lock_comparison::rows(&server, &mut notes).await);
-    let window = client_throughput::Window {
-        warm_up: Duration::from_millis(500),
-        measure: Duration::from_secs(3),
-    };
-    rows.extend(cluster_throughput::rows(&server, &rules, window, &mut notes).await);
-    rows.extend(memory_rows(&mut notes));
-    rows.extend(outage::rows(&mut notes).await);
-    rows.extend(module_throughput::rows(&rules, window, &mut notes).await);
-    rows.extend(server_cost::rows(&mut notes));
+    if let Some(server) = &server {
+        if runs("redis-comparison") {
+            rows.extend(redis_comparison::rows(server, KEY, &rules, &mut notes).await);
+        }
+        if runs("lock-comparison") {
+            rows.extend(lock_comparison::rows(server, &mut notes).await);
+        }
+        if runs("cluster") {
+            let window = client_throughput::Window {
+                warm_up: Duration::from_millis(500),
+                measure: Duration::from_secs(3),
+            };
+            rows.extend(cluster_throughput::rows(server, &rules, window, &mut notes).await);
+        }
+    }
+    if runs("memory") {
+        rows.extend(memory_rows(&mut notes));
+    }
+    if runs("outage") {
+        rows.extend(outage::rows(&mut notes).await);
+    }
+    if runs("module-throughput") {
+        let window = client_throughput::Window {
+            warm_up: Duration::from_millis(500),
+            measure: Duration::from_secs(3),
+        };
+        rows.extend(module_throughput::rows(&rules, window, &mut notes).await);
+    }
+    if runs("server-cost") {
+        rows.extend(server_cost::rows(&mut notes));
+    }
 
     let table = report::text_table(&rows);
     println!("\n{table}");
     for note in &notes {
         println!("- {note}");
     }
-    write_results(&table, &rows, &notes);
+    if named.is_empty() {
+        write_results(&table, &rows, &notes);
+    } else {
+        println!("\nonly {} ran: bench/RESULTS.md left as it was", named.join(", "));
+    }
 }
 
 /// `Limiter::hit` on the memory store against the store's own `check`, for a mostly denying rule

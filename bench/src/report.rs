@@ -14,6 +14,8 @@ pub enum Unit {
 pub enum Target {
     /// measured / baseline at least this.
     RatioAtLeast(f64),
+    /// measured / baseline at most this (a cost against its floor).
+    RatioAtMost(f64),
     /// The measured figure at least this.
     AtLeast(f64),
     /// The measured figure at most this.
@@ -41,6 +43,7 @@ impl Row {
     fn mark(&self) -> &'static str {
         let met = match self.target {
             Target::RatioAtLeast(min) => self.ratio().map(|ratio| ratio >= min),
+            Target::RatioAtMost(max) => self.ratio().map(|ratio| ratio <= max),
             Target::AtLeast(min) => self.measured.map(|figure| figure >= min),
             Target::AtMost(max) => self.measured.map(|figure| figure <= max),
             Target::None => return "-",
@@ -48,7 +51,7 @@ impl Row {
         match (met, self.target) {
             (None, _) => "n/a",
             (Some(true), _) => "PASS",
-            (Some(false), Target::AtMost(_)) => "ABOVE",
+            (Some(false), Target::AtMost(_) | Target::RatioAtMost(_)) => "ABOVE",
             (Some(false), _) => "BELOW",
         }
     }
@@ -57,6 +60,7 @@ impl Row {
         let figure = |value: Option<f64>| value.map_or("-".to_owned(), |v| with_unit(v, self.unit));
         let target = match self.target {
             Target::RatioAtLeast(min) => format!("ratio >= {min:.2}"),
+            Target::RatioAtMost(max) => format!("ratio <= {max:.2}"),
             Target::AtLeast(min) => format!(">= {}", with_unit(min, self.unit)),
             Target::AtMost(max) => format!("<= {}", with_unit(max, self.unit)),
             Target::None => "-".to_owned(),

@@ -1,8 +1,11 @@
 //! What a decision costs the server: every path saturated by `redis-benchmark -c 50 -P 16 -r 10000` on
 //! one redis-server that loads ratelock's module (and redis-cell's, when built), calls/s from
 //! redis-benchmark and server µs per call from `INFO commandstats` beside it. Rows: ratelock's module
-//! and its Lua script for one GCRA rule, three rules and a sliding log; a minimal GCRA script and the
-//! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`.
+//! and its Lua script for one rule of each algorithm and for three rules; a minimal GCRA script (alone,
+//! and in limit.lua's call shape: the floor of any script under ratelock's contract) and the
+//! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`. The Lua rows' µs
+//! are set against the minimal GCRA script's (what a server without modules can do at best); the
+//! module's against CL.THROTTLE's. Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
 
 use std::path::PathBuf;
 
@@ -22,10 +25,26 @@ if tat < now then tat = now end \
 redis.call('SET', KEYS[1], tat + tonumber(ARGV[1]), 'PX', ARGV[2]) \
 return 1";
 
+/// The minimal GCRA's work with limit.lua's call shape: its arguments, the call-tag envelope and a
+/// reply of five integers. What limit.lua's one GCRA rule could cost at best under that contract.
+const MINIMAL_GCRA_IN_LIMIT_SHAPE: &str = "local t = redis.call('TIME') \
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
+local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
+if tat < now then tat = now end \
+redis.call('SET', KEYS[1], tat + 600000, 'PX', 60000) \
+return { 1, 100, 99, 600000, 0 }";
+
 /// The fixed-window counter that rate-limiter-flexible and limits run: INCR, PEXPIRE on the first hit.
 const INCR_PEXPIRE: &str = "local n = redis.call('INCR', KEYS[1]) \
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end \
 return n";
+
+/// The label of limit.lua's single GCRA rule, the row with a target against the minimal GCRA script.
+const LUA_GCRA_LABEL: &str = "one GCRA rule";
+/// The minimal GCRA script's row: the floor the Lua rows' µs are set against.
+const MINIMAL_GCRA_LABEL: &str = "a minimal GCRA Lua script (GET, TIME, SET PX)";
+/// How far above that floor limit.lua's single GCRA rule may cost (server µs per call).
+const LUA_GCRA_TARGET_RATIO: f64 = 1.2;
 
 /// One row's command, and the `INFO commandstats` entry that times it.
 struct Path {
@@ -52,12 +71,16 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     let limit_sha = load_script(connection, &LIMIT_SCRIPT);
     let mut paths = Vec::new();
     for (label, rules) in [
-        ("one GCRA rule", "100/minute"),
+        (LUA_GCRA_LABEL, "100/minute"),
+        ("one token_bucket rule", "100/minute using token_bucket"),
+        ("one leaky_bucket rule", "100/minute using leaky_bucket"),
+        ("one fixed_window rule", "100/minute using fixed_window"),
+        ("one sliding_window rule", "100/minute using sliding_window"),
+        ("sliding_log 100/minute", "100/minute using sliding_log"),
         (
             "3 rules (gcra + sliding_window + fixed_window)",
             "100/minute; 1000/hour using sliding_window; 10/second using fixed_window",
         ),
-        ("sliding_log 100/minute", "100/minute using sliding_log"),
     ] {
         let rules: Rules = rules.parse().expect("bench rules");
         let call = ScriptCall::hit_all("rl", "bench:__rand_int__", rules.iter());
@@ -78,10 +101,23 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     }
     let minimal = load_script(connection, MINIMAL_GCRA);
     paths.push(Path {
-        name: "a minimal GCRA Lua script (GET, TIME, SET PX)".into(),
+        name: MINIMAL_GCRA_LABEL.into(),
         command: ["EVALSHA", &minimal, "1", "gcra:__rand_int__", "600000", "60000"]
             .map(str::to_owned)
             .to_vec(),
+        stat: "evalsha",
+    });
+    let shaped = load_script(
+        connection,
+        &ratelock::store::tagged_script(MINIMAL_GCRA_IN_LIMIT_SHAPE),
+    );
+    let rule: Rules = "100/minute".parse().expect("bench rule");
+    let gcra_call = ScriptCall::hit_all("rl", "bench:__rand_int__", rule.iter());
+    let mut shaped_command = vec!["EVALSHA".to_owned()];
+    shaped_command.extend(gcra_call.evalsha_args(&shaped));
+    paths.push(Path {
+        name: "the minimal GCRA script in limit.lua's call shape (its ARGV, tag and reply)".into(),
+        command: shaped_command,
         stat: "evalsha",
     });
     let counter = load_script(connection, INCR_PEXPIRE);
@@ -145,7 +181,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         figures.push((path.name, per_second.ok(), micros));
     }
     notes.push(format!(
-        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run)",
+        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script, the others' CL.THROTTLE",
         run.describe(),
         run.requests,
         if module.is_some() { " that loads ratelock's module" } else { "" }
@@ -158,6 +194,10 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         .iter()
         .find(|(name, ..)| name.starts_with("redis-cell"))
         .map(|(_, rate, micros)| (*rate, *micros));
+    let minimal_micros = figures
+        .iter()
+        .find(|(name, ..)| name == MINIMAL_GCRA_LABEL)
+        .and_then(|(_, _, micros)| *micros);
     let mut rows = Vec::new();
     for (name, rate, micros) in figures {
         // Both figures against redis-cell's native GCRA when it was built (calls/s against plain SET
@@ -174,12 +214,21 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
                 Target::None
             },
         });
+        let lua = name.starts_with("ratelock limit.lua");
         rows.push(Row {
             name: format!("server µs per call: {name}"),
             unit: Unit::Micros,
             measured: micros,
-            baseline: cell.and_then(|(_, micros)| micros),
-            target: Target::None,
+            baseline: if lua {
+                minimal_micros
+            } else {
+                cell.and_then(|(_, micros)| micros)
+            },
+            target: if name == format!("ratelock limit.lua, {LUA_GCRA_LABEL}") {
+                Target::RatioAtMost(LUA_GCRA_TARGET_RATIO)
+            } else {
+                Target::None
+            },
         });
     }
     rows
