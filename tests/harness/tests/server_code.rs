@@ -244,3 +244,25 @@ async fn locks_and_semaphores_run_on_the_module_where_loaded() {
         0
     );
 }
+
+/// On a cluster the library is loaded on every master (redis-rs sends FUNCTION LOAD to all of them),
+/// so calls whose keys live on any master run as functions.
+#[tokio::test]
+async fn on_a_cluster_every_master_runs_the_functions() {
+    let cluster = ratelock_testkit::RedisCluster::start(3, 0);
+    let store = store_at(&cluster.url(), ServerCode::Auto).await;
+    for user in 0..60 {
+        assert!(hit(&store, &format!("user-{user}")).await.unwrap());
+    }
+    let per_master: Vec<(u64, u64)> = cluster
+        .nodes()
+        .iter()
+        .map(|node| (command_calls(node, "fcall"), command_calls(node, "evalsha")))
+        .collect();
+    assert!(
+        per_master
+            .iter()
+            .all(|&(fcall, evalsha)| fcall > 0 && evalsha == 0),
+        "(FCALL, EVALSHA) per master: {per_master:?}"
+    );
+}

@@ -9,7 +9,8 @@ use crate::history::{History, Op, Outcome};
 use crate::{RedisCluster, RedisSentinels, RedisServer};
 
 /// Faults of the server that keep its state, one after another: frozen (SIGSTOP, then SIGCONT), its
-/// scripts flushed (SCRIPT FLUSH), every client's connection killed (CLIENT KILL), frozen again.
+/// scripts flushed (SCRIPT FLUSH), its function library flushed (FUNCTION FLUSH), every client's
+/// connection killed (CLIENT KILL), frozen again.
 pub fn server_faults_keeping_state(server: &RedisServer) -> Faults<impl FnOnce() + '_> {
     let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
     Faults {
@@ -24,7 +25,12 @@ pub fn server_faults_keeping_state(server: &RedisServer) -> Faults<impl FnOnce()
                 .arg("FLUSH")
                 .query(&mut server.connection())
                 .unwrap();
-            pause(200);
+            pause(100);
+            let _: () = redis::cmd("FUNCTION")
+                .arg("FLUSH")
+                .query(&mut server.connection())
+                .unwrap();
+            pause(100);
             server.kill_clients();
             pause(200);
             server.pause();
