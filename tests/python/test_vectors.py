@@ -75,16 +75,20 @@ def _calls(server, command: str) -> int:
     return 0
 
 
-def test_the_module_serves_the_calls_where_loaded_and_lua_where_asked(module_server):
+def test_the_module_serves_the_calls_where_loaded_and_lua_or_scripts_where_asked(module_server):
     before = (_calls(module_server, "ratelock.limit"), _calls(module_server, "evalsha"))
     auto = ratelock.Limiter(module_server.url, prefix=f"m{uuid.uuid4().hex[:12]}")
     for _ in range(5):
         assert auto.hit("k", "10/second").allowed
     assert _calls(module_server, "ratelock.limit") - before[0] == 5
+    fcalls = _calls(module_server, "fcall")
     lua = ratelock.Limiter(module_server.url + "?server_code=lua", prefix=f"l{uuid.uuid4().hex[:12]}")
     assert lua.hit("k", "10/second").allowed
+    assert _calls(module_server, "fcall") == fcalls + 1, "Lua as a Redis Function"
+    scripts = ratelock.Limiter(module_server.url + "?server_code=scripts", prefix=f"s{uuid.uuid4().hex[:12]}")
+    assert scripts.hit("k", "10/second").allowed
+    assert _calls(module_server, "evalsha") > before[1], "Lua by EVALSHA"
     assert _calls(module_server, "ratelock.limit") - before[0] == 5
-    assert _calls(module_server, "evalsha") > before[1]
 
 
 def test_forcing_the_module_on_a_server_without_it_is_a_configuration_error(redis_server):
