@@ -46,7 +46,8 @@ pub enum WireAnswer {
     Decided(Decision),
     /// `NOSCRIPT`: the server does not have the script, so the call did not run. Write
     /// [`script_load_command`] and the call's command again (once: after the load,
-    /// [`Limiter::wire_answer`] with `retried = true` treats NOSCRIPT as a failure).
+    /// [`Limiter::wire_answer`](crate::Limiter::wire_answer) with `retried = true` treats NOSCRIPT
+    /// as a failure).
     NoScript,
     /// The server refused a [`WireRoute::Module`] call without running it (an unknown command: the
     /// module is not loaded, or was unloaded; an ACL denial). Tell [`WireCode::refused`], then encode
