@@ -136,11 +136,19 @@ export declare class NativeWire {
   preamble(): Buffer
   /** How many replies `preamble()` gets. */
   get preambleReplies(): number
+  /**
+   * What to write right after the preamble: the check for the ratelock module (empty when the URL's
+   * `server_code` needs none).
+   */
+  checkCommand(): Buffer
+  /** How many replies `checkCommand()` gets (each read with `takeCheck`). */
+  get checkReplies(): number
   /** `SCRIPT LOAD` of the limit script (after NOSCRIPT). */
   scriptLoad(): Buffer
   /**
    * Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
-   * end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+   * end; when they do not fit, writes nothing and returns minus their length. The call goes as the
+   * module's command when this connection's check found the module, else as EVALSHA. Throws for misuse
    * (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
    */
   encodeInto(key: string | Buffer, rules: NativeRules, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
@@ -170,11 +178,19 @@ export declare class NativeWire {
    * Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
    * wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
    * 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
-   * `retried` call). An outage's error reply throws under `onError: 'raise'`, else writes the
-   * degraded decision; another call's reply or a broken stream always throws
-   * `ERR_RATELOCK_PROTOCOL`.
+   * `retried` call), 3 when the module's command was refused without running (from then on this
+   * connection encodes EVALSHA: encode the call again; under `server_code=module` this throws
+   * `ERR_RATELOCK_CONFIGURATION` instead). An outage's error reply throws under
+   * `onError: 'raise'`, else writes the degraded decision; another call's reply or a broken
+   * stream always throws `ERR_RATELOCK_PROTOCOL`.
    */
   takeDecision(command: Buffer, key: string | Buffer | undefined | null, rules: NativeRules, cost: number | undefined | null, spend: boolean, retried: boolean, out: Float64Array): number
+  /**
+   * Reads the next reply to `checkCommand()`, in order: false when no whole reply has arrived. The
+   * replies decide whether later calls go as the module's command; throws `ERR_RATELOCK_PROTOCOL`
+   * for a reply out of step or a broken stream.
+   */
+  takeCheck(): boolean
   /**
    * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
    * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an

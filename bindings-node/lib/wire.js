@@ -9,6 +9,9 @@
 // the server sends (FIN: an idle timeout, CLIENT KILL) retires the connection at once: later calls go
 // out on a fresh one, and calls encoded but not yet written move to it; calls already written wait
 // for their replies and fail if the connection ends first (they may have run: never sent again).
+// Each connection first asks whether the server has the ratelock module (unless the URL's
+// `server_code` settles it); calls encoded after the answer go as the module's command, and one the
+// server refuses without running (the module unloaded, an ACL denial) goes again once as EVALSHA.
 
 const net = require('node:net')
 const { performance } = require('node:perf_hooks')
@@ -21,11 +24,13 @@ const { FIELDS, decision } = require('./decision')
 const PENDING = 0
 const DECIDED = 1
 const NO_SCRIPT = 2
+const REFUSED = 3
 
 // What a reply in a connection's queue answers.
 const CALL = 0 // a limiter call
 const SETUP = 1 // AUTH or SELECT: an error fails the connection
 const LOAD = 2 // SCRIPT LOAD: an error shows in the retried call's reply (NOSCRIPT again)
+const CHECK = 3 // the module check: its replies choose how later calls are encoded
 
 /** The queue is compacted once this many answered entries lie before its head. */
 const COMPACT_AT = 1024
@@ -147,27 +152,20 @@ class Link {
     })
     for (let i = 0; i < codec.preambleReplies; i++) this.#queue.push({ kind: SETUP })
     if (codec.preambleReplies > 0) this.#write(codec.preamble())
+    // Calls encoded before the check's replies are read go as EVALSHA, which every server runs.
+    for (let i = 0; i < codec.checkReplies; i++) this.#queue.push({ kind: CHECK })
+    if (codec.checkReplies > 0) this.#write(codec.checkCommand())
   }
 
   /** Encodes and sends a call (throws for misuse); resolves to its decision. */
   call(key, parsed, rules, cost, nowMs, spend) {
-    const codec = this.#codec
-    let start = this.#filled
-    let end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
-    if (end < 0) {
-      this.#newOutbox(-end)
-      start = 0
-      end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
-    }
-    this.#filled = end
-    this.#scheduleFlush()
-    const outbox = this.#outbox
     const entry = {
       kind: CALL,
-      outbox,
-      start,
-      end,
+      outbox: this.#outbox,
+      start: 0,
+      end: 0,
       key,
+      nowMs,
       spend,
       parsed,
       rules,
@@ -178,11 +176,48 @@ class Link {
       resolve: null,
       reject: null,
     }
+    this.#encode(entry)
+    this.#scheduleFlush()
     this.#enqueue(entry)
     return new Promise((resolve, reject) => {
       entry.resolve = resolve
       entry.reject = reject
     })
+  }
+
+  /** Encodes `entry`'s call after the outbox's last bytes (throws for misuse) and notes where they lie. */
+  #encode(entry) {
+    const codec = this.#codec
+    const { key, rules, cost, nowMs, spend } = entry
+    let start = this.#filled
+    let end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
+    if (end < 0) {
+      this.#newOutbox(-end)
+      start = 0
+      end = codec.encodeInto(key, rules, cost, nowMs, spend, this.#outbox, start)
+    }
+    this.#filled = end
+    entry.outbox = this.#outbox
+    entry.start = start
+    entry.end = end
+  }
+
+  /**
+   * The module's command was refused without running: the codec encodes EVALSHA from now on, so a
+   * fresh encoding of the same call (new bytes, new tag; the refused bytes stay as they were) goes out
+   * now, once.
+   */
+  #resend(entry) {
+    try {
+      this.#encode(entry)
+    } catch (error) {
+      this.#settle(entry)
+      entry.reject(fromNative(error))
+      return
+    }
+    this.#inFlight--
+    this.#enqueue(entry)
+    this.flush()
   }
 
   /** Takes over a call that another connection encoded but never wrote (same bytes, same tag). */
@@ -296,15 +331,17 @@ class Link {
           this.#inFlight--
           this.#enqueue(entry)
           this.#write(entry.outbox.subarray(entry.start, entry.end))
+        } else if (status === REFUSED) {
+          this.#resend(entry)
         }
         if (codec.broken) return this.#socket.destroy(new Error('the reply stream broke'))
       } else {
         let taken
         try {
-          taken = codec.takeReply()
+          taken = entry.kind === CHECK ? codec.takeCheck() : codec.takeReply()
         } catch (error) {
           this.#head++
-          if (codec.broken || entry.kind === SETUP) {
+          if (codec.broken || entry.kind === SETUP || entry.kind === CHECK) {
             const typed = fromNative(error)
             // A wrong password or db index is no outage: calls raise it whatever `onError` says.
             if (typed.code === 'ERR_RATELOCK_CONFIGURATION') this.#fatal = typed

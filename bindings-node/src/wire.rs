@@ -1,5 +1,6 @@
 //! `NativeWire`: the core's wire path (`ratelock::store::wire`) for `lib/wire.js`, which owns the
-//! socket on the JavaScript thread. One per connection: it encodes calls into bytes, reads reply bytes
+//! socket on the JavaScript thread. One per connection: it encodes calls into bytes (as the ratelock
+//! module's command once the connection's check found the module, else as EVALSHA), reads reply bytes
 //! and decodes each reply into the decision numbers of `completions.rs` (failure policy included).
 //! It holds no protocol or limiter logic of its own.
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64ArraySlice};
 use napi_derive::napi;
-use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer, WireCall};
+use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer, WireCall, WireCode};
 use ratelock::store::Gate;
 
 use crate::completions::DECISION_FIELDS;
@@ -22,6 +23,9 @@ const PENDING: u32 = 0;
 const DECIDED: u32 = 1;
 /// `takeDecision`: NOSCRIPT; write `scriptLoad()` and the call's bytes again (with `retried`).
 const NO_SCRIPT: u32 = 2;
+/// `takeDecision`: the module's command was refused without running; encode the call again (it goes
+/// as EVALSHA now) and write it.
+const REFUSED: u32 = 3;
 
 /// One connection's codec: bytes out, replies in, for the limiter it was opened from.
 #[napi]
@@ -29,6 +33,8 @@ pub struct NativeWire {
     limiter: ratelock::Limiter,
     endpoint: Endpoint,
     reader: ReplyReader,
+    /// Whether this connection's calls go as the module's command or as EVALSHA.
+    code: WireCode,
     /// The store's circuit breaker in this process, shared with every other path to it.
     gate: Option<Gate>,
 }
@@ -60,6 +66,7 @@ pub fn open_wire(limiter: &NativeLimiter, url: String) -> napi::Result<Option<Na
     };
     Ok(endpoint.map(|endpoint| NativeWire {
         limiter: core,
+        code: WireCode::new(endpoint.server_code()),
         endpoint,
         reader: ReplyReader::new(),
         gate,
@@ -92,6 +99,19 @@ impl NativeWire {
         self.endpoint.preamble_replies() as u32
     }
 
+    /// What to write right after the preamble: the check for the ratelock module (empty when the URL's
+    /// `server_code` needs none).
+    #[napi]
+    pub fn check_command(&self) -> Buffer {
+        Buffer::from(self.code.check_command())
+    }
+
+    /// How many replies `checkCommand()` gets (each read with `takeCheck`).
+    #[napi(getter)]
+    pub fn check_replies(&self) -> u32 {
+        self.code.check_replies() as u32
+    }
+
     /// `SCRIPT LOAD` of the limit script (after NOSCRIPT).
     #[napi]
     pub fn script_load(&self) -> Buffer {
@@ -99,7 +119,8 @@ impl NativeWire {
     }
 
     /// Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
-    /// end; when they do not fit, writes nothing and returns minus their length. Throws for misuse
+    /// end; when they do not fit, writes nothing and returns minus their length. The call goes as the
+    /// module's command when this connection's check found the module, else as EVALSHA. Throws for misuse
     /// (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
     #[napi]
     #[allow(clippy::too_many_arguments)]
@@ -117,7 +138,7 @@ impl NativeWire {
             let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
             let bytes = self
                 .limiter
-                .wire_command(&key, &rules.rules, cost, now_us, spend)
+                .wire_command_as(&key, &rules.rules, cost, now_us, spend, self.code.route())
                 .map_err(to_js)?;
             let start = at as usize;
             match out.get_mut(start..start + bytes.len()) {
@@ -183,9 +204,11 @@ impl NativeWire {
     /// Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
     /// wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
     /// 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
-    /// `retried` call). An outage's error reply throws under `onError: 'raise'`, else writes the
-    /// degraded decision; another call's reply or a broken stream always throws
-    /// `ERR_RATELOCK_PROTOCOL`.
+    /// `retried` call), 3 when the module's command was refused without running (from then on this
+    /// connection encodes EVALSHA: encode the call again; under `server_code=module` this throws
+    /// `ERR_RATELOCK_CONFIGURATION` instead). An outage's error reply throws under
+    /// `onError: 'raise'`, else writes the degraded decision; another call's reply or a broken
+    /// stream always throws `ERR_RATELOCK_PROTOCOL`.
     #[napi]
     #[allow(clippy::too_many_arguments)]
     pub fn take_decision(
@@ -217,9 +240,32 @@ impl NativeWire {
                     write_out(&mut out, &numbers(&decision))?;
                     Ok(DECIDED)
                 }
-                _ => Ok(NO_SCRIPT),
+                WireAnswer::NoScript => Ok(NO_SCRIPT),
+                WireAnswer::Refused => {
+                    self.code.refused().map_err(to_js)?;
+                    Ok(REFUSED)
+                }
+                other => Err(to_js(ratelock::Error::Protocol(format!(
+                    "an answer this binding does not know: {other:?}"
+                )))),
             }
         })
+    }
+
+    /// Reads the next reply to `checkCommand()`, in order: false when no whole reply has arrived. The
+    /// replies decide whether later calls go as the module's command; throws `ERR_RATELOCK_PROTOCOL`
+    /// for a reply out of step or a broken stream.
+    #[napi]
+    pub fn take_check(&mut self) -> napi::Result<bool> {
+        match self.reader.next_reply().map_err(to_js)? {
+            None => Ok(false),
+            Some(reply) => {
+                if let Some(gate) = &self.gate {
+                    gate.success();
+                }
+                self.code.read_check(reply).map(|()| true).map_err(to_js)
+            }
+        }
     }
 
     /// Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out

@@ -32,14 +32,16 @@ function accepts(port) {
 
 class RedisServer {
   /**
-   * Starts a server; `password` sets `requirepass` (then `url` carries it and `command` uses it), and
-   * `extraArgs` are passed to redis-server as they are.
+   * Starts a server; `password` sets `requirepass` (then `url` carries it and `command` uses it),
+   * `loadModule` is a module's path for `--loadmodule` (see redis-module.js), and `extraArgs` are
+   * passed to redis-server as they are.
    */
-  static async start({ password, extraArgs = [] } = {}) {
+  static async start({ password, loadModule, extraArgs = [] } = {}) {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is required: apt-get install -y redis-server')
     }
-    const server = new RedisServer(await freePort(), password, extraArgs)
+    const args = loadModule ? ['--loadmodule', loadModule, ...extraArgs] : extraArgs
+    const server = new RedisServer(await freePort(), password, args)
     await server.#spawn()
     return server
   }

@@ -10,7 +10,9 @@ use crate::rule::Rules;
 use crate::store::redis::call_tag::CallTag;
 use crate::store::redis::commands::{limit_command, limit_outcomes};
 use crate::store::redis::reply::{classify, Failure};
-use crate::store::wire::{Reply, WireAnswer, WireCall};
+use crate::store::redis::server_code::is_refusal;
+use crate::store::redis::wire_code::{is_module_call, module_call};
+use crate::store::wire::{Reply, WireAnswer, WireCall, WireRoute};
 use crate::store::LimitRequest;
 
 /// Limiter calls over a connection that the caller drives (see the module docs).
@@ -37,19 +39,51 @@ impl Limiter {
         now_us: Option<u64>,
         spend: bool,
     ) -> Result<Vec<u8>> {
+        self.wire_command_as(key, rules, cost, now_us, spend, WireRoute::Script)
+    }
+
+    /// [`wire_command`](Self::wire_command) on `route`: [`WireRoute::Script`] is its `EVALSHA`;
+    /// [`WireRoute::Module`] is the ratelock module's `RATELOCK.LIMIT` with the very same arguments (call
+    /// tag included) and the same reply, for a connection whose [`WireCode`] found the module.
+    ///
+    /// [`WireCode`]: crate::store::wire::WireCode
+    ///
+    /// ```
+    /// use ratelock::store::wire::WireRoute;
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("10/second")?;
+    /// let bytes = limiter.wire_command_as(b"user:42", &rules, 1, None, true, WireRoute::Module)?;
+    /// // no sha: 1 key, hit, time, cost, one rule (4), and the call tag
+    /// assert!(bytes.starts_with(b"*11\r\n$14\r\nRATELOCK.LIMIT\r\n$1\r\n1\r\n"));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn wire_command_as(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+        route: WireRoute,
+    ) -> Result<Vec<u8>> {
         for rule in rules.iter() {
             crate::algorithm::check_cost(rule, cost)?;
         }
         let request = self.request(key, rules, cost, now_us, spend)?;
         let mut command = limit_command(&request);
         CallTag::attach(&mut command);
+        if route == WireRoute::Module {
+            command = module_call(&command);
+        }
         Ok(command.get_packed_command())
     }
 
     /// The meaning of the reply to `command`, a call made with [`wire_command`](Self::wire_command)
-    /// for `rules` and `cost`: its decision, the failure policy's answer to an error reply, or
-    /// [`WireAnswer::NoScript`] (only while `retried` is false). The reply must carry the call tag
-    /// that ends `command`: another call's reply is [`Error::Protocol`], which no policy covers.
+    /// (or [`wire_command_as`](Self::wire_command_as)) for `rules` and `cost`: its decision, the failure
+    /// policy's answer to an error reply, [`WireAnswer::NoScript`] (only while `retried` is false), or,
+    /// for a module call alone, [`WireAnswer::Refused`] (the server refused the module's command
+    /// without running it). The reply must carry the call tag that ends `command`: another call's reply
+    /// is [`Error::Protocol`], which no policy covers.
     ///
     /// ```
     /// use ratelock::store::wire::{ReplyReader, WireAnswer, WireCall};
@@ -80,6 +114,9 @@ impl Limiter {
     ) -> Result<WireAnswer> {
         let tag = CallTag::of_command(command)?;
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
+            Err(Failure::Other(err)) if is_refusal(&err) && is_module_call(command) => {
+                return Ok(WireAnswer::Refused)
+            }
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
             Err(Failure::NoScript) => Err(Error::StoreUnavailable(
                 "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
@@ -174,6 +211,46 @@ mod tests {
         let mut expected = limit_command(&request);
         expected.arg(CallTag::of_command(&command).unwrap().value());
         assert_eq!(command, expected.get_packed_command());
+    }
+
+    #[test]
+    fn the_module_route_is_the_stores_module_command() {
+        let limiter = Limiter::memory();
+        let rules = limiter.rules("10/second; 100/hour").unwrap();
+        let evalsha = limiter.wire_command(b"k", &rules, 2, Some(5), true).unwrap();
+        let module = limiter
+            .wire_command_as(b"k", &rules, 2, Some(5), true, WireRoute::Module)
+            .unwrap();
+        let request = limiter.request(b"k", &rules, 2, Some(5), true).unwrap();
+        let mut expected = limit_command(&request);
+        expected.arg(CallTag::of_command(&module).unwrap().value());
+        assert_eq!(module, module_call(&expected).get_packed_command());
+        assert_ne!(
+            CallTag::of_command(&evalsha).unwrap(),
+            CallTag::of_command(&module).unwrap()
+        );
+    }
+
+    #[test]
+    fn only_a_module_call_is_refused_without_running() {
+        let limiter = Limiter::memory();
+        let rules = limiter.rules("5/second").unwrap();
+        let module = limiter
+            .wire_command_as(b"k", &rules, 1, None, true, WireRoute::Module)
+            .unwrap();
+        let evalsha = limiter.wire_command(b"k", &rules, 1, None, true).unwrap();
+        for refusal in [
+            &b"-ERR unknown command 'RATELOCK.LIMIT', with args beginning with: \r\n"[..],
+            b"-NOPERM User app has no permissions to run the 'ratelock.limit' command\r\n",
+        ] {
+            let answer = limiter.wire_answer(reply(refusal), &module, &call(&rules, 1), false);
+            assert_eq!(answer.unwrap(), WireAnswer::Refused);
+            let not_refused = limiter.wire_answer(reply(refusal), &evalsha, &call(&rules, 1), false);
+            assert!(
+                not_refused.unwrap_err().is_configuration(),
+                "EVALSHA refused is an error"
+            );
+        }
     }
 
     #[test]

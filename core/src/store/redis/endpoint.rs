@@ -4,7 +4,9 @@
 
 use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 
+use super::server_code::take_from_url;
 use crate::error::{Error, Result};
+use crate::store::ServerCode;
 
 /// Where a plain single-server `redis://` URL points, and what to send first on a new connection.
 ///
@@ -14,6 +16,8 @@ use crate::error::{Error, Result};
 /// assert_eq!((endpoint.host(), endpoint.port()), ("10.0.0.5", 6380));
 /// assert_eq!(endpoint.preamble_replies(), 2); // AUTH app s3cret, SELECT 2
 /// assert!(Endpoint::from_url("rediss://10.0.0.5/")?.is_none()); // TLS: not for the wire path
+/// let forced = Endpoint::from_url("redis://10.0.0.5/?server_code=scripts")?.expect("served");
+/// assert_eq!(forced.server_code(), ratelock::store::ServerCode::Scripts);
 /// # Ok::<(), ratelock::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
@@ -23,6 +27,7 @@ pub struct Endpoint {
     port: u16,
     preamble: Vec<u8>,
     preamble_replies: usize,
+    server_code: ServerCode,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -32,6 +37,7 @@ impl std::fmt::Debug for Endpoint {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("preamble_replies", &self.preamble_replies)
+            .field("server_code", &self.server_code)
             .finish()
     }
 }
@@ -40,13 +46,17 @@ impl Endpoint {
     /// The endpoint of `redis://[user:password@]host[:port][/db]`. `Ok(None)` for every URL the wire
     /// path does not serve, which keeps the store's own connection: `rediss://` (TLS),
     /// `redis+cluster://`, `redis+sentinel://`, `redis+unix://`, `?protocol=resp3`, `memory://`,
-    /// `redlock://`. An unparsable `redis://` URL is an invalid argument.
+    /// `redlock://`. An unparsable `redis://` URL is an invalid argument, and so is a `server_code`
+    /// query parameter other than `auto`, `module`, `lua` or `scripts` (read as the Redis store reads
+    /// it: see [`server_code`](Self::server_code)).
     pub fn from_url(url: &str) -> Result<Option<Endpoint>> {
         let url = url.trim();
         if !url.starts_with("redis://") {
             return Ok(None);
         }
+        let (url, server_code) = take_from_url(url)?;
         let info = url
+            .as_str()
             .into_connection_info()
             .map_err(|err| Error::invalid_argument("url", err))?;
         let ConnectionAddr::Tcp(host, port) = info.addr() else {
@@ -77,6 +87,7 @@ impl Endpoint {
             port: *port,
             preamble,
             preamble_replies,
+            server_code: server_code.unwrap_or_default(),
         }))
     }
 
@@ -98,6 +109,12 @@ impl Endpoint {
     /// How many replies the preamble gets (each one `OK`, or an error that fails the connection).
     pub fn preamble_replies(&self) -> usize {
         self.preamble_replies
+    }
+
+    /// Which server code the URL's `server_code` query parameter asks for ([`ServerCode::Auto`] when it
+    /// has none): the choice a [`WireCode`](super::wire::WireCode) for this endpoint starts from.
+    pub fn server_code(&self) -> ServerCode {
+        self.server_code
     }
 }
 
@@ -133,5 +150,17 @@ mod tests {
         assert_eq!(user.preamble(), b"*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$1\r\np\r\n");
         assert_eq!((user.host(), user.port()), ("h", 6379));
         assert!(!format!("{user:?}").contains("AUTH"), "no password in Debug");
+    }
+
+    #[test]
+    fn the_url_may_choose_the_server_code() {
+        let forced = Endpoint::from_url("redis://:pw@h:7/2?server_code=module")
+            .unwrap()
+            .unwrap();
+        assert_eq!(forced.server_code(), ServerCode::Module);
+        assert_eq!((forced.port(), forced.preamble_replies()), (7, 2));
+        let plain = Endpoint::from_url("redis://h/").unwrap().unwrap();
+        assert_eq!(plain.server_code(), ServerCode::Auto);
+        assert!(Endpoint::from_url("redis://h/?server_code=fast").is_err());
     }
 }

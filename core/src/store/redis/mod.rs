@@ -19,6 +19,7 @@ pub(crate) mod server_code;
 mod socket_peek;
 pub(crate) mod subscriber;
 pub mod wire;
+pub(crate) mod wire_code;
 mod wire_reader;
 
 pub use self::gate::Gate;

@@ -3,9 +3,15 @@
 //! the reply decoding and the failure policy are the ones the Redis store and `Limiter` use; the
 //! caller only moves bytes, matches replies to calls in order and keeps time.
 //!
-//! One call: [`Limiter::wire_command`](crate::Limiter::wire_command) → write → read into a
-//! [`ReplyReader`] → [`Limiter::wire_answer`](crate::Limiter::wire_answer). On [`WireAnswer::NoScript`]
-//! (the script did not run) write [`script_load_command`] and the same command again, once. A timeout
+//! One connection: write the [`Endpoint`]'s preamble, then its [`WireCode`]'s check (whether the server
+//! has the ratelock module), and read their replies first.
+//!
+//! One call: [`Limiter::wire_command_as`](crate::Limiter::wire_command_as) on the connection's
+//! [`WireCode::route`] → write → read into a [`ReplyReader`] →
+//! [`Limiter::wire_answer`](crate::Limiter::wire_answer). On [`WireAnswer::NoScript`] (the script did
+//! not run) write [`script_load_command`] and the same command again, once. On [`WireAnswer::Refused`]
+//! (the module's command did not run) tell [`WireCode::refused`] and write the call again as `EVALSHA`,
+//! once. A timeout
 //! or a dropped connection: [`Limiter::wire_timeout`](crate::Limiter::wire_timeout) or
 //! [`Limiter::wire_unavailable`](crate::Limiter::wire_unavailable) (never send the command again: it
 //! may have run).
@@ -15,7 +21,9 @@ use crate::decision::Decision;
 use crate::rule::Rules;
 
 pub use super::endpoint::Endpoint;
+pub use super::wire_code::{WireCode, WireRoute};
 pub use super::wire_reader::{Reply, ReplyReader};
+
 /// `SCRIPT LOAD` of `limit.lua`: what to write (before the same call again) after
 /// [`WireAnswer::NoScript`].
 ///
@@ -38,8 +46,13 @@ pub enum WireAnswer {
     Decided(Decision),
     /// `NOSCRIPT`: the server does not have the script, so the call did not run. Write
     /// [`script_load_command`] and the call's command again (once: after the load,
-    /// [`Limiter::wire_answer`] with `retried = true` treats NOSCRIPT as a failure).
+    /// [`Limiter::wire_answer`](crate::Limiter::wire_answer) with `retried = true` treats NOSCRIPT
+    /// as a failure).
     NoScript,
+    /// The server refused a [`WireRoute::Module`] call without running it (an unknown command: the
+    /// module is not loaded, or was unloaded; an ACL denial). Tell [`WireCode::refused`], then encode
+    /// the same call as [`WireRoute::Script`] and write it, once. Never the answer to an `EVALSHA`.
+    Refused,
 }
 
 /// What one wire call asked: what its reply is read against, and what a failure policy (the local

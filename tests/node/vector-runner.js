@@ -1,0 +1,60 @@
+'use strict'
+// The shared vectors (tests/vectors/*.json) as Node calls: every scenario, and one scenario run step by
+// step on a limiter for a store URL (memory when none), with explicit time converted to milliseconds
+// at the edge. Used by vectors.test.js and by the module suite (module.test.js).
+
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { randomUUID } = require('node:crypto')
+
+const ratelock = require('../../bindings-node')
+
+const VECTORS = path.join(__dirname, '..', 'vectors')
+const ERRORS = {
+  INVALID_RULE: ratelock.InvalidRuleError,
+  INVALID_ARGUMENT: ratelock.InvalidArgumentError,
+  COST_EXCEEDS_CAPACITY: ratelock.CostExceedsCapacityError,
+}
+
+/** Every scenario of every vector file, in a stable order, named `<file>/<scenario>`. */
+function vectorScenarios() {
+  const files = fs.readdirSync(VECTORS).filter((name) => name.endsWith('.json')).sort()
+  return files.flatMap((file) => {
+    const { scenarios } = JSON.parse(fs.readFileSync(path.join(VECTORS, file), 'utf8'))
+    return scenarios.map((scenario) => ({ name: `${file}/${scenario.name}`, scenario }))
+  })
+}
+
+/** Runs `scenario` on a fresh limiter for `url` (undefined: the memory store), asserting every step. */
+async function runScenario(url, scenario) {
+  const limiter = new ratelock.Limiter({ url, prefix: `v${randomUUID().slice(0, 12)}` })
+  for (const [index, step] of scenario.steps.entries()) {
+    const key = step.key ?? scenario.key ?? 'k'
+    const rules = step.rules ?? scenario.rules
+    const where = `step ${index} (${step.op} at ${step.now_us})`
+    if (step.op === 'reset') {
+      await limiter.reset(key, rules)
+      continue
+    }
+    const options = { cost: step.cost ?? 1, nowMs: step.now_us / 1000 }
+    const call = step.op === 'hit' ? limiter.hit(key, rules, options) : limiter.peek(key, rules, options)
+    if (step.expect_error) {
+      await assert.rejects(call, ERRORS[step.expect_error], where)
+      continue
+    }
+    const decision = await call
+    const got = {
+      allowed: decision.allowed,
+      limit: decision.limit,
+      remaining: decision.remaining,
+      reset_after_us: Math.round(decision.resetAfterMs * 1000),
+      retry_after_us: Math.round(decision.retryAfterMs * 1000),
+      rule_index: decision.ruleIndex,
+    }
+    const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name]]))
+    assert.deepEqual(got, want, where)
+  }
+}
+
+module.exports = { vectorScenarios, runScenario }
