@@ -11,6 +11,7 @@ mod cluster_throughput;
 mod lock_comparison;
 mod lock_handoff;
 mod lock_scripts;
+mod lock_server_cost;
 mod lock_throughput;
 mod machine_info;
 mod memory_throughput;

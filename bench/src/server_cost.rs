@@ -5,13 +5,14 @@
 //! and in limit.lua's call shape: the floor of any script under ratelock's contract) and the
 //! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`. The Lua rows' µs
 //! are set against the minimal GCRA script's (what a server without modules can do at best); the
-//! module's against CL.THROTTLE's. Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
+//! module's against CL.THROTTLE's. Then the lock acquire+release pairs (lock_server_cost.rs). Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
 
 use std::path::PathBuf;
 
 use ratelock::Rules;
 use ratelock_testkit::RedisServer;
 
+use crate::lock_server_cost;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
@@ -231,5 +232,11 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             },
         });
     }
+    rows.extend(lock_server_cost::rows(
+        &server,
+        &mut connection,
+        module.is_some(),
+        notes,
+    ));
     rows
 }
