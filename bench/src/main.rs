@@ -7,10 +7,12 @@
 //! `cargo run --release -p ratelock-bench -- server-cost`. The sections are listed in `SECTIONS`.
 
 mod client_throughput;
+mod cluster_projection;
 mod cluster_throughput;
 mod lock_comparison;
 mod lock_handoff;
 mod lock_scripts;
+mod lock_server_cost;
 mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
@@ -43,7 +45,7 @@ const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
 /// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "redis-comparison",
     "lock-comparison",
     "cluster",
@@ -51,6 +53,7 @@ const SECTIONS: [&str; 7] = [
     "outage",
     "module-throughput",
     "server-cost",
+    "cluster-projection",
 ];
 
 #[tokio::main]
@@ -100,6 +103,11 @@ async fn main() {
     }
     if runs("server-cost") {
         rows.extend(server_cost::rows(&mut notes));
+    }
+    if runs("cluster-projection") {
+        // After server-cost: it projects from that section's single GCRA rows when they ran.
+        let projected = cluster_projection::rows(&rows, &mut notes).await;
+        rows.extend(projected);
     }
 
     let table = report::text_table(&rows);

@@ -5,13 +5,14 @@
 //! and in limit.lua's call shape: the floor of any script under ratelock's contract) and the
 //! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`. The Lua rows' µs
 //! are set against the minimal GCRA script's (what a server without modules can do at best); the
-//! module's against CL.THROTTLE's. Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
+//! module's against CL.THROTTLE's. Then the lock acquire+release pairs (lock_server_cost.rs). Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
 
 use std::path::PathBuf;
 
 use ratelock::Rules;
 use ratelock_testkit::RedisServer;
 
+use crate::lock_server_cost;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
@@ -145,6 +146,63 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     paths
 }
 
+/// The name of the module's single GCRA rule in the rows ("server µs per call: <name>").
+pub(crate) const MODULE_GCRA_NAME: &str = "ratelock module RATELOCK.LIMIT, one GCRA rule";
+/// The name of limit.lua's single GCRA rule in the rows.
+pub(crate) const LUA_GCRA_NAME: &str = "ratelock limit.lua, one GCRA rule";
+
+/// One path's figures: its name, saturated calls/s and server µs per call.
+pub(crate) type Figure = (String, Option<f64>, Option<f64>);
+
+fn saturating_run() -> BenchmarkRun {
+    BenchmarkRun {
+        requests: 200_000,
+        clients: 50,
+        pipeline: 16,
+        keyspace: Some(10_000),
+    }
+}
+
+/// Saturates `server` with each path in turn and reads its commandstats.
+fn measure(
+    server: &RedisServer,
+    connection: &mut redis::Connection,
+    paths: Vec<Path>,
+    notes: &mut Vec<String>,
+) -> Vec<Figure> {
+    let run = saturating_run();
+    let mut figures = Vec::new();
+    for path in paths {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(connection)
+            .expect("CONFIG RESETSTAT");
+        let per_second = requests_per_second(server.port(), &path.command, &run);
+        let micros = command_stat(connection, path.stat, "usec_per_call");
+        if let Err(problem) = &per_second {
+            notes.push(format!("server cost, {}: {problem}", path.name));
+        }
+        figures.push((path.name, per_second.ok(), micros));
+    }
+    figures
+}
+
+/// Only the single GCRA rule of the module (when built) and of limit.lua, measured as the section
+/// does, on a server of their own: for sections that need these figures when server-cost did not run.
+pub(crate) fn single_gcra_figures(notes: &mut Vec<String>) -> Vec<Figure> {
+    let module = module_path();
+    let server = match &module {
+        Some(so) => RedisServer::start_with(&["--loadmodule", &so.display().to_string()]),
+        None => RedisServer::start(),
+    };
+    let mut connection = server.connection();
+    let wanted: Vec<Path> = paths(&mut connection, module.is_some(), false)
+        .into_iter()
+        .filter(|path| path.name == MODULE_GCRA_NAME || path.name == LUA_GCRA_NAME)
+        .collect();
+    measure(&server, &mut connection, wanted, notes)
+}
+
 pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     let (module, cell) = (module_path(), redis_cell_path());
     let mut arguments: Vec<String> = Vec::new();
@@ -161,25 +219,9 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     if cell.is_none() {
         notes.push("server cost: redis-cell was not built (REDIS_CELL_SO unset): no CL.THROTTLE row".into());
     }
-    let run = BenchmarkRun {
-        requests: 200_000,
-        clients: 50,
-        pipeline: 16,
-        keyspace: Some(10_000),
-    };
-    let mut figures = Vec::new();
-    for path in paths(&mut connection, module.is_some(), cell.is_some()) {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query(&mut connection)
-            .expect("CONFIG RESETSTAT");
-        let per_second = requests_per_second(server.port(), &path.command, &run);
-        let micros = command_stat(&mut connection, path.stat, "usec_per_call");
-        if let Err(problem) = &per_second {
-            notes.push(format!("server cost, {}: {problem}", path.name));
-        }
-        figures.push((path.name, per_second.ok(), micros));
-    }
+    let run = saturating_run();
+    let all_paths = paths(&mut connection, module.is_some(), cell.is_some());
+    let figures = measure(&server, &mut connection, all_paths, notes);
     notes.push(format!(
         "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script, the others' CL.THROTTLE",
         run.describe(),
@@ -202,7 +244,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     for (name, rate, micros) in figures {
         // Both figures against redis-cell's native GCRA when it was built (calls/s against plain SET
         // otherwise); the module's single GCRA rule aims at CL.THROTTLE's rate.
-        let module_gcra = name == "ratelock module RATELOCK.LIMIT, one GCRA rule";
+        let module_gcra = name == MODULE_GCRA_NAME;
         rows.push(Row {
             name: format!("saturated calls/s: {name}"),
             unit: Unit::PerSecond,
@@ -224,12 +266,18 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             } else {
                 cell.and_then(|(_, micros)| micros)
             },
-            target: if name == format!("ratelock limit.lua, {LUA_GCRA_LABEL}") {
+            target: if name == LUA_GCRA_NAME {
                 Target::RatioAtMost(LUA_GCRA_TARGET_RATIO)
             } else {
                 Target::None
             },
         });
     }
+    rows.extend(lock_server_cost::rows(
+        &server,
+        &mut connection,
+        module.is_some(),
+        notes,
+    ));
     rows
 }

@@ -15,10 +15,15 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Starts and joins the cluster, then waits until every slot is served (`cluster_state:ok`).
     pub fn start(masters: usize, replicas: usize) -> Self {
+        Self::start_with(masters, replicas, &[])
+    }
+
+    /// The same, every node started with `extra_args` too (e.g. `["--loadmodule", path]`).
+    pub fn start_with(masters: usize, replicas: usize, extra_args: &[&str]) -> Self {
         let count = masters * (1 + replicas);
-        let nodes: Vec<RedisServer> = (0..count)
-            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]))
-            .collect();
+        let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
+        args.extend_from_slice(extra_args);
+        let nodes: Vec<RedisServer> = (0..count).map(|_| RedisServer::start_with(&args)).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         let created = Command::new("redis-cli")
             .args(["--cluster", "create"])
