@@ -31,6 +31,22 @@ pub const REPLY_ARRAY: c_int = 3;
 /// `REDISMODULE_REPLY_NULL`.
 pub const REPLY_NULL: c_int = 4;
 
+/// `REDISMODULE_READ`: `RedisModule_OpenKey` mode for reading only.
+pub const KEY_READ: c_int = 1;
+
+/// `REDISMODULE_KEYTYPE_EMPTY`: no such key (also what a null key answers).
+pub const KEYTYPE_EMPTY: c_int = 0;
+/// `REDISMODULE_KEYTYPE_STRING`.
+pub const KEYTYPE_STRING: c_int = 1;
+/// `REDISMODULE_KEYTYPE_HASH`.
+pub const KEYTYPE_HASH: c_int = 3;
+
+/// `REDISMODULE_HASH_CFIELDS`: `RedisModule_HashGet` field names are C strings, not RedisModuleStrings.
+pub const HASH_CFIELDS: c_int = 1 << 2;
+
+/// `REDISMODULE_NO_EXPIRE`: what `RedisModule_GetExpire` answers for a key without a TTL (or none).
+pub const NO_EXPIRE: c_longlong = -1;
+
 /// `RedisModuleCtx`: opaque, only ever behind a pointer.
 #[repr(C)]
 pub struct Ctx {
@@ -40,6 +56,12 @@ pub struct Ctx {
 /// `RedisModuleString`: opaque.
 #[repr(C)]
 pub struct RString {
+    _private: [u8; 0],
+}
+
+/// `RedisModuleKey`: opaque, an open key.
+#[repr(C)]
+pub struct Key {
     _private: [u8; 0],
 }
 
@@ -92,6 +114,19 @@ pub struct Api {
     pub call_reply_length: unsafe extern "C" fn(*mut CallReply) -> usize,
     /// `RedisModule_CallReplyArrayElement(reply, i)`.
     pub call_reply_array_element: unsafe extern "C" fn(*mut CallReply, usize) -> *mut CallReply,
+    /// `RedisModule_OpenKey(ctx, keyname, mode)`: null when a key opened for reading does not exist.
+    pub open_key: unsafe extern "C" fn(*mut Ctx, *mut RString, c_int) -> *mut Key,
+    /// `RedisModule_CloseKey(key)` (takes null).
+    pub close_key: unsafe extern "C" fn(*mut Key),
+    /// `RedisModule_KeyType(key)`: a `REDISMODULE_KEYTYPE_*` (EMPTY for null).
+    pub key_type: unsafe extern "C" fn(*mut Key) -> c_int,
+    /// `RedisModule_StringDMA(key, &len, mode)`: the bytes of a string key, null for another type.
+    pub string_dma: unsafe extern "C" fn(*mut Key, *mut usize, c_int) -> *mut c_char,
+    /// `RedisModule_GetExpire(key)`: ms left, or `REDISMODULE_NO_EXPIRE`.
+    pub get_expire: unsafe extern "C" fn(*mut Key) -> c_longlong,
+    /// `RedisModule_HashGet(key, flags, field, &value, ..., NULL)`: used only with
+    /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut *mut RString` out-pointers.
+    pub hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     /// `RedisModule_Milliseconds()`: the server's clock, ms since the Unix epoch.
     pub milliseconds: unsafe extern "C" fn() -> c_longlong,
     /// `RedisModule_IsKeysPositionRequest(ctx)`: the call only asks where the keys are (getkeys-api).
@@ -160,6 +195,12 @@ impl Api {
             call_reply_string_ptr: get!(c"RedisModule_CallReplyStringPtr"),
             call_reply_length: get!(c"RedisModule_CallReplyLength"),
             call_reply_array_element: get!(c"RedisModule_CallReplyArrayElement"),
+            open_key: get!(c"RedisModule_OpenKey"),
+            close_key: get!(c"RedisModule_CloseKey"),
+            key_type: get!(c"RedisModule_KeyType"),
+            string_dma: get!(c"RedisModule_StringDMA"),
+            get_expire: get!(c"RedisModule_GetExpire"),
+            hash_get: get!(c"RedisModule_HashGet"),
             milliseconds: get!(c"RedisModule_Milliseconds"),
             is_keys_position_request: get!(c"RedisModule_IsKeysPositionRequest"),
             key_at_pos: get!(c"RedisModule_KeyAtPos"),

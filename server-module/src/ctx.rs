@@ -43,6 +43,11 @@ impl Context {
         Context { ctx }
     }
 
+    /// The raw context, for the key API wrappers (`key_read`). Valid while this `Context` is.
+    pub fn raw(&self) -> *mut Ctx {
+        self.ctx
+    }
+
     /// The command's arguments (the command name first) as byte slices.
     ///
     /// # Safety

@@ -12,12 +12,14 @@
 //! is propagated as that very command (`!`), so replicas and the AOF see absolute times.
 
 use std::collections::VecDeque;
+use std::ffi::CStr;
 
 use ratelock::algorithm::{State, Update};
 use ratelock::{Algorithm, Rule};
 
 use crate::args::parse_u64;
 use crate::ctx::{Context, Effect, Value};
+use crate::key_read::ReadKey;
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
 const MIN_TTL_MS: u64 = 1000;
@@ -26,32 +28,37 @@ const MIN_TTL_MS: u64 = 1000;
 /// the script, where `tonumber` of a missing field is nil. For a sliding log this first drops the
 /// entries that left the window (a replicated write, in both modes, as the script does).
 pub fn read(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
-    let fields = |names: &[&[u8]]| -> Result<Vec<Option<u64>>, String> {
-        let mut args = vec![key];
-        args.extend_from_slice(names);
-        match cx.call(Effect::Read, "HMGET", &args)? {
-            Value::Array(items) => Ok(items.iter().map(number).collect()),
-            other => Err(unexpected("HMGET", &other)),
-        }
+    // Strings and hashes are read through the key API (no RedisModule_Call); the key is closed again
+    // before anything is written.
+    let fields = |names: &[&CStr]| -> Result<Vec<Option<u64>>, String> {
+        let stored = ReadKey::open(cx, key);
+        Ok(stored
+            .hash(names)?
+            .into_iter()
+            .map(|v| v.and_then(parse_u64))
+            .collect())
     };
     Ok(match rule.algorithm() {
-        Algorithm::Gcra => number(&cx.call(Effect::Read, "GET", &[key])?).map(|tat| State::Gcra { tat }),
-        Algorithm::TokenBucket => match fields(&[b"t", b"l"])?[..] {
+        Algorithm::Gcra => ReadKey::open(cx, key)
+            .string()?
+            .and_then(parse_u64)
+            .map(|tat| State::Gcra { tat }),
+        Algorithm::TokenBucket => match fields(&[c"t", c"l"])?[..] {
             [Some(tokens), Some(last)] => Some(State::TokenBucket { tokens, last }),
             _ => None,
         },
-        Algorithm::LeakyBucket => match fields(&[b"v", b"l"])?[..] {
+        Algorithm::LeakyBucket => match fields(&[c"v", c"l"])?[..] {
             [Some(level), Some(last)] => Some(State::LeakyBucket { level, last }),
             _ => None,
         },
-        Algorithm::FixedWindow => match fields(&[b"w", b"c"])?[..] {
+        Algorithm::FixedWindow => match fields(&[c"w", c"c"])?[..] {
             [Some(window), count] => Some(State::FixedWindow {
                 window,
                 count: count.unwrap_or(0),
             }),
             _ => None,
         },
-        Algorithm::SlidingWindow => match fields(&[b"w", b"c", b"p"])?[..] {
+        Algorithm::SlidingWindow => match fields(&[c"w", c"c", c"p"])?[..] {
             [Some(window), current, previous] => Some(State::SlidingWindow {
                 window,
                 current: current.unwrap_or(0),
@@ -156,15 +163,6 @@ fn append_log(cx: &Context, key: &[u8], at: u64, count: u64, expire_at: &[u8]) -
     cx.call(Effect::Replicated, "ZADD", &args)?;
     cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
     Ok(())
-}
-
-/// A stored number as the script's `tonumber` reads it; anything else counts as absent.
-fn number(value: &Value) -> Option<u64> {
-    match value {
-        Value::Bytes(bytes) => parse_u64(bytes),
-        Value::Int(n) => u64::try_from(*n).ok(),
-        _ => None,
-    }
 }
 
 fn unexpected(command: &str, value: &Value) -> String {

@@ -5,6 +5,7 @@
 //! the AOF never decide anything again.
 
 use crate::ctx::{Context, Effect, Value};
+use crate::key_read::ReadKey;
 use crate::lock_args::number;
 
 /// A hold as the core keeps it: (grant id, fencing token, µs at which the lease ends).
@@ -14,18 +15,14 @@ pub type Hold = (String, u64, u64);
 /// `HMGET key i f e` reads it. A grant id with no readable token or end is refused: the scripts never
 /// write one.
 pub fn read_hold(cx: &Context, key: &[u8]) -> Result<Option<Hold>, String> {
-    let fields = match cx.call(Effect::Read, "HMGET", &[key, b"i", b"f", b"e"])? {
-        Value::Array(fields) => fields,
-        other => return Err(unexpected("HMGET", &other)),
+    // Through the key API, closed again before anything is written.
+    let stored = ReadKey::open(cx, key);
+    let fields = stored.hash(&[c"i", c"f", c"e"])?;
+    let id = match fields[0] {
+        Some(id) => text(id)?,
+        None => return Ok(None),
     };
-    let id = match fields.first() {
-        Some(Value::Bytes(id)) => text(id)?,
-        _ => return Ok(None),
-    };
-    match (
-        fields.get(1).and_then(as_number),
-        fields.get(2).and_then(as_number),
-    ) {
+    match (fields[1].and_then(number), fields[2].and_then(number)) {
         (Some(fence), Some(ends)) => Ok(Some((id, fence, ends))),
         _ => Err(corrupt(key, "a hold without a fencing token and a lease end")),
     }
@@ -111,7 +108,7 @@ pub fn sync_scored(
 /// The fencing counter at `key`: the last token minted, 0 when absent or not a number (the scripts'
 /// `tonumber(GET) or 0`).
 pub fn read_counter(cx: &Context, key: &[u8]) -> Result<u64, String> {
-    Ok(as_number(&cx.call(Effect::Read, "GET", &[key])?).unwrap_or(0))
+    Ok(ReadKey::open(cx, key).string()?.and_then(number).unwrap_or(0))
 }
 
 /// Stores the last token minted at `key` (a plain SET: the one key with no expiry).
@@ -153,14 +150,6 @@ fn ceil_ms(us: i128) -> i128 {
         (us + 999) / 1000
     } else {
         us / 1000
-    }
-}
-
-/// A stored number as `tonumber` reads what the scripts write; anything else is absent.
-fn as_number(value: &Value) -> Option<u64> {
-    match value {
-        Value::Bytes(bytes) => number(bytes),
-        _ => None,
     }
 }
 

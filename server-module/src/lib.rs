@@ -23,6 +23,7 @@ mod commands;
 mod ctx;
 mod fair_command;
 mod fair_keys;
+mod key_read;
 mod keyspace;
 mod lease_args;
 mod lease_fields;

@@ -12,7 +12,7 @@ use crate::api::{Ctx, RString};
 use crate::commands::scripted;
 use crate::ctx::{Context, Effect, Value};
 use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, now_us, token_text};
-use crate::lock_keys::{self, LockKeys};
+use crate::lock_keys::{self, LeaseEnd, LockKeys};
 
 /// RATELOCK.LOCK_ACQUIRE 2 lease counter owner ttl_us reentrant now [tag]
 ///
@@ -127,7 +127,7 @@ fn extend(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String>
 fn state(cx: &Context, keys: &[&[u8]], _argv: &[&[u8]]) -> Result<Value, String> {
     let keys = lock_keys_of(keys, true, "lock_state")?;
     let now = now_us(None)?;
-    let mut record = lock_keys::read(cx, keys, now)?;
+    let mut record = lock_keys::read(cx, keys, now, LeaseEnd::Read)?;
     match apply_held(&mut record, now, LockCall::State).0 {
         LockReply::State(s) => Ok(ints(&[
             i64::from(s.held),
@@ -181,7 +181,12 @@ struct Decided<'k> {
 
 /// Reads the lock and has the core answer `call` at `now`; writes nothing.
 fn decide<'k>(cx: &Context, keys: LockKeys<'k>, now: u64, call: LockCall<'_>) -> Result<Decided<'k>, String> {
-    let before = lock_keys::read(cx, keys, now)?;
+    // A release keeps the lease's end and a forced release drops the lease, so neither reads it.
+    let end = match call {
+        LockCall::Release { .. } | LockCall::ForceRelease => LeaseEnd::Skip,
+        _ => LeaseEnd::Read,
+    };
+    let before = lock_keys::read(cx, keys, now, end)?;
     let mut after = before.clone();
     let (reply, wake) = apply_held(&mut after, now, call);
     Ok(Decided {

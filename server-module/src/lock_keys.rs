@@ -10,7 +10,8 @@
 use ratelock::algorithm::lease::{Lease, LockRecord};
 
 use crate::args::parse_u64;
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Effect};
+use crate::key_read::ReadKey;
 use crate::lease_args::{token_bytes, token_text};
 
 /// The keys of one lock: its lease hash, and its fencing counter for the calls that mint or report
@@ -23,41 +24,49 @@ pub struct LockKeys<'a> {
     pub counter: Option<&'a [u8]>,
 }
 
+/// Whether a read needs the lease's end. Only the calls that report or move it do (acquire when busy,
+/// extend, state); a release leaves the end as it was, so it skips the read, as `lock_release.lua` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseEnd {
+    /// Read the lease key's TTL into `expires_at`.
+    Read,
+    /// Leave it: `expires_at` is `now`, and the call must not change it.
+    Skip,
+}
+
 /// The lock as stored. The lease key exists only while the lease lasts, so a stored lease holds the
 /// lock (hand it to `lease::apply_held`); its `expires_at` is `now` plus the key's PTTL in µs, as the
-/// scripts report "µs until the lease ends". An absent or unreadable counter counts as 0, as
-/// `tonumber(...) or 0` does.
-pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64) -> Result<LockRecord, String> {
-    let fields = match cx.call(Effect::Read, "HMGET", &[keys.lease, b"o", b"n", b"f"])? {
-        Value::Array(items) => items,
-        other => return Err(unexpected("HMGET", &other)),
-    };
-    let lease = match &fields[..] {
-        [Value::Nil, ..] => None,
-        [Value::Bytes(owner), holds, fence] => Some(Lease {
+/// scripts report "µs until the lease ends" (or `now` with [`LeaseEnd::Skip`]). An absent or unreadable
+/// counter counts as 0, as `tonumber(...) or 0` does. Both keys are read through the key API and closed
+/// again before anything is written.
+pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64, end: LeaseEnd) -> Result<LockRecord, String> {
+    let stored = ReadKey::open(cx, keys.lease);
+    let lease = match stored.hash(&[c"o", c"n", c"f"])?[..] {
+        [None, ..] => None,
+        [Some(owner), holds, fence] => Some(Lease {
             owner: token_text(owner),
             // `tonumber(n) or 1`, as lock_release.lua reads it.
-            holds: number(holds).unwrap_or(1),
-            fence: number(fence).ok_or_else(|| {
+            holds: holds.and_then(parse_u64).unwrap_or(1),
+            fence: fence.and_then(parse_u64).ok_or_else(|| {
                 "ERR ratelock module: the lock's lease has no fencing token (field f)".to_string()
             })?,
-            expires_at: now + remaining_us(cx, keys.lease)?,
+            // `max(PTTL, 0) * 1000`: the µs until the lease key expires.
+            expires_at: match end {
+                LeaseEnd::Read => now + stored.pttl().max(0) as u64 * 1000,
+                LeaseEnd::Skip => now,
+            },
         }),
-        _ => return Err(unexpected("HMGET", &Value::Array(fields))),
+        _ => return Err("ERR ratelock module: unexpected lease fields".into()),
     };
+    drop(stored);
     let last_fence = match keys.counter {
-        Some(counter) => number(&cx.call(Effect::Read, "GET", &[counter])?).unwrap_or(0),
+        Some(counter) => ReadKey::open(cx, counter)
+            .string()?
+            .and_then(parse_u64)
+            .unwrap_or(0),
         None => 0,
     };
     Ok(LockRecord { lease, last_fence })
-}
-
-/// `max(PTTL, 0) * 1000`: the µs until the lease key expires.
-fn remaining_us(cx: &Context, key: &[u8]) -> Result<u64, String> {
-    match cx.call(Effect::Read, "PTTL", &[key])? {
-        Value::Int(ms) => Ok(ms.max(0) as u64 * 1000),
-        other => Err(unexpected("PTTL", &other)),
-    }
 }
 
 /// Stores what changed from `before` to `after` (the record the core returned for a call at `now`):
@@ -116,17 +125,4 @@ fn write_fields(cx: &Context, key: &[u8], was: Option<&Lease>, lease: &Lease) ->
         cx.call(Effect::Replicated, "HSET", &args)?;
     }
     Ok(())
-}
-
-/// A stored number as the script's `tonumber` reads it (decimal integers); anything else is `None`.
-fn number(value: &Value) -> Option<u64> {
-    match value {
-        Value::Bytes(bytes) => parse_u64(bytes),
-        Value::Int(n) => u64::try_from(*n).ok(),
-        _ => None,
-    }
-}
-
-fn unexpected(command: &str, value: &Value) -> String {
-    format!("ERR ratelock module: unexpected {command} reply {value:?}")
 }

@@ -1,0 +1,159 @@
+//! Reads of a key's value through the low-level key API (`RedisModule_OpenKey`, `StringDMA`, `HashGet`,
+//! `GetExpire`) rather than `RedisModule_Call`: no argument strings, no command lookup, no reply object,
+//! which made up most of a command's server time. Reads only: every write stays on `Context::call` with
+//! `!`, so that replicas and the AOF receive the very commands the scripts send.
+//!
+//! A key of another type answers the error text `GET`/`HMGET` answer through `RedisModule_Call`, so a
+//! caller sees the same reply either way.
+
+use std::ffi::{c_char, CStr};
+use std::marker::PhantomData;
+use std::ptr::null_mut;
+
+use crate::api::{self, api, Key, RString};
+use crate::ctx::Context;
+
+/// The error a read of a key of the wrong type answers, as Redis words it (`-WRONGTYPE ...`).
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// A key opened for reading, closed when dropped. Drop it before any write to the same key through
+/// `Context::call`: an open key must not see its value changed under it.
+pub struct ReadKey<'cx> {
+    /// Null when the key does not exist (what `OpenKey` answers in read mode).
+    key: *mut Key,
+    _cx: PhantomData<&'cx Context>,
+}
+
+impl<'cx> ReadKey<'cx> {
+    /// Opens `name` for reading in the database of the call `cx` serves. Like a read command, this
+    /// drops the key first when its TTL has passed.
+    pub fn open(cx: &'cx Context, name: &[u8]) -> ReadKey<'cx> {
+        let api = api();
+        // SAFETY: the context is live; the name's bytes are copied into a new Redis string (freed by
+        // auto memory), and OpenKey in read mode answers an open key or null.
+        let key = unsafe {
+            let name = (api.create_string)(cx.raw(), name.as_ptr().cast(), name.len());
+            (api.open_key)(cx.raw(), name, api::KEY_READ)
+        };
+        ReadKey {
+            key,
+            _cx: PhantomData,
+        }
+    }
+
+    /// The key's `REDISMODULE_KEYTYPE_*`.
+    fn kind(&self) -> std::ffi::c_int {
+        if self.key.is_null() {
+            return api::KEYTYPE_EMPTY;
+        }
+        // SAFETY: an open key.
+        unsafe { (api().key_type)(self.key) }
+    }
+
+    /// The value of a string key, as `GET` gives it: `None` when there is no key. Redis gives direct
+    /// access only to a plain (raw) string, so it first stores an int- or embstr-encoded value again
+    /// as raw: the same bytes and TTL, nothing propagated, a few bytes more until the next write.
+    pub fn string(&self) -> Result<Option<&[u8]>, String> {
+        match self.kind() {
+            api::KEYTYPE_EMPTY => Ok(None),
+            api::KEYTYPE_STRING => {
+                let mut len = 0usize;
+                // SAFETY: an open string key; the bytes stay valid while it is open and unchanged,
+                // which `&self` ensures for the slice.
+                unsafe {
+                    let ptr = (api().string_dma)(self.key, &mut len, api::KEY_READ);
+                    if ptr.is_null() {
+                        return Err(WRONGTYPE.into());
+                    }
+                    Ok(Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len)))
+                }
+            }
+            _ => Err(WRONGTYPE.into()),
+        }
+    }
+
+    /// The values of up to three `fields` of a hash key, as `HMGET` gives them: `None` for a field (or
+    /// a key) that is not there.
+    pub fn hash(&self, fields: &[&CStr]) -> Result<Vec<Option<&[u8]>>, String> {
+        match self.kind() {
+            api::KEYTYPE_EMPTY => return Ok(vec![None; fields.len()]),
+            api::KEYTYPE_HASH => {}
+            _ => return Err(WRONGTYPE.into()),
+        }
+        let hash_get = api().hash_get;
+        let mut out: [*mut RString; 3] = [null_mut(); 3];
+        let name = |i: usize| -> *const c_char { fields[i].as_ptr() };
+        let end: *const c_char = std::ptr::null();
+        let [a, b, c] = &mut out;
+        // SAFETY: an open hash key; HashGet with CFIELDS takes (C string, &mut RString*) pairs ended by
+        // a null pointer, and stores each value (auto memory frees it) or null for a missing field.
+        let status = unsafe {
+            match fields.len() {
+                1 => hash_get(self.key, api::HASH_CFIELDS, name(0), a as *mut _, end),
+                2 => hash_get(
+                    self.key,
+                    api::HASH_CFIELDS,
+                    name(0),
+                    a as *mut _,
+                    name(1),
+                    b as *mut _,
+                    end,
+                ),
+                3 => hash_get(
+                    self.key,
+                    api::HASH_CFIELDS,
+                    name(0),
+                    a as *mut _,
+                    name(1),
+                    b as *mut _,
+                    name(2),
+                    c as *mut _,
+                    end,
+                ),
+                n => {
+                    return Err(format!(
+                        "ERR ratelock module: {n} hash fields asked for at once (1 to 3)"
+                    ))
+                }
+            }
+        };
+        if status != api::OK {
+            return Err(WRONGTYPE.into());
+        }
+        Ok(out[..fields.len()]
+            .iter()
+            .map(|&value| {
+                (!value.is_null()).then(|| {
+                    let mut len = 0usize;
+                    // SAFETY: a string HashGet returned, alive until the command returns.
+                    unsafe {
+                        let ptr = (api().string_ptr_len)(value, &mut len);
+                        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                    }
+                })
+            })
+            .collect())
+    }
+
+    /// The key's time to live in ms, as `PTTL` gives it: -1 when it has no expiry, -2 when there is
+    /// no key.
+    pub fn pttl(&self) -> i64 {
+        if self.key.is_null() {
+            return -2;
+        }
+        // SAFETY: an open key.
+        match unsafe { (api().get_expire)(self.key) } {
+            api::NO_EXPIRE => -1,
+            ms => ms.max(0),
+        }
+    }
+}
+
+impl Drop for ReadKey<'_> {
+    fn drop(&mut self) {
+        if !self.key.is_null() {
+            // SAFETY: a key this wrapper opened and has not closed.
+            unsafe { (api().close_key)(self.key) }
+        }
+    }
+}
