@@ -40,6 +40,8 @@ pub const KEYTYPE_EMPTY: c_int = 0;
 pub const KEYTYPE_STRING: c_int = 1;
 /// `REDISMODULE_KEYTYPE_HASH`.
 pub const KEYTYPE_HASH: c_int = 3;
+/// `REDISMODULE_KEYTYPE_ZSET`.
+pub const KEYTYPE_ZSET: c_int = 5;
 
 /// `REDISMODULE_HASH_CFIELDS`: `RedisModule_HashGet` field names are C strings, not RedisModuleStrings.
 pub const HASH_CFIELDS: c_int = 1 << 2;
@@ -127,6 +129,19 @@ pub struct Api {
     /// `RedisModule_HashGet(key, flags, field, &value, ..., NULL)`: used only with
     /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut *mut RString` out-pointers.
     pub hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
+    /// `RedisModule_ZsetFirstInScoreRange(key, min, max, minex, maxex)`: starts a walk of a sorted
+    /// set by score (ERR when the key is not a sorted set).
+    pub zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
+    /// `RedisModule_ZsetRangeCurrentElement(key, &score)`: the walk's member (a new string) and score.
+    pub zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
+    /// `RedisModule_ZsetRangeNext(key)`: 0 once the walk has passed its last element.
+    pub zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
+    /// `RedisModule_ZsetRangeEndReached(key)`: 1 when the walk has no (more) element.
+    pub zset_range_end_reached: unsafe extern "C" fn(*mut Key) -> c_int,
+    /// `RedisModule_ZsetRangeStop(key)`: ends the walk.
+    pub zset_range_stop: unsafe extern "C" fn(*mut Key),
+    /// `RedisModule_FreeString(ctx, str)`.
+    pub free_string: unsafe extern "C" fn(*mut Ctx, *mut RString),
     /// `RedisModule_Milliseconds()`: the server's clock, ms since the Unix epoch.
     pub milliseconds: unsafe extern "C" fn() -> c_longlong,
     /// `RedisModule_IsKeysPositionRequest(ctx)`: the call only asks where the keys are (getkeys-api).
@@ -201,6 +216,12 @@ impl Api {
             string_dma: get!(c"RedisModule_StringDMA"),
             get_expire: get!(c"RedisModule_GetExpire"),
             hash_get: get!(c"RedisModule_HashGet"),
+            zset_first_in_score_range: get!(c"RedisModule_ZsetFirstInScoreRange"),
+            zset_range_current_element: get!(c"RedisModule_ZsetRangeCurrentElement"),
+            zset_range_next: get!(c"RedisModule_ZsetRangeNext"),
+            zset_range_end_reached: get!(c"RedisModule_ZsetRangeEndReached"),
+            zset_range_stop: get!(c"RedisModule_ZsetRangeStop"),
+            free_string: get!(c"RedisModule_FreeString"),
             milliseconds: get!(c"RedisModule_Milliseconds"),
             is_keys_position_request: get!(c"RedisModule_IsKeysPositionRequest"),
             key_at_pos: get!(c"RedisModule_KeyAtPos"),

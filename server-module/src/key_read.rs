@@ -7,7 +7,6 @@
 //! caller sees the same reply either way.
 
 use std::ffi::{c_char, CStr};
-use std::marker::PhantomData;
 use std::ptr::null_mut;
 
 use crate::api::{self, api, Key, RString};
@@ -21,7 +20,7 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 pub struct ReadKey<'cx> {
     /// Null when the key does not exist (what `OpenKey` answers in read mode).
     key: *mut Key,
-    _cx: PhantomData<&'cx Context>,
+    cx: &'cx Context,
 }
 
 impl<'cx> ReadKey<'cx> {
@@ -35,10 +34,7 @@ impl<'cx> ReadKey<'cx> {
             let name = (api.create_string)(cx.raw(), name.as_ptr().cast(), name.len());
             (api.open_key)(cx.raw(), name, api::KEY_READ)
         };
-        ReadKey {
-            key,
-            _cx: PhantomData,
-        }
+        ReadKey { key, cx }
     }
 
     /// The key's `REDISMODULE_KEYTYPE_*`.
@@ -133,6 +129,52 @@ impl<'cx> ReadKey<'cx> {
                 })
             })
             .collect())
+    }
+
+    /// Walks the members of a sorted-set key scored from `min` to `max` (both included), lowest score
+    /// first and, within a score, in member order, as `ZRANGEBYSCORE key min max WITHSCORES` lists
+    /// them; `each` gets a member's bytes and its score. Nothing is walked when there is no key.
+    pub fn zset_scored(
+        &self,
+        min: f64,
+        max: f64,
+        mut each: impl FnMut(&[u8], f64) -> Result<(), String>,
+    ) -> Result<(), String> {
+        match self.kind() {
+            api::KEYTYPE_EMPTY => return Ok(()),
+            api::KEYTYPE_ZSET => {}
+            _ => return Err(WRONGTYPE.into()),
+        }
+        let api = api();
+        // SAFETY: an open sorted-set key; the walk is stopped before returning, and each member
+        // string is freed once `each` has seen it (the slice does not outlive the call).
+        unsafe {
+            if (api.zset_first_in_score_range)(self.key, min, max, 0, 0) != api::OK {
+                return Err(WRONGTYPE.into());
+            }
+            let mut result = Ok(());
+            while result.is_ok() && (api.zset_range_end_reached)(self.key) == 0 {
+                let mut score = 0f64;
+                let member = (api.zset_range_current_element)(self.key, &mut score);
+                if member.is_null() {
+                    break;
+                }
+                let mut len = 0usize;
+                let ptr = (api.string_ptr_len)(member, &mut len);
+                result = each(std::slice::from_raw_parts(ptr.cast::<u8>(), len), score);
+                (api.free_string)(self.cx.raw(), member);
+                if (api.zset_range_next)(self.key) == 0 {
+                    break;
+                }
+            }
+            (api.zset_range_stop)(self.key);
+            result
+        }
+    }
+
+    /// [`ReadKey::zset_scored`] over every member, as `ZRANGE key 0 -1 WITHSCORES` lists them.
+    pub fn zset_all(&self, each: impl FnMut(&[u8], f64) -> Result<(), String>) -> Result<(), String> {
+        self.zset_scored(f64::NEG_INFINITY, f64::INFINITY, each)
     }
 
     /// The key's time to live in ms, as `PTTL` gives it: -1 when it has no expiry, -2 when there is

@@ -18,7 +18,7 @@ use ratelock::algorithm::{State, Update};
 use ratelock::{Algorithm, Rule};
 
 use crate::args::parse_u64;
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Effect};
 use crate::key_read::ReadKey;
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
@@ -75,34 +75,37 @@ pub fn read(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<St
     })
 }
 
-/// Sliding log: drop what left the window, then read every entry's µs (ascending).
+/// Sliding log: drop what left the window, then read every entry's µs (ascending). The set is read
+/// through the key API first, so that the ZREMRANGEBYSCORE is sent only when it removes something (one
+/// that removes nothing is not propagated either, so replicas and the AOF see the same).
 fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
     let period = rule.period().as_micros() as i128;
-    let through = (now as i128 - period).to_string();
-    cx.call(
-        Effect::Replicated,
-        "ZREMRANGEBYSCORE",
-        &[key, b"-inf", through.as_bytes()],
-    )?;
-    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
-        Value::Array(items) => items,
-        other => return Err(unexpected("ZRANGE", &other)),
-    };
-    if items.is_empty() {
-        return Ok(None);
-    }
-    let mut entries = VecDeque::with_capacity(items.len() / 2);
-    for pair in items.chunks(2) {
-        let score = match pair.get(1) {
-            Some(Value::Bytes(b)) => std::str::from_utf8(b).ok().and_then(|s| s.parse::<f64>().ok()),
-            _ => None,
-        };
+    let through = now as i128 - period;
+    // Redis reads the bound as a double; µs timestamps are well below 2^53, where doubles are exact.
+    let last_stale = through as f64;
+    let mut entries = VecDeque::new();
+    let mut stale = false;
+    ReadKey::open(cx, key).zset_all(|_, score| {
+        if score <= last_stale {
+            // Removed below, never checked: as the script's ZREMRANGEBYSCORE drops it unseen.
+            stale = true;
+            return Ok(());
+        }
         match score {
-            Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => entries.push_back(s as u64),
+            s if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => entries.push_back(s as u64),
             _ => return Err("ERR ratelock module: a sliding-log entry's score is not a µs timestamp".into()),
         }
+        Ok(())
+    })?;
+    if stale {
+        let through = through.to_string();
+        cx.call(
+            Effect::Replicated,
+            "ZREMRANGEBYSCORE",
+            &[key, b"-inf", through.as_bytes()],
+        )?;
     }
-    Ok(Some(State::SlidingLog { entries }))
+    Ok((!entries.is_empty()).then_some(State::SlidingLog { entries }))
 }
 
 /// Stores `update` at `key` and gives it the script's TTL for `ttl_us`.
@@ -150,10 +153,12 @@ pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<()
 /// Sliding log: `count` members "<at>:<n>" scored `at`, numbered on from those already at `at`.
 fn append_log(cx: &Context, key: &[u8], at: u64, count: u64, expire_at: &[u8]) -> Result<(), String> {
     let stamp = at.to_string();
-    let taken = match cx.call(Effect::Read, "ZCOUNT", &[key, stamp.as_bytes(), stamp.as_bytes()])? {
-        Value::Int(n) if n >= 0 => n as u64,
-        other => return Err(unexpected("ZCOUNT", &other)),
-    };
+    // `ZCOUNT key at at`, through the key API.
+    let mut taken = 0u64;
+    ReadKey::open(cx, key).zset_scored(at as f64, at as f64, |_, _| {
+        taken += 1;
+        Ok(())
+    })?;
     let members: Vec<String> = (taken..taken + count).map(|n| format!("{stamp}:{n}")).collect();
     let mut args: Vec<&[u8]> = vec![key];
     for member in &members {
@@ -163,8 +168,4 @@ fn append_log(cx: &Context, key: &[u8], at: u64, count: u64, expire_at: &[u8]) -
     cx.call(Effect::Replicated, "ZADD", &args)?;
     cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
     Ok(())
-}
-
-fn unexpected(command: &str, value: &Value) -> String {
-    format!("ERR ratelock module: unexpected {command} reply {value:?}")
 }

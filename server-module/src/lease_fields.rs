@@ -4,7 +4,7 @@
 //! end. Every write is propagated as itself (`!`), with absolute expiry (PEXPIREAT), so replicas and
 //! the AOF never decide anything again.
 
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Effect};
 use crate::key_read::ReadKey;
 use crate::lock_args::number;
 
@@ -55,20 +55,16 @@ pub fn delete(cx: &Context, key: &[u8]) -> Result<(), String> {
 
 /// The members of sorted set `key` with their scores (µs), lowest score first.
 pub fn read_scored(cx: &Context, key: &[u8]) -> Result<Vec<(String, u64)>, String> {
-    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
-        Value::Array(items) => items,
-        other => return Err(unexpected("ZRANGE", &other)),
-    };
-    items
-        .chunks(2)
-        .map(|pair| match pair {
-            [Value::Bytes(member), Value::Bytes(score)] => match score_us(score) {
-                Some(score) => Ok((text(member)?, score)),
-                None => Err(corrupt(key, "a score that is not a µs timestamp")),
-            },
-            _ => Err(unexpected("ZRANGE", &Value::Array(pair.to_vec()))),
-        })
-        .collect()
+    // `ZRANGE key 0 -1 WITHSCORES`, through the key API.
+    let mut scored = Vec::new();
+    ReadKey::open(cx, key).zset_all(|member, score| match score_us(score) {
+        Some(score) => {
+            scored.push((text(member)?, score));
+            Ok(())
+        }
+        None => Err(corrupt(key, "a score that is not a µs timestamp")),
+    })?;
+    Ok(scored)
 }
 
 /// Brings sorted set `key` from `before` to `after` (member, score): removes the members `after` has
@@ -153,9 +149,8 @@ fn ceil_ms(us: i128) -> i128 {
     }
 }
 
-/// A sorted-set score (Redis prints it as a double) as whole µs.
-fn score_us(text: &[u8]) -> Option<u64> {
-    let score: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
+/// A sorted-set score (a double) as whole µs.
+fn score_us(score: f64) -> Option<u64> {
     (score >= 0.0 && score.fract() == 0.0 && score <= (1u64 << 53) as f64).then_some(score as u64)
 }
 
@@ -170,10 +165,6 @@ fn corrupt(key: &[u8], what: &str) -> String {
         "ERR ratelock module: {} holds {what}, which the scripts never write",
         String::from_utf8_lossy(key)
     )
-}
-
-fn unexpected(command: &str, value: &Value) -> String {
-    format!("ERR ratelock module: unexpected {command} reply {value:?}")
 }
 
 #[cfg(test)]
@@ -191,9 +182,9 @@ mod tests {
 
     #[test]
     fn scores_are_whole_microseconds() {
-        assert_eq!(score_us(b"1700000000000001"), Some(1_700_000_000_000_001));
-        assert_eq!(score_us(b"1.5e+3"), Some(1500));
-        assert_eq!(score_us(b"2.5"), None);
-        assert_eq!(score_us(b"-1"), None);
+        assert_eq!(score_us(1_700_000_000_000_001.0), Some(1_700_000_000_000_001));
+        assert_eq!(score_us(1.5e3), Some(1500));
+        assert_eq!(score_us(2.5), None);
+        assert_eq!(score_us(-1.0), None);
     }
 }

@@ -7,32 +7,27 @@
 
 use ratelock::algorithm::permits::Permits;
 
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Effect};
+use crate::key_read::ReadKey;
 use crate::lease_args::{token_bytes, token_text};
 
-/// Every permit stored at `key`, ended ones included (the core reclaims those).
+/// Every permit stored at `key`, ended ones included (the core reclaims those), lowest lease end
+/// first as `ZRANGE key 0 -1 WITHSCORES` lists them, read through the key API.
 pub fn read(cx: &Context, key: &[u8]) -> Result<Permits, String> {
-    let items = match cx.call(Effect::Read, "ZRANGE", &[key, b"0", b"-1", b"WITHSCORES"])? {
-        Value::Array(items) => items,
-        other => return Err(format!("ERR ratelock module: unexpected ZRANGE reply {other:?}")),
-    };
-    items
-        .chunks(2)
-        .map(|pair| match pair {
-            [Value::Bytes(id), Value::Bytes(score)] => Ok((token_text(id), lease_end(score)?)),
-            _ => Err("ERR ratelock module: unexpected ZRANGE entry".to_string()),
-        })
-        .collect()
+    let mut permits = Permits::new();
+    ReadKey::open(cx, key).zset_all(|id, score| {
+        permits.push((token_text(id), lease_end(score)?));
+        Ok(())
+    })?;
+    Ok(permits)
 }
 
 /// A score as a lease end in µs: a whole number in [0, 2^53).
-fn lease_end(score: &[u8]) -> Result<u64, String> {
-    match std::str::from_utf8(score)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-    {
-        Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => Ok(s as u64),
-        _ => Err("ERR ratelock module: a permit's score is not a µs timestamp".into()),
+fn lease_end(score: f64) -> Result<u64, String> {
+    if score >= 0.0 && score.fract() == 0.0 && score < 2f64.powi(53) {
+        Ok(score as u64)
+    } else {
+        Err("ERR ratelock module: a permit's score is not a µs timestamp".into())
     }
 }
 
