@@ -201,7 +201,18 @@ fn decide<'k>(cx: &Context, keys: LockKeys<'k>, now: u64, call: LockCall<'_>) ->
 
 /// Writes back what the core changed and publishes "released" on `channel` when it says to wake waiters.
 fn commit(cx: &Context, decided: &Decided<'_>, channel: Option<&[u8]>) -> Result<(), String> {
-    lock_keys::write(cx, decided.keys, &decided.before, &decided.after, decided.now)?;
+    let renewed = matches!(
+        decided.reply,
+        LockReply::Acquired(Acquired::Granted { .. }) | LockReply::Extended(Extended::Extended)
+    );
+    lock_keys::write(
+        cx,
+        decided.keys,
+        &decided.before,
+        &decided.after,
+        decided.now,
+        renewed,
+    )?;
     if decided.wake {
         let channel = channel.ok_or("ERR ratelock module: no channel to tell of the release")?;
         cx.call(Effect::Replicated, "PUBLISH", &[channel, b"released"])?;

@@ -71,7 +71,8 @@ pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64, end: LeaseEnd) -> Result
 
 /// Stores what changed from `before` to `after` (the record the core returned for a call at `now`):
 /// the counter when a token was minted; the lease's changed fields (all three for a new grant) and,
-/// when its end moved, its expiry; or the lease's deletion.
+/// when its end moved or the call `renewed` it (a granted acquire, a done extend: the scripts' PEXPIRE,
+/// which also restarts a key whose last ms has come), its expiry; or the lease's deletion.
 ///
 /// The expiry is the scripts' `PEXPIRE max(ceil(µs left / 1000), 1)`, sent as PEXPIREAT from the server
 /// clock (an acquire's lease is at least 1 µs, so its `ceil` is already at least 1 ms).
@@ -81,6 +82,7 @@ pub fn write(
     before: &LockRecord,
     after: &LockRecord,
     now: u64,
+    renewed: bool,
 ) -> Result<(), String> {
     if after.last_fence != before.last_fence {
         let counter = keys
@@ -97,7 +99,7 @@ pub fn write(
         (Some(_), None) => cx.call(Effect::Replicated, "DEL", &[keys.lease]).map(drop),
         (was, Some(lease)) => {
             write_fields(cx, keys.lease, was.as_ref(), lease)?;
-            if was.as_ref().map(|w| w.expires_at) != Some(lease.expires_at) {
+            if renewed || was.as_ref().map(|w| w.expires_at) != Some(lease.expires_at) {
                 let ms = lease.expires_at.saturating_sub(now).div_ceil(1000).max(1);
                 let at = (cx.server_ms() + ms).to_string();
                 cx.call(Effect::Replicated, "PEXPIREAT", &[keys.lease, at.as_bytes()])?;
