@@ -70,6 +70,13 @@ fn redis_cell_path() -> Option<PathBuf> {
 
 fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool) -> Vec<Path> {
     let limit_sha = load_script(connection, &LIMIT_SCRIPT);
+    let library = ratelock::store::function_library();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library.code)
+        .query(connection)
+        .expect("FUNCTION LOAD of ratelock's library");
     let mut paths = Vec::new();
     for (label, rules) in [
         (LUA_GCRA_LABEL, "100/minute"),
@@ -92,6 +99,17 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
                 name: format!("ratelock module RATELOCK.LIMIT, {label}"),
                 command: call.module_command(),
                 stat: "ratelock.limit",
+            });
+        }
+        if label == LUA_GCRA_LABEL {
+            // The same call as a Redis Function, the route the store takes on a server without the
+            // module: FCALL <function> and EVALSHA's arguments after the SHA1.
+            let mut fcall = vec!["FCALL".to_owned(), library.limit_function.to_owned()];
+            fcall.extend(lua[2..].iter().cloned());
+            paths.push(Path {
+                name: format!("ratelock limit.lua as a Redis Function (FCALL), {label}"),
+                command: fcall,
+                stat: "fcall",
             });
         }
         paths.push(Path {

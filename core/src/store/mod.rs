@@ -18,7 +18,7 @@ mod roles;
 use crate::error::{Error, Result};
 
 #[cfg(feature = "redis")]
-pub use self::redis::{redlock, tagged_script, wire, Gate, RedisStore};
+pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLibrary, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
 pub use options::{ServerCode, StoreOptions};

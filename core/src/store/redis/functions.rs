@@ -37,6 +37,35 @@ pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     Library { name, code }
 });
 
+/// The function library the Redis store loads, for tools that send the same calls (benchmarks): its
+/// name, its code (what `FUNCTION LOAD` takes) and the name of `limit.lua`'s function in it (what
+/// `FCALL` takes, before the same arguments as EVALSHA's after the SHA1).
+///
+/// ```
+/// let library = ratelock::store::function_library();
+/// assert!(library.code.starts_with("#!lua name=ratelock_"));
+/// assert!(library.code.contains(library.limit_function));
+/// ```
+pub fn function_library() -> FunctionLibrary {
+    FunctionLibrary {
+        name: &LIBRARY.name,
+        code: &LIBRARY.code,
+        limit_function: &super::script::LIMIT.function,
+    }
+}
+
+/// See [`function_library`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct FunctionLibrary {
+    /// The library's name, `ratelock_<hash of its code>`.
+    pub name: &'static str,
+    /// Its code, for `FUNCTION LOAD`.
+    pub code: &'static str,
+    /// The function that runs `limit.lua`.
+    pub limit_function: &'static str,
+}
+
 /// `FUNCTION LIST LIBRARYNAME <name>`: whether the library is there (an empty list when not).
 pub(crate) fn list_command() -> Cmd {
     let mut cmd = redis::cmd("FUNCTION");

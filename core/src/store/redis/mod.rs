@@ -22,6 +22,7 @@ pub mod wire;
 pub(crate) mod wire_code;
 mod wire_reader;
 
+pub use self::functions::{function_library, FunctionLibrary};
 pub use self::gate::Gate;
 pub use self::script::tagged_script;
 
