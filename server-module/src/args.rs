@@ -44,13 +44,7 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
         Some(b"peek") => false,
         _ => return Err("ERR ratelock: mode must be \"hit\" or \"peek\"".into()),
     };
-    let now = match argv.get(1).copied() {
-        None | Some(b"") => None,
-        Some(text) => Some(
-            parse_u64(text)
-                .ok_or("ERR ratelock module: now must be empty or an integer of µs since the Unix epoch")?,
-        ),
-    };
+    let now = given_now(argv.get(1).copied())?;
     let cost = argv
         .get(2)
         .copied()
@@ -88,6 +82,24 @@ pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
 /// The algorithm of a wire code (`ratelock::Algorithm::code`).
 fn algorithm(code: &[u8]) -> Option<Algorithm> {
     Algorithm::ALL.into_iter().find(|a| a.code().as_bytes() == code)
+}
+
+/// A call's `now` argument, as every command reads it (the prelude's `now_us`): absent or empty is
+/// `None` (the server's clock), else a decimal integer of µs since the Unix epoch. Anything else is
+/// refused, where a script would quietly read the clock.
+pub fn given_now(arg: Option<&[u8]>) -> Result<Option<u64>, String> {
+    match arg {
+        None | Some(b"") => Ok(None),
+        Some(text) => parse_u64(text).map(Some).ok_or_else(|| {
+            "ERR ratelock module: now must be empty or an integer of µs since the Unix epoch".into()
+        }),
+    }
+}
+
+/// [`given_now`], with the in-process clock standing in for an absent one (the scripts read TIME;
+/// both are the system clock, and Redis 7.0 gives modules no µs clock).
+pub fn now_or_clock(arg: Option<&[u8]>) -> Result<u64, String> {
+    given_now(arg).map(|now| now.unwrap_or_else(crate::limit_command::clock_us))
 }
 
 /// A non-negative decimal integer, digits only.

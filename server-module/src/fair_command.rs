@@ -8,10 +8,11 @@
 
 use ratelock::algorithm::fair::{apply, FairCall, FairReply};
 
+use crate::args::now_or_clock;
 use crate::ctx::{Context, Value};
 use crate::fair_keys::{self, FairKeys, Rewrites, Stored};
 use crate::lease_fields::publish;
-use crate::lock_args::{expect_shape, grant_id, named_id, now, number};
+use crate::lock_args::{expect_shape, grant_id, named_id, number};
 
 /// The script's KEYS count.
 const KEYS: usize = 4;
@@ -36,7 +37,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
         places: keys[2],
         counter: keys[3],
     };
-    let now = now(argv[1])?;
+    let now = now_or_clock(Some(argv[1]))?;
     let before = fair_keys::read(cx, &keys)?;
     let parsed = match parse(argv) {
         Ok(parsed) => parsed,

@@ -1,5 +1,5 @@
 //! The arguments of the lock and semaphore commands, read as their scripts read them: owner tokens and
-//! permit ids as the core's text, numbers as decimal integers, `now` as the prelude's `now_us`.
+//! permit ids as the core's text, numbers as decimal integers (`now` is read by `args::now_or_clock`).
 //!
 //! Numbers are plain decimal integers (what every ratelock client sends). Lua's `tonumber` would also
 //! take "1e3", "0x10" or "2.5"; where the script answers an error for a missing number, the module
@@ -7,7 +7,6 @@
 //! does not check) the module answers an error of its own rather than guess.
 
 use crate::args::parse_u64;
-use crate::limit_command::clock_us;
 
 /// An owner token or permit id as the core takes it: byte `b` becomes the char numbered `b` (Latin-1),
 /// a mapping that keeps equality and turns back exactly ([`token_bytes`]), so any bytes compare in the
@@ -19,17 +18,6 @@ pub fn token_text(bytes: &[u8]) -> String {
 /// The bytes of a token made by [`token_text`].
 pub fn token_bytes(text: &str) -> Vec<u8> {
     text.chars().map(|c| c as u8).collect()
-}
-
-/// The prelude's `now_us(ARGV[i])`: absent or empty reads the clock (µs since the Unix epoch),
-/// otherwise a decimal integer of µs.
-pub fn now_us(arg: Option<&[u8]>) -> Result<u64, String> {
-    match arg {
-        None | Some(b"") => Ok(clock_us()),
-        Some(text) => parse_u64(text).ok_or_else(|| {
-            "ERR ratelock module: now must be empty or an integer of µs since the Unix epoch".into()
-        }),
-    }
 }
 
 /// A grant's fencing token as a release or extend names it. The script compares `tonumber` of both

@@ -6,7 +6,6 @@
 //! `tonumber` would also take signs, fractions, hex and exponents, which no client sends.
 
 use crate::args::parse_u64;
-use crate::limit_command::clock_us;
 
 /// The largest number taken: 2^53, past which a Lua number (a double) is no longer exact.
 const LARGEST_EXACT: u64 = 1 << 53;
@@ -14,18 +13,6 @@ const LARGEST_EXACT: u64 = 1 << 53;
 /// A number as the scripts' `tonumber` gives it for what clients send, or `None` ("nil").
 pub fn number(text: &[u8]) -> Option<u64> {
     parse_u64(text).filter(|&n| n <= LARGEST_EXACT)
-}
-
-/// The call's `now` in µs: the given integer, or the in-process clock when the argument is empty (the
-/// script reads TIME then; both are the system clock). A `now` that is neither is refused, as
-/// RATELOCK.LIMIT refuses it, rather than quietly read as "use the clock".
-pub fn now(text: &[u8]) -> Result<u64, String> {
-    if text.is_empty() {
-        return Ok(clock_us());
-    }
-    number(text).ok_or_else(|| {
-        "ERR ratelock module: now must be empty or an integer of µs since the Unix epoch".into()
-    })
 }
 
 /// A grant id as text. The scripts compare ids as bytes; the core keeps them as `String`, so an id

@@ -9,9 +9,10 @@ use std::ffi::c_int;
 use ratelock::algorithm::lease::{apply_held, Acquired, Extended, LockCall, LockRecord, LockReply, Released};
 
 use crate::api::{Ctx, RString};
+use crate::args::now_or_clock;
 use crate::commands::scripted;
 use crate::ctx::{Context, Effect, Value};
-use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, now_us, token_text};
+use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text};
 use crate::lock_keys::{self, LeaseEnd, LockKeys};
 
 /// RATELOCK.LOCK_ACQUIRE 2 lease counter owner ttl_us reentrant now [tag]
@@ -61,7 +62,7 @@ fn acquire(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
         return Err("ERR ratelock: lock_acquire needs an owner and a lease of at least 1 µs".into());
     };
     let reentrant = argv.get(2).copied() == Some(b"1".as_slice());
-    let now = now_us(argv.get(3).copied())?;
+    let now = now_or_clock(argv.get(3).copied())?;
     let owner = token_text(owner);
     let call = LockCall::Acquire {
         owner: &owner,
@@ -87,7 +88,7 @@ fn release(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     match settle(
         cx,
         lock_keys_of(keys, false, "lock_release")?,
-        now_us(None)?,
+        now_or_clock(None)?,
         call,
         channel,
     )? {
@@ -110,7 +111,12 @@ fn extend(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String>
         fence: named_fence(argv.get(2).copied()),
         ttl_us: ttl_us.clone().unwrap_or(0),
     };
-    let decided = decide(cx, lock_keys_of(keys, false, "lock_extend")?, now_us(None)?, call)?;
+    let decided = decide(
+        cx,
+        lock_keys_of(keys, false, "lock_extend")?,
+        now_or_clock(None)?,
+        call,
+    )?;
     match decided.reply {
         LockReply::Extended(Extended::Extended) => {
             ttl_us?;
@@ -126,7 +132,7 @@ fn extend(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String>
 /// `lock_state.lua`: `[held, µs left, holder's fence, last fence minted]`; reads only.
 fn state(cx: &Context, keys: &[&[u8]], _argv: &[&[u8]]) -> Result<Value, String> {
     let keys = lock_keys_of(keys, true, "lock_state")?;
-    let now = now_us(None)?;
+    let now = now_or_clock(None)?;
     let mut record = lock_keys::read(cx, keys, now, LeaseEnd::Read)?;
     match apply_held(&mut record, now, LockCall::State).0 {
         LockReply::State(s) => Ok(ints(&[
@@ -146,7 +152,7 @@ fn force_release(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, 
     match settle(
         cx,
         keys,
-        now_us(None)?,
+        now_or_clock(None)?,
         LockCall::ForceRelease,
         argv.first().copied(),
     )? {

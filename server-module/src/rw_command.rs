@@ -9,9 +9,10 @@
 
 use ratelock::algorithm::rwlock::{apply, RwCall, RwMode, RwReply, RwState};
 
+use crate::args::now_or_clock;
 use crate::ctx::{Context, Value};
 use crate::lease_fields::publish;
-use crate::lock_args::{expect_shape, grant_id, named_id, now, number};
+use crate::lock_args::{expect_shape, grant_id, named_id, number};
 use crate::rw_keys::{self, Rewrites, RwKeys};
 
 /// The script's KEYS count.
@@ -37,7 +38,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
         waiting: keys[2],
         counter: keys[3],
     };
-    let now = now(argv[1])?;
+    let now = now_or_clock(Some(argv[1]))?;
     let before = rw_keys::read(cx, &keys)?;
     let parsed = match parse(argv) {
         Ok(parsed) => parsed,

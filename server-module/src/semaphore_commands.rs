@@ -9,9 +9,10 @@ use std::ffi::c_int;
 use ratelock::algorithm::permits::{apply, PermitAcquired, SemaphoreCall, SemaphoreReply};
 
 use crate::api::{Ctx, RString};
+use crate::args::now_or_clock;
 use crate::commands::scripted;
 use crate::ctx::{Context, Effect, Value};
-use crate::lease_args::{at_least_one, extend_length, now_us, token_text};
+use crate::lease_args::{at_least_one, extend_length, token_text};
 use crate::permit_keys;
 
 /// RATELOCK.SEMAPHORE_ACQUIRE 1 permits id limit ttl_us now [tag]
@@ -55,7 +56,7 @@ fn acquire(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     let (Some(id), Some(limit), Some(ttl_us)) = (id, limit, ttl_us) else {
         return Err("ERR ratelock: semaphore_acquire needs an id, N >= 1 and a lease >= 1 µs".into());
     };
-    let now = now_us(argv.get(3).copied())?;
+    let now = now_or_clock(argv.get(3).copied())?;
     let id = token_text(id);
     let call = SemaphoreCall::Acquire {
         id: &id,
@@ -74,7 +75,7 @@ fn acquire(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
 /// `semaphore_release.lua`: 1 released ("released" published), 0 the permit was not held.
 fn release(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     let id = token_text(permit_id(argv, "semaphore_release")?);
-    let now = now_us(argv.get(2).copied())?;
+    let now = now_or_clock(argv.get(2).copied())?;
     let call = SemaphoreCall::Release { id: &id };
     let key = permits_key(keys, "semaphore_release")?;
     match settle(cx, key, now, call, argv.get(1).copied())? {
@@ -89,7 +90,7 @@ fn extend(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String>
     let id = token_text(permit_id(argv, "semaphore_extend")?);
     let ttl_us = u64::try_from(extend_length(argv.get(1).copied(), "semaphore_extend")?)
         .map_err(|_| "ERR ratelock module: semaphore_extend needs a lease length >= 0 µs".to_string())?;
-    let now = now_us(argv.get(2).copied())?;
+    let now = now_or_clock(argv.get(2).copied())?;
     let call = SemaphoreCall::Extend { id: &id, ttl_us };
     match settle(cx, permits_key(keys, "semaphore_extend")?, now, call, None)? {
         SemaphoreReply::Done(extended) => Ok(Value::Int(i64::from(extended))),
@@ -101,7 +102,7 @@ fn extend(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String>
 /// only (the core reclaims ended permits from a copy).
 fn state(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     let key = permits_key(keys, "semaphore_state")?;
-    let now = now_us(argv.first().copied())?;
+    let now = now_or_clock(argv.first().copied())?;
     let mut permits = permit_keys::read(cx, key)?;
     match apply(&mut permits, now, SemaphoreCall::State).0 {
         SemaphoreReply::State { in_use, next_free_us } => Ok(ints(&[in_use as i64, next_free_us as i64])),
