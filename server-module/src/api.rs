@@ -3,7 +3,7 @@
 //! How it works: the `RedisModuleCtx` that redis-server hands to `RedisModule_OnLoad` starts with a
 //! pointer to the server's `RedisModule_GetApi(name, &fnptr)`. The C header's static-inline
 //! `RedisModule_Init` reads that pointer and asks it for every API function by name; [`Api::load`]
-//! does the same for the ~25 functions this module needs, then calls `RedisModule_SetModuleAttribs`.
+//! does the same for the ~40 functions this module needs, then calls `RedisModule_SetModuleAttribs`.
 //! Why: the module API is a table of function pointers looked up at load time, not symbols to link
 //! against, so a few typed pointers are all a Rust cdylib needs; generating bindings from
 //! `redismodule.h` would pull in libclang for a handful of signatures.
@@ -33,6 +33,15 @@ pub const REPLY_NULL: c_int = 4;
 
 /// `REDISMODULE_READ`: `RedisModule_OpenKey` mode for reading only.
 pub const KEY_READ: c_int = 1;
+/// `REDISMODULE_WRITE`: `RedisModule_OpenKey` mode for writing (with `KEY_READ`, reading and writing).
+pub const KEY_WRITE: c_int = 1 << 1;
+
+/// `REDISMODULE_NOTIFY_GENERIC`: keyspace events of the generic commands (`del`, `expire`).
+pub const NOTIFY_GENERIC: c_int = 1 << 2;
+/// `REDISMODULE_NOTIFY_STRING`: keyspace events of the string commands (`set`).
+pub const NOTIFY_STRING: c_int = 1 << 3;
+/// `REDISMODULE_NOTIFY_HASH`: keyspace events of the hash commands (`hset`).
+pub const NOTIFY_HASH: c_int = 1 << 6;
 
 /// `REDISMODULE_KEYTYPE_EMPTY`: no such key (also what a null key answers).
 pub const KEYTYPE_EMPTY: c_int = 0;
@@ -129,6 +138,20 @@ pub struct Api {
     /// `RedisModule_HashGet(key, flags, field, &value, ..., NULL)`: used only with
     /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut *mut RString` out-pointers.
     pub hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
+    /// `RedisModule_StringSet(key, value)`: the key becomes that string, without a TTL.
+    pub string_set: unsafe extern "C" fn(*mut Key, *mut RString) -> c_int,
+    /// `RedisModule_HashSet(key, flags, field, value, ..., NULL)`: used only with
+    /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut RString` values.
+    pub hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
+    /// `RedisModule_SetAbsExpire(key, ms since the epoch)` (Redis ≥ 7.0).
+    pub set_abs_expire: unsafe extern "C" fn(*mut Key, c_longlong) -> c_int,
+    /// `RedisModule_DeleteKey(key)`.
+    pub delete_key: unsafe extern "C" fn(*mut Key) -> c_int,
+    /// `RedisModule_Replicate(ctx, cmd, fmt, ...)`: used only with the `v` format (an argv array and
+    /// its length).
+    pub replicate: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> c_int,
+    /// `RedisModule_NotifyKeyspaceEvent(ctx, type, event, key)`.
+    pub notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
     /// `RedisModule_ZsetFirstInScoreRange(key, min, max, minex, maxex)`: starts a walk of a sorted
     /// set by score (ERR when the key is not a sorted set).
     pub zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
@@ -216,6 +239,12 @@ impl Api {
             string_dma: get!(c"RedisModule_StringDMA"),
             get_expire: get!(c"RedisModule_GetExpire"),
             hash_get: get!(c"RedisModule_HashGet"),
+            string_set: get!(c"RedisModule_StringSet"),
+            hash_set: get!(c"RedisModule_HashSet"),
+            set_abs_expire: get!(c"RedisModule_SetAbsExpire"),
+            delete_key: get!(c"RedisModule_DeleteKey"),
+            replicate: get!(c"RedisModule_Replicate"),
+            notify_keyspace_event: get!(c"RedisModule_NotifyKeyspaceEvent"),
             zset_first_in_score_range: get!(c"RedisModule_ZsetFirstInScoreRange"),
             zset_range_current_element: get!(c"RedisModule_ZsetRangeCurrentElement"),
             zset_range_next: get!(c"RedisModule_ZsetRangeNext"),

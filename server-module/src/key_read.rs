@@ -1,7 +1,7 @@
 //! Reads of a key's value through the low-level key API (`RedisModule_OpenKey`, `StringDMA`, `HashGet`,
 //! `GetExpire`) rather than `RedisModule_Call`: no argument strings, no command lookup, no reply object,
-//! which made up most of a command's server time. Reads only: every write stays on `Context::call` with
-//! `!`, so that replicas and the AOF receive the very commands the scripts send.
+//! which made up most of a command's server time. Writes go through `key_write` (strings and hashes) or
+//! `Context::call` with `!` (the rest), propagated either way as the commands the scripts send.
 //!
 //! A key of another type answers the error text `GET`/`HMGET` answer through `RedisModule_Call`, so a
 //! caller sees the same reply either way.
@@ -15,8 +15,8 @@ use crate::ctx::Context;
 /// The error a read of a key of the wrong type answers, as Redis words it (`-WRONGTYPE ...`).
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-/// A key opened for reading, closed when dropped. Drop it before any write to the same key through
-/// `Context::call`: an open key must not see its value changed under it.
+/// A key opened for reading, closed when dropped. Drop it before any write to the same key (through
+/// `Context::call` or a `WriteKey`): an open key must not see its value changed under it.
 pub struct ReadKey<'cx> {
     /// Null when the key does not exist (what `OpenKey` answers in read mode).
     key: *mut Key,

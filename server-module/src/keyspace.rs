@@ -9,7 +9,8 @@
 //!
 //! Numbers are decimal integers. Every write sets an absolute expiry (PXAT / PEXPIREAT) of
 //! `max(ceil(ttl µs / 1000), 1000)` ms from the server clock, the script's `px` with its 1 s floor, and
-//! is propagated as that very command (`!`), so replicas and the AOF see absolute times.
+//! is propagated as the command the script would send with that absolute time (SET .. PXAT,
+//! PEXPIREAT), so replicas and the AOF see absolute times.
 
 use std::collections::VecDeque;
 use std::ffi::CStr;
@@ -20,6 +21,7 @@ use ratelock::{Algorithm, Rule};
 use crate::args::parse_u64;
 use crate::ctx::{Context, Effect};
 use crate::key_read::ReadKey;
+use crate::key_write::WriteKey;
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
 const MIN_TTL_MS: u64 = 1000;
@@ -108,42 +110,37 @@ fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<St
     Ok((!entries.is_empty()).then_some(State::SlidingLog { entries }))
 }
 
-/// Stores `update` at `key` and gives it the script's TTL for `ttl_us`.
+/// Stores `update` at `key` and gives it the script's TTL for `ttl_us`. Strings and hashes are written
+/// through the key API (propagated as the same SET .. PXAT, HSET and PEXPIREAT); the sliding log's
+/// sorted set stays on `RedisModule_Call`.
 pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<(), String> {
     let ttl_ms = ttl_us.div_ceil(1000).max(MIN_TTL_MS);
-    let expire_at = (cx.server_ms() + ttl_ms).to_string();
-    let expire_at = expire_at.as_bytes();
-    let hset = |pairs: &[(&[u8], u64)]| -> Result<(), String> {
+    let expire_at = cx.server_ms() + ttl_ms;
+    let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
         let texts: Vec<String> = pairs.iter().map(|(_, v)| v.to_string()).collect();
-        let mut args: Vec<&[u8]> = vec![key];
-        for ((field, _), text) in pairs.iter().zip(&texts) {
-            args.push(field);
-            args.push(text.as_bytes());
-        }
-        cx.call(Effect::Replicated, "HSET", &args)?;
-        cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
-        Ok(())
+        let fields: Vec<(&CStr, &[u8])> = pairs
+            .iter()
+            .zip(&texts)
+            .map(|((field, _), text)| (*field, text.as_bytes()))
+            .collect();
+        let stored = WriteKey::open(cx, key)?;
+        stored.hash_set(&fields)?;
+        stored.expire_at(expire_at)
     };
     match update {
         Update::Replace(State::Gcra { tat }) => {
-            let tat = tat.to_string();
-            cx.call(
-                Effect::Replicated,
-                "SET",
-                &[key, tat.as_bytes(), b"PXAT", expire_at],
-            )?;
-            Ok(())
+            WriteKey::open(cx, key)?.set_string_until(tat.to_string().as_bytes(), expire_at)
         }
-        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(b"t", tokens), (b"l", last)]),
-        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(b"v", level), (b"l", last)]),
-        Update::Replace(State::FixedWindow { window, count }) => hset(&[(b"w", window), (b"c", count)]),
+        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
+        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
+        Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
         Update::Replace(State::SlidingWindow {
             window,
             current,
             previous,
-        }) => hset(&[(b"w", window), (b"c", current), (b"p", previous)]),
+        }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
         // The stale entries (`drop_through`) were already removed when the log was read.
-        Update::Append { at, count, .. } => append_log(cx, key, at, count, expire_at),
+        Update::Append { at, count, .. } => append_log(cx, key, at, count, expire_at.to_string().as_bytes()),
         Update::Replace(State::SlidingLog { .. }) => {
             Err("ERR ratelock module: a sliding log is only ever appended to".into())
         }

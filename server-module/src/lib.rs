@@ -24,6 +24,7 @@ mod ctx;
 mod fair_command;
 mod fair_keys;
 mod key_read;
+mod key_write;
 mod keyspace;
 mod lease_args;
 mod lease_fields;

@@ -4,14 +4,18 @@
 //!   is the lease's end);
 //! - the fencing counter: a string, the last token minted, with no TTL.
 //!
-//! Every write is propagated as that very command (`!`), with an absolute expiry (PEXPIREAT) taken from
-//! the server's ms clock, so replicas and the AOF never decide anything again.
+//! Every write goes through the key API (`key_write`) and is propagated as the command the scripts send
+//! (SET, HSET, DEL), with an absolute expiry (PEXPIREAT) taken from the server's ms clock, so replicas
+//! and the AOF never decide anything again.
 
 use ratelock::algorithm::lease::{Lease, LockRecord};
 
 use crate::args::parse_u64;
-use crate::ctx::{Context, Effect};
+use std::ffi::CStr;
+
+use crate::ctx::Context;
 use crate::key_read::ReadKey;
+use crate::key_write::WriteKey;
 use crate::lease_args::{token_bytes, token_text};
 
 /// The keys of one lock: its lease hash, and its fencing counter for the calls that mint or report
@@ -88,21 +92,17 @@ pub fn write(
         let counter = keys
             .counter
             .ok_or("ERR ratelock module: a fencing token was minted without the counter key")?;
-        cx.call(
-            Effect::Replicated,
-            "SET",
-            &[counter, after.last_fence.to_string().as_bytes()],
-        )?;
+        WriteKey::open(cx, counter)?.set_string_forever(after.last_fence.to_string().as_bytes())?;
     }
     match (&before.lease, &after.lease) {
         (None, None) => Ok(()),
-        (Some(_), None) => cx.call(Effect::Replicated, "DEL", &[keys.lease]).map(drop),
+        (Some(_), None) => WriteKey::open(cx, keys.lease)?.delete(),
         (was, Some(lease)) => {
-            write_fields(cx, keys.lease, was.as_ref(), lease)?;
+            let stored = WriteKey::open(cx, keys.lease)?;
+            write_fields(&stored, was.as_ref(), lease)?;
             if renewed || was.as_ref().map(|w| w.expires_at) != Some(lease.expires_at) {
                 let ms = lease.expires_at.saturating_sub(now).div_ceil(1000).max(1);
-                let at = (cx.server_ms() + ms).to_string();
-                cx.call(Effect::Replicated, "PEXPIREAT", &[keys.lease, at.as_bytes()])?;
+                stored.expire_at(cx.server_ms() + ms)?;
             }
             Ok(())
         }
@@ -110,21 +110,21 @@ pub fn write(
 }
 
 /// HSET of the fields of `lease` that differ from `was` (every field when there was no lease).
-fn write_fields(cx: &Context, key: &[u8], was: Option<&Lease>, lease: &Lease) -> Result<(), String> {
+fn write_fields(stored: &WriteKey<'_>, was: Option<&Lease>, lease: &Lease) -> Result<(), String> {
     let owner = token_bytes(&lease.owner);
     let (holds, fence) = (lease.holds.to_string(), lease.fence.to_string());
-    let mut args: Vec<&[u8]> = vec![key];
+    let mut fields: Vec<(&CStr, &[u8])> = Vec::with_capacity(3);
     if was.is_none_or(|w| w.owner != lease.owner) {
-        args.extend([b"o".as_slice(), &owner]);
+        fields.push((c"o", &owner));
     }
     if was.is_none_or(|w| w.holds != lease.holds) {
-        args.extend([b"n".as_slice(), holds.as_bytes()]);
+        fields.push((c"n", holds.as_bytes()));
     }
     if was.is_none_or(|w| w.fence != lease.fence) {
-        args.extend([b"f".as_slice(), fence.as_bytes()]);
+        fields.push((c"f", fence.as_bytes()));
     }
-    if args.len() > 1 {
-        cx.call(Effect::Replicated, "HSET", &args)?;
+    if !fields.is_empty() {
+        stored.hash_set(&fields)?;
     }
     Ok(())
 }

@@ -166,6 +166,25 @@ fn writes_replicate_as_effects() {
             b.pttl
         );
     }
+    assert_replica_ran_absolute_expiry(&mut replica_con);
+}
+
+/// What the replica ran (its command stats count what the master propagated): absolute expiry
+/// (PEXPIREAT, SET .. PXAT), never a relative one (PEXPIRE, EXPIRE, PSETEX, SETEX) nor a module command.
+fn assert_replica_ran_absolute_expiry(replica: &mut Connection) {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(replica).unwrap();
+    for ran in ["cmdstat_pexpireat:", "cmdstat_set:", "cmdstat_hset:"] {
+        assert!(stats.contains(ran), "the replica never ran {ran}: {stats}");
+    }
+    for relative in [
+        "cmdstat_pexpire:",
+        "cmdstat_expire:",
+        "cmdstat_psetex:",
+        "cmdstat_setex:",
+        "cmdstat_ratelock",
+    ] {
+        assert!(!stats.contains(relative), "the replica ran {relative}: {stats}");
+    }
 }
 
 /// An AOF reload (`DEBUG LOADAOF`: the server empties itself and replays its append-only file) gives back

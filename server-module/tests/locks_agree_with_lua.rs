@@ -717,6 +717,23 @@ fn lock_writes_replicate_as_effects() {
         stored += usize::from(a.kind != "none");
     }
     assert!(stored >= 6, "only {stored} keys were stored");
+    // What the replica ran (its command stats count what the master propagated): absolute expiry only.
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut replica_con)
+        .unwrap();
+    for ran in ["cmdstat_pexpireat:", "cmdstat_hset:", "cmdstat_set:"] {
+        assert!(stats.contains(ran), "the replica never ran {ran}: {stats}");
+    }
+    for relative in [
+        "cmdstat_pexpire:",
+        "cmdstat_expire:",
+        "cmdstat_psetex:",
+        "cmdstat_setex:",
+        "cmdstat_ratelock",
+    ] {
+        assert!(!stats.contains(relative), "the replica ran {relative}: {stats}");
+    }
 }
 
 /// Writers are flagged `write deny-oom`, the state readers `readonly`, and Redis learns every key

@@ -1,0 +1,199 @@
+//! Writes of a key's value through the low-level key API (`RedisModule_OpenKey` for writing,
+//! `StringSet`, `HashSet`, `SetAbsExpire`, `DeleteKey`) rather than `RedisModule_Call` with `!`: no
+//! command lookup, no argument parsing, no reply object.
+//!
+//! What the `!` Call did besides the write is done here by hand, so that nothing outside the module
+//! can tell the two apart: each write is propagated to replicas and the AOF as the very command the
+//! Call ran (`RedisModule_Replicate`: `SET key value PXAT ms`, `HSET key f v ...`, `PEXPIREAT key ms`,
+//! `DEL key`, always with absolute expiry times), fires the keyspace events that command fires, and
+//! closing the key signals it as modified (WATCH).
+
+use std::ffi::{c_char, c_int, CStr};
+
+use crate::api::{self, api, Key, RString};
+use crate::ctx::Context;
+use crate::key_read::WRONGTYPE;
+
+/// A key opened for reading and writing, closed when dropped. Open it only once every [`ReadKey`] of
+/// the same key is dropped.
+///
+/// [`ReadKey`]: crate::key_read::ReadKey
+pub struct WriteKey<'cx> {
+    /// Never null: `OpenKey` in write mode opens a key that does not exist too.
+    key: *mut Key,
+    /// The key's name, for the propagated commands and the keyspace events.
+    name: *mut RString,
+    cx: &'cx Context,
+}
+
+impl<'cx> WriteKey<'cx> {
+    /// Opens `name` for writing in the database of the call `cx` serves. Like a write command, this
+    /// drops the key first when its TTL has passed.
+    pub fn open(cx: &'cx Context, name: &[u8]) -> Result<WriteKey<'cx>, String> {
+        let name = string(cx, name);
+        // SAFETY: a live context and a Redis string (freed by auto memory).
+        let key = unsafe { (api().open_key)(cx.raw(), name, api::KEY_READ | api::KEY_WRITE) };
+        if key.is_null() {
+            return Err("ERR ratelock module: a key could not be opened for writing".into());
+        }
+        Ok(WriteKey { key, name, cx })
+    }
+
+    /// `SET key value PXAT expire_at`: the key becomes the string `value`, ending at `expire_at` (ms
+    /// since the epoch), whatever it held before.
+    pub fn set_string_until(&self, value: &[u8], expire_at: u64) -> Result<(), String> {
+        self.set_string(value)?;
+        self.expire_at_quietly(expire_at)?;
+        let at = expire_at.to_string();
+        self.replicate(c"SET", &[value, b"PXAT", at.as_bytes()])?;
+        self.notify(api::NOTIFY_STRING, c"set");
+        self.notify(api::NOTIFY_GENERIC, c"expire");
+        Ok(())
+    }
+
+    /// `SET key value`: the key becomes the string `value`, with no TTL.
+    pub fn set_string_forever(&self, value: &[u8]) -> Result<(), String> {
+        self.set_string(value)?;
+        self.replicate(c"SET", &[value])?;
+        self.notify(api::NOTIFY_STRING, c"set");
+        Ok(())
+    }
+
+    /// `HSET key field value ...` of one to three fields. The key must be a hash or not exist
+    /// (WRONGTYPE otherwise, as HSET answers).
+    pub fn hash_set(&self, pairs: &[(&CStr, &[u8])]) -> Result<(), String> {
+        // SAFETY: an open key.
+        let kind = unsafe { (api().key_type)(self.key) };
+        if kind != api::KEYTYPE_EMPTY && kind != api::KEYTYPE_HASH {
+            return Err(WRONGTYPE.into());
+        }
+        let hash_set = api().hash_set;
+        let field = |i: usize| -> *const c_char { pairs[i].0.as_ptr() };
+        let value = |i: usize| string(self.cx, pairs[i].1);
+        let end: *const c_char = std::ptr::null();
+        // SAFETY: a key open for writing, of hash type or empty; HashSet with CFIELDS takes (C string,
+        // RString*) pairs ended by a null pointer, and copies each value.
+        // (Its count of fields updated is 0 for new fields, so it tells no failure apart: the type was
+        // checked above.)
+        unsafe {
+            match pairs.len() {
+                1 => hash_set(self.key, api::HASH_CFIELDS, field(0), value(0), end),
+                2 => hash_set(
+                    self.key,
+                    api::HASH_CFIELDS,
+                    field(0),
+                    value(0),
+                    field(1),
+                    value(1),
+                    end,
+                ),
+                3 => hash_set(
+                    self.key,
+                    api::HASH_CFIELDS,
+                    field(0),
+                    value(0),
+                    field(1),
+                    value(1),
+                    field(2),
+                    value(2),
+                    end,
+                ),
+                n => {
+                    return Err(format!(
+                        "ERR ratelock module: {n} hash fields written at once (1 to 3)"
+                    ))
+                }
+            }
+        };
+        let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
+        for (field, value) in pairs {
+            args.extend([field.to_bytes(), value]);
+        }
+        self.replicate(c"HSET", &args)?;
+        self.notify(api::NOTIFY_HASH, c"hset");
+        Ok(())
+    }
+
+    /// `PEXPIREAT key expire_at` (ms since the epoch, after now) of the existing key.
+    pub fn expire_at(&self, expire_at: u64) -> Result<(), String> {
+        self.expire_at_quietly(expire_at)?;
+        let at = expire_at.to_string();
+        self.replicate(c"PEXPIREAT", &[at.as_bytes()])?;
+        self.notify(api::NOTIFY_GENERIC, c"expire");
+        Ok(())
+    }
+
+    /// `DEL key` of the existing key.
+    pub fn delete(&self) -> Result<(), String> {
+        // SAFETY: a key open for writing.
+        if unsafe { (api().delete_key)(self.key) } != api::OK {
+            return Err("ERR ratelock module: a key could not be deleted".into());
+        }
+        self.replicate(c"DEL", &[])?;
+        self.notify(api::NOTIFY_GENERIC, c"del");
+        Ok(())
+    }
+
+    /// Stores `value` as the key's string (dropping its TTL), propagating nothing.
+    fn set_string(&self, value: &[u8]) -> Result<(), String> {
+        // SAFETY: a key open for writing and a Redis string, which StringSet copies.
+        match unsafe { (api().string_set)(self.key, string(self.cx, value)) } {
+            api::OK => Ok(()),
+            _ => Err("ERR ratelock module: a string could not be written".into()),
+        }
+    }
+
+    /// Sets the existing key's absolute expiry, propagating nothing.
+    fn expire_at_quietly(&self, expire_at: u64) -> Result<(), String> {
+        let at = i64::try_from(expire_at).map_err(|_| "ERR ratelock module: expiry out of range")?;
+        // SAFETY: a key open for writing.
+        match unsafe { (api().set_abs_expire)(self.key, at) } {
+            api::OK => Ok(()),
+            _ => Err("ERR ratelock module: an expiry could not be set".into()),
+        }
+    }
+
+    /// Propagates `command key args...` to replicas and the AOF.
+    fn replicate(&self, command: &CStr, args: &[&[u8]]) -> Result<(), String> {
+        let mut argv: Vec<*mut RString> = Vec::with_capacity(args.len() + 1);
+        argv.push(self.name);
+        argv.extend(args.iter().map(|arg| string(self.cx, arg)));
+        // SAFETY: the `v` format takes an array of RedisModuleString pointers and its length.
+        let status = unsafe {
+            (api().replicate)(
+                self.cx.raw(),
+                command.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
+        match status {
+            api::OK => Ok(()),
+            _ => Err(format!(
+                "ERR ratelock module: {} could not be propagated",
+                command.to_string_lossy()
+            )),
+        }
+    }
+
+    /// Fires the keyspace event `event` of class `kind` for the key, as the command it stands for does.
+    fn notify(&self, kind: c_int, event: &CStr) {
+        // SAFETY: a live context, a NUL-terminated event name and the key's name.
+        unsafe { (api().notify_keyspace_event)(self.cx.raw(), kind, event.as_ptr(), self.name) };
+    }
+}
+
+impl Drop for WriteKey<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a key this wrapper opened and has not closed; closing a written key signals it as
+        // modified (WATCH, client-side caching).
+        unsafe { (api().close_key)(self.key) }
+    }
+}
+
+/// A new Redis string of `bytes` (freed by auto memory when the command returns).
+fn string(cx: &Context, bytes: &[u8]) -> *mut RString {
+    // SAFETY: a live context; the bytes are copied.
+    unsafe { (api().create_string)(cx.raw(), bytes.as_ptr().cast(), bytes.len()) }
+}
