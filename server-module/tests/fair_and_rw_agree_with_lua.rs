@@ -8,14 +8,13 @@
 //! channel mirrored too. After every call the replies must be identical, errors as text; so must the
 //! messages published on the two channel sets, and every key's type, contents and PTTL (within a few ms).
 
-use std::thread::sleep;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use redis::{Connection, PubSub, Value};
 
 mod common;
 
-use common::{connect, run, spawn_server, start_server, Rng};
+use common::{connect, lua_script, run, start_replica, start_server, wall_us, Rng};
 
 /// Sequences per lock kind, and calls per sequence.
 const SEQUENCES: usize = 1500;
@@ -37,14 +36,14 @@ struct Kind {
 }
 
 const FAIR: Kind = Kind {
-    script: "fair_lock.lua",
+    script: "fair_lock",
     command: "RATELOCK.FAIR_LOCK",
     keys: ["fair", "fair-queue", "fair-places", "fence"],
     channel: "wake:",
 };
 
 const RW: Kind = Kind {
-    script: "rw_lock.lua",
+    script: "rw_lock",
     command: "RATELOCK.RW_LOCK",
     keys: ["rw-readers", "rw-writer", "rw-waiting", "fence"],
     channel: "released",
@@ -64,19 +63,12 @@ impl Kind {
 
     /// prelude.lua and the script, as the store sends them (less the call-tag envelope).
     fn load(&self, con: &mut Connection) -> String {
-        let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
-        let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
-        let body = std::fs::read_to_string(format!("{lua}{}", self.script)).unwrap();
         redis::cmd("SCRIPT")
             .arg("LOAD")
-            .arg(format!("{prelude}\n{body}"))
+            .arg(lua_script(self.script))
             .query(con)
             .unwrap()
     }
-}
-
-fn wall_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
 }
 
 /// A key's type and contents (lists in order, sorted sets with scores, hashes sorted) and its PTTL.
@@ -718,22 +710,7 @@ fn server_clock_calls_agree() {
 fn writes_replicate_as_effects() {
     let master = start_server();
     let mut con = connect(&master);
-    let replica = spawn_server(&mut vec![
-        "--replicaof".into(),
-        "127.0.0.1".into(),
-        master.port.to_string(),
-    ]);
-    let mut replica_con = connect(&replica);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !redis::cmd("INFO")
-        .arg("replication")
-        .query::<String>(&mut replica_con)
-        .unwrap()
-        .contains("master_link_status:up")
-    {
-        assert!(Instant::now() < deadline, "the replica did not connect");
-        sleep(Duration::from_millis(50));
-    }
+    let (replica, mut replica_con) = start_replica(&master);
     let (mut master_sub_con, mut replica_sub_con) = (connect(&master), connect(&replica));
     let mut master_sub = master_sub_con.as_pubsub();
     let mut replica_sub = replica_sub_con.as_pubsub();

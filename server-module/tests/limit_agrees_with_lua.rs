@@ -11,14 +11,18 @@
 //! replies must be identical, and so must every touched key's type, value and TTL (PTTL within a few ms).
 
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Connection, Value};
 
 mod common;
 
-use common::agreement::{agree_with_lua, script_text, shapes, snapshot, wall_us, Snapshot, PTTL_SLACK_MS};
-use common::{connect, module_path, run, spawn_server, start_server, Rng};
+use common::agreement::{agree_with_lua, shapes};
+use common::{
+    assert_replica_ran_absolute_expiry, connect, module_path, run, spawn_server, start_replica, start_server,
+    Rng,
+};
+use common::{key_snapshot, lua_script, wall_us, KeySnapshot, PTTL_SLACK_MS};
 
 /// How many generated calls go through both paths (`RATELOCK_CALLS` overrides it, for longer runs).
 const CALLS: usize = 3000;
@@ -54,7 +58,7 @@ fn server_clock_calls_agree() {
     let mut con = connect(&server);
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(script_text())
+        .arg(lua_script("limit"))
         .query(&mut con)
         .unwrap();
     // Slow rules, so that a few ms between the two calls change no count.
@@ -114,8 +118,8 @@ fn server_clock_calls_agree() {
             );
         }
         let (x, y) = (
-            snapshot(&mut con, &format!("lua:clock:{code}")),
-            snapshot(&mut con, &format!("mod:clock:{code}")),
+            key_snapshot(&mut con, &format!("lua:clock:{code}")),
+            key_snapshot(&mut con, &format!("mod:clock:{code}")),
         );
         assert_eq!(x.kind, y.kind);
         assert!(
@@ -133,27 +137,12 @@ fn server_clock_calls_agree() {
 fn writes_replicate_as_effects() {
     let master = start_server();
     let mut con = connect(&master);
-    let replica = spawn_server(&mut vec![
-        "--replicaof".into(),
-        "127.0.0.1".into(),
-        master.port.to_string(),
-    ]);
-    let mut replica_con = connect(&replica);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !redis::cmd("INFO")
-        .arg("replication")
-        .query::<String>(&mut replica_con)
-        .unwrap()
-        .contains("master_link_status:up")
-    {
-        assert!(Instant::now() < deadline, "the replica did not connect");
-        sleep(Duration::from_millis(50));
-    }
+    let (_replica, mut replica_con) = start_replica(&master);
     let keys = random_module_calls(&mut con, 0xA11CE, "rep", 400, true);
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
     assert_eq!(acked, 1, "the replica did not acknowledge the writes");
     for key in &keys {
-        let (a, b) = (snapshot(&mut con, key), snapshot(&mut replica_con, key));
+        let (a, b) = (key_snapshot(&mut con, key), key_snapshot(&mut replica_con, key));
         assert_eq!(
             (&a.kind, &a.contents),
             (&b.kind, &b.contents),
@@ -167,24 +156,6 @@ fn writes_replicate_as_effects() {
         );
     }
     assert_replica_ran_absolute_expiry(&mut replica_con);
-}
-
-/// What the replica ran (its command stats count what the master propagated): absolute expiry
-/// (PEXPIREAT, SET .. PXAT), never a relative one (PEXPIRE, EXPIRE, PSETEX, SETEX) nor a module command.
-fn assert_replica_ran_absolute_expiry(replica: &mut Connection) {
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(replica).unwrap();
-    for ran in ["cmdstat_pexpireat:", "cmdstat_set:", "cmdstat_hset:"] {
-        assert!(stats.contains(ran), "the replica never ran {ran}: {stats}");
-    }
-    for relative in [
-        "cmdstat_pexpire:",
-        "cmdstat_expire:",
-        "cmdstat_psetex:",
-        "cmdstat_setex:",
-        "cmdstat_ratelock",
-    ] {
-        assert!(!stats.contains(relative), "the replica ran {relative}: {stats}");
-    }
 }
 
 /// An AOF reload (`DEBUG LOADAOF`: the server empties itself and replays its append-only file) gives back
@@ -209,11 +180,11 @@ fn an_aof_reload_gives_back_the_same_keys_values_and_expiry() {
     ]);
     let mut con = connect(&server);
     let keys = random_module_calls(&mut con, 0xA0F, "aof", 300, false);
-    let before: Vec<Snapshot> = keys.iter().map(|key| snapshot(&mut con, key)).collect();
+    let before: Vec<KeySnapshot> = keys.iter().map(|key| key_snapshot(&mut con, key)).collect();
     sleep(Duration::from_millis(300)); // a replay on a later clock would move every expiry by this
     let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
     for (key, was) in keys.iter().zip(before) {
-        let now = snapshot(&mut con, key);
+        let now = key_snapshot(&mut con, key);
         assert_eq!(
             (&was.kind, &was.contents),
             (&now.kind, &now.contents),

@@ -24,8 +24,8 @@ use redis::{Connection, Value};
 mod common;
 
 use common::{
-    connect, key_snapshot, lua_script, run, spawn_server, start_server, wait_for_master_link, wall_us, Rng,
-    PTTL_SLACK_MS,
+    assert_replica_ran_absolute_expiry, connect, key_snapshot, lua_script, run, start_replica, start_server,
+    wall_us, Rng, PTTL_SLACK_MS,
 };
 
 /// Each script and the module command standing in for it.
@@ -662,13 +662,7 @@ fn ints(values: &[i64]) -> Value {
 fn lock_writes_replicate_as_effects() {
     let master = start_server();
     let mut con = connect(&master);
-    let replica = spawn_server(&mut vec![
-        "--replicaof".into(),
-        "127.0.0.1".into(),
-        master.port.to_string(),
-    ]);
-    let mut replica_con = connect(&replica);
-    wait_for_master_link(&mut replica_con);
+    let (_replica, mut replica_con) = start_replica(&master);
     let mut rng = Rng(0x5E_1A_7E);
     let mut play = Play {
         sequence: 9_999,
@@ -717,23 +711,7 @@ fn lock_writes_replicate_as_effects() {
         stored += usize::from(a.kind != "none");
     }
     assert!(stored >= 6, "only {stored} keys were stored");
-    // What the replica ran (its command stats count what the master propagated): absolute expiry only.
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut replica_con)
-        .unwrap();
-    for ran in ["cmdstat_pexpireat:", "cmdstat_hset:", "cmdstat_set:"] {
-        assert!(stats.contains(ran), "the replica never ran {ran}: {stats}");
-    }
-    for relative in [
-        "cmdstat_pexpire:",
-        "cmdstat_expire:",
-        "cmdstat_psetex:",
-        "cmdstat_setex:",
-        "cmdstat_ratelock",
-    ] {
-        assert!(!stats.contains(relative), "the replica ran {relative}: {stats}");
-    }
+    assert_replica_ran_absolute_expiry(&mut replica_con);
 }
 
 /// Writers are flagged `write deny-oom`, the state readers `readonly`, and Redis learns every key

@@ -4,14 +4,10 @@
 //! identical stored state (type, value, PTTL within a few ms) asserted after every call.
 
 use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use redis::{Connection, Value};
 
-use super::{run, Rng};
-
-/// How far apart the two copies' PTTLs may be at least (more when the calls and reads took longer).
-pub const PTTL_SLACK_MS: i64 = 25;
+use super::{key_snapshot, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
 
 /// One rule as the script takes it: code, limit, period µs, burst.
 #[derive(Debug, Clone)]
@@ -44,51 +40,6 @@ pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
             }
         })
         .collect()
-}
-
-/// A key's type, contents and PTTL.
-#[derive(Debug)]
-pub struct Snapshot {
-    pub kind: String,
-    pub contents: Vec<String>,
-    pub pttl: i64,
-}
-
-/// `key`'s type, contents and PTTL.
-pub fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
-    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-    let contents: Vec<String> = match kind.as_str() {
-        "none" => vec![],
-        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
-        "hash" => {
-            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
-            pairs.sort();
-            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
-        }
-        "zset" => redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query(con)
-            .unwrap(),
-        other => panic!("{key} has unexpected type {other}"),
-    };
-    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
-    Snapshot { kind, contents, pttl }
-}
-
-/// The wall clock in µs since the Unix epoch.
-pub fn wall_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
-}
-
-/// `limit.lua` with `prelude.lua` in front, as ratelock loads it.
-pub fn script_text() -> String {
-    let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
-    let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
-    let limit = std::fs::read_to_string(format!("{lua}limit.lua")).unwrap();
-    format!("{prelude}\n{limit}")
 }
 
 /// What a run of generated calls came to.
@@ -129,7 +80,7 @@ impl Tally {
 pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(script_text())
+        .arg(lua_script("limit"))
         .query(con)
         .unwrap();
     let mut rng = Rng(seed | 1);
@@ -222,7 +173,7 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             Err(_) => errors += 1,
         }
         for (lua_key, module_key) in lua_keys.iter().zip(&module_keys) {
-            let (a, b) = (snapshot(con, lua_key), snapshot(con, module_key));
+            let (a, b) = (key_snapshot(con, lua_key), key_snapshot(con, module_key));
             let slack = PTTL_SLACK_MS.max(started.elapsed().as_millis() as i64 + 2);
             assert_eq!(
                 (&a.kind, &a.contents),

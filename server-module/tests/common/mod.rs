@@ -215,3 +215,33 @@ pub fn wait_for_master_link(replica_con: &mut Connection) {
         sleep(Duration::from_millis(50));
     }
 }
+
+/// A replica of `master` (without the module) and a connection to it, once its link is up.
+pub fn start_replica(master: &Server) -> (Server, Connection) {
+    let replica = spawn_server(&mut vec![
+        "--replicaof".into(),
+        "127.0.0.1".into(),
+        master.port.to_string(),
+    ]);
+    let mut replica_con = connect(&replica);
+    wait_for_master_link(&mut replica_con);
+    (replica, replica_con)
+}
+
+/// What a replica ran (its command stats count what the master propagated): absolute expiry
+/// (PEXPIREAT, SET .. PXAT), never a relative one (PEXPIRE, EXPIRE, PSETEX, SETEX) nor a module command.
+pub fn assert_replica_ran_absolute_expiry(replica: &mut Connection) {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(replica).unwrap();
+    for ran in ["cmdstat_pexpireat:", "cmdstat_set:", "cmdstat_hset:"] {
+        assert!(stats.contains(ran), "the replica never ran {ran}: {stats}");
+    }
+    for relative in [
+        "cmdstat_pexpire:",
+        "cmdstat_expire:",
+        "cmdstat_psetex:",
+        "cmdstat_setex:",
+        "cmdstat_ratelock",
+    ] {
+        assert!(!stats.contains(relative), "the replica ran {relative}: {stats}");
+    }
+}
