@@ -55,6 +55,11 @@ pub const KEYTYPE_ZSET: c_int = 5;
 /// `REDISMODULE_HASH_CFIELDS`: `RedisModule_HashGet` field names are C strings, not RedisModuleStrings.
 pub const HASH_CFIELDS: c_int = 1 << 2;
 
+/// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`: closing a key opened for writing does not signal
+/// it as modified by itself; the module signals each key it really changed
+/// (`RedisModule_SignalModifiedKey`).
+pub const OPTION_NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
+
 /// `REDISMODULE_NO_EXPIRE`: what `RedisModule_GetExpire` answers for a key without a TTL (or none).
 pub const NO_EXPIRE: c_longlong = -1;
 
@@ -145,6 +150,15 @@ pub struct Api {
     pub hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     /// `RedisModule_SetAbsExpire(key, ms since the epoch)` (Redis ≥ 7.0).
     pub set_abs_expire: unsafe extern "C" fn(*mut Key, c_longlong) -> c_int,
+    /// `RedisModule_SetExpire(key, ms)`: a TTL relative to now, or `NO_EXPIRE` to drop it.
+    pub set_expire: unsafe extern "C" fn(*mut Key, c_longlong) -> c_int,
+    /// `RedisModule_StringTruncate(key, len)`: resizes a string key's value (creating it when absent),
+    /// as a raw string whose bytes `StringDMA` can then write.
+    pub string_truncate: unsafe extern "C" fn(*mut Key, usize) -> c_int,
+    /// `RedisModule_SignalModifiedKey(ctx, name)`: WATCH and client-side caching learn the key changed.
+    pub signal_modified_key: unsafe extern "C" fn(*mut Ctx, *mut RString) -> c_int,
+    /// `RedisModule_SetModuleOptions(ctx, options)`.
+    pub set_module_options: unsafe extern "C" fn(*mut Ctx, c_int),
     /// `RedisModule_DeleteKey(key)`.
     pub delete_key: unsafe extern "C" fn(*mut Key) -> c_int,
     /// `RedisModule_Replicate(ctx, cmd, fmt, ...)`: used only with the `v` format (an argv array and
@@ -243,6 +257,10 @@ impl Api {
             hash_set: get!(c"RedisModule_HashSet"),
             set_abs_expire: get!(c"RedisModule_SetAbsExpire"),
             delete_key: get!(c"RedisModule_DeleteKey"),
+            set_expire: get!(c"RedisModule_SetExpire"),
+            string_truncate: get!(c"RedisModule_StringTruncate"),
+            signal_modified_key: get!(c"RedisModule_SignalModifiedKey"),
+            set_module_options: get!(c"RedisModule_SetModuleOptions"),
             replicate: get!(c"RedisModule_Replicate"),
             notify_keyspace_event: get!(c"RedisModule_NotifyKeyspaceEvent"),
             zset_first_in_score_range: get!(c"RedisModule_ZsetFirstInScoreRange"),

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use ratelock::{Algorithm, Rule};
 
+use crate::rule_cache;
+
 /// The parts of a call before its rules: `mode now cost`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
@@ -21,10 +23,10 @@ pub struct Head {
 }
 
 /// A call's KEYS and its ARGV.
-pub type KeysAndArgv<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+pub type KeysAndArgv<'s, 'a> = (&'s [&'a [u8]], &'s [&'a [u8]]);
 
 /// The KEYS and ARGV of one call, split as `EVAL script numkeys key... arg...` would split them.
-pub fn split<'a>(args: &[&'a [u8]]) -> Result<KeysAndArgv<'a>, String> {
+pub fn split<'s, 'a>(args: &'s [&'a [u8]]) -> Result<KeysAndArgv<'s, 'a>, String> {
     let numkeys = parse_i64(args[1]).ok_or("ERR value is not an integer or out of range")?;
     if numkeys < 0 {
         return Err("ERR Number of keys can't be negative".into());
@@ -33,8 +35,7 @@ pub fn split<'a>(args: &[&'a [u8]]) -> Result<KeysAndArgv<'a>, String> {
     if numkeys as u64 > rest.len() as u64 {
         return Err("ERR Number of keys can't be greater than number of args".into());
     }
-    let (keys, argv) = rest.split_at(numkeys as usize);
-    Ok((keys.to_vec(), argv.to_vec()))
+    Ok(rest.split_at(numkeys as usize))
 }
 
 /// Reads `mode now cost` and checks the argument count, in `limit.lua`'s order.
@@ -59,8 +60,26 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
 
 /// Reads rule `i` (from 1) out of ARGV and checks `cost` against its capacity, with `limit.lua`'s
 /// errors. A rule the script would take but the core refuses (a period that is not whole ms, a
-/// limit above ratelock's maximum...) is refused too: no ratelock client sends one.
+/// limit above ratelock's maximum...) is refused too: no ratelock client sends one. A rule built
+/// before is taken from `rule_cache`.
 pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
+    let at = 3 + 4 * (i - 1);
+    let parts = [argv[at], argv[at + 1], argv[at + 2], argv[at + 3]];
+    match rule_cache::rule_of(parts, || build_rule(argv, i, None)) {
+        Ok(rule) if cost > rule.capacity() => Err(cost_exceeds(i)),
+        Ok(rule) => Ok(rule),
+        // Built again with the cost, for the first error in the script's order.
+        Err(_) => build_rule(argv, i, Some(cost)),
+    }
+}
+
+fn cost_exceeds(i: usize) -> String {
+    format!("ERR ratelock: cost exceeds capacity of rule {i}")
+}
+
+/// Parses, checks and builds rule `i`; with a `cost`, checks it against the capacity before building,
+/// where the script checks it.
+fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, String> {
     let at = 3 + 4 * (i - 1);
     let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
     let algorithm = algorithm(argv[at]).ok_or_else(bad)?;
@@ -70,8 +89,8 @@ pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
         _ => return Err(bad()),
     };
     let capacity = if algorithm.uses_burst() { burst } else { limit };
-    if cost > capacity {
-        return Err(format!("ERR ratelock: cost exceeds capacity of rule {i}"));
+    if cost.is_some_and(|cost| cost > capacity) {
+        return Err(cost_exceeds(i));
     }
     // The window algorithms ignore the burst argument; the core wants it equal to the limit.
     let burst = if algorithm.uses_burst() { burst } else { limit };

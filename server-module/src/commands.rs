@@ -97,7 +97,7 @@ pub unsafe fn scripted(
         if args.len() < 2 {
             return cx.wrong_arity();
         }
-        let (keys, mut argv) = match args::split(args) {
+        let (keys, argv) = match args::split(args) {
             Ok(split) => split,
             // A malformed call has no keys to report.
             Err(_) if cx.is_keys_position_request() => return api::OK,
@@ -107,11 +107,11 @@ pub unsafe fn scripted(
             (0..keys.len()).for_each(|i| cx.key_at(2 + i));
             return api::OK;
         }
-        let tag = match contract_args(keys.len(), &argv) {
-            Some(expected) if argv.len() == expected + 1 => argv.pop(),
-            _ => None,
+        let (argv, tag) = match contract_args(keys.len(), argv) {
+            Some(expected) if argv.len() == expected + 1 => (&argv[..expected], argv.last()),
+            _ => (argv, None),
         };
-        match body(cx, &keys, &argv) {
+        match body(cx, keys, argv) {
             Ok(reply) => match tag {
                 Some(tag) => cx.reply_value(&Value::Array(vec![Value::Bytes(tag.to_vec()), reply])),
                 None => cx.reply_value(&reply),

@@ -36,20 +36,41 @@ impl<'cx> ReadKey<'cx> {
         };
         ReadKey { key, cx }
     }
+}
+
+impl KeyRead for ReadKey<'_> {
+    fn open_key(&self) -> *mut Key {
+        self.key
+    }
+
+    fn context(&self) -> &Context {
+        self.cx
+    }
+}
+
+/// The reads of an open key, shared by a key opened for reading ([`ReadKey`]) and one opened for
+/// reading and writing (`key_write::WriteKey`), so a call that writes a key reads it through the same
+/// handle: one lookup in the keyspace, not two.
+pub trait KeyRead {
+    /// The open key; null when a key opened for reading does not exist.
+    fn open_key(&self) -> *mut Key;
+
+    /// The context of the call the key was opened in.
+    fn context(&self) -> &Context;
 
     /// The key's `REDISMODULE_KEYTYPE_*`.
     fn kind(&self) -> std::ffi::c_int {
-        if self.key.is_null() {
+        if self.open_key().is_null() {
             return api::KEYTYPE_EMPTY;
         }
         // SAFETY: an open key.
-        unsafe { (api().key_type)(self.key) }
+        unsafe { (api().key_type)(self.open_key()) }
     }
 
     /// The value of a string key, as `GET` gives it: `None` when there is no key. Redis gives direct
     /// access only to a plain (raw) string, so it first stores an int- or embstr-encoded value again
     /// as raw: the same bytes and TTL, nothing propagated, a few bytes more until the next write.
-    pub fn string(&self) -> Result<Option<&[u8]>, String> {
+    fn string(&self) -> Result<Option<&[u8]>, String> {
         match self.kind() {
             api::KEYTYPE_EMPTY => Ok(None),
             api::KEYTYPE_STRING => {
@@ -57,7 +78,7 @@ impl<'cx> ReadKey<'cx> {
                 // SAFETY: an open string key; the bytes stay valid while it is open and unchanged,
                 // which `&self` ensures for the slice.
                 unsafe {
-                    let ptr = (api().string_dma)(self.key, &mut len, api::KEY_READ);
+                    let ptr = (api().string_dma)(self.open_key(), &mut len, api::KEY_READ);
                     if ptr.is_null() {
                         return Err(WRONGTYPE.into());
                     }
@@ -68,15 +89,16 @@ impl<'cx> ReadKey<'cx> {
         }
     }
 
-    /// The values of up to three `fields` of a hash key, as `HMGET` gives them: `None` for a field (or
+    /// The values of one to three `fields` of a hash key, as `HMGET` gives them: `None` for a field (or
     /// a key) that is not there.
-    pub fn hash(&self, fields: &[&CStr]) -> Result<Vec<Option<&[u8]>>, String> {
+    fn hash<const N: usize>(&self, fields: &[&CStr; N]) -> Result<[Option<&[u8]>; N], String> {
         match self.kind() {
-            api::KEYTYPE_EMPTY => return Ok(vec![None; fields.len()]),
+            api::KEYTYPE_EMPTY => return Ok([None; N]),
             api::KEYTYPE_HASH => {}
             _ => return Err(WRONGTYPE.into()),
         }
         let hash_get = api().hash_get;
+        let key = self.open_key();
         let mut out: [*mut RString; 3] = [null_mut(); 3];
         let name = |i: usize| -> *const c_char { fields[i].as_ptr() };
         let end: *const c_char = std::ptr::null();
@@ -84,10 +106,10 @@ impl<'cx> ReadKey<'cx> {
         // SAFETY: an open hash key; HashGet with CFIELDS takes (C string, &mut RString*) pairs ended by
         // a null pointer, and stores each value (auto memory frees it) or null for a missing field.
         let status = unsafe {
-            match fields.len() {
-                1 => hash_get(self.key, api::HASH_CFIELDS, name(0), a as *mut _, end),
+            match N {
+                1 => hash_get(key, api::HASH_CFIELDS, name(0), a as *mut _, end),
                 2 => hash_get(
-                    self.key,
+                    key,
                     api::HASH_CFIELDS,
                     name(0),
                     a as *mut _,
@@ -96,7 +118,7 @@ impl<'cx> ReadKey<'cx> {
                     end,
                 ),
                 3 => hash_get(
-                    self.key,
+                    key,
                     api::HASH_CFIELDS,
                     name(0),
                     a as *mut _,
@@ -116,25 +138,23 @@ impl<'cx> ReadKey<'cx> {
         if status != api::OK {
             return Err(WRONGTYPE.into());
         }
-        Ok(out[..fields.len()]
-            .iter()
-            .map(|&value| {
-                (!value.is_null()).then(|| {
-                    let mut len = 0usize;
-                    // SAFETY: a string HashGet returned, alive until the command returns.
-                    unsafe {
-                        let ptr = (api().string_ptr_len)(value, &mut len);
-                        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-                    }
-                })
+        Ok(std::array::from_fn(|i| {
+            let value = out[i];
+            (!value.is_null()).then(|| {
+                let mut len = 0usize;
+                // SAFETY: a string HashGet returned, alive until the command returns.
+                unsafe {
+                    let ptr = (api().string_ptr_len)(value, &mut len);
+                    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                }
             })
-            .collect())
+        }))
     }
 
     /// Walks the members of a sorted-set key scored from `min` to `max` (both included), lowest score
     /// first and, within a score, in member order, as `ZRANGEBYSCORE key min max WITHSCORES` lists
     /// them; `each` gets a member's bytes and its score. Nothing is walked when there is no key.
-    pub fn zset_scored(
+    fn zset_scored(
         &self,
         min: f64,
         max: f64,
@@ -149,42 +169,42 @@ impl<'cx> ReadKey<'cx> {
         // SAFETY: an open sorted-set key; the walk is stopped before returning, and each member
         // string is freed once `each` has seen it (the slice does not outlive the call).
         unsafe {
-            if (api.zset_first_in_score_range)(self.key, min, max, 0, 0) != api::OK {
+            if (api.zset_first_in_score_range)(self.open_key(), min, max, 0, 0) != api::OK {
                 return Err(WRONGTYPE.into());
             }
             let mut result = Ok(());
-            while result.is_ok() && (api.zset_range_end_reached)(self.key) == 0 {
+            while result.is_ok() && (api.zset_range_end_reached)(self.open_key()) == 0 {
                 let mut score = 0f64;
-                let member = (api.zset_range_current_element)(self.key, &mut score);
+                let member = (api.zset_range_current_element)(self.open_key(), &mut score);
                 if member.is_null() {
                     break;
                 }
                 let mut len = 0usize;
                 let ptr = (api.string_ptr_len)(member, &mut len);
                 result = each(std::slice::from_raw_parts(ptr.cast::<u8>(), len), score);
-                (api.free_string)(self.cx.raw(), member);
-                if (api.zset_range_next)(self.key) == 0 {
+                (api.free_string)(self.context().raw(), member);
+                if (api.zset_range_next)(self.open_key()) == 0 {
                     break;
                 }
             }
-            (api.zset_range_stop)(self.key);
+            (api.zset_range_stop)(self.open_key());
             result
         }
     }
 
     /// [`ReadKey::zset_scored`] over every member, as `ZRANGE key 0 -1 WITHSCORES` lists them.
-    pub fn zset_all(&self, each: impl FnMut(&[u8], f64) -> Result<(), String>) -> Result<(), String> {
+    fn zset_all(&self, each: impl FnMut(&[u8], f64) -> Result<(), String>) -> Result<(), String> {
         self.zset_scored(f64::NEG_INFINITY, f64::INFINITY, each)
     }
 
     /// The key's time to live in ms, as `PTTL` gives it: -1 when it has no expiry, -2 when there is
     /// no key.
-    pub fn pttl(&self) -> i64 {
-        if self.key.is_null() {
+    fn pttl(&self) -> i64 {
+        if self.open_key().is_null() {
             return -2;
         }
         // SAFETY: an open key.
-        match unsafe { (api().get_expire)(self.key) } {
+        match unsafe { (api().get_expire)(self.open_key()) } {
             api::NO_EXPIRE => -1,
             ms => ms.max(0),
         }

@@ -6,16 +6,22 @@
 //! can tell the two apart: each write is propagated to replicas and the AOF as the very command the
 //! Call ran (`RedisModule_Replicate`: `SET key value PXAT ms`, `HSET key f v ...`, `PEXPIREAT key ms`,
 //! `DEL key`, always with absolute expiry times), fires the keyspace events that command fires, and
-//! closing the key signals it as modified (WATCH).
+//! a key that was written is signalled as modified (WATCH, client-side caching) when it is closed. A key
+//! opened for writing but left as it was is not: the module turns off Redis's implicit signal at load,
+//! so a denied hit disturbs no WATCH, as the scripts' denied hit (which writes nothing) does not.
+//!
+//! A string is written in place where it can be (`StringTruncate` and `StringDMA`): the key keeps its
+//! raw string object and only its bytes change, with no new value object and no second lookup.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, CStr};
 
 use crate::api::{self, api, Key, RString};
 use crate::ctx::Context;
-use crate::key_read::WRONGTYPE;
+use crate::key_read::{KeyRead, WRONGTYPE};
 
-/// A key opened for reading and writing, closed when dropped. Open it only once every [`ReadKey`] of
-/// the same key is dropped.
+/// A key opened for reading and writing, closed when dropped (and then signalled as modified if it was
+/// written). Open it only once every [`ReadKey`] of the same key is dropped, and only once at a time.
 ///
 /// [`ReadKey`]: crate::key_read::ReadKey
 pub struct WriteKey<'cx> {
@@ -24,6 +30,8 @@ pub struct WriteKey<'cx> {
     /// The key's name, for the propagated commands and the keyspace events.
     name: *mut RString,
     cx: &'cx Context,
+    /// Whether anything was written through this handle.
+    written: Cell<bool>,
 }
 
 impl<'cx> WriteKey<'cx> {
@@ -36,13 +44,18 @@ impl<'cx> WriteKey<'cx> {
         if key.is_null() {
             return Err("ERR ratelock module: a key could not be opened for writing".into());
         }
-        Ok(WriteKey { key, name, cx })
+        Ok(WriteKey {
+            key,
+            name,
+            cx,
+            written: Cell::new(false),
+        })
     }
 
     /// `SET key value PXAT expire_at`: the key becomes the string `value`, ending at `expire_at` (ms
     /// since the epoch), whatever it held before.
     pub fn set_string_until(&self, value: &[u8], expire_at: u64) -> Result<(), String> {
-        self.set_string(value)?;
+        self.put_string(value)?;
         self.expire_at_quietly(expire_at)?;
         let at = expire_at.to_string();
         self.replicate(c"SET", &[value, b"PXAT", at.as_bytes()])?;
@@ -53,7 +66,13 @@ impl<'cx> WriteKey<'cx> {
 
     /// `SET key value`: the key becomes the string `value`, with no TTL.
     pub fn set_string_forever(&self, value: &[u8]) -> Result<(), String> {
-        self.set_string(value)?;
+        self.put_string(value)?;
+        // SAFETY: an open key holding a string now.
+        unsafe {
+            if (api().get_expire)(self.key) != api::NO_EXPIRE {
+                (api().set_expire)(self.key, api::NO_EXPIRE);
+            }
+        }
         self.replicate(c"SET", &[value])?;
         self.notify(api::NOTIFY_STRING, c"set");
         Ok(())
@@ -67,6 +86,7 @@ impl<'cx> WriteKey<'cx> {
         if kind != api::KEYTYPE_EMPTY && kind != api::KEYTYPE_HASH {
             return Err(WRONGTYPE.into());
         }
+        self.written.set(true);
         let hash_set = api().hash_set;
         let field = |i: usize| -> *const c_char { pairs[i].0.as_ptr() };
         let value = |i: usize| string(self.cx, pairs[i].1);
@@ -125,6 +145,7 @@ impl<'cx> WriteKey<'cx> {
 
     /// `DEL key` of the existing key.
     pub fn delete(&self) -> Result<(), String> {
+        self.written.set(true);
         // SAFETY: a key open for writing.
         if unsafe { (api().delete_key)(self.key) } != api::OK {
             return Err("ERR ratelock module: a key could not be deleted".into());
@@ -134,17 +155,43 @@ impl<'cx> WriteKey<'cx> {
         Ok(())
     }
 
-    /// Stores `value` as the key's string (dropping its TTL), propagating nothing.
-    fn set_string(&self, value: &[u8]) -> Result<(), String> {
-        // SAFETY: a key open for writing and a Redis string, which StringSet copies.
-        match unsafe { (api().string_set)(self.key, string(self.cx, value)) } {
-            api::OK => Ok(()),
-            _ => Err("ERR ratelock module: a string could not be written".into()),
+    /// Stores `value` as the key's string, propagating nothing. A string key (or no key) is written in
+    /// place: resized when the length changes, then its bytes copied; it keeps its TTL, which the
+    /// caller sets or drops. A key of another type is replaced, as `SET` replaces it.
+    fn put_string(&self, value: &[u8]) -> Result<(), String> {
+        self.written.set(true);
+        let api = api();
+        let kind = self.kind();
+        if value.is_empty() || (kind != api::KEYTYPE_EMPTY && kind != api::KEYTYPE_STRING) {
+            // SAFETY: a key open for writing and a Redis string, which StringSet copies.
+            return match unsafe { (api.string_set)(self.key, string(self.cx, value)) } {
+                api::OK => Ok(()),
+                _ => Err("ERR ratelock module: a string could not be written".into()),
+            };
         }
+        // SAFETY: a key open for writing, empty or a string: StringTruncate creates or resizes it (a
+        // raw string of `value.len()` bytes), and StringDMA in write mode hands out exactly those bytes,
+        // valid until the key is written again.
+        unsafe {
+            let mut len = 0usize;
+            let same_length = kind == api::KEYTYPE_STRING
+                && !(api.string_dma)(self.key, &mut len, api::KEY_READ).is_null()
+                && len == value.len();
+            if !same_length && (api.string_truncate)(self.key, value.len()) != api::OK {
+                return Err("ERR ratelock module: a string could not be resized".into());
+            }
+            let bytes = (api.string_dma)(self.key, &mut len, api::KEY_READ | api::KEY_WRITE);
+            if bytes.is_null() || len != value.len() {
+                return Err("ERR ratelock module: a string could not be written".into());
+            }
+            std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.cast::<u8>(), len);
+        }
+        Ok(())
     }
 
     /// Sets the existing key's absolute expiry, propagating nothing.
     fn expire_at_quietly(&self, expire_at: u64) -> Result<(), String> {
+        self.written.set(true);
         let at = i64::try_from(expire_at).map_err(|_| "ERR ratelock module: expiry out of range")?;
         // SAFETY: a key open for writing.
         match unsafe { (api().set_abs_expire)(self.key, at) } {
@@ -184,11 +231,26 @@ impl<'cx> WriteKey<'cx> {
     }
 }
 
+impl KeyRead for WriteKey<'_> {
+    fn open_key(&self) -> *mut Key {
+        self.key
+    }
+
+    fn context(&self) -> &Context {
+        self.cx
+    }
+}
+
 impl Drop for WriteKey<'_> {
     fn drop(&mut self) {
-        // SAFETY: a key this wrapper opened and has not closed; closing a written key signals it as
-        // modified (WATCH, client-side caching).
-        unsafe { (api().close_key)(self.key) }
+        // SAFETY: a key this wrapper opened and has not closed, and its name. A written key is
+        // signalled as modified (WATCH, client-side caching); Redis no longer does it on close.
+        unsafe {
+            (api().close_key)(self.key);
+            if self.written.get() {
+                (api().signal_modified_key)(self.cx.raw(), self.name);
+            }
+        }
     }
 }
 

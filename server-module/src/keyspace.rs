@@ -20,61 +20,86 @@ use ratelock::{Algorithm, Rule};
 
 use crate::args::parse_u64;
 use crate::ctx::{Context, Effect};
-use crate::key_read::ReadKey;
+use crate::digits::Digits;
+use crate::key_read::{KeyRead, ReadKey};
 use crate::key_write::WriteKey;
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
 const MIN_TTL_MS: u64 = 1000;
 
-/// The stored state of `rule` at `key`. An absent or unreadable state is `None` ("fresh"), as in
-/// the script, where `tonumber` of a missing field is nil. For a sliding log this first drops the
-/// entries that left the window (a replicated write, in both modes, as the script does).
+/// A rule's state as read, with the stored bytes of each hash field (`None` when absent), so that a
+/// write can leave alone the fields whose bytes stay the same.
+pub struct Stored<'k> {
+    /// The state the core decides from; `None` is "fresh".
+    pub state: Option<State>,
+    fields: [Option<&'k [u8]>; 3],
+}
+
+/// The stored state of `rule` at `key`, read through a key opened for reading. An absent or unreadable
+/// state is `None` ("fresh"), as in the script, where `tonumber` of a missing field is nil. For a
+/// sliding log this first drops the entries that left the window (a replicated write, in both modes,
+/// as the script does).
 pub fn read(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
-    // Strings and hashes are read through the key API (no RedisModule_Call); the key is closed again
-    // before anything is written.
-    let fields = |names: &[&CStr]| -> Result<Vec<Option<u64>>, String> {
-        let stored = ReadKey::open(cx, key);
-        Ok(stored
-            .hash(names)?
-            .into_iter()
-            .map(|v| v.and_then(parse_u64))
-            .collect())
-    };
-    Ok(match rule.algorithm() {
-        Algorithm::Gcra => ReadKey::open(cx, key)
-            .string()?
-            .and_then(parse_u64)
-            .map(|tat| State::Gcra { tat }),
-        Algorithm::TokenBucket => match fields(&[c"t", c"l"])?[..] {
-            [Some(tokens), Some(last)] => Some(State::TokenBucket { tokens, last }),
-            _ => None,
-        },
-        Algorithm::LeakyBucket => match fields(&[c"v", c"l"])?[..] {
-            [Some(level), Some(last)] => Some(State::LeakyBucket { level, last }),
-            _ => None,
-        },
-        Algorithm::FixedWindow => match fields(&[c"w", c"c"])?[..] {
-            [Some(window), count] => Some(State::FixedWindow {
+    if rule.algorithm() == Algorithm::SlidingLog {
+        return read_log(cx, key, rule, now);
+    }
+    Ok(read_open(&ReadKey::open(cx, key), rule)?.state)
+}
+
+/// [`read`] of any algorithm but the sliding log, through a key already open (for reading, or for
+/// reading and writing when the call may then write it: one lookup for both).
+pub fn read_open<'k>(stored: &'k impl KeyRead, rule: &Rule) -> Result<Stored<'k>, String> {
+    let number = |v: Option<&[u8]>| v.and_then(parse_u64);
+    let hash3 = |names: &[&CStr; 3]| stored.hash(names);
+    let hash2 = |names: &[&CStr; 2]| stored.hash(names).map(|[a, b]| [a, b, None]);
+    let (state, fields) = match rule.algorithm() {
+        Algorithm::Gcra => {
+            let tat = number(stored.string()?);
+            (tat.map(|tat| State::Gcra { tat }), [None; 3])
+        }
+        Algorithm::TokenBucket => {
+            let fields = hash2(&[c"t", c"l"])?;
+            let state = match (number(fields[0]), number(fields[1])) {
+                (Some(tokens), Some(last)) => Some(State::TokenBucket { tokens, last }),
+                _ => None,
+            };
+            (state, fields)
+        }
+        Algorithm::LeakyBucket => {
+            let fields = hash2(&[c"v", c"l"])?;
+            let state = match (number(fields[0]), number(fields[1])) {
+                (Some(level), Some(last)) => Some(State::LeakyBucket { level, last }),
+                _ => None,
+            };
+            (state, fields)
+        }
+        Algorithm::FixedWindow => {
+            let fields = hash2(&[c"w", c"c"])?;
+            let state = number(fields[0]).map(|window| State::FixedWindow {
                 window,
-                count: count.unwrap_or(0),
-            }),
-            _ => None,
-        },
-        Algorithm::SlidingWindow => match fields(&[c"w", c"c", c"p"])?[..] {
-            [Some(window), current, previous] => Some(State::SlidingWindow {
+                count: number(fields[1]).unwrap_or(0),
+            });
+            (state, fields)
+        }
+        Algorithm::SlidingWindow => {
+            let fields = hash3(&[c"w", c"c", c"p"])?;
+            let state = number(fields[0]).map(|window| State::SlidingWindow {
                 window,
-                current: current.unwrap_or(0),
-                previous: previous.unwrap_or(0),
-            }),
-            _ => None,
-        },
-        Algorithm::SlidingLog => read_log(cx, key, rule, now)?,
+                current: number(fields[1]).unwrap_or(0),
+                previous: number(fields[2]).unwrap_or(0),
+            });
+            (state, fields)
+        }
+        Algorithm::SlidingLog => {
+            return Err("ERR ratelock module: a sliding log is read with its window trimmed".into())
+        }
         other => {
             return Err(format!(
                 "ERR ratelock module: algorithm {other} is not supported, use the Lua path"
             ))
         }
-    })
+    };
+    Ok(Stored { state, fields })
 }
 
 /// Sliding log: drop what left the window, then read every entry's µs (ascending). The set is read
@@ -114,22 +139,44 @@ fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<St
 /// through the key API (propagated as the same SET .. PXAT, HSET and PEXPIREAT); the sliding log's
 /// sorted set stays on `RedisModule_Call`.
 pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<(), String> {
-    let ttl_ms = ttl_us.div_ceil(1000).max(MIN_TTL_MS);
-    let expire_at = cx.server_ms() + ttl_ms;
+    if let Update::Append { at, count, .. } = update {
+        // The stale entries (`drop_through`) were already removed when the log was read.
+        let expire_at = Digits::of(expire_at(cx, ttl_us));
+        return append_log(cx, key, at, count, expire_at.as_bytes());
+    }
+    write_open(&WriteKey::open(cx, key)?, None, update, ttl_us)
+}
+
+/// [`write`] of any algorithm but the sliding log, through the key the state was read from (`read`,
+/// the fields [`read_open`] found, or `None` to write every field). A hash field whose bytes stay the
+/// same is not written again; the key's TTL always is, as the script's PEXPIRE after its HSET.
+pub fn write_open(
+    stored: &WriteKey<'_>,
+    read: Option<&Stored<'_>>,
+    update: Update,
+    ttl_us: u64,
+) -> Result<(), String> {
+    let expire_at = expire_at(stored.context(), ttl_us);
     let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
-        let texts: Vec<String> = pairs.iter().map(|(_, v)| v.to_string()).collect();
-        let fields: Vec<(&CStr, &[u8])> = pairs
-            .iter()
-            .zip(&texts)
-            .map(|((field, _), text)| (*field, text.as_bytes()))
-            .collect();
-        let stored = WriteKey::open(cx, key)?;
-        stored.hash_set(&fields)?;
+        let digits: [Digits; 3] = std::array::from_fn(|i| Digits::of(pairs.get(i).map_or(0, |p| p.1)));
+        let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
+        let mut changed = 0;
+        for (i, (field, _)) in pairs.iter().enumerate() {
+            let value = digits[i].as_bytes();
+            if read.is_some_and(|r| r.fields[i] == Some(value)) {
+                continue;
+            }
+            fields[changed] = (*field, value);
+            changed += 1;
+        }
+        if changed > 0 {
+            stored.hash_set(&fields[..changed])?;
+        }
         stored.expire_at(expire_at)
     };
     match update {
         Update::Replace(State::Gcra { tat }) => {
-            WriteKey::open(cx, key)?.set_string_until(tat.to_string().as_bytes(), expire_at)
+            stored.set_string_until(Digits::of(tat).as_bytes(), expire_at)
         }
         Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
         Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
@@ -139,12 +186,16 @@ pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<()
             current,
             previous,
         }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
-        // The stale entries (`drop_through`) were already removed when the log was read.
-        Update::Append { at, count, .. } => append_log(cx, key, at, count, expire_at.to_string().as_bytes()),
-        Update::Replace(State::SlidingLog { .. }) => {
-            Err("ERR ratelock module: a sliding log is only ever appended to".into())
+        Update::Append { .. } | Update::Replace(State::SlidingLog { .. }) => {
+            Err("ERR ratelock module: a sliding log is only ever appended to, through its sorted set".into())
         }
     }
+}
+
+/// The absolute expiry (ms since the epoch, server clock) of a key written now to last `ttl_us`: the
+/// script's `max(ceil(ttl / 1000), MIN_TTL_MS)` ms from now.
+fn expire_at(cx: &Context, ttl_us: u64) -> u64 {
+    cx.server_ms() + ttl_us.div_ceil(1000).max(MIN_TTL_MS)
 }
 
 /// Sliding log: `count` members "<at>:<n>" scored `at`, numbered on from those already at `at`.

@@ -5,7 +5,7 @@
 //! the AOF never decide anything again.
 
 use crate::ctx::{Context, Effect};
-use crate::key_read::ReadKey;
+use crate::key_read::{KeyRead, ReadKey};
 use crate::lock_args::number;
 
 /// A hold as the core keeps it: (grant id, fencing token, µs at which the lease ends).

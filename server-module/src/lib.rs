@@ -21,6 +21,7 @@ mod command_docs;
 mod command_info;
 mod commands;
 mod ctx;
+mod digits;
 mod fair_command;
 mod fair_keys;
 mod key_read;
@@ -33,6 +34,7 @@ mod lock_args;
 mod lock_commands;
 mod lock_keys;
 mod permit_keys;
+mod rule_cache;
 mod rw_command;
 mod rw_keys;
 mod semaphore_commands;
@@ -56,7 +58,14 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
 ) -> c_int {
     let loaded = std::panic::catch_unwind(|| {
         // SAFETY: `ctx` is the load context handed to us by redis-server.
-        unsafe { api::Api::load(ctx, MODULE_NAME, MODULE_VERSION).is_ok() && commands::register(ctx) }
+        unsafe {
+            let Ok(api) = api::Api::load(ctx, MODULE_NAME, MODULE_VERSION) else {
+                return false;
+            };
+            // Keys are signalled as modified only when the module wrote them (`key_write`).
+            (api.set_module_options)(ctx, api::OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
+            commands::register(ctx)
+        }
     });
     match loaded {
         Ok(true) => api::OK,

@@ -13,7 +13,7 @@ use crate::args::now_or_clock;
 use crate::commands::scripted;
 use crate::ctx::{Context, Effect, Value};
 use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text};
-use crate::lock_keys::{self, LeaseEnd, LockKeys};
+use crate::lock_keys::{self, LeaseEnd, LockKeys, OpenLock};
 
 /// RATELOCK.LOCK_ACQUIRE 2 lease counter owner ttl_us reentrant now [tag]
 ///
@@ -176,8 +176,8 @@ fn settle(
 }
 
 /// A call the core has answered, not yet written.
-struct Decided<'k> {
-    keys: LockKeys<'k>,
+struct Decided<'cx> {
+    lock: OpenLock<'cx>,
     now: u64,
     before: LockRecord,
     after: LockRecord,
@@ -185,18 +185,24 @@ struct Decided<'k> {
     wake: bool,
 }
 
-/// Reads the lock and has the core answer `call` at `now`; writes nothing.
-fn decide<'k>(cx: &Context, keys: LockKeys<'k>, now: u64, call: LockCall<'_>) -> Result<Decided<'k>, String> {
+/// Opens the lock's keys, reads it and has the core answer `call` at `now`; writes nothing yet.
+fn decide<'cx>(
+    cx: &'cx Context,
+    keys: LockKeys<'_>,
+    now: u64,
+    call: LockCall<'_>,
+) -> Result<Decided<'cx>, String> {
     // A release keeps the lease's end and a forced release drops the lease, so neither reads it.
     let end = match call {
         LockCall::Release { .. } | LockCall::ForceRelease => LeaseEnd::Skip,
         _ => LeaseEnd::Read,
     };
-    let before = lock_keys::read(cx, keys, now, end)?;
+    let lock = OpenLock::open(cx, keys)?;
+    let before = lock_keys::read_open(&lock, now, end)?;
     let mut after = before.clone();
     let (reply, wake) = apply_held(&mut after, now, call);
     Ok(Decided {
-        keys,
+        lock,
         now,
         before,
         after,
@@ -211,9 +217,8 @@ fn commit(cx: &Context, decided: &Decided<'_>, channel: Option<&[u8]>) -> Result
         decided.reply,
         LockReply::Acquired(Acquired::Granted { .. }) | LockReply::Extended(Extended::Extended)
     );
-    lock_keys::write(
-        cx,
-        decided.keys,
+    lock_keys::write_open(
+        &decided.lock,
         &decided.before,
         &decided.after,
         decided.now,

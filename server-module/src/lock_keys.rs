@@ -10,11 +10,12 @@
 
 use ratelock::algorithm::lease::{Lease, LockRecord};
 
-use crate::args::parse_u64;
 use std::ffi::CStr;
 
+use crate::args::parse_u64;
 use crate::ctx::Context;
-use crate::key_read::ReadKey;
+use crate::digits::Digits;
+use crate::key_read::{KeyRead, ReadKey};
 use crate::key_write::WriteKey;
 use crate::lease_args::{token_bytes, token_text};
 
@@ -38,14 +39,52 @@ pub enum LeaseEnd {
     Skip,
 }
 
-/// The lock as stored. The lease key exists only while the lease lasts, so a stored lease holds the
-/// lock (hand it to `lease::apply_held`); its `expires_at` is `now` plus the key's PTTL in µs, as the
-/// scripts report "µs until the lease ends" (or `now` with [`LeaseEnd::Skip`]). An absent or unreadable
-/// counter counts as 0, as `tonumber(...) or 0` does. Both keys are read through the key API and closed
-/// again before anything is written.
+/// A lock's keys opened for reading and writing, for a call that may change them: each is looked up
+/// once, read and then written through the same handle.
+pub struct OpenLock<'cx> {
+    lease: WriteKey<'cx>,
+    counter: Option<WriteKey<'cx>>,
+}
+
+impl<'cx> OpenLock<'cx> {
+    /// Opens the lease and, when the call has it, the fencing counter.
+    pub fn open(cx: &'cx Context, keys: LockKeys<'_>) -> Result<OpenLock<'cx>, String> {
+        if keys.counter == Some(keys.lease) {
+            return Err("ERR ratelock module: the lease and the fencing counter must be two keys".into());
+        }
+        Ok(OpenLock {
+            lease: WriteKey::open(cx, keys.lease)?,
+            counter: keys
+                .counter
+                .map(|counter| WriteKey::open(cx, counter))
+                .transpose()?,
+        })
+    }
+}
+
+/// The lock as stored, read by name (for a call that only reads it). The lease key exists only while
+/// the lease lasts, so a stored lease holds the lock (hand it to `lease::apply_held`); its `expires_at`
+/// is `now` plus the key's PTTL in µs, as the scripts report "µs until the lease ends" (or `now` with
+/// [`LeaseEnd::Skip`]). An absent or unreadable counter counts as 0, as `tonumber(...) or 0` does.
 pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64, end: LeaseEnd) -> Result<LockRecord, String> {
-    let stored = ReadKey::open(cx, keys.lease);
-    let lease = match stored.hash(&[c"o", c"n", c"f"])?[..] {
+    let lease = read_lease(&ReadKey::open(cx, keys.lease), now, end)?;
+    let last_fence = match keys.counter {
+        Some(counter) => read_counter(&ReadKey::open(cx, counter))?,
+        None => 0,
+    };
+    Ok(LockRecord { lease, last_fence })
+}
+
+/// [`read`] through the keys of an [`OpenLock`].
+pub fn read_open(lock: &OpenLock<'_>, now: u64, end: LeaseEnd) -> Result<LockRecord, String> {
+    Ok(LockRecord {
+        lease: read_lease(&lock.lease, now, end)?,
+        last_fence: lock.counter.as_ref().map(read_counter).transpose()?.unwrap_or(0),
+    })
+}
+
+fn read_lease(stored: &impl KeyRead, now: u64, end: LeaseEnd) -> Result<Option<Lease>, String> {
+    Ok(match stored.hash(&[c"o", c"n", c"f"])? {
         [None, ..] => None,
         [Some(owner), holds, fence] => Some(Lease {
             owner: token_text(owner),
@@ -60,49 +99,44 @@ pub fn read(cx: &Context, keys: LockKeys<'_>, now: u64, end: LeaseEnd) -> Result
                 LeaseEnd::Skip => now,
             },
         }),
-        _ => return Err("ERR ratelock module: unexpected lease fields".into()),
-    };
-    drop(stored);
-    let last_fence = match keys.counter {
-        Some(counter) => ReadKey::open(cx, counter)
-            .string()?
-            .and_then(parse_u64)
-            .unwrap_or(0),
-        None => 0,
-    };
-    Ok(LockRecord { lease, last_fence })
+    })
 }
 
-/// Stores what changed from `before` to `after` (the record the core returned for a call at `now`):
-/// the counter when a token was minted; the lease's changed fields (all three for a new grant) and,
-/// when its end moved or the call `renewed` it (a granted acquire, a done extend: the scripts' PEXPIRE,
-/// which also restarts a key whose last ms has come), its expiry; or the lease's deletion.
+fn read_counter(stored: &impl KeyRead) -> Result<u64, String> {
+    Ok(stored.string()?.and_then(parse_u64).unwrap_or(0))
+}
+
+/// Stores what changed from `before` to `after` (the record the core returned for a call at `now`)
+/// through the keys it was read from: the counter when a token was minted; the lease's changed fields
+/// (all three for a new grant) and, when its end moved or the call `renewed` it (a granted acquire, a
+/// done extend: the scripts' PEXPIRE, which also restarts a key whose last ms has come), its expiry; or
+/// the lease's deletion.
 ///
 /// The expiry is the scripts' `PEXPIRE max(ceil(µs left / 1000), 1)`, sent as PEXPIREAT from the server
 /// clock (an acquire's lease is at least 1 µs, so its `ceil` is already at least 1 ms).
-pub fn write(
-    cx: &Context,
-    keys: LockKeys<'_>,
+pub fn write_open(
+    lock: &OpenLock<'_>,
     before: &LockRecord,
     after: &LockRecord,
     now: u64,
     renewed: bool,
 ) -> Result<(), String> {
     if after.last_fence != before.last_fence {
-        let counter = keys
+        let counter = lock
             .counter
+            .as_ref()
             .ok_or("ERR ratelock module: a fencing token was minted without the counter key")?;
-        WriteKey::open(cx, counter)?.set_string_forever(after.last_fence.to_string().as_bytes())?;
+        counter.set_string_forever(Digits::of(after.last_fence).as_bytes())?;
     }
+    let stored = &lock.lease;
     match (&before.lease, &after.lease) {
         (None, None) => Ok(()),
-        (Some(_), None) => WriteKey::open(cx, keys.lease)?.delete(),
+        (Some(_), None) => stored.delete(),
         (was, Some(lease)) => {
-            let stored = WriteKey::open(cx, keys.lease)?;
-            write_fields(&stored, was.as_ref(), lease)?;
+            write_fields(stored, was.as_ref(), lease)?;
             if renewed || was.as_ref().map(|w| w.expires_at) != Some(lease.expires_at) {
                 let ms = lease.expires_at.saturating_sub(now).div_ceil(1000).max(1);
-                stored.expire_at(cx.server_ms() + ms)?;
+                stored.expire_at(stored.context().server_ms() + ms)?;
             }
             Ok(())
         }
@@ -112,19 +146,21 @@ pub fn write(
 /// HSET of the fields of `lease` that differ from `was` (every field when there was no lease).
 fn write_fields(stored: &WriteKey<'_>, was: Option<&Lease>, lease: &Lease) -> Result<(), String> {
     let owner = token_bytes(&lease.owner);
-    let (holds, fence) = (lease.holds.to_string(), lease.fence.to_string());
-    let mut fields: Vec<(&CStr, &[u8])> = Vec::with_capacity(3);
-    if was.is_none_or(|w| w.owner != lease.owner) {
-        fields.push((c"o", &owner));
+    let (holds, fence) = (Digits::of(lease.holds), Digits::of(lease.fence));
+    let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
+    let mut changed = 0;
+    for (field, value, differs) in [
+        (c"o", owner.as_slice(), was.is_none_or(|w| w.owner != lease.owner)),
+        (c"n", holds.as_bytes(), was.is_none_or(|w| w.holds != lease.holds)),
+        (c"f", fence.as_bytes(), was.is_none_or(|w| w.fence != lease.fence)),
+    ] {
+        if differs {
+            fields[changed] = (field, value);
+            changed += 1;
+        }
     }
-    if was.is_none_or(|w| w.holds != lease.holds) {
-        fields.push((c"n", holds.as_bytes()));
-    }
-    if was.is_none_or(|w| w.fence != lease.fence) {
-        fields.push((c"f", fence.as_bytes()));
-    }
-    if !fields.is_empty() {
-        stored.hash_set(&fields)?;
+    if changed > 0 {
+        stored.hash_set(&fields[..changed])?;
     }
     Ok(())
 }

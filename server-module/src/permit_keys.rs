@@ -8,7 +8,7 @@
 use ratelock::algorithm::permits::Permits;
 
 use crate::ctx::{Context, Effect};
-use crate::key_read::ReadKey;
+use crate::key_read::{KeyRead, ReadKey};
 use crate::lease_args::{token_bytes, token_text};
 
 /// Every permit stored at `key`, ended ones included (the core reclaims those), lowest lease end
