@@ -52,8 +52,8 @@ pub const KEYTYPE_HASH: c_int = 3;
 /// `REDISMODULE_KEYTYPE_ZSET`.
 pub const KEYTYPE_ZSET: c_int = 5;
 
-/// `REDISMODULE_HASH_CFIELDS`: `RedisModule_HashGet` field names are C strings, not RedisModuleStrings.
-pub const HASH_CFIELDS: c_int = 1 << 2;
+/// `REDISMODULE_HASH_NONE`: `RedisModule_HashGet` / `HashSet` field names are RedisModuleStrings.
+pub const HASH_NONE: c_int = 0;
 
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`: closing a key opened for writing does not signal
 /// it as modified by itself; the module signals each key it really changed
@@ -141,12 +141,12 @@ pub struct Api {
     /// `RedisModule_GetExpire(key)`: ms left, or `REDISMODULE_NO_EXPIRE`.
     pub get_expire: unsafe extern "C" fn(*mut Key) -> c_longlong,
     /// `RedisModule_HashGet(key, flags, field, &value, ..., NULL)`: used only with
-    /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut *mut RString` out-pointers.
+    /// `REDISMODULE_HASH_NONE`, string field names and `*mut *mut RString` out-pointers.
     pub hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     /// `RedisModule_StringSet(key, value)`: the key becomes that string, without a TTL.
     pub string_set: unsafe extern "C" fn(*mut Key, *mut RString) -> c_int,
     /// `RedisModule_HashSet(key, flags, field, value, ..., NULL)`: used only with
-    /// `REDISMODULE_HASH_CFIELDS`, C-string field names and `*mut RString` values.
+    /// `REDISMODULE_HASH_NONE`, string field names and values.
     pub hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     /// `RedisModule_SetAbsExpire(key, ms since the epoch)` (Redis ≥ 7.0).
     pub set_abs_expire: unsafe extern "C" fn(*mut Key, c_longlong) -> c_int,

@@ -76,7 +76,7 @@ unsafe fn guarded(
 ) -> c_int {
     let cx = Context::new(ctx);
     let args = cx.args(argv, argc);
-    match catch_unwind(AssertUnwindSafe(|| body(&cx, &args))) {
+    match catch_unwind(AssertUnwindSafe(|| body(&cx, args))) {
         Ok(status) => status,
         Err(_) => cx.reply_error("ERR ratelock module: internal error (panic), nothing was written after it"),
     }

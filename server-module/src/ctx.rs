@@ -1,9 +1,11 @@
 //! One command invocation's context, made safe to use: its arguments as bytes, calls into Redis
 //! (`RedisModule_Call`) with their replies as plain values, and the reply it sends back.
 
+use std::cell::{Cell, OnceCell};
 use std::ffi::{c_int, CString};
 
 use crate::api::{self, api, CallReply, Ctx, RString};
+use crate::shared_strings;
 
 /// A reply of a command called through `RedisModule_Call` (RESP2 shapes: what a Lua script sees).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +33,10 @@ pub enum Effect {
 /// The context of one command call. Redis frees its strings and call replies (auto memory).
 pub struct Context {
     ctx: *mut Ctx,
+    /// The call's argument strings, once [`Context::args`] has read them.
+    argv: Cell<*mut *mut RString>,
+    /// Their bytes (valid while the call runs: Redis keeps the arguments until the command returns).
+    args: OnceCell<Vec<&'static [u8]>>,
 }
 
 impl Context {
@@ -40,7 +46,11 @@ impl Context {
     /// `ctx` must be the live context of the command call being served.
     pub unsafe fn new(ctx: *mut Ctx) -> Context {
         (api().auto_memory)(ctx);
-        Context { ctx }
+        Context {
+            ctx,
+            argv: Cell::new(std::ptr::null_mut()),
+            args: OnceCell::new(),
+        }
     }
 
     /// The raw context, for the key API wrappers (`key_read`). Valid while this `Context` is.
@@ -48,18 +58,42 @@ impl Context {
         self.ctx
     }
 
-    /// The command's arguments (the command name first) as byte slices.
+    /// The command's arguments (the command name first) as byte slices, read once.
     ///
     /// # Safety
     /// `argv` and `argc` must be the ones Redis passed with this context.
-    pub unsafe fn args<'a>(&self, argv: *mut *mut RString, argc: c_int) -> Vec<&'a [u8]> {
-        (0..argc.max(0) as usize)
-            .map(|i| {
-                let mut len = 0usize;
-                let ptr = (api().string_ptr_len)(*argv.add(i), &mut len);
-                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-            })
-            .collect()
+    pub unsafe fn args(&self, argv: *mut *mut RString, argc: c_int) -> &[&[u8]] {
+        self.args.get_or_init(|| {
+            self.argv.set(argv);
+            (0..argc.max(0) as usize)
+                .map(|i| {
+                    let mut len = 0usize;
+                    let ptr = (api().string_ptr_len)(*argv.add(i), &mut len);
+                    // The arguments outlive every use: they are Redis's until the command returns,
+                    // and this context does not outlive the command.
+                    std::slice::from_raw_parts::<'static, u8>(ptr.cast::<u8>(), len)
+                })
+                .collect()
+        })
+    }
+
+    /// A Redis string of `bytes` for the key API or a propagated command, allocating only when it must:
+    /// a string shared since load for a field name or replicated word (`shared_strings`), the call's
+    /// own argument string when `bytes` is one of the call's arguments (a key name), else a new one
+    /// (freed by auto memory when the command returns).
+    pub fn string_of(&self, bytes: &[u8]) -> *mut RString {
+        if let Some(shared) = shared_strings::shared(bytes) {
+            return shared;
+        }
+        if let Some(i) = self.args.get().and_then(|args| {
+            args.iter()
+                .position(|arg| arg.as_ptr() == bytes.as_ptr() && arg.len() == bytes.len())
+        }) {
+            // SAFETY: argument `i` of this call, alive until the command returns.
+            return unsafe { *self.argv.get().add(i) };
+        }
+        // SAFETY: a live context; the bytes are copied.
+        unsafe { (api().create_string)(self.ctx, bytes.as_ptr().cast(), bytes.len()) }
     }
 
     /// Runs `command args...` inside Redis. An error reply (e.g. WRONGTYPE) comes back as `Err`.

@@ -27,13 +27,9 @@ impl<'cx> ReadKey<'cx> {
     /// Opens `name` for reading in the database of the call `cx` serves. Like a read command, this
     /// drops the key first when its TTL has passed.
     pub fn open(cx: &'cx Context, name: &[u8]) -> ReadKey<'cx> {
-        let api = api();
-        // SAFETY: the context is live; the name's bytes are copied into a new Redis string (freed by
-        // auto memory), and OpenKey in read mode answers an open key or null.
-        let key = unsafe {
-            let name = (api.create_string)(cx.raw(), name.as_ptr().cast(), name.len());
-            (api.open_key)(cx.raw(), name, api::KEY_READ)
-        };
+        // SAFETY: the context is live and the name a Redis string (`Context::string_of`); OpenKey in
+        // read mode answers an open key or null.
+        let key = unsafe { (api().open_key)(cx.raw(), cx.string_of(name), api::KEY_READ) };
         ReadKey { key, cx }
     }
 }
@@ -100,17 +96,18 @@ pub trait KeyRead {
         let hash_get = api().hash_get;
         let key = self.open_key();
         let mut out: [*mut RString; 3] = [null_mut(); 3];
-        let name = |i: usize| -> *const c_char { fields[i].as_ptr() };
+        let cx = self.context();
+        let name = |i: usize| cx.string_of(fields[i].to_bytes());
         let end: *const c_char = std::ptr::null();
         let [a, b, c] = &mut out;
-        // SAFETY: an open hash key; HashGet with CFIELDS takes (C string, &mut RString*) pairs ended by
-        // a null pointer, and stores each value (auto memory frees it) or null for a missing field.
+        // SAFETY: an open hash key; HashGet takes (field, &mut RString*) pairs ended by a null pointer,
+        // and stores each value (auto memory frees it) or null for a missing field.
         let status = unsafe {
             match N {
-                1 => hash_get(key, api::HASH_CFIELDS, name(0), a as *mut _, end),
+                1 => hash_get(key, api::HASH_NONE, name(0), a as *mut _, end),
                 2 => hash_get(
                     key,
-                    api::HASH_CFIELDS,
+                    api::HASH_NONE,
                     name(0),
                     a as *mut _,
                     name(1),
@@ -119,7 +116,7 @@ pub trait KeyRead {
                 ),
                 3 => hash_get(
                     key,
-                    api::HASH_CFIELDS,
+                    api::HASH_NONE,
                     name(0),
                     a as *mut _,
                     name(1),

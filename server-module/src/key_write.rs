@@ -18,6 +18,7 @@ use std::ffi::{c_char, c_int, CStr};
 
 use crate::api::{self, api, Key, RString};
 use crate::ctx::Context;
+use crate::digits::Digits;
 use crate::key_read::{KeyRead, WRONGTYPE};
 
 /// A key opened for reading and writing, closed when dropped (and then signalled as modified if it was
@@ -38,7 +39,7 @@ impl<'cx> WriteKey<'cx> {
     /// Opens `name` for writing in the database of the call `cx` serves. Like a write command, this
     /// drops the key first when its TTL has passed.
     pub fn open(cx: &'cx Context, name: &[u8]) -> Result<WriteKey<'cx>, String> {
-        let name = string(cx, name);
+        let name = cx.string_of(name);
         // SAFETY: a live context and a Redis string (freed by auto memory).
         let key = unsafe { (api().open_key)(cx.raw(), name, api::KEY_READ | api::KEY_WRITE) };
         if key.is_null() {
@@ -57,8 +58,7 @@ impl<'cx> WriteKey<'cx> {
     pub fn set_string_until(&self, value: &[u8], expire_at: u64) -> Result<(), String> {
         self.put_string(value)?;
         self.expire_at_quietly(expire_at)?;
-        let at = expire_at.to_string();
-        self.replicate(c"SET", &[value, b"PXAT", at.as_bytes()])?;
+        self.replicate(c"SET", &[value, b"PXAT", Digits::of(expire_at).as_bytes()])?;
         self.notify(api::NOTIFY_STRING, c"set");
         self.notify(api::NOTIFY_GENERIC, c"expire");
         Ok(())
@@ -86,50 +86,33 @@ impl<'cx> WriteKey<'cx> {
         if kind != api::KEYTYPE_EMPTY && kind != api::KEYTYPE_HASH {
             return Err(WRONGTYPE.into());
         }
+        if pairs.is_empty() || pairs.len() > 3 {
+            return Err(format!(
+                "ERR ratelock module: {} hash fields written at once (1 to 3)",
+                pairs.len()
+            ));
+        }
         self.written.set(true);
+        // The same strings serve the write and the propagated HSET.
+        let mut strings: [*mut RString; 6] = [std::ptr::null_mut(); 6];
+        for (i, (field, value)) in pairs.iter().enumerate() {
+            strings[2 * i] = self.cx.string_of(field.to_bytes());
+            strings[2 * i + 1] = self.cx.string_of(value);
+        }
         let hash_set = api().hash_set;
-        let field = |i: usize| -> *const c_char { pairs[i].0.as_ptr() };
-        let value = |i: usize| string(self.cx, pairs[i].1);
+        let [f0, v0, f1, v1, f2, v2] = strings;
         let end: *const c_char = std::ptr::null();
-        // SAFETY: a key open for writing, of hash type or empty; HashSet with CFIELDS takes (C string,
-        // RString*) pairs ended by a null pointer, and copies each value.
-        // (Its count of fields updated is 0 for new fields, so it tells no failure apart: the type was
-        // checked above.)
+        // SAFETY: a key open for writing, of hash type or empty; HashSet takes (field, value) string
+        // pairs ended by a null pointer, and copies both. (Its count of fields updated is 0 for new
+        // fields, so it tells no failure apart: the type was checked above.)
         unsafe {
             match pairs.len() {
-                1 => hash_set(self.key, api::HASH_CFIELDS, field(0), value(0), end),
-                2 => hash_set(
-                    self.key,
-                    api::HASH_CFIELDS,
-                    field(0),
-                    value(0),
-                    field(1),
-                    value(1),
-                    end,
-                ),
-                3 => hash_set(
-                    self.key,
-                    api::HASH_CFIELDS,
-                    field(0),
-                    value(0),
-                    field(1),
-                    value(1),
-                    field(2),
-                    value(2),
-                    end,
-                ),
-                n => {
-                    return Err(format!(
-                        "ERR ratelock module: {n} hash fields written at once (1 to 3)"
-                    ))
-                }
+                1 => hash_set(self.key, api::HASH_NONE, f0, v0, end),
+                2 => hash_set(self.key, api::HASH_NONE, f0, v0, f1, v1, end),
+                _ => hash_set(self.key, api::HASH_NONE, f0, v0, f1, v1, f2, v2, end),
             }
         };
-        let mut args: Vec<&[u8]> = Vec::with_capacity(pairs.len() * 2);
-        for (field, value) in pairs {
-            args.extend([field.to_bytes(), value]);
-        }
-        self.replicate(c"HSET", &args)?;
+        self.replicate_strings(c"HSET", &strings[..2 * pairs.len()])?;
         self.notify(api::NOTIFY_HASH, c"hset");
         Ok(())
     }
@@ -137,8 +120,7 @@ impl<'cx> WriteKey<'cx> {
     /// `PEXPIREAT key expire_at` (ms since the epoch, after now) of the existing key.
     pub fn expire_at(&self, expire_at: u64) -> Result<(), String> {
         self.expire_at_quietly(expire_at)?;
-        let at = expire_at.to_string();
-        self.replicate(c"PEXPIREAT", &[at.as_bytes()])?;
+        self.replicate(c"PEXPIREAT", &[Digits::of(expire_at).as_bytes()])?;
         self.notify(api::NOTIFY_GENERIC, c"expire");
         Ok(())
     }
@@ -164,7 +146,7 @@ impl<'cx> WriteKey<'cx> {
         let kind = self.kind();
         if value.is_empty() || (kind != api::KEYTYPE_EMPTY && kind != api::KEYTYPE_STRING) {
             // SAFETY: a key open for writing and a Redis string, which StringSet copies.
-            return match unsafe { (api.string_set)(self.key, string(self.cx, value)) } {
+            return match unsafe { (api.string_set)(self.key, self.cx.string_of(value)) } {
                 api::OK => Ok(()),
                 _ => Err("ERR ratelock module: a string could not be written".into()),
             };
@@ -202,9 +184,24 @@ impl<'cx> WriteKey<'cx> {
 
     /// Propagates `command key args...` to replicas and the AOF.
     fn replicate(&self, command: &CStr, args: &[&[u8]]) -> Result<(), String> {
-        let mut argv: Vec<*mut RString> = Vec::with_capacity(args.len() + 1);
-        argv.push(self.name);
-        argv.extend(args.iter().map(|arg| string(self.cx, arg)));
+        let mut strings: [*mut RString; 4] = [std::ptr::null_mut(); 4];
+        if args.len() > strings.len() {
+            return Err(format!(
+                "ERR ratelock module: {} arguments to propagate",
+                args.len()
+            ));
+        }
+        for (slot, arg) in strings.iter_mut().zip(args) {
+            *slot = self.cx.string_of(arg);
+        }
+        self.replicate_strings(command, &strings[..args.len()])
+    }
+
+    /// [`WriteKey::replicate`] of arguments that are Redis strings already.
+    fn replicate_strings(&self, command: &CStr, args: &[*mut RString]) -> Result<(), String> {
+        let mut argv: [*mut RString; 8] = [std::ptr::null_mut(); 8];
+        argv[0] = self.name;
+        argv[1..=args.len()].copy_from_slice(args);
         // SAFETY: the `v` format takes an array of RedisModuleString pointers and its length.
         let status = unsafe {
             (api().replicate)(
@@ -212,7 +209,7 @@ impl<'cx> WriteKey<'cx> {
                 command.as_ptr(),
                 c"v".as_ptr(),
                 argv.as_mut_ptr(),
-                argv.len(),
+                args.len() + 1,
             )
         };
         match status {
@@ -252,10 +249,4 @@ impl Drop for WriteKey<'_> {
             }
         }
     }
-}
-
-/// A new Redis string of `bytes` (freed by auto memory when the command returns).
-fn string(cx: &Context, bytes: &[u8]) -> *mut RString {
-    // SAFETY: a live context; the bytes are copied.
-    unsafe { (api().create_string)(cx.raw(), bytes.as_ptr().cast(), bytes.len()) }
 }

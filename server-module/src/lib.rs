@@ -38,6 +38,7 @@ mod rule_cache;
 mod rw_command;
 mod rw_keys;
 mod semaphore_commands;
+mod shared_strings;
 
 use std::ffi::{c_int, CStr};
 
@@ -64,6 +65,7 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
             };
             // Keys are signalled as modified only when the module wrote them (`key_write`).
             (api.set_module_options)(ctx, api::OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
+            shared_strings::create();
             commands::register(ctx)
         }
     });
