@@ -159,6 +159,11 @@ pub struct Api {
     pub signal_modified_key: unsafe extern "C" fn(*mut Ctx, *mut RString) -> c_int,
     /// `RedisModule_SetModuleOptions(ctx, options)`.
     pub set_module_options: unsafe extern "C" fn(*mut Ctx, c_int),
+    /// `RedisModule_PublishMessage(ctx, channel, message)`: PUBLISH to this server's subscribers (and,
+    /// in a cluster, the other nodes'), without dispatching the command.
+    pub publish_message: unsafe extern "C" fn(*mut Ctx, *mut RString, *mut RString) -> c_int,
+    /// `RedisModule_GetContextFlags(ctx)`: `REDISMODULE_CTX_FLAGS_*` of the server and the call.
+    pub get_context_flags: unsafe extern "C" fn(*mut Ctx) -> c_int,
     /// `RedisModule_DeleteKey(key)`.
     pub delete_key: unsafe extern "C" fn(*mut Key) -> c_int,
     /// `RedisModule_Replicate(ctx, cmd, fmt, ...)`: used only with the `v` format (an argv array and
@@ -257,6 +262,8 @@ impl Api {
             hash_set: get!(c"RedisModule_HashSet"),
             set_abs_expire: get!(c"RedisModule_SetAbsExpire"),
             delete_key: get!(c"RedisModule_DeleteKey"),
+            publish_message: get!(c"RedisModule_PublishMessage"),
+            get_context_flags: get!(c"RedisModule_GetContextFlags"),
             set_expire: get!(c"RedisModule_SetExpire"),
             string_truncate: get!(c"RedisModule_StringTruncate"),
             signal_modified_key: get!(c"RedisModule_SignalModifiedKey"),

@@ -134,12 +134,6 @@ pub fn expire_all_at(cx: &Context, keys: &[&[u8]], ends: u64, now: u64) -> Resul
     Ok(())
 }
 
-/// Publishes `message` on `channel`, propagated to replicas as a script's PUBLISH is.
-pub fn publish(cx: &Context, channel: &[u8], message: &[u8]) -> Result<(), String> {
-    cx.call(Effect::Replicated, "PUBLISH", &[channel, message])
-        .map(drop)
-}
-
 /// `math.ceil(us / 1000)` for a whole number of µs.
 fn ceil_ms(us: i128) -> i128 {
     if us > 0 {

@@ -34,6 +34,7 @@ mod lock_args;
 mod lock_commands;
 mod lock_keys;
 mod permit_keys;
+mod publish;
 mod rule_cache;
 mod rw_command;
 mod rw_keys;

@@ -11,9 +11,10 @@ use ratelock::algorithm::lease::{apply_held, Acquired, Extended, LockCall, LockR
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
 use crate::commands::scripted;
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Value};
 use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text};
 use crate::lock_keys::{self, LeaseEnd, LockKeys, OpenLock};
+use crate::publish::publish;
 
 /// RATELOCK.LOCK_ACQUIRE 2 lease counter owner ttl_us reentrant now [tag]
 ///
@@ -226,7 +227,7 @@ fn commit(cx: &Context, decided: &Decided<'_>, channel: Option<&[u8]>) -> Result
     )?;
     if decided.wake {
         let channel = channel.ok_or("ERR ratelock module: no channel to tell of the release")?;
-        cx.call(Effect::Replicated, "PUBLISH", &[channel, b"released"])?;
+        publish(cx, channel, b"released")?;
     }
     Ok(())
 }

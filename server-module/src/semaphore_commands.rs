@@ -11,9 +11,10 @@ use ratelock::algorithm::permits::{apply, PermitAcquired, SemaphoreCall, Semapho
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
 use crate::commands::scripted;
-use crate::ctx::{Context, Effect, Value};
+use crate::ctx::{Context, Value};
 use crate::lease_args::{at_least_one, extend_length, token_text};
 use crate::permit_keys;
+use crate::publish::publish;
 
 /// RATELOCK.SEMAPHORE_ACQUIRE 1 permits id limit ttl_us now [tag]
 ///
@@ -131,7 +132,7 @@ fn settle(
     permit_keys::write(cx, key, &before, &after, renewed, now)?;
     if wake {
         let channel = channel.ok_or("ERR ratelock module: no channel to tell of the release")?;
-        cx.call(Effect::Replicated, "PUBLISH", &[channel, b"released"])?;
+        publish(cx, channel, b"released")?;
     }
     Ok(reply)
 }
