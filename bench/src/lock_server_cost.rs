@@ -116,6 +116,7 @@ pub fn rows(
         ));
         measured.push((family.label, acquire, release));
     }
+    let lease_floor = with_module.then(|| lease_layout_floor(server, connection, notes));
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
     notes.push(format!(
         "lock pairs (server cost): redis-benchmark -c 50 -P 16 -n {REQUESTS} per half on a flushed server. \
@@ -130,6 +131,29 @@ pub fn rows(
         .find(|(label, ..)| *label == REDLOCK_LABEL)
         .map(|(_, acquire, release)| (pair_rate(acquire, release), pair_micros(acquire, release)));
     let mut rows = Vec::new();
+    if let Some((write, read)) = lease_floor {
+        rows.push(Row {
+            name: "server µs: HSET of a lease's 3 fields on a free lock (native; the module acquire's main write)".into(),
+            unit: Unit::Micros,
+            measured: write.micros,
+            baseline: redlock.and_then(|(_, micros)| micros),
+            target: Target::None,
+        });
+        rows.push(Row {
+            name: "server µs: HMGET o n f of a held lock (native; the module release's read)".into(),
+            unit: Unit::Micros,
+            measured: read.micros,
+            baseline: redlock.and_then(|(_, micros)| micros),
+            target: Target::None,
+        });
+        rows.push(Row {
+            name: "server µs: the lease layout's two unavoidable commands above, added (a floor under the module pair)".into(),
+            unit: Unit::Micros,
+            measured: pair_micros(&write, &read),
+            baseline: redlock.and_then(|(_, micros)| micros),
+            target: Target::None,
+        });
+    }
     for (label, acquire, release) in &measured {
         rows.push(Row {
             name: format!("saturated lock pairs/s: {label}"),
@@ -353,6 +377,30 @@ fn saturated(
         calls: command_stat(connection, stat, "calls").unwrap_or(0.0),
         changed: 0,
     }
+}
+
+/// The lease layout's own floor, natively: writing a new lease hash (HSET o n f on a free lock, the
+/// acquire run's keyspace) and reading a held one (HMGET o n f, the release run's held locks), each
+/// saturated as the pair halves are. Any command keeping ratelock's lease layout does at least these.
+fn lease_layout_floor(
+    server: &RedisServer,
+    connection: &mut redis::Connection,
+    notes: &mut Vec<String>,
+) -> (HalfPair, HalfPair) {
+    let [lease, ..] = lock_scripts::keys_of(LOCK_NAME);
+    let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
+    let write = words(&["HSET", &lease, "o", OWNER, "n", "1", "f", HELD_FENCE]);
+    let write = saturated(server, connection, (&write, "hset"), ACQUIRE_KEYSPACE, notes);
+    let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
+    let mut first = 0;
+    while first < HELD_LOCKS {
+        let last = (first + WRITE_CHUNK).min(HELD_LOCKS) - 1;
+        write_held_locks(connection, Held::Hash, first, last);
+        first = last + 1;
+    }
+    let read = words(&["HMGET", &lease, "o", "n", "f"]);
+    let read = saturated(server, connection, (&read, "hmget"), HELD_LOCKS, notes);
+    (write, read)
 }
 
 fn command(words: &[String]) -> redis::Cmd {

@@ -86,9 +86,10 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
         ("one sliding_window rule", "100/minute using sliding_window"),
         ("sliding_log 100/minute", "100/minute using sliding_log"),
         (
-            "3 rules (gcra + sliding_window + fixed_window)",
+            THREE_RULES_LABEL,
             "100/minute; 1000/hour using sliding_window; 10/second using fixed_window",
         ),
+        (THREE_GCRA_LABEL, "100/minute; 1000/hour; 10/second"),
     ] {
         let rules: Rules = rules.parse().expect("bench rules");
         let call = ScriptCall::hit_all("rl", "bench:__rand_int__", rules.iter());
@@ -163,6 +164,12 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     });
     paths
 }
+
+/// The three rules of different algorithms checked together: a row for each path.
+const THREE_RULES_LABEL: &str = "3 rules (gcra + sliding_window + fixed_window)";
+/// Three GCRA rules checked together: how a call's cost grows with its rules when every rule does the
+/// same work.
+const THREE_GCRA_LABEL: &str = "3 GCRA rules (100/minute; 1000/hour; 10/second)";
 
 /// The name of the module's single GCRA rule in the rows ("server µs per call: <name>").
 pub(crate) const MODULE_GCRA_NAME: &str = "ratelock module RATELOCK.LIMIT, one GCRA rule";
@@ -258,6 +265,10 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         .iter()
         .find(|(name, ..)| name == MINIMAL_GCRA_LABEL)
         .and_then(|(_, _, micros)| *micros);
+    let figures_by_name: Vec<(String, Option<f64>)> = figures
+        .iter()
+        .map(|(name, _, micros)| (name.clone(), *micros))
+        .collect();
     let mut rows = Vec::new();
     for (name, rate, micros) in figures {
         // Both figures against redis-cell's native GCRA when it was built (calls/s against plain SET
@@ -291,11 +302,56 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             },
         });
     }
+    rows.extend(rule_count_rows(&figures_by_name));
     rows.extend(lock_server_cost::rows(
         &server,
         &mut connection,
         module.is_some(),
         notes,
     ));
+    rows
+}
+
+/// How a call's server µs grows with its rules, for the module and for limit.lua: several rules, or a
+/// sliding log, against the same path's single GCRA rule (the module's 3 rules and sliding log carry
+/// the targets), and 3 rules against the sum of their three single-rule rows.
+fn rule_count_rows(micros: &[(String, Option<f64>)]) -> Vec<Row> {
+    let of = |name: String| micros.iter().find(|(n, _)| *n == name).and_then(|(_, m)| *m);
+    let mut rows = Vec::new();
+    for (path, is_module) in [
+        ("ratelock module RATELOCK.LIMIT", true),
+        ("ratelock limit.lua", false),
+    ] {
+        let single = of(format!("{path}, {LUA_GCRA_LABEL}"));
+        let against_single = [
+            (THREE_RULES_LABEL, 2.5),
+            (THREE_GCRA_LABEL, 0.0),
+            ("sliding_log 100/minute", 3.0),
+        ];
+        for (label, target) in against_single {
+            rows.push(Row {
+                name: format!("server µs, against its one GCRA rule: {path}, {label}"),
+                unit: Unit::Micros,
+                measured: of(format!("{path}, {label}")),
+                baseline: single,
+                target: if is_module && target > 0.0 {
+                    Target::RatioAtMost(target)
+                } else {
+                    Target::None
+                },
+            });
+        }
+        let parts = [LUA_GCRA_LABEL, "one sliding_window rule", "one fixed_window rule"]
+            .map(|label| of(format!("{path}, {label}")));
+        rows.push(Row {
+            name: format!(
+                "server µs, against its three rules called one by one: {path}, {THREE_RULES_LABEL}"
+            ),
+            unit: Unit::Micros,
+            measured: of(format!("{path}, {THREE_RULES_LABEL}")),
+            baseline: parts.iter().copied().sum::<Option<f64>>(),
+            target: Target::None,
+        });
+    }
     rows
 }

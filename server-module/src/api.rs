@@ -42,6 +42,8 @@ pub const NOTIFY_GENERIC: c_int = 1 << 2;
 pub const NOTIFY_STRING: c_int = 1 << 3;
 /// `REDISMODULE_NOTIFY_HASH`: keyspace events of the hash commands (`hset`).
 pub const NOTIFY_HASH: c_int = 1 << 6;
+/// `REDISMODULE_NOTIFY_ZSET`: keyspace events of the sorted-set commands (`zadd`, `zremrangebyscore`).
+pub const NOTIFY_ZSET: c_int = 1 << 7;
 
 /// `REDISMODULE_KEYTYPE_EMPTY`: no such key (also what a null key answers).
 pub const KEYTYPE_EMPTY: c_int = 0;
@@ -164,6 +166,10 @@ pub struct Api {
     pub publish_message: unsafe extern "C" fn(*mut Ctx, *mut RString, *mut RString) -> c_int,
     /// `RedisModule_GetContextFlags(ctx)`: `REDISMODULE_CTX_FLAGS_*` of the server and the call.
     pub get_context_flags: unsafe extern "C" fn(*mut Ctx) -> c_int,
+    /// `RedisModule_ZsetAdd(key, score, member, &flags)`: adds or rescores one member.
+    pub zset_add: unsafe extern "C" fn(*mut Key, f64, *mut RString, *mut c_int) -> c_int,
+    /// `RedisModule_ZsetRem(key, member, &deleted)`: removes one member (and the key once empty).
+    pub zset_rem: unsafe extern "C" fn(*mut Key, *mut RString, *mut c_int) -> c_int,
     /// `RedisModule_DeleteKey(key)`.
     pub delete_key: unsafe extern "C" fn(*mut Key) -> c_int,
     /// `RedisModule_Replicate(ctx, cmd, fmt, ...)`: used only with the `v` format (an argv array and
@@ -262,6 +268,8 @@ impl Api {
             hash_set: get!(c"RedisModule_HashSet"),
             set_abs_expire: get!(c"RedisModule_SetAbsExpire"),
             delete_key: get!(c"RedisModule_DeleteKey"),
+            zset_add: get!(c"RedisModule_ZsetAdd"),
+            zset_rem: get!(c"RedisModule_ZsetRem"),
             publish_message: get!(c"RedisModule_PublishMessage"),
             get_context_flags: get!(c"RedisModule_GetContextFlags"),
             set_expire: get!(c"RedisModule_SetExpire"),

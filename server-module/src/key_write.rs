@@ -125,6 +125,64 @@ impl<'cx> WriteKey<'cx> {
         Ok(())
     }
 
+    /// `ZREMRANGEBYSCORE key -inf through`, given the `members` that range holds (read through this
+    /// key): each is removed, and the key with the last of them, as the command does.
+    pub fn zset_remove_through(&self, members: &[Vec<u8>], through: &[u8]) -> Result<(), String> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        self.written.set(true);
+        for member in members {
+            let mut deleted = 0;
+            // SAFETY: a key open for writing, a sorted set (read through it just before).
+            if unsafe { (api().zset_rem)(self.key, self.cx.string_of(member), &mut deleted) } != api::OK {
+                return Err(WRONGTYPE.into());
+            }
+        }
+        self.replicate(c"ZREMRANGEBYSCORE", &[b"-inf", through])?;
+        self.notify(api::NOTIFY_ZSET, c"zremrangebyscore");
+        if self.kind() == api::KEYTYPE_EMPTY {
+            self.notify(api::NOTIFY_GENERIC, c"del");
+        }
+        Ok(())
+    }
+
+    /// `ZADD key score member ...`: every member of `members` scored `score` (given as its text too,
+    /// for the propagated command). The key must be a sorted set or not exist.
+    pub fn zset_add(&self, score: f64, score_text: &[u8], members: &[Vec<u8>]) -> Result<(), String> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        self.written.set(true);
+        let score_string = self.cx.string_of(score_text);
+        let mut argv: Vec<*mut RString> = Vec::with_capacity(1 + 2 * members.len());
+        argv.push(self.name);
+        for member in members {
+            let member = self.cx.string_of(member);
+            let mut flags = 0;
+            // SAFETY: a key open for writing; ZsetAdd copies the member.
+            if unsafe { (api().zset_add)(self.key, score, member, &mut flags) } != api::OK {
+                return Err(WRONGTYPE.into());
+            }
+            argv.extend([score_string, member]);
+        }
+        // SAFETY: the `v` format takes an array of RedisModuleString pointers and its length.
+        let status = unsafe {
+            (api().replicate)(
+                self.cx.raw(),
+                c"ZADD".as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
+        if status != api::OK {
+            return Err("ERR ratelock module: ZADD could not be propagated".into());
+        }
+        self.notify(api::NOTIFY_ZSET, c"zadd");
+        Ok(())
+    }
+
     /// `DEL key` of the existing key.
     pub fn delete(&self) -> Result<(), String> {
         self.written.set(true);

@@ -102,20 +102,38 @@ pub fn read_open<'k>(stored: &'k impl KeyRead, rule: &Rule) -> Result<Stored<'k>
     Ok(Stored { state, fields })
 }
 
-/// Sliding log: drop what left the window, then read every entry's µs (ascending). The set is read
-/// through the key API first, so that the ZREMRANGEBYSCORE is sent only when it removes something (one
-/// that removes nothing is not propagated either, so replicas and the AOF see the same).
-fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
-    let period = rule.period().as_micros() as i128;
-    let through = now as i128 - period;
+/// [`read_open`] for a hit, through a key open for reading and writing: any algorithm, the sliding log
+/// included (its stale entries removed through the same key).
+pub fn read_for_hit<'k>(stored: &'k WriteKey<'_>, rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
+    if rule.algorithm() != Algorithm::SlidingLog {
+        return read_open(stored, rule);
+    }
+    let mut stale = Vec::new();
+    let entries = log_entries(stored, rule, now, |member| stale.push(member.to_vec()))?;
+    if !stale.is_empty() {
+        let through = (now as i128 - rule.period().as_micros() as i128).to_string();
+        stored.zset_remove_through(&stale, through.as_bytes())?;
+    }
+    Ok(Stored {
+        state: entries,
+        fields: [None; 3],
+    })
+}
+
+/// A sliding log's entries still in the window at `now` (µs, ascending), handing each stale member to
+/// `stale` (never checked: the script's ZREMRANGEBYSCORE drops it unseen).
+fn log_entries(
+    stored: &impl KeyRead,
+    rule: &Rule,
+    now: u64,
+    mut stale: impl FnMut(&[u8]),
+) -> Result<Option<State>, String> {
     // Redis reads the bound as a double; µs timestamps are well below 2^53, where doubles are exact.
-    let last_stale = through as f64;
+    let last_stale = (now as i128 - rule.period().as_micros() as i128) as f64;
     let mut entries = VecDeque::new();
-    let mut stale = false;
-    ReadKey::open(cx, key).zset_all(|_, score| {
+    stored.zset_all(|member, score| {
         if score <= last_stale {
-            // Removed below, never checked: as the script's ZREMRANGEBYSCORE drops it unseen.
-            stale = true;
+            stale(member);
             return Ok(());
         }
         match score {
@@ -124,15 +142,24 @@ fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<St
         }
         Ok(())
     })?;
+    Ok((!entries.is_empty()).then_some(State::SlidingLog { entries }))
+}
+
+/// Sliding log: drop what left the window, then read every entry's µs (ascending). The set is read
+/// through the key API first, so that the ZREMRANGEBYSCORE is sent only when it removes something (one
+/// that removes nothing is not propagated either, so replicas and the AOF see the same).
+fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
+    let mut stale = false;
+    let entries = log_entries(&ReadKey::open(cx, key), rule, now, |_| stale = true)?;
     if stale {
-        let through = through.to_string();
+        let through = (now as i128 - rule.period().as_micros() as i128).to_string();
         cx.call(
             Effect::Replicated,
             "ZREMRANGEBYSCORE",
             &[key, b"-inf", through.as_bytes()],
         )?;
     }
-    Ok((!entries.is_empty()).then_some(State::SlidingLog { entries }))
+    Ok(entries)
 }
 
 /// Stores `update` at `key` and gives it the script's TTL for `ttl_us`. Strings and hashes are written
@@ -186,8 +213,22 @@ pub fn write_open(
             current,
             previous,
         }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
-        Update::Append { .. } | Update::Replace(State::SlidingLog { .. }) => {
-            Err("ERR ratelock module: a sliding log is only ever appended to, through its sorted set".into())
+        // The stale entries (`drop_through`) were already removed when the log was read.
+        Update::Append { at, count, .. } => {
+            // `ZCOUNT key at at`: the members already at this µs, numbered on from.
+            let mut taken = 0u64;
+            stored.zset_scored(at as f64, at as f64, |_, _| {
+                taken += 1;
+                Ok(())
+            })?;
+            let members: Vec<Vec<u8>> = (taken..taken + count)
+                .map(|n| format!("{at}:{n}").into_bytes())
+                .collect();
+            stored.zset_add(at as f64, Digits::of(at).as_bytes(), &members)?;
+            stored.expire_at(expire_at)
+        }
+        Update::Replace(State::SlidingLog { .. }) => {
+            Err("ERR ratelock module: a sliding log is only ever appended to".into())
         }
     }
 }

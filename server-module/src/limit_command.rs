@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ratelock::algorithm::{decide, outcomes, Outcome, State, Step};
-use ratelock::{Algorithm, Rule};
+use ratelock::Rule;
 
 use crate::args;
 use crate::ctx::{Context, Value};
@@ -46,15 +46,10 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
 }
 
 /// Whether a hit can hold every key open for writing from its read to its write: no key twice (two
-/// handles on one value), no sliding log (its sorted set is written through `RedisModule_Call`, which
-/// an open handle must not see), every rule built.
+/// handles on one value), every rule built.
 fn opens_once(keys: &[&[u8]], rules: &[Result<Rule, String>]) -> bool {
     let distinct = keys.len() <= 16 && keys.iter().enumerate().all(|(i, key)| !keys[..i].contains(key));
-    distinct
-        && rules.iter().all(|rule| {
-            rule.as_ref()
-                .is_ok_and(|r| r.algorithm() != Algorithm::SlidingLog)
-        })
+    distinct && rules.iter().all(Result::is_ok)
 }
 
 /// A hit whose keys are each opened once, for reading and writing: read, decide every rule, then write
@@ -74,7 +69,7 @@ fn hit_through_open_keys(
     let mut steps = Vec::with_capacity(keys.len());
     for (stored, rule) in opened.iter().zip(rules) {
         let rule = rule.as_ref().map_err(Clone::clone)?;
-        let read = keyspace::read_open(stored, rule)?;
+        let read = keyspace::read_for_hit(stored, rule, now)?;
         steps.push(decided(rule, read.state.as_ref(), now, cost)?);
         reads.push(read);
     }
