@@ -15,6 +15,7 @@
 use ratelock_testkit::RedisServer;
 
 use crate::lock_scripts::{self, ScriptWords, ACQUIRE_SCRIPT, RELEASE_SCRIPT};
+use crate::native_floor;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::redis_comparison::query;
 use crate::report::{Row, Target, Unit};
@@ -116,7 +117,7 @@ pub fn rows(
         ));
         measured.push((family.label, acquire, release));
     }
-    let lease_floor = with_module.then(|| lease_layout_floor(server, connection, notes));
+    let lease_floor = with_module.then(|| lease_layout_floor(connection));
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
     notes.push(format!(
         "lock pairs (server cost): redis-benchmark -c 50 -P 16 -n {REQUESTS} per half on a flushed server. \
@@ -131,26 +132,33 @@ pub fn rows(
         .find(|(label, ..)| *label == REDLOCK_LABEL)
         .map(|(_, acquire, release)| (pair_rate(acquire, release), pair_micros(acquire, release)));
     let mut rows = Vec::new();
-    if let Some((write, read)) = lease_floor {
+    if let Some((acquire, release, pings)) = lease_floor {
+        let floor = acquire.zip(release).map(|(a, r)| a + r);
+        notes.push(format!(
+            "lock pair, native floor (the module pair's keyspace work as native commands, one MULTI/EXEC per \
+             half, µs per EXEC): acquire {} µs (HMGET, GET, SET, HSET, PEXPIREAT on free locks), release {} µs \
+             (HMGET, DEL, PUBLISH on {HELD_LOCKS} held locks); an EXEC of the same 8 commands' count of PINGs costs \
+             {} µs, at most the EXECs' own share",
+            shown(acquire, 2),
+            shown(release, 2),
+            shown(pings, 2)
+        ));
         rows.push(Row {
-            name: "server µs: HSET of a lease's 3 fields on a free lock (native; the module acquire's main write)".into(),
+            name: "server µs: the module pair's keyspace work as native commands in one EXEC per half (its floor) vs redlock's pair".into(),
             unit: Unit::Micros,
-            measured: write.micros,
+            measured: floor,
             baseline: redlock.and_then(|(_, micros)| micros),
             target: Target::None,
         });
+        let module_pair = measured
+            .iter()
+            .find(|(label, ..)| *label == MODULE_LABEL)
+            .and_then(|(_, acquire, release)| pair_micros(acquire, release));
         rows.push(Row {
-            name: "server µs: HMGET o n f of a held lock (native; the module release's read)".into(),
+            name: "server µs: ratelock module lock pair vs its floor (the same keyspace work as native commands)".into(),
             unit: Unit::Micros,
-            measured: read.micros,
-            baseline: redlock.and_then(|(_, micros)| micros),
-            target: Target::None,
-        });
-        rows.push(Row {
-            name: "server µs: the lease layout's two unavoidable commands above, added (a floor under the module pair)".into(),
-            unit: Unit::Micros,
-            measured: pair_micros(&write, &read),
-            baseline: redlock.and_then(|(_, micros)| micros),
+            measured: module_pair,
+            baseline: floor,
             target: Target::None,
         });
     }
@@ -379,18 +387,33 @@ fn saturated(
     }
 }
 
-/// The lease layout's own floor, natively: writing a new lease hash (HSET o n f on a free lock, the
-/// acquire run's keyspace) and reading a held one (HMGET o n f, the release run's held locks), each
-/// saturated as the pair halves are. Any command keeping ratelock's lease layout does at least these.
-fn lease_layout_floor(
-    server: &RedisServer,
-    connection: &mut redis::Connection,
-    notes: &mut Vec<String>,
-) -> (HalfPair, HalfPair) {
-    let [lease, ..] = lock_scripts::keys_of(LOCK_NAME);
+/// The floor under the module's pair (`native_floor`): each half's keyspace work as Redis's own
+/// commands in one MULTI/EXEC, on the keyspace its run uses.
+/// - acquire: read the lease (HMGET o n f) and the counter (GET), write the counter (SET), the lease
+///   (HSET o n f) and its expiry (PEXPIREAT), on free locks;
+/// - release: read the lease (HMGET o n f), delete it (DEL) and tell the channel (PUBLISH), on held
+///   locks.
+fn lease_layout_floor(connection: &mut redis::Connection) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let [lease, _, channel] = lock_scripts::keys_of(LOCK_NAME);
+    let [_, fence_counter, _] = lock_scripts::keys_of(FENCE_COUNTER_NAME);
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
-    let write = words(&["HSET", &lease, "o", OWNER, "n", "1", "f", HELD_FENCE]);
-    let write = saturated(server, connection, (&write, "hset"), ACQUIRE_KEYSPACE, notes);
+    let _: () = query(connection, redis::cmd("SET").arg(&fence_counter).arg(HELD_FENCE));
+    let until = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        + LEASE_MS)
+        .to_string();
+    let acquire = |n: u64| {
+        let lease = native_floor::drawn(&lease, n);
+        vec![
+            native_floor::command(&["HMGET", &lease, "o", "n", "f"]),
+            native_floor::command(&["GET", &fence_counter]),
+            native_floor::command(&["SET", &fence_counter, HELD_FENCE]),
+            native_floor::command(&["HSET", &lease, "o", OWNER, "n", "1", "f", HELD_FENCE]),
+            native_floor::command(&["PEXPIREAT", &lease, &until]),
+        ]
+    };
+    let acquire = native_floor::exec_micros(connection, &acquire, ACQUIRE_KEYSPACE);
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
     let mut first = 0;
     while first < HELD_LOCKS {
@@ -398,9 +421,16 @@ fn lease_layout_floor(
         write_held_locks(connection, Held::Hash, first, last);
         first = last + 1;
     }
-    let read = words(&["HMGET", &lease, "o", "n", "f"]);
-    let read = saturated(server, connection, (&read, "hmget"), HELD_LOCKS, notes);
-    (write, read)
+    let release = |n: u64| {
+        let lease = native_floor::drawn(&lease, n);
+        vec![
+            native_floor::command(&["HMGET", &lease, "o", "n", "f"]),
+            native_floor::command(&["DEL", &lease]),
+            native_floor::command(&["PUBLISH", &native_floor::drawn(&channel, n), "released"]),
+        ]
+    };
+    let release = native_floor::exec_micros(connection, &release, HELD_LOCKS);
+    (acquire, release, native_floor::exec_of_pings(connection, 8))
 }
 
 fn command(words: &[String]) -> redis::Cmd {

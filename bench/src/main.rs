@@ -17,6 +17,7 @@ mod lock_throughput;
 mod machine_info;
 mod memory_throughput;
 mod module_throughput;
+mod native_floor;
 mod outage;
 mod pairing;
 mod redis_benchmark;

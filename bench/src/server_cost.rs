@@ -13,6 +13,7 @@ use ratelock::Rules;
 use ratelock_testkit::RedisServer;
 
 use crate::lock_server_cost;
+use crate::native_floor;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
@@ -302,7 +303,22 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             },
         });
     }
-    rows.extend(rule_count_rows(&figures_by_name));
+    let floors = limit_floors(&mut connection);
+    let pings = (
+        native_floor::exec_of_pings(&mut connection, 2),
+        native_floor::exec_of_pings(&mut connection, 8),
+    );
+    notes.push(format!(
+        "server cost, native floors (a call's keyspace work as native commands in one MULTI/EXEC per call, \
+         -r 10000, µs per EXEC): one GCRA rule {} µs (GET, SET .. PXAT), 3 rules {} µs (the GCRA's, then \
+         HMGET, HSET, PEXPIREAT for the sliding_window and the fixed_window hashes); EXECs of 2 and 8 PINGs \
+         cost {} and {} µs, at most the EXECs' own share",
+        floors.0.map_or("-".into(), |m| format!("{m:.2}")),
+        floors.1.map_or("-".into(), |m| format!("{m:.2}")),
+        pings.0.map_or("-".into(), |m| format!("{m:.2}")),
+        pings.1.map_or("-".into(), |m| format!("{m:.2}")),
+    ));
+    rows.extend(rule_count_rows(&figures_by_name, floors));
     rows.extend(lock_server_cost::rows(
         &server,
         &mut connection,
@@ -315,9 +331,35 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
 /// How a call's server µs grows with its rules, for the module and for limit.lua: several rules, or a
 /// sliding log, against the same path's single GCRA rule (the module's 3 rules and sliding log carry
 /// the issue's targets), and 3 rules against the sum of their three single-rule rows.
-fn rule_count_rows(micros: &[(String, Option<f64>)]) -> Vec<Row> {
+fn rule_count_rows(
+    micros: &[(String, Option<f64>)],
+    (floor_one, floor_three): (Option<f64>, Option<f64>),
+) -> Vec<Row> {
     let of = |name: String| micros.iter().find(|(n, _)| *n == name).and_then(|(_, m)| *m);
-    let mut rows = Vec::new();
+    let module = "ratelock module RATELOCK.LIMIT";
+    let mut rows = vec![
+        Row {
+            name: "server µs, native floor: 3 rules' keyspace work against one GCRA rule's (native commands in one EXEC each)".into(),
+            unit: Unit::Micros,
+            measured: floor_three,
+            baseline: floor_one,
+            target: Target::None,
+        },
+        Row {
+            name: format!("server µs, against its floor (its keyspace work as native commands): {module}, {LUA_GCRA_LABEL}"),
+            unit: Unit::Micros,
+            measured: of(format!("{module}, {LUA_GCRA_LABEL}")),
+            baseline: floor_one,
+            target: Target::None,
+        },
+        Row {
+            name: format!("server µs, against its floor (its keyspace work as native commands): {module}, {THREE_RULES_LABEL}"),
+            unit: Unit::Micros,
+            measured: of(format!("{module}, {THREE_RULES_LABEL}")),
+            baseline: floor_three,
+            target: Target::None,
+        },
+    ];
     for (path, is_module) in [
         ("ratelock module RATELOCK.LIMIT", true),
         ("ratelock limit.lua", false),
@@ -354,4 +396,43 @@ fn rule_count_rows(micros: &[(String, Option<f64>)]) -> Vec<Row> {
         });
     }
     rows
+}
+
+/// The native floors (`native_floor`) of one GCRA rule's call and of the 3 rules' call: each rule's
+/// read and write of its key as Redis's own commands, one MULTI/EXEC per call, over 10,000 users.
+fn limit_floors(connection: &mut redis::Connection) -> (Option<f64>, Option<f64>) {
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let (tat, until) = (
+        (now_us + 600_000).to_string(),
+        (now_us / 1000 + 60_000).to_string(),
+    );
+    let gcra = |n: u64| {
+        let key = native_floor::drawn("floor:{__rand_int__}:g", n);
+        vec![
+            native_floor::command(&["GET", &key]),
+            native_floor::command(&["SET", &key, &tat, "PXAT", &until]),
+        ]
+    };
+    let three = |n: u64| {
+        let (window, sliding) = (
+            native_floor::drawn("floor:{__rand_int__}:fw", n),
+            native_floor::drawn("floor:{__rand_int__}:sw", n),
+        );
+        let mut commands = gcra(n);
+        commands.extend([
+            native_floor::command(&["HMGET", &sliding, "w", "c", "p"]),
+            native_floor::command(&["HSET", &sliding, "w", "490000", "c", "7", "p", "12"]),
+            native_floor::command(&["PEXPIREAT", &sliding, &until]),
+            native_floor::command(&["HMGET", &window, "w", "c"]),
+            native_floor::command(&["HSET", &window, "w", "1764000000", "c", "3"]),
+            native_floor::command(&["PEXPIREAT", &window, &until]),
+        ]);
+        commands
+    };
+    (
+        native_floor::exec_micros(connection, &gcra, 10_000),
+        native_floor::exec_micros(connection, &three, 10_000),
+    )
 }
