@@ -7,41 +7,18 @@
 
 mod common;
 
-use common::{connect, lua_script, run, start_server, wall_us};
+use common::{acquire_token, connect, run, script_or_module, start_server, wall_us};
 use redis::{Connection, Value};
 
 /// `RATELOCK.LIMIT` (or `limit.lua`, by EVAL) of one GCRA rule, 1 per minute, at `now`.
 fn hit(module: bool, key: &str, now: u64) -> redis::Cmd {
-    let mut cmd = if module {
-        redis::cmd("RATELOCK.LIMIT")
-    } else {
-        let mut eval = redis::cmd("EVAL");
-        eval.arg(lua_script("limit"));
-        eval
-    };
-    cmd.arg(1)
-        .arg(key)
-        .arg("hit")
-        .arg(now)
-        .arg(1)
-        .arg("g")
-        .arg(1)
-        .arg(60_000_000)
-        .arg(1);
-    cmd
-}
-
-/// The lock script's call (module command or EVAL of `name`) with its keys and arguments.
-fn lock_call(module: bool, name: &str, keys: &[&str], args: &[&str]) -> redis::Cmd {
-    let mut cmd = if module {
-        redis::cmd(&format!("RATELOCK.{}", name.to_uppercase()))
-    } else {
-        let mut eval = redis::cmd("EVAL");
-        eval.arg(lua_script(name));
-        eval
-    };
-    cmd.arg(keys.len()).arg(keys).arg(args);
-    cmd
+    let now = now.to_string();
+    script_or_module(
+        module,
+        "limit",
+        &[key],
+        &["hit", &now, "1", "g", "1", "60000000", "1"],
+    )
 }
 
 /// Whether a transaction `watcher` opened with `WATCH key` before `meanwhile` ran (on another
@@ -84,25 +61,9 @@ fn a_release_ends_a_watch_only_when_it_releases_as_the_script_does() {
     for module in [true, false] {
         let [lease, fence, channel] =
             [":lock", ":fence", ":released"].map(|end| format!("{{l{module}}}{end}"));
-        let acquired = run(
-            &mut other,
-            &lock_call(
-                module,
-                "lock_acquire",
-                &[&lease, &fence],
-                &["owner-a", "60000000", "0", ""],
-            ),
-        )
-        .unwrap();
-        let Value::Array(ref parts) = acquired else {
-            panic!("acquire answered {acquired:?}")
-        };
-        let token = match parts[1] {
-            Value::Int(token) => token.to_string(),
-            ref other => panic!("fencing token {other:?}"),
-        };
-        let refused = lock_call(module, "lock_release", &[&lease], &["owner-b", &channel, &token]);
-        let released = lock_call(module, "lock_release", &[&lease], &["owner-a", &channel, &token]);
+        let token = acquire_token(&mut other, module, &lease, &fence, "owner-a").to_string();
+        let refused = script_or_module(module, "lock_release", &[&lease], &["owner-b", &channel, &token]);
+        let released = script_or_module(module, "lock_release", &[&lease], &["owner-a", &channel, &token]);
         assert!(
             watch_survives(&mut watcher, &mut other, &lease, &refused),
             "module {module}: a refused release must not end the WATCH"
@@ -145,17 +106,47 @@ fn strings_written_in_place_read_back_as_the_script_leaves_them() {
             .arg(100_000)
             .query(&mut con)
             .unwrap();
-        run(
-            &mut con,
-            &lock_call(
-                module,
-                "lock_acquire",
-                &[&lease, &fence],
-                &["owner-a", "60000000", "0", ""],
-            ),
-        )
-        .unwrap();
+        acquire_token(&mut con, module, &lease, &fence, "owner-a");
         let pttl: i64 = redis::cmd("PTTL").arg(&fence).query(&mut con).unwrap();
         assert_eq!(pttl, -1, "module {module}: the fencing counter kept a TTL");
+    }
+}
+
+#[test]
+fn a_key_named_twice_in_one_call_ends_as_the_script_leaves_it() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let now = wall_us();
+    // Two rules on one key (periods of 1 s and 2 s), each of one algorithm: GCRA (a string) and fixed_window (a hash, written
+    // field by field), and a sliding log (trimmed, then added to, twice per call).
+    for (code, limit, burst) in [("g", "3", "5"), ("fw", "4", "4"), ("sl", "3", "3")] {
+        let mut replies = Vec::new();
+        let mut snapshots = Vec::new();
+        for module in [true, false] {
+            let key = format!("{{twice}}:{code}:{module}");
+            let mut answers = Vec::new();
+            for step in 0..6u64 {
+                let at = (now + step * 400_000).to_string();
+                let args = [
+                    "hit", &at, "1", code, limit, "1000000", burst, code, "2", "2000000", "2",
+                ];
+                answers.push(run(
+                    &mut con,
+                    &script_or_module(module, "limit", &[&key, &key], &args),
+                ));
+            }
+            replies.push(answers);
+            snapshots.push(common::key_snapshot(&mut con, &key));
+        }
+        assert_eq!(
+            replies[0], replies[1],
+            "{code}: the module's replies differ from the script's"
+        );
+        assert!(
+            snapshots[0].agrees_with(&snapshots[1]),
+            "{code}: module {:?}, script {:?}",
+            snapshots[0],
+            snapshots[1]
+        );
     }
 }

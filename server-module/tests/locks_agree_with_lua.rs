@@ -212,6 +212,19 @@ struct Play {
 }
 
 impl Play {
+    /// Keeps the grant a granted `lock_acquire` answered (owner, fence), for later releases to name.
+    fn remember_grant(&mut self, call: &Call, reply: &Result<Value, String>) {
+        if let (Ok(Value::Array(items)), "lock_acquire") = (reply, call.script) {
+            if let [Value::Int(1), Value::Int(fence), _] = items[..] {
+                let owner = OWNERS.iter().position(|o| *o == call.argv[0]).unwrap();
+                let lock = call.keys[0].split("lock").nth(1).unwrap()[..1]
+                    .parse::<usize>()
+                    .unwrap();
+                self.grants[lock].push((owner, fence as u64));
+            }
+        }
+    }
+
     fn now(&mut self, rng: &mut Rng) -> u64 {
         self.drift += match rng.below(20) {
             0..=9 => rng.below(2_000),
@@ -380,15 +393,7 @@ fn locks_and_semaphores_agree_with_lua() {
             let (lua, module) = mirror.both(&call);
             let context = || format!("sequence {sequence} step {step} (seed {seed}): {call:?}");
             assert_replies_agree(call.script, &lua, &module, &context);
-            if let (Ok(Value::Array(items)), "lock_acquire") = (&lua, call.script) {
-                if let [Value::Int(1), Value::Int(fence), _] = items[..] {
-                    let owner = OWNERS.iter().position(|o| *o == call.argv[0]).unwrap();
-                    let lock = call.keys[0].split("lock").nth(1).unwrap()[..1]
-                        .parse::<usize>()
-                        .unwrap();
-                    play.grants[lock].push((owner, fence as u64));
-                }
-            }
+            play.remember_grant(&call, &lua);
             *outcomes.entry(outcome(call.script, &lua)).or_default() += 1;
             if call.lapse != Lapse::BeforeLooking {
                 mirror.assert_keys_agree(&call, &context);
@@ -687,15 +692,7 @@ fn lock_writes_replicate_as_effects() {
                 .arg(&call.keys)
                 .arg(&call.argv),
         );
-        if let (Ok(Value::Array(items)), "lock_acquire") = (&reply, call.script) {
-            if let [Value::Int(1), Value::Int(fence), _] = items[..] {
-                let owner = OWNERS.iter().position(|o| *o == call.argv[0]).unwrap();
-                let lock = call.keys[0].split("lock").nth(1).unwrap()[..1]
-                    .parse::<usize>()
-                    .unwrap();
-                play.grants[lock].push((owner, fence as u64));
-            }
-        }
+        play.remember_grant(&call, &reply);
         keys.extend(call.keys);
     }
     assert!(

@@ -7,7 +7,7 @@ mod common;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use common::{connect, lua_script, module_path, run, spawn_server, start_replica};
+use common::{acquire_token, connect, module_path, run, script_or_module, spawn_server, start_replica};
 use redis::{Connection, Value};
 
 const RELEASES: usize = 3;
@@ -15,32 +15,16 @@ const RELEASES: usize = 3;
 /// `RELEASES` acquire+release rounds of lock `name`, through the module or the scripts (EVAL).
 fn take_and_give_back(con: &mut Connection, module: bool, name: &str) {
     let [lease, fence, channel] = [":lock", ":fence", ":released"].map(|end| format!("{{{name}}}{end}"));
-    let call = |script: &str, keys: &[&str], args: &[&str]| {
-        let mut cmd = if module {
-            redis::cmd(&format!("RATELOCK.{}", script.to_uppercase()))
-        } else {
-            let mut eval = redis::cmd("EVAL");
-            eval.arg(lua_script(script));
-            eval
-        };
-        cmd.arg(keys.len()).arg(keys).arg(args);
-        cmd
-    };
     for _ in 0..RELEASES {
-        let granted = run(
-            con,
-            &call("lock_acquire", &[&lease, &fence], &["me", "60000000", "0", ""]),
-        )
-        .unwrap();
-        let Value::Array(parts) = granted else {
-            panic!("acquire answered {granted:?}")
-        };
-        let Value::Int(token) = parts[1] else {
-            panic!("fencing token {:?}", parts[1])
-        };
+        let token = acquire_token(con, module, &lease, &fence, "me");
         let released = run(
             con,
-            &call("lock_release", &[&lease], &["me", &channel, &token.to_string()]),
+            &script_or_module(
+                module,
+                "lock_release",
+                &[&lease],
+                &["me", &channel, &token.to_string()],
+            ),
         )
         .unwrap();
         assert_eq!(released, Value::Array(vec![Value::Int(1), Value::Int(0)]));

@@ -202,6 +202,38 @@ pub fn lua_script(name: &str) -> String {
     format!("{prelude}\n{body}")
 }
 
+/// The call of script `name` (`core/lua/<name>.lua`) with `keys` and `args`: through the module's
+/// command (`RATELOCK.<NAME>`), or through the script itself (EVAL, without the call-tag envelope).
+pub fn script_or_module(module: bool, name: &str, keys: &[&str], args: &[&str]) -> redis::Cmd {
+    let mut cmd = if module {
+        redis::cmd(&format!("RATELOCK.{}", name.to_uppercase()))
+    } else {
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(lua_script(name));
+        eval
+    };
+    cmd.arg(keys.len()).arg(keys).arg(args);
+    cmd
+}
+
+/// Acquires the lock of lease `lease` (fencing counter `fence`) for `owner`, a minute, server clock,
+/// through the module or the script: the grant's fencing token.
+pub fn acquire_token(con: &mut Connection, module: bool, lease: &str, fence: &str, owner: &str) -> i64 {
+    let call = script_or_module(
+        module,
+        "lock_acquire",
+        &[lease, fence],
+        &[owner, "60000000", "0", ""],
+    );
+    match run(con, &call).unwrap() {
+        Value::Array(parts) if parts[0] == Value::Int(1) => match parts[1] {
+            Value::Int(token) => token,
+            ref other => panic!("fencing token {other:?}"),
+        },
+        other => panic!("acquire answered {other:?}"),
+    }
+}
+
 /// Waits until the replica behind `replica_con` reports its link to the master up.
 pub fn wait_for_master_link(replica_con: &mut Connection) {
     let deadline = Instant::now() + Duration::from_secs(10);
