@@ -19,9 +19,9 @@ use ratelock::algorithm::{State, Update};
 use ratelock::{Algorithm, Rule};
 
 use crate::args::parse_u64;
-use crate::ctx::{Context, Effect};
+use crate::ctx::Context;
 use crate::digits::Digits;
-use crate::key_read::{KeyRead, ReadKey};
+use crate::key_read::KeyRead;
 use crate::key_write::WriteKey;
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
@@ -35,44 +35,30 @@ pub struct Stored<'k> {
     fields: [Option<&'k [u8]>; 3],
 }
 
-/// The stored state of `rule` at `key`, read through a key opened for reading. An absent or unreadable
-/// state is `None` ("fresh"), as in the script, where `tonumber` of a missing field is nil. For a
-/// sliding log this first drops the entries that left the window (a replicated write, in both modes,
-/// as the script does).
-pub fn read(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
-    if rule.algorithm() == Algorithm::SlidingLog {
-        return read_log(cx, key, rule, now);
-    }
-    Ok(read_open(&ReadKey::open(cx, key), rule)?.state)
-}
-
-/// [`read`] of any algorithm but the sliding log, through a key already open (for reading, or for
-/// reading and writing when the call may then write it: one lookup for both).
-pub fn read_open<'k>(stored: &'k impl KeyRead, rule: &Rule) -> Result<Stored<'k>, String> {
+/// The stored state of `rule`, read through its key, opened once for reading and writing (the call
+/// then writes through the same handle). An absent or unreadable state is `None` ("fresh"), as in the
+/// script, where `tonumber` of a missing field is nil. A sliding log first loses the entries that left
+/// the window (removed through the key and propagated as ZREMRANGEBYSCORE, peek or hit, as the script
+/// does; only when there are some, as a ZREMRANGEBYSCORE that removes nothing is not propagated).
+pub fn read<'k>(stored: &'k WriteKey<'_>, rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
     let number = |v: Option<&[u8]>| v.and_then(parse_u64);
     let hash3 = |names: &[&CStr; 3]| stored.hash(names);
     let hash2 = |names: &[&CStr; 2]| stored.hash(names).map(|[a, b]| [a, b, None]);
+    // The two-field states: both fields, or fresh.
+    let both = |names: &[&CStr; 2], state: fn(u64, u64) -> State| -> Result<_, String> {
+        let fields = hash2(names)?;
+        Ok((
+            number(fields[0]).zip(number(fields[1])).map(|(a, b)| state(a, b)),
+            fields,
+        ))
+    };
     let (state, fields) = match rule.algorithm() {
         Algorithm::Gcra => {
             let tat = number(stored.string()?);
             (tat.map(|tat| State::Gcra { tat }), [None; 3])
         }
-        Algorithm::TokenBucket => {
-            let fields = hash2(&[c"t", c"l"])?;
-            let state = match (number(fields[0]), number(fields[1])) {
-                (Some(tokens), Some(last)) => Some(State::TokenBucket { tokens, last }),
-                _ => None,
-            };
-            (state, fields)
-        }
-        Algorithm::LeakyBucket => {
-            let fields = hash2(&[c"v", c"l"])?;
-            let state = match (number(fields[0]), number(fields[1])) {
-                (Some(level), Some(last)) => Some(State::LeakyBucket { level, last }),
-                _ => None,
-            };
-            (state, fields)
-        }
+        Algorithm::TokenBucket => both(&[c"t", c"l"], |tokens, last| State::TokenBucket { tokens, last })?,
+        Algorithm::LeakyBucket => both(&[c"v", c"l"], |level, last| State::LeakyBucket { level, last })?,
         Algorithm::FixedWindow => {
             let fields = hash2(&[c"w", c"c"])?;
             let state = number(fields[0]).map(|window| State::FixedWindow {
@@ -90,9 +76,7 @@ pub fn read_open<'k>(stored: &'k impl KeyRead, rule: &Rule) -> Result<Stored<'k>
             });
             (state, fields)
         }
-        Algorithm::SlidingLog => {
-            return Err("ERR ratelock module: a sliding log is read with its window trimmed".into())
-        }
+        Algorithm::SlidingLog => (read_log(stored, rule, now)?, [None; 3]),
         other => {
             return Err(format!(
                 "ERR ratelock module: algorithm {other} is not supported, use the Lua path"
@@ -102,28 +86,21 @@ pub fn read_open<'k>(stored: &'k impl KeyRead, rule: &Rule) -> Result<Stored<'k>
     Ok(Stored { state, fields })
 }
 
-/// [`read_open`] for a hit, through a key open for reading and writing: any algorithm, the sliding log
-/// included (its stale entries removed through the same key).
-pub fn read_for_hit<'k>(stored: &'k WriteKey<'_>, rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
-    if rule.algorithm() != Algorithm::SlidingLog {
-        return read_open(stored, rule);
-    }
+/// A sliding log's entries still in the window at `now`, the stale ones removed first.
+fn read_log(stored: &WriteKey<'_>, rule: &Rule, now: u64) -> Result<Option<State>, String> {
     let mut stale = Vec::new();
     let entries = log_entries(stored, rule, now, |member| stale.push(member.to_vec()))?;
     if !stale.is_empty() {
         let through = (now as i128 - rule.period().as_micros() as i128).to_string();
         stored.zset_remove_through(&stale, through.as_bytes())?;
     }
-    Ok(Stored {
-        state: entries,
-        fields: [None; 3],
-    })
+    Ok(entries)
 }
 
 /// A sliding log's entries still in the window at `now` (µs, ascending), handing each stale member to
 /// `stale` (never checked: the script's ZREMRANGEBYSCORE drops it unseen).
 fn log_entries(
-    stored: &impl KeyRead,
+    stored: &WriteKey<'_>,
     rule: &Rule,
     now: u64,
     mut stale: impl FnMut(&[u8]),
@@ -145,39 +122,11 @@ fn log_entries(
     Ok((!entries.is_empty()).then_some(State::SlidingLog { entries }))
 }
 
-/// Sliding log: drop what left the window, then read every entry's µs (ascending). The set is read
-/// through the key API first, so that the ZREMRANGEBYSCORE is sent only when it removes something (one
-/// that removes nothing is not propagated either, so replicas and the AOF see the same).
-fn read_log(cx: &Context, key: &[u8], rule: &Rule, now: u64) -> Result<Option<State>, String> {
-    let mut stale = false;
-    let entries = log_entries(&ReadKey::open(cx, key), rule, now, |_| stale = true)?;
-    if stale {
-        let through = (now as i128 - rule.period().as_micros() as i128).to_string();
-        cx.call(
-            Effect::Replicated,
-            "ZREMRANGEBYSCORE",
-            &[key, b"-inf", through.as_bytes()],
-        )?;
-    }
-    Ok(entries)
-}
-
-/// Stores `update` at `key` and gives it the script's TTL for `ttl_us`. Strings and hashes are written
-/// through the key API (propagated as the same SET .. PXAT, HSET and PEXPIREAT); the sliding log's
-/// sorted set stays on `RedisModule_Call`.
-pub fn write(cx: &Context, key: &[u8], update: Update, ttl_us: u64) -> Result<(), String> {
-    if let Update::Append { at, count, .. } = update {
-        // The stale entries (`drop_through`) were already removed when the log was read.
-        let expire_at = Digits::of(expire_at(cx, ttl_us));
-        return append_log(cx, key, at, count, expire_at.as_bytes());
-    }
-    write_open(&WriteKey::open(cx, key)?, None, update, ttl_us)
-}
-
-/// [`write`] of any algorithm but the sliding log, through the key the state was read from (`read`,
-/// the fields [`read_open`] found, or `None` to write every field). A hash field whose bytes stay the
-/// same is not written again; the key's TTL always is, as the script's PEXPIRE after its HSET.
-pub fn write_open(
+/// Stores `update` through the key the state was read from and gives it the script's TTL for `ttl_us`
+/// (propagated as the same SET .. PXAT, HSET, ZADD and PEXPIREAT). `read` is what [`read`] found, or
+/// `None` to write every field: a hash field whose bytes stay the same is not written again; the key's
+/// TTL always is, as the script's PEXPIRE after its HSET.
+pub fn write(
     stored: &WriteKey<'_>,
     read: Option<&Stored<'_>>,
     update: Update,
@@ -237,24 +186,4 @@ pub fn write_open(
 /// script's `max(ceil(ttl / 1000), MIN_TTL_MS)` ms from now.
 fn expire_at(cx: &Context, ttl_us: u64) -> u64 {
     cx.server_ms() + ttl_us.div_ceil(1000).max(MIN_TTL_MS)
-}
-
-/// Sliding log: `count` members "<at>:<n>" scored `at`, numbered on from those already at `at`.
-fn append_log(cx: &Context, key: &[u8], at: u64, count: u64, expire_at: &[u8]) -> Result<(), String> {
-    let stamp = at.to_string();
-    // `ZCOUNT key at at`, through the key API.
-    let mut taken = 0u64;
-    ReadKey::open(cx, key).zset_scored(at as f64, at as f64, |_, _| {
-        taken += 1;
-        Ok(())
-    })?;
-    let members: Vec<String> = (taken..taken + count).map(|n| format!("{stamp}:{n}")).collect();
-    let mut args: Vec<&[u8]> = vec![key];
-    for member in &members {
-        args.push(stamp.as_bytes());
-        args.push(member.as_bytes());
-    }
-    cx.call(Effect::Replicated, "ZADD", &args)?;
-    cx.call(Effect::Replicated, "PEXPIREAT", &[key, expire_at])?;
-    Ok(())
 }
