@@ -314,6 +314,16 @@ fn write_held_locks(connection: &mut redis::Connection, held: Held, first: u64, 
     );
 }
 
+/// Writes the `HELD_LOCKS` locks a release run draws from, `WRITE_CHUNK` per script call.
+fn write_every_held_lock(connection: &mut redis::Connection, held: Held) {
+    let mut first = 0;
+    while first < HELD_LOCKS {
+        let last = (first + WRITE_CHUNK).min(HELD_LOCKS) - 1;
+        write_held_locks(connection, held, first, last);
+        first = last + 1;
+    }
+}
+
 fn acquire_run(
     server: &RedisServer,
     connection: &mut redis::Connection,
@@ -342,12 +352,7 @@ fn release_run(
     notes: &mut Vec<String>,
 ) -> HalfPair {
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
-    let mut first = 0;
-    while first < HELD_LOCKS {
-        let last = (first + WRITE_CHUNK).min(HELD_LOCKS) - 1;
-        write_held_locks(connection, family.held, first, last);
-        first = last + 1;
-    }
+    write_every_held_lock(connection, family.held);
     let mut half = saturated(
         server,
         connection,
@@ -415,12 +420,7 @@ fn lease_layout_floor(connection: &mut redis::Connection) -> (Option<f64>, Optio
     };
     let acquire = native_floor::exec_micros(connection, &acquire, ACQUIRE_KEYSPACE);
     let _: () = query(connection, &mut redis::cmd("FLUSHALL"));
-    let mut first = 0;
-    while first < HELD_LOCKS {
-        let last = (first + WRITE_CHUNK).min(HELD_LOCKS) - 1;
-        write_held_locks(connection, Held::Hash, first, last);
-        first = last + 1;
-    }
+    write_every_held_lock(connection, Held::Hash);
     let release = |n: u64| {
         let lease = native_floor::drawn(&lease, n);
         vec![

@@ -345,25 +345,19 @@ fn rule_count_rows(
             baseline: floor_one,
             target: Target::None,
         },
-        Row {
-            name: format!("server µs, against its floor (its keyspace work as native commands): {module}, {LUA_GCRA_LABEL}"),
-            unit: Unit::Micros,
-            measured: of(format!("{module}, {LUA_GCRA_LABEL}")),
-            baseline: floor_one,
-            target: Target::None,
-        },
-        Row {
-            name: format!("server µs, against its floor (its keyspace work as native commands): {module}, {THREE_RULES_LABEL}"),
-            unit: Unit::Micros,
-            measured: of(format!("{module}, {THREE_RULES_LABEL}")),
-            baseline: floor_three,
-            target: Target::None,
-        },
     ];
-    for (path, is_module) in [
-        ("ratelock module RATELOCK.LIMIT", true),
-        ("ratelock limit.lua", false),
-    ] {
+    for (label, floor) in [(LUA_GCRA_LABEL, floor_one), (THREE_RULES_LABEL, floor_three)] {
+        rows.push(Row {
+            name: format!(
+                "server µs, against its floor (its keyspace work as native commands): {module}, {label}"
+            ),
+            unit: Unit::Micros,
+            measured: of(format!("{module}, {label}")),
+            baseline: floor,
+            target: Target::None,
+        });
+    }
+    for (path, is_module) in [(module, true), ("ratelock limit.lua", false)] {
         let single = of(format!("{path}, {LUA_GCRA_LABEL}"));
         let against_single = [
             (THREE_RULES_LABEL, 2.5),
