@@ -71,6 +71,8 @@ export declare class Limiter {
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: string): Promise<void>
   readonly prefix: string
+  /** The algorithm of rules that name none. */
+  readonly defaultAlgorithm: string
 }
 
 /** What a lock of every kind is made with. */

@@ -5,4 +5,4 @@ import { initSync } from './pkg/ratelock_wasm.js'
 
 initSync({ module: readFileSync(new URL('./pkg/ratelock_wasm_bg.wasm', import.meta.url)) })
 
-export { Limiter } from './pkg/ratelock_wasm.js'
+export { ClientAddress, HttpOptions, Limiter, scopedKey } from './pkg/ratelock_wasm.js'

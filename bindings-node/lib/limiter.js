@@ -87,6 +87,11 @@ class Limiter {
     return limiter.reset(key, this.#parsed(rules).id).catch(rethrow)
   }
 
+  /** The algorithm of rules that name none. */
+  get defaultAlgorithm() {
+    return this.#settings.defaultAlgorithm ?? 'gcra'
+  }
+
   /** The key prefix. */
   get prefix() {
     return this.#settings.prefix ?? 'rl'

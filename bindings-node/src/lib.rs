@@ -11,6 +11,7 @@ mod convert;
 mod errors;
 mod fair_lock;
 mod guard;
+mod http;
 mod limiter;
 mod lock;
 mod lock_handle;

@@ -112,5 +112,23 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("LockLost", py.get_type::<LockLost>())?;
     module.add("ProtocolError", py.get_type::<ProtocolError>())?;
     module.add("ConfigurationError", py.get_type::<ConfigurationError>())?;
+    // Each class carries the core's stable code (`ratelock::Error::code`), so Python code can map an
+    // error by its code, as every binding does (None on the base class).
+    let codes = [
+        ("RatelockError", None),
+        ("InvalidRule", Some("INVALID_RULE")),
+        ("InvalidArgument", Some("INVALID_ARGUMENT")),
+        ("CostExceedsCapacity", Some("COST_EXCEEDS_CAPACITY")),
+        ("StoreUnavailable", Some("STORE_UNAVAILABLE")),
+        ("StoreTimeout", Some("TIMEOUT")),
+        ("WaitTimeout", Some("WAIT_TIMEOUT")),
+        ("LockNotOwned", Some("LOCK_NOT_OWNED")),
+        ("LockLost", Some("LOCK_LOST")),
+        ("ProtocolError", Some("PROTOCOL")),
+        ("ConfigurationError", Some("CONFIGURATION")),
+    ];
+    for (class, code) in codes {
+        module.getattr(class)?.setattr("code", code)?;
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod errors;
 mod fair_lock;
 mod guard_slot;
 mod guards;
+mod http;
 mod limiter;
 mod lock;
 mod lock_handle;
@@ -39,6 +40,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<guards::PyLeaseGuard>()?;
     module.add_class::<lock_states::PyFairLockState>()?;
     module.add_class::<lock_states::PyRwLockState>()?;
+    module.add_class::<http::PyHttpOptions>()?;
+    module.add_class::<http::PyHttpAnswer>()?;
+    module.add_class::<http::PyClientAddress>()?;
+    module.add_function(wrap_pyfunction!(http::scoped_key, module)?)?;
+    module.add_function(wrap_pyfunction!(http::parse_rules, module)?)?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -26,18 +26,17 @@ pub(crate) struct PyLimiter {
 
 /// Rule text parsed once, with each rule's canonical text ready for decisions.
 struct ParsedRules {
-    rules: ratelock::Rules,
+    rules: Arc<ratelock::Rules>,
     texts: Vec<Arc<str>>,
 }
 
 impl ParsedRules {
     /// `decision` for Python, naming its deciding rule.
     fn decision(&self, decision: &ratelock::Decision) -> PyDecision {
-        let index = decision.rule_index;
         PyDecision::new(
             decision,
-            self.texts[index].clone(),
-            self.rules[index].period().as_secs_f64(),
+            self.texts[decision.rule_index].clone(),
+            self.rules.clone(),
         )
     }
 }
@@ -332,7 +331,10 @@ impl PyLimiter {
         })?;
         let rules = self.inner.rules(&utf8).map_err(to_py)?;
         let texts = rules.iter().map(|rule| Arc::from(rule.to_string())).collect();
-        let parsed = Arc::new(ParsedRules { rules, texts });
+        let parsed = Arc::new(ParsedRules {
+            rules: Arc::new(rules),
+            texts,
+        });
         if cache.len() >= RULE_CACHE_LIMIT {
             cache.clear();
         }

@@ -5,6 +5,10 @@
 use js_sys::{Error as JsError, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+mod http;
+
+pub use http::{scoped_key, ClientAddress, HttpOptions};
+
 #[wasm_bindgen(typescript_custom_section)]
 const DECISION_TYPE: &str = r#"
 /** The answer to `hit` or `peek` (the fields of the Node package's decisions). */

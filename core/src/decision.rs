@@ -91,6 +91,35 @@ impl Decision {
         }
     }
 
+    /// A decision known only by its deciding rule's figures, as a binding that carries those figures
+    /// (not every rule's) rebuilds it, e.g. to render its HTTP answer. [`Decision::rules`] is empty.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let d = ratelock::Decision::summary(false, 10, 0, Duration::from_secs(6), Duration::from_secs(1), 0, false);
+    /// assert!(!d.allowed && d.rules().len() == 0);
+    /// ```
+    pub fn summary(
+        allowed: bool,
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Duration,
+        rule_index: usize,
+        degraded: bool,
+    ) -> Self {
+        Decision {
+            allowed,
+            limit,
+            remaining,
+            reset_after,
+            retry_after: if allowed { Duration::ZERO } else { retry_after },
+            rule_index,
+            degraded,
+            outcomes: Outcomes::new(),
+        }
+    }
+
     /// A decision made without the store (failure policy `allow` or `deny`).
     pub(crate) fn degraded(allowed: bool, limit: u64, retry_after: Duration) -> Self {
         Decision {

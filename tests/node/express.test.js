@@ -1,7 +1,7 @@
 'use strict'
 // ratelock/express through real HTTP requests to an Express server: headers of every draft, the 429
-// body and Retry-After, skip, a custom handler, key and cost functions, and a store that is down with
-// and without passOnStoreError.
+// body and Retry-After, skip, a custom handler and message, key and cost functions, and a store that is
+// down (503) with and without passOnStoreError. adapters.test.js runs what every adapter shares.
 
 const assert = require('node:assert/strict')
 const { randomUUID } = require('node:crypto')
@@ -39,15 +39,15 @@ function appWith(middleware) {
 }
 
 for (const store of ['memory', 'redis']) {
-  test(`${store}: allowed requests carry draft-7 and legacy headers; the rejection is a 429`, async () => {
+  test(`${store}: allowed requests carry the latest draft's and legacy headers; the rejection is a 429`, async () => {
     const url = store === 'redis' ? redis.url : undefined
-    const app = appWith(rateLimit({ url, prefix: `e${randomUUID().slice(0, 8)}`, rules: '2 per 10 seconds' }))
+    const app = appWith(rateLimit({ url, prefix: `e${randomUUID().slice(0, 8)}`, rules: '2 per 10 seconds', legacyHeaders: true }))
     await serving(app, async (base) => {
       const first = await fetch(`${base}/item`)
       assert.equal(first.status, 200)
       assert.deepEqual(await first.json(), { ok: true, remaining: 1 })
-      assert.equal(first.headers.get('ratelimit-policy'), '2;w=10')
-      assert.equal(first.headers.get('ratelimit'), 'limit=2, remaining=1, reset=5')
+      assert.equal(first.headers.get('ratelimit-policy'), '"2 per 10 seconds";q=2;w=10')
+      assert.equal(first.headers.get('ratelimit'), '"2 per 10 seconds";r=1;t=5')
       assert.equal(first.headers.get('x-ratelimit-limit'), '2')
       assert.equal(first.headers.get('x-ratelimit-remaining'), '1')
       const reset = Number(first.headers.get('x-ratelimit-reset'))
@@ -55,17 +55,18 @@ for (const store of ['memory', 'redis']) {
       await fetch(`${base}/item`)
       const third = await fetch(`${base}/item`)
       assert.equal(third.status, 429)
-      assert.equal(await third.text(), 'Too many requests, please try again later.')
+      assert.equal(await third.text(), 'Too many requests: over the limit of 2 per 10 seconds; retry in 5 s.\n')
       assert.equal(third.headers.get('retry-after'), '5')
-      assert.equal(third.headers.get('ratelimit'), 'limit=2, remaining=0, reset=10')
+      assert.equal(third.headers.get('ratelimit'), '"2 per 10 seconds";r=0;t=5')
     })
   })
 }
 
-test('draft-6 and draft-8 header sets, and none', async () => {
+test('draft-6, draft-7 and draft-8 header sets, and none', async () => {
   const expectations = {
     'draft-6': { 'ratelimit-policy': '5;w=60', 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': '12' },
-    'draft-8': { 'ratelimit-policy': '"5-in-60s";q=5;w=60', ratelimit: '"5-in-60s";r=4;t=12' },
+    'draft-7': { 'ratelimit-policy': '5;w=60', ratelimit: 'limit=5, remaining=4, reset=12' },
+    'draft-8': { 'ratelimit-policy': '"5/minute";q=5;w=60', ratelimit: '"5/minute";r=4;t=12' },
   }
   for (const [draft, expected] of Object.entries(expectations)) {
     const app = appWith(rateLimit({ rules: '5/minute', standardHeaders: draft, legacyHeaders: false, keyGenerator: () => randomUUID() }))
@@ -83,7 +84,7 @@ test('draft-6 and draft-8 header sets, and none', async () => {
   })
 })
 
-test('skip, keyGenerator, cost, rules as a function, and a custom handler', async () => {
+test('skip, keyGenerator, cost, rules as a function, a custom handler and message', async () => {
   const limiter = new Limiter({ prefix: `e${randomUUID().slice(0, 8)}` })
   const middleware = rateLimit({
     limiter,
@@ -91,8 +92,8 @@ test('skip, keyGenerator, cost, rules as a function, and a custom handler', asyn
     keyGenerator: (req) => `user:${req.query.user}`,
     cost: (req) => Number(req.query.cost ?? 1),
     skip: (req) => req.query.user === 'admin',
-    handler: (req, res, _next, options) =>
-      res.status(options.statusCode).json({ slowDown: req.query.user, retryAfterMs: options.decision.retryAfterMs }),
+    handler: (req, res, _next, { answer, decision }) =>
+      res.status(answer.status).json({ slowDown: req.query.user, retryAfterMs: decision.retryAfterMs }),
   })
   await serving(appWith(middleware), async (base) => {
     assert.equal((await fetch(`${base}/item?user=ann&cost=3`)).status, 200)
@@ -111,7 +112,18 @@ test('skip, keyGenerator, cost, rules as a function, and a custom handler', asyn
   })
 })
 
-test('a store that is down: an error by default, a pass with passOnStoreError', async () => {
+test('a custom message replaces the body, not the status or headers', async () => {
+  const middleware = rateLimit({ rules: '1/minute', message: (req) => ({ busy: req.query.who }), keyGenerator: () => 'one' })
+  await serving(appWith(middleware), async (base) => {
+    await fetch(`${base}/item`)
+    const refused = await fetch(`${base}/item?who=ann`)
+    assert.equal(refused.status, 429)
+    assert.equal(refused.headers.get('retry-after'), '60')
+    assert.deepEqual(await refused.json(), { busy: 'ann' })
+  })
+})
+
+test('a store that is down: 503 by default, a pass with passOnStoreError', async () => {
   const server = await RedisServer.start()
   const failing = rateLimit({ url: server.url, timeoutMs: 300, rules: '5/second' })
   const passing = rateLimit({ url: server.url, timeoutMs: 300, rules: '5/second', passOnStoreError: true })
@@ -121,8 +133,8 @@ test('a store that is down: an error by default, a pass with passOnStoreError', 
     await server.stop()
     await serving(appWith(failing), async (base) => {
       const response = await fetch(`${base}/item`)
-      assert.equal(response.status, 500)
-      assert.match((await response.json()).code, /^ERR_RATELOCK_(STORE_UNAVAILABLE|TIMEOUT)$/)
+      assert.equal(response.status, 503)
+      assert.equal(response.headers.get('retry-after'), '1')
     })
     await serving(appWith(passing), async (base) => {
       const response = await fetch(`${base}/item`)
@@ -138,4 +150,8 @@ test('bad middleware options are named', () => {
   assert.throws(() => rateLimit({ standardHeaders: 'draft-9' }), /`standardHeaders`/)
   assert.throws(() => rateLimit({ keyGenerator: 'ip' }), /`keyGenerator`/)
   assert.throws(() => rateLimit(null), /`options`/)
+  assert.throws(() => rateLimit({ deniedBody: 'html' }), /`deniedBody`/)
+  assert.throws(() => rateLimit({ trustedProxies: ['10.0.0.0/99'] }), /`trustedProxies`/)
+  assert.throws(() => rateLimit({ rules: '5/fortnight' }), /fortnight/)
+  assert.throws(() => rateLimit({ limiter: {}, passOnStoreError: true }), /`passOnStoreError`/)
 })

@@ -1,5 +1,6 @@
 """ratelock.flask: 429 with Retry-After and rate-limit headers from one decision, default limits,
-exemptions, methods, keys, the failure policy with a stopped Redis, and a real HTTP server process."""
+exemptions, methods, keys, scopes that never share a bucket, unusable keys, the failure policy with a
+stopped Redis (503 under raise), and a real HTTP server process."""
 
 import json
 import os
@@ -12,6 +13,7 @@ import urllib.error
 import urllib.request
 import uuid
 
+import http_sf
 from flask import Blueprint, Flask, jsonify, request
 
 from conftest import RedisServer
@@ -47,21 +49,120 @@ def make_app(url=None, **options):
 
 
 def test_limited_view_answers_429_with_headers(store_url):
-    client = make_app(store_url).test_client()
+    client = make_app(store_url, legacy_headers=True).test_client()
     first = client.get("/limited")
     assert first.status_code == 200
     assert first.headers["X-RateLimit-Limit"] == "2" and first.headers["X-RateLimit-Remaining"] == "1"
-    assert first.headers["RateLimit"] == "limit=2, remaining=1, reset=30"
-    assert first.headers["RateLimit-Policy"] == "2;w=60"
+    assert first.headers["RateLimit"] == '"2/minute";r=1;t=30'
+    assert first.headers["RateLimit-Policy"] == '"2/minute";q=2;w=60'
     assert client.get("/limited").status_code == 200
     denied = client.get("/limited")
     assert denied.status_code == 429
     assert denied.headers["Retry-After"] == "30"
     assert denied.headers["X-RateLimit-Remaining"] == "0"
     assert int(denied.headers["X-RateLimit-Reset"]) >= int(time.time()) + 59
-    assert denied.get_json()["rule"] == "2/minute"
+    assert denied.get_data(as_text=True) == "Too many requests: over the limit of 2/minute; retry in 30 s.\n"
     assert client.post("/limited").status_code == 200, "POST is not limited"
     assert client.get("/limited?vip=1").status_code == 200, "exempt_when skips the limit"
+
+
+def test_headers_parse_as_structured_fields_in_every_draft(store_url):
+    for style in ("draft-8", "draft-11"):
+        client = make_app(store_url, standard_headers=style).test_client()
+        response = client.get("/limited")
+        policies = http_sf.parse(response.headers["RateLimit-Policy"].encode(), tltype="list")
+        (name, parameters), = [(item[0], item[1]) for item in policies]
+        assert (name, parameters["q"], parameters["w"]) == ("2/minute", 2, 60)
+        limits = http_sf.parse(response.headers["RateLimit"].encode(), tltype="list")
+        assert limits[0][0] == "2/minute" and limits[0][1]["r"] == 1
+    draft7 = make_app(store_url, standard_headers="draft-7").test_client().get("/limited")
+    assert http_sf.parse(draft7.headers["RateLimit"].encode(), tltype="dictionary")["remaining"][0] == 1
+    none = make_app(store_url, standard_headers=False).test_client().get("/limited")
+    assert "RateLimit" not in none.headers and "X-RateLimit-Limit" not in none.headers
+
+
+def test_denied_bodies_and_statuses(store_url):
+    for body, content_type in (("json", "application/json"), ("problem", "application/problem+json")):
+        client = make_app(store_url, denied_body=body, status_code=403).test_client()
+        client.get("/limited"), client.get("/limited")
+        denied = client.get("/limited")
+        assert (denied.status_code, denied.headers["Content-Type"]) == (403, content_type)
+        document = json.loads(denied.get_data())
+        if body == "problem":
+            assert document["type"].endswith("#quota-exceeded") and document["violated-policies"] == ["2/minute"]
+        else:
+            assert document == {"error": "rate_limited", "policy": "2/minute", "retry_after": 30}
+
+
+def test_scopes_never_share_a_bucket(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/api")
+    @limits.limit("1/minute", scope="api", key_func=lambda: request.args["k"])
+    def api():
+        return jsonify(ok=True)
+
+    @app.get("/api-v2")
+    @limits.limit("1/minute", scope="api:v2", key_func=lambda: request.args["k"])
+    def api_v2():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert client.get("/api?k=v2:bob").status_code == 200
+    assert client.get("/api-v2?k=bob").status_code == 200, "scope api + v2:bob is not scope api:v2 + bob"
+
+
+def test_unusable_keys_answer_400_and_bad_rules_fail_at_startup(store_url, caplog):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", denied_body="json")
+
+    @app.get("/key")
+    @limits.limit("5/minute", key_func=lambda: request.args.get("k"))
+    def keyed():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    missing = client.get("/key")
+    assert (missing.status_code, missing.get_json()) == (400, {"error": "invalid_key"})
+    assert "not str or bytes" in caplog.text
+    too_long = client.get("/key?k=" + "x" * 70_000)
+    assert too_long.status_code == 400
+    assert "longer than the limit" in caplog.text
+    import ratelock
+
+    try:
+        limits.limit("5/fortnight")
+    except ratelock.InvalidRule as error:
+        assert "fortnight" in str(error)
+    else:
+        raise AssertionError("a bad rule text must fail when the app is built")
+
+
+def test_rules_and_costs_from_the_request_and_skip(store_url):
+    app = Flask(__name__)
+    plans = {"free": "2/minute", "pro": "5/minute"}
+    limits = RateLimiter(
+        app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", skip=lambda: request.args.get("admin") == "1"
+    )
+
+    @app.get("/tenant")
+    @limits.limit(lambda: plans[request.args["plan"]], key_func=lambda: request.args["plan"])
+    def tenant():
+        return jsonify(ok=True)
+
+    @app.get("/upload")
+    @limits.limit("10/minute", cost=lambda: int(request.args["n"]))
+    def upload():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/tenant?plan=free").status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/tenant?plan=pro").status_code for _ in range(6)] == [200] * 5 + [429]
+    assert client.get("/upload?n=7").status_code == 200
+    assert client.get("/upload?n=4").status_code == 429
+    assert client.get("/upload?n=4&admin=1").status_code == 200, "skip lets it through uncounted"
+    assert client.get("/upload?n=3").status_code == 200
 
 
 def test_keys_and_default_limits(store_url):
@@ -71,7 +172,7 @@ def test_keys_and_default_limits(store_url):
     assert client.get("/per-user?user=bob").status_code == 200
     assert [client.get("/open").status_code for _ in range(4)] == [200, 200, 200, 429]
     assert all(client.get("/health").status_code == 200 for _ in range(5))
-    assert "X-RateLimit-Limit" not in client.get("/health").headers
+    assert "RateLimit" not in client.get("/health").headers
 
 
 def test_store_failures_follow_on_error():
@@ -79,11 +180,15 @@ def test_store_failures_follow_on_error():
     try:
         allow = make_app(server.url, on_error="allow", timeout=0.3).test_client()
         deny = make_app(server.url, on_error="deny", timeout=0.3).test_client()
+        raising = make_app(server.url, timeout=0.3, denied_body="problem").test_client()
         assert allow.get("/open").status_code == 200
     finally:
         server.stop()
     assert allow.get("/limited").status_code == 200
     assert deny.get("/limited").status_code == 429
+    unavailable = raising.get("/limited")
+    assert (unavailable.status_code, unavailable.headers["Retry-After"]) == (503, "1")
+    assert unavailable.get_json()["title"] == "Service Unavailable"
 
 
 def _free_port() -> int:
@@ -115,11 +220,11 @@ def test_a_real_http_server_process(redis_server):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/search", timeout=2) as response:
                     statuses.append(response.status)
-                    assert response.headers["RateLimit-Policy"] == "3;w=10"
+                    assert response.headers["RateLimit-Policy"] == '"3 per 10 seconds";q=3;w=10, "20/hour";q=20;w=3600'
             except urllib.error.HTTPError as rejected:
                 statuses.append(rejected.code)
                 assert int(rejected.headers["Retry-After"]) >= 1
-                assert json.loads(rejected.read())["error"] == "rate limited"
+                assert rejected.read().startswith(b"Too many requests")
         assert statuses == [200, 200, 200, 429]
     finally:
         process.terminate()
@@ -143,7 +248,7 @@ def test_limit_and_exempt_work_above_the_route_decorator(store_url):
     client = app.test_client()
     statuses = [client.get("/above").status_code for _ in range(3)]
     assert statuses == [200, 200, 429], "the view's own limit applies, not none and not the default"
-    assert client.get("/above").headers["X-RateLimit-Limit"] == "2"
+    assert client.get("/above").headers["RateLimit-Policy"] == '"2/minute";q=2;w=60'
     assert all(client.get("/above-exempt").status_code == 200 for _ in range(3))
 
 
@@ -176,7 +281,7 @@ def test_marks_are_per_view_not_per_function_name(store_url):
     client = app.test_client()
     assert [client.get("/blog/").status_code for _ in range(3)] == [200, 200, 429]
     assert [client.get("/shop/").status_code for _ in range(3)] == [200, 200, 200]
-    assert client.get("/shop/").headers["X-RateLimit-Limit"] == "5"
+    assert client.get("/shop/").headers["RateLimit-Policy"] == '"5/minute";q=5;w=60'
     assert all(client.get("/docs/").status_code == 200 for _ in range(3))
     other = {"REMOTE_ADDR": "10.0.0.2"}
     assert [client.get("/index", environ_base=other).status_code for _ in range(3)] == [200, 200, 429]

@@ -1,8 +1,8 @@
-"""``ratelock.flask``: rate limits for Flask views, with one round trip per request. Rejections answer
-429 with ``Retry-After``; every limited response carries ``RateLimit``/``RateLimit-Policy`` (IETF draft)
-and ``X-RateLimit-Limit/-Remaining/-Reset`` headers, all from the same single decision.
+"""``ratelock.flask``: rate limits for Flask views on the adapter core (``ratelock.http``), one round trip
+per limit. A refused request gets the core's answer (429 with ``Retry-After`` and the chosen body); every
+limited response carries the chosen rate-limit headers (the latest IETF draft by default).
 
-    from flask import Flask
+    from flask import Flask, request
     from ratelock.flask import RateLimiter
 
     app = Flask(__name__)
@@ -13,38 +13,30 @@ and ``X-RateLimit-Limit/-Remaining/-Reset`` headers, all from the same single de
     def login(): ...
 """
 
-import math
-import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Set, TypeVar, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence, Set, Tuple, TypeVar, Union
 
-from flask import Flask, Response, current_app, g, jsonify, request
+from flask import Flask, Response, current_app, g, request
 
 from ratelock._native import Client, Decision
-from ratelock.limiter import Limiter
+from ratelock.http import Checked, HttpAnswer, HttpLimiter, Limit, StandardHeaders, response_headers
 
 F = TypeVar("F", bound=Callable[..., Any])
-KeyFunc = Callable[[], Union[str, bytes]]
+#: Flask's own idiom: functions of no arguments that read ``flask.request``.
+KeyFunc = Callable[[], Union[str, bytes, None]]
+RulesFunc = Callable[[], str]
 
 #: How many ``__wrapped__`` layers of a registered view are searched for marks.
 _MAX_WRAPPED_DEPTH = 32
 
 
 def remote_address() -> str:
-    """The default key: the client's address as Flask sees it."""
+    """The client's address as Flask sees it (``request.remote_addr``)."""
     return request.remote_addr or "unknown"
 
 
-@dataclass(frozen=True)
-class _Limit:
-    """One ``limit(...)`` placed on a view."""
-
-    rules: str
-    key_func: Optional[KeyFunc]
-    cost: Union[int, Callable[[], int]]
-    exempt_when: Optional[Callable[[], bool]]
-    only: Optional[FrozenSet[str]]
-    scope: Optional[str]
+def _of_request(function: Optional[Callable[[], Any]]) -> Optional[Callable[[Any], Any]]:
+    """A Flask function of no arguments as the adapter core's function of the request."""
+    return None if function is None else (lambda _request: function())
 
 
 class RateLimiter:
@@ -53,32 +45,59 @@ class RateLimiter:
     ``limit`` and ``exempt`` mark the view function itself (by identity, not by name) and return it
     unchanged; the marks are read in a ``before_request`` hook from the function registered for the
     request's endpoint (and the functions it wraps, following ``__wrapped__``). So they work above or
-    below ``@app.route``, and two blueprints' views of the same name keep their own marks."""
+    below ``@app.route``, and two blueprints' views of the same name keep their own marks.
+
+    The default key is the client address (``ratelock.http.ClientAddress``: IPv6 by /56, IPv4-mapped
+    folded, ``X-Forwarded-For`` read only through ``trusted_proxies``). Under ``on_error="raise"`` a store
+    outage answers 503; ``allow`` and ``deny`` answer as the limiter decides (``g.ratelock_decision``
+    says ``degraded``)."""
 
     def __init__(
         self,
         app: Optional[Flask] = None,
         *,
         url: Union[str, Client, None] = None,
-        default_limits: Optional[str] = None,
-        key_func: KeyFunc = remote_address,
-        headers: bool = True,
+        default_limits: Union[str, RulesFunc, None] = None,
+        key_func: Optional[KeyFunc] = None,
+        skip: Optional[Callable[[], bool]] = None,
         prefix: str = "rl",
         on_error: Literal["raise", "allow", "deny", "local"] = "raise",
         timeout: float = 1.0,
         instances: int = 1,
-        limiter: Optional[Limiter] = None,
+        limiter: Any = None,
+        standard_headers: StandardHeaders = "draft-11",
+        legacy_headers: bool = False,
+        partition_key: bool = False,
+        denied_body: Literal["text", "json", "problem"] = "text",
+        status_code: int = 429,
+        ipv6_subnet: int = 56,
+        trusted_proxies: Union[int, Sequence[str], None] = None,
+        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
     ) -> None:
         # No I/O here (lazy start): an app boots while Redis is down, and its first requests follow
         # ``on_error``. Call ``self.limiter.ping()`` to fail at boot instead.
-        self.limiter = limiter or Limiter(
-            url, prefix=prefix, on_error=on_error, timeout=timeout, instances=instances
+        self.http = HttpLimiter(
+            limiter=limiter,
+            url=url,
+            prefix=prefix,
+            on_error=on_error,
+            timeout=timeout,
+            instances=instances,
+            key_func=_of_request(key_func),
+            skip=_of_request(skip),
+            standard_headers=standard_headers,
+            legacy_headers=legacy_headers,
+            partition_key=partition_key,
+            denied_body=denied_body,
+            status_code=status_code,
+            ipv6_subnet=ipv6_subnet,
+            trusted_proxies=trusted_proxies,
+            proxy_header=proxy_header,
         )
-        self.default_limits = default_limits
-        self.key_func = key_func
-        self.headers = headers
+        self.limiter = self.http.limiter
+        self.default_limit = None if default_limits is None else self._limit(default_limits, "default", None, 1, None)
         self._exempt: Set[Callable[..., Any]] = set()
-        self._limits: Dict[Callable[..., Any], List[_Limit]] = {}
+        self._limits: Dict[Callable[..., Any], List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]]] = {}
         if app is not None:
             self.init_app(app)
 
@@ -90,7 +109,7 @@ class RateLimiter:
 
     def limit(
         self,
-        rules: str,
+        rules: Union[str, RulesFunc],
         *,
         key_func: Optional[KeyFunc] = None,
         cost: Union[int, Callable[[], int]] = 1,
@@ -98,15 +117,16 @@ class RateLimiter:
         methods: Optional[Iterable[str]] = None,
         scope: Optional[str] = None,
     ) -> Callable[[F], F]:
-        """Decorates a view with its own limit (replacing the default limits for it), above or below
-        its route decorator. The key is ``<scope or endpoint>:<key_func()>`` (bytes when ``key_func``
-        answers bytes); ``methods`` limits only those HTTP methods. Several limits on one view are
-        checked from the outermost down, and the first rejection answers."""
+        """Decorates a view with its own limit (replacing the default limits for it), above or below its
+        route decorator. ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is
+        ``scope`` (default: the view's endpoint) joined to ``key_func()``; ``methods`` limits only those HTTP
+        methods. Several limits on one view are checked from the outermost down, and the first refusal
+        answers. Bad rule text raises here, when the app is built."""
         only = frozenset(method.upper() for method in methods) if methods else None
-        mark = _Limit(rules, key_func, cost, exempt_when, only, scope)
+        mark = self._limit(rules, scope or "", key_func, cost, exempt_when)
 
         def decorate(view: F) -> F:
-            self._limits.setdefault(view, []).insert(0, mark)
+            self._limits.setdefault(view, []).insert(0, (mark, only, scope))
             return view
 
         return decorate
@@ -116,28 +136,44 @@ class RateLimiter:
         self._exempt.add(view)
         return view
 
+    def _limit(
+        self,
+        rules: Union[str, RulesFunc],
+        scope: str,
+        key_func: Optional[KeyFunc],
+        cost: Union[int, Callable[[], int]],
+        skip: Optional[Callable[[], bool]],
+    ) -> Limit:
+        return self.http.limit(
+            rules if isinstance(rules, str) else (lambda _request: rules()),
+            scope=scope,
+            key_func=_of_request(key_func),
+            cost=cost if isinstance(cost, int) else (lambda _request: cost()),
+            skip=_of_request(skip),
+        )
+
     def _check_limits(self) -> Optional[Response]:
         endpoint = request.endpoint
         if endpoint is None:
             return None
-        limits, exempt = self._marks(current_app.view_functions.get(endpoint))
-        if limits:
-            for mark in limits:
-                if mark.only is not None and request.method not in mark.only:
+        marks, exempt = self._marks(current_app.view_functions.get(endpoint))
+        if marks:
+            for mark, only, scope in marks:
+                if only is not None and request.method not in only:
                     continue
-                if mark.exempt_when is not None and mark.exempt_when():
-                    continue
-                rejection = self._check(mark.scope or endpoint, mark.rules, mark.key_func or self.key_func, mark.cost)
-                if rejection is not None:
-                    return rejection
+                refusal = self._check(mark if scope else _scoped(mark, endpoint))
+                if refusal is not None:
+                    return refusal
             return None
-        if not self.default_limits or exempt or endpoint == "static":
+        if self.default_limit is None or exempt or endpoint == "static":
             return None
-        return self._check("default", self.default_limits, self.key_func, 1)
+        return self._check(self.default_limit)
 
-    def _marks(self, view: Optional[Callable[..., Any]]) -> "tuple[List[_Limit], bool]":
+    def _marks(
+        self, view: Optional[Callable[..., Any]]
+    ) -> "tuple[List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]], bool]":
         """The limits on `view` and on the functions it wraps, outermost first, and whether any is exempt."""
-        limits: List[_Limit] = []
+        limits: List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]] = []
         exempt = False
         for _ in range(_MAX_WRAPPED_DEPTH):
             if view is None:
@@ -150,41 +186,41 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(
-        self, name: str, rules: str, key_func: KeyFunc, cost: Union[int, Callable[[], int]]
-    ) -> Optional[Response]:
-        key = key_func()
-        # Bytes keys stay bytes: decoding them would let two invalid UTF-8 keys share one bucket.
-        full_key = f"{name}:".encode() + key if isinstance(key, bytes) else f"{name}:{key}"
-        units = cost() if callable(cost) else cost
-        decision = self.limiter.hit(full_key, rules, units)
-        g.ratelock_decision = decision
-        if decision.allowed:
+    def _check(self, limit: Limit) -> Optional[Response]:
+        forwarded = request.headers.get(self.http.proxy_header) if self.http.proxy_header else None
+        checked = self.http.check(limit, request, peer=request.remote_addr, forwarded=forwarded)
+        if checked.answer is None:
             return None
-        response = jsonify(error="rate limited", rule=decision.rule, retry_after=decision.retry_after)
-        response.status_code = 429
-        response.headers["Retry-After"] = str(max(1, math.ceil(decision.retry_after)))
-        return response
+        g.ratelock_checked = checked
+        if checked.decision is not None:
+            g.ratelock_decision = checked.decision
+        return None if checked.answer.proceed else refusal(checked.answer)
 
     def _add_headers(self, response: Response) -> Response:
-        decision: Optional[Decision] = g.pop("ratelock_decision", None)
-        if decision is not None and self.headers:
-            for header, value in rate_limit_headers(decision).items():
-                response.headers[header] = value
+        checked: Optional[Checked] = g.pop("ratelock_checked", None)
+        if checked is not None and checked.answer is not None and checked.answer.proceed:
+            for name, value in response_headers(checked):
+                response.headers[name] = value
         return response
 
 
-def rate_limit_headers(decision: Decision) -> "dict[str, str]":
-    """The IETF draft and X-RateLimit headers of one decision."""
-    reset = max(0, math.ceil(decision.reset_after))
-    window = max(1, math.ceil(decision.period))
-    return {
-        "RateLimit": f"limit={decision.limit}, remaining={decision.remaining}, reset={reset}",
-        "RateLimit-Policy": f"{decision.limit};w={window}",
-        "X-RateLimit-Limit": str(decision.limit),
-        "X-RateLimit-Remaining": str(decision.remaining),
-        "X-RateLimit-Reset": str(math.ceil(time.time() + decision.reset_after)),
-    }
+def _scoped(limit: Limit, scope: str) -> Limit:
+    """`limit` under the view's endpoint, when it was given no scope of its own."""
+    return Limit(limit.rules, scope, limit.key_func, limit.cost, limit.skip)
 
 
-__all__ = ["RateLimiter", "rate_limit_headers", "remote_address"]
+def refusal(answer: HttpAnswer) -> Response:
+    """The Flask response of a refusal (a denial, an outage's 503, an unusable key's 400)."""
+    response = Response(answer.body, status=answer.status, content_type=answer.content_type)
+    for name, value in answer.headers:
+        response.headers[name] = value
+    return response
+
+
+def current_decision() -> Optional[Decision]:
+    """The decision of the current request's last checked limit, if any."""
+    decision: Optional[Decision] = g.get("ratelock_decision")
+    return decision
+
+
+__all__ = ["RateLimiter", "current_decision", "refusal", "remote_address"]

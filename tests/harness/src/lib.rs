@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod failover;
 pub mod fault;
 pub mod history;
+pub mod http_vectors;
 pub mod module;
 pub mod redis_server;
 pub mod sentinel;

@@ -1,6 +1,7 @@
 //! `cargo run -p ratelock-testkit --bin vectors -- fill`: computes the `expect` of every step of the
 //! shared vectors with the Rust core (memory store) and rewrites the files. Run it only for new
 //! scenarios, review the diff by hand, and never to make a failing implementation pass.
+//! `-- fill-http` does the same for the adapter core's answers (`tests/vectors/http/answers.json`).
 
 use ratelock::store::MemoryStore;
 use ratelock::Store;
@@ -9,6 +10,10 @@ use ratelock_testkit::vectors::{load_all, run_step, vectors_dir, Answer, VectorF
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let command = std::env::args().nth(1).unwrap_or_default();
+    if command == "fill-http" {
+        fill_http();
+        return;
+    }
     if command != "fill" {
         eprintln!("usage: vectors fill   (rewrites tests/vectors/*.json expectations from the Rust core)");
         std::process::exit(2);
@@ -32,6 +37,19 @@ async fn main() {
         std::fs::write(vectors_dir().join(&name), render(&file)).expect("write vector file");
         println!("filled {name}");
     }
+}
+
+/// Fills every `expect` of the adapter core's answers from the Rust core.
+fn fill_http() {
+    use ratelock_testkit::http_vectors::{answer, http_vectors_dir, load, AnswerFile};
+    let mut file: AnswerFile = load("answers.json");
+    for case in &mut file.cases {
+        case.expect = answer(case);
+    }
+    let mut out = serde_json::to_string_pretty(&file).expect("serialize");
+    out.push('\n');
+    std::fs::write(http_vectors_dir().join("answers.json"), out).expect("write answers.json");
+    println!("filled http/answers.json");
 }
 
 /// Pretty JSON with one step per line, so diffs of vector files stay readable.

@@ -1,0 +1,79 @@
+'use strict'
+// A Fastify plugin on the adapter core (lib/http.js), with @fastify/rate-limit's option names where they
+// mean the same. Limits every route (`global`, default true) and per route through
+// `config: { rateLimit: { rules, ... } }` (or `rateLimit: false`):
+//   await fastify.register(require('ratelock/fastify'), { url: process.env.REDIS_URL, rules: '100/minute' })
+
+const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { invalidArgument } = require('./lib/errors')
+
+/**
+ * @param {object} fastify the instance registering the plugin.
+ * @param {object} options the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
+ *   function of `(request, reply)`; default '60/minute'), `keyGenerator(request, reply)`, `skip`,
+ *   `allowList` (keys, or a function of `(request, key)`, let through uncounted), `cost`, `global`
+ *   (limit every route, default true), `hook` ('onRequest' or 'preHandler', default 'onRequest'),
+ *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit').
+ */
+async function ratelockFastify(fastify, options = {}) {
+  const http = httpLimiterOf(options)
+  const allowList = options.allowList
+  if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
+    throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')
+  }
+  const skip = options.skip ?? (allowList === undefined ? undefined : allowListSkip(http, allowList))
+  const shared = {
+    keyGenerator: options.keyGenerator,
+    cost: options.cost,
+    skip,
+  }
+  const global = options.global === false ? null : http.limit({ rules: options.rules ?? '60/minute', scope: options.scope, ...shared })
+  const hook = options.hook ?? 'onRequest'
+  if (hook !== 'onRequest' && hook !== 'preHandler') throw invalidArgument('hook', "expected 'onRequest' or 'preHandler'")
+  const property = options.requestPropertyName ?? 'rateLimit'
+  const build = options.errorResponseBuilder
+  /** Each route's own limit, made once per route. */
+  const routeLimits = new Map()
+
+  fastify.addHook('onRoute', (route) => {
+    const own = route.config?.rateLimit
+    if (own === undefined || own === false || own === null) return
+    if (typeof own !== 'object') throw invalidArgument('config.rateLimit', 'expected an object or false')
+    const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
+    const limit = http.limit({ ...shared, ...own, scope: own.scope ?? `${methods} ${route.url}` })
+    for (const method of [route.method].flat()) routeLimits.set(`${method} ${route.url}`, limit)
+  })
+
+  fastify.addHook(hook, async (request, reply) => {
+    const own = request.routeOptions?.config?.rateLimit
+    if (own === false) return
+    const limit = routeLimits.get(`${request.method} ${request.routeOptions?.url}`) ?? global
+    if (limit === null || limit === undefined) return
+    const { answer, decision } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
+    if (answer === null) return
+    if (decision !== null) request[property] = decision
+    for (const [name, value] of headerPairs(answer)) reply.header(name, value)
+    if (answer.proceed) return
+    reply.code(answer.status)
+    if (build !== undefined) {
+      return reply.send(await build(request, { answer, decision, statusCode: answer.status }))
+    }
+    return reply.type(answer.contentType).send(answer.body)
+  })
+}
+
+/** A `skip` from @fastify/rate-limit's `allowList`: the request's key is listed (or the function says so). */
+function allowListSkip(http, allowList) {
+  return async (request, reply) => {
+    const key = http.keyGenerator ? await http.keyGenerator(request, reply) : request.ip
+    return typeof allowList === 'function' ? allowList(request, key) : allowList.includes(key)
+  }
+}
+
+// What fastify-plugin would set: the hooks apply to the whole app, not an encapsulated child.
+ratelockFastify[Symbol.for('skip-override')] = true
+ratelockFastify[Symbol.for('fastify.display-name')] = 'ratelock'
+
+module.exports = ratelockFastify
+module.exports.default = ratelockFastify
+module.exports.ratelockFastify = ratelockFastify

@@ -1,0 +1,49 @@
+'use strict'
+// Hono middleware on the adapter core (lib/http.js). On Node (`@hono/node-server`) the client address is
+// the socket's; on other runtimes give `getPeer(c)` (e.g. from Hono's `getConnInfo`) or a `keyGenerator`.
+//   app.use(require('ratelock/hono').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
+
+const { httpLimiterOf, headerPairs } = require('./lib/http')
+const { invalidArgument } = require('./lib/errors')
+
+/**
+ * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
+ *   function of `c`; default '60/minute'), `scope`, `keyGenerator(c)`, `skip(c)`, `cost`, `getPeer(c)`
+ *   (the connection's address; default: the Node socket's), `message` (a body of your own, or a
+ *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit').
+ */
+function rateLimit(options = {}) {
+  const http = httpLimiterOf(options)
+  const limit = http.limit({
+    rules: options.rules ?? '60/minute',
+    scope: options.scope,
+    keyGenerator: options.keyGenerator,
+    cost: options.cost,
+    skip: options.skip,
+  })
+  if (options.getPeer !== undefined && typeof options.getPeer !== 'function') {
+    throw invalidArgument('getPeer', 'expected a function of the context')
+  }
+  const getPeer = options.getPeer ?? ((c) => c.env?.incoming?.socket?.remoteAddress ?? null)
+  const property = options.requestPropertyName ?? 'rateLimit'
+  const message = options.message
+
+  return async function ratelockRateLimit(c, next) {
+    const forwarded = http.proxyHeader === null ? null : (c.req.header(http.proxyHeader) ?? null)
+    const { answer, decision } = await http.check(limit, [c], getPeer(c), forwarded)
+    if (answer === null) return next()
+    if (decision !== null) c.set(property, decision)
+    if (!answer.proceed) {
+      const headers = Object.fromEntries(headerPairs(answer))
+      if (message !== undefined) {
+        const body = typeof message === 'function' ? await message(c) : message
+        return typeof body === 'string' ? c.text(body, answer.status, headers) : c.json(body, answer.status, headers)
+      }
+      return c.body(answer.body, answer.status, { ...headers, 'Content-Type': answer.contentType })
+    }
+    await next()
+    for (const [name, value] of headerPairs(answer)) c.res.headers.set(name, value)
+  }
+}
+
+module.exports = { rateLimit }

@@ -1,0 +1,41 @@
+'use strict'
+// Koa middleware on the adapter core (lib/http.js):
+//   app.use(require('ratelock/koa').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
+
+const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+
+/**
+ * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
+ *   function of `ctx`; default '60/minute'), `scope`, `keyGenerator(ctx)`, `skip(ctx)`, `cost`,
+ *   `message` (a body of your own, or a function of `ctx`), `requestPropertyName` (the decision goes on
+ *   `ctx.state`, default 'rateLimit').
+ */
+function rateLimit(options = {}) {
+  const http = httpLimiterOf(options)
+  const limit = http.limit({
+    rules: options.rules ?? '60/minute',
+    scope: options.scope,
+    keyGenerator: options.keyGenerator,
+    cost: options.cost,
+    skip: options.skip,
+  })
+  const property = options.requestPropertyName ?? 'rateLimit'
+  const message = options.message
+
+  return async function ratelockRateLimit(ctx, next) {
+    const { answer, decision } = await http.check(limit, [ctx], peerOf(ctx.req), forwardedOf(http, ctx.req))
+    if (answer === null) return next()
+    if (decision !== null) ctx.state[property] = decision
+    for (const [name, value] of headerPairs(answer)) ctx.set(name, value)
+    if (answer.proceed) return next()
+    ctx.status = answer.status
+    if (message !== undefined) {
+      ctx.body = typeof message === 'function' ? await message(ctx) : message
+      return
+    }
+    ctx.type = answer.contentType
+    ctx.body = answer.body
+  }
+}
+
+module.exports = { rateLimit }

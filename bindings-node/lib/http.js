@@ -1,0 +1,176 @@
+'use strict'
+// The adapter core for Node web frameworks: Express, Fastify, Koa and Hono (and your own) share one
+// `HttpLimiter`, which holds the limiter, the answer options and the client-address rules and decides
+// each request in the same steps (skip, key, scope, rules, cost, one `hit`, the answer). Headers,
+// bodies, statuses and client keys come from the Rust core, so every adapter in every language answers
+// byte for byte alike. The adapters only read their framework's request and write its response.
+
+const native = require('./native')
+const { Limiter } = require('./limiter')
+const { RatelockError, fromNative, invalidArgument } = require('./errors')
+
+/** Whether a logged warning goes out (tests may silence it with RATELOCK_QUIET=1). */
+const warn = (message) => {
+  if (process.env.RATELOCK_QUIET !== '1') console.warn(`ratelock: ${message}`)
+}
+
+const isFunction = (value) => typeof value === 'function'
+
+/** Calls a function of the request, or answers the value given. */
+const valueOf = (given, args) => (isFunction(given) ? given(...args) : given)
+
+class HttpLimiter {
+  #options
+  #client
+
+  /**
+   * @param {object} [options] `limiter` (a ratelock `Limiter`), or `url`, `prefix`, `timeoutMs`,
+   *   `onError`, `instances`, `defaultAlgorithm` to make one; `keyGenerator(...request)` and
+   *   `skip(...request)`, the defaults of every limit; the answer options `standardHeaders`
+   *   ('draft-6' | 'draft-7' | 'draft-8' | 'draft-11' | 'latest', true = the latest, false = none; default
+   *   the latest), `legacyHeaders`, `partitionKey`, `deniedBody` ('text' | 'json' | 'problem'),
+   *   `statusCode`; the client address options `ipv6Subnet` (56), `trustedProxies` (a hop count or
+   *   networks; none by default), `proxyHeader` ('x-forwarded-for' | 'forwarded').
+   */
+  constructor(options = {}) {
+    if (typeof options !== 'object' || options === null) throw invalidArgument('options', 'expected an options object')
+    for (const name of ['keyGenerator', 'skip']) {
+      if (options[name] !== undefined && !isFunction(options[name])) throw invalidArgument(name, 'expected a function')
+    }
+    // No I/O here (lazy start): an app boots while Redis is down; its requests follow `onError`.
+    this.limiter =
+      options.limiter ??
+      new Limiter({
+        url: options.url,
+        prefix: options.prefix,
+        timeoutMs: options.timeoutMs,
+        onError: options.onError,
+        instances: options.instances,
+        defaultAlgorithm: options.defaultAlgorithm,
+      })
+    this.keyGenerator = options.keyGenerator
+    this.skip = options.skip
+    try {
+      this.#options = new native.NativeHttpOptions({
+        standardHeaders: options.standardHeaders,
+        legacyHeaders: options.legacyHeaders,
+        partitionKey: options.partitionKey,
+        deniedBody: options.deniedBody,
+        statusCode: options.statusCode,
+        defaultAlgorithm: this.limiter.defaultAlgorithm,
+      })
+      this.#client = new native.NativeClientAddress({
+        ipv6Subnet: options.ipv6Subnet,
+        trustedProxies: options.trustedProxies,
+        proxyHeader: options.proxyHeader,
+      })
+    } catch (error) {
+      throw fromNative(error)
+    }
+    /** The proxy header adapters must read (lower case), or `null` when no proxy is trusted. */
+    this.proxyHeader = this.#client.proxyHeader
+  }
+
+  /**
+   * A limit, checked now where it can be (rule text parses; functions are functions), so a bad limit
+   * fails when the app starts: `rules` (text, or a function of the request answering text, e.g. a
+   * tenant's plan), `scope` (default 'default'), `keyGenerator`, `cost` (a number or a function), `skip`.
+   */
+  limit({ rules, scope = 'default', keyGenerator, cost = 1, skip } = {}) {
+    if (typeof rules === 'string') {
+      try {
+        native.parseRules(rules, this.limiter.defaultAlgorithm)
+      } catch (error) {
+        throw fromNative(error)
+      }
+    } else if (!isFunction(rules)) {
+      throw invalidArgument('rules', 'expected rule text or a function of the request')
+    }
+    for (const [name, value] of [['keyGenerator', keyGenerator], ['skip', skip]]) {
+      if (value !== undefined && !isFunction(value)) throw invalidArgument(name, 'expected a function')
+    }
+    if (!isFunction(cost) && !(Number.isSafeInteger(cost) && cost >= 1)) {
+      throw invalidArgument('cost', 'expected an integer >= 1 or a function of the request')
+    }
+    if (typeof scope !== 'string') throw invalidArgument('scope', 'expected a string')
+    return Object.freeze({ rules, scope, keyGenerator, cost, skip })
+  }
+
+  /**
+   * Decides one request. `args` are what the framework passes to functions of the request (Express:
+   * `[req, res]`, Koa and Hono: `[ctx]`, Fastify: `[request, reply]`); `peer` is the connection's address
+   * and `forwarded` the value of `proxyHeader` (read only when a proxy is trusted). Resolves to
+   * `{ answer, decision }`: `answer` is `null` when skipped; `decision` is `null` when skipped, keyless
+   * or answered by the outage status. A bug (a protocol or configuration error) rejects.
+   */
+  async check(limit, args, peer, forwarded) {
+    const skip = limit.skip ?? this.skip
+    if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null }
+    const keyGenerator = limit.keyGenerator ?? this.keyGenerator
+    const key = keyGenerator !== undefined ? await keyGenerator(...args) : this.#client.key(peer ?? null, forwarded ?? null)
+    if (typeof key !== 'string' && !Buffer.isBuffer(key)) {
+      warn(`the keyGenerator answered ${key === null ? 'null' : typeof key}, not a string or Buffer: answering 400`)
+      return { answer: this.#options.badKey(), decision: null }
+    }
+    let joined
+    try {
+      joined = native.scopedKey(limit.scope, key)
+    } catch (error) {
+      warn(`the request's key is not usable (${fromNative(error).message}): answering 400`)
+      return { answer: this.#options.badKey(), decision: null }
+    }
+    const rules = await valueOf(limit.rules, args)
+    const cost = await valueOf(limit.cost, args)
+    let decision
+    try {
+      decision = await this.limiter.hit(joined, rules, { cost })
+    } catch (error) {
+      const answer = error instanceof RatelockError ? this.#options.failure(error.code ?? '') : null
+      if (answer === null) throw error
+      warn(`the store failed (${error.message}): answering ${answer.status}`)
+      return { answer, decision: null }
+    }
+    const answer = this.#options.answer(
+      rules,
+      decision.allowed,
+      decision.remaining,
+      decision.resetAfterMs,
+      decision.retryAfterMs,
+      decision.ruleIndex,
+      decision.degraded,
+      key,
+      Date.now(),
+    )
+    return { answer, decision }
+  }
+}
+
+/** `headers` of an answer (`[name, value, name, value, ...]`) as [name, value] pairs. */
+function* headerPairs(answer) {
+  for (let at = 0; at < answer.headers.length; at += 2) yield [answer.headers[at], answer.headers[at + 1]]
+}
+
+/** The options every adapter shares, taken out of an adapter's options for its `HttpLimiter`. */
+function httpLimiterOf(options) {
+  if (typeof options !== 'object' || options === null) throw invalidArgument('options', 'expected an options object')
+  if (options.passOnStoreError !== undefined) {
+    if (options.limiter !== undefined) {
+      throw invalidArgument('passOnStoreError', "give the limiter onError: 'allow' instead")
+    }
+    if (options.onError !== undefined) throw invalidArgument('passOnStoreError', "use onError alone")
+  }
+  const onError = options.passOnStoreError ? 'allow' : options.onError
+  return options.http ?? new HttpLimiter({ ...options, onError, passOnStoreError: undefined })
+}
+
+/** The peer address of a Node request (`IncomingMessage`). */
+const peerOf = (incoming) => incoming?.socket?.remoteAddress ?? null
+
+/** The proxy header of a Node request, when the adapter reads one (several lines joined by commas). */
+function forwardedOf(http, incoming) {
+  if (http.proxyHeader === null) return null
+  const value = incoming?.headers?.[http.proxyHeader]
+  return Array.isArray(value) ? value.join(', ') : (value ?? null)
+}
+
+module.exports = { HttpLimiter, headerPairs, httpLimiterOf, peerOf, forwardedOf, scopedKey: native.scopedKey }

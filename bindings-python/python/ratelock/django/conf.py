@@ -1,0 +1,98 @@
+"""The ``RATELOCK`` settings dict read once per process into two ``HttpLimiter``s on one store: one for
+sync views (the blocking limiter) and one for async views (the asyncio limiter)."""
+
+import functools
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils.module_loading import import_string
+
+from ratelock.http import HttpLimiter, Limit
+
+#: Every key the ``RATELOCK`` dict may hold, with its default.
+DEFAULTS: Dict[str, Any] = {
+    "URL": None,
+    "DEFAULT_LIMITS": None,
+    "KEY_FUNC": None,
+    "SKIP": None,
+    "PREFIX": "rl",
+    "ON_ERROR": "raise",
+    "TIMEOUT": 1.0,
+    "INSTANCES": 1,
+    "STANDARD_HEADERS": "draft-11",
+    "LEGACY_HEADERS": False,
+    "PARTITION_KEY": False,
+    "DENIED_BODY": "text",
+    "STATUS_CODE": 429,
+    "IPV6_SUBNET": 56,
+    "TRUSTED_PROXIES": None,
+    "PROXY_HEADER": "x-forwarded-for",
+}
+
+
+def configured() -> Dict[str, Any]:
+    """The ``RATELOCK`` dict over its defaults; an unknown key is an error naming it (a typo never falls
+    back silently)."""
+    given = getattr(settings, "RATELOCK", {}) or {}
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"RATELOCK has unknown keys {unknown}; known keys: {sorted(DEFAULTS)}")
+    return {**DEFAULTS, **given}
+
+
+def function(value: Any, name: str) -> Optional[Callable[..., Any]]:
+    """A function from the settings: given, or by its dotted path."""
+    if value is None or callable(value):
+        return value
+    if isinstance(value, str):
+        loaded: Callable[..., Any] = import_string(value)
+        return loaded
+    raise ValueError(f"RATELOCK[{name!r}] must be a function or its dotted path")
+
+
+def build(asynchronous: bool) -> HttpLimiter:
+    """An ``HttpLimiter`` from the settings."""
+    config = configured()
+    return HttpLimiter(
+        url=config["URL"],
+        prefix=config["PREFIX"],
+        on_error=config["ON_ERROR"],
+        timeout=config["TIMEOUT"],
+        instances=config["INSTANCES"],
+        async_limiter=asynchronous,
+        key_func=function(config["KEY_FUNC"], "KEY_FUNC"),
+        skip=function(config["SKIP"], "SKIP"),
+        standard_headers=config["STANDARD_HEADERS"],
+        legacy_headers=config["LEGACY_HEADERS"],
+        partition_key=config["PARTITION_KEY"],
+        denied_body=config["DENIED_BODY"],
+        status_code=config["STATUS_CODE"],
+        ipv6_subnet=config["IPV6_SUBNET"],
+        trusted_proxies=config["TRUSTED_PROXIES"],
+        proxy_header=config["PROXY_HEADER"],
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def limiters() -> Tuple[HttpLimiter, HttpLimiter]:
+    """The sync and the async ``HttpLimiter`` of this process (no I/O: both connect on first use)."""
+    return build(asynchronous=False), build(asynchronous=True)
+
+
+def for_mode(asynchronous: bool) -> HttpLimiter:
+    sync, async_ = limiters()
+    return async_ if asynchronous else sync
+
+
+def default_limit(http: HttpLimiter) -> Optional[Limit]:
+    rules = configured()["DEFAULT_LIMITS"]
+    return None if rules is None else http.limit(rules, scope="default")
+
+
+def peer_and_forwarded(http: HttpLimiter, request: HttpRequest) -> Tuple[Optional[str], Optional[str]]:
+    """The connection's address and, when a proxy is trusted, its header."""
+    forwarded = None
+    if http.proxy_header is not None:
+        forwarded = request.META.get("HTTP_" + http.proxy_header.upper().replace("-", "_"))
+    return request.META.get("REMOTE_ADDR"), forwarded

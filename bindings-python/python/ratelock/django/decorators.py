@@ -1,0 +1,81 @@
+"""``@ratelimit`` for Django views: function views and class-based views, sync and async, each limit in
+its own scope (the view's dotted name unless given)."""
+
+import functools
+import inspect
+from typing import Any, Callable, Optional, TypeVar, Union
+
+from django.http import HttpRequest, HttpResponseBase
+
+from ratelock.django import conf
+from ratelock.django.responses import add_headers, check, check_async, refusal_of
+from ratelock.http import Maybe
+
+V = TypeVar("V", bound=Any)
+
+#: The attribute that marks a view as limited by its own decorator (or exempt): the middleware then
+#: leaves it to that decorator.
+MARK = "ratelock_limited"
+
+
+def ratelimit(
+    rules: Union[str, Callable[[HttpRequest], Maybe]],
+    *,
+    key: Optional[Callable[[HttpRequest], Maybe]] = None,
+    cost: Union[int, Callable[[HttpRequest], Maybe]] = 1,
+    scope: Optional[str] = None,
+    skip: Optional[Callable[[HttpRequest], Maybe]] = None,
+) -> Callable[[V], V]:
+    """Limits a view: `rules` (text, or a function of the request answering text) keyed by ``key(request)``
+    (default: the client address), taking ``cost``, unless ``skip(request)``. On a class-based view it
+    limits ``dispatch``. Bad rule text raises here, when the view is defined."""
+    conf.limiters()[0].limit(rules, scope=scope or "", key_func=key, cost=cost, skip=skip)  # checks it now
+
+    def decorate(view: V) -> V:
+        if inspect.isclass(view):
+            view.dispatch = decorate_function(view.dispatch, view, is_method=True)
+            setattr(view, MARK, True)
+            return view
+        return decorate_function(view, view, is_method=False)  # type: ignore[return-value]
+
+    def decorate_function(function: Callable[..., Any], owner: Any, is_method: bool) -> Any:
+        name = scope or f"{owner.__module__}.{owner.__qualname__}"
+        asynchronous = inspect.iscoroutinefunction(function) or bool(getattr(owner, "view_is_async", False))
+        http = conf.for_mode(asynchronous)
+        limit = http.limit(rules, scope=name, key_func=key, cost=cost, skip=skip)
+
+        def request_of(args: Any) -> HttpRequest:
+            request: HttpRequest = args[1] if is_method else args[0]
+            return request
+
+        if asynchronous:
+
+            @functools.wraps(function)
+            async def limited_async(*args: Any, **kwargs: Any) -> HttpResponseBase:
+                checked = await check_async(http, limit, request_of(args))
+                refused = refusal_of(checked)
+                if refused is not None:
+                    return refused
+                return add_headers(checked, await function(*args, **kwargs))
+
+            setattr(limited_async, MARK, True)
+            return limited_async
+
+        @functools.wraps(function)
+        def limited(*args: Any, **kwargs: Any) -> HttpResponseBase:
+            checked = check(http, limit, request_of(args))
+            refused = refusal_of(checked)
+            if refused is not None:
+                return refused
+            return add_headers(checked, function(*args, **kwargs))
+
+        setattr(limited, MARK, True)
+        return limited
+
+    return decorate
+
+
+def ratelimit_exempt(view: V) -> V:
+    """Keeps the middleware's default limits off a view (function or class)."""
+    setattr(view, MARK, True)
+    return view

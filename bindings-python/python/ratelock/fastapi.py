@@ -1,0 +1,136 @@
+"""``ratelock.fastapi``: per-route limits as FastAPI dependencies, on the adapter core (``ratelock.http``)
+and the asyncio limiter.
+
+    from fastapi import Depends, FastAPI
+    from ratelock.fastapi import RateLimiter
+
+    app = FastAPI()
+    limiter = RateLimiter(app, url="redis://localhost")
+
+    @app.get("/search", dependencies=[Depends(limiter.limit("3/minute"))])
+    async def search(): ...
+
+    @app.get("/report")
+    async def report(decision: Decision = Depends(limiter.limit("10/hour", cost=5))):
+        return {"remaining": decision.remaining}
+
+A refused request raises ``Refused`` (an ``HTTPException``); with the app given to ``RateLimiter`` (or
+``install(app)``) it is answered with the core's exact body, headers and status. For limits on every
+route, ``ratelock.starlette.RateLimitMiddleware`` works in FastAPI apps as well.
+"""
+
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Union
+
+from fastapi import FastAPI, HTTPException, Request, Response
+
+from ratelock._native import Client, Decision
+from ratelock.http import HttpAnswer, HttpLimiter, Maybe, StandardHeaders
+
+
+class Refused(HTTPException):
+    """A request the limiter refused (429, or 503 for an outage, 400 for an unusable key)."""
+
+    def __init__(self, answer: HttpAnswer) -> None:
+        super().__init__(status_code=answer.status, detail=answer.body.strip(), headers=dict(answer.headers))
+        self.answer = answer
+
+
+def refused_response(_request: Request, error: Exception) -> Response:
+    """The exception handler of ``Refused``: the core's body, content type, headers and status."""
+    assert isinstance(error, Refused)
+    answer = error.answer
+    return Response(answer.body, status_code=answer.status, headers=dict(answer.headers), media_type=answer.content_type)
+
+
+class RateLimiter:
+    """Makes limit dependencies for one app. ``key_func(request)`` and ``skip(request)`` (sync or async)
+    are the defaults of every limit; the other keywords build the ``HttpLimiter`` (see there)."""
+
+    def __init__(
+        self,
+        app: Optional[FastAPI] = None,
+        *,
+        url: Union[str, Client, None] = None,
+        limiter: Any = None,
+        key_func: Optional[Callable[[Request], Maybe]] = None,
+        skip: Optional[Callable[[Request], Maybe]] = None,
+        prefix: str = "rl",
+        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
+        timeout: float = 1.0,
+        instances: int = 1,
+        standard_headers: StandardHeaders = "draft-11",
+        legacy_headers: bool = False,
+        partition_key: bool = False,
+        denied_body: Literal["text", "json", "problem"] = "text",
+        status_code: int = 429,
+        ipv6_subnet: int = 56,
+        trusted_proxies: Union[int, Sequence[str], None] = None,
+        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+    ) -> None:
+        self.http = HttpLimiter(
+            limiter=limiter,
+            url=url,
+            prefix=prefix,
+            on_error=on_error,
+            timeout=timeout,
+            instances=instances,
+            async_limiter=True,
+            key_func=key_func,
+            skip=skip,
+            standard_headers=standard_headers,
+            legacy_headers=legacy_headers,
+            partition_key=partition_key,
+            denied_body=denied_body,
+            status_code=status_code,
+            ipv6_subnet=ipv6_subnet,
+            trusted_proxies=trusted_proxies,
+            proxy_header=proxy_header,
+        )
+        self.limiter = self.http.limiter
+        if app is not None:
+            self.install(app)
+
+    def install(self, app: FastAPI) -> None:
+        """Answers ``Refused`` with the core's exact response in `app`."""
+        app.add_exception_handler(Refused, refused_response)
+
+    def limit(
+        self,
+        rules: Union[str, Callable[[Request], Maybe]],
+        *,
+        key_func: Optional[Callable[[Request], Maybe]] = None,
+        cost: Union[int, Callable[[Request], Maybe]] = 1,
+        scope: Optional[str] = None,
+        skip: Optional[Callable[[Request], Maybe]] = None,
+    ) -> Callable[..., Any]:
+        """A dependency that checks `rules` (text, or a function of the request answering text) and
+        answers the ``Decision`` (None when skipped). The bucket is ``scope`` (default: the route's endpoint
+        function) joined to the request's key. Bad rule text raises here, when the app is built."""
+        base = self.http.limit(rules, scope=scope or "", key_func=key_func, cost=cost, skip=skip)
+        limits: Dict[str, Any] = {}
+        http = self.http
+
+        async def rate_limit(request: Request, response: Response) -> Optional[Decision]:
+            limit = base
+            if scope is None:
+                endpoint = request.scope.get("endpoint")
+                name = f"{endpoint.__module__}.{endpoint.__qualname__}" if endpoint is not None else request.url.path
+                limit = limits.get(name) or limits.setdefault(name, http.limit(rules, scope=name, key_func=key_func, cost=cost, skip=skip))
+            forwarded = request.headers.get(http.proxy_header) if http.proxy_header else None
+            client = request.client
+            checked = await http.check_async(limit, request, peer=client.host if client else None, forwarded=forwarded)
+            answer = checked.answer
+            if answer is None:
+                return None
+            if checked.decision is not None:
+                request.state.rate_limit = checked.decision
+            if not answer.proceed:
+                raise Refused(answer)
+            for name, value in answer.headers:
+                response.headers[name] = value
+            return checked.decision
+
+        return rate_limit
+
+
+__all__ = ["RateLimiter", "Refused", "refused_response"]

@@ -1,0 +1,131 @@
+'use strict'
+// Every Node adapter (Express, Fastify, Koa, Hono on @hono/node-server) in its real server, driven over
+// real HTTP against a real redis-server: 3×200 then a 429 whose headers parse as structured fields,
+// rules, costs and keys from the request, unusable keys, client keys (a spoofed X-Forwarded-For ignored,
+// trusted proxies, IPv6 /56, IPv4-mapped), and the store down under each failure policy.
+
+const assert = require('node:assert/strict')
+const net = require('node:net')
+const { after, before, test } = require('node:test')
+const { parseList } = require('structured-headers')
+
+const { FRAMEWORKS, serve } = require('./adapter-apps')
+const { RedisServer } = require('./redis-server')
+
+process.env.RATELOCK_QUIET = '1'
+
+let redis
+before(async () => {
+  redis = await RedisServer.start()
+})
+after(() => redis.close())
+
+/** A port nothing listens on: a store that is down. */
+function deadPort() {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+async function with_(framework, settings, use, host) {
+  const app = await serve(framework, { url: redis.url, ...settings }, host)
+  try {
+    return await use((path, headers) => fetch(`${app.base}${path}`, { headers }))
+  } finally {
+    await app.close()
+  }
+}
+
+const statuses = async (get, paths) => {
+  const out = []
+  for (const [path, headers] of paths) out.push((await get(path, headers)).status)
+  return out
+}
+
+for (const framework of FRAMEWORKS) {
+  test(`${framework}: 3 allowed, then a 429 whose headers parse as structured fields`, () =>
+    with_(framework, {}, async (get) => {
+      const replies = []
+      for (let i = 0; i < 4; i++) replies.push(await get('/search'))
+      assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 429])
+      replies.forEach((reply, i) => {
+        const [[name, parameters]] = parseList(reply.headers.get('ratelimit'))
+        assert.equal(name, '3/hour')
+        assert.equal(parameters.get('r'), [2, 1, 0, 0][i])
+        const policies = parseList(reply.headers.get('ratelimit-policy'))
+        assert.deepEqual(policies.map(([n, p]) => [n, p.get('q'), p.get('w')]), [['3/hour', 3, 3600]])
+      })
+      const denied = replies[3]
+      assert.equal(denied.headers.get('retry-after'), '1200')
+      assert.match(denied.headers.get('content-type'), /^text\/plain/)
+      assert.equal(await denied.text(), 'Too many requests: over the limit of 3/hour; retry in 1200 s.\n')
+    }))
+
+  test(`${framework}: rules, costs, keys and skips from the request`, () =>
+    with_(framework, {}, async (get) => {
+      assert.deepEqual(await statuses(get, Array(3).fill(['/tenant?plan=free'])), [200, 200, 429])
+      assert.deepEqual(await statuses(get, Array(6).fill(['/tenant?plan=pro'])), [200, 200, 200, 200, 200, 429])
+      assert.deepEqual(await statuses(get, [['/cost?n=7'], ['/cost?n=4'], ['/cost?n=3']]), [200, 429, 200])
+      const keyless = await get('/key')
+      assert.equal(keyless.status, 400)
+      assert.equal(await keyless.text(), 'The request has no usable rate-limit key.\n')
+      assert.equal((await get(`/key?k=${'x'.repeat(66_000)}`)).status >= 400, true, 'too long for a key or for the server')
+      assert.equal((await get('/key?k=ann')).status, 200)
+      const skipped = await get('/skip')
+      assert.equal(skipped.status, 200)
+      assert.equal(skipped.headers.get('ratelimit'), null)
+      assert.deepEqual(await (await get('/decision')).json(), { remaining: 49, degraded: false })
+    }))
+
+  test(`${framework}: a spoofed X-Forwarded-For is ignored unless the proxy is trusted`, async () => {
+    await with_(framework, {}, async (get) => {
+      const forged = [0, 1, 2, 3].map((n) => ['/search', { 'x-forwarded-for': `198.51.100.${n}` }])
+      assert.deepEqual(await statuses(get, forged), [200, 200, 200, 429], 'every forged address is still the one peer')
+    })
+    await with_(framework, { trustedProxies: 1 }, async (get) => {
+      const distinct = [0, 1, 2, 3].map((n) => ['/search', { 'x-forwarded-for': `6.6.6.6, 198.51.100.${n}` }])
+      assert.deepEqual(await statuses(get, distinct), [200, 200, 200, 200])
+      const same56 = ['2001:db8:1:100::1', '2001:db8:1:1ff::2', '2001:db8:1:180:ffff::3', '2001:db8:1:1aa::4']
+      assert.deepEqual(await statuses(get, same56.map((a) => ['/search', { 'x-forwarded-for': a }])), [200, 200, 200, 429])
+      assert.equal((await get('/search', { 'x-forwarded-for': '2001:db8:1:200::1' })).status, 200, 'the next /56')
+      const folded = ['203.0.113.9', '::ffff:203.0.113.9', '::ffff:cb00:7109', '203.0.113.9']
+      assert.deepEqual(await statuses(get, folded.map((a) => ['/search', { 'x-forwarded-for': a }])), [200, 200, 200, 429])
+    })
+  })
+
+  test(`${framework}: the store down follows the failure policy`, async () => {
+    const down = `redis://127.0.0.1:${await deadPort()}/`
+    await with_(framework, { url: down, deniedBody: 'json' }, async (get) => {
+      const unavailable = await get('/search')
+      assert.equal(unavailable.status, 503)
+      assert.equal(unavailable.headers.get('retry-after'), '1')
+      assert.deepEqual(await unavailable.json(), { error: 'store_unavailable' })
+    })
+    await with_(framework, { url: down, onError: 'allow' }, async (get) => {
+      assert.equal((await get('/search')).status, 200)
+      assert.deepEqual(await (await get('/decision')).json(), { remaining: 0, degraded: true })
+    })
+    await with_(framework, { url: down, onError: 'deny' }, async (get) => {
+      const refused = await get('/search')
+      assert.equal(refused.status, 429)
+      assert.equal(await refused.text(), 'Too many requests; retry in 1 s.\n')
+    })
+  })
+}
+
+test('express: an IPv4-mapped peer (a dual-stack server) shares the key of its IPv4 address', async () => {
+  const prefix = `mapped${Date.now()}`
+  const dual = await serve('express', { url: redis.url, prefix }, '::')
+  const plain = await serve('express', { url: redis.url, prefix }, '127.0.0.1')
+  try {
+    const seen = []
+    for (const app of [dual, plain, dual, plain]) seen.push((await fetch(`${app.base}/search`)).status)
+    assert.deepEqual(seen, [200, 200, 200, 429])
+  } finally {
+    await dual.close()
+    await plain.close()
+  }
+})

@@ -1,0 +1,95 @@
+"""The Django adapter app, settings, URLs and views in one module: gunicorn serves its WSGI app (sync
+views, the blocking limiter), uvicorn its ASGI app (async views, the asyncio limiter). The middleware
+puts the default limit on `/default`; each other view has its own ``@ratelimit``."""
+
+import os
+from typing import Any
+
+import django
+from django.conf import settings
+
+from adapter_apps.settings import PLANS, SEARCH_RULES, options, query_int
+
+_options = options()
+settings.configure(
+    DEBUG=False,
+    SECRET_KEY="ratelock-tests",
+    ALLOWED_HOSTS=["*"],
+    ROOT_URLCONF=__name__,
+    INSTALLED_APPS=["ratelock.django"],
+    MIDDLEWARE=["ratelock.django.RateLimitMiddleware"],
+    RATELOCK={
+        "URL": _options["url"],
+        "PREFIX": _options["prefix"],
+        "ON_ERROR": _options["on_error"],
+        "TIMEOUT": _options["timeout"],
+        "TRUSTED_PROXIES": _options["trusted_proxies"],
+        "DENIED_BODY": _options["denied_body"],
+        "LEGACY_HEADERS": _options["legacy_headers"],
+        "DEFAULT_LIMITS": "100/hour",
+        "SKIP": lambda request: request.path == "/skip",
+    },
+)
+django.setup()
+
+from django.http import HttpRequest, HttpResponse, JsonResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+from django.views import View  # noqa: E402
+
+from ratelock.django import ratelimit  # noqa: E402
+
+ASYNC = os.environ.get("RATELOCK_DJANGO_ASYNC") == "1"
+
+
+def view(function: Any) -> Any:
+    """`function` as a sync view, or as an async one under ASGI."""
+    if not ASYNC:
+        return function
+
+    async def asynchronous(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        result: HttpResponse = function(request, *args, **kwargs)
+        return result
+
+    asynchronous.__name__ = asynchronous.__qualname__ = function.__name__
+    return asynchronous
+
+
+def ok(_request: HttpRequest) -> HttpResponse:
+    return JsonResponse({"ok": True})
+
+
+def current(request: HttpRequest) -> HttpResponse:
+    decision = getattr(request, "rate_limit")
+    return JsonResponse({"remaining": decision.remaining, "degraded": decision.degraded})
+
+
+@ratelimit("10/hour", scope="cost", cost=lambda request: query_int(request.GET.get("n"), 1))
+class CostView(View):
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return JsonResponse({"ok": True})
+
+
+@ratelimit("10/hour", scope="cost", cost=lambda request: query_int(request.GET.get("n"), 1))
+class AsyncCostView(View):
+    async def get(self, request: HttpRequest) -> HttpResponse:
+        return JsonResponse({"ok": True})
+
+
+urlpatterns = [
+    path("search", ratelimit(SEARCH_RULES, scope="search")(view(ok))),
+    path("tenant", ratelimit(lambda r: PLANS[r.GET["plan"]], scope="tenant", key=lambda r: r.GET["plan"])(view(ok))),
+    path("cost", (AsyncCostView if ASYNC else CostView).as_view()),
+    path("key", ratelimit("5/hour", scope="key", key=lambda r: r.GET.get("k"))(view(ok))),
+    path("skip", view(ok)),
+    path("decision", ratelimit("50/hour", scope="decision")(view(current))),
+    path("default", view(ok)),
+]
+
+if ASYNC:
+    from django.core.asgi import get_asgi_application
+
+    application = get_asgi_application()
+else:
+    from django.core.wsgi import get_wsgi_application
+
+    application = get_wsgi_application()

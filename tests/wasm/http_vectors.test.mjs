@@ -1,0 +1,60 @@
+// The adapter core's shared vectors (tests/vectors/http) against the WebAssembly build under Node:
+// HttpOptions, ClientAddress and scopedKey answer exactly what the Rust core answers.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+
+import { ClientAddress, HttpOptions, scopedKey } from '../../bindings-wasm/node.mjs'
+
+const VECTORS = new URL('../vectors/http/', import.meta.url)
+const load = (name) => JSON.parse(readFileSync(new URL(name, VECTORS), 'utf8'))
+
+const pairs = (headers) => {
+  const out = []
+  for (let at = 0; at < headers.length; at += 2) out.push([headers[at], headers[at + 1]])
+  return out
+}
+
+for (const c of load('answers.json').cases) {
+  test(`answers/${c.name}`, () => {
+    const spec = c.options ?? {}
+    const options = new HttpOptions({
+      standardHeaders: spec.standard_headers,
+      legacyHeaders: spec.legacy_headers,
+      partitionKey: spec.partition_key,
+      deniedBody: spec.denied_body,
+      statusCode: spec.status_code,
+    })
+    let answer
+    if (c.kind === 'decision') {
+      const d = c.decision
+      const decision = {
+        allowed: d.allowed, limit: d.limit, remaining: d.remaining, resetAfterMs: d.reset_after_us / 1000,
+        retryAfterMs: d.retry_after_us / 1000, ruleIndex: d.rule_index, degraded: d.degraded ?? false,
+      }
+      answer = options.answer(c.rules, decision, c.key ?? 'k', c.now_ms)
+    } else if (c.kind === 'failure') {
+      answer = options.failure(c.error_code)
+    } else {
+      answer = options.badKey()
+    }
+    const got = answer === null ? null : {
+      proceed: answer.proceed, status: answer.status, headers: pairs(answer.headers),
+      content_type: answer.contentType, body: answer.body,
+    }
+    assert.deepEqual(got, c.expect)
+  })
+}
+
+for (const c of load('client_keys.json').cases) {
+  test(`client keys/${c.name}`, () => {
+    const address = new ClientAddress({
+      ipv6Subnet: c.ipv6_subnet, trustedProxies: c.trusted_proxies ?? undefined, proxyHeader: c.proxy_header,
+    })
+    assert.equal(address.key(c.peer, c.forwarded ?? undefined), c.expect)
+  })
+}
+
+test('scoped keys', () => {
+  for (const c of load('scoped_keys.json').cases) assert.equal(scopedKey(c.scope, c.key), c.expect)
+})
