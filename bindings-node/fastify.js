@@ -58,7 +58,8 @@ async function ratelockFastify(fastify, options = {}) {
     if (build !== undefined) {
       return reply.send(await build(request, { answer, decision, statusCode: answer.status }))
     }
-    return reply.type(answer.contentType).send(answer.body)
+    // A Buffer, so that Fastify sends the content type as given (it adds a charset to a string's).
+    return reply.header('content-type', answer.contentType).send(Buffer.from(answer.body))
   })
 }
 

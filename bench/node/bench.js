@@ -20,6 +20,7 @@ const { RedisStore } = require('rate-limit-redis')
 const Redlock = require('redlock')
 const ratelock = require('ratelock')
 const { rateLimit: ratelockRateLimit } = require('ratelock/express')
+const frameworks = require('./frameworks')
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
 const WARMUP_SECONDS = 0.5
@@ -206,7 +207,8 @@ function compare(name, ours, theirs, target, { lowerIsBetter = false, unit = '/s
 
 function versions() {
   const read = (name) => JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', name, 'package.json'), 'utf8')).version
-  return ['ratelock', 'rate-limiter-flexible', 'ioredis', 'express', 'express-rate-limit', 'rate-limit-redis', 'redlock']
+  return ['ratelock', 'rate-limiter-flexible', 'ioredis', 'express', 'express-rate-limit', 'rate-limit-redis', 'redlock',
+    'fastify', '@fastify/rate-limit', 'hono', '@hono/node-server', 'hono-rate-limiter']
     .map((name) => `${name} ${read(name)}`)
     .join(', ')
 }
@@ -350,6 +352,26 @@ async function main() {
     const added = (figure) => (1 / figure.rate - 1 / one.bare.rate) * 1e6
     compare('Express added time per request vs express-rate-limit + rate-limit-redis', added(one.ratelock), added(one.peer), 1, { lowerIsBetter: true, unit: 'µs' })
     compare(`Express requests/s, ${HTTP_CONNECTIONS} connections, vs express-rate-limit + rate-limit-redis`, many.ratelock.rate, many.peer.rate)
+
+    console.log('3b. Fastify and Hono through HTTP (keep-alive), one limited route')
+    // The physical floor of any limiter's added time: one round trip to the same Redis.
+    const roundTrip = record('floor: PING (ioredis), sequential', await sequential(() => client.ping()))
+    const roundTripUs = 1e6 / roundTrip.rate
+    for (const [label, variants, peer] of [
+      ['Fastify', await frameworks.fastifyVariants(redis.url, client, RULE, HUGE), '@fastify/rate-limit (ioredis)'],
+      ['Hono', frameworks.honoVariants(redis.url, client, RULE, HUGE), 'hono-rate-limiter (RedisStore over ioredis)'],
+    ]) {
+      const figures = {}
+      for (const [name, server] of Object.entries(variants)) {
+        await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+        figures[name] = record(`${label}${name === 'bare' ? ', no limiter' : name === 'ratelock' ? ' + ratelock' : ` + ${peer}`}, 1 connection`, await httpRate(server, 1))
+        server.close()
+      }
+      const addedTo = (figure) => (1 / figure.rate - 1 / figures.bare.rate) * 1e6
+      compare(`${label} added time per request vs ${peer}`, addedTo(figures.ratelock), addedTo(figures.peer), 0.5, { lowerIsBetter: true, unit: 'µs' })
+      compare(`${label} added time over one round trip (− PING) vs ${peer}`, addedTo(figures.ratelock) - roundTripUs,
+        addedTo(figures.peer) - roundTripUs, undefined, { lowerIsBetter: true, unit: 'µs' })
+    }
 
     console.log('4. Lock acquire+release pairs, sequential')
     const lockOurs = record('ratelock DistributedLock (autoRenew: false)', await sequential(ratelockLockPair(redis.url)))

@@ -35,7 +35,10 @@ TASKS = 100
 FLASK_ROUNDS = 6  # Flask variants run in alternating rounds, so drift hits them all alike
 FLASK_ROUND_SECONDS = 0.5
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
-PEER_PACKAGES = ("ratelock", "limits", "redis", "throttled-py", "flask", "Flask-Limiter")
+PEER_PACKAGES = (
+    "ratelock", "limits", "redis", "throttled-py", "flask", "Flask-Limiter", "fastapi", "slowapi", "fastapi-limiter",
+    "pyrate-limiter", "django", "django-ratelimit",
+)
 
 Hit = Callable[[], Any]
 AsyncHit = Callable[[], Awaitable[Any]]
@@ -546,6 +549,44 @@ def compare_flask(report: Report, url: str) -> None:
     )
 
 
+def compare_frameworks(report: Report, url: str, port: int) -> None:
+    """FastAPI and Django: each framework's best-known limiter beside ratelock's adapter, on one route;
+    and each added time over the physical floor of any limiter, one round trip (a raw-socket PING)."""
+    import frameworks
+
+    limit = 1_000_000
+    report.begin("4a", "The floor of a limiter's added time: one round trip")
+    round_trip_us = 1e6 / report.record("floor: PING over a raw socket", measure_sequential(raw_socket_ping(port))).per_second
+    for section, title, variants, peers in (
+        ("4b", "FastAPI requests in process (httpx ASGI transport), one limited route",
+         frameworks.fastapi_variants(url, RULE, limit),
+         ["FastAPI + slowapi (redis://)", "FastAPI + fastapi-limiter 0.2 (pyrate-limiter RedisBucket)"]),
+        ("4c", "Django test-client requests, one limited view", frameworks.django_variants(url, RULE, limit),
+         ["Django + django-ratelimit (RedisCache)"]),
+    ):
+        report.begin(section, f"{title} (alternating rounds, median)")
+        figures = {name: report.record(name, figure) for name, figure in measure_in_alternating_rounds(variants).items()}
+        names = list(figures)
+        bare, ours = figures[names[0]], figures[names[1]]
+        ours_added = added_us(ours, bare)
+        for peer in peers:
+            theirs_added = added_us(figures[peer], bare)
+            report.comparisons.append(
+                Comparison(f"{names[1].split(' + ')[0]} added time per request vs {peer.split(' + ')[1]}",
+                           f"+{ours_added:.1f} µs", f"+{theirs_added:.1f} µs", ratio_of(ours_added, theirs_added), 0.5,
+                           target_is_minimum=False)
+            )
+            report.comparisons.append(
+                Comparison(f"{names[1].split(' + ')[0]} added time over one round trip (− PING) vs {peer.split(' + ')[1]}",
+                           f"+{ours_added - round_trip_us:.1f} µs", f"+{theirs_added - round_trip_us:.1f} µs",
+                           ratio_of(ours_added - round_trip_us, theirs_added - round_trip_us), None, target_is_minimum=False)
+            )
+        report.notes.append(
+            f"{names[0]}: {rate_text(bare)} ({1e6 / bare.per_second:.1f} µs/request); added time = µs/request with the "
+            "limiter − µs/request bare, every variant on the same redis-server"
+        )
+
+
 def added_us(limited: Figure, bare: Figure) -> float:
     return 1e6 / limited.per_second - 1e6 / bare.per_second
 
@@ -712,6 +753,7 @@ def main() -> None:
         compare_threaded_redis(report, url)
         compare_asyncio_redis(report, url, port)
         compare_flask(report, url)
+        compare_frameworks(report, url, port)
         compare_locks(report, url)
         compare_memory(report)
     finally:

@@ -75,8 +75,9 @@ class HttpLimiter {
    * A limit, checked now where it can be (rule text parses; functions are functions), so a bad limit
    * fails when the app starts: `rules` (text, or a function of the request answering text, e.g. a
    * tenant's plan), `scope` (default 'default'), `keyGenerator`, `cost` (a number or a function), `skip`.
+   * @param {{ rules: any, scope?: string, keyGenerator?: Function, cost?: any, skip?: Function }} limit
    */
-  limit({ rules, scope = 'default', keyGenerator, cost = 1, skip } = {}) {
+  limit({ rules, scope = 'default', keyGenerator, cost = 1, skip }) {
     if (typeof rules === 'string') {
       try {
         native.parseRules(rules, this.limiter.defaultAlgorithm)

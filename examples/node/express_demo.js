@@ -8,14 +8,14 @@ async function main() {
   const server = createApp().listen(0, '127.0.0.1')
   await new Promise((resolve) => server.once('listening', resolve))
   const base = `http://127.0.0.1:${server.address().port}`
-  console.log(`Express example on ${base} (${process.env.REDIS_URL ?? 'memory store'}), GET /search?user=ann:`)
+  console.log(`Express example on ${base} (${process.env.REDIS_URL ?? 'memory store'}), GET /search:`)
   for (let attempt = 1; attempt <= 10; attempt++) {
-    const response = await fetch(`${base}/search?user=ann`)
+    const response = await fetch(`${base}/search`)
     const shown = ['ratelimit', 'ratelimit-policy', 'retry-after']
       .map((name) => response.headers.get(name) && `${name}: ${response.headers.get(name)}`)
       .filter(Boolean)
       .join(' | ')
-    console.log(`  #${attempt} ${response.status} ${await response.text()}  [${shown}]`)
+    console.log(`  #${attempt} ${response.status} ${(await response.text()).trim()}  [${shown}]`)
     if (response.status === 429) break
   }
   server.close()

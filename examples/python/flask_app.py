@@ -1,9 +1,10 @@
-"""A Flask app limited by ratelock: the embedded memory store by default, Redis with REDIS_URL.
-Run it (`python examples/python/flask_app.py`, PORT sets the port) and call /search a few times."""
+"""examples/python/flask_app.py: a Flask app limited by ratelock. The embedded memory store by default;
+set REDIS_URL to share the limits with every process, in any language, on that Redis.
+Run: python flask_app.py (PORT sets the port)."""
 
 import os
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 
 from ratelock.flask import RateLimiter
 
@@ -11,15 +12,10 @@ app = Flask(__name__)
 limits = RateLimiter(app, url=os.environ.get("REDIS_URL"), default_limits="100/minute")
 
 
-@app.get("/")
-def index() -> Response:
-    return jsonify(hello="world")
-
-
 @app.get("/search")
-@limits.limit("3 per 10 seconds; 20/hour")
+@limits.limit("3 per 10 seconds; 20/hour", scope="search")
 def search() -> Response:
-    return jsonify(results=[])
+    return jsonify(results=[], query=request.args.get("q"))
 
 
 @app.get("/health")

@@ -65,7 +65,8 @@ async function main(): Promise<void> {
       rules: (req) => (req.path.startsWith('/search') ? '3 per 10 seconds' : '100/minute'),
       keyGenerator: (req) => req.ip ?? 'unknown',
       standardHeaders: 'draft-8',
-      handler: (_req, res, _next, options) => res.status(429).json({ retryAfterMs: options.decision.retryAfterMs }),
+      handler: (_req, res, _next, { answer, decision }) =>
+        res.status(answer.status).json({ retryAfterMs: decision?.retryAfterMs ?? null }),
     }),
   )
   try {

@@ -3,14 +3,7 @@ exemptions, methods, keys, scopes that never share a bucket, unusable keys, the 
 stopped Redis (503 under raise), and a real HTTP server process."""
 
 import json
-import os
-import pathlib
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 import http_sf
@@ -18,8 +11,6 @@ from flask import Blueprint, Flask, jsonify, request
 
 from conftest import RedisServer
 from ratelock.flask import RateLimiter
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def make_app(url=None, **options):
@@ -189,46 +180,6 @@ def test_store_failures_follow_on_error():
     unavailable = raising.get("/limited")
     assert (unavailable.status_code, unavailable.headers["Retry-After"]) == (503, "1")
     assert unavailable.get_json()["title"] == "Service Unavailable"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_a_real_http_server_process(redis_server):
-    port = _free_port()
-    env = dict(os.environ, PORT=str(port), REDIS_URL=redis_server.url)
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "python" / "flask_app.py")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the Flask example did not start"
-                time.sleep(0.1)
-        statuses = []
-        for _ in range(4):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/search", timeout=2) as response:
-                    statuses.append(response.status)
-                    assert response.headers["RateLimit-Policy"] == '"3 per 10 seconds";q=3;w=10, "20/hour";q=20;w=3600'
-            except urllib.error.HTTPError as rejected:
-                statuses.append(rejected.code)
-                assert int(rejected.headers["Retry-After"]) >= 1
-                assert rejected.read().startswith(b"Too many requests")
-        assert statuses == [200, 200, 200, 429]
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_limit_and_exempt_work_above_the_route_decorator(store_url):

@@ -1,6 +1,6 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
 import asyncio
-from typing import Awaitable, Final, Literal, Optional, Union, final
+from typing import Awaitable, Final, List, Literal, Optional, Sequence, Tuple, Union, final, overload
 
 from typing_extensions import disjoint_base
 
@@ -10,6 +10,11 @@ __all__ = [
     "Completions",
     "Limiter",
     "Decision",
+    "HttpOptions",
+    "HttpAnswer",
+    "ClientAddress",
+    "scoped_key",
+    "parse_rules",
     "LockOptions",
     "LockHandle",
     "SemaphoreHandle",
@@ -36,7 +41,9 @@ __all__ = [
     "__version__",
 ]
 
-class RatelockError(Exception): ...
+class RatelockError(Exception):
+    code: Optional[str]
+
 class InvalidRule(RatelockError): ...
 class InvalidArgument(RatelockError): ...
 class CostExceedsCapacity(RatelockError): ...
@@ -69,6 +76,19 @@ class Completions:
 class Decision:
     """The answer to ``hit`` or ``peek``; truthy when allowed. Times are seconds."""
 
+    def __new__(
+        cls,
+        rules: str,
+        *,
+        allowed: bool,
+        limit: int,
+        remaining: int,
+        reset_after: float,
+        retry_after: float = 0.0,
+        rule_index: int = 0,
+        degraded: bool = False,
+    ) -> Decision: ...
+
     @property
     def allowed(self) -> bool: ...
     @property
@@ -88,6 +108,61 @@ class Decision:
     @property
     def period(self) -> float: ...
     def __bool__(self) -> bool: ...
+
+@final
+class HttpOptions:
+    """How an adapter answers: rate-limit headers, the denial's body and status."""
+
+    def __new__(
+        cls,
+        *,
+        standard_headers: Union[Literal["draft-6", "draft-7", "draft-8", "draft-11", "latest"], bool, None] = None,
+        legacy_headers: bool = False,
+        partition_key: bool = False,
+        denied_body: Literal["text", "json", "problem"] = "text",
+        status_code: int = 429,
+    ) -> HttpOptions: ...
+    def answer(self, decision: Decision, key: Union[str, bytes], now_ms: Optional[int] = None) -> HttpAnswer: ...
+    def failure(self, code: str) -> Optional[HttpAnswer]: ...
+    def bad_key(self) -> HttpAnswer: ...
+    @property
+    def standard_headers(self) -> Optional[str]: ...
+
+@final
+class HttpAnswer:
+    """What an adapter sends: proceed (adding ``headers``), or refuse with status, headers and body."""
+
+    @property
+    def proceed(self) -> bool: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def headers(self) -> List[Tuple[str, str]]: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+@final
+class ClientAddress:
+    """How the client address of a request becomes its key."""
+
+    def __new__(
+        cls,
+        *,
+        ipv6_subnet: int = 56,
+        trusted_proxies: Union[int, Sequence[str], None] = None,
+        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+    ) -> ClientAddress: ...
+    def key(self, peer: Optional[str], forwarded: Optional[str] = None) -> str: ...
+    @property
+    def proxy_header(self) -> str: ...
+
+@overload
+def scoped_key(scope: str, key: str) -> str: ...
+@overload
+def scoped_key(scope: str, key: bytes) -> bytes: ...
+def parse_rules(text: str) -> List[str]: ...
 
 @disjoint_base
 class Limiter:

@@ -36,22 +36,27 @@ from django.http import HttpRequest, HttpResponse, JsonResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.views import View  # noqa: E402
 
-from ratelock.django import ratelimit  # noqa: E402
+from ratelock.django import ratelimit, ratelimit_exempt  # noqa: E402
 
 ASYNC = os.environ.get("RATELOCK_DJANGO_ASYNC") == "1"
 
 
 def view(function: Any) -> Any:
-    """`function` as a sync view, or as an async one under ASGI."""
-    if not ASYNC:
-        return function
+    """A view of its own calling `function` (so marks on one route never reach another): sync, or async
+    under ASGI."""
+    if ASYNC:
 
-    async def asynchronous(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        async def asynchronous(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            result: HttpResponse = function(request, *args, **kwargs)
+            return result
+
+        return asynchronous
+
+    def synchronous(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         result: HttpResponse = function(request, *args, **kwargs)
         return result
 
-    asynchronous.__name__ = asynchronous.__qualname__ = function.__name__
-    return asynchronous
+    return synchronous
 
 
 def ok(_request: HttpRequest) -> HttpResponse:
@@ -83,6 +88,7 @@ urlpatterns = [
     path("skip", view(ok)),
     path("decision", ratelimit("50/hour", scope="decision")(view(current))),
     path("default", view(ok)),
+    path("exempt", ratelimit_exempt(view(ok))),
 ]
 
 if ASYNC:

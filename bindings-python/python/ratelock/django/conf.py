@@ -43,8 +43,11 @@ def configured() -> Dict[str, Any]:
 
 def function(value: Any, name: str) -> Optional[Callable[..., Any]]:
     """A function from the settings: given, or by its dotted path."""
-    if value is None or callable(value):
-        return value
+    if value is None:
+        return None
+    if callable(value):
+        given: Callable[..., Any] = value
+        return given
     if isinstance(value, str):
         loaded: Callable[..., Any] = import_string(value)
         return loaded

@@ -33,10 +33,11 @@ def ratelimit(
 
     def decorate(view: V) -> V:
         if inspect.isclass(view):
-            view.dispatch = decorate_function(view.dispatch, view, is_method=True)
+            setattr(view, "dispatch", decorate_function(getattr(view, "dispatch"), view, is_method=True))
             setattr(view, MARK, True)
             return view
-        return decorate_function(view, view, is_method=False)  # type: ignore[return-value]
+        decorated: V = decorate_function(view, view, is_method=False)
+        return decorated
 
     def decorate_function(function: Callable[..., Any], owner: Any, is_method: bool) -> Any:
         name = scope or f"{owner.__module__}.{owner.__qualname__}"

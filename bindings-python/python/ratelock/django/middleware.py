@@ -26,7 +26,7 @@ class RateLimitMiddleware:
         self.limit = conf.default_limit(self.http)
         if self.asynchronous:
             markcoroutinefunction(self)
-            self.process_view = self._process_view_async  # type: ignore[method-assign]
+            self.process_view = self._process_view_async  # type: ignore[method-assign, assignment]
 
     def __call__(self, request: HttpRequest) -> Any:
         if self.asynchronous:

@@ -1,0 +1,88 @@
+"""What is particular to one Python framework's adapter: Django's settings dict, system checks,
+middleware defaults and exemptions; FastAPI's ``Refused`` without the app's handler; Starlette's
+``default_limits`` and async functions of the request."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from fastapi import Depends, FastAPI
+from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from adapter_servers import AppServer, HERE
+from ratelock.fastapi import RateLimiter
+from ratelock.starlette import RateLimitMiddleware
+
+
+def django_check(settings: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py check` in a fresh process configured with `settings` (Python keyword arguments)."""
+    script = textwrap.dedent(
+        f"""
+        import django
+        from django.conf import settings
+        from django.core.management import call_command
+        settings.configure(SECRET_KEY="x", INSTALLED_APPS=["ratelock.django"], {settings})
+        django.setup()
+        call_command("check")
+        """
+    )
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=HERE, timeout=60)
+
+
+def test_django_system_checks_report_bad_rules_urls_and_keys() -> None:
+    assert django_check('RATELOCK={"URL": "redis://127.0.0.1/", "DEFAULT_LIMITS": "10/minute"}').returncode == 0
+    bad_rule = django_check('RATELOCK={"DEFAULT_LIMITS": "10/fortnight"}')
+    assert bad_rule.returncode != 0 and "ratelock.E003" in bad_rule.stderr and "fortnight" in bad_rule.stderr
+    bad_url = django_check('RATELOCK={"URL": "http://127.0.0.1/"}')
+    assert bad_url.returncode != 0 and "ratelock.E002" in bad_url.stderr
+    typo = django_check('RATELOCK={"DEFAULT_LIMIT": "10/minute"}')
+    assert typo.returncode != 0 and "ratelock.E001" in typo.stderr and "DEFAULT_LIMIT" in typo.stderr
+    bad_style = django_check('RATELOCK={"STANDARD_HEADERS": "draft-9"}')
+    assert bad_style.returncode != 0 and "ratelock.E004" in bad_style.stderr and "standard_headers" in bad_style.stderr
+
+
+@pytest.mark.parametrize("framework", ["django-wsgi", "django-asgi"])
+def test_django_middleware_limits_views_without_their_own_limit(redis_server, framework: str) -> None:
+    app = AppServer(framework, {"RATELOCK_URL": redis_server.url})
+    try:
+        limited = app.get("/default")
+        assert limited.status == 200 and limited.headers["RateLimit"] == '"100/hour";r=99;t=36'
+        assert "RateLimit" not in app.get("/exempt").headers
+        assert app.get("/search").headers["RateLimit"].startswith('"3/hour"'), "a view's own limit, not the default"
+    finally:
+        app.stop()
+
+
+def test_fastapi_refusals_are_http_exceptions_even_without_the_handler() -> None:
+    limiter = RateLimiter(denied_body="json")
+    app = FastAPI()  # no install(app): FastAPI's own HTTPException handler answers
+
+    @app.get("/x", dependencies=[Depends(limiter.limit("1/minute", key_func=lambda request: "one"))])
+    async def x() -> dict:
+        return {"ok": True}
+
+    with TestClient(app) as client:
+        assert client.get("/x").status_code == 200
+        refused = client.get("/x")
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "60"
+        assert json.loads(refused.json()["detail"]) == {"error": "rate_limited", "policy": "1/minute", "retry_after": 60}
+
+
+def test_starlette_default_limits_and_async_functions_of_the_request() -> None:
+    async def key(request: Request) -> str:
+        return request.query_params["user"]
+
+    async def home(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/", home)])
+    app.add_middleware(RateLimitMiddleware, default_limits="2/minute", key_func=key)
+    with TestClient(app) as client:
+        assert [client.get("/?user=ann").status_code for _ in range(3)] == [200, 200, 429]
+        assert client.get("/?user=bob").status_code == 200
