@@ -98,6 +98,7 @@ class RateLimiter:
         self.default_limit = None if default_limits is None else self._limit(default_limits, "default", None, 1, None)
         self._exempt: Set[Callable[..., Any]] = set()
         self._limits: Dict[Callable[..., Any], List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]]] = {}
+        self._endpoint_limits: Dict[Tuple[int, str], Limit] = {}
         if app is not None:
             self.init_app(app)
 
@@ -161,7 +162,7 @@ class RateLimiter:
             for mark, only, scope in marks:
                 if only is not None and request.method not in only:
                     continue
-                refusal = self._check(mark if scope else _scoped(mark, endpoint))
+                refusal = self._check(mark if scope else self._scoped(mark, endpoint))
                 if refusal is not None:
                     return refusal
             return None
@@ -196,17 +197,20 @@ class RateLimiter:
             g.ratelock_decision = checked.decision
         return None if checked.answer.proceed else refusal(checked.answer)
 
+    def _scoped(self, limit: Limit, endpoint: str) -> Limit:
+        """`limit` under the view's endpoint, when it was given no scope of its own (made once)."""
+        scoped = self._endpoint_limits.get((id(limit), endpoint))
+        if scoped is None:
+            scoped = Limit(limit.rules, endpoint, limit.key_func, limit.cost, limit.skip)
+            self._endpoint_limits[(id(limit), endpoint)] = scoped
+        return scoped
+
     def _add_headers(self, response: Response) -> Response:
         checked: Optional[Checked] = g.pop("ratelock_checked", None)
         if checked is not None and checked.answer is not None and checked.answer.proceed:
             for name, value in response_headers(checked):
                 response.headers[name] = value
         return response
-
-
-def _scoped(limit: Limit, scope: str) -> Limit:
-    """`limit` under the view's endpoint, when it was given no scope of its own."""
-    return Limit(limit.rules, scope, limit.key_func, limit.cost, limit.skip)
 
 
 def refusal(answer: HttpAnswer) -> Response:

@@ -14,7 +14,7 @@ every adapter in every language answers byte for byte alike.
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generator, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, Generator, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ratelock._native import (
     ClientAddress,
@@ -52,10 +52,9 @@ class Limit:
     skip: Optional[Callable[[Any], Maybe]] = None
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(NamedTuple):
     """The outcome of one request: ``answer`` (None when skipped) and the ``decision`` behind it (None
-    when skipped, keyless or answered by the outage status)."""
+    when skipped, keyless or answered by the outage status). A tuple: made once per request, cheaply."""
 
     answer: Optional[HttpAnswer]
     decision: Optional[Decision]

@@ -52,3 +52,12 @@ pub async fn eventually_async(what: &str, check: impl AsyncFn() -> bool) {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the documentation guide's pages, compiled and run as doctests.
+#[cfg(doctest)]
+pub mod guide_doctests {
+    #[doc = include_str!("../../../docs/guide/rust.md")]
+    pub struct Rust;
+    #[doc = include_str!("../../../docs/guide/locks.md")]
+    pub struct Locks;
+}
