@@ -14,7 +14,7 @@ NPM := npm --no-audit --no-fund --loglevel=error
 
 .PHONY: demo test test-deps lint unit-and-integration package-check python-env python-sdist-check python-test \
 	node-env node-demo-env node-types-check node-test node-pack-check wasm wasm-test playground bench vectors-fill \
-	fuzz fuzz-short faults module-build module-test module-suites
+	fuzz fuzz-short faults module-build module-test module-suites dist dist-aarch64 install-test docs docs-test
 
 demo: python-env node-demo-env
 	@$(CARGO) run --quiet -p ratelock-examples --bin demo
@@ -30,7 +30,7 @@ node-demo-env:
 
 test: test-deps
 	$(MAKE) lint unit-and-integration package-check python-sdist-check python-test node-types-check node-test \
-	  node-pack-check wasm-test fuzz-short module-test
+	  node-pack-check wasm-test fuzz-short module-test install-test docs-test
 
 # What the tests need beyond Rust, Python and Node (redis-server, Chromium, the wasm32 target...):
 # installed when missing, or the exact command printed where it cannot be.
@@ -38,6 +38,7 @@ test-deps:
 	bash scripts/install-test-deps.sh
 
 lint:
+	python3 scripts/versions.py check
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p ratelock --no-default-features --all-targets -- -D warnings
@@ -140,7 +141,7 @@ node-types-check: node-env
 
 # The type test (tsc on a typed example), the JavaScript checked as TypeScript, then node:test,
 # including the cross-language test against the Python package in .venv.
-node-test: node-env python-env
+node-test: node-env python-env node-demo-env wasm
 	cd tests/node && node_modules/.bin/tsc -p tsconfig.json
 	cd tests/node && node_modules/.bin/tsc -p tsconfig.check-js.json
 	node --test --test-concurrency=1 tests/node/ tests/cross_language/
@@ -190,6 +191,31 @@ bench:
 	cd bindings-node && CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
 	CARGO_TARGET_DIR=$(TARGET_DIR) bindings-wasm/build.sh
 	node bench/node/bench.js
+
+# Every release artifact into dist/ (scripts/dist.sh: wheels, npm packages, the crate, the WASM package,
+# the server module; dist/MANIFEST.md says what each is and how it was checked).
+dist:
+	bash scripts/dist.sh
+
+# The aarch64 artifacts of dist/ run under qemu-user on an emulated arm64 Debian (root; minutes).
+dist-aarch64: dist
+	bash tests/install/aarch64.sh
+
+# The x86_64 artifacts, installed as a user installs them with no Rust toolchain on the PATH, each
+# serving its framework example against a real redis-server (tests/install/run.sh).
+install-test: node-demo-env
+	bash scripts/dist.sh x86_64
+	bash tests/install/run.sh
+
+# The documentation site into target/docs-site (scripts/build-docs.sh): the guide, the API references
+# of every language, the playground.
+docs: wasm
+	bash scripts/build-docs.sh
+
+# The built site: every link resolves, and headless Chromium renders the front page and the references.
+docs-test: docs
+	cd tests/docs && $(NPM) install
+	node --test --test-concurrency=1 tests/docs/
 
 # Recompute vector expectations from the Rust core (new scenarios only; review the diff).
 vectors-fill:

@@ -1,13 +1,18 @@
 'use strict'
-// Builds the native addon from source with the machine's cargo and puts it at ./ratelock.node.
-// In the repository it builds the workspace crate `ratelock-node`; in a packed tarball, the sources
-// that scripts/pack-sources.js copied into ./rust. RATELOCK_BUILD_PROFILE=debug builds faster.
+// The install script: nothing to do when npm installed the prebuilt addon of this platform (an optional
+// dependency, `lib/platform.js`); otherwise builds the addon from source with the machine's cargo and
+// puts it at ./ratelock.node. In the repository it builds the workspace crate `ratelock-node`; in a
+// packed tarball, the sources that scripts/pack-sources.js copied into ./rust.
+// RATELOCK_BUILD_FROM_SOURCE=1 builds even when a prebuilt addon is there; RATELOCK_BUILD_PROFILE=debug
+// builds faster.
 
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
+const { prebuiltPackage } = require('../lib/platform')
 
 const packageDir = path.resolve(__dirname, '..')
+if (process.env.RATELOCK_BUILD_FROM_SOURCE !== '1' && prebuiltInstalled()) process.exit(0)
 const packed = path.join(packageDir, 'rust', 'Cargo.toml')
 const workspace = path.join(packageDir, '..', 'Cargo.toml')
 const manifest = fs.existsSync(packed) ? packed : workspace
@@ -35,6 +40,19 @@ const destination = path.join(packageDir, 'ratelock.node')
 fs.copyFileSync(source, `${destination}.tmp`)
 fs.renameSync(`${destination}.tmp`, destination)
 console.log(`ratelock: built ${destination} (${profile})`)
+
+/** Whether npm installed this platform's prebuilt addon (then nothing is built). */
+function prebuiltInstalled() {
+  const name = prebuiltPackage()
+  if (name === null) return false
+  try {
+    require.resolve(name, { paths: [packageDir] })
+    console.log(`ratelock: using the prebuilt addon ${name}`)
+    return true
+  } catch {
+    return false
+  }
+}
 
 function fail(message) {
   console.error(`ratelock: ${message}`)

@@ -1,0 +1,621 @@
+local ratelock_call_tag = table.remove(ARGV)
+local ratelock_reply = (function()
+-- What every ratelock script shares: `tagged_script` (core/src/store/redis/script.rs) puts this in
+-- front of each script's body, so a script can use these two helpers without defining them.
+
+-- The time in µs since the Unix epoch: `given` when the caller passed one (an ARGV), else the server
+-- clock (TIME).
+local function now_us(given)
+  local now = tonumber(given)
+  if now ~= nil then
+    return now
+  end
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+-- An integer as a command argument (no exponent, no decimals).
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- limit.lua — checks every rule of one user key in one call, all or nothing (ratelock's `hit` and `peek`).
+--
+-- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
+-- ARGV[1]   "hit" (spend on every rule when every rule allows) or "peek" (never spend)
+-- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
+-- ARGV[3]   cost, an integer >= 1
+-- ARGV[4i..4i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs, burst
+--
+-- Reply: a flat array of 5 integers per rule, in rule order:
+--   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed).
+--   When any rule denies, nothing is spent and every rule reports its figures as they stand
+--   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1.
+-- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity.
+-- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE),
+-- of at least one second.
+-- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
+--
+-- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
+-- sliding_log}::decide in core/src/algorithm/. Every quantity is an integer below 2^50, exact in
+-- Lua's doubles; the sliding-window weighting is f64 arithmetic in the same order as the Rust code.
+-- Numbers go to redis.call as numbers, not strings: Redis, Valkey and Dragonfly write an integral
+-- double below 2^53 in plain digits (%.17g or an integer printer), as string.format('%d') would, for
+-- less work. Concatenation would not (%.14g), so a sliding-log member's stamp is still formatted.
+--
+-- Two paths compute the same thing. One rule (nearly every call) takes the fast path at the top,
+-- before anything else is defined: Redis runs this whole chunk on every call, so each function
+-- defined on the way would be a closure allocated per call, and each table a garbage object. It
+-- writes out idiv, cdiv, px and settle operation for operation and builds no table but the reply,
+-- so its replies, writes and TTLs are the general path's. Anything else (several rules, or any bad
+-- argument) goes on to the general path below, which also gives every error.
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
+
+if #KEYS == 1 and #ARGV == 7 then
+  local mode, cost, code = ARGV[1], tonumber(ARGV[3]), ARGV[4]
+  local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  local bucket = code == 'g' or code == 'tb' or code == 'lb'
+  local capacity = limit
+  if bucket then capacity = burst end
+  -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a finite cost).
+  if (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil
+    and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
+    and (bucket or code == 'fw' or code == 'sw' or code == 'sl') then
+    local key, floor, hit = KEYS[1], math.floor, mode == 'hit'
+    local now = tonumber(ARGV[2])
+    if now == nil then
+      local time = redis.call('TIME')
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+    -- Each "q = floor(a / b), then one step each way" below is idiv(a, b); cdiv(a, b) is that on
+    -- a + b - 1 for a > 0, else 0; px(us) is cdiv(us, 1000) raised to MIN_TTL_MS.
+
+    if code == 'g' then
+      local a = period + limit - 1
+      local t = floor(a / limit)
+      if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
+      local tau = burst * t
+      local tat = tonumber(redis.call('GET', key)) or now
+      if tat < now then tat = now end
+      local new_tat = tat + cost * t
+      local allow_at = new_tat - tau
+      if allow_at > now then
+        local room = now + tau - tat
+        if room < 0 then room = 0 end
+        local remaining = floor(room / t)
+        if remaining * t > room then remaining = remaining - 1 elseif (remaining + 1) * t <= room then remaining = remaining + 1 end
+        return { 0, limit, remaining, tat - now, allow_at - now }
+      end
+      local room = now + tau - new_tat
+      local remaining = floor(room / t)
+      if remaining * t > room then remaining = remaining - 1 elseif (remaining + 1) * t <= room then remaining = remaining + 1 end
+      if hit then
+        local ttl, us = 0, new_tat - now
+        if not (us <= 0) then
+          a = us + 1000 - 1
+          ttl = floor(a / 1000)
+          if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+        end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('SET', key, new_tat, 'PX', ttl)
+      end
+      return { 1, limit, remaining, new_tat - now, 0 }
+    end
+
+    if code == 'tb' then
+      -- gcd(limit, period), then tokens scaled by period/g, refilled limit/g per µs.
+      local x, y = limit, period
+      while y ~= 0 do
+        local q = floor(x / y)
+        if q * y > x then q = q - 1 elseif (q + 1) * y <= x then q = q + 1 end
+        x, y = y, x - q * y
+      end
+      local scale = floor(period / x)
+      if scale * x > period then scale = scale - 1 elseif (scale + 1) * x <= period then scale = scale + 1 end
+      local rate = floor(limit / x)
+      if rate * x > limit then rate = rate - 1 elseif (rate + 1) * x <= limit then rate = rate + 1 end
+      local full, need = burst * scale, cost * scale
+      local v = redis.call('HMGET', key, 't', 'l')
+      local tokens, last = tonumber(v[1]), tonumber(v[2])
+      if tokens == nil or last == nil then
+        tokens, last = full, now
+      end
+      if now > last then
+        local elapsed, a = now - last, full - tokens
+        local refill = 0
+        if not (a <= 0) then
+          a = a + rate - 1
+          refill = floor(a / rate)
+          if refill * rate > a then refill = refill - 1 elseif (refill + 1) * rate <= a then refill = refill + 1 end
+        end
+        if elapsed >= refill then
+          tokens = full
+        else
+          tokens = tokens + elapsed * rate
+        end
+      end
+      if last < now then last = now end
+      local denied = tokens < need
+      if not denied then tokens = tokens - need end
+      local remaining = floor(tokens / scale)
+      if remaining * scale > tokens then remaining = remaining - 1 elseif (remaining + 1) * scale <= tokens then remaining = remaining + 1 end
+      local reset, a = 0, full - tokens
+      if not (a <= 0) then
+        a = a + rate - 1
+        reset = floor(a / rate)
+        if reset * rate > a then reset = reset - 1 elseif (reset + 1) * rate <= a then reset = reset + 1 end
+      end
+      if denied then
+        local retry
+        a = need - tokens
+        if a <= 0 then
+          retry = 0
+        else
+          a = a + rate - 1
+          retry = floor(a / rate)
+          if retry * rate > a then retry = retry - 1 elseif (retry + 1) * rate <= a then retry = retry + 1 end
+        end
+        return { 0, limit, remaining, reset, retry }
+      end
+      if hit then
+        local ttl = 0
+        if not (reset <= 0) then
+          a = reset + 1000 - 1
+          ttl = floor(a / 1000)
+          if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+        end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('HSET', key, 't', tokens, 'l', last)
+        redis.call('PEXPIRE', key, ttl)
+      end
+      return { 1, limit, remaining, reset, 0 }
+    end
+
+    if code == 'lb' then
+      local a = period + limit - 1
+      local t = floor(a / limit)
+      if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
+      local full, pour = burst * t, cost * t
+      local v = redis.call('HMGET', key, 'v', 'l')
+      local level, last = tonumber(v[1]), tonumber(v[2])
+      if level == nil or last == nil then
+        level, last = 0, now
+      end
+      if now > last then
+        level = level - (now - last)
+        if 0 > level then level = 0 end
+      end
+      if last < now then last = now end
+      local denied = level + pour > full
+      if not denied then level = level + pour end
+      a = full - level
+      local remaining = floor(a / t)
+      if remaining * t > a then remaining = remaining - 1 elseif (remaining + 1) * t <= a then remaining = remaining + 1 end
+      if denied then
+        return { 0, limit, remaining, level, level + pour - full }
+      end
+      if hit then
+        local ttl = 0
+        if not (level <= 0) then
+          a = level + 1000 - 1
+          ttl = floor(a / 1000)
+          if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+        end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('HSET', key, 'v', level, 'l', last)
+        redis.call('PEXPIRE', key, ttl)
+      end
+      return { 1, limit, remaining, level, 0 }
+    end
+
+    if code == 'fw' then
+      local window = floor(now / period)
+      if window * period > now then window = window - 1 elseif (window + 1) * period <= now then window = window + 1 end
+      local v = redis.call('HMGET', key, 'w', 'c')
+      local count = 0
+      if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
+      local reset = (window + 1) * period - now
+      if count + cost > limit then
+        local remaining = limit - count
+        if 0 > remaining then remaining = 0 end
+        return { 0, limit, remaining, reset, reset }
+      end
+      count = count + cost
+      if hit then
+        local ttl = 0
+        if not (reset <= 0) then
+          local a = reset + 1000 - 1
+          ttl = floor(a / 1000)
+          if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+        end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('HSET', key, 'w', window, 'c', count)
+        redis.call('PEXPIRE', key, ttl)
+      end
+      return { 1, limit, limit - count, reset, 0 }
+    end
+
+    if code == 'sw' then
+      local window = floor(now / period)
+      if window * period > now then window = window - 1 elseif (window + 1) * period <= now then window = window + 1 end
+      local rem = period - (now - window * period)
+      local v = redis.call('HMGET', key, 'w', 'c', 'p')
+      local w, cur, prev = tonumber(v[1]), 0, 0
+      if w == window then
+        cur, prev = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+      elseif w ~= nil and w + 1 == window then
+        prev = tonumber(v[2]) or 0
+      end
+      local used = prev * rem / period + cur
+      if used + cost > limit then
+        -- The wait until the weighted count leaves room: settle() of the general path, written out.
+        local retry
+        if cur + cost <= limit then
+          local room = limit - cur - cost
+          local guess = rem - floor(room * period / prev)
+          if 0 > guess then guess = 0 end
+          if rem < guess then guess = rem end
+          while guess < rem and not (prev * (rem - guess) / period + cur + cost <= limit) do guess = guess + 1 end
+          while guess > 0 and prev * (rem - (guess - 1)) / period + cur + cost <= limit do guess = guess - 1 end
+          retry = guess
+        else
+          local room = limit - cost
+          local guess = period - floor(room * period / cur)
+          if 0 > guess then guess = 0 end
+          if period < guess then guess = period end
+          while guess < period and not (cur * (period - guess) / period + cost <= limit) do guess = guess + 1 end
+          while guess > 0 and cur * (period - (guess - 1)) / period + cost <= limit do guess = guess - 1 end
+          retry = rem + guess
+        end
+        local remaining = floor(limit - used)
+        if 0 > remaining then remaining = 0 end
+        local reset = 0
+        if cur > 0 then reset = rem + period elseif prev > 0 then reset = rem end
+        return { 0, limit, remaining, reset, retry }
+      end
+      local count = cur + cost
+      local reset = 0
+      if count > 0 then reset = rem + period elseif prev > 0 then reset = rem end
+      local remaining = floor(limit - (used + cost))
+      if 0 > remaining then remaining = 0 end
+      if hit then
+        local ttl = 0
+        if not (reset <= 0) then
+          local a = reset + 1000 - 1
+          ttl = floor(a / 1000)
+          if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+        end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
+        redis.call('PEXPIRE', key, ttl)
+      end
+      return { 1, limit, remaining, reset, 0 }
+    end
+
+    -- code == 'sl'
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
+    local count = redis.call('ZCARD', key)
+    local newest = nil
+    if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+    local reset = 0
+    if newest ~= nil then
+      reset = newest + period - now
+      if 0 > reset then reset = 0 end
+    end
+    if count + cost > limit then
+      local remaining = limit - count
+      if 0 > remaining then remaining = 0 end
+      local k = count + cost - limit
+      local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
+      return { 0, limit, remaining, reset, kth + period - now }
+    end
+    local latest = now
+    if newest ~= nil and newest > now then latest = newest end
+    reset = latest + period - now
+    if hit then
+      local stamp = int(now)
+      local taken = redis.call('ZCOUNT', key, stamp, stamp)
+      if cost == 1 then
+        redis.call('ZADD', key, stamp, stamp .. ':' .. taken)
+      else
+        -- Several units at once (rare): one ZADD of them all, as the general path sends.
+        local args = {}
+        for n = taken, taken + cost - 1 do
+          args[#args + 1] = stamp
+          args[#args + 1] = stamp .. ':' .. n
+        end
+        redis.call('ZADD', key, unpack(args))
+      end
+      local ttl = 0
+      if not (reset <= 0) then
+        local a = reset + 1000 - 1
+        ttl = floor(a / 1000)
+        if ttl * 1000 > a then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= a then ttl = ttl + 1 end
+      end
+      if ttl < 1000 then ttl = 1000 end
+      redis.call('PEXPIRE', key, ttl)
+    end
+    return { 1, limit, limit - count - cost, reset, 0 }
+  end
+end
+
+-- The general path: several rules, checked together, and every error.
+
+-- floor(a / b) for non-negative integers below 2^53, exact despite rounding in the float division.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+local function cdiv(a, b)
+  if a <= 0 then return 0 end
+  return idiv(a + b - 1, b)
+end
+
+-- A key's TTL in ms: when its state stops mattering, but at least one second. An expired key and a
+-- live one decide alike (the state then says "fully restored"), so the floor changes no decision; it
+-- keeps a call sequence with an explicit `now` (tests, client clocks) from racing real-time expiry.
+local MIN_TTL_MS = 1000
+local function px(us)
+  return math.max(cdiv(us, 1000), MIN_TTL_MS)
+end
+
+local function gcd(a, b)
+  while b ~= 0 do
+    a, b = b, a - idiv(a, b) * b
+  end
+  return a
+end
+
+-- GCRA: state is the theoretical arrival time (a string integer, µs).
+local function rule_gcra(key, now, cost, limit, period, burst)
+  local t = cdiv(period, limit)
+  local tau = burst * t
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local new_tat = tat + cost * t
+  local allow_at = new_tat - tau
+  local standing = { 1, limit, idiv(math.max(now + tau - tat, 0), t), tat - now, 0 }
+  if allow_at > now then
+    return { 0, limit, standing[3], standing[4], allow_at - now }
+  end
+  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0 }, standing, function()
+    redis.call('SET', key, new_tat, 'PX', px(new_tat - now))
+  end
+end
+
+-- The call's own arguments, checked before any rule is looked at.
+local mode = ARGV[1]
+if mode ~= 'hit' and mode ~= 'peek' then
+  return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
+end
+local now = now_us(ARGV[2])
+local cost = tonumber(ARGV[3])
+if cost == nil or cost < 1 or cost ~= math.floor(cost) then
+  return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
+end
+if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
+  return redis.error_reply('ERR ratelock: expected 4 arguments per key')
+end
+
+-- Rule i's code, limit, period and burst, checked; an error reply in place of the code when bad.
+local function rule_arguments(i)
+  local at = 3 + 4 * (i - 1)
+  local code = ARGV[at + 1]
+  local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
+  -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
+  local bucket = code == 'g' or code == 'tb' or code == 'lb'
+  local window = code == 'fw' or code == 'sw' or code == 'sl'
+  if not (bucket or window) or limit == nil or period == nil or burst == nil or limit < 1 or period < 1
+    or burst < 1 then
+    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
+  end
+  local capacity = limit
+  if bucket then capacity = burst end
+  if cost > capacity then
+    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
+  end
+  return code, limit, period, burst
+end
+
+-- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
+local function rule_token(key, now, cost, limit, period, burst)
+  local g = gcd(limit, period)
+  local scale, rate = idiv(period, g), idiv(limit, g)
+  local capacity, need = burst * scale, cost * scale
+  local v = redis.call('HMGET', key, 't', 'l')
+  local tokens, last = tonumber(v[1]), tonumber(v[2])
+  if tokens == nil or last == nil then
+    tokens, last = capacity, now
+  end
+  if now > last then
+    local elapsed = now - last
+    if elapsed >= cdiv(capacity - tokens, rate) then
+      tokens = capacity
+    else
+      tokens = tokens + elapsed * rate
+    end
+  end
+  if last < now then last = now end
+  local standing = { 1, limit, idiv(tokens, scale), cdiv(capacity - tokens, rate), 0 }
+  if tokens < need then
+    return { 0, limit, standing[3], standing[4], cdiv(need - tokens, rate) }
+  end
+  tokens = tokens - need
+  local reset = cdiv(capacity - tokens, rate)
+  return { 1, limit, idiv(tokens, scale), reset, 0 }, standing, function()
+    redis.call('HSET', key, 't', tokens, 'l', last)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Leaky bucket (meter): hash {v = water as µs of drain time, l = last update µs}.
+local function rule_leaky(key, now, cost, limit, period, burst)
+  local t = cdiv(period, limit)
+  local capacity, pour = burst * t, cost * t
+  local v = redis.call('HMGET', key, 'v', 'l')
+  local level, last = tonumber(v[1]), tonumber(v[2])
+  if level == nil or last == nil then
+    level, last = 0, now
+  end
+  if now > last then level = math.max(level - (now - last), 0) end
+  if last < now then last = now end
+  local standing = { 1, limit, idiv(capacity - level, t), level, 0 }
+  if level + pour > capacity then
+    return { 0, limit, standing[3], standing[4], level + pour - capacity }
+  end
+  level = level + pour
+  return { 1, limit, idiv(capacity - level, t), level, 0 }, standing, function()
+    redis.call('HSET', key, 'v', level, 'l', last)
+    redis.call('PEXPIRE', key, px(level))
+  end
+end
+
+-- Fixed window: hash {w = window index, c = count}.
+local function rule_fixed(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  local v = redis.call('HMGET', key, 'w', 'c')
+  local count = 0
+  if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
+  local reset = (window + 1) * period - now
+  local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
+  if count + cost > limit then
+    return { 0, limit, standing[3], reset, reset }
+  end
+  count = count + cost
+  return { 1, limit, limit - count, reset, 0 }, standing, function()
+    redis.call('HSET', key, 'w', window, 'c', count)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Smallest value in 0..max for which the monotone predicate holds, starting from a guess.
+local function settle(guess, max, fits)
+  while guess < max and not fits(guess) do guess = guess + 1 end
+  while guess > 0 and fits(guess - 1) do guess = guess - 1 end
+  return guess
+end
+
+-- Sliding window counter: hash {w = current window index, c = its count, p = previous window's count}.
+local function rule_sliding(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  local rem = period - (now - window * period)
+  local v = redis.call('HMGET', key, 'w', 'c', 'p')
+  local w, cur, prev = tonumber(v[1]), 0, 0
+  if w == window then
+    cur, prev = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+  elseif w ~= nil and w + 1 == window then
+    prev = tonumber(v[2]) or 0
+  end
+  local used = prev * rem / period + cur
+  local function reset_for(c)
+    if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
+  end
+  local standing = { 1, limit, math.max(math.floor(limit - used), 0), reset_for(cur), 0 }
+  if used + cost > limit then
+    local retry
+    if cur + cost <= limit then
+      local room = limit - cur - cost
+      local guess = math.min(math.max(rem - math.floor(room * period / prev), 0), rem)
+      retry = settle(guess, rem, function(wait)
+        return prev * (rem - wait) / period + cur + cost <= limit
+      end)
+    else
+      local room = limit - cost
+      local guess = math.min(math.max(period - math.floor(room * period / cur), 0), period)
+      retry = rem + settle(guess, period, function(into)
+        return cur * (period - into) / period + cost <= limit
+      end)
+    end
+    return { 0, limit, standing[3], standing[4], retry }
+  end
+  local count = cur + cost
+  local reset = reset_for(count)
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function()
+    redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores.
+local function rule_log(key, now, cost, limit, period)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
+  local count = redis.call('ZCARD', key)
+  local newest = nil
+  if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
+  if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
+  if count + cost > limit then
+    local k = count + cost - limit
+    local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
+    return { 0, limit, standing[3], standing[4], kth + period - now }
+  end
+  local latest = now
+  if newest ~= nil and newest > now then latest = newest end
+  local reset = latest + period - now
+  return { 1, limit, limit - count - cost, reset, 0 }, standing, function()
+    local stamp = int(now)
+    local taken = redis.call('ZCOUNT', key, stamp, stamp)
+    local args = {}
+    for n = taken, taken + cost - 1 do
+      args[#args + 1] = stamp
+      args[#args + 1] = stamp .. ':' .. n
+    end
+    redis.call('ZADD', key, unpack(args))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+local rules_by_code = {
+  g = rule_gcra, tb = rule_token, lb = rule_leaky,
+  fw = rule_fixed, sw = rule_sliding, sl = rule_log,
+}
+
+-- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
+local function decide_rule(i)
+  local code, limit, period, burst = rule_arguments(i)
+  if type(code) == 'table' then return code end
+  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst)
+end
+
+-- One rule, the common case: its outcome is the whole answer (allowed or not), no gathering needed.
+if #KEYS == 1 then
+  local outcome, _, write = decide_rule(1)
+  if outcome.err == nil and mode == 'hit' and outcome[1] == 1 then write() end
+  return outcome
+end
+
+local outcomes, standings, writes, all_allowed = {}, {}, {}, true
+for i = 1, #KEYS do
+  local outcome, standing, write = decide_rule(i)
+  if outcome.err ~= nil then return outcome end
+  if outcome[1] == 0 then
+    all_allowed = false
+    standing = outcome
+  end
+  outcomes[i], standings[i], writes[i] = outcome, standing, write
+end
+if mode == 'hit' and all_allowed then
+  for i = 1, #KEYS do writes[i]() end
+end
+-- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
+local reply, n = {}, 0
+for i = 1, #KEYS do
+  local answer = outcomes[i]
+  if not all_allowed then answer = standings[i] end
+  for j = 1, 5 do reply[n + j] = answer[j] end
+  n = n + 5
+end
+return reply
+
+end)()
+if type(ratelock_reply) == 'table' and ratelock_reply.err then return ratelock_reply end
+return { ratelock_call_tag, ratelock_reply }

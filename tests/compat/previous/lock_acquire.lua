@@ -1,0 +1,69 @@
+local ratelock_call_tag = table.remove(ARGV)
+local ratelock_reply = (function()
+-- What every ratelock script shares: `tagged_script` (core/src/store/redis/script.rs) puts this in
+-- front of each script's body, so a script can use these two helpers without defining them.
+
+-- The time in µs since the Unix epoch: `given` when the caller passed one (an ARGV), else the server
+-- clock (TIME).
+local function now_us(given)
+  local now = tonumber(given)
+  if now ~= nil then
+    return now
+  end
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+-- An integer as a command argument (no exponent, no decimals).
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- lock_acquire.lua — takes a lock if it is free (or re-enters it for its owner) and mints a fencing token.
+--
+-- KEYS[1]  lease hash <prefix>:{<escaped name>}:lock, fields o (owner token), n (holds), f (fencing token)
+-- KEYS[2]  fencing counter <prefix>:{<escaped name>}:fence (a string; the one key without a TTL)
+-- ARGV[1]  owner token (128 random bits, hex)
+-- ARGV[2]  lease length in µs (the key's PEXPIRE is rounded up to whole ms)
+-- ARGV[3]  "1" to allow re-entry by the same owner, else "0"
+-- ARGV[4]  now in µs for the fencing token, or "" to read the server clock (TIME)
+--
+-- Reply: {1, fencing token, holds} when granted (a re-entry keeps the token and counts the hold);
+--        {0, µs until the current lease ends, 0} when someone else holds it (or its owner, without re-entry).
+-- A new token is max(last token + 1, now in µs): strictly rising per lock, and still rising after a
+-- restart without persistence, since the server clock moved on (values stay below 2^53).
+--
+-- Mirrors: ratelock::algorithm::lease::acquire (core/src/algorithm/lease.rs).
+--
+-- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
+-- error goes back as {tag, reply}, so a reply can never be taken for another call's.
+
+local lease, counter = KEYS[1], KEYS[2]
+local owner, ttl_us, reentrant = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+if ttl_us == nil or ttl_us < 1 or owner == nil or owner == '' then
+  return redis.error_reply('ERR ratelock: lock_acquire needs an owner and a lease of at least 1 µs')
+end
+local now = now_us(ARGV[4])
+local px = string.format('%d', math.ceil(ttl_us / 1000))
+
+local held = redis.call('HMGET', lease, 'o', 'n', 'f')
+if held[1] == false then
+  local last = tonumber(redis.call('GET', counter)) or 0
+  local fence = math.max(last + 1, now)
+  local text = string.format('%d', fence)
+  redis.call('SET', counter, text)
+  redis.call('HSET', lease, 'o', owner, 'n', 1, 'f', text)
+  redis.call('PEXPIRE', lease, px)
+  return { 1, fence, 1 }
+end
+if held[1] == owner and reentrant then
+  local holds = redis.call('HINCRBY', lease, 'n', 1)
+  redis.call('PEXPIRE', lease, px)
+  return { 1, tonumber(held[3]), holds }
+end
+return { 0, math.max(redis.call('PTTL', lease), 0) * 1000, 0 }
+
+end)()
+if type(ratelock_reply) == 'table' and ratelock_reply.err then return ratelock_reply end
+return { ratelock_call_tag, ratelock_reply }
