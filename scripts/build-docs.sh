@@ -14,13 +14,19 @@ test -x .venv-docs/bin/python || python3 -m venv .venv-docs
 
 rm -rf "$site"
 # mkdocstrings reads the Python package from its sources and stubs (no build needed).
-PYTHONPATH=bindings-python/python .venv-docs/bin/mkdocs build --quiet
+PYTHONPATH=bindings-python/python NO_MKDOCS_2_WARNING=1 .venv-docs/bin/mkdocs build --quiet
 
-cargo doc --quiet -p ratelock --no-deps
+# Every intra-doc link must resolve: a broken one fails the build.
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet -p ratelock --no-deps
 mkdir -p "$site/reference/rust"
 cp -r "$target_dir/doc/." "$site/reference/rust/"
+# rustdoc links its pages' "help" and "settings" back to the doc root: give it an index there.
+cat > "$site/reference/rust/index.html" <<'HTML'
+<!doctype html><meta charset="utf-8"><title>ratelock: Rust API</title>
+<meta http-equiv="refresh" content="0; url=ratelock/index.html"><a href="ratelock/index.html">ratelock</a>
+HTML
 
-(cd docs/tools && node_modules/.bin/typedoc --options typedoc.json --logLevel Warn)
+(cd docs/tools && node_modules/.bin/typedoc --options typedoc.json --logLevel Warn --treatWarningsAsErrors)
 
 mkdir -p "$site/playground" "$site/pkg"
 cp bindings-wasm/playground/*.html bindings-wasm/playground/*.js bindings-wasm/playground/*.css "$site/playground/"

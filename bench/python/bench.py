@@ -713,7 +713,7 @@ def markdown(report: Report, started: datetime.datetime) -> str:
     lines = [
         "# ratelock Python benchmark results",
         "",
-        "Written by `.venv-bench/bin/python bench/python/bench.py` (see [README.md](README.md)).",
+        "Written by `.venv-bench/bin/python bench/python/bench.py` (see bench/python/README.md).",
         "",
         f"- date: {started:%Y-%m-%d %H:%M:%S} UTC",
         f"- nproc: {cpu_count()}",

@@ -1,5 +1,6 @@
 """ratelock: rate limiting and distributed locks on Redis, with one Rust core for every language.
 
+Examples:
     >>> import ratelock
     >>> limiter = ratelock.Limiter()          # no URL: the embedded memory store
     >>> limiter.hit("user:42", "10/second; 1000/hour").allowed
@@ -9,6 +10,7 @@ Give a URL (``ratelock.Limiter("redis://localhost")``) to share limits with ever
 language, that uses the same Redis. Every limiter and lock naming the same URL shares one connection
 per process; to choose the sharing yourself, pass a ``ratelock.Client`` in place of the URL:
 
+Examples:
     >>> client = ratelock.Client()            # a memory store of its own (or a URL: a connection)
     >>> first, second = ratelock.Limiter(client), ratelock.Limiter(client)
     >>> first.hit("user:42", "1/minute").allowed, second.hit("user:42", "1/minute").allowed

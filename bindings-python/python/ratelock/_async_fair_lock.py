@@ -10,6 +10,7 @@ class FairLock(FairLockKind, AsyncHolding[_native.LeaseGuard]):
     """A lock served first come, first served, as ``ratelock.FairLock``: ``async with lock:`` queues and
     waits its turn, keeps the lease renewed, and raises ``LockLost`` on exit if it was lost meanwhile.
 
+    Examples:
         >>> import asyncio, ratelock.asyncio
         >>> async def main() -> bool:
         ...     payouts = ratelock.asyncio.FairLock("payouts:async-doc", ttl=10)

@@ -12,6 +12,7 @@ class LeaseGuard(LeaseGuardBase):
     """A read or write hold, as ``ratelock.LeaseGuard`` but with awaitable ``release``, ``extend`` and
     ``wait_lost``, and ``async with``.
 
+    Examples:
         >>> import asyncio, ratelock.asyncio
         >>> async def main() -> bool:
         ...     config = ratelock.asyncio.ReadWriteLock("config:async-hold-doc")

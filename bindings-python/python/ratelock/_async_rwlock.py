@@ -13,6 +13,7 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
     """Many readers or one writer, as ``ratelock.ReadWriteLock``. ``acquire_read``/``acquire_write`` can
     be awaited (for a ``LeaseGuard``) or used directly in ``async with``:
 
+    Examples:
         >>> import asyncio, ratelock.asyncio
         >>> async def main() -> int:
         ...     config = ratelock.asyncio.ReadWriteLock("config:async-doc", ttl=10)

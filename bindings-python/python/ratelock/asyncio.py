@@ -1,6 +1,7 @@
 """``ratelock.asyncio``: the limiter and the locks for asyncio code. Every call is an awaitable that runs on ratelock's
 tokio runtime and never blocks the event loop — connecting included (done on first use).
 
+Examples:
     >>> import asyncio, ratelock.asyncio
     >>> async def main() -> bool:
     ...     limiter = ratelock.asyncio.Limiter()
@@ -118,6 +119,7 @@ class DistributedLock(LockKind, AsyncHolding[_native.LockGuard]):
     """``ratelock.DistributedLock`` for asyncio: ``async with lock:`` waits without blocking the event
     loop, keeps the lease renewed, and raises ``LockLost`` on exit if the lock was lost meanwhile.
 
+    Examples:
         >>> async def work() -> int:
         ...     async with DistributedLock("orders:42", ttl=10) as lock:
         ...         return lock.fencing_token or 0

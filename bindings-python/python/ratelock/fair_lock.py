@@ -51,6 +51,7 @@ class FairLock(FairLockKind, Holding[_native.LeaseGuard]):
     is free and nobody waits). A waiter renews its place while it waits; a waiter that died loses its
     place after ``waiter_ttl`` seconds. Every grant has its own rising fencing token.
 
+    Examples:
         >>> import ratelock
         >>> payouts = ratelock.FairLock("payouts:doc", ttl=10)
         >>> with payouts:

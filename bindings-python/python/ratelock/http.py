@@ -4,6 +4,7 @@ client-address rules, and decides each request in the same steps, sync or async 
 cost, one ``hit``, the answer). Headers, bodies, statuses and client keys come from the Rust core, so
 every adapter in every language answers byte for byte alike.
 
+Examples:
     >>> from ratelock.http import HttpLimiter, Limit
     >>> http = HttpLimiter()                       # the embedded memory store
     >>> search = Limit("2/minute", scope="search")

@@ -41,6 +41,7 @@ class LeaseGuard(LeaseGuardBase):
     """A read or write hold. Leave a ``with`` block (or call ``release()``) to give it back; while it is
     held its lease is renewed in the background. Send ``fencing_token`` with every write it protects.
 
+    Examples:
         >>> import ratelock
         >>> config = ratelock.ReadWriteLock("config:hold-doc")
         >>> with config.acquire_write(timeout=5) as hold:

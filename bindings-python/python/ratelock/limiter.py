@@ -23,6 +23,7 @@ class RateLimited(RatelockError):
 class Limiter(_native.Limiter):
     """Checks keys against rules: every rule of a key in one round trip, all or nothing.
 
+    Examples:
         >>> limiter = Limiter()
         >>> @limiter.limit("2/minute", key=lambda user: f"report:{user}")
         ... def report(user: str) -> str:

@@ -59,6 +59,7 @@ class DistributedLock(LockKind, Holding[_native.LockGuard]):
     the lease renewed while the block runs, and releases at the end — raising ``LockLost`` if the lock
     was lost meanwhile. Send ``lock.fencing_token`` with every write to the protected resource.
 
+    Examples:
         >>> import ratelock
         >>> with ratelock.DistributedLock("orders:42", ttl=10) as lock:
         ...     token = lock.fencing_token

@@ -55,6 +55,7 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
     so a steady stream of readers cannot starve it; its mark lapses after ``waiter_ttl`` seconds if the
     waiting process dies.
 
+    Examples:
         >>> import ratelock
         >>> config = ratelock.ReadWriteLock("config:doc", ttl=10)
         >>> with config.acquire_read(timeout=5) as first, config.acquire_read(timeout=5) as second:

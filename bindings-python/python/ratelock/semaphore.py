@@ -39,6 +39,7 @@ class SemaphoreKind(Holds[_native.PermitGuard]):
 class Semaphore(SemaphoreKind, Holding[_native.PermitGuard]):
     """At most ``permits`` holders at once, across processes and languages.
 
+    Examples:
         >>> import ratelock
         >>> pool = ratelock.Semaphore("db-connections", 2)
         >>> with pool:
@@ -50,6 +51,7 @@ class Semaphore(SemaphoreKind, Holding[_native.PermitGuard]):
 class ConcurrencyLimiter:
     """At most ``limit`` requests in flight per key (one ``Semaphore`` per key), e.g. per tenant:
 
+    Examples:
         >>> import ratelock
         >>> in_flight = ratelock.ConcurrencyLimiter(1)
         >>> with in_flight.slot("tenant:acme"):

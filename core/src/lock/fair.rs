@@ -84,7 +84,7 @@ impl FairLock {
         })
     }
 
-    /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`] after).
+    /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`](crate::Error::WaitTimeout) after).
     /// A waiter that gives up, fails or is dropped leaves the queue.
     pub async fn acquire(&self, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
