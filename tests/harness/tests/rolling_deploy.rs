@@ -23,7 +23,12 @@ impl PreviousClient {
     async fn call(&mut self, name: &str, keys: &[&str], args: &[&str]) -> Vec<i64> {
         let tag = "previous-release-tag";
         let mut command = redis::cmd("EVAL");
-        command.arg(previous_script(name)).arg(keys.len()).arg(keys).arg(args).arg(tag);
+        command
+            .arg(previous_script(name))
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args)
+            .arg(tag);
         let (echoed, reply): (String, Vec<i64>) = command.query_async(&mut self.connection).await.unwrap();
         assert_eq!(echoed, tag);
         reply
@@ -34,7 +39,13 @@ impl PreviousClient {
     async fn hit(&mut self, key: &str, limit: u64, period_us: u64) -> bool {
         let storage = format!("rl:{{{key}}}:g{limit}/{}", period_us / 1000);
         let (limit, period) = (limit.to_string(), period_us.to_string());
-        let reply = self.call("limit", &[&storage], &["hit", "", "1", "g", &limit, &period, &limit]).await;
+        let reply = self
+            .call(
+                "limit",
+                &[&storage],
+                &["hit", "", "1", "g", &limit, &period, &limit],
+            )
+            .await;
         reply[0] == 1
     }
 }
@@ -63,20 +74,45 @@ async fn the_previous_release_and_this_one_share_one_limit_and_one_lock() {
 
     // One lock: held by the previous release, this version cannot take it; released, it can, and its
     // fencing token is above the previous holder's.
-    let store = Store::connect(&server.url(), &StoreOptions::default()).await.unwrap();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
     let lock = DistributedLock::new(&store, "orders:9", LockOptions::default()).unwrap();
-    let (lease, fence, channel) = ("rl:{orders:9}:lock", "rl:{orders:9}:fence", "rl:{orders:9}:released");
-    let granted = previous.call("lock_acquire", &[lease, fence], &["previous-owner", "10000000", "0", ""]).await;
+    let (lease, fence, channel) = (
+        "rl:{orders:9}:lock",
+        "rl:{orders:9}:fence",
+        "rl:{orders:9}:released",
+    );
+    let granted = previous
+        .call(
+            "lock_acquire",
+            &[lease, fence],
+            &["previous-owner", "10000000", "0", ""],
+        )
+        .await;
     assert_eq!(granted[0], 1, "the previous release takes the free lock");
-    assert!(lock.try_acquire().await.unwrap().is_none(), "held by the previous release");
+    assert!(
+        lock.try_acquire().await.unwrap().is_none(),
+        "held by the previous release"
+    );
     let released = previous
-        .call("lock_release", &[lease], &["previous-owner", channel, &granted[1].to_string()])
+        .call(
+            "lock_release",
+            &[lease],
+            &["previous-owner", channel, &granted[1].to_string()],
+        )
         .await;
     assert_eq!(released[0], 1);
     let guard = lock.acquire(Duration::from_secs(2)).await.unwrap();
-    assert!(guard.fencing_token() > granted[1] as u64, "tokens keep rising across the versions");
+    assert!(
+        guard.fencing_token() > granted[1] as u64,
+        "tokens keep rising across the versions"
+    );
     guard.release().await.unwrap();
     let mut raw = client.get_multiplexed_async_connection().await.unwrap();
     let owner: Option<String> = raw.hget(lease, "o").await.unwrap();
-    assert_eq!(owner, None, "released by this version, the lease is gone for both");
+    assert_eq!(
+        owner, None,
+        "released by this version, the lease is gone for both"
+    );
 }
