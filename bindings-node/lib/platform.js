@@ -9,8 +9,8 @@ const PREBUILT = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu']
 /** `gnu` or `musl` on Linux (from the runtime's own report), `null` elsewhere. */
 function libc() {
   if (process.platform !== 'linux') return null
-  const header = process.report?.getReport?.()?.header
-  return header?.glibcVersionRuntime ? 'gnu' : 'musl'
+  const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport?.())
+  return report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'
 }
 
 /** This process's platform as package names spell it, e.g. `linux-x64-gnu`. */
