@@ -118,9 +118,7 @@ impl Limiter {
                 return Ok(WireAnswer::Refused)
             }
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
-            Err(Failure::NoScript) => Err(Error::StoreUnavailable(
-                "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
-            )),
+            Err(Failure::NoScript) => Err(crate::store::connection_core::noscript_after_load()),
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => tag.open(value),
         };
@@ -285,7 +283,8 @@ mod tests {
         let again = limiter
             .wire_answer(reply(noscript), &COMMAND, &call(&rules, 1), true)
             .unwrap_err();
-        assert!(again.to_string().contains("NOSCRIPT after SCRIPT LOAD"));
+        assert!(again.to_string().contains("NOSCRIPT right after SCRIPT LOAD"), "{again}");
+        assert!(again.is_configuration(), "a script that does not stay loaded is not an outage");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 #![allow(missing_docs)]
 
+pub mod answering_proxy;
 pub mod cluster;
 pub mod failover;
 pub mod fault;

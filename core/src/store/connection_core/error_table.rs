@@ -11,8 +11,10 @@
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
-//! | an error code ratelock does not know (a proxy's), or an `ERR` naming a refused, timed-out or upstream connection | outage | `StoreUnavailable` |
-//! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other `ERR`, a malformed reply | bug | `Protocol` |
+//! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
+//! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://)" }` |
+//! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |
+//! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other `ERR`, an error code ratelock does not know, a malformed reply | bug | `Protocol` |
 //!
 //! Outages follow the failure policy; configuration errors and bugs always raise. A `NOPERM` met by a
 //! capability probe is not sorted here: the probe takes it to mean "use the fallback path".
@@ -42,6 +44,28 @@ pub const SETTING_DB: &str = "url (db index)";
 pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
 /// The setting a user fixes when the server refuses a command ratelock must run.
 pub const SETTING_COMMANDS: &str = "the server's command set";
+/// The setting a user fixes when a plain URL names one node of a Redis Cluster.
+pub const SETTING_CLUSTER_URL: &str = "url (a Redis Cluster needs redis+cluster://host:port,...)";
+/// The setting a user fixes when loaded scripts do not stay loaded.
+pub const SETTING_SCRIPT_CACHE: &str =
+    "the server's script cache (a proxy that loads and runs scripts on different servers?)";
+
+/// The error replies of proxies in front of Redis that mean "the server behind me cannot be reached"
+/// (an outage), as whole texts: twemproxy forwards the socket error (`ERR Connection refused`, ...);
+/// Envoy's Redis proxy answers `no upstream host` and `upstream failure`. Nothing else is read as an
+/// outage: an error reply ratelock does not know is a bug (a protocol error), never a reason to let
+/// traffic through under `on_error="allow"`.
+pub const PROXY_OUTAGES: &[&str] = &[
+    "ERR Connection refused",
+    "ERR Connection timed out",
+    "ERR Connection reset by peer",
+    "ERR Broken pipe",
+    "ERR Host is unreachable",
+    "ERR No route to host",
+    "no upstream host",
+    "upstream failure",
+    "upstream connection failure",
+];
 
 /// A server's error reply (`code` is its first word, `details` the rest) as a typed error.
 ///
@@ -76,32 +100,24 @@ pub fn server_error(code: &str, details: &str) -> Error {
     if code == "ERR" && details.starts_with("unknown command") {
         return Error::configuration(SETTING_COMMANDS, text());
     }
-    if code == "ERR" || code == "WRONGTYPE" {
-        // A proxy in front of Redis says it cannot reach it in an ERR of its own.
-        return if is_proxy_outage(details) {
-            Error::StoreUnavailable(text())
-        } else {
-            Error::Protocol(text())
-        };
+    if code == "MOVED" || code == "ASK" {
+        return Error::configuration(SETTING_CLUSTER_URL, text());
     }
-    // A code ratelock does not know comes from a server or proxy it does not know, never from its own
-    // scripts (their errors are ERR): it cannot serve the call, an outage.
-    Error::StoreUnavailable(text())
+    if PROXY_OUTAGES.contains(&text().as_str()) {
+        return Error::StoreUnavailable(text());
+    }
+    // `ERR` and `WRONGTYPE` from ratelock's own scripts, and any code ratelock does not know: a bug or
+    // a state nobody planned for, which raises whatever the failure policy says.
+    Error::Protocol(text())
 }
 
-/// Whether an `ERR` reply is a proxy's word for an unreachable or failing server.
-fn is_proxy_outage(details: &str) -> bool {
-    let details = details.to_ascii_lowercase();
-    [
-        "connection refused",
-        "upstream",
-        "timed out",
-        "timeout",
-        "connection reset",
-        "broken pipe",
-    ]
-    .iter()
-    .any(|phrase| details.contains(phrase))
+/// `NOSCRIPT` in answer to a call made right after its `SCRIPT LOAD`: scripts do not stay loaded on
+/// this server, which no retry mends.
+pub fn noscript_after_load() -> Error {
+    Error::configuration(
+        SETTING_SCRIPT_CACHE,
+        "NOSCRIPT right after SCRIPT LOAD: the script did not stay loaded",
+    )
 }
 
 /// A failure reported by redis-rs's connections as a typed error (`timeout` names the call's limit).
@@ -155,12 +171,21 @@ mod tests {
             assert!(server_error(code, details).is_protocol(), "{code} {details}");
         }
         for (code, details) in [
-            ("NEWCODE", "never seen"),
             ("no", "upstream host"),
+            ("upstream", "failure"),
             ("ERR", "Connection refused"),
-            ("ERR", "upstream failure"),
+            ("ERR", "Connection timed out"),
         ] {
             assert!(server_error(code, details).is_store_failure(), "{code} {details}");
+        }
+        // Not outages: a code nobody listed, and an ERR that merely mentions a timeout or an upstream.
+        for (code, details) in [
+            ("NEWCODE", "never seen"),
+            ("ERR", "upstream failure while decoding your argument"),
+            ("ERR", "script timeout parameter must be positive"),
+            ("ERR", "upstream failure"),
+        ] {
+            assert!(server_error(code, details).is_protocol(), "{code} {details}");
         }
     }
 
@@ -189,6 +214,8 @@ mod tests {
                 "unknown command 'EVALSHA', with args beginning with: ",
                 SETTING_COMMANDS,
             ),
+            ("MOVED", "3999 127.0.0.1:6381", SETTING_CLUSTER_URL),
+            ("ASK", "3999 127.0.0.1:6381", SETTING_CLUSTER_URL),
         ];
         for (code, details, setting) in cases {
             match server_error(code, details) {

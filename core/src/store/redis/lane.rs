@@ -149,9 +149,7 @@ impl BlockingLane {
                 (Next::LoadAndResend, Some(script)) => {
                     self.load_and_retry(&mut state, script, &bytes, deadline)
                 }
-                _ => Err(Error::StoreUnavailable(
-                    "NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into(),
-                )),
+                _ => Err(crate::store::connection_core::noscript_after_load()),
             },
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => Ok(value),
@@ -194,7 +192,7 @@ impl BlockingLane {
         })?;
         classify(Ok(again), self.timeout).map_err(|failure| match failure {
             Failure::NoScript => {
-                Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into())
+                crate::store::connection_core::noscript_after_load()
             }
             Failure::Other(err) => err,
         })

@@ -425,7 +425,7 @@ impl RedisStore {
     async fn query(&self, cmd: &Cmd) -> Result<Value> {
         self.send(cmd).await.map_err(|failure| match failure {
             Failure::NoScript => {
-                Error::StoreUnavailable("NOSCRIPT after SCRIPT LOAD (a SCRIPT FLUSH in between?)".into())
+                crate::store::connection_core::noscript_after_load()
             }
             Failure::Other(err) => err,
         })

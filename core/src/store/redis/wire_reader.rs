@@ -27,7 +27,8 @@ impl Reply {
     pub fn into_result(self) -> Result<()> {
         match classify(Ok(self.0), std::time::Duration::ZERO) {
             Ok(_) => Ok(()),
-            Err(Failure::NoScript) => Err(Error::StoreUnavailable("NOSCRIPT".into())),
+            // No command whose reply is read here runs a script.
+            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT in reply to a command that runs no script".into())),
             Err(Failure::Other(err)) => Err(err),
         }
     }

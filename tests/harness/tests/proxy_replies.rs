@@ -1,0 +1,47 @@
+//! A proxy's error replies, sorted once for every path (tests/harness/src/answering_proxy.rs answers the
+//! script calls): the listed outage replies of twemproxy and Envoy follow the failure policy; a code
+//! nobody knows is a protocol error even under `on_error=allow`; a MOVED from a Cluster node named by a
+//! plain URL is a configuration error naming redis+cluster://.
+
+use ratelock::store::connection_core::PROXY_OUTAGES;
+use ratelock::{FailurePolicy, Limiter, LimiterOptions};
+use ratelock_testkit::answering_proxy::AnsweringProxy;
+use ratelock_testkit::RedisServer;
+
+async fn allowing(proxy: &AnsweringProxy) -> Limiter {
+    let mut options = LimiterOptions::default();
+    options.on_error = FailurePolicy::Allow;
+    Limiter::connect_with(&proxy.url(), options).await.unwrap()
+}
+
+#[tokio::test]
+async fn listed_proxy_outages_follow_the_failure_policy() {
+    let server = RedisServer::start();
+    let rules = "5/second".parse().unwrap();
+    for reply in PROXY_OUTAGES {
+        let proxy = AnsweringProxy::start(server.port(), &format!("-{reply}"));
+        let decision = allowing(&proxy).await.hit("k", &rules, 1).await.unwrap();
+        assert!(decision.allowed && decision.degraded, "{reply}: {decision:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_reply_raises_whatever_the_policy() {
+    let server = RedisServer::start();
+    let rules = "5/second".parse().unwrap();
+    for reply in ["-NEWCODE never seen", "-ERR upstream failure while decoding", "-ERR script timeout parameter"] {
+        let proxy = AnsweringProxy::start(server.port(), reply);
+        let error = allowing(&proxy).await.hit("k", &rules, 1).await.unwrap_err();
+        assert!(error.is_protocol(), "{reply}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn moved_on_a_plain_url_names_the_cluster_url() {
+    let server = RedisServer::start();
+    let rules = "5/second".parse().unwrap();
+    let proxy = AnsweringProxy::start(server.port(), "-MOVED 3999 127.0.0.1:6381");
+    let error = allowing(&proxy).await.hit("k", &rules, 1).await.unwrap_err();
+    assert!(error.is_configuration(), "{error}");
+    assert!(error.to_string().contains("redis+cluster://"), "{error}");
+}

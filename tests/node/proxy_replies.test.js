@@ -1,0 +1,57 @@
+'use strict'
+// A proxy's error replies in Node (the test kit's `answering_proxy` answers every script call), on the
+// wire path and the runtime path alike: the listed outage replies of twemproxy and Envoy follow the
+// failure policy; a code nobody knows rejects with ProtocolError even under onError 'allow'; a MOVED from
+// a Cluster node is a ConfigurationError naming redis+cluster://.
+
+const assert = require('node:assert/strict')
+const { execFileSync, spawn } = require('node:child_process')
+const path = require('node:path')
+const readline = require('node:readline')
+const { after, before, test } = require('node:test')
+
+const { Limiter, ProtocolError, ConfigurationError } = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+const REPO = path.join(__dirname, '..', '..')
+const OUTAGES = ['-ERR Connection refused', '-ERR Connection timed out', '-no upstream host', '-upstream failure']
+
+let redis
+let binary
+const proxies = []
+before(async () => {
+  redis = await RedisServer.start()
+  execFileSync('cargo', ['build', '--quiet', '-p', 'ratelock-testkit', '--bin', 'answering_proxy'], { cwd: REPO, stdio: 'inherit' })
+  const meta = JSON.parse(execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: REPO }))
+  binary = path.join(meta.target_directory, 'debug', 'answering_proxy')
+})
+after(async () => {
+  for (const proxy of proxies) proxy.stdin.end()
+  await redis.close()
+})
+
+async function answering(reply) {
+  const proxy = spawn(binary, [String(redis.port), reply])
+  proxies.push(proxy)
+  const lines = readline.createInterface({ input: proxy.stdout })[Symbol.asyncIterator]()
+  return `redis://127.0.0.1:${(await lines.next()).value.split(' ')[1]}/`
+}
+
+for (const reply of OUTAGES) {
+  test(`${reply}: an outage, answered by the failure policy`, async () => {
+    const decision = await new Limiter({ url: await answering(reply), onError: 'allow' }).hit('k', '5/second')
+    assert.ok(decision.allowed && decision.degraded)
+  })
+}
+
+for (const reply of ['-NEWCODE never seen', '-ERR upstream failure while decoding']) {
+  test(`${reply}: a protocol error whatever the policy`, async () => {
+    const limiter = new Limiter({ url: await answering(reply), onError: 'allow' })
+    await assert.rejects(limiter.hit('k', '5/second'), ProtocolError)
+  })
+}
+
+test('MOVED on a plain URL: a configuration error naming redis+cluster://', async () => {
+  const limiter = new Limiter({ url: await answering('-MOVED 3999 127.0.0.1:6381'), onError: 'allow' })
+  await assert.rejects(limiter.hit('k', '5/second'), (error) => error instanceof ConfigurationError && /redis\+cluster:\/\//.test(error.message))
+})

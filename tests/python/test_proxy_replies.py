@@ -1,0 +1,66 @@
+"""A proxy's error replies in Python (the test kit's `answering_proxy` answers every script call): the
+listed outage replies of twemproxy and Envoy follow the failure policy; a code nobody knows raises
+ProtocolError even under on_error="allow"; a MOVED from a Cluster node is a ConfigurationError."""
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import ratelock
+
+REPO = Path(__file__).resolve().parents[2]
+#: The listed outages (ratelock::store::connection_core::PROXY_OUTAGES), as a proxy sends them.
+OUTAGES = ["-ERR Connection refused", "-ERR Connection timed out", "-no upstream host", "-upstream failure"]
+
+
+@pytest.fixture(scope="module")
+def proxy_binary() -> Path:
+    subprocess.run(["cargo", "build", "--quiet", "-p", "ratelock-testkit", "--bin", "answering_proxy"], cwd=REPO, check=True)
+    meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=REPO, check=True, capture_output=True)
+    return Path(json.loads(meta.stdout)["target_directory"]) / "debug" / "answering_proxy"
+
+
+class AnsweringProxy:
+    def __init__(self, binary: Path, upstream: int, reply: str) -> None:
+        self.process = subprocess.Popen([str(binary), str(upstream), reply], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.url = f"redis://127.0.0.1:{self.process.stdout.readline().split()[1]}/"
+
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def answering(proxy_binary: Path, redis_server) -> Iterator:
+    started = []
+
+    def start(reply: str) -> AnsweringProxy:
+        proxy = AnsweringProxy(proxy_binary, redis_server.port, reply)
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.mark.parametrize("reply", OUTAGES)
+def test_listed_proxy_outages_follow_the_failure_policy(answering, reply: str) -> None:
+    decision = ratelock.Limiter(answering(reply).url, on_error="allow").hit("k", "5/second")
+    assert decision.allowed and decision.degraded
+
+
+@pytest.mark.parametrize("reply", ["-NEWCODE never seen", "-ERR upstream failure while decoding"])
+def test_an_unknown_reply_raises_whatever_the_policy(answering, reply: str) -> None:
+    with pytest.raises(ratelock.ProtocolError):
+        ratelock.Limiter(answering(reply).url, on_error="allow").hit("k", "5/second")
+
+
+def test_moved_on_a_plain_url_names_the_cluster_url(answering) -> None:
+    with pytest.raises(ratelock.ConfigurationError, match="redis\\+cluster://"):
+        ratelock.Limiter(answering("-MOVED 3999 127.0.0.1:6381").url, on_error="allow").hit("k", "5/second")
