@@ -52,7 +52,7 @@ pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
 /// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
 pub(crate) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
     match reply {
-        Ok(reply) => parse_outcomes(reply, request.rules.len()),
+        Ok(reply) => parse_outcomes(reply, request.rules),
         Err(err) => Err(script_rejection(err, request)),
     }
 }
@@ -81,27 +81,76 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
     }
 }
 
-fn parse_outcomes(reply: Value, rules: usize) -> Result<Outcomes> {
+/// Five integers per rule, each tuple checked against its rule the same way however many rules there
+/// are: `allowed` is 0 or 1, `limit` is the rule's, `remaining` at most what the rule ever holds.
+fn parse_outcomes(reply: Value, rules: &[crate::rule::Rule]) -> Result<Outcomes> {
     let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
     let items = match reply {
-        Value::Array(items) if items.len() == rules * 5 => items,
+        Value::Array(items) if items.len() == rules.len() * 5 => items,
         other => return Err(bad(&other)),
     };
     let mut numbers = Vec::with_capacity(items.len());
-    for item in items {
+    for item in &items {
         match item {
-            Value::Int(n) if n >= 0 => numbers.push(n as u64),
-            other => return Err(bad(&other)),
+            Value::Int(n) if *n >= 0 => numbers.push(*n as u64),
+            other => return Err(bad(other)),
         }
     }
-    Ok(numbers
+    numbers
         .chunks_exact(5)
-        .map(|n| Outcome {
-            allowed: n[0] == 1,
-            limit: n[1],
-            remaining: n[2],
-            reset_after_us: n[3],
-            retry_after_us: n[4],
+        .zip(rules)
+        .map(|(n, rule)| {
+            let fits = n[0] <= 1 && n[1] == rule.limit() && n[2] <= rule.capacity().max(rule.limit());
+            if !fits {
+                return Err(bad(&Value::Array(items.clone())));
+            }
+            Ok(Outcome {
+                allowed: n[0] == 1,
+                limit: n[1],
+                remaining: n[2],
+                reset_after_us: n[3],
+                retry_after_us: n[4],
+            })
         })
-        .collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::Rules;
+
+    fn request(rules: &Rules) -> LimitRequest<'_> {
+        LimitRequest {
+            prefix: "rl",
+            key: b"k",
+            rules,
+            cost: 1,
+            now_us: None,
+            spend: true,
+        }
+    }
+
+    fn reply(numbers: &[i64]) -> Result<Value> {
+        Ok(Value::Array(numbers.iter().map(|&n| Value::Int(n)).collect()))
+    }
+
+    #[test]
+    fn one_rule_and_several_rules_are_checked_alike() {
+        let one: Rules = "5/second".parse().unwrap();
+        let two: Rules = "5/second; 10/minute".parse().unwrap();
+        assert!(limit_outcomes(reply(&[1, 5, 4, 200_000, 0]), &request(&one)).is_ok());
+        for bad in [
+            &[2, 5, 4, 200_000, 0][..],  // allowed neither 0 nor 1
+            &[1, 6, 4, 200_000, 0][..],  // another rule's limit
+            &[1, 5, 99, 200_000, 0][..], // more left than the rule ever holds
+        ] {
+            let error = limit_outcomes(reply(bad), &request(&one)).unwrap_err();
+            assert!(error.is_protocol(), "{bad:?}: {error}");
+            let mut both = bad.to_vec();
+            both.extend_from_slice(&[1, 10, 9, 6_000_000, 0]);
+            let error = limit_outcomes(reply(&both), &request(&two)).unwrap_err();
+            assert!(error.is_protocol(), "{both:?}: {error}");
+        }
+    }
 }
