@@ -147,7 +147,7 @@ fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
                 MEMORY_MEASURE,
             );
             let checks = memory_throughput::store_checks(
-                &MemoryStore::new(1_000_000),
+                &MemoryStore::unbounded(),
                 &rules,
                 KEY,
                 MEMORY_WARM_UP,

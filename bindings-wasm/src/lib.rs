@@ -58,11 +58,12 @@ struct ParsedRules {
 #[wasm_bindgen]
 impl Limiter {
     /// A limiter with its own memory. `options`: `{ prefix?: string, defaultAlgorithm?: string,
-    /// maxKeys?: number }`.
+    /// maxKeys?: number, whenFull?: 'refuse' | 'evict' }` (no bound unless `maxKeys` is given; expired
+    /// keys are always reclaimed; a full store refuses new keys, or evicts with `whenFull: 'evict'`).
     #[wasm_bindgen(constructor)]
     pub fn new(options: Option<Object>) -> Result<Limiter, JsValue> {
         let mut settings = ratelock::LimiterOptions::default();
-        let mut max_keys = settings.store.max_keys;
+        let mut store = settings.store.clone();
         if let Some(options) = options {
             if let Some(prefix) = option_string(&options, "prefix")? {
                 settings = settings.with_prefix(prefix);
@@ -77,10 +78,14 @@ impl Limiter {
                         format!("expected an integer >= 1, got {keys}"),
                     ));
                 }
-                max_keys = keys as usize;
+                let when_full = match option_string(&options, "whenFull")? {
+                    None => ratelock::store::WhenFull::Refuse,
+                    Some(policy) => policy.parse().map_err(to_js)?,
+                };
+                store = store.with_max_keys(keys as usize, when_full);
             }
         }
-        let store = ratelock::Store::Memory(ratelock::store::MemoryStore::new(max_keys));
+        let store = ratelock::Store::Memory(ratelock::store::MemoryStore::for_options(&store));
         Ok(Limiter {
             inner: ratelock::Limiter::with_store(store, settings).map_err(to_js)?,
             rules: ratelock::RuleCache::default(),

@@ -25,9 +25,9 @@ pub(crate) struct LocalFallback {
 }
 
 impl LocalFallback {
-    pub(crate) fn new(instances: u64, max_keys: usize) -> Self {
+    pub(crate) fn new(instances: u64, options: &crate::store::StoreOptions) -> Self {
         LocalFallback {
-            store: MemoryStore::new(max_keys),
+            store: MemoryStore::for_options(options),
             instances: instances.max(1),
             used: AtomicBool::new(false),
         }

@@ -203,7 +203,7 @@ impl Limiter {
     pub fn memory() -> Self {
         let options = LimiterOptions::default();
         Limiter {
-            store: Store::Memory(MemoryStore::new(options.store.max_keys)),
+            store: Store::Memory(MemoryStore::for_options(&options.store)),
             options: Arc::new(options),
             fallback: None,
         }
@@ -226,7 +226,7 @@ impl Limiter {
     pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
         check_prefix(&options.prefix)?;
         let fallback = (options.on_error == FailurePolicy::Local)
-            .then(|| Arc::new(LocalFallback::new(options.instances, options.store.max_keys)));
+            .then(|| Arc::new(LocalFallback::new(options.instances, &options.store)));
         Ok(Limiter {
             store,
             options: Arc::new(options),

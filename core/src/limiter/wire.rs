@@ -137,7 +137,7 @@ impl Limiter {
     ///
     /// ```
     /// use ratelock::{FailurePolicy, Limiter, LimiterOptions, Store};
-    /// let store = Store::Memory(ratelock::store::MemoryStore::new(10));
+    /// let store = Store::Memory(ratelock::store::MemoryStore::unbounded());
     /// let allowing = Limiter::with_store(store, LimiterOptions::default().with_on_error(FailurePolicy::Allow))?;
     /// let rules = allowing.rules("5/second")?;
     /// let call = ratelock::store::wire::WireCall { key: b"k", rules: &rules, cost: 1, spend: true };
@@ -178,7 +178,7 @@ mod tests {
     use crate::{FailurePolicy, LimiterOptions, Store};
 
     fn limiter(on_error: FailurePolicy) -> Limiter {
-        let store = Store::Memory(crate::store::MemoryStore::new(10));
+        let store = Store::Memory(crate::store::MemoryStore::unbounded());
         Limiter::with_store(store, LimiterOptions::default().with_on_error(on_error)).unwrap()
     }
 

@@ -1,31 +1,39 @@
-//! The embedded store: the sans-IO algorithms over a sharded in-process map with expiry and a size
-//! bound. All rules of one user key live in one shard, so a multi-rule hit takes one lock.
+//! The embedded store: the sans-IO algorithms over a sharded in-process map with expiry, reclaiming
+//! expired keys as it grows, and an optional bound with an explicit policy ([`WhenFull`]). All rules of
+//! one user key live in one shard, so a multi-rule hit takes one lock.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
+use super::options::WhenFull;
 use super::roles::LimitRequest;
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::write_base;
 use crate::rule::{Rule, Rules};
 
 const SHARDS: usize = 64;
 const EVICTION_SAMPLE: usize = 16;
+/// A shard is swept of expired keys once it has doubled since its last sweep (amortized O(1) per key).
+const SWEEP_FLOOR: usize = 64;
 
-/// In-process state with expiry and a bound on the number of keys; cheap to clone (shared).
+/// In-process state with expiry; cheap to clone (shared).
 ///
-/// Keys use the same layout as Redis. When the bound is reached, expired keys are dropped first,
-/// then the sampled key closest to expiry (forgetting a key can only make a limiter more lenient).
+/// Keys use the same layout as Redis, with the same results. Expired keys are reclaimed as the store
+/// grows (a shard is swept once it doubles), so memory follows the live keys. A store made with
+/// [`MemoryStore::bounded`] holds at most that many keys and, once full of live ones, does what its
+/// [`WhenFull`] says: refuse (an outage the failure policy answers) or evict (counted by
+/// [`evictions`](Self::evictions)). [`MemoryStore::unbounded`] never forgets a live limit.
 ///
 /// ```
 /// use ratelock::store::{LimitRequest, MemoryStore};
-/// let store = MemoryStore::new(10_000);
+/// let store = MemoryStore::unbounded();
 /// let rules = "1/second".parse()?;
 /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
 /// assert!(store.check(&request)?[0].allowed);
@@ -42,11 +50,18 @@ struct Inner {
     locks: super::memory_locks::MemoryLocks,
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
-    max_keys_per_shard: usize,
+    /// Keys per shard at most (`None`: no bound).
+    max_keys_per_shard: Option<usize>,
+    when_full: WhenFull,
+    evictions: AtomicU64,
 }
 
 struct Shard {
     map: HashMap<Box<[u8]>, Slot, RandomState>,
+    /// The shard's size right after its last sweep.
+    swept_len: usize,
+    /// The earliest expiry among the keys the last sweep kept (a full shard sweeps again from then).
+    earliest_expiry: u64,
 }
 
 struct Slot {
@@ -66,12 +81,29 @@ thread_local! {
 }
 
 impl MemoryStore {
-    /// A store that keeps at most about `max_keys` keys (at least one per shard).
-    pub fn new(max_keys: usize) -> Self {
+    /// A store with no bound but memory: expired keys are reclaimed, live limits are never forgotten.
+    pub fn unbounded() -> Self {
+        Self::with_bound(None, WhenFull::Refuse)
+    }
+
+    /// A store holding at most about `max_keys` keys (spread over its shards, at least one each); once
+    /// full of live keys, a new key does what `when_full` says.
+    pub fn bounded(max_keys: usize, when_full: WhenFull) -> Self {
+        Self::with_bound(Some(max_keys), when_full)
+    }
+
+    /// The store `options` describe (`max_keys`, `when_full`).
+    pub fn for_options(options: &super::StoreOptions) -> Self {
+        Self::with_bound(options.max_keys, options.when_full)
+    }
+
+    fn with_bound(max_keys: Option<usize>, when_full: WhenFull) -> Self {
         let shards = (0..SHARDS)
             .map(|_| {
                 Mutex::new(Shard {
                     map: HashMap::with_hasher(RandomState::default()),
+                    swept_len: 0,
+                    earliest_expiry: u64::MAX,
                 })
             })
             .collect();
@@ -81,9 +113,16 @@ impl MemoryStore {
                 locks: Default::default(),
                 shards,
                 hasher: RandomState::default(),
-                max_keys_per_shard: max_keys.div_ceil(SHARDS).max(1),
+                max_keys_per_shard: max_keys.map(|max| max.div_ceil(SHARDS).max(1)),
+                when_full,
+                evictions: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// How many live keys a bounded store with [`WhenFull::Evict`] has forgotten to make room.
+    pub fn evictions(&self) -> u64 {
+        self.inner.evictions.load(Ordering::Relaxed)
     }
 
     #[cfg(feature = "runtime")]
@@ -95,7 +134,7 @@ impl MemoryStore {
     ///
     /// ```
     /// use ratelock::store::{LimitRequest, MemoryStore};
-    /// let store = MemoryStore::new(100);
+    /// let store = MemoryStore::unbounded();
     /// let rules: ratelock::Rules = "1/minute".parse()?;
     /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
     /// store.check(&request)?;
@@ -132,13 +171,13 @@ impl MemoryStore {
     fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Outcomes> {
         let base_len = key.len();
         let now = request.now_us.unwrap_or_else(process_now_us);
-        let max_keys = self.inner.max_keys_per_shard;
+        let inner = &*self.inner;
         let mut shard = self.shard_for(key).lock();
         let rules = request.rules.as_slice();
 
         if let [rule] = rules {
             key.extend_from_slice(rule.id().as_bytes());
-            return shard.check_one(key, rule, request, now, max_keys);
+            return shard.check_one(key, rule, request, now, inner);
         }
 
         let mut steps = smallvec::SmallVec::<[Step; 4]>::with_capacity(rules.len());
@@ -149,10 +188,20 @@ impl MemoryStore {
         }
         let outcomes = outcomes(&steps);
         if request.spend && outcomes.iter().all(|o| o.allowed) {
+            // Room for every new key first, so a refusal leaves none of the rules spent.
+            let new_keys = rules
+                .iter()
+                .filter(|rule| {
+                    key.truncate(base_len);
+                    key.extend_from_slice(rule.id().as_bytes());
+                    !shard.map.contains_key(key.as_slice())
+                })
+                .count();
+            shard.make_room(new_keys, now, inner)?;
             for (rule, step) in rules.iter().zip(steps) {
                 key.truncate(base_len);
                 key.extend_from_slice(rule.id().as_bytes());
-                shard.store(key, step, now, max_keys);
+                shard.store(key, step, now);
             }
         }
         Ok(outcomes)
@@ -186,7 +235,7 @@ impl Shard {
         rule: &Rule,
         request: &LimitRequest<'_>,
         now: u64,
-        max_keys: usize,
+        inner: &Inner,
     ) -> Result<Outcomes> {
         if let Some(slot) = self.map.get_mut(key) {
             let live = slot.expires_at > now;
@@ -204,8 +253,9 @@ impl Shard {
         }
         let step = decide(rule, None, now, request.cost)?;
         let outcome = step.outcome;
-        if request.spend {
-            self.store(key, step, now, max_keys);
+        if request.spend && step.update.is_some() {
+            self.make_room(1, now, inner)?;
+            self.store(key, step, now);
         }
         Ok(smallvec::smallvec![outcome])
     }
@@ -217,7 +267,7 @@ impl Shard {
             .and_then(|slot| slot.state.as_ref())
     }
 
-    fn store(&mut self, key: &[u8], step: Step, now: u64, max_keys: usize) {
+    fn store(&mut self, key: &[u8], step: Step, now: u64) {
         let Some(update) = step.update else { return };
         let expires_at = now + step.ttl_us;
         if let Some(slot) = self.map.get_mut(key) {
@@ -228,30 +278,54 @@ impl Shard {
             slot.expires_at = expires_at;
             return;
         }
-        if self.map.len() >= max_keys {
-            self.make_room(now);
-        }
         let mut state = None;
         update.apply(&mut state);
         self.map.insert(key.into(), Slot { state, expires_at });
     }
 
-    /// Frees one place in O(1): among a sample of keys (hash order, so effectively random), drops the
-    /// expired ones, or else the one closest to expiry.
-    fn make_room(&mut self, now: u64) {
-        let expired: Vec<Box<[u8]>> = self
-            .map
-            .iter()
-            .take(EVICTION_SAMPLE)
-            .filter(|(_, slot)| slot.expires_at <= now)
-            .map(|(key, _)| key.clone())
-            .collect();
-        if !expired.is_empty() {
-            for key in expired {
-                self.map.remove(&key);
-            }
-            return;
+    /// Makes room for `new_keys` keys about to be added: sweeps expired keys once the shard has doubled
+    /// since its last sweep (or, when full, once an expiry is due); then, past the bound, refuses or
+    /// evicts as `inner.when_full` says.
+    fn make_room(&mut self, new_keys: usize, now: u64, inner: &Inner) -> Result<()> {
+        if new_keys == 0 {
+            return Ok(());
         }
+        let full = |shard: &Self| {
+            inner
+                .max_keys_per_shard
+                .is_some_and(|max| shard.map.len() + new_keys > max)
+        };
+        let grown = self.map.len() >= (2 * self.swept_len).max(SWEEP_FLOOR);
+        if grown || (full(self) && (now >= self.earliest_expiry || self.map.len() > self.swept_len)) {
+            self.sweep(now);
+        }
+        while full(self) {
+            match inner.when_full {
+                WhenFull::Refuse => {
+                    return Err(Error::StoreUnavailable(format!(
+                        "the memory store is full ({} live keys in this shard, none expired): raise max_keys, \
+                         or choose when_full=evict",
+                        self.map.len()
+                    )))
+                }
+                WhenFull::Evict => {
+                    self.evict_nearest_expiry();
+                    inner.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every expired key and notes the earliest expiry among those kept.
+    fn sweep(&mut self, now: u64) {
+        self.map.retain(|_, slot| slot.expires_at > now);
+        self.swept_len = self.map.len();
+        self.earliest_expiry = self.map.values().map(|slot| slot.expires_at).min().unwrap_or(u64::MAX);
+    }
+
+    /// Forgets the live key closest to expiry among a sample (hash order, so effectively random).
+    fn evict_nearest_expiry(&mut self) {
         let victim = self
             .map
             .iter()

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLibrary, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
-pub use options::{ServerCode, StoreOptions};
+pub use options::{ServerCode, StoreOptions, WhenFull};
 pub use roles::{LimitRequest, LimitStore};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
@@ -61,7 +61,7 @@ impl Store {
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
-            return Ok(Store::Memory(MemoryStore::new(options.max_keys)));
+            return Ok(Store::Memory(MemoryStore::for_options(options)));
         }
         #[cfg(feature = "redis")]
         if [

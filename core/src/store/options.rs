@@ -1,5 +1,5 @@
-//! `StoreOptions`: what every store is opened with (each call's timeout, the memory store's bound, the
-//! certificates to trust for TLS, which server code runs Redis calls: the module or Lua).
+//! `StoreOptions`: what every store is opened with (each call's timeout, the memory store's bound and
+//! what it does when full, the certificates to trust for TLS, which server code runs Redis calls).
 
 use std::time::Duration;
 
@@ -11,8 +11,11 @@ use crate::error::{Error, Result};
 pub struct StoreOptions {
     /// Timeout of every call (and of connecting).
     pub timeout: Duration,
-    /// Memory store: the most keys kept before the ones closest to expiry are evicted.
-    pub max_keys: usize,
+    /// Memory store: the most keys it keeps, or `None` (the default) for no bound but memory: expired
+    /// keys are always reclaimed first, and a live limit is never forgotten unless `when_full` says so.
+    pub max_keys: Option<usize>,
+    /// Memory store: what a new key does when `max_keys` live keys are held ([`WhenFull`]).
+    pub when_full: WhenFull,
     /// `rediss://`: PEM certificate(s) to trust instead of the system's roots (e.g. a private CA).
     pub tls_root_ca: Option<Vec<u8>>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the
@@ -27,9 +30,10 @@ impl StoreOptions {
         self
     }
 
-    /// The same options with another memory-store bound.
-    pub fn with_max_keys(mut self, max_keys: usize) -> Self {
-        self.max_keys = max_keys;
+    /// The same options bounding the memory store to `max_keys` keys, doing `when_full` past it.
+    pub fn with_max_keys(mut self, max_keys: usize, when_full: WhenFull) -> Self {
+        self.max_keys = Some(max_keys);
+        self.when_full = when_full;
         self
     }
 
@@ -50,9 +54,49 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             timeout: Duration::from_secs(1),
-            max_keys: 1_000_000,
+            max_keys: None,
+            when_full: WhenFull::Refuse,
             tls_root_ca: None,
             server_code: ServerCode::Auto,
+        }
+    }
+}
+
+/// What a bounded memory store does with a new key once it holds its bound of live keys (expired keys
+/// are reclaimed first, always). Each choice has a cost; neither is silent.
+///
+/// ```
+/// use ratelock::store::{StoreOptions, WhenFull};
+/// let options = StoreOptions::default().with_max_keys(100_000, WhenFull::Evict);
+/// assert_eq!(options.max_keys, Some(100_000));
+/// assert_eq!("refuse".parse::<WhenFull>()?, WhenFull::Refuse);
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum WhenFull {
+    /// The call fails as an outage (`StoreUnavailable`, "memory store full"), which the limiter's failure
+    /// policy answers: no live limit is ever forgotten, but while a flood of keys fills the store, new
+    /// keys are not served until old ones expire. The default.
+    #[default]
+    Refuse,
+    /// The live key closest to expiry (of a sample) makes room: calls keep being served, but a flood of
+    /// new keys can make the store forget live limits, which then start over (more lenient).
+    /// [`MemoryStore::evictions`](crate::store::MemoryStore::evictions) counts them.
+    Evict,
+}
+
+impl std::str::FromStr for WhenFull {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "refuse" => Ok(WhenFull::Refuse),
+            "evict" => Ok(WhenFull::Evict),
+            other => Err(Error::invalid_argument(
+                "when_full",
+                format!("expected \"refuse\" or \"evict\", got {:?}", crate::excerpt::of(other)),
+            )),
         }
     }
 }
@@ -68,7 +112,7 @@ impl Default for StoreOptions {
 /// ```
 ///
 /// [`StoreOptions::server_code`]: StoreOptions::server_code
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ServerCode {
     /// The module's commands where the server has them (checked per connection), else Lua.
     #[default]

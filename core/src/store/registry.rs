@@ -12,13 +12,15 @@ use parking_lot::Mutex;
 use super::{AnyLockStore, Store, StoreOptions};
 use crate::error::Result;
 
-/// What tells two shared stores apart: the URL as given (trimmed; empty means memory) and the options.
+/// What tells two shared stores apart: the URL as given (trimmed; empty means memory) and every option.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Entry {
     url: String,
     timeout: Duration,
-    max_keys: usize,
+    max_keys: Option<usize>,
+    when_full: super::WhenFull,
     tls_root_ca: Option<Vec<u8>>,
+    server_code: super::ServerCode,
 }
 
 static SHARED: LazyLock<Mutex<HashMap<Entry, AnyLockStore>>> = LazyLock::new(Default::default);
@@ -60,7 +62,9 @@ impl AnyLockStore {
             url: url.to_owned(),
             timeout: options.timeout,
             max_keys: options.max_keys,
+            when_full: options.when_full,
             tls_root_ca: options.tls_root_ca.clone(),
+            server_code: options.server_code,
         };
         if let Some(store) = SHARED.lock().get(&entry) {
             return Ok(store.clone());

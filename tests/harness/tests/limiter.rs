@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ratelock::store::WhenFull;
 use ratelock::{Algorithm, Error, Limiter, LimiterOptions, Rules};
 use ratelock_testkit::stores::on_both_stores;
 
@@ -127,16 +128,69 @@ fn the_memory_store_is_exact_under_many_threads() {
 }
 
 #[tokio::test]
-async fn the_memory_store_stays_within_its_key_bound() {
-    let store = ratelock::store::MemoryStore::new(640);
+async fn a_key_flood_never_makes_the_default_memory_store_forget_a_live_limit() {
+    // The default memory store (Limiter::memory): once bounded at a million keys, evicting the nearest
+    // expiry, so a flood of keys that expire later than the victims' reset the victims' limits.
+    let limiter = Limiter::memory();
+    let rules: Rules = "5/hour".parse().unwrap();
+    let flood_rules: Rules = "5/day".parse().unwrap();
+    for victim in 0..2_000 {
+        let spent = limiter.hit(format!("victim:{victim}"), &rules, 5).await.unwrap();
+        assert!(spent.allowed);
+    }
+    for flood in 0..1_100_000 {
+        limiter.hit(format!("flood:{flood}"), &flood_rules, 5).await.unwrap();
+    }
+    let mut allowed_again = 0;
+    for victim in 0..2_000 {
+        allowed_again += usize::from(limiter.hit(format!("victim:{victim}"), &rules, 1).await.unwrap().allowed);
+    }
+    assert_eq!(allowed_again, 0, "{allowed_again} victims' used-up limits came back after a flood of other keys");
+}
+
+#[tokio::test]
+async fn expired_keys_are_reclaimed_as_the_memory_store_grows() {
+    let store = ratelock::store::MemoryStore::unbounded();
     let limiter =
         Limiter::with_store(ratelock::Store::Memory(store.clone()), LimiterOptions::default()).unwrap();
+    let rules: Rules = "5/second".parse().unwrap();
+    let start = 1_763_800_000_000_000u64;
+    // 100 waves of 2,000 keys, each wave a minute after the last: only about one wave is ever live.
+    for wave in 0..100u64 {
+        for key in 0..2_000 {
+            let now = start + wave * 60_000_000;
+            limiter.hit_at(format!("w{wave}:{key}"), &rules, 1, now).await.unwrap();
+        }
+    }
+    assert!(store.len() <= 6_000, "{} keys kept: expired keys were not reclaimed", store.len());
+}
+
+#[tokio::test]
+async fn a_full_bounded_store_refuses_or_evicts_as_chosen_and_counts_evictions() {
     let rules: Rules = "5/hour".parse().unwrap();
+    let refusing = ratelock::store::MemoryStore::bounded(640, WhenFull::Refuse);
+    let limiter =
+        Limiter::with_store(ratelock::Store::Memory(refusing.clone()), LimiterOptions::default()).unwrap();
+    let mut refused = 0;
+    for i in 0..20_000 {
+        match limiter.hit(format!("user:{i}"), &rules, 1).await {
+            Ok(decision) => assert!(decision.allowed),
+            Err(error) => {
+                assert!(error.is_store_failure() && error.to_string().contains("memory store is full"), "{error}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(refusing.len() <= 640 && refused > 0, "{} keys, {refused} refused", refusing.len());
+    assert!(!limiter.hit("user:0", &rules, 5).await.unwrap().allowed, "a kept limit is never forgotten");
+
+    let evicting = ratelock::store::MemoryStore::bounded(640, WhenFull::Evict);
+    let limiter =
+        Limiter::with_store(ratelock::Store::Memory(evicting.clone()), LimiterOptions::default()).unwrap();
     for i in 0..20_000 {
         assert!(limiter.hit(format!("user:{i}"), &rules, 1).await.unwrap().allowed);
     }
-    assert!(store.len() <= 640, "{} keys kept", store.len());
-    // Recent keys are still limited: the bound forgets, it does not corrupt.
-    let again = limiter.hit("user:19999", &rules, 5).await.unwrap();
-    assert!(!again.allowed);
+    assert!(evicting.len() <= 640, "{} keys kept", evicting.len());
+    assert!(evicting.evictions() >= 19_000, "{} evictions counted", evicting.evictions());
+    assert!(!limiter.hit("user:19999", &rules, 5).await.unwrap().allowed, "recent keys stay limited");
 }

@@ -19,7 +19,7 @@ async fn main() {
         std::process::exit(2);
     }
     for (name, mut file) in load_all() {
-        let store = Store::Memory(MemoryStore::new(1_000_000));
+        let store = Store::Memory(MemoryStore::unbounded());
         for (index, scenario) in file.scenarios.clone().iter().enumerate() {
             let prefix = format!("fill{index}");
             for (step_index, step) in scenario.steps.iter().enumerate() {
