@@ -5,6 +5,7 @@
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
 -- ARGV[4i..4i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs, burst
+-- At most 100 keys (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
 --
 -- Reply: a flat array of 5 integers per rule, in rule order:
 --   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed).
@@ -383,6 +384,9 @@ if cost == nil or cost < 1 or cost ~= math.floor(cost) then
 end
 if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
   return redis.error_reply('ERR ratelock: expected 4 arguments per key')
+end
+if #KEYS > 100 then
+  return redis.error_reply('ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)')
 end
 
 -- Rule i's code, limit, period and burst, checked; an error reply in place of the code when bad.

@@ -44,7 +44,7 @@ pub use lock::{
     LeaseGuard, LockGuard, LockLease, LockOptions, LostSignal, PermitGuard, PermitLease, ReadWriteLock,
     Released, RwLockState, Semaphore, MAX_LEASE,
 };
-pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_SLIDING_LOG_LIMIT};
+pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT};
 pub use store::{AnyLockStore, LimitStore, Store, StoreOptions};
 #[cfg(feature = "runtime")]
 pub use store::{LockKindStore, LockStore};

@@ -55,6 +55,9 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     if argv.len() != 3 + 4 * keys || keys == 0 {
         return Err("ERR ratelock: expected 4 arguments per key".into());
     }
+    if keys > ratelock::MAX_RULES {
+        return Err("ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)".into());
+    }
     Ok(Head { hit, now, cost })
 }
 

@@ -245,3 +245,29 @@ fn random_module_calls(
     }
     keys
 }
+
+/// A call with more rules than ratelock checks together (ratelock::MAX_RULES) is refused by both paths,
+/// with the same error, before any work: no client call can hold the server with thousands of rules.
+#[test]
+fn too_many_rules_are_refused_alike() {
+    let server = start_server();
+    let mut con = connect(&server);
+    for (count, refused) in [(100, false), (101, true), (5_000, true)] {
+        let keys: Vec<String> = (0..count).map(|i| format!("rl:{{many}}:g{}/1000", i + 1)).collect();
+        let mut args = vec!["peek".to_string(), String::new(), "1".into()];
+        for i in 0..count {
+            args.extend(["g".into(), (i + 1).to_string(), "1000000".into(), (i + 1).to_string()]);
+        }
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let lua = run(&mut con, &common::script_or_module(false, "limit", &keys, &args));
+        let module = run(&mut con, &common::script_or_module(true, "limit", &keys, &args));
+        assert_eq!(lua, module, "{count} rules");
+        if refused {
+            let error = lua.unwrap_err();
+            assert!(error.contains("at most 100 rules"), "{count} rules: {error}");
+        } else {
+            assert!(lua.is_ok(), "{count} rules: {lua:?}");
+        }
+    }
+}

@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 pub const MAX_LIMIT: u64 = 1_000_000_000;
 /// Largest accepted `limit` for `sliding_log`, which stores one entry per admitted unit.
 pub const MAX_SLIDING_LOG_LIMIT: u64 = 10_000;
+/// Most rules one limit checks together (one call, one key): a bound on the work a single call can ask
+/// of a server (Redis runs a call alone). The Lua scripts and the module refuse more as well.
+pub const MAX_RULES: usize = 100;
 /// Longest accepted period: 366 days.
 pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 24 * 3600);
 /// Bound on every stored quantity, so that Lua's doubles stay exact (2^53 would be the hard limit).

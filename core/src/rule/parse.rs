@@ -18,6 +18,10 @@ pub(super) fn parse_rules(text: &str, default: Algorithm) -> Result<Vec<Rule>> {
     if text.trim().is_empty() {
         return Err(Error::invalid_rule(text, text, "empty rule text"));
     }
+    let count = text.split([';', ',']).count();
+    if count > super::MAX_RULES {
+        return Err(super::rules::too_many(text, count));
+    }
     text.split([';', ','])
         .map(|segment| parse_rule(text, segment, default))
         .collect()

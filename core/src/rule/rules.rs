@@ -21,16 +21,21 @@ use crate::error::{Error, Result};
 pub struct Rules(Vec<Rule>);
 
 impl Rules {
-    /// Checks that `rules` is non-empty and holds no rule twice.
+    /// Checks that `rules` holds from 1 to [`MAX_RULES`](super::MAX_RULES) rules, none twice (in time
+    /// linear in their number).
     pub fn new(rules: Vec<Rule>) -> Result<Self> {
         if rules.is_empty() {
             return Err(Error::invalid_rule("", "", "at least one rule is needed"));
         }
-        for (i, rule) in rules.iter().enumerate() {
-            if rules[..i].contains(rule) {
-                let text = rules.iter().map(Rule::to_string).collect::<Vec<_>>().join("; ");
+        let whole = |rules: &[Rule]| rules.iter().take(4).map(Rule::to_string).collect::<Vec<_>>().join("; ");
+        if rules.len() > super::MAX_RULES {
+            return Err(too_many(&whole(&rules), rules.len()));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(rules.len());
+        for rule in &rules {
+            if !seen.insert(rule.id()) {
                 return Err(Error::invalid_rule(
-                    &text,
+                    &whole(&rules),
                     &rule.to_string(),
                     "the same rule appears twice",
                 ));
@@ -55,6 +60,15 @@ impl Rules {
     pub fn as_slice(&self) -> &[Rule] {
         &self.0
     }
+}
+
+/// The error for `count` rules in one limit (`text` shows the first ones).
+pub(super) fn too_many(text: &str, count: usize) -> Error {
+    Error::invalid_rule(
+        text,
+        text,
+        format!("{count} rules in one limit; at most {} are checked together", super::MAX_RULES),
+    )
 }
 
 impl Deref for Rules {
@@ -88,5 +102,36 @@ impl fmt::Display for Rules {
             write!(f, "{rule}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MAX_RULES;
+
+    fn text(count: usize) -> String {
+        (1..=count).map(|i| format!("{i}/hour")).collect::<Vec<_>>().join("; ")
+    }
+
+    #[test]
+    fn at_most_max_rules_are_checked_together_and_the_error_says_so() {
+        assert_eq!(text(MAX_RULES).parse::<Rules>().unwrap().len(), MAX_RULES);
+        for count in [MAX_RULES + 1, 200_000] {
+            let error = text(count).parse::<Rules>().unwrap_err();
+            assert!(error.is_invalid_rule(), "{error}");
+            assert!(error.to_string().contains(&format!("{count} rules in one limit")), "{error}");
+            assert!(error.to_string().len() < 400, "the message quotes an excerpt, not the whole text");
+        }
+        let built: Vec<Rule> = (1..=MAX_RULES as u64 + 1)
+            .map(|limit| Rule::new(limit, std::time::Duration::from_secs(3600)).unwrap())
+            .collect();
+        assert!(Rules::new(built).unwrap_err().to_string().contains("at most 100"));
+    }
+
+    #[test]
+    fn a_rule_twice_is_named() {
+        let error = "5/second; 10/minute; 5/second".parse::<Rules>().unwrap_err();
+        assert!(error.to_string().contains("the same rule appears twice"), "{error}");
     }
 }
