@@ -61,7 +61,7 @@ if op == 'acquire' or op == 'try' then
   if not holder and (not head or head == id) then
     redis.call('LREM', queue, 0, id)
     redis.call('ZREM', places, id)
-    local fence = math.max((tonumber(redis.call('GET', counter)) or 0) + 1, now)
+    local fence = next_fence(counter, now)
     redis.call('SET', counter, int(fence))
     redis.call('HSET', holder_key, 'i', id, 'f', int(fence), 'e', int(now + ttl_us))
     expire_at(holder_key, now + ttl_us)
@@ -125,7 +125,7 @@ if op == 'withdraw' then
 end
 
 if op == 'state' then
-  local last = tonumber(redis.call('GET', counter)) or 0
+  local last = stored(redis.call('GET', counter), counter) or 0
   if holder then
     return { holder_ends - now, holder_fence, last, redis.call('LLEN', queue) }
   end

@@ -45,11 +45,7 @@ if #KEYS == 1 and #ARGV == 7 then
     and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
     and (bucket or code == 'fw' or code == 'sw' or code == 'sl') then
     local key, floor, hit = KEYS[1], math.floor, mode == 'hit'
-    local now = tonumber(ARGV[2])
-    if now == nil then
-      local time = redis.call('TIME')
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-    end
+    local now = now_us(ARGV[2])
     -- Each "q = floor(a / b), then one step each way" below is idiv(a, b); cdiv(a, b) is that on
     -- a + b - 1 for a > 0, else 0; px(us) is cdiv(us, 1000) raised to MIN_TTL_MS.
 
@@ -58,7 +54,7 @@ if #KEYS == 1 and #ARGV == 7 then
       local t = floor(a / limit)
       if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
       local tau = burst * t
-      local tat = tonumber(redis.call('GET', key)) or now
+      local tat = stored(redis.call('GET', key), key) or now
       if tat < now then tat = now end
       local new_tat = tat + cost * t
       local allow_at = new_tat - tau
@@ -99,7 +95,7 @@ if #KEYS == 1 and #ARGV == 7 then
       if rate * x > limit then rate = rate - 1 elseif (rate + 1) * x <= limit then rate = rate + 1 end
       local full, need = burst * scale, cost * scale
       local v = redis.call('HMGET', key, 't', 'l')
-      local tokens, last = tonumber(v[1]), tonumber(v[2])
+      local tokens, last = stored(v[1], key), stored(v[2], key)
       if tokens == nil or last == nil then
         tokens, last = full, now
       end
@@ -160,7 +156,7 @@ if #KEYS == 1 and #ARGV == 7 then
       if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
       local full, pour = burst * t, cost * t
       local v = redis.call('HMGET', key, 'v', 'l')
-      local level, last = tonumber(v[1]), tonumber(v[2])
+      local level, last = stored(v[1], key), stored(v[2], key)
       if level == nil or last == nil then
         level, last = 0, now
       end
@@ -196,7 +192,8 @@ if #KEYS == 1 and #ARGV == 7 then
       if window * period > now then window = window - 1 elseif (window + 1) * period <= now then window = window + 1 end
       local v = redis.call('HMGET', key, 'w', 'c')
       local count = 0
-      if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
+      local w, c = stored(v[1], key), stored(v[2], key)
+      if w == window then count = c or 0 end
       local reset = (window + 1) * period - now
       if count + cost > limit then
         local remaining = limit - count
@@ -223,11 +220,12 @@ if #KEYS == 1 and #ARGV == 7 then
       if window * period > now then window = window - 1 elseif (window + 1) * period <= now then window = window + 1 end
       local rem = period - (now - window * period)
       local v = redis.call('HMGET', key, 'w', 'c', 'p')
-      local w, cur, prev = tonumber(v[1]), 0, 0
+      local w, current, previous = stored(v[1], key), stored(v[2], key) or 0, stored(v[3], key) or 0
+      local cur, prev = 0, 0
       if w == window then
-        cur, prev = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+        cur, prev = current, previous
       elseif w ~= nil and w + 1 == window then
-        prev = tonumber(v[2]) or 0
+        prev = current
       end
       local used = prev * rem / period + cur
       if used + cost > limit then
@@ -279,7 +277,7 @@ if #KEYS == 1 and #ARGV == 7 then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
     local count = redis.call('ZCARD', key)
     local newest = nil
-    if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+    if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
     local reset = 0
     if newest ~= nil then
       reset = newest + period - now
@@ -289,7 +287,7 @@ if #KEYS == 1 and #ARGV == 7 then
       local remaining = limit - count
       if 0 > remaining then remaining = 0 end
       local k = count + cost - limit
-      local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
+      local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
       return { 0, limit, remaining, reset, kth + period - now }
     end
     local latest = now
@@ -359,7 +357,7 @@ end
 local function rule_gcra(key, now, cost, limit, period, burst)
   local t = cdiv(period, limit)
   local tau = burst * t
-  local tat = tonumber(redis.call('GET', key)) or now
+  local tat = stored(redis.call('GET', key), key) or now
   if tat < now then tat = now end
   local new_tat = tat + cost * t
   local allow_at = new_tat - tau
@@ -415,7 +413,7 @@ local function rule_token(key, now, cost, limit, period, burst)
   local scale, rate = idiv(period, g), idiv(limit, g)
   local capacity, need = burst * scale, cost * scale
   local v = redis.call('HMGET', key, 't', 'l')
-  local tokens, last = tonumber(v[1]), tonumber(v[2])
+  local tokens, last = stored(v[1], key), stored(v[2], key)
   if tokens == nil or last == nil then
     tokens, last = capacity, now
   end
@@ -445,7 +443,7 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   local t = cdiv(period, limit)
   local capacity, pour = burst * t, cost * t
   local v = redis.call('HMGET', key, 'v', 'l')
-  local level, last = tonumber(v[1]), tonumber(v[2])
+  local level, last = stored(v[1], key), stored(v[2], key)
   if level == nil or last == nil then
     level, last = 0, now
   end
@@ -467,7 +465,8 @@ local function rule_fixed(key, now, cost, limit, period)
   local window = idiv(now, period)
   local v = redis.call('HMGET', key, 'w', 'c')
   local count = 0
-  if tonumber(v[1]) == window then count = tonumber(v[2]) or 0 end
+  local w, c = stored(v[1], key), stored(v[2], key)
+  if w == window then count = c or 0 end
   local reset = (window + 1) * period - now
   local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
   if count + cost > limit then
@@ -492,11 +491,12 @@ local function rule_sliding(key, now, cost, limit, period)
   local window = idiv(now, period)
   local rem = period - (now - window * period)
   local v = redis.call('HMGET', key, 'w', 'c', 'p')
-  local w, cur, prev = tonumber(v[1]), 0, 0
+  local w, current, previous = stored(v[1], key), stored(v[2], key) or 0, stored(v[3], key) or 0
+  local cur, prev = 0, 0
   if w == window then
-    cur, prev = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+    cur, prev = current, previous
   elseif w ~= nil and w + 1 == window then
-    prev = tonumber(v[2]) or 0
+    prev = current
   end
   local used = prev * rem / period + cur
   local function reset_for(c)
@@ -533,12 +533,12 @@ local function rule_log(key, now, cost, limit, period)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
   local count = redis.call('ZCARD', key)
   local newest = nil
-  if count > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+  if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
   local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
   if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
   if count + cost > limit then
     local k = count + cost - limit
-    local kth = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
+    local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
     return { 0, limit, standing[3], standing[4], kth + period - now }
   end
   local latest = now

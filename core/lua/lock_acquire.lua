@@ -28,8 +28,7 @@ local px = string.format('%d', math.ceil(ttl_us / 1000))
 
 local held = redis.call('HMGET', lease, 'o', 'n', 'f')
 if held[1] == false then
-  local last = tonumber(redis.call('GET', counter)) or 0
-  local fence = math.max(last + 1, now)
+  local fence = next_fence(counter, now)
   local text = string.format('%d', fence)
   redis.call('SET', counter, text)
   redis.call('HSET', lease, 'o', owner, 'n', 1, 'f', text)

@@ -13,7 +13,7 @@
 -- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
 local fence = tonumber(redis.call('HGET', KEYS[1], 'f'))
-local last = tonumber(redis.call('GET', KEYS[2])) or 0
+local last = stored(redis.call('GET', KEYS[2]), KEYS[2]) or 0
 if fence == nil then
   return { 0, 0, 0, last }
 end

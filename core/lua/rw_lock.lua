@@ -47,7 +47,7 @@ if writer and writer_ends <= now then
   writer = false
 end
 local function mint()
-  local fence = math.max((tonumber(redis.call('GET', counter)) or 0) + 1, now)
+  local fence = next_fence(counter, now)
   redis.call('SET', counter, int(fence))
   return fence
 end
@@ -140,7 +140,7 @@ if op == 'withdraw' then
 end
 
 if op == 'state' then
-  local last = tonumber(redis.call('GET', counter)) or 0
+  local last = stored(redis.call('GET', counter), counter) or 0
   local ends, token = 0, 0
   if writer then
     ends, token = writer_ends - now, writer_fence

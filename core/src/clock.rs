@@ -4,6 +4,29 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The largest `now` any call takes, in µs: 2^52 (September 2112). Every time a script computes from
+/// it (a lease's end, a theoretical arrival time: `now` plus at most 2^50) then stays below 2^53, which
+/// Lua's doubles and JavaScript's numbers keep exact. A larger explicit `now` is an invalid argument on
+/// every path (the Lua scripts and the module refuse it too).
+pub const MAX_NOW_US: u64 = 1 << 52;
+
+/// Checks an explicit `now` (µs since the Unix epoch) against [`MAX_NOW_US`].
+///
+/// ```
+/// use ratelock::clock::{check_now, MAX_NOW_US};
+/// assert!(check_now(Some(MAX_NOW_US)).is_ok() && check_now(None).is_ok());
+/// assert!(check_now(Some(MAX_NOW_US + 1)).unwrap_err().is_invalid_argument());
+/// ```
+pub fn check_now(now_us: Option<u64>) -> crate::Result<()> {
+    match now_us {
+        Some(now) if now > MAX_NOW_US => Err(crate::Error::invalid_argument(
+            "now",
+            format!("expected µs since the Unix epoch from 0 to 2^52, got {now}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// How far this process's wall clock reads from the machine's (see [`jump_local_clock`]).
 static LOCAL_JUMP_US: AtomicI64 = AtomicI64::new(0);
 

@@ -112,10 +112,46 @@ fn algorithm(code: &[u8]) -> Option<Algorithm> {
 pub fn given_now(arg: Option<&[u8]>) -> Result<Option<u64>, String> {
     match arg {
         None | Some(b"") => Ok(None),
-        Some(text) => parse_u64(text).map(Some).ok_or_else(|| {
-            "ERR ratelock module: now must be empty or an integer of µs since the Unix epoch".into()
-        }),
+        Some(text) => parse_u64(text)
+            .filter(|&now| now <= ratelock::clock::MAX_NOW_US)
+            .map(Some)
+            .ok_or_else(|| "ERR ratelock: now must be empty or an integer of µs from 0 to 2^52".into()),
     }
+}
+
+/// The largest integer every path keeps exact (`prelude.lua`'s MAX_EXACT, ratelock's MAX_NOW_US).
+pub const MAX_EXACT: u64 = (1 << 53) - 1;
+
+/// A number read back from a key (`stored` in `prelude.lua`): `None` when absent; anything but an
+/// integer from 0 to 2^53 - 1 is a state no ratelock code writes, and fails the call rather than
+/// being taken for an empty key.
+pub fn stored(raw: Option<&[u8]>, key: &[u8]) -> Result<Option<u64>, String> {
+    match raw {
+        None => Ok(None),
+        Some(text) => parse_u64(text)
+            .filter(|&n| n <= MAX_EXACT)
+            .map(Some)
+            .ok_or_else(|| {
+                let shown = String::from_utf8_lossy(&text[..text.len().min(64)]).into_owned();
+                format!(
+                    "ERR ratelock: unexpected state at {}: {shown}",
+                    String::from_utf8_lossy(key)
+                )
+            }),
+    }
+}
+
+/// The last fencing token of the counter at `key` read back (`stored`, 0 when absent), refused at
+/// 2^53 - 1: no further token would be exact in every client (`next_fence` in `prelude.lua`).
+pub fn fence_counter(raw: Option<&[u8]>, key: &[u8]) -> Result<u64, String> {
+    let last = stored(raw, key)?.unwrap_or(0);
+    if last >= MAX_EXACT {
+        return Err(format!(
+            "ERR ratelock: the fencing counter at {} is exhausted (2^53 - 1)",
+            String::from_utf8_lossy(key)
+        ));
+    }
+    Ok(last)
 }
 
 /// [`given_now`], with the in-process clock standing in for an absent one (the scripts read TIME;

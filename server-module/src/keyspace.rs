@@ -18,7 +18,6 @@ use std::ffi::CStr;
 use ratelock::algorithm::{State, Update};
 use ratelock::{Algorithm, Rule};
 
-use crate::args::parse_u64;
 use crate::ctx::Context;
 use crate::digits::Digits;
 use crate::key_read::KeyRead;
@@ -40,39 +39,41 @@ pub struct Stored<'k> {
 /// script, where `tonumber` of a missing field is nil. A sliding log first loses the entries that left
 /// the window (removed through the key and propagated as ZREMRANGEBYSCORE, peek or hit, as the script
 /// does; only when there are some, as a ZREMRANGEBYSCORE that removes nothing is not propagated).
-pub fn read<'k>(stored: &'k WriteKey<'_>, rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
-    let number = |v: Option<&[u8]>| v.and_then(parse_u64);
+pub fn read<'k>(stored: &'k WriteKey<'_>, key: &[u8], rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
+    // Every number read fails the call when it is not one ratelock writes (`stored` in prelude.lua).
+    let number = |raw: Option<&[u8]>| crate::args::stored(raw, key);
     let hash3 = |names: &[&CStr; 3]| stored.hash(names);
     let hash2 = |names: &[&CStr; 2]| stored.hash(names).map(|[a, b]| [a, b, None]);
     // The two-field states: both fields, or fresh.
     let both = |names: &[&CStr; 2], state: fn(u64, u64) -> State| -> Result<_, String> {
         let fields = hash2(names)?;
         Ok((
-            number(fields[0]).zip(number(fields[1])).map(|(a, b)| state(a, b)),
+            number(fields[0])?
+                .zip(number(fields[1])?)
+                .map(|(a, b)| state(a, b)),
             fields,
         ))
     };
     let (state, fields) = match rule.algorithm() {
         Algorithm::Gcra => {
-            let tat = number(stored.string()?);
+            let tat = number(stored.string()?)?;
             (tat.map(|tat| State::Gcra { tat }), [None; 3])
         }
         Algorithm::TokenBucket => both(&[c"t", c"l"], |tokens, last| State::TokenBucket { tokens, last })?,
         Algorithm::LeakyBucket => both(&[c"v", c"l"], |level, last| State::LeakyBucket { level, last })?,
         Algorithm::FixedWindow => {
             let fields = hash2(&[c"w", c"c"])?;
-            let state = number(fields[0]).map(|window| State::FixedWindow {
-                window,
-                count: number(fields[1]).unwrap_or(0),
-            });
+            let count = number(fields[1])?.unwrap_or(0);
+            let state = number(fields[0])?.map(|window| State::FixedWindow { window, count });
             (state, fields)
         }
         Algorithm::SlidingWindow => {
             let fields = hash3(&[c"w", c"c", c"p"])?;
-            let state = number(fields[0]).map(|window| State::SlidingWindow {
+            let (current, previous) = (number(fields[1])?.unwrap_or(0), number(fields[2])?.unwrap_or(0));
+            let state = number(fields[0])?.map(|window| State::SlidingWindow {
                 window,
-                current: number(fields[1]).unwrap_or(0),
-                previous: number(fields[2]).unwrap_or(0),
+                current,
+                previous,
             });
             (state, fields)
         }
@@ -115,7 +116,11 @@ fn log_entries(
         }
         match score {
             s if s >= 0.0 && s.fract() == 0.0 && s < 2f64.powi(53) => entries.push_back(s as u64),
-            _ => return Err("ERR ratelock module: a sliding-log entry's score is not a µs timestamp".into()),
+            _ => {
+                return Err(format!(
+                    "ERR ratelock: unexpected state: a sliding-log score {score}"
+                ))
+            }
         }
         Ok(())
     })?;

@@ -101,10 +101,20 @@ pub fn sync_scored(
     Ok(())
 }
 
-/// The fencing counter at `key`: the last token minted, 0 when absent or not a number (the scripts'
-/// `tonumber(GET) or 0`).
+/// The fencing counter at `key`: the last token minted, 0 when absent or unreadable (what a call that
+/// neither mints nor reports the counter makes of it, as the scripts never read it then). A call that
+/// does either checks it with [`check_counter`] first.
 pub fn read_counter(cx: &Context, key: &[u8]) -> Result<u64, String> {
-    Ok(ReadKey::open(cx, key).string()?.and_then(number).unwrap_or(0))
+    Ok(ReadKey::open(cx, key)
+        .string()?
+        .and_then(crate::args::parse_u64)
+        .unwrap_or(0))
+}
+
+/// Fails the call when the counter at `key` is not a number ratelock writes, or can mint no further
+/// token (the scripts' `stored` and `next_fence`): for the calls that mint a token or report the counter.
+pub fn check_counter(cx: &Context, key: &[u8]) -> Result<(), String> {
+    crate::args::fence_counter(ReadKey::open(cx, key).string()?, key).map(drop)
 }
 
 /// Stores the last token minted at `key` (a plain SET: the one key with no expiry).

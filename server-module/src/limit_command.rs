@@ -38,9 +38,9 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     // Rule by rule, as the script goes: read its state, decide.
     let mut reads = Vec::with_capacity(keys.len());
     let mut steps = Vec::with_capacity(keys.len());
-    for (rule, &at) in rules.iter().zip(&handle) {
+    for ((rule, &at), key) in rules.iter().zip(&handle).zip(keys) {
         let rule = rule.as_ref().map_err(Clone::clone)?;
-        let read = keyspace::read(&opened[at], rule, now)?;
+        let read = keyspace::read(&opened[at], key, rule, now)?;
         steps.push(
             decide(rule, read.state.as_ref(), now, head.cost)
                 .map_err(|e| format!("ERR ratelock module: {e}"))?,

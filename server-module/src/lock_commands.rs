@@ -135,6 +135,9 @@ fn state(cx: &Context, keys: &[&[u8]], _argv: &[&[u8]]) -> Result<Value, String>
     let keys = lock_keys_of(keys, true, "lock_state")?;
     let now = now_or_clock(None)?;
     let mut record = lock_keys::read(cx, keys, now, LeaseEnd::Read)?;
+    if let Some(counter) = keys.counter {
+        lock_keys::check_counter(&crate::key_read::ReadKey::open(cx, counter), counter)?;
+    }
     match apply_held(&mut record, now, LockCall::State).0 {
         LockReply::State(s) => Ok(ints(&[
             i64::from(s.held),
@@ -202,6 +205,11 @@ fn decide<'cx>(
     let before = lock_keys::read_open(&lock, now, end)?;
     let mut after = before.clone();
     let (reply, wake) = apply_held(&mut after, now, call);
+    if let (Some(counter), Some(name)) = (lock.counter.as_ref(), keys.counter) {
+        if after.last_fence != before.last_fence {
+            lock_keys::check_counter(counter, name)?;
+        }
+    }
     Ok(Decided {
         lock,
         now,

@@ -43,7 +43,7 @@ pub enum LeaseEnd {
 /// once, read and then written through the same handle.
 pub struct OpenLock<'cx> {
     lease: WriteKey<'cx>,
-    counter: Option<WriteKey<'cx>>,
+    pub(crate) counter: Option<WriteKey<'cx>>,
 }
 
 impl<'cx> OpenLock<'cx> {
@@ -102,8 +102,16 @@ fn read_lease(stored: &impl KeyRead, now: u64, end: LeaseEnd) -> Result<Option<L
     })
 }
 
+/// The counter as a call that neither mints nor reports it reads it: 0 when absent or unreadable (the
+/// scripts do not read it then); see [`check_counter`].
 fn read_counter(stored: &impl KeyRead) -> Result<u64, String> {
     Ok(stored.string()?.and_then(parse_u64).unwrap_or(0))
+}
+
+/// Fails the call when the counter is not a number ratelock writes or can mint no further token (the
+/// scripts' `stored` and `next_fence`): for a call that mints a token or reports the counter.
+pub fn check_counter(stored: &impl KeyRead, key: &[u8]) -> Result<(), String> {
+    crate::args::fence_counter(stored.string()?, key).map(drop)
 }
 
 /// Stores what changed from `before` to `after` (the record the core returned for a call at `now`)

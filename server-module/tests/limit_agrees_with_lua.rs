@@ -253,10 +253,17 @@ fn too_many_rules_are_refused_alike() {
     let server = start_server();
     let mut con = connect(&server);
     for (count, refused) in [(100, false), (101, true), (5_000, true)] {
-        let keys: Vec<String> = (0..count).map(|i| format!("rl:{{many}}:g{}/1000", i + 1)).collect();
+        let keys: Vec<String> = (0..count)
+            .map(|i| format!("rl:{{many}}:g{}/1000", i + 1))
+            .collect();
         let mut args = vec!["peek".to_string(), String::new(), "1".into()];
         for i in 0..count {
-            args.extend(["g".into(), (i + 1).to_string(), "1000000".into(), (i + 1).to_string()]);
+            args.extend([
+                "g".into(),
+                (i + 1).to_string(),
+                "1000000".into(),
+                (i + 1).to_string(),
+            ]);
         }
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

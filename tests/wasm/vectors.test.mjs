@@ -7,7 +7,11 @@ import { test } from 'node:test'
 import { Limiter } from '../../bindings-wasm/node.mjs'
 
 const VECTORS = new URL('../vectors/', import.meta.url)
-const CODES = { INVALID_RULE: 'ERR_RATELOCK_INVALID_RULE', COST_EXCEEDS_CAPACITY: 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY' }
+const CODES = {
+  INVALID_RULE: 'ERR_RATELOCK_INVALID_RULE',
+  INVALID_ARGUMENT: 'ERR_RATELOCK_INVALID_ARGUMENT',
+  COST_EXCEEDS_CAPACITY: 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY',
+}
 
 for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json')).sort()) {
   const { scenarios } = JSON.parse(readFileSync(new URL(file, VECTORS), 'utf8'))

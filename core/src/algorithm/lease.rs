@@ -120,7 +120,8 @@ impl Extended {
 /// assert_eq!(next_fence(0, 1_763_800_000_000_000), 1_763_800_000_000_000);
 /// ```
 pub fn next_fence(last: u64, now: u64) -> u64 {
-    (last + 1).max(now)
+    // Saturating: the stores refuse a counter read back at 2^53 - 1 before it gets here.
+    last.saturating_add(1).max(now)
 }
 
 fn live(lease: Option<&Lease>, now: u64) -> Option<&Lease> {

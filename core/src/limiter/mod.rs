@@ -393,6 +393,7 @@ impl Limiter {
         spend: bool,
     ) -> Result<LimitRequest<'r>> {
         check_key("key", key)?;
+        crate::clock::check_now(now)?;
         let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
         Ok(LimitRequest {
             prefix: &self.options.prefix,

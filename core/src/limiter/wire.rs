@@ -283,8 +283,14 @@ mod tests {
         let again = limiter
             .wire_answer(reply(noscript), &COMMAND, &call(&rules, 1), true)
             .unwrap_err();
-        assert!(again.to_string().contains("NOSCRIPT right after SCRIPT LOAD"), "{again}");
-        assert!(again.is_configuration(), "a script that does not stay loaded is not an outage");
+        assert!(
+            again.to_string().contains("NOSCRIPT right after SCRIPT LOAD"),
+            "{again}"
+        );
+        assert!(
+            again.is_configuration(),
+            "a script that does not stay loaded is not an outage"
+        );
     }
 
     #[test]

@@ -27,7 +27,14 @@ impl Rules {
         if rules.is_empty() {
             return Err(Error::invalid_rule("", "", "at least one rule is needed"));
         }
-        let whole = |rules: &[Rule]| rules.iter().take(4).map(Rule::to_string).collect::<Vec<_>>().join("; ");
+        let whole = |rules: &[Rule]| {
+            rules
+                .iter()
+                .take(4)
+                .map(Rule::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
         if rules.len() > super::MAX_RULES {
             return Err(too_many(&whole(&rules), rules.len()));
         }
@@ -67,7 +74,10 @@ pub(super) fn too_many(text: &str, count: usize) -> Error {
     Error::invalid_rule(
         text,
         text,
-        format!("{count} rules in one limit; at most {} are checked together", super::MAX_RULES),
+        format!(
+            "{count} rules in one limit; at most {} are checked together",
+            super::MAX_RULES
+        ),
     )
 }
 
@@ -111,7 +121,10 @@ mod tests {
     use crate::MAX_RULES;
 
     fn text(count: usize) -> String {
-        (1..=count).map(|i| format!("{i}/hour")).collect::<Vec<_>>().join("; ")
+        (1..=count)
+            .map(|i| format!("{i}/hour"))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     #[test]
@@ -120,8 +133,14 @@ mod tests {
         for count in [MAX_RULES + 1, 200_000] {
             let error = text(count).parse::<Rules>().unwrap_err();
             assert!(error.is_invalid_rule(), "{error}");
-            assert!(error.to_string().contains(&format!("{count} rules in one limit")), "{error}");
-            assert!(error.to_string().len() < 400, "the message quotes an excerpt, not the whole text");
+            assert!(
+                error.to_string().contains(&format!("{count} rules in one limit")),
+                "{error}"
+            );
+            assert!(
+                error.to_string().len() < 400,
+                "the message quotes an excerpt, not the whole text"
+            );
         }
         let built: Vec<Rule> = (1..=MAX_RULES as u64 + 1)
             .map(|limit| Rule::new(limit, std::time::Duration::from_secs(3600)).unwrap())
@@ -132,6 +151,9 @@ mod tests {
     #[test]
     fn a_rule_twice_is_named() {
         let error = "5/second; 10/minute; 5/second".parse::<Rules>().unwrap_err();
-        assert!(error.to_string().contains("the same rule appears twice"), "{error}");
+        assert!(
+            error.to_string().contains("the same rule appears twice"),
+            "{error}"
+        );
     }
 }

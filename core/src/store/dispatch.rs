@@ -25,10 +25,14 @@ impl Sealed for AnyLockStore {}
 
 impl LimitStore for Store {
     async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
+        crate::clock::check_now(request.now_us)?;
         each_store!(self, store => LimitStore::check(store, request).await)
     }
 
     fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+        if let Err(error) = crate::clock::check_now(request.now_us) {
+            return Some(Err(error));
+        }
         each_store!(self, store => LimitStore::check_blocking(store, request))
     }
 
@@ -75,10 +79,12 @@ mod locks {
             call: FairCall<'_>,
             now: Option<u64>,
         ) -> Result<FairReply> {
+            crate::clock::check_now(now)?;
             each_store!(self, store => LockKindStore::fair_lock(store, keys, call, now).await)
         }
 
         async fn rw_lock(&self, keys: &RwLockKeys, call: RwCall<'_>, now: Option<u64>) -> Result<RwReply> {
+            crate::clock::check_now(now)?;
             each_store!(self, store => LockKindStore::rw_lock(store, keys, call, now).await)
         }
     }

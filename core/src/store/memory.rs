@@ -303,10 +303,10 @@ impl Shard {
             match inner.when_full {
                 WhenFull::Refuse => {
                     return Err(Error::StoreUnavailable(format!(
-                        "the memory store is full ({} live keys in this shard, none expired): raise max_keys, \
+                    "the memory store is full ({} live keys in this shard, none expired): raise max_keys, \
                          or choose when_full=evict",
-                        self.map.len()
-                    )))
+                    self.map.len()
+                )))
                 }
                 WhenFull::Evict => {
                     self.evict_nearest_expiry();
@@ -321,7 +321,12 @@ impl Shard {
     fn sweep(&mut self, now: u64) {
         self.map.retain(|_, slot| slot.expires_at > now);
         self.swept_len = self.map.len();
-        self.earliest_expiry = self.map.values().map(|slot| slot.expires_at).min().unwrap_or(u64::MAX);
+        self.earliest_expiry = self
+            .map
+            .values()
+            .map(|slot| slot.expires_at)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// Forgets the live key closest to expiry among a sample (hash order, so effectively random).

@@ -95,7 +95,10 @@ impl std::str::FromStr for WhenFull {
             "evict" => Ok(WhenFull::Evict),
             other => Err(Error::invalid_argument(
                 "when_full",
-                format!("expected \"refuse\" or \"evict\", got {:?}", crate::excerpt::of(other)),
+                format!(
+                    "expected \"refuse\" or \"evict\", got {:?}",
+                    crate::excerpt::of(other)
+                ),
             )),
         }
     }

@@ -21,12 +21,17 @@ impl AnsweringProxy {
         let reply = format!("{reply}\r\n").into_bytes();
         let (ready, port) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
                 ready.send(listener.local_addr().unwrap().port()).unwrap();
                 loop {
-                    let Ok((client, _)) = listener.accept().await else { return };
+                    let Ok((client, _)) = listener.accept().await else {
+                        return;
+                    };
                     let reply = reply.clone();
                     tokio::spawn(async move {
                         let _ = serve(client, upstream, &reply).await;
@@ -52,8 +57,10 @@ impl AnsweringProxy {
 
 /// Whether `name` (upper case) is a script call the proxy answers itself.
 fn answered(name: &[u8]) -> bool {
-    matches!(name, b"EVALSHA" | b"EVAL" | b"EVALSHA_RO" | b"EVAL_RO" | b"FCALL" | b"FCALL_RO")
-        || name.starts_with(b"RATELOCK.")
+    matches!(
+        name,
+        b"EVALSHA" | b"EVAL" | b"EVALSHA_RO" | b"EVAL_RO" | b"FCALL" | b"FCALL_RO"
+    ) || name.starts_with(b"RATELOCK.")
 }
 
 async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8]) -> std::io::Result<()> {
@@ -129,7 +136,11 @@ fn frame(buffer: &[u8], at: usize) -> Option<usize> {
         }
         b'*' | b'~' | b'>' | b'%' | b'|' => {
             let count: i64 = number.parse().ok()?;
-            let items = if matches!(kind, b'%' | b'|') { count * 2 } else { count };
+            let items = if matches!(kind, b'%' | b'|') {
+                count * 2
+            } else {
+                count
+            };
             let mut end = next;
             for _ in 0..items.max(0) {
                 end = frame(buffer, end)?;

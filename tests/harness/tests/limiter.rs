@@ -139,13 +139,25 @@ async fn a_key_flood_never_makes_the_default_memory_store_forget_a_live_limit() 
         assert!(spent.allowed);
     }
     for flood in 0..1_100_000 {
-        limiter.hit(format!("flood:{flood}"), &flood_rules, 5).await.unwrap();
+        limiter
+            .hit(format!("flood:{flood}"), &flood_rules, 5)
+            .await
+            .unwrap();
     }
     let mut allowed_again = 0;
     for victim in 0..2_000 {
-        allowed_again += usize::from(limiter.hit(format!("victim:{victim}"), &rules, 1).await.unwrap().allowed);
+        allowed_again += usize::from(
+            limiter
+                .hit(format!("victim:{victim}"), &rules, 1)
+                .await
+                .unwrap()
+                .allowed,
+        );
     }
-    assert_eq!(allowed_again, 0, "{allowed_again} victims' used-up limits came back after a flood of other keys");
+    assert_eq!(
+        allowed_again, 0,
+        "{allowed_again} victims' used-up limits came back after a flood of other keys"
+    );
 }
 
 #[tokio::test]
@@ -159,38 +171,68 @@ async fn expired_keys_are_reclaimed_as_the_memory_store_grows() {
     for wave in 0..100u64 {
         for key in 0..2_000 {
             let now = start + wave * 60_000_000;
-            limiter.hit_at(format!("w{wave}:{key}"), &rules, 1, now).await.unwrap();
+            limiter
+                .hit_at(format!("w{wave}:{key}"), &rules, 1, now)
+                .await
+                .unwrap();
         }
     }
-    assert!(store.len() <= 6_000, "{} keys kept: expired keys were not reclaimed", store.len());
+    assert!(
+        store.len() <= 6_000,
+        "{} keys kept: expired keys were not reclaimed",
+        store.len()
+    );
 }
 
 #[tokio::test]
 async fn a_full_bounded_store_refuses_or_evicts_as_chosen_and_counts_evictions() {
     let rules: Rules = "5/hour".parse().unwrap();
     let refusing = ratelock::store::MemoryStore::bounded(640, WhenFull::Refuse);
-    let limiter =
-        Limiter::with_store(ratelock::Store::Memory(refusing.clone()), LimiterOptions::default()).unwrap();
+    let limiter = Limiter::with_store(
+        ratelock::Store::Memory(refusing.clone()),
+        LimiterOptions::default(),
+    )
+    .unwrap();
     let mut refused = 0;
     for i in 0..20_000 {
         match limiter.hit(format!("user:{i}"), &rules, 1).await {
             Ok(decision) => assert!(decision.allowed),
             Err(error) => {
-                assert!(error.is_store_failure() && error.to_string().contains("memory store is full"), "{error}");
+                assert!(
+                    error.is_store_failure() && error.to_string().contains("memory store is full"),
+                    "{error}"
+                );
                 refused += 1;
             }
         }
     }
-    assert!(refusing.len() <= 640 && refused > 0, "{} keys, {refused} refused", refusing.len());
-    assert!(!limiter.hit("user:0", &rules, 5).await.unwrap().allowed, "a kept limit is never forgotten");
+    assert!(
+        refusing.len() <= 640 && refused > 0,
+        "{} keys, {refused} refused",
+        refusing.len()
+    );
+    assert!(
+        !limiter.hit("user:0", &rules, 5).await.unwrap().allowed,
+        "a kept limit is never forgotten"
+    );
 
     let evicting = ratelock::store::MemoryStore::bounded(640, WhenFull::Evict);
-    let limiter =
-        Limiter::with_store(ratelock::Store::Memory(evicting.clone()), LimiterOptions::default()).unwrap();
+    let limiter = Limiter::with_store(
+        ratelock::Store::Memory(evicting.clone()),
+        LimiterOptions::default(),
+    )
+    .unwrap();
     for i in 0..20_000 {
         assert!(limiter.hit(format!("user:{i}"), &rules, 1).await.unwrap().allowed);
     }
     assert!(evicting.len() <= 640, "{} keys kept", evicting.len());
-    assert!(evicting.evictions() >= 19_000, "{} evictions counted", evicting.evictions());
-    assert!(!limiter.hit("user:19999", &rules, 5).await.unwrap().allowed, "recent keys stay limited");
+    assert!(
+        evicting.evictions() >= 19_000,
+        "{} evictions counted",
+        evicting.evictions()
+    );
+    assert!(
+        !limiter.hit("user:19999", &rules, 5).await.unwrap().allowed,
+        "recent keys stay limited"
+    );
 }

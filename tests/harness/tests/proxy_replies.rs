@@ -29,7 +29,11 @@ async fn listed_proxy_outages_follow_the_failure_policy() {
 async fn an_unknown_reply_raises_whatever_the_policy() {
     let server = RedisServer::start();
     let rules = "5/second".parse().unwrap();
-    for reply in ["-NEWCODE never seen", "-ERR upstream failure while decoding", "-ERR script timeout parameter"] {
+    for reply in [
+        "-NEWCODE never seen",
+        "-ERR upstream failure while decoding",
+        "-ERR script timeout parameter",
+    ] {
         let proxy = AnsweringProxy::start(server.port(), reply);
         let error = allowing(&proxy).await.hit("k", &rules, 1).await.unwrap_err();
         assert!(error.is_protocol(), "{reply}: {error}");

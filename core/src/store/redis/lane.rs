@@ -191,9 +191,7 @@ impl BlockingLane {
             Failure::Other(err) => err,
         })?;
         classify(Ok(again), self.timeout).map_err(|failure| match failure {
-            Failure::NoScript => {
-                crate::store::connection_core::noscript_after_load()
-            }
+            Failure::NoScript => crate::store::connection_core::noscript_after_load(),
             Failure::Other(err) => err,
         })
     }

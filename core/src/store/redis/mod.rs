@@ -424,9 +424,7 @@ impl RedisStore {
     /// One command with the store's timeout; errors are mapped, never retried.
     async fn query(&self, cmd: &Cmd) -> Result<Value> {
         self.send(cmd).await.map_err(|failure| match failure {
-            Failure::NoScript => {
-                crate::store::connection_core::noscript_after_load()
-            }
+            Failure::NoScript => crate::store::connection_core::noscript_after_load(),
             Failure::Other(err) => err,
         })
     }

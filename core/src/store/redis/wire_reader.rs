@@ -28,7 +28,9 @@ impl Reply {
         match classify(Ok(self.0), std::time::Duration::ZERO) {
             Ok(_) => Ok(()),
             // No command whose reply is read here runs a script.
-            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT in reply to a command that runs no script".into())),
+            Err(Failure::NoScript) => Err(Error::Protocol(
+                "NOSCRIPT in reply to a command that runs no script".into(),
+            )),
             Err(Failure::Other(err)) => Err(err),
         }
     }

@@ -1,0 +1,156 @@
+//! Numbers out of bounds get one behaviour on both server paths (limit.lua and RATELOCK.*): a stored
+//! state no ratelock code writes (`nan`, `hello`, a number past 2^53, a negative or fractional one)
+//! fails the call, rather than the module taking it for an empty key (and admitting) while the script
+//! read it as a huge one (and denied); a given `now` past 2^52 is refused; a fencing counter at
+//! 2^53 - 1 mints no token that would wrap or leave JavaScript's exact range.
+
+mod common;
+
+use common::{connect, run, script_or_module, start_server};
+
+/// Each algorithm's key and how a corrupt value is planted in it.
+const PLANTED: &[(&str, &str, &[&str])] = &[
+    ("g", "rl:{c}:g5/1000", &["SET"]),
+    ("tb", "rl:{c}:tb5/1000", &["HSET", "t"]),
+    ("lb", "rl:{c}:lb5/1000", &["HSET", "v"]),
+    ("fw", "rl:{c}:fw5/1000", &["HSET", "c"]),
+    ("sw", "rl:{c}:sw5/1000", &["HSET", "p"]),
+];
+
+fn limit_args(code: &str, now: &str) -> Vec<String> {
+    vec![
+        "hit".into(),
+        now.into(),
+        "1".into(),
+        code.into(),
+        "5".into(),
+        "1000000".into(),
+        "5".into(),
+    ]
+}
+
+#[test]
+fn corrupt_state_fails_the_call_on_both_paths() {
+    let server = start_server();
+    let mut con = connect(&server);
+    for (code, key, plant) in PLANTED {
+        for value in ["nan", "hello", "99999999999999999999", "-5", "1.5"] {
+            let mut errors = Vec::new();
+            for module in [false, true] {
+                let _: () = redis::cmd("DEL").arg(*key).query(&mut con).unwrap();
+                let mut cmd = redis::cmd(plant[0]);
+                cmd.arg(*key);
+                if plant.len() > 1 {
+                    // A hash: the other fields plausible, this one corrupt.
+                    cmd.arg("w")
+                        .arg("1763800000")
+                        .arg("l")
+                        .arg("1763800000000000")
+                        .arg("t")
+                        .arg("1")
+                        .arg("v")
+                        .arg("1")
+                        .arg("c")
+                        .arg("1")
+                        .arg("p")
+                        .arg("1");
+                    cmd.arg(plant[1]).arg(value);
+                } else {
+                    cmd.arg(value);
+                }
+                let _: () = cmd.query(&mut con).unwrap();
+                let args = limit_args(code, "1763800000000000");
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let reply = run(&mut con, &script_or_module(module, "limit", &[key], &args));
+                errors.push(reply.unwrap_err());
+            }
+            for error in &errors {
+                assert!(
+                    error.contains("ERR ratelock: unexpected state"),
+                    "{code} {value}: {error}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_given_now_past_two_to_the_52_is_refused_on_both_paths() {
+    let server = start_server();
+    let mut con = connect(&server);
+    for (now, refused) in [
+        ("4503599627370496", false),
+        ("4503599627370497", true),
+        ("9223372036854775807", true),
+        ("-1", true),
+        ("abc", true),
+    ] {
+        for module in [false, true] {
+            let args = limit_args("g", now);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let reply = run(
+                &mut con,
+                &script_or_module(module, "limit", &["rl:{now}:g5/1000"], &args),
+            );
+            if refused {
+                let error = reply.unwrap_err();
+                assert!(
+                    error.contains("now must be empty or an integer"),
+                    "now {now}, module {module}: {error}"
+                );
+            } else {
+                assert!(reply.is_ok(), "now {now}, module {module}: {reply:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fencing_counter_at_its_bound_mints_no_token_on_both_paths() {
+    let server = start_server();
+    let mut con = connect(&server);
+    for module in [false, true] {
+        let (lease, fence) = ("rl:{f}:lock", "rl:{f}:fence");
+        let _: () = redis::cmd("DEL").arg(lease).arg(fence).query(&mut con).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(fence)
+            .arg("9007199254740990")
+            .query(&mut con)
+            .unwrap();
+        let args = ["owner-1", "10000000", "0", ""];
+        let granted = run(
+            &mut con,
+            &script_or_module(module, "lock_acquire", &[lease, fence], &args),
+        )
+        .unwrap();
+        assert_eq!(
+            granted,
+            redis::Value::Array(vec![
+                redis::Value::Int(1),
+                redis::Value::Int(9007199254740991),
+                redis::Value::Int(1)
+            ])
+        );
+        let _: () = redis::cmd("DEL").arg(lease).query(&mut con).unwrap();
+        let exhausted = run(
+            &mut con,
+            &script_or_module(module, "lock_acquire", &[lease, fence], &args),
+        )
+        .unwrap_err();
+        assert!(
+            exhausted.contains("fencing counter") && exhausted.contains("exhausted"),
+            "module {module}: {exhausted}"
+        );
+        let _: () = redis::cmd("SET")
+            .arg(fence)
+            .arg("9223372036854775807")
+            .query(&mut con)
+            .unwrap();
+        let corrupt = run(
+            &mut con,
+            &script_or_module(module, "lock_acquire", &[lease, fence], &args),
+        )
+        .unwrap_err();
+        assert!(corrupt.contains("ERR ratelock:"), "module {module}: {corrupt}");
+    }
+}
