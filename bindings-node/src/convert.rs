@@ -46,12 +46,15 @@ pub(crate) fn count(name: &str, value: f64) -> napi::Result<u64> {
 pub(crate) fn now_us(value: Option<f64>) -> napi::Result<Option<u64>> {
     match value {
         None => Ok(None),
-        Some(ms) if ms.is_finite() && ms >= 0.0 && ms * 1000.0 <= MAX_SAFE_INTEGER => {
+        Some(ms) if ms.is_finite() && ms >= 0.0 && ms * 1000.0 <= ratelock::clock::MAX_NOW_US as f64 => {
             Ok(Some((ms * 1000.0).round() as u64))
         }
         Some(ms) => Err(invalid_argument(
             "nowMs",
-            format!("expected milliseconds since the Unix epoch, got {ms}"),
+            format!(
+                "expected milliseconds since the Unix epoch, at most 2^52 µs, got {}",
+                ratelock::excerpt::of(&ms.to_string())
+            ),
         )),
     }
 }
@@ -63,7 +66,10 @@ pub(crate) fn millis(name: &str, value: f64) -> napi::Result<Duration> {
     } else {
         Err(invalid_argument(
             name,
-            format!("expected a positive, finite number of milliseconds, got {value}"),
+            format!(
+                "expected a positive, finite number of milliseconds, got {}",
+                ratelock::excerpt::of(&value.to_string())
+            ),
         ))
     }
 }

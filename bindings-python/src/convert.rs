@@ -9,9 +9,6 @@ use ratelock::excerpt;
 
 use crate::errors::InvalidArgument;
 
-/// The largest integer a double holds exactly (2^53 - 1): the Lua scripts compute in doubles.
-const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;
-
 /// A key: `str` (UTF-8) or `bytes`, as given. A `str` that is not valid Unicode text (a lone surrogate,
 /// which UTF-8 cannot encode) is an `InvalidArgument`, never silently replaced.
 pub(crate) fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
@@ -97,17 +94,33 @@ pub(crate) fn count(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     }
 }
 
-/// A time in µs since the epoch, or `None`: an int from 0 to 2^53 - 1 (as in Node, whose numbers stop
-/// there; the scripts compute in doubles, so a later time would give wrong figures).
+/// A count of processes sharing the limits (`instances`): an int from 1 to `ratelock::MAX_INSTANCES`
+/// (not a bool), 1 when not given; a negative or huge int is an `InvalidArgument` too, never a bare
+/// `OverflowError`.
+pub(crate) fn instances(value: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(1);
+    };
+    match value.extract::<u64>() {
+        Ok(n) if (1..=ratelock::MAX_INSTANCES).contains(&n) && !value.is_instance_of::<PyBool>() => Ok(n),
+        _ => Err(InvalidArgument::new_err(format!(
+            "invalid argument `instances`: expected an int from 1 to {}, got {}",
+            ratelock::MAX_INSTANCES,
+            shown(value)
+        ))),
+    }
+}
+
+/// A time in µs since the epoch, or `None`: an int from 0 to `ratelock::clock::MAX_NOW_US` (2^52, the
+/// bound of every path: the scripts compute in doubles, exact up to 2^53).
 pub(crate) fn now_us(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
     match value.extract::<u64>() {
-        Ok(now) if now <= MAX_EXACT_INTEGER && !value.is_instance_of::<PyBool>() => Ok(Some(now)),
+        Ok(now) if now <= ratelock::clock::MAX_NOW_US && !value.is_instance_of::<PyBool>() => Ok(Some(now)),
         _ => Err(InvalidArgument::new_err(format!(
-            "invalid argument `now_us`: expected an int of microseconds since the epoch, \
-             from 0 to 2**53 - 1, got {}",
+            "invalid argument `now_us`: expected an int of microseconds since the epoch, from 0 to 2**52, got {}",
             shown(value)
         ))),
     }
@@ -119,7 +132,8 @@ pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
         Ok(Duration::from_secs_f64(value))
     } else {
         Err(InvalidArgument::new_err(format!(
-            "invalid argument `{name}`: expected a positive, finite number of seconds, got {value}"
+            "invalid argument `{name}`: expected a positive, finite number of seconds, got {}",
+            excerpt::of(&value.to_string())
         )))
     }
 }

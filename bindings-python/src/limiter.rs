@@ -49,7 +49,7 @@ struct CachedRules(Arc<ParsedRules>);
 impl PyLimiter {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=1))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -58,9 +58,10 @@ impl PyLimiter {
         timeout: f64,
         default_algorithm: &str,
         clock: &str,
-        instances: u64,
+        instances: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?.with_instances(instances);
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?
+            .with_instances(convert::instances(instances)?);
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
@@ -68,7 +69,7 @@ impl PyLimiter {
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=1))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -77,9 +78,10 @@ impl PyLimiter {
         timeout: f64,
         default_algorithm: &str,
         clock: &str,
-        instances: u64,
+        instances: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?.with_instances(instances);
+        let options = options(prefix, on_error, timeout, default_algorithm, clock)?
+            .with_instances(convert::instances(instances)?);
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;

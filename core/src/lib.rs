@@ -37,7 +37,7 @@ pub mod store;
 pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
 pub use key::MAX_KEY_BYTES;
-pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions};
+pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions, MAX_INSTANCES};
 #[cfg(feature = "runtime")]
 pub use lock::{
     ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease, Lease,
@@ -45,6 +45,6 @@ pub use lock::{
     Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT};
-pub use store::{AnyLockStore, LimitStore, Store, StoreOptions};
+pub use store::{AnyLockStore, LimitStore, Store, StoreOptions, MIN_TIMEOUT};
 #[cfg(feature = "runtime")]
 pub use store::{LockKindStore, LockStore};

@@ -66,3 +66,30 @@ def test_lock_kinds_take_any_arguments_without_crashing(name: Any, ttl: Any, tim
         lock = answers_or_raises_typed(make)
         if lock is not None:
             answers_or_raises_typed(lambda: use(lock))
+
+
+def test_limiter_options_out_of_range_name_the_argument() -> None:
+    """`instances` of 0, -1 or 2**64 and a timeout no call can meet are refused when the limiter is made
+    (they were accepted, or raised a bare OverflowError), with a message that names the argument and
+    shows a huge number as a bounded excerpt."""
+    for instances in (0, -1, 2**64, 2**32, True):
+        try:
+            ratelock.Limiter(instances=instances)
+        except ratelock.InvalidArgument as err:
+            assert "`instances`" in str(err)
+        else:
+            raise AssertionError(f"instances={instances!r} was accepted")
+    assert ratelock.Limiter(instances=2**32 - 1) is not None
+    for timeout in (1e-12, 0.0009):
+        try:
+            ratelock.Limiter(timeout=timeout)
+        except ratelock.InvalidArgument as err:
+            assert "timeout" in str(err)
+        else:
+            raise AssertionError(f"timeout={timeout!r} was accepted")
+    try:
+        ratelock.Limiter(timeout=1e308)
+    except ratelock.InvalidArgument as err:
+        assert len(str(err)) < 200, str(err)
+    else:
+        raise AssertionError("timeout=1e308 was accepted")

@@ -177,7 +177,7 @@ class Limiter:
         timeout: float = 1.0,
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
-        instances: int = 1,
+        instances: Optional[int] = None,
     ) -> "Limiter": ...
     def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
@@ -195,7 +195,7 @@ class Limiter:
         timeout: float = 1.0,
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
-        instances: int = 1,
+        instances: Optional[int] = None,
     ) -> Awaitable[Limiter]: ...
     def ping(self) -> None: ...
     def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...

@@ -106,9 +106,23 @@ pub struct LimiterOptions {
     /// `retry_after` of a degraded denial.
     pub degraded_retry_after: Duration,
     /// Under [`FailurePolicy::Local`]: how many processes (across all hosts) share the limits, so
-    /// that each decides on its share while the store is out. Default 1.
+    /// that each decides on its share while the store is out. From 1 to [`MAX_INSTANCES`]; default 1.
     pub instances: u64,
 }
+
+/// The most processes [`LimiterOptions::instances`] may name (2^32 − 1, as in every binding).
+///
+/// ```
+/// use ratelock::{Limiter, LimiterOptions, Store, MAX_INSTANCES};
+/// let store = Store::new("memory://", &Default::default())?;
+/// for instances in [0, MAX_INSTANCES + 1] {
+///     let options = LimiterOptions::default().with_instances(instances);
+///     let err = Limiter::with_store(store.clone(), options).err().unwrap();
+///     assert!(err.to_string().contains("instances"));
+/// }
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+pub const MAX_INSTANCES: u64 = u32::MAX as u64;
 
 impl LimiterOptions {
     /// The same options with another key prefix.
@@ -148,10 +162,25 @@ impl LimiterOptions {
     }
 
     /// The same options with another count of processes sharing the limits (for
-    /// [`FailurePolicy::Local`]; at least 1).
+    /// [`FailurePolicy::Local`]; from 1 to [`MAX_INSTANCES`], checked when the limiter is made).
     pub fn with_instances(mut self, instances: u64) -> Self {
-        self.instances = instances.max(1);
+        self.instances = instances;
         self
+    }
+
+    /// `Ok` for options a limiter can work with; else the invalid argument naming what is wrong.
+    fn check(&self) -> Result<()> {
+        check_prefix(&self.prefix)?;
+        if !(1..=MAX_INSTANCES).contains(&self.instances) {
+            return Err(Error::invalid_argument(
+                "instances",
+                format!(
+                    "expected a whole number from 1 to {MAX_INSTANCES}, got {}",
+                    self.instances
+                ),
+            ));
+        }
+        self.store.check()
     }
 
     /// The same options with other store settings.
@@ -217,14 +246,14 @@ impl Limiter {
     /// A limiter for `url` with the given options. No I/O happens here (lazy start): the first calls
     /// connect, following the failure policy while they do. Use [`ping`](Self::ping) to fail at boot.
     pub async fn connect_with(url: &str, options: LimiterOptions) -> Result<Self> {
-        check_prefix(&options.prefix)?;
+        options.check()?;
         let store = Store::connect(url, &options.store).await?;
         Self::with_store(store, options)
     }
 
     /// A limiter over an existing store (shared with other limiters or locks).
     pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
-        check_prefix(&options.prefix)?;
+        options.check()?;
         let fallback = (options.on_error == FailurePolicy::Local)
             .then(|| Arc::new(LocalFallback::new(options.instances, &options.store)));
         Ok(Limiter {

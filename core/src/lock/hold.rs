@@ -29,9 +29,10 @@ impl Hold {
     /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` granted by a request
     /// sent at `sent` (the lease cannot have started earlier, so its end is counted from there).
     pub(crate) fn start(sent: Instant, ttl: Duration, auto_renew: bool, renew: Renew) -> Self {
-        let (sender, lost) = LostSignal::new();
+        let lease_end = LeaseEnd::new(sent + ttl);
+        let (sender, lost) = LostSignal::new(lease_end.clone());
         let mut hold = Hold {
-            lease_end: LeaseEnd::new(sent + ttl),
+            lease_end,
             lost_sender: Arc::new(sender),
             lost,
             watchdog: None,
@@ -110,6 +111,7 @@ impl Hold {
         }
         if let Err(err) = self.owned_here() {
             *released = true;
+            self.lease_end.give_back();
             return Err(err);
         }
         // A hold already signalled lost (its lease ran out here first) is still given back, in case the
@@ -119,7 +121,10 @@ impl Hold {
         let outcome = release.await;
         match &outcome {
             Err(err) if err.is_store_failure() => self.resume(),
-            _ => *released = true,
+            _ => {
+                *released = true;
+                self.lease_end.give_back();
+            }
         }
         match outcome {
             Ok(answer) if was_lost => Ok(as_lost(answer)),

@@ -1,6 +1,11 @@
-//! The lost-lock signal: set once, by the watchdog, when a lease is found gone or taken by another.
+//! The lost-lock signal: set once, by the watchdog, when a lease is found gone or taken by another;
+//! and true from the lease's end on, compared with the clock when asked rather than waiting for a timer.
+
+use std::sync::Arc;
 
 use tokio::sync::watch;
+
+use super::watchdog::LeaseEnd;
 
 /// Tells a holder that its lock was lost. Cheap to clone; hand it to the tasks doing the protected work.
 ///
@@ -19,17 +24,19 @@ use tokio::sync::watch;
 #[derive(Debug, Clone)]
 pub struct LostSignal {
     receiver: watch::Receiver<bool>,
+    lease_end: Arc<LeaseEnd>,
 }
 
 impl LostSignal {
-    pub(crate) fn new() -> (watch::Sender<bool>, LostSignal) {
+    pub(crate) fn new(lease_end: Arc<LeaseEnd>) -> (watch::Sender<bool>, LostSignal) {
         let (sender, receiver) = watch::channel(false);
-        (sender, LostSignal { receiver })
+        (sender, LostSignal { receiver, lease_end })
     }
 
-    /// True once the lock has been lost.
+    /// True once the lock has been lost: a renewal found it gone or taken, or its lease's end (as
+    /// this process sees it) has passed without a renewal, checked against the clock at this call.
     pub fn is_lost(&self) -> bool {
-        *self.receiver.borrow()
+        *self.receiver.borrow() || self.lease_end.passed()
     }
 
     /// Resolves when the lock is lost (at once if it already is). Never resolves for a lock that is
@@ -39,5 +46,56 @@ impl LostSignal {
         if receiver.wait_for(|lost| *lost).await.is_err() {
             std::future::pending::<()>().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{DistributedLock, LockOptions, Store};
+
+    fn lock_options() -> LockOptions {
+        LockOptions {
+            ttl: Duration::from_millis(40),
+            auto_renew: false,
+            ..Default::default()
+        }
+    }
+
+    /// One runtime thread, blocked past the lease's end: its watchdog cannot wake, yet the hold is lost.
+    #[test]
+    fn a_hold_past_its_lease_end_is_lost_before_the_watchdog_wakes() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = Store::connect("memory://", &Default::default()).await.unwrap();
+            let lock = DistributedLock::new(&store, "lost-by-the-clock", lock_options()).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let lost = guard.lost_signal();
+            assert!(!guard.is_lost());
+            std::thread::sleep(Duration::from_millis(60));
+            assert!(guard.is_lost());
+            assert!(lost.is_lost());
+        });
+    }
+
+    #[test]
+    fn a_hold_given_back_is_never_lost_by_its_lease_end() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = Store::connect("memory://", &Default::default()).await.unwrap();
+            let lock = DistributedLock::new(&store, "given-back", lock_options()).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let lost = guard.lost_signal();
+            guard.release().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            assert!(!lost.is_lost());
+        });
     }
 }

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLibrary, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
-pub use options::{ServerCode, StoreOptions, WhenFull};
+pub use options::{ServerCode, StoreOptions, WhenFull, MIN_TIMEOUT};
 pub use roles::{LimitRequest, LimitStore};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
@@ -59,6 +59,7 @@ impl Store {
 
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
+        options.check()?;
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
             return Ok(Store::Memory(MemoryStore::for_options(options)));
@@ -141,6 +142,7 @@ impl AnyLockStore {
 
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<AnyLockStore> {
+        options.check()?;
         #[cfg(feature = "redis")]
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(

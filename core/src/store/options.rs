@@ -23,7 +23,30 @@ pub struct StoreOptions {
     pub server_code: ServerCode,
 }
 
+/// The shortest call timeout a store accepts: below a millisecond no call to a server can answer in
+/// time, so a smaller one (`timeout=1e-12`, a unit slip) would fail every call instead of failing once.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
 impl StoreOptions {
+    /// `Ok` for options a store can work with; else the invalid argument naming what is wrong (a
+    /// timeout under [`MIN_TIMEOUT`]). Every store checks its options when it is made.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = ratelock::StoreOptions::default().with_timeout(Duration::from_nanos(1));
+    /// let err = ratelock::Store::new("memory://", &options).unwrap_err();
+    /// assert!(err.to_string().contains("timeout"));
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        if self.timeout < MIN_TIMEOUT {
+            return Err(Error::invalid_argument(
+                "timeout",
+                format!("expected at least 1 ms, got {:?}", self.timeout),
+            ));
+        }
+        Ok(())
+    }
+
     /// The same options with another timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
