@@ -236,3 +236,17 @@ async fn a_full_bounded_store_refuses_or_evicts_as_chosen_and_counts_evictions()
         "recent keys stay limited"
     );
 }
+
+/// `redis+unix://PATH` reaches a server on its Unix socket (the documented URL form).
+#[tokio::test]
+async fn a_unix_socket_url_reaches_the_server() {
+    let dir = std::env::temp_dir().join(format!("ratelock-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("redis.sock").display().to_string();
+    let _server = ratelock_testkit::redis_server::RedisServer::start_with(&["--unixsocket", &socket]);
+    let limiter = Limiter::connect(&format!("redis+unix://{socket}")).await.unwrap();
+    let rules: Rules = "1/minute".parse().unwrap();
+    assert!(limiter.hit("over-unix", &rules, 1).await.unwrap().allowed);
+    assert!(!limiter.hit("over-unix", &rules, 1).await.unwrap().allowed);
+    limiter.ping().await.unwrap();
+}
