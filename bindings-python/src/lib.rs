@@ -47,5 +47,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(http::parse_rules, module)?)?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("MAX_KEY_BYTES", ratelock::MAX_KEY_BYTES)?;
+    module.add("MAX_RULES", ratelock::MAX_RULES)?;
     Ok(())
 }

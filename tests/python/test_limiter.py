@@ -191,3 +191,13 @@ def test_a_stalled_server_raises_store_timeout(redis_server):
     finally:
         stall.recv(64)
         stall.close()
+
+
+def test_the_exported_bounds_are_the_ones_enforced():
+    limiter = ratelock.Limiter()
+    assert limiter.hit(b"k" * ratelock.MAX_KEY_BYTES, "5/second").allowed
+    with pytest.raises(ratelock.InvalidArgument):
+        limiter.hit(b"k" * (ratelock.MAX_KEY_BYTES + 1), "5/second")
+    assert limiter.hit("many", "; ".join(f"{n + 1}/second" for n in range(ratelock.MAX_RULES))).allowed
+    with pytest.raises(ratelock.InvalidRule):
+        limiter.hit("many", "; ".join(f"{n + 1}/second" for n in range(ratelock.MAX_RULES + 1)))

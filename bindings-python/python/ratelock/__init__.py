@@ -27,6 +27,8 @@ from ratelock._native import (
     InvalidArgument,
     InvalidRule,
     LockLost,
+    MAX_KEY_BYTES,
+    MAX_RULES,
     ProtocolError,
     LockNotOwned,
     RatelockError,
@@ -68,6 +70,8 @@ __all__ = [
     "StoreUnavailable",
     "WaitTimeout",
     "__version__",
+    "MAX_KEY_BYTES",
+    "MAX_RULES",
 ]
 
 

@@ -5,6 +5,10 @@ from typing import Awaitable, Final, List, Literal, Optional, Sequence, Tuple, U
 from typing_extensions import disjoint_base
 
 __version__: Final[str]
+MAX_KEY_BYTES: Final[int]
+"""The longest key, in bytes, any call accepts (64 KiB); a longer one is an ``InvalidArgument``."""
+MAX_RULES: Final[int]
+"""The most rules one call checks together (100); more is an ``InvalidRule``."""
 __all__ = [
     "Client",
     "Completions",
@@ -39,6 +43,8 @@ __all__ = [
     "ProtocolError",
     "ConfigurationError",
     "__version__",
+    "MAX_KEY_BYTES",
+    "MAX_RULES",
 ]
 
 class RatelockError(Exception):
