@@ -175,6 +175,10 @@ export declare class LeaseGuard extends Hold {
 
 /** @deprecated The earlier name of `LeaseGuard`. */
 export declare const LeaseHold: typeof LeaseGuard
+/** The longest key, in bytes, any call accepts (64 KiB); a longer one is an `InvalidArgumentError`. */
+export declare const MAX_KEY_BYTES: number
+/** The most rules one call checks together (100); more is an `InvalidRuleError`. */
+export declare const MAX_RULES: number
 /** @deprecated The earlier name of `LeaseGuard`. */
 export type LeaseHold = LeaseGuard
 

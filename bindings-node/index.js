@@ -10,6 +10,7 @@ const { FairLock } = require('./lib/fair-lock')
 const { LeaseGuard } = require('./lib/lease-guard')
 const { ReadWriteLock } = require('./lib/read-write-lock')
 const { Semaphore, Permit } = require('./lib/semaphore')
+const { MAX_KEY_BYTES, MAX_RULES } = /** @type {typeof import('./native')} */ (require('./lib/native'))
 
 module.exports = {
   Limiter,
@@ -21,5 +22,9 @@ module.exports = {
   LeaseGuard,
   /** @deprecated the earlier name of `LeaseGuard`. */
   LeaseHold: LeaseGuard,
+  /** The longest key, in bytes, any call accepts (64 KiB). */
+  MAX_KEY_BYTES,
+  /** The most rules one call checks together (100). */
+  MAX_RULES,
   ...require('./lib/error-classes'),
 }

@@ -352,6 +352,12 @@ export interface LockSettings {
   timeoutMs?: number
 }
 
+/** The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument. */
+export declare const MAX_KEY_BYTES: number
+
+/** The most rules one call checks together (100); more is an invalid rule. */
+export declare const MAX_RULES: number
+
 /**
  * A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
  * `redis://` server (TLS, cluster, Sentinel, Redlock, memory): those stay on the runtime.

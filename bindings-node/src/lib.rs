@@ -21,6 +21,14 @@ mod semaphore;
 mod stores;
 mod wire;
 
+/// The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument.
+#[napi_derive::napi]
+pub const MAX_KEY_BYTES: u32 = ratelock::MAX_KEY_BYTES as u32;
+
+/// The most rules one call checks together (100); more is an invalid rule.
+#[napi_derive::napi]
+pub const MAX_RULES: u32 = ratelock::MAX_RULES as u32;
+
 #[napi_derive::module_init]
 fn init() {
     runtime::install();

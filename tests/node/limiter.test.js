@@ -151,3 +151,13 @@ test('the store clock decides by default and nowMs replaces it', async () => {
   const later = await limiter.peek(key, '1/minute', { nowMs: base + 30_000 })
   assert.equal(later.retryAfterMs, 30_000)
 })
+
+test('the exported bounds are the ones enforced', async () => {
+  const limiter = new ratelock.Limiter()
+  assert.equal(ratelock.MAX_KEY_BYTES, 65536)
+  assert.ok((await limiter.hit(Buffer.alloc(ratelock.MAX_KEY_BYTES, 107), '5/second')).allowed)
+  await assert.rejects(limiter.hit(Buffer.alloc(ratelock.MAX_KEY_BYTES + 1, 107), '5/second'), ratelock.InvalidArgumentError)
+  const rules = (count) => Array.from({ length: count }, (_, n) => `${n + 1}/second`).join('; ')
+  assert.ok((await limiter.hit('many', rules(ratelock.MAX_RULES))).allowed)
+  await assert.rejects(limiter.hit('many', rules(ratelock.MAX_RULES + 1)), ratelock.InvalidRuleError)
+})
