@@ -114,26 +114,22 @@ impl HttpOptions {
             flag("degraded")?,
         );
         let now_ms = now_ms.unwrap_or_else(js_sys::Date::now).max(0.0) as u64;
-        Ok(answer_object(self.inner.answer(
-            &summary,
-            parsed,
-            key.as_bytes(),
-            now_ms,
-        )))
+        answer_object(self.inner.answer(&summary, parsed, key.as_bytes(), now_ms))
     }
 
     /// The answer when a limiter failed with `code`: 503 for an outage, `null` otherwise.
     #[wasm_bindgen(unchecked_return_type = "HttpAnswer | null")]
-    pub fn failure(&self, code: &str) -> JsValue {
+    pub fn failure(&self, code: &str) -> Result<JsValue, JsValue> {
         let code = code.strip_prefix("ERR_RATELOCK_").unwrap_or(code);
-        self.inner
-            .failure(code)
-            .map_or(JsValue::NULL, |answer| answer_object(answer).into())
+        match self.inner.failure(code) {
+            Some(answer) => answer_object(answer).map(Into::into),
+            None => Ok(JsValue::NULL),
+        }
     }
 
     /// The answer to a request with no usable key: 400.
     #[wasm_bindgen(js_name = badKey, unchecked_return_type = "HttpAnswer")]
-    pub fn bad_key(&self) -> Object {
+    pub fn bad_key(&self) -> Result<Object, JsValue> {
         answer_object(self.inner.bad_key())
     }
 }
@@ -205,7 +201,8 @@ fn micros(ms: f64) -> Duration {
     }
 }
 
-fn answer_object(answer: ratelock::http::HttpAnswer) -> Object {
+/// The answer as a plain object; a property JavaScript refuses to set is thrown, not dropped.
+fn answer_object(answer: ratelock::http::HttpAnswer) -> Result<Object, JsValue> {
     let object = Object::new();
     let headers = Array::new();
     for (name, value) in &answer.headers {
@@ -220,7 +217,7 @@ fn answer_object(answer: ratelock::http::HttpAnswer) -> Object {
         ("body", answer.body.into()),
     ];
     for (name, value) in fields {
-        let _ = Reflect::set(&object, &name.into(), &value);
+        Reflect::set(&object, &name.into(), &value)?;
     }
-    object
+    Ok(object)
 }
