@@ -86,3 +86,13 @@ def test_starlette_default_limits_and_async_functions_of_the_request() -> None:
     with TestClient(app) as client:
         assert [client.get("/?user=ann").status_code for _ in range(3)] == [200, 200, 429]
         assert client.get("/?user=bob").status_code == 200
+
+
+def test_starlette_refuses_http_with_options_it_would_ignore() -> None:
+    from ratelock import InvalidArgument
+    from ratelock.http import HttpLimiter
+
+    shared = HttpLimiter(async_limiter=True)
+    with pytest.raises(InvalidArgument, match="on_error"):
+        RateLimitMiddleware(Starlette(), http=shared, on_error="allow")
+    assert RateLimitMiddleware(Starlette(), http=shared).http is shared

@@ -19,12 +19,15 @@ A refused request raises ``Refused`` (an ``HTTPException``); with the app given 
 route, ``ratelock.starlette.RateLimitMiddleware`` works in FastAPI apps as well.
 """
 
-from typing import Any, Callable, Dict, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Union
 
 from fastapi import FastAPI, HTTPException, Request, Response
 
-from ratelock._native import Client, Decision
-from ratelock.http import HttpAnswer, HttpLimiter, Maybe, StandardHeaders
+from ratelock._native import Decision
+from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class Refused(HTTPException):
@@ -50,41 +53,15 @@ class RateLimiter:
         self,
         app: Optional[FastAPI] = None,
         *,
-        url: Union[str, Client, None] = None,
-        limiter: Any = None,
         key_func: Optional[Callable[[Request], Maybe]] = None,
         skip: Optional[Callable[[Request], Maybe]] = None,
-        prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
-        timeout: float = 1.0,
-        instances: int = 1,
-        standard_headers: StandardHeaders = "draft-11",
-        legacy_headers: bool = False,
-        partition_key: bool = False,
-        denied_body: Literal["text", "json", "problem"] = "text",
-        status_code: int = 429,
-        ipv6_subnet: int = 56,
-        trusted_proxies: Union[int, Sequence[str], None] = None,
-        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+        **options: "Unpack[HttpLimiterOptions]",
     ) -> None:
         self.http = HttpLimiter(
-            limiter=limiter,
-            url=url,
-            prefix=prefix,
-            on_error=on_error,
-            timeout=timeout,
-            instances=instances,
             async_limiter=True,
             key_func=key_func,
             skip=skip,
-            standard_headers=standard_headers,
-            legacy_headers=legacy_headers,
-            partition_key=partition_key,
-            denied_body=denied_body,
-            status_code=status_code,
-            ipv6_subnet=ipv6_subnet,
-            trusted_proxies=trusted_proxies,
-            proxy_header=proxy_header,
+            **options,
         )
         self.limiter = self.http.limiter
         if app is not None:

@@ -13,12 +13,15 @@ limited response carries the chosen rate-limit headers (the latest IETF draft by
     def login(): ...
 """
 
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar, Union
 
 from flask import Flask, Response, current_app, g, request
 
-from ratelock._native import Client, Decision
-from ratelock.http import Checked, HttpAnswer, HttpLimiter, Limit, StandardHeaders, response_headers
+from ratelock._native import Decision
+from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, response_headers
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Flask's own idiom: functions of no arguments that read ``flask.request``.
@@ -50,49 +53,25 @@ class RateLimiter:
     The default key is the client address (``ratelock.http.ClientAddress``: IPv6 by /56, IPv4-mapped
     folded, ``X-Forwarded-For`` read only through ``trusted_proxies``). Under ``on_error="raise"`` a store
     outage answers 503; ``allow`` and ``deny`` answer as the limiter decides (``g.ratelock_decision``
-    says ``degraded``)."""
+    says ``degraded``). The other keywords (``url``, ``limiter``, ``prefix``, ``on_error``, ``timeout``,
+    ``instances`` and the answer and client-address options) are ``HttpLimiter``'s, listed in
+    ``ratelock.http.HttpLimiterOptions``."""
 
     def __init__(
         self,
         app: Optional[Flask] = None,
         *,
-        url: Union[str, Client, None] = None,
         default_limits: Union[str, RulesFunc, None] = None,
         key_func: Optional[KeyFunc] = None,
         skip: Optional[Callable[[], bool]] = None,
-        prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
-        timeout: float = 1.0,
-        instances: int = 1,
-        limiter: Any = None,
-        standard_headers: StandardHeaders = "draft-11",
-        legacy_headers: bool = False,
-        partition_key: bool = False,
-        denied_body: Literal["text", "json", "problem"] = "text",
-        status_code: int = 429,
-        ipv6_subnet: int = 56,
-        trusted_proxies: Union[int, Sequence[str], None] = None,
-        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+        **options: "Unpack[HttpLimiterOptions]",
     ) -> None:
         # No I/O here (lazy start): an app boots while Redis is down, and its first requests follow
         # ``on_error``. Call ``self.limiter.ping()`` to fail at boot instead.
         self.http = HttpLimiter(
-            limiter=limiter,
-            url=url,
-            prefix=prefix,
-            on_error=on_error,
-            timeout=timeout,
-            instances=instances,
             key_func=_of_request(key_func),
             skip=_of_request(skip),
-            standard_headers=standard_headers,
-            legacy_headers=legacy_headers,
-            partition_key=partition_key,
-            denied_body=denied_body,
-            status_code=status_code,
-            ipv6_subnet=ipv6_subnet,
-            trusted_proxies=trusted_proxies,
-            proxy_header=proxy_header,
+            **options,
         )
         self.limiter = self.http.limiter
         self.default_limit = None if default_limits is None else self._limit(default_limits, "default", None, 1, None)

@@ -15,7 +15,20 @@ Examples:
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generator, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Generator,
+    List,
+    Literal,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+)
 
 from ratelock._native import (
     ClientAddress,
@@ -37,6 +50,27 @@ Key = Union[str, bytes, None]
 Maybe = Union[Any, Awaitable[Any]]
 OnError = Literal["raise", "allow", "deny", "local"]
 StandardHeaders = Union[Literal["draft-6", "draft-7", "draft-8", "draft-11", "latest"], bool]
+
+
+class HttpLimiterOptions(TypedDict, total=False):
+    """The keywords a framework adapter hands to ``HttpLimiter`` as they are (their meanings and
+    defaults are ``HttpLimiter``'s): the limiter or how to make one, the answer options and the client
+    address options."""
+
+    limiter: Any
+    url: Union[str, Client, None]
+    prefix: str
+    on_error: OnError
+    timeout: float
+    instances: int
+    standard_headers: StandardHeaders
+    legacy_headers: bool
+    partition_key: bool
+    denied_body: Literal["text", "json", "problem"]
+    status_code: int
+    ipv6_subnet: int
+    trusted_proxies: Union[int, Sequence[str], None]
+    proxy_header: Literal["x-forwarded-for", "forwarded"]
 
 
 @dataclass(frozen=True)

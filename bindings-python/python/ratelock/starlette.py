@@ -12,13 +12,16 @@ For one route, give the route its own: ``Route("/login", login, middleware=[Midd
 rules="5/minute", scope="login")])``. The decision is on ``request.state.rate_limit``.
 """
 
-from typing import Any, Callable, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ratelock._native import Client
-from ratelock.http import Checked, HttpAnswer, HttpLimiter, Maybe, StandardHeaders
+from ratelock._native import InvalidArgument
+from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class RateLimitMiddleware:
@@ -39,38 +42,16 @@ class RateLimitMiddleware:
         cost: Union[int, Callable[[Request], Maybe]] = 1,
         skip: Optional[Callable[[Request], Maybe]] = None,
         http: Optional[HttpLimiter] = None,
-        url: Union[str, Client, None] = None,
-        limiter: Any = None,
-        prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
-        timeout: float = 1.0,
-        instances: int = 1,
-        standard_headers: StandardHeaders = "draft-11",
-        legacy_headers: bool = False,
-        partition_key: bool = False,
-        denied_body: Literal["text", "json", "problem"] = "text",
-        status_code: int = 429,
-        ipv6_subnet: int = 56,
-        trusted_proxies: Union[int, Sequence[str], None] = None,
-        proxy_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+        **options: "Unpack[HttpLimiterOptions]",
     ) -> None:
         self.app = app
+        if http is not None and options:
+            raise InvalidArgument(
+                f"invalid argument `http`: given with {', '.join(sorted(options))}, which only make a new HttpLimiter"
+            )
         self.http = http or HttpLimiter(
-            limiter=limiter,
-            url=url,
-            prefix=prefix,
-            on_error=on_error,
-            timeout=timeout,
-            instances=instances,
             async_limiter=True,
-            standard_headers=standard_headers,
-            legacy_headers=legacy_headers,
-            partition_key=partition_key,
-            denied_body=denied_body,
-            status_code=status_code,
-            ipv6_subnet=ipv6_subnet,
-            trusted_proxies=trusted_proxies,
-            proxy_header=proxy_header,
+            **options,
         )
         chosen = rules if rules is not None else default_limits
         if chosen is None:
