@@ -3,7 +3,7 @@
 // core (lib/http.js): one round trip per request decides, and the core renders every header and body.
 //   app.use(require('ratelock/express').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
-const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
 const { invalidArgument } = require('./lib/errors')
 
 /**
@@ -17,14 +17,7 @@ const { invalidArgument } = require('./lib/errors')
  *   (where the decision goes on `req`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const http = httpLimiterOf(options)
-  const limit = http.limit({
-    rules: options.rules ?? '60/minute',
-    scope: options.scope,
-    keyGenerator: options.keyGenerator,
-    cost: options.cost,
-    skip: options.skip,
-  })
+  const { http, limit } = middlewareOf(options)
   for (const name of ['handler']) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw invalidArgument(name, 'expected a function')
   }

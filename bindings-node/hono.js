@@ -3,7 +3,7 @@
 // the socket's; on other runtimes give `getPeer(c)` (e.g. from Hono's `getConnInfo`) or a `keyGenerator`.
 //   app.use(require('ratelock/hono').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
-const { httpLimiterOf, headerPairs } = require('./lib/http')
+const { middlewareOf, headerPairs } = require('./lib/http')
 const { invalidArgument } = require('./lib/errors')
 
 /**
@@ -13,14 +13,7 @@ const { invalidArgument } = require('./lib/errors')
  *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const http = httpLimiterOf(options)
-  const limit = http.limit({
-    rules: options.rules ?? '60/minute',
-    scope: options.scope,
-    keyGenerator: options.keyGenerator,
-    cost: options.cost,
-    skip: options.skip,
-  })
+  const { http, limit } = middlewareOf(options)
   if (options.getPeer !== undefined && typeof options.getPeer !== 'function') {
     throw invalidArgument('getPeer', 'expected a function of the context')
   }

@@ -2,7 +2,7 @@
 // Koa middleware on the adapter core (lib/http.js):
 //   app.use(require('ratelock/koa').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
-const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
 
 /**
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
@@ -11,14 +11,7 @@ const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http'
  *   `ctx.state`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const http = httpLimiterOf(options)
-  const limit = http.limit({
-    rules: options.rules ?? '60/minute',
-    scope: options.scope,
-    keyGenerator: options.keyGenerator,
-    cost: options.cost,
-    skip: options.skip,
-  })
+  const { http, limit } = middlewareOf(options)
   const property = options.requestPropertyName ?? 'rateLimit'
   const message = options.message
 

@@ -164,6 +164,23 @@ function httpLimiterOf(options) {
   return options.http ?? new HttpLimiter({ ...options, onError, passOnStoreError: undefined })
 }
 
+/**
+ * A middleware's `HttpLimiter` (`httpLimiterOf(options)`) and the one limit it checks on every request,
+ * from its options' `rules` (default '60/minute'), `scope`, `keyGenerator`, `cost` and `skip`.
+ * @param {object} options
+ */
+function middlewareOf(options) {
+  const http = httpLimiterOf(options)
+  const limit = http.limit({
+    rules: options.rules ?? '60/minute',
+    scope: options.scope,
+    keyGenerator: options.keyGenerator,
+    cost: options.cost,
+    skip: options.skip,
+  })
+  return { http, limit }
+}
+
 /** The peer address of a Node request (`IncomingMessage`). */
 const peerOf = (incoming) => incoming?.socket?.remoteAddress ?? null
 
@@ -174,4 +191,4 @@ function forwardedOf(http, incoming) {
   return Array.isArray(value) ? value.join(', ') : (value ?? null)
 }
 
-module.exports = { HttpLimiter, headerPairs, httpLimiterOf, peerOf, forwardedOf, scopedKey: native.scopedKey }
+module.exports = { HttpLimiter, headerPairs, httpLimiterOf, middlewareOf, peerOf, forwardedOf, scopedKey: native.scopedKey }
