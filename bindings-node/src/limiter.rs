@@ -279,10 +279,15 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         settings = settings.with_clock(clock.parse().map_err(to_js)?);
     }
     if let Some(instances) = options.instances {
-        if !(instances >= 1.0 && instances.fract() == 0.0 && instances <= f64::from(u32::MAX)) {
+        // The core's range (`MAX_INSTANCES`), checked on the JavaScript number before it is converted.
+        if !(instances >= 1.0 && instances.fract() == 0.0 && instances <= ratelock::MAX_INSTANCES as f64) {
             return Err(invalid_argument(
                 "instances",
-                format!("expected a whole number of at least 1, got {instances}"),
+                format!(
+                    "expected a whole number from 1 to {}, got {}",
+                    ratelock::MAX_INSTANCES,
+                    ratelock::excerpt::of(&instances.to_string())
+                ),
             ));
         }
         settings = settings.with_instances(instances as u64);
