@@ -49,5 +49,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("MAX_KEY_BYTES", ratelock::MAX_KEY_BYTES)?;
     module.add("MAX_RULES", ratelock::MAX_RULES)?;
+    // Not an attribute of the module: the runtime stops once, at exit, and nothing else may call it.
+    let stop = wrap_pyfunction!(runtime::stop_at_exit, module)?;
+    module.py().import("atexit")?.call_method1("register", (stop,))?;
     Ok(())
 }

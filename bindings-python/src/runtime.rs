@@ -16,18 +16,66 @@ use crate::errors::{internal_error, to_py};
 
 /// One worker thread: measured on 2 vCPUs, it serves sync calls about 15% faster than two (fewer
 /// threads to wake per round trip; asyncio loses ~6%), and the GIL bounds Python's parallelism anyway.
-static RUNTIME: ratelock::process::PerProcess<tokio::runtime::Runtime> = ratelock::process::PerProcess::new();
+static RUNTIME: ratelock::process::PerProcess<ProcessRuntimeSlot> = ratelock::process::PerProcess::new();
+
+/// This process's runtime: the handle every call uses, and the runtime itself until the interpreter
+/// exits ([`stop_at_exit`] takes it out and shuts it down).
+struct ProcessRuntimeSlot {
+    handle: tokio::runtime::Handle,
+    owned: parking_lot::Mutex<Option<tokio::runtime::Runtime>>,
+    stopped: std::sync::atomic::AtomicBool,
+}
 
 /// This process's runtime (a forked child builds its own).
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Handle {
+    &slot().handle
+}
+
+fn slot() -> &'static ProcessRuntimeSlot {
     RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("ratelock")
             .enable_all()
             .build()
-            .expect("ratelock cannot start its tokio runtime")
+            .expect("ratelock cannot start its tokio runtime");
+        ProcessRuntimeSlot {
+            handle: runtime.handle().clone(),
+            owned: parking_lot::Mutex::new(Some(runtime)),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
     })
+}
+
+/// Whether the runtime was shut down for the interpreter's exit: a call that needs it then raises.
+fn stopped() -> bool {
+    RUNTIME
+        .get()
+        .is_some_and(|slot| slot.stopped.load(std::sync::atomic::Ordering::Acquire))
+}
+
+/// How long the exit waits for runtime threads to finish what they are doing (a completion that holds
+/// the GIL, a release on its way to the store).
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Shuts this process's runtime down while the interpreter can still run Python code (registered with
+/// `atexit` when the module loads, so after every exit handler registered later). A runtime thread
+/// that attaches to the interpreter once it is finalizing aborts the process (`PyGILState_Release`:
+/// "must be current when releasing"): pyo3-async-runtimes hands each finished awaitable back under the
+/// GIL, and an answer that lands while `asyncio.run` returns did exactly that. Holds still open are not
+/// released here; their leases run out on the store.
+#[pyfunction]
+pub(crate) fn stop_at_exit(py: Python<'_>) {
+    let Some(slot) = RUNTIME.get() else { return };
+    slot.stopped.store(true, std::sync::atomic::Ordering::Release);
+    if let Some(runtime) = slot.owned.lock().take() {
+        py.detach(|| runtime.shutdown_timeout(EXIT_GRACE));
+    }
+}
+
+/// The error of a call made after [`stop_at_exit`].
+fn exiting() -> PyErr {
+    crate::errors::RatelockError::new_err("ratelock's runtime is stopped: the interpreter is exiting")
 }
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
@@ -46,6 +94,7 @@ where
     };
     let outcome = match first {
         Ok(Poll::Ready(result)) => Ok(result),
+        Ok(Poll::Pending) if stopped() => return Err(exiting()),
         Ok(Poll::Pending) => {
             py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| runtime().block_on(future.as_mut()))))
         }
@@ -68,6 +117,9 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
+    if stopped() {
+        return Err(exiting());
+    }
     pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
         match AssertUnwindSafe(future).catch_unwind().await {
             Ok(result) => result,
