@@ -7,20 +7,19 @@
 local MAX_EXACT = 9007199254740991
 local MAX_NOW = 4503599627370496
 
--- Fails the call with `ERR ratelock: <text>` (a protocol error for the client: it always raises).
-local function fail(text)
-  error({ err = 'ERR ratelock: ' .. text })
-end
+-- A state or argument no ratelock code makes fails the call with `error({ err = 'ERR ratelock: ...' })`
+-- (a protocol error for the client: it always raises). Written out where it happens rather than as a
+-- helper: every helper here is a closure made on every call.
 
 -- The time in µs since the Unix epoch: `given` when the caller passed one (an ARGV: an integer from 0
 -- to 2^52), else the server clock (TIME).
 local function now_us(given)
   if given ~= nil and given ~= '' then
     local now = tonumber(given)
-    if now == nil or now < 0 or now > MAX_NOW or now ~= math.floor(now) then
-      fail('now must be empty or an integer of µs from 0 to 2^52')
+    if now and now >= 0 and now <= MAX_NOW and now % 1 == 0 then
+      return now
     end
-    return now
+    error({ err = 'ERR ratelock: now must be empty or an integer of µs from 0 to 2^52' })
   end
   local time = redis.call('TIME')
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -29,26 +28,16 @@ end
 -- A number read back from `key` (a GET, an HMGET field, a score): nil when absent; anything but an
 -- integer from 0 to 2^53 - 1 is a state no ratelock script writes, and fails the call rather than
 -- being taken for an empty key (which would admit) or a huge one (which would deny).
+-- (One test on the common path: NaN fails `n >= 0`, a fraction fails `n % 1 == 0`.)
 local function stored(raw, key)
-  if raw == false or raw == nil then
+  if not raw then
     return nil
   end
   local n = tonumber(raw)
-  if n == nil or n < 0 or n > MAX_EXACT or n ~= math.floor(n) then
-    fail('unexpected state at ' .. key .. ': ' .. string.sub(tostring(raw), 1, 64))
+  if n and n >= 0 and n <= MAX_EXACT and n % 1 == 0 then
+    return n
   end
-  return n
-end
-
--- The next fencing token of the lock whose counter is `counter`: above the last one and at least `now`
--- (so tokens keep rising when the counter is lost). A counter at 2^53 - 1 cannot mint another token
--- that every client reads exactly: the call fails (only tampering or 2^53 grants get there).
-local function next_fence(counter, now)
-  local last = stored(redis.call('GET', counter), counter) or 0
-  if last >= MAX_EXACT then
-    fail('the fencing counter at ' .. counter .. ' is exhausted (2^53 - 1)')
-  end
-  return math.max(last + 1, now)
+  error({ err = 'ERR ratelock: unexpected state at ' .. key .. ': ' .. string.sub(tostring(raw), 1, 64) })
 end
 
 -- An integer as a command argument (no exponent, no decimals).

@@ -194,12 +194,18 @@ pub fn wall_us() -> u64 {
         .as_micros() as u64
 }
 
-/// A script of `core/lua/` as it runs without the call-tag envelope: `prelude.lua`, then its body.
+/// A script of `core/lua/` as it runs without the call-tag envelope: `prelude.lua`, `fence.lua` when
+/// the body mints fencing tokens, then its body.
 pub fn lua_script(name: &str) -> String {
     let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
     let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
     let body = std::fs::read_to_string(format!("{lua}{name}.lua")).unwrap();
-    format!("{prelude}\n{body}")
+    let fence = if body.contains("next_fence(") {
+        std::fs::read_to_string(format!("{lua}fence.lua")).unwrap()
+    } else {
+        String::new()
+    };
+    format!("{prelude}\n{fence}\n{body}")
 }
 
 /// The call of script `name` (`core/lua/<name>.lua`) with `keys` and `args`: through the module's

@@ -2,7 +2,8 @@
 //! each with its SHA1 computed once, and each wrapped in the call-tag envelope: the client appends a
 //! per-call tag as the last ARGV (the script's own code never sees it), and the reply comes back as
 //! `{tag, reply}` (error replies pass through as they are). See `call_tag.rs`. Inside the envelope,
-//! `lua/prelude.lua` (the clock and integer helpers every script uses) comes before the script's body.
+//! `lua/prelude.lua` (the clock and integer helpers every script uses) comes before the script's body,
+//! and `lua/fence.lua` (fencing tokens) too when the body calls `next_fence`.
 
 use std::sync::LazyLock;
 
@@ -45,9 +46,10 @@ impl LuaScript {
 /// assert!(sent.contains("return 7") && sent.contains("table.remove(ARGV)"));
 /// ```
 pub fn tagged_script(source: &str) -> String {
+    let fence = if source.contains("next_fence(") { FENCE } else { "" };
     format!(
         "local ratelock_call_tag = table.remove(ARGV)\n\
-         local ratelock_reply = (function()\n{PRELUDE}\n{source}\nend)()\n\
+         local ratelock_reply = (function()\n{PRELUDE}\n{fence}\n{source}\nend)()\n\
          if type(ratelock_reply) == 'table' and ratelock_reply.err then return ratelock_reply end\n\
          return {{ ratelock_call_tag, ratelock_reply }}\n"
     )
@@ -58,8 +60,10 @@ fn script(name: &'static str, source: &'static str, module_command: &'static str
     LuaScript::new(name, source).with_module_command(module_command)
 }
 
-/// What every script's body may use (`now_us`, `int`).
+/// What every script's body may use (`now_us`, `stored`, `int`).
 const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
+/// `next_fence`, placed after the prelude only in front of the scripts that call it.
+const FENCE: &str = include_str!("../../../lua/fence.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> =
