@@ -17,7 +17,7 @@ const net = require('node:net')
 const { performance } = require('node:perf_hooks')
 
 const native = require('./native')
-const { fromNative } = require('./errors')
+const { fromNative, ProtocolError } = require('./errors')
 const { FIELDS, decision } = require('./decision')
 
 // What `NativeWire.takeDecision` says.
@@ -116,6 +116,8 @@ class Link {
   #keyNeeded
   /** A configuration error met while setting up (AUTH, SELECT): every call rejects with it. */
   #fatal = null
+  /** Why the reply stream broke (a protocol error): every call still waiting raises, whatever the policy. */
+  #broken = null
   #out = new Float64Array(FIELDS)
   // Calls are encoded into `#outbox` one after the other and written once per tick; written bytes
   // are never overwritten (a call's bytes stay valid for a NOSCRIPT retry).
@@ -313,8 +315,9 @@ class Link {
         } catch (error) {
           this.#head++
           this.#settle(entry)
-          entry.reject(fromNative(error))
-          if (codec.broken) return this.#socket.destroy(new Error('the reply stream broke'))
+          const typed = fromNative(error)
+          entry.reject(typed)
+          if (codec.broken) return this.#break(typed)
           continue
         }
         if (status === PENDING) break
@@ -334,15 +337,15 @@ class Link {
         } else if (status === REFUSED) {
           this.#resend(entry)
         }
-        if (codec.broken) return this.#socket.destroy(new Error('the reply stream broke'))
       } else {
         let taken
         try {
           taken = entry.kind === CHECK ? codec.takeCheck() : codec.takeReply()
         } catch (error) {
           this.#head++
-          if (codec.broken || entry.kind === SETUP || entry.kind === CHECK) {
-            const typed = fromNative(error)
+          const typed = fromNative(error)
+          if (codec.broken) return this.#break(typed)
+          if (entry.kind === SETUP || entry.kind === CHECK) {
             // A wrong password or db index is no outage: calls raise it whatever `onError` says.
             if (typed.code === 'ERR_RATELOCK_CONFIGURATION') this.#fatal = typed
             return this.#socket.destroy(new Error(`connection setup failed: ${typed.message}`))
@@ -358,6 +361,17 @@ class Link {
       this.#expired = Math.max(0, this.#expired - this.#head)
       this.#head = 0
     }
+  }
+
+  /**
+   * The reply stream cannot be read any further (a protocol error): calls not yet written move to a
+   * fresh connection, as at a close; calls written on this one can never learn their answer, so each
+   * raises a ProtocolError (never the failure policy's answer, and the breaker stays as it is).
+   */
+  #break(error) {
+    this.#broken = error
+    this.#retire()
+    this.#socket.destroy()
   }
 
   /** Fails every call past its deadline (its reply is still read, in order, and dropped). */
@@ -403,6 +417,10 @@ class Link {
     this.#settle(entry)
     if (this.#fatal !== null) {
       entry.reject(this.#fatal)
+      return
+    }
+    if (this.#broken !== null) {
+      entry.reject(new ProtocolError(`the reply stream broke before this call's reply: ${this.#broken.message}`))
       return
     }
     try {

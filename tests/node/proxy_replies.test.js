@@ -55,3 +55,17 @@ test('MOVED on a plain URL: a configuration error naming redis+cluster://', asyn
   const limiter = new Limiter({ url: await answering('-MOVED 3999 127.0.0.1:6381'), onError: 'allow' })
   await assert.rejects(limiter.hit('k', '5/second'), (error) => error instanceof ConfigurationError && /redis\+cluster:\/\//.test(error.message))
 })
+
+test('an unreadable reply stream: every call rejects with ProtocolError, none is admitted unsent', async () => {
+  const limiter = new Limiter({ url: await answering('!!!garbage'), onError: 'allow' })
+  const outcomes = []
+  for (let i = 0; i < 6; i++) {
+    try {
+      const decision = await limiter.hit('k', '5/second')
+      outcomes.push(decision.degraded ? 'degraded' : 'decided')
+    } catch (error) {
+      outcomes.push(error instanceof ProtocolError ? 'ProtocolError' : error.constructor.name)
+    }
+  }
+  assert.deepEqual(outcomes, Array(6).fill('ProtocolError'))
+})

@@ -1,7 +1,9 @@
 """A proxy's error replies in Python (the test kit's `answering_proxy` answers every script call): the
 listed outage replies of twemproxy and Envoy follow the failure policy; a code nobody knows raises
-ProtocolError even under on_error="allow"; a MOVED from a Cluster node is a ConfigurationError."""
+ProtocolError even under on_error="allow"; a MOVED from a Cluster node is a ConfigurationError; an
+unreadable reply stream raises ProtocolError on every call, never the policy's answer."""
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Iterator
 import pytest
 
 import ratelock
+import ratelock.asyncio as ratelock_asyncio
 
 REPO = Path(__file__).resolve().parents[2]
 #: The listed outages (ratelock::store::connection_core::PROXY_OUTAGES), as a proxy sends them.
@@ -64,3 +67,28 @@ def test_an_unknown_reply_raises_whatever_the_policy(answering, reply: str) -> N
 def test_moved_on_a_plain_url_names_the_cluster_url(answering) -> None:
     with pytest.raises(ratelock.ConfigurationError, match="redis\\+cluster://"):
         ratelock.Limiter(answering("-MOVED 3999 127.0.0.1:6381").url, on_error="allow").hit("k", "5/second")
+
+
+@pytest.mark.parametrize("asyncio_api", [False, True])
+def test_an_unreadable_reply_stream_raises_on_every_call(answering, asyncio_api: bool) -> None:
+    url = answering("!!!garbage").url
+    outcomes = []
+    if asyncio_api:
+
+        async def hits() -> None:
+            limiter = ratelock_asyncio.Limiter(url, on_error="allow")
+            for _ in range(6):
+                try:
+                    outcomes.append("degraded" if (await limiter.hit("k", "5/second")).degraded else "decided")
+                except ratelock.RatelockError as error:
+                    outcomes.append(type(error).__name__)
+
+        asyncio.run(hits())
+    else:
+        limiter = ratelock.Limiter(url, on_error="allow")
+        for _ in range(6):
+            try:
+                outcomes.append("degraded" if limiter.hit("k", "5/second").degraded else "decided")
+            except ratelock.RatelockError as error:
+                outcomes.append(type(error).__name__)
+    assert outcomes == ["ProtocolError"] * 6

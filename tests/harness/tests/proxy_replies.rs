@@ -49,3 +49,15 @@ async fn moved_on_a_plain_url_names_the_cluster_url() {
     assert!(error.is_configuration(), "{error}");
     assert!(error.to_string().contains("redis+cluster://"), "{error}");
 }
+
+#[tokio::test]
+async fn an_unreadable_reply_stream_raises_on_every_call() {
+    let server = RedisServer::start();
+    let rules = "5/second".parse().unwrap();
+    let proxy = AnsweringProxy::start(server.port(), "!!!garbage");
+    let limiter = allowing(&proxy).await;
+    for call in 0..6 {
+        let error = limiter.hit("k", &rules, 1).await.unwrap_err();
+        assert!(error.is_protocol(), "call {call}: {error}");
+    }
+}
