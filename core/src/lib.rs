@@ -41,8 +41,8 @@ pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions, MAX_INSTA
 #[cfg(feature = "runtime")]
 pub use lock::{
     ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease, Lease,
-    LeaseGuard, LockGuard, LockLease, LockOptions, LostSignal, PermitGuard, PermitLease, ReadWriteLock,
-    Released, RwLockState, Semaphore, MAX_LEASE,
+    LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
+    ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT};
 pub use store::{AnyLockStore, LimitStore, Store, StoreOptions, MIN_TIMEOUT};

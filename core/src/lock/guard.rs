@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::{release_in_background, Hold};
+use super::hold::Hold;
 use super::lost::LostSignal;
 use super::{check_lease, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
@@ -106,6 +106,11 @@ impl<L: Lease> Guard<L> {
         self.hold.lost().wait().await
     }
 
+    /// Why the lease was lost, or `None` while it is not.
+    pub fn lost_reason(&self) -> Option<super::LostReason> {
+        self.hold.lost().reason()
+    }
+
     /// A clonable handle on the lost signal, for the tasks doing the protected work.
     pub fn lost_signal(&self) -> LostSignal {
         self.hold.lost().clone()
@@ -161,11 +166,29 @@ impl<L: Lease> Drop for Guard<L> {
             return;
         }
         let lease = self.lease.clone();
-        let release = async move {
-            let _ = lease.release().await;
-        };
-        if release_in_background(self.hold.take_watchdog(), release).is_err() {
+        let release = release_until(lease, self.hold.lease_end());
+        if self.hold.release_in_background(release).is_err() {
             self.lease.release_in_memory();
+        }
+    }
+}
+
+/// The first pause before a dropped guard's release is tried again, and the longest.
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+const LONGEST_RETRY: Duration = Duration::from_secs(1);
+
+/// A dropped guard's release, in the background: tried again while the store cannot be reached, until
+/// the lease would have run out anyway (then nothing is left to give back). Nobody awaits this task: a
+/// release the store refuses for another reason leaves the lease to run out.
+async fn release_until<L: Lease>(lease: L, end: Instant) {
+    let mut pause = FIRST_RETRY;
+    loop {
+        match lease.release().await {
+            Err(error) if error.is_store_failure() && Instant::now() + pause < end => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LONGEST_RETRY);
+            }
+            _ => return,
         }
     }
 }

@@ -1,26 +1,29 @@
 //! What every guard (lock or permit) shares: the lease's end as this process sees it, the lost signal,
 //! the watchdog task (started with the guard, stopped before release, resumed if a release fails on
-//! the way), and the process that took the hold: a forked child cannot use its parent's holds.
+//! the way), the runtime the hold was taken on (a guard dropped outside any runtime gives its hold back
+//! there), and the process that took the hold: a forked child cannot use its parent's holds.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::lost::LostSignal;
+use super::lost::{mark_lost, LostReason, LostSender, LostSignal};
 use super::watchdog::{self, LeaseEnd, Renew};
 use crate::error::{Error, Result};
 
 pub(crate) struct Hold {
     lease_end: Arc<LeaseEnd>,
-    lost_sender: Arc<watch::Sender<bool>>,
+    lost_sender: Arc<LostSender>,
     lost: LostSignal,
     watchdog: Option<JoinHandle<()>>,
     renew: Renew,
     ttl: Duration,
     auto_renew: bool,
+    /// The runtime current when the hold was taken, if any: its watchdog runs there, and a guard
+    /// dropped where no runtime is current gives the hold back there.
+    runtime: Option<tokio::runtime::Handle>,
     /// The process generation that took the hold (see `crate::process`).
     generation: u64,
 }
@@ -39,6 +42,7 @@ impl Hold {
             renew,
             ttl,
             auto_renew,
+            runtime: tokio::runtime::Handle::try_current().ok(),
             generation: crate::process::generation(),
         };
         hold.resume();
@@ -65,7 +69,7 @@ impl Hold {
         if still_held {
             self.lease_end.set(sent + ttl);
         } else {
-            self.lost_sender.send_replace(true);
+            mark_lost(&self.lost_sender, LostReason::Taken);
         }
     }
 
@@ -83,7 +87,7 @@ impl Hold {
         if self.watchdog.is_some() || self.lost.is_lost() {
             return;
         }
-        self.watchdog = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+        self.watchdog = self.runtime_here().map(|runtime| {
             runtime.spawn(watchdog::run(
                 self.renew.clone(),
                 self.ttl,
@@ -132,9 +136,40 @@ impl Hold {
         }
     }
 
-    /// The watchdog, for a guard being dropped to stop in the background.
-    pub(crate) fn take_watchdog(&mut self) -> Option<JoinHandle<()>> {
-        self.watchdog.take()
+    /// The runtime to spawn on: the current one, else the one the hold was taken on.
+    fn runtime_here(&self) -> Option<tokio::runtime::Handle> {
+        tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.clone())
+    }
+
+    /// When the lease ends as this process sees it (a release after that has nothing left to give back).
+    pub(crate) fn lease_end(&self) -> Instant {
+        self.lease_end.get()
+    }
+
+    /// For a guard being dropped: stops the watchdog, then runs `release` in the background, on the
+    /// current runtime or else on the one the hold was taken on. `Err(release)` when there is neither
+    /// (only the memory store can then give the hold back, synchronously).
+    pub(crate) fn release_in_background<F>(&mut self, release: F) -> std::result::Result<(), F>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let watchdog = self.watchdog.take();
+        let Some(runtime) = self.runtime_here() else {
+            if let Some(task) = watchdog {
+                task.abort();
+            }
+            return Err(release);
+        };
+        runtime.spawn(async move {
+            if let Some(task) = watchdog {
+                task.abort();
+                let _ = task.await;
+            }
+            release.await;
+        });
+        Ok(())
     }
 }
 
@@ -143,31 +178,6 @@ impl Drop for Hold {
         if self.owned_here().is_err() {
             // The parent's watchdog task lives on the parent's runtime: not ours to touch.
             std::mem::forget(self.watchdog.take());
-        }
-    }
-}
-
-/// Stops a watchdog taken from a dropped guard, then runs `release`.
-pub(crate) fn release_in_background<F>(watchdog: Option<JoinHandle<()>>, release: F) -> Result<(), F>
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
-                if let Some(task) = watchdog {
-                    task.abort();
-                    let _ = task.await;
-                }
-                release.await;
-            });
-            Ok(())
-        }
-        Err(_) => {
-            if let Some(task) = watchdog {
-                task.abort();
-            }
-            Err(release)
         }
     }
 }

@@ -126,10 +126,17 @@ impl Waiting {
         Waiting { held }
     }
 
-    /// Ends the wait: on failure the place is removed (best effort) before the error is returned.
+    /// Ends the wait: on failure the place is removed before the wait's error is returned. A removal
+    /// the store could not answer leaves the place to lapse on its own (`waiter_ttl` for a fair lock's
+    /// place, the writer's wait for a mark), and the wait's error stands; a removal that fails
+    /// otherwise (configuration, protocol, an unexpected state) is the error returned, since it says
+    /// more than the wait's own.
     pub(crate) async fn settle<T>(mut self, outcome: Result<T>) -> Result<T> {
         if let (Err(_), Some(held)) = (&outcome, self.held.take()) {
-            let _ = held.withdraw().await;
+            match held.withdraw().await {
+                Err(failure) if !failure.is_store_failure() => return Err(failure),
+                _ => {}
+            }
         }
         self.held = None;
         outcome

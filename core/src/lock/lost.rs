@@ -1,11 +1,71 @@
-//! The lost-lock signal: set once, by the watchdog, when a lease is found gone or taken by another;
-//! and true from the lease's end on, compared with the clock when asked rather than waiting for a timer.
+//! The lost-lock signal: set once, by the watchdog, when a lease is found gone or taken by another, or
+//! when a renewal fails in a way no retry mends; and true from the lease's end on, compared with the
+//! clock when asked rather than waiting for a timer. It says why ([`LostReason`]).
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use super::watchdog::LeaseEnd;
+use crate::error::Error;
+
+/// Why a hold was lost.
+///
+/// ```
+/// use ratelock::LostReason;
+/// assert_eq!(LostReason::Expired.to_string(), "the lease ran out without a renewal");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The lease's end passed without a renewal answered in time: the store could not be reached (or
+    /// answered too late), or auto-renew is off and nobody extended it.
+    Expired,
+    /// The store answered that the lease is gone or held by another (a renewal or an extension).
+    Taken,
+    /// A renewal failed in a way retrying cannot mend (a configuration or protocol error, an
+    /// unexpected state at the lock's key): the hold is given up at once rather than left to run out.
+    Failed(Error),
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LostReason::Expired => f.write_str("the lease ran out without a renewal"),
+            LostReason::Taken => f.write_str("the store answered that the lease is gone or held by another"),
+            LostReason::Failed(error) => write!(f, "a renewal failed: {error}"),
+        }
+    }
+}
+
+impl LostReason {
+    /// A short stable name: `"expired"`, `"taken"` or `"failed"` (what the bindings report).
+    ///
+    /// ```
+    /// assert_eq!(ratelock::LostReason::Taken.kind(), "taken");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LostReason::Expired => "expired",
+            LostReason::Taken => "taken",
+            LostReason::Failed(_) => "failed",
+        }
+    }
+}
+
+/// The sending half, kept by the hold and its watchdog: the first reason sent stays.
+pub(crate) type LostSender = watch::Sender<Option<LostReason>>;
+
+/// Marks the hold lost for `reason`, unless it already is (the first reason is the one reported).
+pub(crate) fn mark_lost(sender: &LostSender, reason: LostReason) {
+    sender.send_if_modified(|current| {
+        if current.is_some() {
+            return false;
+        }
+        *current = Some(reason);
+        true
+    });
+}
 
 /// Tells a holder that its lock was lost. Cheap to clone; hand it to the tasks doing the protected work.
 ///
@@ -19,31 +79,39 @@ use super::watchdog::LeaseEnd;
 /// guard.extend(std::time::Duration::from_secs(5)).await?; // the next renewal finds it gone
 /// lost.wait().await;                       // resolves at once
 /// assert!(lost.is_lost());
+/// assert_eq!(lost.reason(), Some(ratelock::LostReason::Taken));
 /// # Ok::<(), ratelock::Error>(()) }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
 pub struct LostSignal {
-    receiver: watch::Receiver<bool>,
+    receiver: watch::Receiver<Option<LostReason>>,
     lease_end: Arc<LeaseEnd>,
 }
 
 impl LostSignal {
-    pub(crate) fn new(lease_end: Arc<LeaseEnd>) -> (watch::Sender<bool>, LostSignal) {
-        let (sender, receiver) = watch::channel(false);
+    pub(crate) fn new(lease_end: Arc<LeaseEnd>) -> (LostSender, LostSignal) {
+        let (sender, receiver) = watch::channel(None);
         (sender, LostSignal { receiver, lease_end })
     }
 
-    /// True once the lock has been lost: a renewal found it gone or taken, or its lease's end (as
-    /// this process sees it) has passed without a renewal, checked against the clock at this call.
+    /// True once the lock has been lost: a renewal found it gone or taken, or failed for good, or its
+    /// lease's end (as this process sees it) has passed without a renewal, checked against the clock
+    /// at this call.
     pub fn is_lost(&self) -> bool {
-        *self.receiver.borrow() || self.lease_end.passed()
+        self.receiver.borrow().is_some() || self.lease_end.passed()
+    }
+
+    /// Why the lock was lost, or `None` while it is not (see [`is_lost`](Self::is_lost)).
+    pub fn reason(&self) -> Option<LostReason> {
+        let sent = self.receiver.borrow().clone();
+        sent.or_else(|| self.lease_end.passed().then_some(LostReason::Expired))
     }
 
     /// Resolves when the lock is lost (at once if it already is). Never resolves for a lock that is
     /// released normally.
     pub async fn wait(&self) {
         let mut receiver = self.receiver.clone();
-        if receiver.wait_for(|lost| *lost).await.is_err() {
+        if receiver.wait_for(Option::is_some).await.is_err() {
             std::future::pending::<()>().await;
         }
     }

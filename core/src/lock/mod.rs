@@ -35,7 +35,7 @@ pub use guard::{Guard, Lease};
 pub use lease_guard::{HeldLease, LeaseGuard};
 use lock_lease::lock_guard;
 pub use lock_lease::{LockGuard, LockLease};
-pub use lost::LostSignal;
+pub use lost::{LostReason, LostSignal};
 pub use rwlock::{ReadWriteLock, RwLockState};
 pub use semaphore::{ConcurrencyLimiter, PermitGuard, PermitLease, Semaphore};
 

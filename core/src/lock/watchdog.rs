@@ -1,7 +1,9 @@
 //! The background task behind every hold: renews the lease at a third of its length (auto-renew), or
 //! waits for its end (no auto-renew); either way it raises the lost signal as soon as the hold is known
 //! lost — at the latest when the lease's end (as this process sees it) passes without a renewal, even
-//! if a renewal is still waiting for an answer. It runs only while its guard lives: release and drop
+//! if a renewal is still waiting for an answer. A renewal the store could not answer (an outage) is
+//! tried again; one that fails otherwise (configuration, protocol, an unexpected state) cannot succeed
+//! later and loses the hold at once, saying why. It runs only while its guard lives: release and drop
 //! stop it before anything else.
 
 use std::future::Future;
@@ -11,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
+use super::lost::{mark_lost, LostReason, LostSender};
 use crate::error::Result;
 
 /// When the lease ends as far as this process can tell (the time the request that set it was sent,
@@ -73,14 +76,14 @@ pub(crate) async fn run(
     ttl: Duration,
     auto_renew: bool,
     lease_end: Arc<LeaseEnd>,
-    lost: Arc<watch::Sender<bool>>,
+    lost: Arc<LostSender>,
 ) {
     let every = (ttl / 3).max(Duration::from_millis(1));
     let mut next = Instant::now() + every;
     loop {
         let end = lease_end.get();
         if Instant::now() >= end {
-            lost.send_replace(true);
+            mark_lost(&lost, LostReason::Expired);
             return;
         }
         let wake = if auto_renew { next.min(end) } else { end };
@@ -96,7 +99,7 @@ pub(crate) async fn run(
             answer = renew() => answer,
             // A renewal still unanswered when the lease ends cannot keep the lock: it is lost now.
             _ = sleep_until(lease_end.get()) => {
-                lost.send_replace(true);
+                mark_lost(&lost, LostReason::Expired);
                 return;
             }
         };
@@ -106,10 +109,14 @@ pub(crate) async fn run(
                 next = sent + every;
             }
             Ok(false) => {
-                lost.send_replace(true);
+                mark_lost(&lost, LostReason::Taken);
                 return;
             }
-            Err(_) => next = Instant::now() + RETRY_AFTER_FAILURE.min(every),
+            Err(error) if error.is_store_failure() => next = Instant::now() + RETRY_AFTER_FAILURE.min(every),
+            Err(error) => {
+                mark_lost(&lost, LostReason::Failed(error));
+                return;
+            }
         }
     }
 }

@@ -18,7 +18,19 @@ impl AnsweringProxy {
     /// Listens on a free loopback port, forwards to `127.0.0.1:upstream`, answers script calls with
     /// `reply` (a RESP error line without its CRLF, e.g. `-no upstream host`).
     pub fn start(upstream: u16, reply: &str) -> Self {
+        Self::start_matching(upstream, reply, "")
+    }
+
+    /// As [`start`](Self::start), but answers only the script calls that have an argument equal to
+    /// `argument` (e.g. `withdraw`: one operation of a lock script); every other call passes through.
+    /// An empty `argument` matches every script call.
+    pub fn start_matching(upstream: u16, reply: &str, argument: &str) -> Self {
         let reply = format!("{reply}\r\n").into_bytes();
+        let argument = if argument.is_empty() {
+            Vec::new()
+        } else {
+            format!("\r\n{argument}\r\n").into_bytes()
+        };
         let (ready, port) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -32,9 +44,9 @@ impl AnsweringProxy {
                     let Ok((client, _)) = listener.accept().await else {
                         return;
                     };
-                    let reply = reply.clone();
+                    let (reply, argument) = (reply.clone(), argument.clone());
                     tokio::spawn(async move {
-                        let _ = serve(client, upstream, &reply).await;
+                        let _ = serve(client, upstream, &reply, &argument).await;
                     });
                 }
             });
@@ -63,7 +75,12 @@ fn answered(name: &[u8]) -> bool {
     ) || name.starts_with(b"RATELOCK.")
 }
 
-async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8]) -> std::io::Result<()> {
+/// Whether the whole command `sent` has `argument` (CRLF-framed) among its arguments; empty: any.
+fn has_argument(sent: &[u8], argument: &[u8]) -> bool {
+    argument.is_empty() || sent.windows(argument.len()).any(|window| window == argument)
+}
+
+async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8], argument: &[u8]) -> std::io::Result<()> {
     let mut server = TcpStream::connect(("127.0.0.1", upstream)).await?;
     let (mut from_client, mut from_server) = (Vec::new(), Vec::new());
     let mut chunk = [0u8; 16 * 1024];
@@ -80,7 +97,7 @@ async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8]) -> std::io::R
             from_client.extend_from_slice(&chunk[..read]);
         };
         let sent: Vec<u8> = from_client.drain(..length).collect();
-        if answered(&name.to_ascii_uppercase()) {
+        if answered(&name.to_ascii_uppercase()) && has_argument(&sent, argument) {
             client.write_all(reply).await?;
             continue;
         }

@@ -1,14 +1,16 @@
-//! The lost-signal bound of the fault suite: a hold that can no longer be renewed is signalled lost no
-//! later than its lease's end plus a bound, and a client that was itself stopped (SIGSTOP) past its
-//! lease hears it within the bound of waking (the time it was stopped does not count). Bound: 100 ms,
-//! well above the watchdog's own reaction (it wakes at the lease end it counted from the request's
-//! send) and a scheduler's jitter on a loaded 2-core machine.
+//! The lost signal of the fault suite: a hold that can no longer be renewed is signalled lost no later
+//! than its lease's end plus a bound, and a client that was itself stopped (SIGSTOP) past its lease
+//! hears it within the bound of waking (the time it was stopped does not count). Bound: 100 ms, well
+//! above the watchdog's own reaction (it wakes at the lease end it counted from the request's send) and
+//! a scheduler's jitter on a loaded 2-core machine. The signal says why: expired, taken, or a renewal
+//! refused for good (then at once, not at the lease's end).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ratelock::{DistributedLock, LockOptions, Store, StoreOptions};
+use ratelock::{DistributedLock, FairLock, LockOptions, LostReason, Store, StoreOptions};
+use ratelock_testkit::answering_proxy::AnsweringProxy;
 use ratelock_testkit::fault::{Fault, FaultProxy};
 use ratelock_testkit::RedisServer;
 
@@ -27,7 +29,9 @@ async fn lost_after_lease_end(url: &str, cut_off: impl FnOnce()) -> Duration {
     tokio::time::timeout(Duration::from_secs(5), guard.lost())
         .await
         .expect("the loss is signalled");
-    Instant::now().saturating_duration_since(latest_lease_end)
+    let late = Instant::now().saturating_duration_since(latest_lease_end);
+    assert_eq!(guard.lost_reason(), Some(LostReason::Expired));
+    late
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,4 +109,33 @@ fn a_client_stopped_past_its_lease_hears_it_lost_within_the_bound_of_waking() {
     );
     let _ = worker.wait();
     runtime.block_on(async { taken.release().await.unwrap() });
+}
+
+/// A renewal the store refuses with a reply nobody knows cannot succeed later: the hold is lost at once,
+/// saying why, instead of being renewed in vain until its lease runs out. (The proxy answers only the
+/// fair lock's `extend` operation.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_refused_for_good_loses_the_hold_at_once_and_says_why() {
+    let server = RedisServer::start();
+    let proxy = AnsweringProxy::start_matching(server.port(), "-NEWCODE never seen", "extend");
+    let store = Store::connect(&proxy.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let ttl = Duration::from_secs(3);
+    let lock = FairLock::new(&store, "lost:refused", LockOptions::default().with_ttl(ttl)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let taken = Instant::now();
+    tokio::time::timeout(ttl, guard.lost())
+        .await
+        .expect("lost before the lease's end");
+    // The first renewal goes out at a third of the ttl.
+    assert!(
+        taken.elapsed() < ttl / 3 + Duration::from_millis(500),
+        "lost after {:?}",
+        taken.elapsed()
+    );
+    match guard.lost_reason() {
+        Some(LostReason::Failed(error)) => assert!(error.is_protocol(), "{error}"),
+        other => panic!("lost for {other:?}"),
+    }
 }

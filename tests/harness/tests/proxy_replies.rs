@@ -61,3 +61,43 @@ async fn an_unreadable_reply_stream_raises_on_every_call() {
         assert!(error.is_protocol(), "call {call}: {error}");
     }
 }
+
+/// A fair lock's waiter gives up (WaitTimeout) and its place must leave the queue. The proxy answers
+/// only that removal (`withdraw`): an outage leaves the place to lapse and the wait's own error stands;
+/// a reply nobody knows is the error returned, not dropped.
+#[tokio::test]
+async fn a_failed_withdrawal_is_reported_unless_it_is_an_outage() {
+    use ratelock::{FairLock, LockOptions, ReadWriteLock, Store, StoreOptions};
+    let server = RedisServer::start();
+    let direct = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    for (reply, protocol) in [("-NEWCODE never seen", true), ("-ERR Connection refused", false)] {
+        let proxy = AnsweringProxy::start_matching(server.port(), reply, "withdraw");
+        let through = Store::connect(&proxy.url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let wait = std::time::Duration::from_millis(150);
+
+        let name = format!("withdraw-fair-{protocol}");
+        let holder = FairLock::new(&direct, &name, LockOptions::default()).unwrap();
+        let _held = holder.try_acquire().await.unwrap().unwrap();
+        let error = FairLock::new(&through, &name, LockOptions::default())
+            .unwrap()
+            .acquire(wait)
+            .await
+            .unwrap_err();
+        assert_eq!(error.is_protocol(), protocol, "fair lock, {reply}: {error}");
+        assert_eq!(error.is_wait_timeout(), !protocol, "fair lock, {reply}: {error}");
+
+        let name = format!("withdraw-rw-{protocol}");
+        let reader = ReadWriteLock::new(&direct, &name, LockOptions::default()).unwrap();
+        let _read = reader.try_acquire_read().await.unwrap().unwrap();
+        let error = ReadWriteLock::new(&through, &name, LockOptions::default())
+            .unwrap()
+            .acquire_write(wait)
+            .await
+            .unwrap_err();
+        assert_eq!(error.is_protocol(), protocol, "write side, {reply}: {error}");
+    }
+}
