@@ -123,6 +123,10 @@ export declare class DistributedLock {
   readonly fencingToken: number | null
   /** True once the latest hold is known lost. */
   readonly lost: boolean
+  /** Why the latest hold was lost; `null` while it is not, or with no hold. */
+  readonly lostReason: LostReason | null
+  /** The error that refused the latest hold's renewal when `lostReason` is `'failed'`. */
+  readonly lostError: RatelockError | null
   isLocked(): Promise<boolean>
   remainingTtlMs(): Promise<number | null>
   /** Deletes the lease whoever holds it (an operator's tool). */
@@ -132,11 +136,21 @@ export declare class DistributedLock {
 
 export interface SemaphoreOptions extends LockKindOptions {}
 
+/**
+ * Why a hold was lost: its lease ran out without a renewal (`'expired'`), the store said it is gone or
+ * held by another (`'taken'`), or a renewal was refused for good (`'failed'`: see `lostError`).
+ */
+export type LostReason = 'expired' | 'taken' | 'failed'
+
 /** One hold of a lock kind: a lease, renewed while held. */
 declare class Hold {
   protected constructor()
   /** True once the hold is known lost. */
   readonly lost: boolean
+  /** Why the hold was lost; `null` while it is not. */
+  readonly lostReason: LostReason | null
+  /** The error that refused the renewal when `lostReason` is `'failed'`. */
+  readonly lostError: RatelockError | null
   /** Moves the lease end (default: the ttl); `LockLostError` if the hold is gone. */
   extend(options?: { ttlMs?: number }): Promise<void>
   /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */

@@ -31,6 +31,17 @@ export declare class NativeGuard {
   /** True once the hold is known lost. */
   isLost(): boolean
   /**
+   * Why the hold was lost: "expired" (its lease ran out without a renewal), "taken" (the store said
+   * it is gone or held by another) or "failed" (a renewal was refused for good: see `lostError`);
+   * `null` while it is not lost.
+   */
+  get lostReason(): string | null
+  /**
+   * When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
+   * message`, typed by the JavaScript side); else `null`.
+   */
+  get lostError(): string | null
+  /**
    * Resolves `true` when the hold is lost, `false` when it is given back first (the pending promise
    * keeps the process alive meanwhile).
    */

@@ -5,7 +5,7 @@
 // be called again. Also `using`, the body of every lock kind's `using()`.
 
 const check = require('./arguments')
-const { LockLostError, rethrow } = require('./errors')
+const { LockLostError, fromNative, rethrow } = require('./errors')
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
 class Hold {
@@ -22,6 +22,25 @@ class Hold {
    */
   get lost() {
     return this.#native.isLost()
+  }
+
+  /**
+   * Why the hold was lost: `'expired'` (its lease ran out without a renewal), `'taken'` (the store
+   * said it is gone or held by another) or `'failed'` (a renewal was refused for good: `lostError`);
+   * `null` while it is not lost.
+   * @returns {'expired' | 'taken' | 'failed' | null}
+   */
+  get lostReason() {
+    return this.#native.lostReason
+  }
+
+  /**
+   * The typed error that refused the renewal when `lostReason` is `'failed'`, else `null`.
+   * @returns {Error | null}
+   */
+  get lostError() {
+    const text = this.#native.lostError
+    return text === null ? null : fromNative(new Error(text))
   }
 
   /**
@@ -50,9 +69,12 @@ class Hold {
   }
 }
 
-/** The reason a hold's signal aborts with: `native` (a native guard) was lost while held. */
+/** The reason a hold's signal aborts with: `native` (a native guard) was lost while held, and why. */
 function lostWhileHeld(native) {
-  return new LockLostError(`the ${native.what} was lost while held`)
+  const why = { expired: 'its lease ran out without a renewal', taken: 'the store said it is gone or held by another' }
+  const failed = native.lostError
+  const reason = why[native.lostReason] ?? (failed === null ? null : `a renewal failed: ${fromNative(new Error(failed)).message}`)
+  return new LockLostError(`the ${native.what} was lost while held${reason === null ? '' : ` (${reason})`}`)
 }
 
 /**
@@ -72,7 +94,8 @@ async function using(work, acquire, giveBack = (hold) => hold.release()) {
     (lost) => {
       if (lost) controller.abort(lostWhileHeld(hold.hold))
     },
-    () => {},
+    // The watch itself failed: the hold can no longer be known safe, so the work is told to stop.
+    (error) => controller.abort(fromNative(error)),
   )
   let failed = false
   let failure

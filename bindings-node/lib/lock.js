@@ -91,6 +91,16 @@ class DistributedLock {
     return this.#latest()?.lost ?? false
   }
 
+  /** Why the latest hold was lost (see `Hold.lostReason`); `null` while it is not, or with no hold. */
+  get lostReason() {
+    return this.#latest()?.lostReason ?? null
+  }
+
+  /** The error that refused the latest hold's renewal when `lostReason` is `'failed'`, else `null`. */
+  get lostError() {
+    return this.#latest()?.lostError ?? null
+  }
+
   /** Whether anyone holds the lock now. */
   async isLocked() {
     return this.#handle.call('isLocked')

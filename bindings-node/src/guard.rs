@@ -84,6 +84,24 @@ impl NativeGuard {
         self.lost.is_lost()
     }
 
+    /// Why the hold was lost: "expired" (its lease ran out without a renewal), "taken" (the store said
+    /// it is gone or held by another) or "failed" (a renewal was refused for good: see `lostError`);
+    /// `null` while it is not lost.
+    #[napi(getter)]
+    pub fn lost_reason(&self) -> Option<&'static str> {
+        self.lost.reason().map(|reason| reason.kind())
+    }
+
+    /// When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
+    /// message`, typed by the JavaScript side); else `null`.
+    #[napi(getter)]
+    pub fn lost_error(&self) -> Option<String> {
+        match self.lost.reason()? {
+            ratelock::LostReason::Failed(error) => Some(crate::errors::to_js(error).reason),
+            _ => None,
+        }
+    }
+
     /// Resolves `true` when the hold is lost, `false` when it is given back first (the pending promise
     /// keeps the process alive meanwhile).
     #[napi]

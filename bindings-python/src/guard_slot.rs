@@ -65,6 +65,11 @@ impl GuardSlot {
         self.lost.is_lost()
     }
 
+    /// Why the hold was lost (`None` while it is not).
+    pub(crate) fn lost_reason(&self) -> Option<ratelock::LostReason> {
+        self.lost.reason()
+    }
+
     /// True once the hold was given back.
     pub(crate) fn is_released(&self) -> bool {
         self.released.load(Ordering::Acquire)

@@ -50,6 +50,23 @@ pymethods_with_async_twins! {
             self.slot.is_lost()
         }
 
+        /// Why the hold was lost: "expired" (its lease ran out without a renewal), "taken" (the store
+        /// said it is gone or held by another) or "failed" (a renewal was refused for good: see
+        /// `lost_error`); `None` while it is not lost.
+        #[getter]
+        fn lost_reason(&self) -> Option<&'static str> {
+            self.slot.lost_reason().map(|reason| reason.kind())
+        }
+
+        /// The error that refused the renewal when `lost_reason` is "failed", else `None`.
+        #[getter]
+        fn lost_error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+            match self.slot.lost_reason()? {
+                ratelock::LostReason::Failed(error) => Some(crate::errors::to_py(error).into_value(py).into_any()),
+                _ => None,
+            }
+        }
+
         /// True once the hold was given back.
         fn is_released(&self) -> bool {
             self.slot.is_released()

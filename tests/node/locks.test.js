@@ -61,6 +61,7 @@ for (const store of ['memory', 'redis']) {
       ratelock.LockLostError,
     )
     assert.ok(reason instanceof ratelock.LockLostError)
+    assert.match(reason.message, /held by another/, 'the abort says why')
     assert.equal(lock.fencingToken, null)
   })
 

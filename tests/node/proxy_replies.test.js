@@ -10,7 +10,7 @@ const path = require('node:path')
 const readline = require('node:readline')
 const { after, before, test } = require('node:test')
 
-const { Limiter, ProtocolError, ConfigurationError } = require('../../bindings-node')
+const { FairLock, Limiter, ProtocolError, ConfigurationError } = require('../../bindings-node')
 const { RedisServer } = require('./redis-server')
 
 const REPO = path.join(__dirname, '..', '..')
@@ -30,8 +30,8 @@ after(async () => {
   await redis.close()
 })
 
-async function answering(reply) {
-  const proxy = spawn(binary, [String(redis.port), reply])
+async function answering(reply, argument = '') {
+  const proxy = spawn(binary, [String(redis.port), reply, argument])
   proxies.push(proxy)
   const lines = readline.createInterface({ input: proxy.stdout })[Symbol.asyncIterator]()
   return `redis://127.0.0.1:${(await lines.next()).value.split(' ')[1]}/`
@@ -68,4 +68,14 @@ test('an unreadable reply stream: every call rejects with ProtocolError, none is
     }
   }
   assert.deepEqual(outcomes, Array(6).fill('ProtocolError'))
+})
+
+test('a renewal refused for good loses the hold at once and says why', async () => {
+  // The proxy answers only the fair lock's `extend`: the first renewal (at a third of the ttl) is refused.
+  const lock = new FairLock('renewal-refused', { url: await answering('-NEWCODE never seen', 'extend'), ttlMs: 3000 })
+  const hold = await lock.acquire({ timeoutMs: 1000 })
+  const lost = await Promise.race([hold.hold.waitLost(), new Promise((resolve) => setTimeout(() => resolve('late'), 2500))])
+  assert.equal(lost, true)
+  assert.equal(hold.lostReason, 'failed')
+  assert.ok(hold.lostError instanceof ProtocolError, String(hold.lostError))
 })

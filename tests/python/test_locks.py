@@ -57,12 +57,14 @@ def test_a_forcibly_deleted_lock_is_reported_lost_and_release_raises(store_url):
             assert lock.force_release()
             assert lock.wait_lost(timeout=0.3 + 0.2), "lost signal within ttl/3"
             assert lock.lost
+            assert lock.lost_reason == "taken" and lock.lost_error is None
 
 
 def test_extend_never_reacquires(store_url):
     lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
     assert lock.acquire()
     time.sleep(0.2)
+    assert lock.lost_reason == "expired"
     with pytest.raises(ratelock.LockLost):
         lock.extend(5)
     assert not lock.locked()

@@ -27,8 +27,9 @@ def proxy_binary() -> Path:
 
 
 class AnsweringProxy:
-    def __init__(self, binary: Path, upstream: int, reply: str) -> None:
-        self.process = subprocess.Popen([str(binary), str(upstream), reply], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, binary: Path, upstream: int, reply: str, argument: str = "") -> None:
+        command = [str(binary), str(upstream), reply, argument]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         self.url = f"redis://127.0.0.1:{self.process.stdout.readline().split()[1]}/"
 
@@ -92,3 +93,17 @@ def test_an_unreadable_reply_stream_raises_on_every_call(answering, asyncio_api:
             except ratelock.RatelockError as error:
                 outcomes.append(type(error).__name__)
     assert outcomes == ["ProtocolError"] * 6
+
+
+def test_a_renewal_refused_for_good_loses_the_hold_and_says_why(proxy_binary: Path, redis_server) -> None:
+    # The proxy answers only the fair lock's `extend`: the first renewal (at a third of the ttl) is
+    # refused with a code nobody knows, and the hold is lost then, not at its lease's end.
+    proxy = AnsweringProxy(proxy_binary, redis_server.port, "-NEWCODE never seen", "extend")
+    try:
+        lock = ratelock.FairLock("renewal-refused", proxy.url, ttl=3)
+        assert lock.acquire(timeout=1)
+        assert lock.wait_lost(timeout=2.5)
+        assert lock.lost_reason == "failed"
+        assert isinstance(lock.lost_error, ratelock.ProtocolError)
+    finally:
+        proxy.stop()

@@ -40,6 +40,7 @@ from ratelock._native import (
 )
 from ratelock.limiter import Limiter, RateLimited
 from ratelock.fair_lock import FairLock
+from ratelock._holds import LostReason
 from ratelock.lease_guard import LeaseGuard
 from ratelock.lock import DistributedLock
 from ratelock.rwlock import ReadWriteLock
@@ -59,6 +60,7 @@ __all__ = [
     "InvalidRule",
     "Limiter",
     "LockLost",
+    "LostReason",
     "ProtocolError",
     "LockNotOwned",
     "RateLimited",

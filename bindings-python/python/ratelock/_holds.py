@@ -4,10 +4,14 @@ releasing and deciding that a hold was lost are the native guards' own work."""
 
 import threading
 from contextlib import contextmanager
-from typing import Awaitable, Generic, Iterator, List, Optional, Protocol, TypeVar, Union
+from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import LockNotOwned, StoreUnavailable
+from ratelock._native import LockNotOwned, RatelockError, StoreUnavailable
+
+#: Why a hold was lost: its lease ran out without a renewal ("expired"), the store said it is gone or
+#: held by another ("taken"), or a renewal was refused for good ("failed": see ``lost_error``).
+LostReason = Literal["expired", "taken", "failed"]
 
 G = TypeVar("G", bound=_native.Guard)
 G_co = TypeVar("G_co", bound=_native.Guard, covariant=True)
@@ -39,6 +43,18 @@ class Holds(Generic[G]):
         """True once the latest hold is known lost."""
         with self._mutex:
             return bool(self._guards) and self._guards[-1].is_lost()
+
+    @property
+    def lost_reason(self) -> Optional[LostReason]:
+        """Why the latest hold was lost (``None`` while it is not, or with no hold)."""
+        with self._mutex:
+            return self._guards[-1].lost_reason if self._guards else None
+
+    @property
+    def lost_error(self) -> Optional[RatelockError]:
+        """The error that refused the latest hold's renewal, when ``lost_reason`` is ``"failed"``."""
+        with self._mutex:
+            return self._guards[-1].lost_error if self._guards else None
 
     def _keep(self, guard: Optional[G]) -> bool:
         """Adds a hold just taken (``None``: none was free); whether there was one."""

@@ -5,6 +5,7 @@ shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."
 from typing import Optional
 
 from ratelock import _native
+from ratelock._holds import LostReason
 
 
 class LeaseGuardBase:
@@ -27,6 +28,16 @@ class LeaseGuardBase:
     def lost(self) -> bool:
         """True once the hold is known lost (its lease ended or its key was deleted)."""
         return self._guard.is_lost()
+
+    @property
+    def lost_reason(self) -> Optional[LostReason]:
+        """Why the hold was lost (``None`` while it is not)."""
+        return self._guard.lost_reason
+
+    @property
+    def lost_error(self) -> Optional[_native.RatelockError]:
+        """The error that refused the renewal, when ``lost_reason`` is ``"failed"``."""
+        return self._guard.lost_error
 
     def _lease(self, ttl: Optional[float]) -> float:
         """``ttl``, or the lock's own when ``None``."""

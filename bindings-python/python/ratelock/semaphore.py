@@ -7,7 +7,7 @@ from typing import Optional, Union
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
-from ratelock._holds import Holds
+from ratelock._holds import Holds, LostReason
 from ratelock._native import Client, SemaphoreHandle
 
 
@@ -100,6 +100,11 @@ class Slot:
     def lost(self) -> bool:
         """True once the slot's lease is known lost."""
         return self._semaphore.lost
+
+    @property
+    def lost_reason(self) -> Optional[LostReason]:
+        """Why the slot's lease was lost (``None`` while it is not)."""
+        return self._semaphore.lost_reason
 
     def __enter__(self) -> "Slot":
         return self
