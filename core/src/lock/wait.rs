@@ -44,8 +44,9 @@ where
     let watch = match deadline {
         Some(deadline) => tokio::time::timeout_at(deadline, store.watch_releases(channel))
             .await
-            .ok(),
-        None => Some(store.watch_releases(channel).await),
+            .ok()
+            .transpose()?,
+        None => Some(store.watch_releases(channel).await?),
     };
     let never = tokio::sync::Notify::new();
     let mut jitter = Jitter::new(owner);

@@ -63,7 +63,7 @@ mod locks {
             Store::ping(self)
         }
 
-        async fn watch_releases(&self, channel: &[u8]) -> ReleaseWatch {
+        async fn watch_releases(&self, channel: &[u8]) -> Result<ReleaseWatch> {
             each_store!(self, store => store.watch_releases(channel).await)
         }
     }
@@ -109,7 +109,7 @@ mod locks {
             each_lock_store!(self, store => LockStore::ping(store).await)
         }
 
-        async fn watch_releases(&self, channel: &[u8]) -> ReleaseWatch {
+        async fn watch_releases(&self, channel: &[u8]) -> Result<ReleaseWatch> {
             each_lock_store!(self, store => store.watch_releases(channel).await)
         }
     }

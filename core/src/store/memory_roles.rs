@@ -54,9 +54,9 @@ mod locks {
             ready(Ok(()))
         }
 
-        fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = ReleaseWatch> + Send {
+        fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = Result<ReleaseWatch>> + Send {
             let source = WatchSource::Memory(self.locks().channel(channel));
-            ready(ReleaseWatch { source })
+            ready(Ok(ReleaseWatch { source }))
         }
     }
 

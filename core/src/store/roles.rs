@@ -69,9 +69,11 @@ pub trait LockStore: sealed::Sealed + Send + Sync {
     /// Reaches the store now: configuration errors and outages alike are returned.
     fn ping(&self) -> impl Future<Output = Result<()>> + Send;
 
-    /// Starts listening for releases on `channel` (before trying, so no release is missed).
+    /// Starts listening for releases on `channel` (before trying, so no release is missed). Fails only
+    /// for a refusal no retry mends (e.g. an ACL without SUBSCRIBE); an outage leaves a watch that is
+    /// never woken, and the wait tries again at the holder's lease end.
     #[doc(hidden)]
-    fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = ReleaseWatch> + Send;
+    fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = Result<ReleaseWatch>> + Send;
 }
 
 #[cfg(feature = "runtime")]

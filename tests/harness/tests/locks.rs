@@ -376,3 +376,41 @@ async fn cancelled_waits_unsubscribe_and_a_dropped_store_closes_its_subscriber()
         "the dropped store left connections open:\n{clients}"
     );
 }
+
+/// A waiter whose user may not SUBSCRIBE cannot be woken by releases: that is a configuration error,
+/// returned at once, not a wait that silently sleeps whole leases (or runs out).
+#[tokio::test]
+async fn a_waiter_refused_the_release_channel_gets_a_configuration_error() {
+    let server = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "nosub",
+            "on",
+            ">secret",
+            "~*",
+            "&*",
+            "+@all",
+            "-subscribe",
+        ])
+        .query(&mut server.connection())
+        .unwrap();
+    let direct = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let limited_url = format!("redis://nosub:secret@127.0.0.1:{}/", server.port());
+    let limited = Store::connect(&limited_url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let holder = DistributedLock::new(&direct, "acl:subscribe", LockOptions::default()).unwrap();
+    let _held = holder.try_acquire().await.unwrap().expect("free");
+    let waiter = DistributedLock::new(&limited, "acl:subscribe", LockOptions::default()).unwrap();
+    let started = Instant::now();
+    let error = waiter.acquire(Duration::from_secs(3)).await.unwrap_err();
+    assert!(error.is_configuration(), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "refused after {:?}",
+        started.elapsed()
+    );
+}

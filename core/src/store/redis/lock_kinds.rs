@@ -37,12 +37,12 @@ impl LockStore for RedisStore {
     /// Boxed like every other Redis call here: the subscriber's future is deep (a pub/sub connection
     /// held across awaits), and inline it pushed the futures of code that awaits a lock wait past
     /// rustc's query depth limit.
-    fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = ReleaseWatch> + Send {
+    fn watch_releases(&self, channel: &[u8]) -> impl Future<Output = Result<ReleaseWatch>> + Send {
         Box::pin(async move {
-            let registration = self.subscriber().register(channel).await;
-            ReleaseWatch {
+            let registration = self.subscriber().register(channel).await?;
+            Ok(ReleaseWatch {
                 source: WatchSource::Redis(registration),
-            }
+            })
         })
     }
 }

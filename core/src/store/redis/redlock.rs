@@ -82,7 +82,10 @@ impl LockStore for RedlockStore {
     }
 
     /// Waiters listen for releases on the first server, with their timers behind.
-    fn watch_releases(&self, channel: &[u8]) -> impl std::future::Future<Output = ReleaseWatch> + Send {
+    fn watch_releases(
+        &self,
+        channel: &[u8],
+    ) -> impl std::future::Future<Output = Result<ReleaseWatch>> + Send {
         self.first_node().watch_releases(channel)
     }
 }

@@ -3,6 +3,9 @@
 //! connection subscribes while a channel has waiters. If the connection drops, waiters are woken
 //! (they retry) and the next registration reconnects: a missed message only costs a capped wait.
 //! Registering is cancel-safe and bounded by the store's timeout; the reader task ends with the store.
+//! An outage while subscribing is no error (the waiter still tries again at the holder's lease end),
+//! but a refusal that no retry mends (credentials, an ACL without SUBSCRIBE or the channel) is returned
+//! to the waiter: silently waiting whole leases for every release would hide it.
 //! Behind Sentinel, every (re)connection asks the sentinels for the master first, so after a failover
 //! the waiters' wake-ups come from the promoted master.
 
@@ -15,6 +18,9 @@ use futures_util::StreamExt;
 use parking_lot::Mutex;
 use redis::aio::PubSubSink;
 use tokio::sync::{watch, Notify};
+
+use super::map_error;
+use crate::error::Result;
 
 /// Where the subscriber connects: one fixed server, or whichever master the sentinels name now.
 #[derive(Clone)]
@@ -29,15 +35,13 @@ pub(crate) enum Source {
 
 impl Source {
     #[cfg_attr(not(feature = "sentinel"), allow(unused_variables))]
-    async fn client(&self, timeout: Duration) -> Option<redis::Client> {
+    async fn client(&self, timeout: Duration) -> Result<redis::Client> {
         match self {
-            Source::Fixed(client) => Some(client.clone()),
+            Source::Fixed(client) => Ok(client.clone()),
             #[cfg(feature = "sentinel")]
             Source::Sentinel { sentinels, master } => {
-                let address = super::sentinel_master_address(sentinels, master, timeout)
-                    .await
-                    .ok()?;
-                redis::Client::open(format!("redis://{address}")).ok()
+                let address = super::sentinel_master_address(sentinels, master, timeout).await?;
+                redis::Client::open(format!("redis://{address}")).map_err(map_error)
             }
         }
     }
@@ -90,8 +94,9 @@ impl Subscriber {
     }
 
     /// Registers interest in `channel` and makes sure the connection is subscribed to it, within the
-    /// store's timeout. Never fails: without a subscription the waiter still retries at the lease's end.
-    pub(crate) async fn register(self: &Arc<Self>, channel: &[u8]) -> Registration {
+    /// store's timeout. An outage is no error (without a subscription the waiter still retries at the
+    /// lease's end); a refusal no retry mends (configuration, protocol) is.
+    pub(crate) async fn register(self: &Arc<Self>, channel: &[u8]) -> Result<Registration> {
         let notify = {
             let mut channels = self.channels.lock();
             let interest = channels.entry(channel.to_vec()).or_insert_with(|| Interest {
@@ -107,38 +112,38 @@ impl Subscriber {
             channel: channel.to_vec(),
             notify,
         };
-        let _ = tokio::time::timeout(self.timeout, self.subscribe(channel)).await;
-        registration
-    }
-
-    async fn subscribe(self: &Arc<Self>, channel: &[u8]) {
-        let mut connection = self.connection.lock().await;
-        match connection.as_mut() {
-            None => *connection = self.connect().await,
-            Some(live) if !live.subscribed.contains(channel) => {
-                if live.sink.subscribe(channel).await.is_ok() {
-                    live.subscribed.insert(channel.to_vec());
-                } else {
-                    *connection = None;
-                }
-            }
-            Some(_) => {}
+        match tokio::time::timeout(self.timeout, self.subscribe(channel)).await {
+            Ok(Err(refused)) if !refused.is_store_failure() => Err(refused),
+            _ => Ok(registration),
         }
     }
 
+    async fn subscribe(self: &Arc<Self>, channel: &[u8]) -> Result<()> {
+        let mut connection = self.connection.lock().await;
+        match connection.as_mut() {
+            None => *connection = Some(self.connect().await?),
+            Some(live) if !live.subscribed.contains(channel) => match live.sink.subscribe(channel).await {
+                Ok(()) => {
+                    live.subscribed.insert(channel.to_vec());
+                }
+                Err(failure) => {
+                    *connection = None;
+                    return Err(map_error(failure));
+                }
+            },
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
     /// Opens the connection, subscribes to every channel with waiters and starts the reader task.
-    async fn connect(self: &Arc<Self>) -> Option<Connection> {
-        let pubsub = self
-            .source
-            .client(self.timeout)
-            .await?
-            .get_async_pubsub()
-            .await
-            .ok()?;
+    async fn connect(self: &Arc<Self>) -> Result<Connection> {
+        let client = self.source.client(self.timeout).await?;
+        let pubsub = client.get_async_pubsub().await.map_err(map_error)?;
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<Vec<u8>> = self.channels.lock().keys().cloned().collect();
         for channel in &wanted {
-            sink.subscribe(channel.as_slice()).await.ok()?;
+            sink.subscribe(channel.as_slice()).await.map_err(map_error)?;
         }
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let weak: Weak<Subscriber> = Arc::downgrade(self);
@@ -171,7 +176,7 @@ impl Subscriber {
                 }
             }
         });
-        Some(Connection {
+        Ok(Connection {
             generation,
             sink,
             subscribed: wanted.into_iter().collect(),
