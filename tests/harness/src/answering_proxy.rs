@@ -4,6 +4,8 @@
 //! code nobody knows, a MOVED from a Cluster node. It stands in for such proxies, to show how every
 //! client sorts their replies (outage, configuration, bug).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -12,6 +14,8 @@ use tokio::net::{TcpListener, TcpStream};
 /// A running proxy; it stops with the process (tests are short-lived).
 pub struct AnsweringProxy {
     port: u16,
+    /// While false, every call passes through (see [`set_answering`](Self::set_answering)).
+    answering: Arc<AtomicBool>,
 }
 
 impl AnsweringProxy {
@@ -32,6 +36,8 @@ impl AnsweringProxy {
             format!("\r\n{argument}\r\n").into_bytes()
         };
         let (ready, port) = std::sync::mpsc::channel();
+        let answering = Arc::new(AtomicBool::new(true));
+        let switch = answering.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -44,16 +50,26 @@ impl AnsweringProxy {
                     let Ok((client, _)) = listener.accept().await else {
                         return;
                     };
-                    let (reply, argument) = (reply.clone(), argument.clone());
+                    let answer = Answer {
+                        reply: reply.clone(),
+                        argument: argument.clone(),
+                        answering: switch.clone(),
+                    };
                     tokio::spawn(async move {
-                        let _ = serve(client, upstream, &reply, &argument).await;
+                        let _ = serve(client, upstream, &answer).await;
                     });
                 }
             });
         });
         AnsweringProxy {
             port: port.recv_timeout(Duration::from_secs(5)).unwrap(),
+            answering,
         }
+    }
+
+    /// Turns the answering on or off (off: the proxy passes every call through, on every connection).
+    pub fn set_answering(&self, on: bool) {
+        self.answering.store(on, Ordering::SeqCst);
     }
 
     /// The port clients connect to.
@@ -80,7 +96,14 @@ fn has_argument(sent: &[u8], argument: &[u8]) -> bool {
     argument.is_empty() || sent.windows(argument.len()).any(|window| window == argument)
 }
 
-async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8], argument: &[u8]) -> std::io::Result<()> {
+/// What the proxy answers, to which calls, and whether it answers at all just now.
+struct Answer {
+    reply: Vec<u8>,
+    argument: Vec<u8>,
+    answering: Arc<AtomicBool>,
+}
+
+async fn serve(mut client: TcpStream, upstream: u16, answer: &Answer) -> std::io::Result<()> {
     let mut server = TcpStream::connect(("127.0.0.1", upstream)).await?;
     let (mut from_client, mut from_server) = (Vec::new(), Vec::new());
     let mut chunk = [0u8; 16 * 1024];
@@ -97,8 +120,11 @@ async fn serve(mut client: TcpStream, upstream: u16, reply: &[u8], argument: &[u
             from_client.extend_from_slice(&chunk[..read]);
         };
         let sent: Vec<u8> = from_client.drain(..length).collect();
-        if answered(&name.to_ascii_uppercase()) && has_argument(&sent, argument) {
-            client.write_all(reply).await?;
+        if answer.answering.load(Ordering::SeqCst)
+            && answered(&name.to_ascii_uppercase())
+            && has_argument(&sent, &answer.argument)
+        {
+            client.write_all(&answer.reply).await?;
             continue;
         }
         server.write_all(&sent).await?;

@@ -1,7 +1,9 @@
 //! Redlock over 5 independent redis-servers (`redlock://`): one holder at a time with the largest of
 //! the servers' fencing tokens, still working with 2 of 5 stopped, a clean typed error with 3 of 5
 //! stopped, the lost signal when a majority loses the lease, and a redlock:// URL refused where one
-//! Redis is needed (a limiter given a Redlock store does not compile: see `AnyLockStore`'s docs).
+//! Redis is needed (a limiter given a Redlock store does not compile: see `AnyLockStore`'s docs);
+//! a majority refusing for good is that error, and a failed attempt's grants are given back even
+//! where a server answers only later.
 
 use std::time::{Duration, Instant};
 
@@ -119,4 +121,78 @@ async fn a_redlock_url_is_refused_where_one_redis_is_needed() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("at least 3 servers"), "{err}");
+}
+
+/// A majority refusing for good (an ACL without EVALSHA) is that configuration error, not "1 of 3
+/// servers answered".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_majority_refusing_for_good_is_that_error() {
+    use ratelock_testkit::answering_proxy::AnsweringProxy;
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let refusal = "-NOPERM this user has no permissions to run the 'evalsha' command";
+    let proxies: Vec<AnsweringProxy> = servers[1..]
+        .iter()
+        .map(|server| AnsweringProxy::start(server.port(), refusal))
+        .collect();
+    let url = format!(
+        "redlock://127.0.0.1:{},127.0.0.1:{},127.0.0.1:{}",
+        servers[0].port(),
+        proxies[0].port(),
+        proxies[1].port()
+    );
+    let store = AnyLockStore::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock = DistributedLock::new(&store, "redlock:noperm", lease_options(5_000, false, false)).unwrap();
+    let error = lock.try_acquire().await.unwrap_err();
+    assert!(error.is_configuration(), "{error}");
+}
+
+/// An attempt without a majority gives back what it took; a server that cannot be reached for that is
+/// asked again until it answers, rather than left holding the lock for a whole lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minority_grant_is_given_back_once_its_server_answers_again() {
+    use ratelock::store::ServerCode;
+    use ratelock_testkit::answering_proxy::AnsweringProxy;
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let name = "redlock:minority";
+    let ttl = lease_options(20_000, false, false);
+    // Another owner holds the lock on servers 1 and 2: the attempt below gets only server 0.
+    let mut others = Vec::new();
+    for server in &servers[1..] {
+        let single = Store::connect(&server.url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let lock = DistributedLock::new(&single, name, ttl.clone()).unwrap();
+        others.push((lock.try_acquire().await.unwrap().expect("free"), lock));
+    }
+    // Server 0's release (by EVALSHA of lock_release.lua) meets an outage while the proxy answers it.
+    let release = ratelock::store::tagged_script(include_str!("../../../core/lua/lock_release.lua"));
+    let release_sha = redis::Script::new(&release).get_hash().to_owned();
+    let proxy = AnsweringProxy::start_matching(servers[0].port(), "-ERR Connection refused", &release_sha);
+    let url = format!(
+        "redlock://127.0.0.1:{},127.0.0.1:{},127.0.0.1:{}",
+        proxy.port(),
+        servers[1].port(),
+        servers[2].port()
+    );
+    let options = StoreOptions::default().with_server_code(ServerCode::Scripts);
+    let store = AnyLockStore::connect(&url, &options).await.unwrap();
+    let lock = DistributedLock::new(&store, name, ttl.clone()).unwrap();
+    assert!(lock.try_acquire().await.unwrap().is_none(), "no majority");
+
+    let first = Store::connect(&servers[0].url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let seen = DistributedLock::new(&first, name, ttl).unwrap();
+    assert!(seen.is_locked().await.unwrap(), "server 0 granted the attempt");
+    proxy.set_answering(false);
+    let until = Instant::now() + Duration::from_secs(3);
+    while seen.is_locked().await.unwrap() {
+        assert!(
+            Instant::now() < until,
+            "server 0 still holds the failed attempt's grant"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

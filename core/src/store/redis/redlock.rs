@@ -1,8 +1,11 @@
 //! Redlock: one lock over N independent Redis servers (`redlock://host:port,host:port,...`). Every
 //! operation goes to all servers at once, each bounded by the store's timeout. A grant needs a majority
 //! and a remaining validity of `ttl − elapsed − drift` (drift = 1% of the ttl + 2 ms); a failed attempt
-//! is released everywhere. The fencing token is the largest of the servers' tokens; each server's own
-//! token is kept so release and extend show every server the grant it made.
+//! is released everywhere (a server that cannot be reached for that is asked again in the background
+//! until the lease would have run out). The fencing token is the largest of the servers' tokens; each
+//! server's own token is kept so release and extend show every server the grant it made. A call
+//! without a majority fails with the first refusal no retry mends (configuration, protocol) when a
+//! server gave one, else as an outage naming what each server said.
 //!
 //! It plays one role, [`LockStore`]: a limiter, semaphore, fair or read-write lock needs one Redis, and
 //! giving them a Redlock store does not compile.
@@ -12,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::future::join_all;
+use futures_util::FutureExt;
 
 use super::connection::node_urls;
 use super::lease_calls::LeaseCalls;
@@ -147,41 +151,80 @@ impl RedlockStore {
         &self.shared.nodes[0]
     }
 
-    /// `call` on every server at once; `None` where a server failed or is unreachable.
-    async fn each<'a, T, F, Fut>(&'a self, call: F) -> Vec<Option<T>>
+    /// `call` on every server at once.
+    async fn each<'a, T, F, Fut>(&'a self, call: F) -> Answers<T>
     where
         F: Fn(&'a RedisStore) -> Fut,
         Fut: std::future::Future<Output = Result<T>> + 'a,
     {
-        join_all(self.shared.nodes.iter().map(|node| {
-            let attempt = call(node);
-            async move { attempt.await.ok() }
-        }))
-        .await
+        Answers::of(
+            join_all(
+                self.shared
+                    .nodes
+                    .iter()
+                    .map(|node| call(node).map(|result| result.map(Some))),
+            )
+            .await,
+        )
     }
 
     /// `call` with each server's own token, on the servers that granted one.
-    async fn each_with<'a, T, F, Fut>(&'a self, fences: &[Option<u64>], call: F) -> Vec<Option<T>>
+    async fn each_with<'a, T, F, Fut>(&'a self, fences: &[Option<u64>], call: F) -> Answers<T>
     where
         F: Fn(&'a RedisStore, u64) -> Fut,
         Fut: std::future::Future<Output = Result<T>> + 'a,
     {
-        join_all(self.shared.nodes.iter().zip(fences).map(|(node, fence)| {
-            let attempt = fence.map(|fence| call(node, fence));
-            async move {
-                match attempt {
-                    Some(attempt) => attempt.await.ok(),
-                    None => None,
+        Answers::of(
+            join_all(self.shared.nodes.iter().zip(fences).map(|(node, fence)| {
+                let attempt = fence.map(|fence| call(node, fence));
+                async move {
+                    match attempt {
+                        Some(attempt) => attempt.await.map(Some),
+                        None => Ok(None),
+                    }
                 }
-            }
-        }))
-        .await
+            }))
+            .await,
+        )
     }
 
-    async fn release_where_granted(&self, keys: &LockKeys, owner: &str, fences: &[Option<u64>]) {
-        let _ = self
-            .each_with(fences, |node, fence| node.lock_release(keys, owner, fence))
-            .await;
+    /// Gives back the grants of a failed attempt. A server that cannot be reached is asked again in
+    /// the background until the lease (`ttl_us` from now) would have run out anyway; a refusal no
+    /// retry mends is returned.
+    async fn release_where_granted(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        fences: &[Option<u64>],
+        ttl_us: u64,
+    ) -> Result<()> {
+        let releases = join_all(
+            self.shared
+                .nodes
+                .iter()
+                .zip(fences)
+                .map(|(node, fence)| async move {
+                    match fence {
+                        Some(fence) => node.lock_release(keys, owner, *fence).await.map(|_| ()),
+                        None => Ok(()),
+                    }
+                }),
+        )
+        .await;
+        let until = tokio::time::Instant::now() + std::time::Duration::from_micros(ttl_us);
+        let mut refused = None;
+        for ((node, fence), release) in self.shared.nodes.iter().zip(fences).zip(releases) {
+            match (release, fence) {
+                (Err(failure), Some(fence)) if failure.is_store_failure() => {
+                    release_later(node.clone(), keys.clone(), owner.to_owned(), *fence, until);
+                }
+                (Err(failure), _) => {
+                    refused.get_or_insert(failure);
+                }
+                _ => {}
+            }
+        }
+        refused.map_or(Ok(()), Err)
     }
 
     /// Each server's token of the grant (`fence` on every server when the grant is not known here).
@@ -203,13 +246,80 @@ impl RedlockStore {
         quorum(self.shared.nodes.len())
     }
 
-    fn too_few(&self, answered: usize) -> Error {
+    /// The error of a call that `answers` could not decide: the first refusal no retry mends, else an
+    /// outage that says what each failing server said.
+    fn too_few<T>(&self, answers: &Answers<T>) -> Error {
+        if let Some(refused) = answers
+            .failures
+            .iter()
+            .find(|failure| !failure.is_store_failure())
+        {
+            return refused.clone();
+        }
+        let said: Vec<String> = answers.failures.iter().map(ToString::to_string).collect();
         Error::StoreUnavailable(format!(
-            "Redlock: {answered} of {} servers answered, {} are needed",
+            "Redlock: {} of {} servers answered, {} are needed ({})",
+            answers.answered(),
             self.shared.nodes.len(),
-            self.quorum()
+            self.quorum(),
+            said.join("; ")
         ))
     }
+}
+
+/// What every server answered to one call: each one's answer (`None` where it failed, or was not asked
+/// because it made no grant), and the failures.
+struct Answers<T> {
+    answers: Vec<Option<T>>,
+    failures: Vec<Error>,
+}
+
+impl<T> Answers<T> {
+    fn of(results: Vec<Result<Option<T>>>) -> Self {
+        let mut failures = Vec::new();
+        let answers = results
+            .into_iter()
+            .map(|result| {
+                result.unwrap_or_else(|failure| {
+                    failures.push(failure);
+                    None
+                })
+            })
+            .collect();
+        Answers { answers, failures }
+    }
+
+    /// How many servers answered.
+    fn answered(&self) -> usize {
+        self.answers.iter().flatten().count()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.answers.iter().flatten()
+    }
+}
+
+/// The first pause before a failed release is tried again, and the longest.
+const FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+const LONGEST_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Asks `node` again to give back the grant `fence` of `owner` while it cannot be reached, until `until`
+/// (after which the lease has run out there anyway). Needs a runtime; there is one, since the caller
+/// is a store call.
+fn release_later(node: RedisStore, keys: LockKeys, owner: String, fence: u64, until: tokio::time::Instant) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut pause = FIRST_RETRY;
+        while tokio::time::Instant::now() + pause < until {
+            tokio::time::sleep(pause).await;
+            match node.lock_release(&keys, &owner, fence).await {
+                Err(failure) if failure.is_store_failure() => pause = (pause * 2).min(LONGEST_RETRY),
+                _ => return,
+            }
+        }
+    });
 }
 
 /// Every call goes to all servers at once and is answered by the majority.
@@ -228,8 +338,8 @@ impl LeaseCalls for RedlockStore {
             .await;
         let elapsed_us = started.elapsed().as_micros() as u64;
         let drift_us = ttl_us / 100 + 2_000;
-        let (mut fences, mut answered, mut holds, mut busy_us) = (vec![None; answers.len()], 0, 1, 0);
-        for (fence, answer) in fences.iter_mut().zip(&answers) {
+        let (mut fences, mut holds, mut busy_us) = (vec![None; answers.answers.len()], 1, 0);
+        for (fence, answer) in fences.iter_mut().zip(&answers.answers) {
             match answer {
                 Some(Acquired::Granted {
                     fence: granted,
@@ -237,11 +347,9 @@ impl LeaseCalls for RedlockStore {
                 }) => {
                     *fence = Some(*granted);
                     holds = *now;
-                    answered += 1;
                 }
                 Some(Acquired::Busy { remaining_us }) => {
                     busy_us = busy_us.max(*remaining_us);
-                    answered += 1;
                 }
                 None => {}
             }
@@ -253,9 +361,9 @@ impl LeaseCalls for RedlockStore {
             self.grants().insert(grant_key(keys, owner), fences);
             return Ok(Acquired::Granted { fence, holds });
         }
-        self.release_where_granted(keys, owner, &fences).await;
-        if answered < self.quorum() {
-            return Err(self.too_few(answered));
+        self.release_where_granted(keys, owner, &fences, ttl_us).await?;
+        if answers.answered() < self.quorum() {
+            return Err(self.too_few(&answers));
         }
         Ok(Acquired::Busy {
             remaining_us: busy_us.max(1),
@@ -268,17 +376,14 @@ impl LeaseCalls for RedlockStore {
         let answers = self
             .each_with(&fences, |node, fence| node.lock_release(keys, owner, fence))
             .await;
-        let answered = answers.iter().flatten().count();
-        if answered < self.quorum() {
-            return Err(self.too_few(answered));
+        if answers.answered() < self.quorum() {
+            return Err(self.too_few(&answers));
         }
-        let count = |wanted: fn(&Released) -> bool| answers.iter().flatten().filter(|a| wanted(a)).count();
+        let count = |wanted: fn(&Released) -> bool| answers.iter().filter(|a| wanted(a)).count();
         let outcome = if count(|a| matches!(a, Released::Released)) >= self.quorum() {
             Released::Released
-        } else if let Some(Released::StillHeld { holds }) = answers
-            .iter()
-            .flatten()
-            .find(|a| matches!(a, Released::StillHeld { .. }))
+        } else if let Some(Released::StillHeld { holds }) =
+            answers.iter().find(|a| matches!(a, Released::StillHeld { .. }))
         {
             Released::StillHeld { holds: *holds }
         } else if count(|a| matches!(a, Released::HeldByOther)) >= self.quorum() {
@@ -300,13 +405,12 @@ impl LeaseCalls for RedlockStore {
                 node.lock_extend(keys, owner, fence, ttl_us)
             })
             .await;
-        let answered = answers.iter().flatten().count();
-        let count = |wanted: Extended| answers.iter().flatten().filter(|a| **a == wanted).count();
+        let count = |wanted: Extended| answers.iter().filter(|a| **a == wanted).count();
         if count(Extended::Extended) >= self.quorum() {
             return Ok(Extended::Extended);
         }
-        if answered < self.quorum() {
-            return Err(self.too_few(answered));
+        if answers.answered() < self.quorum() {
+            return Err(self.too_few(&answers));
         }
         Ok(if count(Extended::HeldByOther) > count(Extended::Expired) {
             Extended::HeldByOther
@@ -317,16 +421,12 @@ impl LeaseCalls for RedlockStore {
 
     /// The lock as a majority sees it.
     async fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
-        let states: Vec<LockState> = self
-            .each(|node| node.lock_state(keys))
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        if states.len() < self.quorum() {
-            return Err(self.too_few(states.len()));
+        let answers = self.each(|node| node.lock_state(keys)).await;
+        if answers.answered() < self.quorum() {
+            return Err(self.too_few(&answers));
         }
-        let held: Vec<&LockState> = states.iter().filter(|state| state.held).collect();
+        let states: Vec<&LockState> = answers.iter().collect();
+        let held: Vec<&LockState> = states.iter().copied().filter(|state| state.held).collect();
         let majority_holds = held.len() >= self.quorum();
         Ok(LockState {
             held: majority_holds,
@@ -347,11 +447,11 @@ impl LeaseCalls for RedlockStore {
     /// Deletes the lease on every server; `true` if any server had it.
     async fn lock_force_release(&self, keys: &LockKeys) -> Result<bool> {
         let answers = self.each(|node| node.lock_force_release(keys)).await;
-        let answered = answers.iter().flatten().count();
-        if answered < self.quorum() {
-            return Err(self.too_few(answered));
+        if answers.answered() < self.quorum() {
+            return Err(self.too_few(&answers));
         }
-        Ok(answers.into_iter().flatten().any(|held| held))
+        let any_held = answers.iter().any(|held| *held);
+        Ok(any_held)
     }
 }
 
