@@ -62,7 +62,7 @@ export declare class Limiter {
   connect(): Promise<this>
   /** Reaches the store now (a PING): rejects with configuration errors and outages alike. */
   ping(): Promise<void>
-  /** Where the store's circuit breaker stands in this process (`null`: memory store, or no call yet). */
+  /** Where the store's circuit breaker stands in this process (`null`: the memory store). */
   readonly breakerState: 'closed' | 'open' | 'half-open' | null
   /** Takes `cost` units from every rule (e.g. `"10/second; 1000/hour"`) if all allow it. */
   hit(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>

@@ -250,6 +250,13 @@ export interface Batch {
   failures: Array<string>
 }
 
+/**
+ * Where the circuit breaker of the store `options` name stands, before any limiter on it is connected:
+ * `closed`, `open` or `half-open`, `null` for the memory store. The store is the process's shared one
+ * (made here if it is not yet: no I/O).
+ */
+export declare function breakerStateOf(options: LimiterOptions): string | null
+
 /** How the client address of a request becomes its key (all optional). */
 export interface ClientAddressInit {
   /** IPv6 addresses sharing this many leading bits share a key (1 to 128, default 56). */

@@ -64,9 +64,15 @@ class Limiter {
   }
 
   /** Where the store's circuit breaker stands in this process: 'closed', 'open', 'half-open', or
-   * `null` (the memory store, or before the first call). */
+   * `null` for the memory store. Before the first call it is the shared store's breaker (closed unless
+   * another limiter on the same store saw it fail); a URL that cannot be used throws, as a call would. */
   get breakerState() {
-    return this.#native === null ? null : this.#native.breakerState
+    if (this.#native !== null) return this.#native.breakerState
+    try {
+      return native.breakerStateOf(this.#settings)
+    } catch (error) {
+      throw fromNative(error)
+    }
   }
 
   /** Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing. */

@@ -71,6 +71,19 @@ pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimi
     .await
 }
 
+/// Where the circuit breaker of the store `options` name stands, before any limiter on it is connected:
+/// `closed`, `open` or `half-open`, `null` for the memory store. The store is the process's shared one
+/// (made here if it is not yet: no I/O).
+#[napi]
+pub fn breaker_state_of(options: LimiterOptions) -> napi::Result<Option<&'static str>> {
+    guarded_sync(|| {
+        let settings = limiter_options(&options)?;
+        let store =
+            crate::stores::shared_now(options.url.as_deref(), settings.store.timeout).map_err(to_js)?;
+        Ok(store.breaker_state().map(|state| state.as_str()))
+    })
+}
+
 #[napi]
 impl NativeLimiter {
     /// Whether the store answers in memory (then `checkInto` answers at once).

@@ -6,7 +6,12 @@ use std::time::Duration;
 
 /// The process's store for `url` (`None`: the embedded memory store), connecting on first use.
 pub(crate) async fn shared(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    ratelock::Store::shared_now(url.as_deref(), &options(timeout))
+    shared_now(url.as_deref(), timeout)
+}
+
+/// [`shared`] without the `async`: making a store does no I/O.
+pub(crate) fn shared_now(url: Option<&str>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
+    ratelock::Store::shared_now(url, &options(timeout))
 }
 
 fn options(timeout: Duration) -> ratelock::StoreOptions {

@@ -181,6 +181,18 @@ impl PyLimiter {
         )
     }
 
+    /// Where the circuit breaker of the store `url` names stands, before any limiter on it is connected
+    /// (the process's shared store, made here if it is not yet: no I/O); None for the memory store.
+    #[staticmethod]
+    #[pyo3(signature = (url=None, *, timeout=1.0))]
+    fn breaker_state_of(url: Option<&Bound<'_, PyAny>>, timeout: f64) -> PyResult<Option<&'static str>> {
+        let timeout = convert::seconds("timeout", timeout)?;
+        let store = crate::stores::Target::of(url)?
+            .store_now(timeout)
+            .map_err(to_py)?;
+        Ok(store.breaker_state().map(|state| state.as_str()))
+    }
+
     /// Where the store's circuit breaker stands in this process: "closed", "open" or "half-open";
     /// None for the memory store.
     #[getter]

@@ -124,7 +124,7 @@ impl Target {
         }
     }
 
-    fn store_now(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
+    pub(crate) fn store_now(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
         match self {
             Target::Store(store) => store.into_store(),
             Target::Url(url) => ratelock::Store::shared_now(url.as_deref(), &options(timeout)),

@@ -32,6 +32,7 @@ test('a limiter starts with the server down and uses it once it is up', async ()
   try {
     await server.stop()
     const limiter = new Limiter({ url: server.url, onError: 'allow', timeoutMs: 1000 })
+    assert.equal(limiter.breakerState, 'closed', 'a fresh store is closed before the first call')
     for (let i = 0; i < 20; i++) {
       const decision = await limiter.hit('boot', '100/minute')
       assert.ok(decision.allowed && decision.degraded)
@@ -131,6 +132,27 @@ test('an Express app starts with Redis down, follows onError, and uses Redis onc
   } finally {
     listening.closeAllConnections()
     await new Promise((resolve) => listening.close(resolve))
+    await server.close()
+  }
+})
+
+test('one breaker per store: a limiter made after the outage, not yet used, already sees it open', async () => {
+  const server = await RedisServer.start()
+  try {
+    await server.stop()
+    const url = server.url
+    const first = new Limiter({ url, onError: 'allow', timeoutMs: 300 })
+    assert.ok((await first.hit('shared-breaker', '10/minute')).degraded)
+    assert.notEqual(first.breakerState, 'closed')
+    // Another limiter on the same store (URL and timeout), with its own prefix and policy.
+    const second = new Limiter({ url, prefix: 'other', onError: 'deny', timeoutMs: 300 })
+    assert.notEqual(second.breakerState, 'closed', 'the same breaker, before its first call')
+    const answer = await second.hit('shared-breaker', '10/minute')
+    assert.ok(answer.degraded && !answer.allowed)
+    // A different timeout is a different store, with a breaker of its own.
+    assert.equal(new Limiter({ url, timeoutMs: 301 }).breakerState, 'closed')
+    assert.equal(new Limiter().breakerState, null, 'the memory store has no breaker')
+  } finally {
     await server.close()
   }
 })

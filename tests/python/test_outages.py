@@ -196,3 +196,26 @@ def test_a_flask_app_under_gunicorn_boots_with_redis_down_and_follows_on_error()
         process.terminate()
         process.wait(timeout=10)
         server.stop()
+
+
+def test_one_breaker_per_store_seen_before_a_limiters_first_call():
+    server = RedisServer()
+    try:
+        server.halt()
+        first = ratelock.Limiter(server.url, on_error="allow", timeout=0.3)
+        assert first.hit("shared-breaker", "10/minute").degraded
+        assert first.breaker_state in ("open", "half-open")
+
+        async def fresh_asyncio_limiters() -> None:
+            # Not connected yet: the shared store's breaker, the same one the sync limiter opened.
+            second = ratelock.asyncio.Limiter(server.url, prefix="other", on_error="deny", timeout=0.3)
+            assert second.breaker_state in ("open", "half-open")
+            decision = await second.hit("shared-breaker", "10/minute")
+            assert decision.degraded and not decision.allowed
+            # A different timeout is a different store, with its own (closed) breaker.
+            assert ratelock.asyncio.Limiter(server.url, timeout=0.31).breaker_state == "closed"
+            assert ratelock.asyncio.Limiter().breaker_state is None
+
+        asyncio.run(fresh_asyncio_limiters())
+    finally:
+        server.stop()

@@ -207,6 +207,10 @@ class Limiter:
     def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...
     @property
     def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]: ...
+    @staticmethod
+    def breaker_state_of(
+        url: Union[str, Client, None] = None, *, timeout: float = 1.0
+    ) -> Optional[Literal["closed", "open", "half-open"]]: ...
     def hit_async(
         self,
         completions: Completions,

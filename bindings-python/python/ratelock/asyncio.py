@@ -110,9 +110,12 @@ class Limiter:
 
     @property
     def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]:
-        """Where the store's circuit breaker stands in this process (None before the first call and
-        for the memory store)."""
-        return None if self._native is None else self._native.breaker_state
+        """Where the store's circuit breaker stands in this process (None for the memory store). Before
+        the first call it is the shared store's breaker: closed unless another limiter on the same
+        store saw it fail."""
+        if self._native is not None:
+            return self._native.breaker_state
+        return _native.Limiter.breaker_state_of(self._url, timeout=self._timeout)
 
 
 class DistributedLock(LockKind, AsyncHolding[_native.LockGuard]):
