@@ -161,3 +161,14 @@ test('the exported bounds are the ones enforced', async () => {
   assert.ok((await limiter.hit('many', rules(ratelock.MAX_RULES))).allowed)
   await assert.rejects(limiter.hit('many', rules(ratelock.MAX_RULES + 1)), ratelock.InvalidRuleError)
 })
+
+test('a URL parameter its scheme does not take is named, whatever onError says', async () => {
+  for (const [url, unknown] of [
+    ['redis://127.0.0.1:1/?sever_code=lua', 'sever_code'],
+    ['redis+cluster://127.0.0.1:1,127.0.0.1:2?protocol=resp3', 'protocol'],
+  ]) {
+    const limiter = new ratelock.Limiter({ url, onError: 'allow' })
+    await assert.rejects(limiter.hit('k', '1/second'), (error) => error instanceof ratelock.InvalidArgumentError && error.message.includes(`\`${unknown}\``))
+  }
+})
+

@@ -4,6 +4,7 @@ never another exception, a crash or a hang. Bounded: a fixed number of examples,
 
 from typing import Any, Optional
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,3 +94,20 @@ def test_limiter_options_out_of_range_name_the_argument() -> None:
         assert len(str(err)) < 200, str(err)
     else:
         raise AssertionError("timeout=1e308 was accepted")
+
+
+@pytest.mark.parametrize(
+    "url, unknown",
+    [
+        ("redis://127.0.0.1:1/?sever_code=lua", "sever_code"),
+        ("redis://127.0.0.1:1/?protocol=resp2&timeout=5", "timeout"),
+        ("redis+cluster://127.0.0.1:1,127.0.0.1:2?protocol=resp3", "protocol"),
+        ("redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?db=1", "db"),
+    ],
+)
+def test_a_url_parameter_its_scheme_does_not_take_is_named(url: str, unknown: str) -> None:
+    with pytest.raises(ratelock.InvalidArgument, match=f"`{unknown}`"):
+        if url.startswith("redlock://"):
+            ratelock.DistributedLock("job", url).try_acquire()
+        else:
+            ratelock.Limiter(url, on_error="allow")

@@ -111,7 +111,12 @@ impl RedlockStore {
 
     /// [`connect`](Self::connect) without the `async`: it does no I/O.
     pub(crate) fn new(url: &str, options: &StoreOptions) -> Result<Self> {
-        let urls = server_urls(url);
+        // `server_code` (the one query parameter a Redlock URL takes) applies to every server.
+        let (url, server_code) = super::server_code::take_from_url(url)?;
+        let options = &options
+            .clone()
+            .with_server_code(server_code.unwrap_or(options.server_code));
+        let urls = server_urls(&url);
         if urls.len() < 3 {
             return Err(Error::invalid_argument(
                 "url",
@@ -483,6 +488,17 @@ mod tests {
         assert_eq!(
             server_urls("redlock://:pw@a:1,b:2,c:3"),
             ["redis://:pw@a:1", "redis://:pw@b:2", "redis://:pw@c:3"]
+        );
+    }
+
+    #[test]
+    fn a_redlock_url_takes_server_code_alone() {
+        let options = StoreOptions::default();
+        assert!(RedlockStore::new("redlock://a:1,b:2,c:3?server_code=scripts", &options).is_ok());
+        let error = RedlockStore::new("redlock://a:1,b:2,c:3?protocol=resp3", &options).unwrap_err();
+        assert!(
+            error.is_invalid_argument() && error.to_string().contains("`protocol`"),
+            "{error}"
         );
     }
 

@@ -284,19 +284,50 @@ pub(crate) fn library_loaded(reply: &Result<Value>) -> bool {
     }
 }
 
-/// `url` without its `server_code=auto|module|lua` query parameter, and that parameter's choice: the
-/// way to choose from a binding (Python, Node), whose store options are a URL and a timeout.
+/// The query parameters a URL of each scheme may carry besides `server_code`: what redis-rs reads
+/// from it. Cluster, Sentinel and Redlock URLs list several servers and take none of them.
+fn accepted_parameters(url: &str) -> &'static [&'static str] {
+    if url.starts_with("redis+unix://") || url.starts_with("unix://") {
+        &["db", "user", "pass", "protocol"]
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        &["protocol"]
+    } else {
+        &[]
+    }
+}
+
+/// `url` without its `server_code=auto|module|lua|scripts` query parameter, and that parameter's
+/// choice: the way to choose from a binding (Python, Node), whose store options are a URL and a
+/// timeout. A parameter the URL's scheme does not take is an invalid argument (a misspelt one would
+/// otherwise be ignored without a word).
 pub(crate) fn take_from_url(url: &str) -> Result<(String, Option<ServerCode>)> {
     let Some((base, query)) = url.split_once('?') else {
         return Ok((url.to_owned(), None));
     };
+    let accepted = accepted_parameters(base);
     let mut chosen = None;
     let mut kept = Vec::new();
-    for pair in query.split('&') {
-        match pair.strip_prefix("server_code=") {
-            Some(value) => chosen = Some(value.parse()?),
-            None => kept.push(pair),
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        if let Some(value) = pair.strip_prefix("server_code=") {
+            chosen = Some(value.parse()?);
+            continue;
         }
+        let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+        if !accepted.contains(&name) {
+            let takes = match accepted {
+                [] => "only `server_code`".to_owned(),
+                names => format!("`server_code`, `{}`", names.join("`, `")),
+            };
+            let scheme = base.split_once("://").map_or("this", |(scheme, _)| scheme);
+            return Err(Error::invalid_argument(
+                "url",
+                format!(
+                    "unknown query parameter `{}`: a {scheme}:// URL takes {takes}",
+                    crate::excerpt::of(name)
+                ),
+            ));
+        }
+        kept.push(pair);
     }
     let rest = if kept.is_empty() {
         base.to_owned()
@@ -429,9 +460,33 @@ mod tests {
         assert_eq!((url.as_str(), code), ("redis://h:1/", Some(ServerCode::Module)));
         assert_eq!(take_from_url("redis://h:1/").unwrap().1, None);
         assert!(take_from_url("redis://h:1/?server_code=fast").is_err());
+        assert_eq!(
+            take_from_url("redis+unix:///tmp/r.sock?db=2&server_code=lua").unwrap(),
+            ("redis+unix:///tmp/r.sock?db=2".to_owned(), Some(ServerCode::Lua))
+        );
         // A URL that still carries it (the Node wire path reads the URL as given) parses alike.
         let endpoint = super::super::endpoint::Endpoint::from_url("redis://h:1/?server_code=lua").unwrap();
         assert_eq!(endpoint.map(|e| e.port()), Some(1));
+    }
+
+    #[test]
+    fn a_query_parameter_the_scheme_does_not_take_is_refused() {
+        for (url, unknown) in [
+            ("redis://h:1/?server-code=lua", "server-code"),
+            ("redis://h:1/?protocol=resp2&timeout=5", "timeout"),
+            ("rediss://h:1/?db=2", "db"),
+            ("redis+cluster://a:1,b:2?protocol=resp3", "protocol"),
+            ("redis+sentinel://a:1,b:2/main?sever_code=lua", "sever_code"),
+        ] {
+            let error = take_from_url(url).unwrap_err();
+            assert!(error.is_invalid_argument(), "{url}: {error}");
+            assert!(
+                error.to_string().contains(&format!("`{unknown}`")),
+                "{url}: {error}"
+            );
+        }
+        assert!(take_from_url("redis+cluster://a:1,b:2?server_code=scripts").is_ok());
+        assert!(take_from_url("redis://h:1/?").is_ok());
     }
 
     #[test]
