@@ -1,8 +1,10 @@
 'use strict'
 // The fault suite from Node: clients with their own limiters and locks (the JavaScript wire client for a
 // plain redis:// server) run through the test kit's fault proxy while it plays a seeded plan of every
-// proxy fault, write their history in the suite's one JSON-lines format, and the Rust checker
-// (`check_history`) reads it against the same invariants as the Rust and Python clients'.
+// proxy fault, or straight at a server that is frozen, has its scripts and functions flushed and its
+// clients killed (the Rust suite's faults that keep server state), write their history in the suite's
+// one JSON-lines format, and the Rust checker (`check_history`) reads it against the same invariants as
+// the Rust and Python clients'.
 
 const assert = require('node:assert/strict')
 const { spawn, execFileSync, spawnSync } = require('node:child_process')
@@ -90,90 +92,126 @@ function check(binaries, history, name, args) {
 
 /** Runs `work(client, port, stopped)` for two clients per door while the proxy plays its plan. */
 async function runClients(proxy, work) {
+  await runClientsOn(proxy.ports, 2, work, () => proxy.command(`plan ${SEED} 8 400`))
+}
+
+/** Runs `work(client, port, stopped)` for `perPort` clients per port while `faults()` plays. */
+async function runClientsOn(ports, perPort, work, faults) {
   let stopped = false
-  const clients = proxy.ports.flatMap((port, door) => [0, 1].map((n) => work(`node-${door}-${n}`, port, () => stopped)))
-  await proxy.command(`plan ${SEED} 8 400`)
+  const clients = ports.flatMap((port, at) => Array.from({ length: perPort }, (_, n) => work(`node-${at}-${n}`, port, () => stopped)))
+  await faults()
   await sleep(200)
   stopped = true
   await Promise.all(clients)
 }
 
-test('limits hold their bounds under every proxy fault', async () => {
-  const binaries = kitBinaries()
-  const server = await RedisServer.start()
-  const proxy = await Proxy.start(binaries, server.port, 2, SEED)
-  const history = new History()
-  const keys = Object.keys(RULES)
-  try {
-    await runClients(proxy, async (client, port, stopped) => {
-      const limiter = new ratelock.Limiter({ url: `redis://127.0.0.1:${port}/`, timeoutMs: TIMEOUT_MS })
-      for (let n = 0; n < 3000 && !stopped(); n++) {
-        const key = keys[n % keys.length]
-        const invoke = history.nowNs()
-        let outcome = 'ok'
-        let allowed
-        try {
-          allowed = (await limiter.hit(key, RULES[key])).allowed
-        } catch (error) {
-          outcome = outcomeOf(error)
-        }
-        history.push({ client, op: 'hit', key, invoke_ns: invoke, complete_ns: history.nowNs(), outcome, allowed, timeout_ns: TIMEOUT_MS * 1e6 })
-        await sleep(outcome === 'ok' ? 2 : 5)
-      }
-    })
-  } finally {
-    proxy.stop()
-    await server.close()
-  }
-  assert.ok(history.ops.length > 100 && history.ops.filter((op) => op.allowed).length > 20)
-  check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`)])
-})
+/**
+ * The Rust suite's server faults that keep state, one after another: frozen (SIGSTOP, then SIGCONT),
+ * scripts flushed, the function library flushed, every client's connection killed, frozen again.
+ */
+async function serverFaultsKeepingState(server) {
+  await sleep(200)
+  server.pause()
+  await sleep(300)
+  server.resume()
+  await sleep(200)
+  await server.command('SCRIPT', 'FLUSH')
+  await sleep(100)
+  await server.command('FUNCTION', 'FLUSH')
+  await sleep(100)
+  await server.command('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
+  await sleep(200)
+  server.pause()
+  await sleep(150)
+  server.resume()
+  await sleep(450)
+}
 
-test('one lock holder at a time under every proxy fault', async () => {
-  const binaries = kitBinaries()
-  const server = await RedisServer.start()
-  const proxy = await Proxy.start(binaries, server.port, 2, SEED + 1)
-  const history = new History()
-  const ttlMs = 300
-  let highest = 0
-  const write = (client, token) => {
-    // The fenced resource: takes a write only with a token at least the highest (one event loop: atomic).
-    const invoke = history.nowNs()
-    const taken = token >= highest
-    highest = Math.max(highest, token)
-    history.push({ client, op: 'write', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', allowed: taken, token })
-  }
+/** The clients and the faults of one run: through the proxy's plan, or the server's own faults. */
+async function underFaults(kind, binaries, server, seed, work) {
+  if (kind === 'server') return runClientsOn([server.port], 4, work, () => serverFaultsKeepingState(server))
+  const proxy = await Proxy.start(binaries, server.port, 2, seed)
   try {
-    await runClients(proxy, async (client, port, stopped) => {
-      const lock = new ratelock.DistributedLock('faults:node', { url: `redis://127.0.0.1:${port}/`, ttlMs, timeoutMs: TIMEOUT_MS })
-      const waitMs = 2 * ttlMs
-      for (let n = 0; n < 300 && !stopped(); n++) {
-        let invoke = history.nowNs()
-        let token
-        try {
-          token = await lock.acquire({ timeoutMs: waitMs })
-        } catch (error) {
-          const outcome = error instanceof ratelock.WaitTimeoutError ? 'fail' : outcomeOf(error)
-          history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
-          continue
-        }
-        history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', token, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
-        write(client, token)
-        await sleep(3)
-        invoke = history.nowNs()
-        let outcome = 'ok'
-        try {
-          await lock.release()
-        } catch (error) {
-          outcome = error instanceof ratelock.LockLostError ? 'fail' : outcomeOf(error)
-        }
-        history.push({ client, op: 'release', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, token, timeout_ns: TIMEOUT_MS * 1e6 })
-      }
-    })
+    await runClients(proxy, work)
   } finally {
     proxy.stop()
-    await server.close()
   }
-  assert.ok(history.ops.filter((op) => op.op === 'acquire' && op.outcome === 'ok').length > 20)
-  check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs)])
-})
+}
+
+for (const kind of ['proxy', 'server']) {
+  test(`limits hold their bounds under every ${kind} fault`, async () => {
+    const binaries = kitBinaries()
+    const server = await RedisServer.start()
+    const history = new History()
+    const keys = Object.keys(RULES)
+    try {
+      await underFaults(kind, binaries, server, SEED, async (client, port, stopped) => {
+        const limiter = new ratelock.Limiter({ url: `redis://127.0.0.1:${port}/`, timeoutMs: TIMEOUT_MS })
+        for (let n = 0; n < 3000 && !stopped(); n++) {
+          const key = keys[n % keys.length]
+          const invoke = history.nowNs()
+          let outcome = 'ok'
+          let allowed
+          try {
+            allowed = (await limiter.hit(key, RULES[key])).allowed
+          } catch (error) {
+            outcome = outcomeOf(error)
+          }
+          history.push({ client, op: 'hit', key, invoke_ns: invoke, complete_ns: history.nowNs(), outcome, allowed, timeout_ns: TIMEOUT_MS * 1e6 })
+          await sleep(outcome === 'ok' ? 2 : 5)
+        }
+      })
+    } finally {
+      await server.close()
+    }
+    assert.ok(history.ops.length > 100 && history.ops.filter((op) => op.allowed).length > 20)
+    check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`)])
+  })
+
+  test(`one lock holder at a time under every ${kind} fault`, async () => {
+    const binaries = kitBinaries()
+    const server = await RedisServer.start()
+    const history = new History()
+    const ttlMs = 300
+    let highest = 0
+    const write = (client, token) => {
+      // The fenced resource: takes a write only with a token at least the highest (one event loop: atomic).
+      const invoke = history.nowNs()
+      const taken = token >= highest
+      highest = Math.max(highest, token)
+      history.push({ client, op: 'write', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', allowed: taken, token })
+    }
+    try {
+      await underFaults(kind, binaries, server, SEED + 1, async (client, port, stopped) => {
+        const lock = new ratelock.DistributedLock('faults:node', { url: `redis://127.0.0.1:${port}/`, ttlMs, timeoutMs: TIMEOUT_MS })
+        const waitMs = 2 * ttlMs
+        for (let n = 0; n < 300 && !stopped(); n++) {
+          let invoke = history.nowNs()
+          let token
+          try {
+            token = await lock.acquire({ timeoutMs: waitMs })
+          } catch (error) {
+            const outcome = error instanceof ratelock.WaitTimeoutError ? 'fail' : outcomeOf(error)
+            history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+            continue
+          }
+          history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', token, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+          write(client, token)
+          await sleep(3)
+          invoke = history.nowNs()
+          let outcome = 'ok'
+          try {
+            await lock.release()
+          } catch (error) {
+            outcome = error instanceof ratelock.LockLostError ? 'fail' : outcomeOf(error)
+          }
+          history.push({ client, op: 'release', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, token, timeout_ns: TIMEOUT_MS * 1e6 })
+        }
+      })
+    } finally {
+      await server.close()
+    }
+    assert.ok(history.ops.filter((op) => op.op === 'acquire' && op.outcome === 'ok').length > 20)
+    check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs)])
+  })
+}

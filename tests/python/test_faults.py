@@ -1,7 +1,8 @@
 """The fault suite from Python: threads with their own limiters and locks (the blocking lane) run through
-the test kit's fault proxy while it plays a seeded plan of every proxy fault, write their history in the
-suite's one JSON-lines format, and the Rust checker (`check_history`) reads it against the same
-invariants as the Rust clients' (tests/faults/README.md)."""
+the test kit's fault proxy while it plays a seeded plan of every proxy fault, or straight at a server
+that is frozen, has its scripts and functions flushed and its clients killed (the Rust suite's faults
+that keep server state), write their history in the suite's one JSON-lines format, and the Rust checker
+(`check_history`) reads it against the same invariants as the Rust clients' (tests/faults/README.md)."""
 
 import json
 import subprocess
@@ -105,14 +106,20 @@ def binaries() -> Path:
 
 
 def run_clients(proxy: Proxy, work: Any, threads_per_door: int) -> None:
+    run_clients_on(proxy.ports, work, threads_per_door, lambda: proxy.command(f"plan {SEED} 8 400"))
+
+
+def run_clients_on(ports: List[int], work: Any, threads_per_port: int, faults: Any) -> None:
+    """Runs ``work(client, port, stop)`` on threads, ``threads_per_port`` per port, while ``faults()``
+    plays (it returns when its faults are over); then stops them, each within a bounded time."""
     stop = threading.Event()
     threads = [
-        threading.Thread(target=work, args=(f"python-{door}-{n}", proxy.ports[door], stop))
-        for door in range(len(proxy.ports)) for n in range(threads_per_door)
+        threading.Thread(target=work, args=(f"python-{at}-{n}", port, stop))
+        for at, port in enumerate(ports) for n in range(threads_per_port)
     ]
     for thread in threads:
         thread.start()
-    proxy.command(f"plan {SEED} 8 400")
+    faults()
     time.sleep(0.2)
     stop.set()
     for thread in threads:
@@ -120,9 +127,35 @@ def run_clients(proxy: Proxy, work: Any, threads_per_door: int) -> None:
         assert not thread.is_alive(), "a client hung"
 
 
-def test_limits_hold_their_bounds_under_every_proxy_fault(binaries: Path, tmp_path: Path) -> None:
+def server_faults_keeping_state(server: RedisServer) -> None:
+    """The Rust suite's server faults that keep state (`server_faults_keeping_state`), one after another:
+    frozen (SIGSTOP, then SIGCONT), scripts flushed, the function library flushed, every client's
+    connection killed, frozen again."""
+
+    def cli(*words: str) -> None:
+        subprocess.run(["redis-cli", "-p", str(server.port), *words], check=True, capture_output=True, timeout=10)
+
+    time.sleep(0.2)
+    server.pause()
+    time.sleep(0.3)
+    server.resume()
+    time.sleep(0.2)
+    cli("SCRIPT", "FLUSH")
+    time.sleep(0.1)
+    cli("FUNCTION", "FLUSH")
+    time.sleep(0.1)
+    cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+    time.sleep(0.2)
+    server.pause()
+    time.sleep(0.15)
+    server.resume()
+    time.sleep(0.45)
+
+
+@pytest.mark.parametrize("faults", ["proxy", "server"])
+def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
     server = RedisServer()
-    proxy = Proxy(binaries, server.port, 2, SEED)
+    proxy = Proxy(binaries, server.port, 2, SEED) if faults == "proxy" else None
     history = History()
 
     def work(client: str, port: int, stop: threading.Event) -> None:
@@ -144,18 +177,23 @@ def test_limits_hold_their_bounds_under_every_proxy_fault(binaries: Path, tmp_pa
             time.sleep(0.002 if outcome == "ok" else 0.005)
 
     try:
-        run_clients(proxy, work, 2)
+        if proxy is not None:
+            run_clients(proxy, work, 2)
+        else:
+            run_clients_on([server.port], work, 4, lambda: server_faults_keeping_state(server))
     finally:
-        proxy.stop()
+        if proxy is not None:
+            proxy.stop()
         server.stop()
     admitted = sum(1 for op in history.ops if op.get("allowed"))
     assert len(history.ops) > 100 and admitted > 20
     check(binaries, history, tmp_path / "limits.jsonl", "--limits", *(f"{k}={v}" for k, v in RULES.items()))
 
 
-def test_one_lock_holder_at_a_time_under_every_proxy_fault(binaries: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("faults", ["proxy", "server"])
+def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
     server = RedisServer()
-    proxy = Proxy(binaries, server.port, 2, SEED + 1)
+    proxy = Proxy(binaries, server.port, 2, SEED + 1) if faults == "proxy" else None
     history = History()
     ttl = 0.3
     resource = threading.Lock()
@@ -203,9 +241,13 @@ def test_one_lock_holder_at_a_time_under_every_proxy_fault(binaries: Path, tmp_p
                          timeout_ns=int(TIMEOUT * 1e9))
 
     try:
-        run_clients(proxy, work, 2)
+        if proxy is not None:
+            run_clients(proxy, work, 2)
+        else:
+            run_clients_on([server.port], work, 4, lambda: server_faults_keeping_state(server))
     finally:
-        proxy.stop()
+        if proxy is not None:
+            proxy.stop()
         server.stop()
     grants = sum(1 for op in history.ops if op["op"] == "acquire" and op["outcome"] == "ok")
     assert grants > 20

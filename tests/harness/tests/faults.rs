@@ -36,7 +36,10 @@ fn assert_limits_and_locks(
     losses: u64,
 ) {
     let slack = TIMEOUT.as_nanos() as u64;
-    let (ops, lock_ops) = (limits.ops(), locks.ops());
+    let (ops, lock_ops) = (
+        limits.kept(&format!("{label} limits")),
+        locks.kept(&format!("{label} locks")),
+    );
     let limits = check_limits(&ops, &rules, losses).and(check_calls(&ops, slack));
     let locks = check_locks(&lock_ops, ttl.as_nanos() as u64, losses == 0).and(check_calls(&lock_ops, slack));
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
@@ -63,7 +66,7 @@ fn limits_hold_their_bounds_under_every_proxy_fault() {
     let proxy = FaultProxy::start(server.port(), 2, seed);
     let plan = FaultPlan::seeded(seed, 2, &EVERY_FAULT, 10, Duration::from_millis(400));
     let (history, rules) = limit_clients(&proxy.urls(), plan.on(&proxy), &RULES, 2, 4_000, TIMEOUT);
-    let ops = history.ops();
+    let ops = history.kept("limits_hold_their_bounds_under_every_proxy_fault");
     let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
     eprintln!(
@@ -101,7 +104,7 @@ fn one_lock_holder_at_a_time_under_every_proxy_fault() {
         Duration::from_millis(3),
         TIMEOUT,
     );
-    let ops = history.ops();
+    let ops = history.kept("one_lock_holder_at_a_time_under_every_proxy_fault");
     let findings =
         check_locks(&ops, ttl.as_nanos() as u64, true).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
     let grants = ops
@@ -214,7 +217,7 @@ fn evicted_limit_keys_count_as_losses_and_oom_refusals_admit_nothing_extra() {
         let url = vec![server.url()];
         let faults = memory_pressure(&server, policy, &history, &keys);
         let rules = limit_clients_into(&history, &url, faults, &RULES, 2, 4_000, TIMEOUT);
-        let ops = history.ops();
+        let ops = history.kept("evicted_limit_keys_count_as_losses_and_oom_refusals_admit_nothing_extra");
         let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
         let losses = ops.iter().filter(|op| op.op == "state_loss").count();
         let refused = ops
@@ -264,7 +267,8 @@ fn semaphores_fair_and_read_write_locks_hold_under_every_proxy_fault_and_a_resta
             hold,
             TIMEOUT,
         );
-        let ops = history.ops();
+        let ops =
+            history.kept("semaphores_fair_and_read_write_locks_hold_under_every_proxy_fault_and_a_restart");
         let kept = check_holds(&ops, ttl.as_nanos() as u64, permits, true)
             .and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
         let restart = server_restarted_empty(&mut server);
@@ -279,7 +283,8 @@ fn semaphores_fair_and_read_write_locks_hold_under_every_proxy_fault_and_a_resta
             hold,
             TIMEOUT,
         );
-        let lost_ops = history.ops();
+        let lost_ops = history
+            .kept("semaphores_fair_and_read_write_locks_hold_under_every_proxy_fault_and_a_restart lost");
         let lost = check_holds(&lost_ops, ttl.as_nanos() as u64, permits, false)
             .and(check_calls(&lost_ops, TIMEOUT.as_nanos() as u64));
         let grants = |ops: &[Op]| {
@@ -329,7 +334,12 @@ fn the_checker_catches_a_semaphore_with_one_permit_too_many() {
         Duration::from_millis(20),
         TIMEOUT,
     );
-    let findings = check_holds(&history.ops(), ttl.as_nanos() as u64, 2, true);
+    let findings = check_holds(
+        &history.kept("the_checker_catches_a_semaphore_with_one_permit_too_many"),
+        ttl.as_nanos() as u64,
+        2,
+        true,
+    );
     assert!(
         findings
             .violations
@@ -360,7 +370,11 @@ fn the_checker_catches_a_limit_one_higher_than_promised() {
         "log".to_owned(),
         "20/second using sliding_log".parse::<ratelock::Rules>().unwrap()[0].clone(),
     )]);
-    let findings = check_limits(&history.ops(), &promised, 0);
+    let findings = check_limits(
+        &history.kept("the_checker_catches_a_limit_one_higher_than_promised"),
+        &promised,
+        0,
+    );
     assert!(
         !findings.violations.is_empty(),
         "the checker must see 21 admissions in one second"
@@ -397,7 +411,11 @@ fn the_checker_catches_two_holders_and_a_resource_that_ignores_tokens() {
             std::mem::forget(guard);
         }
     });
-    let findings = check_locks(&history.ops(), 30_000_000_000, true);
+    let findings = check_locks(
+        &history.kept("the_checker_catches_two_holders_and_a_resource_that_ignores_tokens"),
+        30_000_000_000,
+        true,
+    );
     assert!(
         findings
             .violations
@@ -413,7 +431,7 @@ fn the_checker_catches_two_holders_and_a_resource_that_ignores_tokens() {
         !resource.write(&log, "b", "r", 9),
         "the real resource refuses the stale token"
     );
-    let mut ops = log.ops();
+    let mut ops = log.kept("the_checker_catches_two_holders_and_a_resource_that_ignores_tokens");
     ops[1].allowed = Some(true); // as a resource that ignores tokens would have answered
     let findings = check_locks(&ops, 1, true);
     assert!(

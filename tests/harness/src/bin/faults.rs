@@ -55,12 +55,12 @@ impl Scenario {
         match self {
             Scenario::Limits => {
                 let (history, rules) = limit_clients(urls, faults, &RULES, 2, 4_000, TIMEOUT);
-                let ops = history.ops();
+                let ops = history.kept("limits");
                 check_limits(&ops, &rules, losses).and(check_calls(&ops, slack))
             }
             Scenario::Holds(kind, permits) => {
                 let history = hold_clients(urls, faults, kind, "faults:job", 2, 400, TTL, HOLD, TIMEOUT);
-                let ops = history.ops();
+                let ops = history.kept("holds");
                 check_holds(&ops, TTL.as_nanos() as u64, permits, losses == 0).and(check_calls(&ops, slack))
             }
         }
@@ -139,7 +139,7 @@ fn failovers_and_memory_pressure(table: &mut Table, seed: u64) {
         let urls = vec![server.url()];
         let faults = memory_pressure(&server, policy, &history, &keys);
         let rules = limit_clients_into(&history, &urls, faults, &RULES, 2, 4_000, TIMEOUT);
-        let ops = history.ops();
+        let ops = history.kept(&format!("maxmemory {policy}"));
         let found = check_limits(&ops, &rules, 0).and(check_calls(&ops, TIMEOUT.as_nanos() as u64));
         table.row(
             seed,

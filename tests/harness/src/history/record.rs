@@ -94,6 +94,34 @@ impl History {
         self.ops.lock().expect("history lock").clone()
     }
 
+    /// Writes the history as JSON lines to `<dir>/<name>-<n>.jsonl` (`dir`: `RATELOCK_FAULT_HISTORIES`,
+    /// else `target/fault-histories` of this workspace; `n` counts the histories this process kept),
+    /// reads it back, and returns what was read: the operations a checker then reads are exactly
+    /// those on disk, for anyone to check again with `check_history`.
+    pub fn kept(&self, name: &str) -> Vec<Op> {
+        static KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let dir = std::env::var_os("RATELOCK_FAULT_HISTORIES")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/fault-histories"));
+        std::fs::create_dir_all(&dir).expect("the histories' directory");
+        let n = KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let safe: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let path = dir.join(format!("{safe}-{}-{n}.jsonl", std::process::id()));
+        self.save(&path).expect("the history is written");
+        let read = load(&path).expect("the history reads back");
+        assert_eq!(
+            read.len(),
+            self.ops().len(),
+            "{}: every operation is on disk",
+            path.display()
+        );
+        eprintln!("history: {}", path.display());
+        read
+    }
+
     /// Writes the history to `path` as JSON lines.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
