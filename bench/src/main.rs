@@ -135,7 +135,7 @@ fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
         "fork detection on the memory path (one PerProcess lookup per call: the pthread_atfork generation) \
          costs {fork_ns:.1} ns here; a getpid() per call would cost {getpid_ns:.1} ns"
     ));
-    [RULE, RULE_ALWAYS_ALLOWED]
+    let mut rows: Vec<Row> = [RULE, RULE_ALWAYS_ALLOWED]
         .into_iter()
         .map(|text| {
             let rules: Rules = text.parse().expect("bench rule");
@@ -166,7 +166,44 @@ fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
                 target: Target::AtLeast(MEMORY_TARGET_PER_SECOND),
             }
         })
-        .collect()
+        .collect();
+    rows.push(hooked_memory_row());
+    rows
+}
+
+/// A hook that counts decisions: what attaching one costs a memory hit, against none.
+struct CountingHook(std::sync::atomic::AtomicU64);
+
+impl ratelock::hook::Hook for CountingHook {
+    fn on_decision(
+        &self,
+        _call: &ratelock::hook::LimitCall<'_>,
+        _answer: &mut ratelock::Result<ratelock::Decision>,
+        _how: ratelock::hook::Answered,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Memory hits with one counting hook attached, against the same hits with none (one run each, back
+/// to back): the decision hook's cost where there is no I/O to hide it.
+fn hooked_memory_row() -> Row {
+    let rules: Rules = RULE.parse().expect("bench rule");
+    let bare =
+        memory_throughput::limiter_hits(&Limiter::memory(), &rules, KEY, MEMORY_WARM_UP, MEMORY_MEASURE);
+    let options =
+        ratelock::LimiterOptions::default().with_hook(std::sync::Arc::new(CountingHook(Default::default())));
+    let store = ratelock::Store::Memory(MemoryStore::unbounded());
+    let hooked_limiter = Limiter::with_store(store, options).expect("bench limiter");
+    let hooked =
+        memory_throughput::limiter_hits(&hooked_limiter, &rules, KEY, MEMORY_WARM_UP, MEMORY_MEASURE);
+    Row {
+        name: format!("memory hit `{RULE}`, one counting hook attached vs none"),
+        unit: Unit::PerSecond,
+        measured: Some(hooked.per_second),
+        baseline: Some(bare.per_second),
+        target: Target::None,
+    }
 }
 
 fn percent(rate: &MemoryRate) -> String {

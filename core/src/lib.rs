@@ -25,6 +25,7 @@ mod decision;
 mod error;
 pub mod excerpt;
 mod fallback;
+pub mod hook;
 pub mod http;
 pub mod key;
 mod limiter;

@@ -11,6 +11,7 @@ use crate::clock::now_us;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::fallback::LocalFallback;
+use crate::hook::{Answered, Hook, Hooks, LimitCall};
 use crate::key::{check_key, check_prefix};
 use crate::rule::{Algorithm, Rules};
 use crate::store::connection_core::BreakerState;
@@ -108,6 +109,8 @@ pub struct LimiterOptions {
     /// Under [`FailurePolicy::Local`]: how many processes (across all hosts) share the limits, so
     /// that each decides on its share while the store is out. From 1 to [`MAX_INSTANCES`]; default 1.
     pub instances: u64,
+    /// What sees (and may change) every decision: see [`Hook`]. None by default.
+    pub hooks: Hooks,
 }
 
 /// The most processes [`LimiterOptions::instances`] may name (2^32 − 1, as in every binding).
@@ -168,6 +171,20 @@ impl LimiterOptions {
         self
     }
 
+    /// The same options with `hook` attached after any already attached: it sees every decision.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// struct Quiet;
+    /// impl ratelock::hook::Hook for Quiet {}
+    /// let options = ratelock::LimiterOptions::default().with_hook(Arc::new(Quiet));
+    /// assert!(!options.hooks.is_empty());
+    /// ```
+    pub fn with_hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks = self.hooks.with(hook);
+        self
+    }
+
     /// `Ok` for options a limiter can work with; else the invalid argument naming what is wrong.
     fn check(&self) -> Result<()> {
         check_prefix(&self.prefix)?;
@@ -200,7 +217,19 @@ impl Default for LimiterOptions {
             store: StoreOptions::default(),
             degraded_retry_after: Duration::from_secs(1),
             instances: 1,
+            hooks: Hooks::default(),
         }
+    }
+}
+
+/// A store request as hooks see it.
+fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
+    LimitCall {
+        prefix: request.prefix,
+        key: request.key,
+        rules: request.rules,
+        cost: request.cost,
+        spend: request.spend,
     }
 }
 
@@ -443,6 +472,10 @@ impl Limiter {
         spend: bool,
     ) -> Result<Decision> {
         let request = self.request(key, rules, cost, now, spend)?;
+        if !self.options.hooks.is_empty() {
+            // Boxed: without hooks, this future stays as small as it was.
+            return Box::pin(self.run_hooked(request)).await;
+        }
         let checked = match &self.store {
             // The memory store never waits: answer without going through a future.
             Store::Memory(store) => store.check(&request),
@@ -458,6 +491,40 @@ impl Limiter {
         self.settle(checked, &request)
     }
 
+    /// The store's outcomes for `request` (misuse is answered here, without a round trip), for the
+    /// hooked path ([`run`](Self::run) writes the same out, which keeps its future small).
+    async fn ask_store(&self, request: &LimitRequest<'_>) -> Result<crate::algorithm::Outcomes> {
+        match &self.store {
+            // The memory store never waits: answer without going through a future.
+            Store::Memory(store) => store.check(request),
+            #[cfg(feature = "redis")]
+            other => {
+                for rule in request.rules.iter() {
+                    crate::algorithm::check_cost(rule, request.cost)?;
+                }
+                other.check(request).await
+            }
+        }
+    }
+
+    /// [`run`](Self::run) with hooks attached: one may answer first; every one sees the answer, with
+    /// the call's time.
+    async fn run_hooked(&self, request: LimitRequest<'_>) -> Result<Decision> {
+        if let Some(answer) = self.answered_by_hook(&request) {
+            return answer;
+        }
+        let started = std::time::Instant::now();
+        let checked = self.ask_store(&request).await;
+        let answer = self.decide(checked, &request);
+        self.hooked_answer(
+            answer,
+            &request,
+            Answered::ByStore {
+                elapsed: Some(started.elapsed()),
+            },
+        )
+    }
+
     fn run_blocking(
         &self,
         key: &[u8],
@@ -470,6 +537,9 @@ impl Limiter {
             Ok(request) => request,
             Err(err) => return Some(Err(err)),
         };
+        if !self.options.hooks.is_empty() {
+            return self.run_blocking_hooked(&request);
+        }
         if self.store.does_io() {
             for rule in rules.iter() {
                 if let Err(err) = crate::algorithm::check_cost(rule, cost) {
@@ -481,10 +551,86 @@ impl Limiter {
         Some(self.settle(checked, &request))
     }
 
+    /// [`run_blocking`](Self::run_blocking) with hooks attached.
+    #[inline(never)]
+    fn run_blocking_hooked(&self, request: &LimitRequest<'_>) -> Option<Result<Decision>> {
+        if let Some(answer) = self.answered_by_hook(request) {
+            return Some(answer);
+        }
+        if self.store.does_io() {
+            for rule in request.rules.iter() {
+                if let Err(err) = crate::algorithm::check_cost(rule, request.cost) {
+                    return Some(Err(err));
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        let checked = self.store.check_blocking(request)?;
+        let answer = self.decide(checked, request);
+        Some(self.hooked_answer(
+            answer,
+            request,
+            Answered::ByStore {
+                elapsed: Some(started.elapsed()),
+            },
+        ))
+    }
+
+    /// A hook's answer given before the store is asked, which every hook then sees.
+    fn answered_by_hook(&self, request: &LimitRequest<'_>) -> Option<Result<Decision>> {
+        let hooks = &self.options.hooks;
+        let call = call_of(request);
+        let mut answer = Ok(hooks.before_decision(&call)?);
+        hooks.on_decision(&call, &mut answer, Answered::ByHook);
+        Some(answer)
+    }
+
+    /// Every hook sees (and may change) `answer`.
+    #[cold]
+    #[inline(never)]
+    fn hooked_answer(
+        &self,
+        mut answer: Result<Decision>,
+        request: &LimitRequest<'_>,
+        how: Answered,
+    ) -> Result<Decision> {
+        self.options
+            .hooks
+            .on_decision(&call_of(request), &mut answer, how);
+        answer
+    }
+
+    /// The decision from the store's outcomes, or the failure policy's answer to a store failure,
+    /// then what the hooks make of it (the path every decision takes: see [`decide`](Self::decide)).
+    pub(crate) fn settle(
+        &self,
+        checked: Result<crate::algorithm::Outcomes>,
+        request: &LimitRequest<'_>,
+    ) -> Result<Decision> {
+        if !self.options.hooks.is_empty() {
+            return self.settle_hooked(checked, request);
+        }
+        self.decide(checked, request)
+    }
+
+    /// [`settle`](Self::settle) with hooks attached (kept out of line: the path without hooks stays
+    /// as it was).
+    #[cold]
+    #[inline(never)]
+    fn settle_hooked(
+        &self,
+        checked: Result<crate::algorithm::Outcomes>,
+        request: &LimitRequest<'_>,
+    ) -> Result<Decision> {
+        let answer = self.decide(checked, request);
+        self.hooked_answer(answer, request, Answered::ByStore { elapsed: None })
+    }
+
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure.
     /// Only outages (see the error table in `store::connection_core`) get the policy's answer;
     /// configuration errors and protocol errors always raise.
-    pub(crate) fn settle(
+    #[inline]
+    fn decide(
         &self,
         checked: Result<crate::algorithm::Outcomes>,
         request: &LimitRequest<'_>,

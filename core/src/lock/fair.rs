@@ -87,6 +87,11 @@ impl FairLock {
     /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`](crate::Error::WaitTimeout) after).
     /// A waiter that gives up, fails or is dropped leaves the queue.
     pub async fn acquire(&self, timeout: Duration) -> Result<LeaseGuard> {
+        let hooks = &self.shared.options.hooks;
+        wait::reported(hooks, "fair lock", self.wait_for_turn(timeout)).await
+    }
+
+    async fn wait_for_turn(&self, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
         let place = Waiting::new(Some(Held::Fair(self.shared.clone(), id.clone())));
         let channel = self.shared.keys.wake_channel(&id);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::Hold;
+use super::hold::{Hold, HoldEvents};
 use super::lost::LostSignal;
 use super::{check_lease, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
@@ -39,6 +39,11 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
     /// Gives the lease back without a runtime (possible on the memory store only).
     #[doc(hidden)]
     fn release_in_memory(&self);
+    /// The grant's fencing token (`None` for a semaphore permit, which has none).
+    #[doc(hidden)]
+    fn fence(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a release by a hold already signalled lost answers, given the store's answer: nothing given
@@ -82,7 +87,9 @@ impl<L: Lease> Guard<L> {
             })
         });
         let options = lease.options();
-        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew);
+        let events = HoldEvents::new(&options.hooks, lease.what());
+        events.acquired(lease.fence());
+        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew, events);
         Guard {
             lease,
             hold,

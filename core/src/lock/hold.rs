@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::lost::{mark_lost, LostReason, LostSender, LostSignal};
 use super::watchdog::{self, LeaseEnd, Renew};
 use crate::error::{Error, Result};
+use crate::hook::{Hooks, LockEvent};
 
 pub(crate) struct Hold {
     lease_end: Arc<LeaseEnd>,
@@ -26,12 +27,71 @@ pub(crate) struct Hold {
     runtime: Option<tokio::runtime::Handle>,
     /// The process generation that took the hold (see `crate::process`).
     generation: u64,
+    events: HoldEvents,
+}
+
+/// What a hold tells its lock's hooks: its grant, its release, its loss (once, with the reason).
+#[derive(Clone)]
+pub(crate) struct HoldEvents {
+    hooks: Hooks,
+    what: &'static str,
+    taken: std::time::Instant,
+}
+
+impl HoldEvents {
+    /// The events of a hold of kind `what`, taken now.
+    pub(crate) fn new(hooks: &Hooks, what: &'static str) -> Self {
+        HoldEvents {
+            hooks: hooks.clone(),
+            what,
+            taken: std::time::Instant::now(),
+        }
+    }
+
+    pub(crate) fn acquired(&self, fencing_token: Option<u64>) {
+        if !self.hooks.is_empty() {
+            self.hooks.on_lock_event(&LockEvent::Acquired {
+                what: self.what,
+                fencing_token,
+            });
+        }
+    }
+
+    fn released(&self) {
+        if !self.hooks.is_empty() {
+            self.hooks.on_lock_event(&LockEvent::Released {
+                what: self.what,
+                held: self.taken.elapsed(),
+            });
+        }
+    }
+
+    /// Marks the hold lost for `reason` through `sender`; the hooks hear of it the first time.
+    pub(crate) fn lost(&self, sender: &LostSender, reason: LostReason) {
+        if self.hooks.is_empty() {
+            mark_lost(sender, reason);
+            return;
+        }
+        if mark_lost(sender, reason.clone()) {
+            self.hooks.on_lock_event(&LockEvent::Lost {
+                what: self.what,
+                held: self.taken.elapsed(),
+                reason: &reason,
+            });
+        }
+    }
 }
 
 impl Hold {
     /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` granted by a request
     /// sent at `sent` (the lease cannot have started earlier, so its end is counted from there).
-    pub(crate) fn start(sent: Instant, ttl: Duration, auto_renew: bool, renew: Renew) -> Self {
+    pub(crate) fn start(
+        sent: Instant,
+        ttl: Duration,
+        auto_renew: bool,
+        renew: Renew,
+        events: HoldEvents,
+    ) -> Self {
         let lease_end = LeaseEnd::new(sent + ttl);
         let (sender, lost) = LostSignal::new(lease_end.clone());
         let mut hold = Hold {
@@ -44,6 +104,7 @@ impl Hold {
             auto_renew,
             runtime: tokio::runtime::Handle::try_current().ok(),
             generation: crate::process::generation(),
+            events,
         };
         hold.resume();
         hold
@@ -69,7 +130,7 @@ impl Hold {
         if still_held {
             self.lease_end.set(sent + ttl);
         } else {
-            mark_lost(&self.lost_sender, LostReason::Taken);
+            self.events.lost(&self.lost_sender, LostReason::Taken);
         }
     }
 
@@ -94,6 +155,7 @@ impl Hold {
                 self.auto_renew,
                 self.lease_end.clone(),
                 self.lost_sender.clone(),
+                self.events.clone(),
             ))
         });
     }
@@ -128,11 +190,21 @@ impl Hold {
             _ => {
                 *released = true;
                 self.lease_end.give_back();
+                if !was_lost {
+                    self.events.released();
+                }
             }
         }
         match outcome {
             Ok(answer) if was_lost => Ok(as_lost(answer)),
             other => other,
+        }
+    }
+
+    /// Tells the hooks the hold was given back, unless it had been lost (its loss was the end of it).
+    fn released_unless_lost(&self) {
+        if !self.lost.is_lost() {
+            self.events.released();
         }
     }
 
@@ -160,6 +232,8 @@ impl Hold {
             if let Some(task) = watchdog {
                 task.abort();
             }
+            // The caller gives it back in memory (the one store that needs no runtime).
+            self.released_unless_lost();
             return Err(release);
         };
         runtime.spawn(async move {
@@ -169,6 +243,7 @@ impl Hold {
             }
             release.await;
         });
+        self.released_unless_lost();
         Ok(())
     }
 }

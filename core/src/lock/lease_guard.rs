@@ -195,6 +195,10 @@ impl Lease for HeldLease {
         self.held.options()
     }
 
+    fn fence(&self) -> Option<u64> {
+        Some(self.fence)
+    }
+
     fn what(&self) -> &'static str {
         match &self.held {
             Held::Fair(..) => "fair lock",

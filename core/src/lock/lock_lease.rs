@@ -61,6 +61,10 @@ impl Lease for LockLease {
         "lock"
     }
 
+    fn fence(&self) -> Option<u64> {
+        Some(self.fence)
+    }
+
     async fn extend(&self, ttl: Duration) -> Result<Extended> {
         let call = LockCall::Extend {
             owner: &self.shared.owner,

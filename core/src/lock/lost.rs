@@ -56,15 +56,16 @@ impl LostReason {
 /// The sending half, kept by the hold and its watchdog: the first reason sent stays.
 pub(crate) type LostSender = watch::Sender<Option<LostReason>>;
 
-/// Marks the hold lost for `reason`, unless it already is (the first reason is the one reported).
-pub(crate) fn mark_lost(sender: &LostSender, reason: LostReason) {
+/// Marks the hold lost for `reason`, unless it already is (the first reason is the one reported);
+/// whether this call marked it.
+pub(crate) fn mark_lost(sender: &LostSender, reason: LostReason) -> bool {
     sender.send_if_modified(|current| {
         if current.is_some() {
             return false;
         }
         *current = Some(reason);
         true
-    });
+    })
 }
 
 /// Tells a holder that its lock was lost. Cheap to clone; hand it to the tasks doing the protected work.

@@ -65,6 +65,8 @@ pub struct LockOptions {
     /// [`ReadWriteLock`] only: a waiting writer holds back new readers, so writers are not starved.
     /// Default on.
     pub prefer_writers: bool,
+    /// What sees every event of this lock's holds: see [`Hook`](crate::hook::Hook). None by default.
+    pub hooks: crate::hook::Hooks,
 }
 
 impl LockOptions {
@@ -109,6 +111,13 @@ impl LockOptions {
         self.prefer_writers = prefer_writers;
         self
     }
+
+    /// The same options with `hook` attached after any already attached: it sees every wait, grant,
+    /// release and loss of this lock's holds.
+    pub fn with_hook(mut self, hook: std::sync::Arc<dyn crate::hook::Hook>) -> Self {
+        self.hooks = self.hooks.with(hook);
+        self
+    }
 }
 
 impl Default for LockOptions {
@@ -120,6 +129,7 @@ impl Default for LockOptions {
             prefix: "rl".to_owned(),
             waiter_ttl: Duration::from_secs(5),
             prefer_writers: true,
+            hooks: crate::hook::Hooks::default(),
         }
     }
 }
@@ -208,6 +218,10 @@ impl DistributedLock {
     /// connection per store); each wait is also capped at the holder's remaining lease, so a missed
     /// message cannot hang a waiter. Fails with [`Error::WaitTimeout`] when the deadline passes.
     pub async fn acquire(&self, timeout: Duration) -> Result<LockGuard> {
+        wait::reported(&self.shared.options.hooks, "lock", self.wait(timeout)).await
+    }
+
+    async fn wait(&self, timeout: Duration) -> Result<LockGuard> {
         let shared = &self.shared;
         wait::until_granted(
             &shared.store,

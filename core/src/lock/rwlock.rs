@@ -130,6 +130,14 @@ impl ReadWriteLock {
     }
 
     async fn acquire(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
+        let what = match mode {
+            RwMode::Read => "read hold",
+            RwMode::Write => "write hold",
+        };
+        wait::reported(&self.shared.options.hooks, what, self.wait_for(mode, timeout)).await
+    }
+
+    async fn wait_for(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
         let marks = mode == RwMode::Write && self.shared.options.prefer_writers;
         let mark = Waiting::new(marks.then(|| Held::Rw(self.shared.clone(), id.clone(), mode)));

@@ -106,6 +106,10 @@ impl Semaphore {
 
     /// Waits up to `timeout` for a permit, woken by releases and capped by the earliest lease's end.
     pub async fn acquire(&self, timeout: Duration) -> Result<PermitGuard> {
+        wait::reported(&self.shared.options.hooks, "permit", self.wait(timeout)).await
+    }
+
+    async fn wait(&self, timeout: Duration) -> Result<PermitGuard> {
         let shared = &self.shared;
         let id = self.next_id();
         wait::until_granted(

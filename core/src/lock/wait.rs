@@ -19,6 +19,26 @@ pub(crate) enum Attempt<T> {
     Busy(Duration),
 }
 
+/// Runs the whole wait `wait` for a hold of kind `what`, telling `hooks` how long it took and how it
+/// ended (nothing measured without hooks).
+pub(crate) async fn reported<T>(
+    hooks: &crate::hook::Hooks,
+    what: &'static str,
+    wait: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    if hooks.is_empty() {
+        return wait.await;
+    }
+    let started = Instant::now();
+    let outcome = wait.await;
+    hooks.on_lock_event(&crate::hook::LockEvent::Waited {
+        what,
+        waited: started.elapsed(),
+        error: outcome.as_ref().err(),
+    });
+    outcome
+}
+
 /// Tries `attempt` until it succeeds or `timeout` passes (then `Error::WaitTimeout`).
 pub(crate) async fn until_granted<T, F, Fut>(
     store: &impl LockStore,

@@ -16,7 +16,8 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
-use super::lost::{mark_lost, LostReason, LostSender};
+use super::hold::HoldEvents;
+use super::lost::{LostReason, LostSender};
 use crate::error::Result;
 
 /// When the lease ends as far as this process can tell (the time the request that set it was sent,
@@ -77,13 +78,14 @@ pub(crate) async fn run(
     auto_renew: bool,
     lease_end: Arc<LeaseEnd>,
     lost: Arc<LostSender>,
+    events: HoldEvents,
 ) {
     let every = (ttl / 3).max(Duration::from_millis(1));
     let mut next = Instant::now() + every;
     loop {
         let end = lease_end.get();
         if Instant::now() >= end {
-            mark_lost(&lost, LostReason::Expired);
+            events.lost(&lost, LostReason::Expired);
             return;
         }
         let wake = if auto_renew { next.min(end) } else { end };
@@ -99,7 +101,7 @@ pub(crate) async fn run(
             answer = renew() => answer,
             // A renewal still unanswered when the lease ends cannot keep the lock: it is lost now.
             _ = sleep_until(lease_end.get()) => {
-                mark_lost(&lost, LostReason::Expired);
+                events.lost(&lost, LostReason::Expired);
                 return;
             }
         };
@@ -109,12 +111,12 @@ pub(crate) async fn run(
                 next = sent + every;
             }
             Ok(false) => {
-                mark_lost(&lost, LostReason::Taken);
+                events.lost(&lost, LostReason::Taken);
                 return;
             }
             Err(error) if error.is_store_failure() => next = Instant::now() + RETRY_AFTER_FAILURE.min(every),
             Err(error) => {
-                mark_lost(&lost, LostReason::Failed(error));
+                events.lost(&lost, LostReason::Failed(error));
                 return;
             }
         }

@@ -61,4 +61,6 @@ pub mod guide_doctests {
     pub struct Rust;
     #[doc = include_str!("../../../docs/guide/locks.md")]
     pub struct Locks;
+    #[doc = include_str!("../../../docs/guide/hooks.md")]
+    pub struct Hooks;
 }
