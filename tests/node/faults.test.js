@@ -215,3 +215,28 @@ for (const kind of ['proxy', 'server']) {
     check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs)])
   })
 }
+
+test('an idle reset (RST) fails no call: the wire client and the lock path reconnect, every hit counts once', async () => {
+  const binaries = kitBinaries()
+  const server = await RedisServer.start()
+  const proxy = await Proxy.start(binaries, server.port, 1, SEED)
+  try {
+    const url = `redis://127.0.0.1:${proxy.ports[0]}/`
+    const limiter = new ratelock.Limiter({ url })
+    const lock = new ratelock.DistributedLock('idle-reset', { url })
+    let admitted = 0
+    for (let round = 0; round < 8; round++) {
+      admitted += (await limiter.hit('idle-reset', '20/minute')).allowed ? 1 : 0
+      await limiter.peek('idle-reset', '20/minute')
+      await lock.acquire({ timeoutMs: 1000 })
+      await lock.release()
+      await sleep(50)
+      await proxy.command('cut 0')
+      await sleep(50)
+    }
+    assert.equal(admitted, 8)
+  } finally {
+    proxy.stop()
+    await server.close()
+  }
+})

@@ -10,7 +10,7 @@ const { randomUUID } = require('node:crypto')
 const { test } = require('node:test')
 const express = require('express')
 
-const { Limiter, ConfigurationError, StoreUnavailableError } = require('../../bindings-node')
+const { DistributedLock, Limiter, ConfigurationError, StoreUnavailableError } = require('../../bindings-node')
 const { rateLimit } = require('../../bindings-node/express')
 const { RedisServer } = require('./redis-server')
 
@@ -153,6 +153,26 @@ test('one breaker per store: a limiter made after the outage, not yet used, alre
     assert.equal(new Limiter({ url, timeoutMs: 301 }).breakerState, 'closed')
     assert.equal(new Limiter().breakerState, null, 'the memory store has no breaker')
   } finally {
+    await server.close()
+  }
+})
+
+test('one breaker per store: the wire client opens it, and the lock path on the same store answers at once', async () => {
+  const server = await RedisServer.start()
+  try {
+    const url = server.url
+    const limiter = new Limiter({ url, onError: 'allow', timeoutMs: 300 })
+    assert.equal((await limiter.hit('one-breaker', '10/minute')).degraded, false)
+    const lock = new DistributedLock('one-breaker', { url, timeoutMs: 300 })
+    server.pause()
+    assert.ok((await limiter.hit('one-breaker', '10/minute')).degraded, 'the wire call timed out')
+    assert.notEqual(limiter.breakerState, 'closed')
+    const started = performance.now()
+    await assert.rejects(lock.tryAcquire(), StoreUnavailableError)
+    const took = performance.now() - started
+    assert.ok(took < 150, `the lock answered through the open breaker in ${took.toFixed(0)} ms, not after its 300 ms timeout`)
+  } finally {
+    server.resume()
     await server.close()
   }
 })

@@ -79,3 +79,17 @@ test('a renewal refused for good loses the hold at once and says why', async () 
   assert.equal(hold.lostReason, 'failed')
   assert.ok(hold.lostError instanceof ProtocolError, String(hold.lostError))
 })
+
+test('a crossed reply on a live connection is a protocol error on every later call', async () => {
+  // The proxy answers every call after the first with the first call's reply: well formed, another call's.
+  const limiter = new Limiter({ url: await answering('REPLAY'), onError: 'allow' })
+  const outcomes = []
+  for (let i = 0; i < 5; i++) {
+    try {
+      outcomes.push((await limiter.hit('k', '5/second')).degraded ? 'degraded' : 'decided')
+    } catch (error) {
+      outcomes.push(error instanceof ProtocolError ? 'ProtocolError' : error.constructor.name)
+    }
+  }
+  assert.deepEqual(outcomes, ['decided', ...Array(4).fill('ProtocolError')])
+})

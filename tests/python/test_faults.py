@@ -4,6 +4,7 @@ that is frozen, has its scripts and functions flushed and its clients killed (th
 that keep server state), write their history in the suite's one JSON-lines format, and the Rust checker
 (`check_history`) reads it against the same invariants as the Rust clients' (tests/faults/README.md)."""
 
+import asyncio
 import json
 import subprocess
 import threading
@@ -14,6 +15,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import ratelock
+import ratelock.asyncio
 from conftest import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -252,3 +254,42 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
     grants = sum(1 for op in history.ops if op["op"] == "acquire" and op["outcome"] == "ok")
     assert grants > 20
     check(binaries, history, tmp_path / "locks.jsonl", "--locks", str(int(ttl * 1000)))
+
+
+def test_an_idle_reset_fails_no_call(binaries: Path) -> None:
+    """An idle connection reset (RST) fails no call, sync or asyncio, limiter or lock: the next call
+    goes out on a fresh connection, and every hit counts once."""
+    server = RedisServer()
+    proxy = Proxy(binaries, server.port, 1, SEED)
+    url = f"redis://127.0.0.1:{proxy.ports[0]}/"
+    try:
+        limiter = ratelock.Limiter(url)
+        lock = ratelock.DistributedLock("idle-reset", url)
+        admitted = 0
+        for _ in range(8):
+            admitted += limiter.hit("idle-reset", "20/minute").allowed
+            limiter.peek("idle-reset", "20/minute")
+            assert lock.acquire(timeout=1)
+            lock.release()
+            time.sleep(0.05)
+            proxy.command("cut 0")
+            time.sleep(0.05)
+        assert admitted == 8
+
+        async def asyncio_calls() -> int:
+            limiter = ratelock.asyncio.Limiter(url)
+            lock = ratelock.asyncio.DistributedLock("idle-reset-async", url=url)
+            allowed = 0
+            for _ in range(5):
+                allowed += (await limiter.hit("idle-reset-async", "20/minute")).allowed
+                async with lock:
+                    pass
+                await asyncio.sleep(0.05)
+                proxy.command("cut 0")
+                await asyncio.sleep(0.05)
+            return allowed
+
+        assert asyncio.run(asyncio_calls()) == 5
+    finally:
+        proxy.stop()
+        server.stop()

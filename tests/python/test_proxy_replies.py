@@ -107,3 +107,29 @@ def test_a_renewal_refused_for_good_loses_the_hold_and_says_why(proxy_binary: Pa
         assert isinstance(lock.lost_error, ratelock.ProtocolError)
     finally:
         proxy.stop()
+
+
+@pytest.mark.parametrize("asyncio_api", [False, True])
+def test_a_crossed_reply_on_a_live_connection_is_a_protocol_error(answering, asyncio_api: bool) -> None:
+    # The proxy answers every call after the first with the first call's reply: well formed, another call's.
+    url = answering("REPLAY").url
+    outcomes = []
+    if asyncio_api:
+
+        async def hits() -> None:
+            limiter = ratelock_asyncio.Limiter(url, on_error="allow")
+            for _ in range(5):
+                try:
+                    outcomes.append("degraded" if (await limiter.hit("k", "5/second")).degraded else "decided")
+                except ratelock.RatelockError as error:
+                    outcomes.append(type(error).__name__)
+
+        asyncio.run(hits())
+    else:
+        limiter = ratelock.Limiter(url, on_error="allow")
+        for _ in range(5):
+            try:
+                outcomes.append("degraded" if limiter.hit("k", "5/second").degraded else "decided")
+            except ratelock.RatelockError as error:
+                outcomes.append(type(error).__name__)
+    assert outcomes == ["decided"] + ["ProtocolError"] * 4

@@ -11,6 +11,11 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// The reply that makes the proxy answer with an earlier call's reply: the first script call it would
+/// answer goes to the server and its reply is kept; every later one is answered with that reply, a
+/// well-formed answer to another call (a crossed reply on a live connection).
+pub const REPLAY_EARLIER_REPLY: &str = "REPLAY";
+
 /// A running proxy; it stops with the process (tests are short-lived).
 pub struct AnsweringProxy {
     port: u16,
@@ -38,6 +43,7 @@ impl AnsweringProxy {
         let (ready, port) = std::sync::mpsc::channel();
         let answering = Arc::new(AtomicBool::new(true));
         let switch = answering.clone();
+        let earlier: Arc<std::sync::Mutex<Option<Vec<u8>>>> = Arc::default();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -54,6 +60,7 @@ impl AnsweringProxy {
                         reply: reply.clone(),
                         argument: argument.clone(),
                         answering: switch.clone(),
+                        earlier: earlier.clone(),
                     };
                     tokio::spawn(async move {
                         let _ = serve(client, upstream, &answer).await;
@@ -101,6 +108,14 @@ struct Answer {
     reply: Vec<u8>,
     argument: Vec<u8>,
     answering: Arc<AtomicBool>,
+    /// Under [`REPLAY_EARLIER_REPLY`]: the reply kept from the first call.
+    earlier: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+}
+
+impl Answer {
+    fn replays(&self) -> bool {
+        self.reply == format!("{REPLAY_EARLIER_REPLY}\r\n").as_bytes()
+    }
 }
 
 async fn serve(mut client: TcpStream, upstream: u16, answer: &Answer) -> std::io::Result<()> {
@@ -120,11 +135,16 @@ async fn serve(mut client: TcpStream, upstream: u16, answer: &Answer) -> std::io
             from_client.extend_from_slice(&chunk[..read]);
         };
         let sent: Vec<u8> = from_client.drain(..length).collect();
-        if answer.answering.load(Ordering::SeqCst)
+        let answers_it = answer.answering.load(Ordering::SeqCst)
             && answered(&name.to_ascii_uppercase())
-            && has_argument(&sent, &answer.argument)
-        {
+            && has_argument(&sent, &answer.argument);
+        if answers_it && !answer.replays() {
             client.write_all(&answer.reply).await?;
+            continue;
+        }
+        let kept = answer.earlier.lock().unwrap().clone();
+        if let (true, Some(earlier)) = (answers_it, kept) {
+            client.write_all(&earlier).await?;
             continue;
         }
         server.write_all(&sent).await?;
@@ -139,6 +159,13 @@ async fn serve(mut client: TcpStream, upstream: u16, answer: &Answer) -> std::io
             from_server.extend_from_slice(&chunk[..read]);
         };
         let relayed: Vec<u8> = from_server.drain(..length).collect();
+        if answers_it && relayed.first() == Some(&b'*') {
+            answer
+                .earlier
+                .lock()
+                .unwrap()
+                .get_or_insert_with(|| relayed.clone());
+        }
         client.write_all(&relayed).await?;
     }
 }

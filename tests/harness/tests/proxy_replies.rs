@@ -101,3 +101,22 @@ async fn a_failed_withdrawal_is_reported_unless_it_is_an_outage() {
         assert_eq!(error.is_protocol(), protocol, "write side, {reply}: {error}");
     }
 }
+
+/// A crossed reply on a live connection (the proxy answers with the first call's reply, well formed
+/// but another call's): a protocol error on every later call, never a decision, whatever the policy.
+#[tokio::test]
+async fn a_crossed_reply_on_a_live_connection_is_a_protocol_error() {
+    use ratelock_testkit::answering_proxy::REPLAY_EARLIER_REPLY;
+    let server = RedisServer::start();
+    let rules = "5/second".parse().unwrap();
+    let proxy = AnsweringProxy::start(server.port(), REPLAY_EARLIER_REPLY);
+    let limiter = allowing(&proxy).await;
+    assert!(
+        !limiter.hit("k", &rules, 1).await.unwrap().degraded,
+        "the first call is real"
+    );
+    for call in 1..5 {
+        let error = limiter.hit("k", &rules, 1).await.unwrap_err();
+        assert!(error.is_protocol(), "call {call}: {error}");
+    }
+}
