@@ -113,8 +113,8 @@ export declare class DistributedLock {
   tryAcquire(): Promise<boolean>
   /** Waits for the lock; resolves to the hold's fencing token. */
   acquire(options?: AcquireOptions): Promise<number>
-  /** Gives back the latest hold; `LockNotOwnedError` if none, `LockLostError` if it had been lost. */
-  release(): Promise<void>
+  /** Gives back the latest hold (`'still_held'`: a re-entrant lock keeps others); `LockNotOwnedError` if none, `LockLostError` if it had been lost. */
+  release(): Promise<ReleaseOutcome>
   /** Moves the latest hold's lease end (default: the ttl); `LockLostError` if it expired or was taken. */
   extend(options?: { ttlMs?: number }): Promise<void>
   /** Acquires, runs `work`, releases (see `Work`). */
@@ -142,6 +142,9 @@ export interface SemaphoreOptions extends LockKindOptions {}
  */
 export type LostReason = 'expired' | 'taken' | 'failed'
 
+/** What a release did: the hold was given back, or one hold of a re-entrant lock was and others remain. */
+export type ReleaseOutcome = 'released' | 'still_held'
+
 /** One hold of a lock kind: a lease, renewed while held. */
 declare class Hold {
   protected constructor()
@@ -154,7 +157,7 @@ declare class Hold {
   /** Moves the lease end (default: the ttl); `LockLostError` if the hold is gone. */
   extend(options?: { ttlMs?: number }): Promise<void>
   /** Gives the hold back; `LockNotOwnedError` if released already, `LockLostError` if it had been lost. */
-  release(): Promise<void>
+  release(): Promise<ReleaseOutcome>
 }
 
 /** One permit of a `Semaphore`. */

@@ -57,10 +57,11 @@ export declare class NativeGuard {
    */
   extend(ttlMs?: number | undefined | null): Promise<void>
   /**
-   * Gives the hold back; rejects with LOCK_LOST if it had been lost meanwhile. A release that fails on
-   * the transport keeps the hold, so it can be called again.
+   * Gives the hold back: resolves "released", or "still_held" when a re-entrant lock keeps other
+   * holds; rejects with LOCK_LOST if it had been lost meanwhile (`lostReason` then says how). A
+   * release that fails on the transport keeps the hold, so it can be called again.
    */
-  release(): Promise<void>
+  release(): Promise<string>
 }
 
 /** The answer options of one adapter, with the rule texts it has seen parsed once. */

@@ -55,12 +55,13 @@ class Hold {
   }
 
   /**
-   * Gives the hold back. Rejects with `LockNotOwnedError` if it was released already, and with
-   * `LockLostError` if it had been lost meanwhile.
-   * @returns {Promise<void>}
+   * Gives the hold back: resolves `'released'`, or `'still_held'` when a re-entrant lock keeps other
+   * holds. Rejects with `LockNotOwnedError` if it was released already, and with `LockLostError` if it
+   * had been lost meanwhile (`lostReason` then says how).
+   * @returns {Promise<'released' | 'still_held'>}
    */
   async release() {
-    await this.#native.release().catch(rethrow)
+    return this.#native.release().catch(rethrow)
   }
 
   /** The native guard (for `using()` and the kinds' own properties). */

@@ -45,13 +45,14 @@ class DistributedLock {
   }
 
   /**
-   * Gives back this instance's latest hold. Rejects with `LockNotOwnedError` if it holds none, and
-   * with `LockLostError` if the hold had been lost (nothing is changed then).
+   * Gives back this instance's latest hold: resolves `'released'`, or `'still_held'` when a re-entrant
+   * lock keeps other holds. Rejects with `LockNotOwnedError` if it holds none, and with
+   * `LockLostError` if the hold had been lost (nothing is changed then; `lostReason` says how).
    */
   async release() {
     const hold = this.#holds.pop()
     if (hold === undefined) throw new LockNotOwnedError('release of a lock this instance does not hold')
-    await hold.release().catch((error) => {
+    return hold.release().catch((error) => {
       // The store could not be reached: the hold is still ours, and release can be called again.
       if (error instanceof StoreUnavailableError) this.#holds.push(hold)
       throw error

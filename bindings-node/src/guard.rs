@@ -142,10 +142,11 @@ impl NativeGuard {
         .await
     }
 
-    /// Gives the hold back; rejects with LOCK_LOST if it had been lost meanwhile. A release that fails on
-    /// the transport keeps the hold, so it can be called again.
+    /// Gives the hold back: resolves "released", or "still_held" when a re-entrant lock keeps other
+    /// holds; rejects with LOCK_LOST if it had been lost meanwhile (`lostReason` then says how). A
+    /// release that fails on the transport keeps the hold, so it can be called again.
     #[napi]
-    pub async fn release(&self) -> napi::Result<()> {
+    pub async fn release(&self) -> napi::Result<&'static str> {
         guarded(async {
             let mut slot = self.guard.lock().await;
             let guard = slot.as_mut().ok_or_else(|| to_js(self.given_back()))?;
@@ -156,7 +157,7 @@ impl NativeGuard {
             }
             answer
                 .and_then(|released| released.or_lost(self.what))
-                .map(drop)
+                .map(|released| released.as_str())
                 .map_err(to_js)
         })
         .await

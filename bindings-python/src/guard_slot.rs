@@ -107,7 +107,7 @@ impl GuardSlot {
 
     /// Gives the hold back: `LockLost` if it had been lost, `LockNotOwned` once it was given back. A
     /// release that fails on the transport keeps the guard in the slot; any other answer empties it.
-    pub(crate) fn releasing(&self) -> impl Future<Output = ratelock::Result<()>> + Send + 'static {
+    pub(crate) fn releasing(&self) -> impl Future<Output = ratelock::Result<&'static str>> + Send + 'static {
         let (slot, released, what) = (self.guard.clone(), self.released.clone(), self.what);
         async move {
             let mut slot = slot.lock().await;
@@ -119,7 +119,7 @@ impl GuardSlot {
                 slot.take();
                 released.store(true, Ordering::Release);
             }
-            outcome?.or_lost(what).map(drop)
+            outcome?.or_lost(what).map(|released| released.as_str())
         }
     }
 }

@@ -32,9 +32,11 @@ pymethods_with_async_twins! {
             self.slot.extending(convert::seconds_of("ttl", ttl)?)
         }
 
-        /// Gives the hold back. Raises `LockLost` if it had been lost, `LockNotOwned` once it was given
-        /// back; a release that fails on the way (`StoreUnavailable`) keeps the hold, so it can be retried.
-        fn release / release_async(&self) -> () {
+        /// Gives the hold back: "released", or "still_held" when a re-entrant lock keeps other holds.
+        /// Raises `LockLost` if it had been lost (`lost_reason` then says how), `LockNotOwned` once it
+        /// was given back; a release that fails on the way (`StoreUnavailable`) keeps the hold, so it
+        /// can be retried.
+        fn release / release_async(&self) -> &'static str {
             self.slot.releasing()
         }
     }

@@ -113,10 +113,21 @@ for (const store of ['memory', 'redis']) {
     const lock = new ratelock.DistributedLock(name, { url: url(), reentrant: true })
     const token = await lock.acquire()
     assert.equal(await lock.acquire(), token, 're-entry keeps the token')
-    await lock.release()
+    assert.equal(await lock.release(), 'still_held')
     assert.equal(await lock.isLocked(), true)
-    await lock.release()
+    assert.equal(await lock.release(), 'released')
     assert.equal(await lock.isLocked(), false)
+  })
+
+  test(`${store}: a hold whose release finds it gone says how it was lost`, async () => {
+    const name = fresh('fair')
+    const fair = new ratelock.FairLock(name, { url: url(), autoRenew: false, ttlMs: 100 })
+    const hold = await fair.acquire({ timeoutMs: 1000 })
+    await sleep(200)
+    await assert.rejects(hold.release(), ratelock.LockLostError)
+    assert.equal(hold.lostReason, 'expired')
+    const second = await fair.acquire({ timeoutMs: 1000 })
+    assert.equal(await second.release(), 'released')
   })
 
   test(`${store}: a semaphore lets at most its permits in at once`, async () => {

@@ -95,3 +95,17 @@ def test_processes_never_hold_the_lock_together(redis_server):
     for (token_a, _, left_a), (token_b, entered_b, _) in zip(holds, holds[1:]):
         assert entered_b >= left_a, "two holders at once"
         assert token_b > token_a, "fencing tokens must rise"
+
+
+def test_release_says_what_it_did_and_a_hold_found_gone_says_how_it_was_lost(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url, reentrant=True)
+    assert lock.acquire() and lock.acquire()
+    assert lock.release() == "still_held"
+    assert lock.release() == "released"
+    rw = ratelock.ReadWriteLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+    hold = rw.acquire_write(timeout=1)
+    time.sleep(0.2)
+    with pytest.raises(ratelock.LockLost):
+        hold.release()
+    assert hold.lost_reason == "expired"
+    assert rw.acquire_read(timeout=1).release() == "released"

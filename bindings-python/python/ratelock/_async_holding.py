@@ -5,7 +5,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
-from ratelock._holds import G, Holds
+from ratelock._holds import G, Holds, ReleaseOutcome
 
 S = TypeVar("S", bound="AsyncHolding[Any]")
 
@@ -17,10 +17,10 @@ class AsyncHolding(Holds[G], Asynchronous):
         """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
         return self._keep(await (self._handle.acquire_async(timeout) if blocking else self._handle.try_acquire_async()))
 
-    async def release(self) -> None:
+    async def release(self) -> ReleaseOutcome:
         """Gives back the latest hold; see ``ratelock.DistributedLock.release``."""
         with self._giving_back() as guard:
-            await guard.release_async()
+            return await guard.release_async()
 
     async def extend(self, ttl: Optional[float] = None) -> None:
         """Moves the end of the latest hold's lease to ``ttl`` seconds from now (default: the ttl);

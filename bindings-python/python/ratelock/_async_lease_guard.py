@@ -5,6 +5,7 @@ directly in ``async with``."""
 from typing import Any, Awaitable, Callable, Generator, Optional
 
 from ratelock import _native
+from ratelock._holds import ReleaseOutcome
 from ratelock.lease_guard import LeaseGuardBase
 
 
@@ -35,9 +36,10 @@ class LeaseGuard(LeaseGuardBase):
         ``LockLost`` if the hold is gone (never re-takes it), ``LockNotOwned`` after ``release``."""
         await self._guard.extend_async(self._lease(ttl))
 
-    async def release(self) -> None:
-        """Gives the hold back; ``LockNotOwned`` if released already, ``LockLost`` if it had been lost."""
-        await self._guard.release_async()
+    async def release(self) -> ReleaseOutcome:
+        """Gives the hold back (``"released"``); ``LockNotOwned`` if released already, ``LockLost`` if it
+        had been lost."""
+        return await self._guard.release_async()
 
     async def __aenter__(self) -> "LeaseGuard":
         return self

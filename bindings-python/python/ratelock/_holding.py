@@ -4,7 +4,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
-from ratelock._holds import G, Holds
+from ratelock._holds import G, Holds, ReleaseOutcome
 
 S = TypeVar("S", bound="Holding[Any]")
 
@@ -17,12 +17,13 @@ class Holding(Holds[G], Blocking):
         seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes."""
         return self._keep(self._handle.acquire(timeout) if blocking else self._handle.try_acquire())
 
-    def release(self) -> None:
-        """Gives back this instance's latest hold. Raises ``LockNotOwned`` if it holds none, and
-        ``LockLost`` if the hold had been lost (nothing is changed then). If the store cannot be
+    def release(self) -> ReleaseOutcome:
+        """Gives back this instance's latest hold: ``"released"``, or ``"still_held"`` when a re-entrant
+        lock keeps other holds. Raises ``LockNotOwned`` if it holds none, and ``LockLost`` if the hold
+        had been lost (nothing is changed then; ``lost_reason`` says how). If the store cannot be
         reached, ``StoreUnavailable`` is raised and the hold stays this instance's: call again."""
         with self._giving_back() as guard:
-            guard.release()
+            return guard.release()
 
     def extend(self, ttl: Optional[float] = None) -> None:
         """Moves the end of the latest hold's lease to ``ttl`` seconds from now (default: the ttl).

@@ -9,6 +9,10 @@ from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protoc
 from ratelock import _native
 from ratelock._native import LockNotOwned, RatelockError, StoreUnavailable
 
+#: What a release did: the hold was given back ("released"), or one hold of a re-entrant lock was and
+#: others remain ("still_held"). A hold found lost raises ``LockLost`` instead.
+ReleaseOutcome = Literal["released", "still_held"]
+
 #: Why a hold was lost: its lease ran out without a renewal ("expired"), the store said it is gone or
 #: held by another ("taken"), or a renewal was refused for good ("failed": see ``lost_error``).
 LostReason = Literal["expired", "taken", "failed"]

@@ -5,7 +5,7 @@ shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."
 from typing import Optional
 
 from ratelock import _native
-from ratelock._holds import LostReason
+from ratelock._holds import LostReason, ReleaseOutcome
 
 
 class LeaseGuardBase:
@@ -72,11 +72,11 @@ class LeaseGuard(LeaseGuardBase):
         re-takes a hold: raises ``LockLost`` if it is gone, ``LockNotOwned`` after ``release``."""
         self._guard.extend(self._lease(ttl))
 
-    def release(self) -> None:
-        """Gives the hold back. Raises ``LockNotOwned`` if it was released already, and ``LockLost`` if
-        it had been lost (nothing is changed then). If the store cannot be reached, ``StoreUnavailable``
-        is raised and the hold is still held: call again."""
-        self._guard.release()
+    def release(self) -> ReleaseOutcome:
+        """Gives the hold back (``"released"``). Raises ``LockNotOwned`` if it was released already, and
+        ``LockLost`` if it had been lost (nothing is changed then). If the store cannot be reached,
+        ``StoreUnavailable`` is raised and the hold is still held: call again."""
+        return self._guard.release()
 
     def __enter__(self) -> "LeaseGuard":
         return self

@@ -7,7 +7,7 @@ from typing import Optional, Union
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
-from ratelock._holds import Holds, LostReason
+from ratelock._holds import Holds, LostReason, ReleaseOutcome
 from ratelock._native import Client, SemaphoreHandle
 
 
@@ -92,9 +92,9 @@ class Slot:
     def __init__(self, semaphore: Semaphore) -> None:
         self._semaphore = semaphore
 
-    def release(self) -> None:
-        """Gives the slot back; ``LockLost`` if its lease had ended."""
-        self._semaphore.release()
+    def release(self) -> ReleaseOutcome:
+        """Gives the slot back (``"released"``); ``LockLost`` if its lease had ended."""
+        return self._semaphore.release()
 
     @property
     def lost(self) -> bool:

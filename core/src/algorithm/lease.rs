@@ -66,6 +66,21 @@ pub enum Extended {
 }
 
 impl Released {
+    /// A short stable name: `"released"`, `"still_held"`, `"not_held"` or `"held_by_other"` (what the
+    /// bindings answer).
+    ///
+    /// ```
+    /// assert_eq!(ratelock::Released::StillHeld { holds: 1 }.as_str(), "still_held");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Released::Released => "released",
+            Released::StillHeld { .. } => "still_held",
+            Released::NotHeld => "not_held",
+            Released::HeldByOther => "held_by_other",
+        }
+    }
+
     /// The release as a result: `Ok` when the hold was given back (or one re-entrant hold of it),
     /// [`Error::LockLost`](crate::Error::LockLost) naming `what` (`"lock"`, `"permit"`...) and why
     /// otherwise. What the bindings raise as `LockLost` / `LockLostError`.

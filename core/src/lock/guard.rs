@@ -155,9 +155,17 @@ impl<L: Lease> Guard<L> {
     /// caller can retry. After a successful release, further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
-        self.hold
+        let answer = self
+            .hold
             .give_back(&mut self.released, Released::NotHeld, as_lost, release)
-            .await
+            .await?;
+        // A release that finds the lease gone says how it was lost (unless the hold knew already).
+        match answer {
+            Released::NotHeld => self.hold.lost_at_release(super::LostReason::Expired),
+            Released::HeldByOther => self.hold.lost_at_release(super::LostReason::Taken),
+            _ => {}
+        }
+        Ok(answer)
     }
 
     /// What this guard holds, for messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or

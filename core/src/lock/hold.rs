@@ -201,6 +201,11 @@ impl Hold {
         }
     }
 
+    /// The hold was found lost when it was given back (`reason`), unless it was known lost already.
+    pub(crate) fn lost_at_release(&self, reason: LostReason) {
+        self.events.lost(&self.lost_sender, reason);
+    }
+
     /// Tells the hooks the hold was given back, unless it had been lost (its loss was the end of it).
     fn released_unless_lost(&self) {
         if !self.lost.is_lost() {

@@ -414,3 +414,24 @@ async fn a_waiter_refused_the_release_channel_gets_a_configuration_error() {
         started.elapsed()
     );
 }
+
+/// A release that finds the lease gone says how it was lost: expired (nobody holds it) or taken.
+#[tokio::test]
+async fn a_release_that_finds_the_lease_gone_says_how_it_was_lost() {
+    on_both_stores(async |store| {
+        let options = LockOptions::default().with_auto_renew(false);
+        let lock = DistributedLock::new(&store, "released:gone", options.clone()).unwrap();
+        let mut guard = lock.try_acquire().await.unwrap().expect("free");
+        assert!(lock.force_release().await.unwrap());
+        assert_eq!(guard.try_release().await.unwrap(), Released::NotHeld);
+        assert_eq!(guard.lost_reason(), Some(ratelock::LostReason::Expired));
+
+        let mut guard = lock.try_acquire().await.unwrap().expect("free");
+        assert!(lock.force_release().await.unwrap());
+        let other = DistributedLock::new(&store, "released:gone", options).unwrap();
+        let _theirs = other.try_acquire().await.unwrap().expect("free");
+        assert_eq!(guard.try_release().await.unwrap(), Released::HeldByOther);
+        assert_eq!(guard.lost_reason(), Some(ratelock::LostReason::Taken));
+    })
+    .await;
+}
