@@ -71,21 +71,23 @@ create_exception!(
     "The lock was lost (expired or taken) while held."
 );
 
-/// Maps a core error to its Python exception, keeping the message (which names the bad part).
+/// Maps a core error to its Python exception by its stable code (`ratelock::Error::code`), keeping
+/// the message (which names the bad part). A code this binding does not know yet is a plain
+/// `RatelockError`. Lazy: no GIL is needed to make it (runtime threads make them).
 pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
     let message = err.to_string();
-    match err {
-        ratelock::Error::InvalidRule { .. } => InvalidRule::new_err(message),
-        ratelock::Error::InvalidArgument { .. } => InvalidArgument::new_err(message),
-        ratelock::Error::CostExceedsCapacity { .. } => CostExceedsCapacity::new_err(message),
-        ratelock::Error::Timeout(_) => StoreTimeout::new_err(message),
-        ratelock::Error::StoreUnavailable(_) => StoreUnavailable::new_err(message),
-        ratelock::Error::WaitTimeout(_) => WaitTimeout::new_err(message),
-        ratelock::Error::LockNotOwned(_) => LockNotOwned::new_err(message),
-        ratelock::Error::LockLost(_) => LockLost::new_err(message),
-        ratelock::Error::Protocol(_) => ProtocolError::new_err(message),
-        ratelock::Error::Configuration { .. } => ConfigurationError::new_err(message),
-        other => RatelockError::new_err(other.to_string()),
+    match err.code() {
+        "INVALID_RULE" => InvalidRule::new_err(message),
+        "INVALID_ARGUMENT" => InvalidArgument::new_err(message),
+        "COST_EXCEEDS_CAPACITY" => CostExceedsCapacity::new_err(message),
+        "TIMEOUT" => StoreTimeout::new_err(message),
+        "STORE_UNAVAILABLE" => StoreUnavailable::new_err(message),
+        "WAIT_TIMEOUT" => WaitTimeout::new_err(message),
+        "LOCK_NOT_OWNED" => LockNotOwned::new_err(message),
+        "LOCK_LOST" => LockLost::new_err(message),
+        "PROTOCOL" => ProtocolError::new_err(message),
+        "CONFIGURATION" => ConfigurationError::new_err(message),
+        _ => RatelockError::new_err(message),
     }
 }
 
@@ -99,36 +101,50 @@ pub(crate) fn internal_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
     RatelockError::new_err(format!("internal error in ratelock (please report): {detail}"))
 }
 
+/// How to reach one exception class.
+type ClassOf = for<'py> fn(Python<'py>) -> Bound<'py, pyo3::types::PyType>;
+
+/// Every exception class: its name in the module, the core's code it stands for (`None`: the base
+/// class), and the class.
+const EXCEPTIONS: [(&str, Option<&str>, ClassOf); 11] = [
+    ("RatelockError", None, |py| py.get_type::<RatelockError>()),
+    ("InvalidRule", Some("INVALID_RULE"), |py| {
+        py.get_type::<InvalidRule>()
+    }),
+    ("InvalidArgument", Some("INVALID_ARGUMENT"), |py| {
+        py.get_type::<InvalidArgument>()
+    }),
+    ("CostExceedsCapacity", Some("COST_EXCEEDS_CAPACITY"), |py| {
+        py.get_type::<CostExceedsCapacity>()
+    }),
+    ("StoreUnavailable", Some("STORE_UNAVAILABLE"), |py| {
+        py.get_type::<StoreUnavailable>()
+    }),
+    ("StoreTimeout", Some("TIMEOUT"), |py| {
+        py.get_type::<StoreTimeout>()
+    }),
+    ("WaitTimeout", Some("WAIT_TIMEOUT"), |py| {
+        py.get_type::<WaitTimeout>()
+    }),
+    ("LockNotOwned", Some("LOCK_NOT_OWNED"), |py| {
+        py.get_type::<LockNotOwned>()
+    }),
+    ("LockLost", Some("LOCK_LOST"), |py| py.get_type::<LockLost>()),
+    ("ProtocolError", Some("PROTOCOL"), |py| {
+        py.get_type::<ProtocolError>()
+    }),
+    ("ConfigurationError", Some("CONFIGURATION"), |py| {
+        py.get_type::<ConfigurationError>()
+    }),
+];
+
+/// Adds every exception class to the module, each carrying the core's stable code as `code`, so
+/// Python code can map an error by its code, as every binding does (None on the base class).
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = module.py();
-    module.add("RatelockError", py.get_type::<RatelockError>())?;
-    module.add("InvalidRule", py.get_type::<InvalidRule>())?;
-    module.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
-    module.add("CostExceedsCapacity", py.get_type::<CostExceedsCapacity>())?;
-    module.add("StoreUnavailable", py.get_type::<StoreUnavailable>())?;
-    module.add("StoreTimeout", py.get_type::<StoreTimeout>())?;
-    module.add("WaitTimeout", py.get_type::<WaitTimeout>())?;
-    module.add("LockNotOwned", py.get_type::<LockNotOwned>())?;
-    module.add("LockLost", py.get_type::<LockLost>())?;
-    module.add("ProtocolError", py.get_type::<ProtocolError>())?;
-    module.add("ConfigurationError", py.get_type::<ConfigurationError>())?;
-    // Each class carries the core's stable code (`ratelock::Error::code`), so Python code can map an
-    // error by its code, as every binding does (None on the base class).
-    let codes = [
-        ("RatelockError", None),
-        ("InvalidRule", Some("INVALID_RULE")),
-        ("InvalidArgument", Some("INVALID_ARGUMENT")),
-        ("CostExceedsCapacity", Some("COST_EXCEEDS_CAPACITY")),
-        ("StoreUnavailable", Some("STORE_UNAVAILABLE")),
-        ("StoreTimeout", Some("TIMEOUT")),
-        ("WaitTimeout", Some("WAIT_TIMEOUT")),
-        ("LockNotOwned", Some("LOCK_NOT_OWNED")),
-        ("LockLost", Some("LOCK_LOST")),
-        ("ProtocolError", Some("PROTOCOL")),
-        ("ConfigurationError", Some("CONFIGURATION")),
-    ];
-    for (class, code) in codes {
-        module.getattr(class)?.setattr("code", code)?;
+    for (name, code, class) in EXCEPTIONS {
+        let class = class(module.py());
+        class.setattr("code", code)?;
+        module.add(name, class)?;
     }
     Ok(())
 }
