@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "runtime")]
+use crate::algorithm::lease::LostReason;
+#[cfg(feature = "runtime")]
 use crate::error::Error;
 use crate::error::Result;
-#[cfg(feature = "runtime")]
-use crate::lock::LostReason;
 use crate::rule::Rules;
 use crate::Decision;
 
@@ -33,7 +33,8 @@ pub struct LimitCall<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Answered {
-    /// The store decided (the answer may still be degraded: see [`Decision::degraded`]).
+    /// The store decided (the answer may still be a degraded one: see the `degraded` field of
+    /// [`Decision`]).
     ByStore {
         /// From the call's start to its answer, where this process measured it (`None` on Node's
         /// wire path, whose round trip JavaScript times).

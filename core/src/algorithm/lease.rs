@@ -53,6 +53,50 @@ pub enum Released {
     HeldByOther,
 }
 
+/// Why a hold was lost.
+///
+/// ```
+/// use ratelock::LostReason;
+/// assert_eq!(LostReason::Expired.to_string(), "the lease ran out without a renewal");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The lease's end passed without a renewal answered in time: the store could not be reached (or
+    /// answered too late), or auto-renew is off and nobody extended it.
+    Expired,
+    /// The store answered that the lease is gone or held by another (a renewal or an extension).
+    Taken,
+    /// A renewal failed in a way retrying cannot mend (a configuration or protocol error, an
+    /// unexpected state at the lock's key): the hold is given up at once rather than left to run out.
+    Failed(crate::Error),
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LostReason::Expired => f.write_str("the lease ran out without a renewal"),
+            LostReason::Taken => f.write_str("the store answered that the lease is gone or held by another"),
+            LostReason::Failed(error) => write!(f, "a renewal failed: {error}"),
+        }
+    }
+}
+
+impl LostReason {
+    /// A short stable name: `"expired"`, `"taken"` or `"failed"` (what the bindings report).
+    ///
+    /// ```
+    /// assert_eq!(ratelock::LostReason::Taken.kind(), "taken");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LostReason::Expired => "expired",
+            LostReason::Taken => "taken",
+            LostReason::Failed(_) => "failed",
+        }
+    }
+}
+
 /// What an extension found. An extension never re-acquires a lock that is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

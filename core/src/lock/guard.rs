@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::{Hold, HoldEvents};
+use super::hold::Hold;
+use super::hold_events::HoldEvents;
 use super::lost::LostSignal;
 use super::{check_lease, LockOptions};
 use crate::algorithm::lease::{Extended, Released};

@@ -9,10 +9,11 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::lost::{mark_lost, LostReason, LostSender, LostSignal};
-use super::watchdog::{self, LeaseEnd, Renew};
+use super::hold_events::HoldEvents;
+use super::lease_end::LeaseEnd;
+use super::lost::{LostReason, LostSender, LostSignal};
+use super::watchdog::{self, Renew};
 use crate::error::{Error, Result};
-use crate::hook::{Hooks, LockEvent};
 
 pub(crate) struct Hold {
     lease_end: Arc<LeaseEnd>,
@@ -28,58 +29,6 @@ pub(crate) struct Hold {
     /// The process generation that took the hold (see `crate::process`).
     generation: u64,
     events: HoldEvents,
-}
-
-/// What a hold tells its lock's hooks: its grant, its release, its loss (once, with the reason).
-#[derive(Clone)]
-pub(crate) struct HoldEvents {
-    hooks: Hooks,
-    what: &'static str,
-    taken: std::time::Instant,
-}
-
-impl HoldEvents {
-    /// The events of a hold of kind `what`, taken now.
-    pub(crate) fn new(hooks: &Hooks, what: &'static str) -> Self {
-        HoldEvents {
-            hooks: hooks.clone(),
-            what,
-            taken: std::time::Instant::now(),
-        }
-    }
-
-    pub(crate) fn acquired(&self, fencing_token: Option<u64>) {
-        if !self.hooks.is_empty() {
-            self.hooks.on_lock_event(&LockEvent::Acquired {
-                what: self.what,
-                fencing_token,
-            });
-        }
-    }
-
-    fn released(&self) {
-        if !self.hooks.is_empty() {
-            self.hooks.on_lock_event(&LockEvent::Released {
-                what: self.what,
-                held: self.taken.elapsed(),
-            });
-        }
-    }
-
-    /// Marks the hold lost for `reason` through `sender`; the hooks hear of it the first time.
-    pub(crate) fn lost(&self, sender: &LostSender, reason: LostReason) {
-        if self.hooks.is_empty() {
-            mark_lost(sender, reason);
-            return;
-        }
-        if mark_lost(sender, reason.clone()) {
-            self.hooks.on_lock_event(&LockEvent::Lost {
-                what: self.what,
-                held: self.taken.elapsed(),
-                reason: &reason,
-            });
-        }
-    }
 }
 
 impl Hold {

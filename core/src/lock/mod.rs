@@ -16,6 +16,8 @@ macro_rules! reply_as {
 mod fair;
 mod guard;
 mod hold;
+mod hold_events;
+mod lease_end;
 mod lease_guard;
 mod lock_lease;
 mod lost;

@@ -8,63 +8,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
-use super::hold::HoldEvents;
+use super::hold_events::HoldEvents;
+use super::lease_end::LeaseEnd;
 use super::lost::{LostReason, LostSender};
 use crate::error::Result;
-
-/// When the lease ends as far as this process can tell (the time the request that set it was sent,
-/// plus its ttl), a notifier for changes made outside the watchdog (a manual extension), and whether
-/// the hold was given back (its end then no longer counts).
-pub(crate) struct LeaseEnd {
-    at: Mutex<Instant>,
-    moved: Notify,
-    given_back: AtomicBool,
-}
-
-impl std::fmt::Debug for LeaseEnd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseEnd").field("at", &self.get()).finish()
-    }
-}
-
-impl LeaseEnd {
-    pub(crate) fn new(at: Instant) -> Arc<Self> {
-        Arc::new(LeaseEnd {
-            at: Mutex::new(at),
-            moved: Notify::new(),
-            given_back: AtomicBool::new(false),
-        })
-    }
-
-    /// True when the lease's end has passed on a hold not given back: it is lost now, whether or not
-    /// the watchdog has woken to say so (a busy or absent runtime wakes it late or never).
-    pub(crate) fn passed(&self) -> bool {
-        !self.given_back.load(Ordering::Acquire) && Instant::now() >= self.get()
-    }
-
-    /// Marks the hold given back: its end no longer makes it lost.
-    pub(crate) fn give_back(&self) {
-        self.given_back.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn get(&self) -> Instant {
-        *self.at.lock()
-    }
-
-    /// Moves the end (earlier or later) and wakes the watchdog to take it into account.
-    pub(crate) fn set(&self, at: Instant) {
-        *self.at.lock() = at;
-        self.moved.notify_one();
-    }
-}
 
 /// One renewal: `Ok(true)` renewed, `Ok(false)` the hold is gone (expired or taken), `Err` no answer.
 pub(crate) type Renew = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool>> + Send>> + Send + Sync>;

@@ -23,6 +23,15 @@ pub const MAX_SLIDING_LOG_LIMIT: u64 = 10_000;
 /// Most rules one limit checks together (one call, one key): a bound on the work a single call can ask
 /// of a server (Redis runs a call alone). The Lua scripts and the module refuse more as well.
 pub const MAX_RULES: usize = 100;
+/// The error for `count` rules in one limit (`text` shows the first ones): more than [`MAX_RULES`].
+pub(crate) fn too_many(text: &str, count: usize) -> Error {
+    Error::invalid_rule(
+        text,
+        text,
+        format!("{count} rules in one limit; at most {MAX_RULES} are checked together"),
+    )
+}
+
 /// Longest accepted period: 366 days.
 pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 24 * 3600);
 /// Bound on every stored quantity, so that Lua's doubles stay exact (2^53 would be the hard limit).

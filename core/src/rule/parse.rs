@@ -20,7 +20,7 @@ pub(super) fn parse_rules(text: &str, default: Algorithm) -> Result<Vec<Rule>> {
     }
     let count = text.split([';', ',']).count();
     if count > super::MAX_RULES {
-        return Err(super::rules::too_many(text, count));
+        return Err(super::too_many(text, count));
     }
     text.split([';', ','])
         .map(|segment| parse_rule(text, segment, default))

@@ -36,7 +36,7 @@ impl Rules {
                 .join("; ")
         };
         if rules.len() > super::MAX_RULES {
-            return Err(too_many(&whole(&rules), rules.len()));
+            return Err(super::too_many(&whole(&rules), rules.len()));
         }
         let mut seen = std::collections::HashSet::with_capacity(rules.len());
         for rule in &rules {
@@ -67,18 +67,6 @@ impl Rules {
     pub fn as_slice(&self) -> &[Rule] {
         &self.0
     }
-}
-
-/// The error for `count` rules in one limit (`text` shows the first ones).
-pub(super) fn too_many(text: &str, count: usize) -> Error {
-    Error::invalid_rule(
-        text,
-        text,
-        format!(
-            "{count} rules in one limit; at most {} are checked together",
-            super::MAX_RULES
-        ),
-    )
 }
 
 impl Deref for Rules {

@@ -80,11 +80,6 @@ pub(crate) fn load_command() -> Cmd {
     cmd
 }
 
-/// The function name of `script` in the library: `ratelock_<script>_<first 8 of its SHA1>`.
-pub(crate) fn function_name(name: &str, sha: &str) -> String {
-    format!("ratelock_{name}_{}", &sha[..8])
-}
-
 /// Whether the library's name is in `FUNCTION LIST`'s reply.
 pub(crate) fn is_listed(reply: &redis::Value) -> bool {
     matches!(reply, redis::Value::Array(libraries) if !libraries.is_empty())

@@ -22,7 +22,7 @@ impl LuaScript {
         let body = tagged_script(source);
         let sha = redis::Script::new(&body).get_hash().to_owned();
         LuaScript {
-            function: super::functions::function_name(name, &sha),
+            function: function_name(name, &sha),
             sha,
             body,
             module_command: None,
@@ -34,6 +34,12 @@ impl LuaScript {
         self.module_command = Some(name);
         self
     }
+}
+
+/// The function name of script `name` in the `ratelock` Functions library:
+/// `ratelock_<name>_<first 8 of its SHA1>` (see `functions.rs`).
+fn function_name(name: &str, sha: &str) -> String {
+    format!("ratelock_{name}_{}", &sha[..8])
 }
 
 /// `source` inside the call-tag envelope, after the shared prelude (`lua/prelude.lua`): the last ARGV
