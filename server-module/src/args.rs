@@ -5,7 +5,7 @@
 //! rather than guess at a fractional rule. Likewise a `now` that is neither empty nor an integer is
 //! an error here, where the script would quietly fall back to the server clock.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ratelock::{Algorithm, Rule};
 
@@ -157,7 +157,7 @@ pub fn fence_counter(raw: Option<&[u8]>, key: &[u8]) -> Result<u64, String> {
 /// [`given_now`], with the in-process clock standing in for an absent one (the scripts read TIME;
 /// both are the system clock, and Redis 7.0 gives modules no µs clock).
 pub fn now_or_clock(arg: Option<&[u8]>) -> Result<u64, String> {
-    given_now(arg).map(|now| now.unwrap_or_else(crate::limit_command::clock_us))
+    given_now(arg).map(|now| now.unwrap_or_else(clock_us))
 }
 
 /// A non-negative decimal integer, digits only.
@@ -171,4 +171,12 @@ pub fn parse_u64(text: &[u8]) -> Option<u64> {
 /// A decimal integer with an optional sign.
 fn parse_i64(text: &[u8]) -> Option<i64> {
     std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// The in-process clock in µs since the Unix epoch (the script reads TIME; Redis 7.0 gives modules
+/// no µs clock, and both are the same system clock).
+pub fn clock_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }

@@ -6,7 +6,7 @@
 //! `getkeys-api` takes `numkeys key... arg...`, so its keys are declared as one key spec (begin at
 //! argv[1], the key count there, the keys right after it, one apart), read-write (`RW ACCESS UPDATE`)
 //! when flagged `write`, else read-only (`RO ACCESS`). Only the summary is per command, looked up by
-//! name. The getkeys-api answer (`commands::scripted`) stays for servers without key specs.
+//! name. The getkeys-api answer (`scripted::scripted`) stays for servers without key specs.
 
 use std::ffi::{c_int, CStr};
 use std::ptr::{null, null_mut};

@@ -38,6 +38,7 @@ mod publish;
 mod rule_cache;
 mod rw_command;
 mod rw_keys;
+mod scripted;
 mod semaphore_commands;
 mod shared_strings;
 

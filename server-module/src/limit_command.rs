@@ -2,8 +2,6 @@
 //! [alg limit period burst]...`), same reply (5 integers per rule), same stored state; the decisions
 //! are the core's (`ratelock::algorithm::decide` and `outcomes`), not a second copy of them.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use ratelock::algorithm::{decide, outcomes};
 use ratelock::Rule;
 
@@ -20,7 +18,7 @@ pub fn contract_args(keys: usize, _argv: &[&[u8]]) -> Option<usize> {
 /// Serves one call: the flat reply integers, or an error text (`ERR ...`).
 pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     let head = args::head(keys.len(), argv)?;
-    let now = head.now.unwrap_or_else(clock_us);
+    let now = head.now.unwrap_or_else(args::clock_us);
     // Every rule is parsed first; an error is raised where the script raises it, at its key.
     let rules: Vec<Result<Rule, String>> = (1..=keys.len()).map(|i| args::rule(argv, i, head.cost)).collect();
     // Each key is opened once, for reading and writing; a key named twice shares its handle.
@@ -72,12 +70,4 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
             .map(Value::Int)
             .collect(),
     ))
-}
-
-/// The in-process clock in µs since the Unix epoch (the script reads TIME; Redis 7.0 gives modules
-/// no µs clock, and both are the same system clock).
-pub fn clock_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
 }

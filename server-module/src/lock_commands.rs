@@ -10,11 +10,11 @@ use ratelock::algorithm::lease::{apply_held, Acquired, Extended, LockCall, LockR
 
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
-use crate::commands::scripted;
 use crate::ctx::{Context, Value};
 use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text};
 use crate::lock_keys::{self, LeaseEnd, LockKeys, OpenLock};
 use crate::publish::publish;
+use crate::scripted::scripted;
 
 /// RATELOCK.LOCK_ACQUIRE 2 lease counter owner ttl_us reentrant now [tag]
 ///

@@ -10,11 +10,11 @@ use ratelock::algorithm::permits::{apply, PermitAcquired, SemaphoreCall, Semapho
 
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
-use crate::commands::scripted;
 use crate::ctx::{Context, Value};
 use crate::lease_args::{at_least_one, extend_length, token_text};
 use crate::permit_keys;
 use crate::publish::publish;
+use crate::scripted::scripted;
 
 /// RATELOCK.SEMAPHORE_ACQUIRE 1 permits id limit ttl_us now [tag]
 ///
