@@ -60,6 +60,7 @@ class FairLock(FairLockKind, Holding[_native.LeaseGuard]):
         >>> payouts.try_acquire(), payouts.locked()
         (True, True)
         >>> payouts.release()
+        'released'
     """
 
     def try_acquire(self) -> bool:
