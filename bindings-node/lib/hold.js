@@ -85,7 +85,7 @@ function lostWhileHeld(native) {
  * Resolves to what `work` resolves to.
  * @param {(signal: AbortSignal) => any} work
  * @param {() => Promise<Hold>} acquire
- * @param {(hold: Hold) => Promise<void>} [giveBack]
+ * @param {(hold: Hold) => Promise<unknown>} [giveBack]
  */
 async function using(work, acquire, giveBack = (hold) => hold.release()) {
   check.fn('work', work)
