@@ -137,6 +137,36 @@ pub trait Hook: Send + Sync + 'static {
     }
 }
 
+/// A closure is a hook that sees (and may change) every limiter answer, and nothing else.
+///
+/// ```
+/// use std::sync::Arc;
+/// use ratelock::hook::{Answered, LimitCall};
+/// use ratelock::{Decision, Limiter, LimiterOptions, Store};
+///
+/// // Shadow mode in one line: every denial is let through (and still counted by the store).
+/// let shadow = |_: &LimitCall<'_>, answer: &mut ratelock::Result<Decision>, _: Answered| {
+///     if let Ok(decision) = answer {
+///         decision.allowed = true;
+///     }
+/// };
+/// let options = LimiterOptions::default().with_hook(Arc::new(shadow));
+/// let limiter = Limiter::with_store(Store::new("memory://", &Default::default())?, options)?;
+/// let rules = limiter.rules("1/minute")?;
+/// for _ in 0..3 {
+///     assert!(limiter.try_hit_blocking("k", &rules, 1, None).unwrap()?.allowed);
+/// }
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+impl<F> Hook for F
+where
+    F: Fn(&LimitCall<'_>, &mut Result<Decision>, Answered) + Send + Sync + 'static,
+{
+    fn on_decision(&self, call: &LimitCall<'_>, answer: &mut Result<Decision>, how: Answered) {
+        self(call, answer, how)
+    }
+}
+
 /// The hooks attached to a limiter's or a lock's options, in order. Empty by default; cloning is one
 /// reference count.
 #[derive(Clone, Default)]
