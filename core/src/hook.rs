@@ -65,8 +65,8 @@ pub enum LockEvent<'a> {
         /// Its fencing token (`None` for a semaphore permit).
         fencing_token: Option<u64>,
     },
-    /// A hold was given back (by `release`, or by its guard's drop); a hold lost before was not (its
-    /// [`LockEvent::Lost`] ended it).
+    /// A hold was given back (by `release`, or by its guard's drop once the store answered); a hold
+    /// lost before, or found gone by the release, was not (its [`LockEvent::Lost`] ended it).
     Released {
         /// As in [`LockEvent::Waited`].
         what: &'static str,

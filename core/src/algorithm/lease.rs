@@ -65,10 +65,12 @@ pub enum LostReason {
     /// The lease's end passed without a renewal answered in time: the store could not be reached (or
     /// answered too late), or auto-renew is off and nobody extended it.
     Expired,
-    /// The store answered that the lease is gone or held by another (a renewal or an extension).
+    /// The store answered that the lease is gone or held by another (a renewal, an extension or a
+    /// release).
     Taken,
-    /// A renewal failed in a way retrying cannot mend (a configuration or protocol error, an
-    /// unexpected state at the lock's key): the hold is given up at once rather than left to run out.
+    /// A renewal (or a dropped guard's release) failed in a way retrying cannot mend (a configuration
+    /// or protocol error, an unexpected state at the lock's key): the hold is given up at once rather
+    /// than left to run out.
     Failed(crate::Error),
 }
 
@@ -77,7 +79,7 @@ impl std::fmt::Display for LostReason {
         match self {
             LostReason::Expired => f.write_str("the lease ran out without a renewal"),
             LostReason::Taken => f.write_str("the store answered that the lease is gone or held by another"),
-            LostReason::Failed(error) => write!(f, "a renewal failed: {error}"),
+            LostReason::Failed(error) => write!(f, "the store refused it for good: {error}"),
         }
     }
 }

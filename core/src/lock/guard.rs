@@ -47,16 +47,6 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
     }
 }
 
-/// What a release by a hold already signalled lost answers, given the store's answer: nothing given
-/// back was still this grant's (a lease that had not quite ended on the server counts as lost, as the
-/// holder was told).
-fn as_lost(released: Released) -> Released {
-    match released {
-        Released::HeldByOther => Released::HeldByOther,
-        _ => Released::NotHeld,
-    }
-}
-
 /// A held lease. Release it with [`release`](Self::release); dropping it releases in the background.
 /// [`LockGuard`](crate::LockGuard), [`PermitGuard`](crate::PermitGuard) and
 /// [`LeaseGuard`](crate::LeaseGuard) are this guard over each kind's lease.
@@ -88,7 +78,7 @@ impl<L: Lease> Guard<L> {
             })
         });
         let options = lease.options();
-        let events = HoldEvents::new(&options.hooks, lease.what());
+        let events = HoldEvents::new(&options.hooks, lease.what(), sent.into_std());
         events.acquired(lease.fence());
         let hold = Hold::start(sent, options.ttl, options.auto_renew, renew, events);
         Guard {
@@ -156,17 +146,7 @@ impl<L: Lease> Guard<L> {
     /// caller can retry. After a successful release, further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
-        let answer = self
-            .hold
-            .give_back(&mut self.released, Released::NotHeld, as_lost, release)
-            .await?;
-        // A release that finds the lease gone says how it was lost (unless the hold knew already).
-        match answer {
-            Released::NotHeld => self.hold.lost_at_release(super::LostReason::Expired),
-            Released::HeldByOther => self.hold.lost_at_release(super::LostReason::Taken),
-            _ => {}
-        }
-        Ok(answer)
+        self.hold.give_back(&mut self.released, release).await
     }
 
     /// What this guard holds, for messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or
@@ -194,9 +174,9 @@ const FIRST_RETRY: Duration = Duration::from_millis(50);
 const LONGEST_RETRY: Duration = Duration::from_secs(1);
 
 /// A dropped guard's release, in the background: tried again while the store cannot be reached, until
-/// the lease would have run out anyway (then nothing is left to give back). Nobody awaits this task: a
-/// release the store refuses for another reason leaves the lease to run out.
-async fn release_until<L: Lease>(lease: L, end: Instant) {
+/// the lease would have run out anyway (then nothing is left to give back); its last answer, which the
+/// hold's hooks hear.
+async fn release_until<L: Lease>(lease: L, end: Instant) -> Result<Released> {
     let mut pause = FIRST_RETRY;
     loop {
         match lease.release().await {
@@ -204,7 +184,7 @@ async fn release_until<L: Lease>(lease: L, end: Instant) {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(LONGEST_RETRY);
             }
-            _ => return,
+            outcome => return outcome,
         }
     }
 }

@@ -13,6 +13,7 @@ use super::hold_events::HoldEvents;
 use super::lease_end::LeaseEnd;
 use super::lost::{LostReason, LostSender, LostSignal};
 use super::watchdog::{self, Renew};
+use crate::algorithm::lease::Released;
 use crate::error::{Error, Result};
 
 pub(crate) struct Hold {
@@ -109,20 +110,18 @@ impl Hold {
         });
     }
 
-    /// Gives the hold back through `release` (the guard's store call), once (a hold already known lost
-    /// answers what `as_lost` makes of the store's answer): a forked child is refused
+    /// Gives the hold back through `release` (the guard's store call), once: a forked child is refused
     /// (and its guard counts as released, so its drop does nothing), the watchdog stops first, and a
     /// release that fails on the transport resumes it and leaves `released` false, so the caller can
-    /// retry. `already` is the answer once the hold was given back.
-    pub(crate) async fn give_back<T>(
+    /// retry. A hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one
+    /// event of it ([`HoldEvents::settled`]); a release that finds the lease gone marks the hold lost.
+    pub(crate) async fn give_back(
         &mut self,
         released: &mut bool,
-        already: T,
-        as_lost: impl FnOnce(T) -> T,
-        release: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
+        release: impl std::future::Future<Output = Result<Released>>,
+    ) -> Result<Released> {
         if *released {
-            return Ok(already);
+            return Ok(Released::NotHeld);
         }
         if let Err(err) = self.owned_here() {
             *released = true;
@@ -133,33 +132,18 @@ impl Hold {
         // server's lease has not quite ended, but answers as lost: the holder was told to stop.
         let was_lost = self.lost.is_lost();
         self.stop();
-        let outcome = release.await;
+        let outcome = release
+            .await
+            .map(|answer| if was_lost { as_lost(answer) } else { answer });
         match &outcome {
             Err(err) if err.is_store_failure() => self.resume(),
             _ => {
                 *released = true;
                 self.lease_end.give_back();
-                if !was_lost {
-                    self.events.released();
-                }
             }
         }
-        match outcome {
-            Ok(answer) if was_lost => Ok(as_lost(answer)),
-            other => other,
-        }
-    }
-
-    /// The hold was found lost when it was given back (`reason`), unless it was known lost already.
-    pub(crate) fn lost_at_release(&self, reason: LostReason) {
-        self.events.lost(&self.lost_sender, reason);
-    }
-
-    /// Tells the hooks the hold was given back, unless it had been lost (its loss was the end of it).
-    fn released_unless_lost(&self) {
-        if !self.lost.is_lost() {
-            self.events.released();
-        }
+        self.events.settled(&self.lost_sender, was_lost, &outcome);
+        outcome
     }
 
     /// The runtime to spawn on: the current one, else the one the hold was taken on.
@@ -175,29 +159,32 @@ impl Hold {
     }
 
     /// For a guard being dropped: stops the watchdog, then runs `release` in the background, on the
-    /// current runtime or else on the one the hold was taken on. `Err(release)` when there is neither
-    /// (only the memory store can then give the hold back, synchronously).
+    /// current runtime or else on the one the hold was taken on; the hooks hear what it came to.
+    /// `Err(release)` when there is neither (only the memory store can then give the hold back,
+    /// synchronously: the hooks hear it released).
     pub(crate) fn release_in_background<F>(&mut self, release: F) -> std::result::Result<(), F>
     where
-        F: std::future::Future<Output = ()> + Send + 'static,
+        F: std::future::Future<Output = Result<Released>> + Send + 'static,
     {
         let watchdog = self.watchdog.take();
+        let was_lost = self.lost.is_lost();
         let Some(runtime) = self.runtime_here() else {
             if let Some(task) = watchdog {
                 task.abort();
             }
-            // The caller gives it back in memory (the one store that needs no runtime).
-            self.released_unless_lost();
+            self.events
+                .settled(&self.lost_sender, was_lost, &Ok(Released::Released));
             return Err(release);
         };
+        let (events, sender) = (self.events.clone(), self.lost_sender.clone());
         runtime.spawn(async move {
             if let Some(task) = watchdog {
                 task.abort();
+                // An aborted task's `JoinError` is the abort itself: nothing to learn from it.
                 let _ = task.await;
             }
-            release.await;
+            events.settled(&sender, was_lost, &release.await);
         });
-        self.released_unless_lost();
         Ok(())
     }
 }
@@ -208,5 +195,15 @@ impl Drop for Hold {
             // The parent's watchdog task lives on the parent's runtime: not ours to touch.
             std::mem::forget(self.watchdog.take());
         }
+    }
+}
+
+/// What a release by a hold already signalled lost answers, given the store's answer: nothing given
+/// back was still this grant's (a lease that had not quite ended on the server counts as lost, as the
+/// holder was told).
+fn as_lost(released: Released) -> Released {
+    match released {
+        Released::HeldByOther => Released::HeldByOther,
+        _ => Released::NotHeld,
     }
 }

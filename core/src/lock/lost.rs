@@ -88,14 +88,19 @@ mod tests {
         }
     }
 
+    /// Runs `test` on a runtime with one thread (the test's own), so blocking it stops the watchdog.
+    fn on_one_thread(test: impl std::future::Future<Output = ()>) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(test);
+    }
+
     /// One runtime thread, blocked past the lease's end: its watchdog cannot wake, yet the hold is lost.
     #[test]
     fn a_hold_past_its_lease_end_is_lost_before_the_watchdog_wakes() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        on_one_thread(async {
             let store = Store::connect("memory://", &Default::default()).await.unwrap();
             let lock = DistributedLock::new(&store, "lost-by-the-clock", lock_options()).unwrap();
             let guard = lock.try_acquire().await.unwrap().unwrap();
@@ -109,11 +114,7 @@ mod tests {
 
     #[test]
     fn a_hold_given_back_is_never_lost_by_its_lease_end() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        on_one_thread(async {
             let store = Store::connect("memory://", &Default::default()).await.unwrap();
             let lock = DistributedLock::new(&store, "given-back", lock_options()).unwrap();
             let guard = lock.try_acquire().await.unwrap().unwrap();

@@ -214,3 +214,38 @@ fn rand_suffix() -> u64 {
         .unwrap()
         .as_nanos() as u64
 }
+
+/// A release that finds the lease gone is one `Lost` event, never also `Released`; so is a dropped
+/// guard's, heard once the store answered.
+#[tokio::test]
+async fn a_release_that_finds_the_lease_gone_is_lost_not_released() {
+    on_both_stores(async |store| {
+        let recorder = Arc::new(Recorder::default());
+        let name = format!("hooks:gone{}", rand_suffix());
+        let options = LockOptions::default()
+            .with_auto_renew(false)
+            .with_hook(recorder.clone());
+        let lock = DistributedLock::new(&store, &name, options).unwrap();
+        let guard = lock.try_acquire().await.unwrap().expect("free");
+        assert!(lock.force_release().await.unwrap());
+        assert_eq!(guard.release().await.unwrap(), ratelock::Released::NotHeld);
+
+        let guard = lock.try_acquire().await.unwrap().expect("free");
+        assert!(lock.force_release().await.unwrap());
+        drop(guard);
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while recorder.seen().len() < 4 && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(
+            recorder.seen(),
+            [
+                "acquired lock token=true",
+                "lost lock: expired",
+                "acquired lock token=true",
+                "lost lock: expired",
+            ]
+        );
+    })
+    .await;
+}
