@@ -36,6 +36,8 @@ export declare class NativeGuard {
    * `null` while it is not lost.
    */
   get lostReason(): string | null
+  /** Why the hold was lost, in the core's words (`null` while it is not lost). */
+  get lostDescription(): string | null
   /**
    * When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
    * message`, typed by the JavaScript side); else `null`.
@@ -252,11 +254,11 @@ export interface Batch {
 }
 
 /**
- * Where the circuit breaker of the store `options` name stands, before any limiter on it is connected:
- * `closed`, `open` or `half-open`, `null` for the memory store. The store is the process's shared one
- * (made here if it is not yet: no I/O).
+ * Where the circuit breaker of the store `url` and `timeoutMs` name stands, before any limiter on it
+ * is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
+ * process's shared one (made here if it is not yet: no I/O).
  */
-export declare function breakerStateOf(options: LimiterOptions): string | null
+export declare function breakerStateOf(url?: string | undefined | null, timeoutMs?: number | undefined | null): string | null
 
 /** How the client address of a request becomes its key (all optional). */
 export interface ClientAddressInit {

@@ -72,10 +72,8 @@ class Hold {
 
 /** The reason a hold's signal aborts with: `native` (a native guard) was lost while held, and why. */
 function lostWhileHeld(native) {
-  const why = { expired: 'its lease ran out without a renewal', taken: 'the store said it is gone or held by another' }
-  const failed = native.lostError
-  const reason = why[native.lostReason] ?? (failed === null ? null : `a renewal failed: ${fromNative(new Error(failed)).message}`)
-  return new LockLostError(`the ${native.what} was lost while held${reason === null ? '' : ` (${reason})`}`)
+  const why = native.lostDescription
+  return new LockLostError(`the ${native.what} was lost while held${why === null ? '' : ` (${why})`}`)
 }
 
 /**

@@ -69,7 +69,7 @@ class Limiter {
   get breakerState() {
     if (this.#native !== null) return this.#native.breakerState
     try {
-      return native.breakerStateOf(this.#settings)
+      return native.breakerStateOf(this.#settings.url, this.#settings.timeoutMs)
     } catch (error) {
       throw fromNative(error)
     }

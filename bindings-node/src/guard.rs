@@ -92,6 +92,12 @@ impl NativeGuard {
         self.lost.reason().map(|reason| reason.kind())
     }
 
+    /// Why the hold was lost, in the core's words (`null` while it is not lost).
+    #[napi(getter)]
+    pub fn lost_description(&self) -> Option<String> {
+        self.lost.reason().map(|reason| reason.to_string())
+    }
+
     /// When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
     /// message`, typed by the JavaScript side); else `null`.
     #[napi(getter)]

@@ -71,15 +71,17 @@ pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimi
     .await
 }
 
-/// Where the circuit breaker of the store `options` name stands, before any limiter on it is connected:
-/// `closed`, `open` or `half-open`, `null` for the memory store. The store is the process's shared one
-/// (made here if it is not yet: no I/O).
+/// Where the circuit breaker of the store `url` and `timeoutMs` name stands, before any limiter on it
+/// is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
+/// process's shared one (made here if it is not yet: no I/O).
 #[napi]
-pub fn breaker_state_of(options: LimiterOptions) -> napi::Result<Option<&'static str>> {
+pub fn breaker_state_of(url: Option<String>, timeout_ms: Option<f64>) -> napi::Result<Option<&'static str>> {
     guarded_sync(|| {
-        let settings = limiter_options(&options)?;
-        let store =
-            crate::stores::shared_now(options.url.as_deref(), settings.store.timeout).map_err(to_js)?;
+        let timeout = match timeout_ms {
+            Some(timeout) => convert::millis("timeoutMs", timeout)?,
+            None => ratelock::StoreOptions::default().timeout,
+        };
+        let store = crate::stores::shared_now(url.as_deref(), timeout).map_err(to_js)?;
         Ok(store.breaker_state().map(|state| state.as_str()))
     })
 }

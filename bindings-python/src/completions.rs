@@ -103,6 +103,10 @@ impl Completions {
         match first {
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
+                if let Err(exiting) = crate::runtime::live() {
+                    resolve(py, &future, Answer::Nothing(Err(exiting)))?;
+                    return Ok(future);
+                }
                 let (shared, target) = (self.shared.clone(), future.clone().unbind());
                 runtime().spawn(async move {
                     let answer = settle(work.await);

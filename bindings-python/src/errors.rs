@@ -71,23 +71,14 @@ create_exception!(
     "The lock was lost (expired or taken) while held."
 );
 
-/// Maps a core error to its Python exception by its stable code (`ratelock::Error::code`), keeping
-/// the message (which names the bad part). A code this binding does not know yet is a plain
-/// `RatelockError`. Lazy: no GIL is needed to make it (runtime threads make them).
+/// Maps a core error to its Python exception by its stable code (`ratelock::Error::code`) through
+/// [`EXCEPTIONS`], keeping the message (which names the bad part). A code this binding does not know
+/// yet is a plain `RatelockError`. Lazy: no GIL is needed to make it (runtime threads make them).
 pub(crate) fn to_py(err: ratelock::Error) -> PyErr {
-    let message = err.to_string();
-    match err.code() {
-        "INVALID_RULE" => InvalidRule::new_err(message),
-        "INVALID_ARGUMENT" => InvalidArgument::new_err(message),
-        "COST_EXCEEDS_CAPACITY" => CostExceedsCapacity::new_err(message),
-        "TIMEOUT" => StoreTimeout::new_err(message),
-        "STORE_UNAVAILABLE" => StoreUnavailable::new_err(message),
-        "WAIT_TIMEOUT" => WaitTimeout::new_err(message),
-        "LOCK_NOT_OWNED" => LockNotOwned::new_err(message),
-        "LOCK_LOST" => LockLost::new_err(message),
-        "PROTOCOL" => ProtocolError::new_err(message),
-        "CONFIGURATION" => ConfigurationError::new_err(message),
-        _ => RatelockError::new_err(message),
+    let (code, message) = (err.code(), err.to_string());
+    match EXCEPTIONS.iter().find(|exception| exception.code == Some(code)) {
+        Some(exception) => (exception.raise)(message),
+        None => RatelockError::new_err(message),
     }
 }
 
@@ -101,50 +92,49 @@ pub(crate) fn internal_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
     RatelockError::new_err(format!("internal error in ratelock (please report): {detail}"))
 }
 
-/// How to reach one exception class.
-type ClassOf = for<'py> fn(Python<'py>) -> Bound<'py, pyo3::types::PyType>;
+/// One exception class: its name in the module, the core's code it stands for (`None`: the base
+/// class), the class, and how to raise it (lazily, without the GIL).
+struct Exception {
+    name: &'static str,
+    code: Option<&'static str>,
+    class: for<'py> fn(Python<'py>) -> Bound<'py, pyo3::types::PyType>,
+    raise: fn(String) -> PyErr,
+}
 
-/// Every exception class: its name in the module, the core's code it stands for (`None`: the base
-/// class), and the class.
-const EXCEPTIONS: [(&str, Option<&str>, ClassOf); 11] = [
-    ("RatelockError", None, |py| py.get_type::<RatelockError>()),
-    ("InvalidRule", Some("INVALID_RULE"), |py| {
-        py.get_type::<InvalidRule>()
-    }),
-    ("InvalidArgument", Some("INVALID_ARGUMENT"), |py| {
-        py.get_type::<InvalidArgument>()
-    }),
-    ("CostExceedsCapacity", Some("COST_EXCEEDS_CAPACITY"), |py| {
-        py.get_type::<CostExceedsCapacity>()
-    }),
-    ("StoreUnavailable", Some("STORE_UNAVAILABLE"), |py| {
-        py.get_type::<StoreUnavailable>()
-    }),
-    ("StoreTimeout", Some("TIMEOUT"), |py| {
-        py.get_type::<StoreTimeout>()
-    }),
-    ("WaitTimeout", Some("WAIT_TIMEOUT"), |py| {
-        py.get_type::<WaitTimeout>()
-    }),
-    ("LockNotOwned", Some("LOCK_NOT_OWNED"), |py| {
-        py.get_type::<LockNotOwned>()
-    }),
-    ("LockLost", Some("LOCK_LOST"), |py| py.get_type::<LockLost>()),
-    ("ProtocolError", Some("PROTOCOL"), |py| {
-        py.get_type::<ProtocolError>()
-    }),
-    ("ConfigurationError", Some("CONFIGURATION"), |py| {
-        py.get_type::<ConfigurationError>()
-    }),
+/// Declares each class once: its name, its code, and both ways to reach it.
+macro_rules! exceptions {
+    ($(($class:ident, $code:expr)),* $(,)?) => {
+        [$(Exception {
+            name: stringify!($class),
+            code: $code,
+            class: |py| py.get_type::<$class>(),
+            raise: |message| $class::new_err(message),
+        }),*]
+    };
+}
+
+/// Every exception class and the core's code it stands for: the one mapping.
+const EXCEPTIONS: [Exception; 11] = exceptions![
+    (RatelockError, None),
+    (InvalidRule, Some("INVALID_RULE")),
+    (InvalidArgument, Some("INVALID_ARGUMENT")),
+    (CostExceedsCapacity, Some("COST_EXCEEDS_CAPACITY")),
+    (StoreUnavailable, Some("STORE_UNAVAILABLE")),
+    (StoreTimeout, Some("TIMEOUT")),
+    (WaitTimeout, Some("WAIT_TIMEOUT")),
+    (LockNotOwned, Some("LOCK_NOT_OWNED")),
+    (LockLost, Some("LOCK_LOST")),
+    (ProtocolError, Some("PROTOCOL")),
+    (ConfigurationError, Some("CONFIGURATION")),
 ];
 
 /// Adds every exception class to the module, each carrying the core's stable code as `code`, so
 /// Python code can map an error by its code, as every binding does (None on the base class).
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    for (name, code, class) in EXCEPTIONS {
-        let class = class(module.py());
-        class.setattr("code", code)?;
-        module.add(name, class)?;
+    for exception in &EXCEPTIONS {
+        let class = (exception.class)(module.py());
+        class.setattr("code", exception.code)?;
+        module.add(exception.name, class)?;
     }
     Ok(())
 }

@@ -47,11 +47,18 @@ fn slot() -> &'static ProcessRuntimeSlot {
     })
 }
 
-/// Whether the runtime was shut down for the interpreter's exit: a call that needs it then raises.
-fn stopped() -> bool {
-    RUNTIME
+/// `Ok` while the runtime runs; after [`stop_at_exit`], the error every call that needs it raises
+/// (a task spawned then would be dropped unanswered: its awaitable would never resolve).
+pub(crate) fn live() -> PyResult<()> {
+    let stopped = RUNTIME
         .get()
-        .is_some_and(|slot| slot.stopped.load(std::sync::atomic::Ordering::Acquire))
+        .is_some_and(|slot| slot.stopped.load(std::sync::atomic::Ordering::Acquire));
+    if stopped {
+        return Err(crate::errors::RatelockError::new_err(
+            "ratelock's runtime is stopped: the interpreter is exiting",
+        ));
+    }
+    Ok(())
 }
 
 /// How long the exit waits for runtime threads to finish what they are doing (a completion that holds
@@ -73,11 +80,6 @@ pub(crate) fn stop_at_exit(py: Python<'_>) {
     }
 }
 
-/// The error of a call made after [`stop_at_exit`].
-fn exiting() -> PyErr {
-    crate::errors::RatelockError::new_err("ratelock's runtime is stopped: the interpreter is exiting")
-}
-
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
 /// any call that needs no I/O) finishes there, with no thread switch. Otherwise the GIL is released and
 /// the caller blocks on the shared runtime until the answer comes.
@@ -94,8 +96,8 @@ where
     };
     let outcome = match first {
         Ok(Poll::Ready(result)) => Ok(result),
-        Ok(Poll::Pending) if stopped() => return Err(exiting()),
         Ok(Poll::Pending) => {
+            live()?;
             py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| runtime().block_on(future.as_mut()))))
         }
         Err(panic) => Err(panic),
@@ -117,9 +119,7 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
-    if stopped() {
-        return Err(exiting());
-    }
+    live()?;
     pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
         match AssertUnwindSafe(future).catch_unwind().await {
             Ok(result) => result,

@@ -79,10 +79,16 @@ impl Limiter {
                     ));
                 }
                 let when_full = match option_string(&options, "whenFull")? {
-                    None => ratelock::store::WhenFull::Refuse,
+                    None => ratelock::store::WhenFull::default(),
                     Some(policy) => policy.parse().map_err(to_js)?,
                 };
                 store = store.with_max_keys(keys as usize, when_full);
+            } else if option_string(&options, "whenFull")?.is_some() {
+                // Unbounded, the store is never full: a `whenFull` alone would be ignored silently.
+                return Err(invalid_argument(
+                    "whenFull",
+                    "applies only with `maxKeys` (the store is unbounded without it)".to_owned(),
+                ));
             }
         }
         let store = ratelock::Store::Memory(ratelock::store::MemoryStore::for_options(&store));

@@ -7,7 +7,7 @@ import asyncio
 import json
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, List
 
 import pytest
 
@@ -70,28 +70,38 @@ def test_moved_on_a_plain_url_names_the_cluster_url(answering) -> None:
         ratelock.Limiter(answering("-MOVED 3999 127.0.0.1:6381").url, on_error="allow").hit("k", "5/second")
 
 
-@pytest.mark.parametrize("asyncio_api", [False, True])
-def test_an_unreadable_reply_stream_raises_on_every_call(answering, asyncio_api: bool) -> None:
-    url = answering("!!!garbage").url
-    outcomes = []
+def outcomes_of(url: str, calls: int, asyncio_api: bool) -> List[str]:
+    """What `calls` hits through `url` under on_error="allow" came to, in order: "decided",
+    "degraded", or the name of the error raised."""
+    outcomes: List[str] = []
+
+    def note(decision: ratelock.Decision) -> None:
+        outcomes.append("degraded" if decision.degraded else "decided")
+
     if asyncio_api:
 
         async def hits() -> None:
             limiter = ratelock_asyncio.Limiter(url, on_error="allow")
-            for _ in range(6):
+            for _ in range(calls):
                 try:
-                    outcomes.append("degraded" if (await limiter.hit("k", "5/second")).degraded else "decided")
+                    note(await limiter.hit("k", "5/second"))
                 except ratelock.RatelockError as error:
                     outcomes.append(type(error).__name__)
 
         asyncio.run(hits())
     else:
         limiter = ratelock.Limiter(url, on_error="allow")
-        for _ in range(6):
+        for _ in range(calls):
             try:
-                outcomes.append("degraded" if limiter.hit("k", "5/second").degraded else "decided")
+                note(limiter.hit("k", "5/second"))
             except ratelock.RatelockError as error:
                 outcomes.append(type(error).__name__)
+    return outcomes
+
+
+@pytest.mark.parametrize("asyncio_api", [False, True])
+def test_an_unreadable_reply_stream_raises_on_every_call(answering, asyncio_api: bool) -> None:
+    outcomes = outcomes_of(answering("!!!garbage").url, 6, asyncio_api)
     assert outcomes == ["ProtocolError"] * 6
 
 
@@ -112,24 +122,5 @@ def test_a_renewal_refused_for_good_loses_the_hold_and_says_why(proxy_binary: Pa
 @pytest.mark.parametrize("asyncio_api", [False, True])
 def test_a_crossed_reply_on_a_live_connection_is_a_protocol_error(answering, asyncio_api: bool) -> None:
     # The proxy answers every call after the first with the first call's reply: well formed, another call's.
-    url = answering("REPLAY").url
-    outcomes = []
-    if asyncio_api:
-
-        async def hits() -> None:
-            limiter = ratelock_asyncio.Limiter(url, on_error="allow")
-            for _ in range(5):
-                try:
-                    outcomes.append("degraded" if (await limiter.hit("k", "5/second")).degraded else "decided")
-                except ratelock.RatelockError as error:
-                    outcomes.append(type(error).__name__)
-
-        asyncio.run(hits())
-    else:
-        limiter = ratelock.Limiter(url, on_error="allow")
-        for _ in range(5):
-            try:
-                outcomes.append("degraded" if limiter.hit("k", "5/second").degraded else "decided")
-            except ratelock.RatelockError as error:
-                outcomes.append(type(error).__name__)
+    outcomes = outcomes_of(answering("REPLAY").url, 5, asyncio_api)
     assert outcomes == ["decided"] + ["ProtocolError"] * 4

@@ -56,6 +56,7 @@ test('bad input gets named, typed errors', () => {
     [() => limiter.hit('k', '1/second', 1, -1), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`nowMs`/],
     [() => limiter.hit('k', '5/second', 9), 'CostExceedsCapacityError', 'ERR_RATELOCK_COST_EXCEEDS_CAPACITY', /capacity/],
     [() => new Limiter({ maxKeys: 0 }), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`maxKeys`/],
+    [() => new Limiter({ whenFull: 'evict' }), 'InvalidArgumentError', 'ERR_RATELOCK_INVALID_ARGUMENT', /`whenFull`/],
     [() => new Limiter({ defaultAlgorithm: 'magic' }), 'InvalidRuleError', 'ERR_RATELOCK_INVALID_RULE', /magic/],
   ]
   for (const [call, name, code, message] of cases) {

@@ -106,6 +106,11 @@ class Slot:
         """Why the slot's lease was lost (``None`` while it is not)."""
         return self._semaphore.lost_reason
 
+    @property
+    def lost_error(self) -> Optional[_native.RatelockError]:
+        """The error that refused the slot's renewal, when ``lost_reason`` is ``"failed"``."""
+        return self._semaphore.lost_error
+
     def __enter__(self) -> "Slot":
         return self
 
