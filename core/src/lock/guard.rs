@@ -169,24 +169,11 @@ impl<L: Lease> Drop for Guard<L> {
     }
 }
 
-/// The first pause before a dropped guard's release is tried again, and the longest.
-const FIRST_RETRY: Duration = Duration::from_millis(50);
-const LONGEST_RETRY: Duration = Duration::from_secs(1);
-
 /// A dropped guard's release, in the background: tried again while the store cannot be reached, until
 /// the lease would have run out anyway (then nothing is left to give back); its last answer, which the
 /// hold's hooks hear.
 async fn release_until<L: Lease>(lease: L, end: Instant) -> Result<Released> {
-    let mut pause = FIRST_RETRY;
-    loop {
-        match lease.release().await {
-            Err(error) if error.is_store_failure() && Instant::now() + pause < end => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LONGEST_RETRY);
-            }
-            outcome => return outcome,
-        }
-    }
+    crate::store::outage_retry::while_outage(end, || lease.release()).await
 }
 
 pub(crate) use sealed::Sealed;

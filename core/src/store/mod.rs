@@ -10,6 +10,8 @@ pub mod memory;
 mod memory_locks;
 mod memory_roles;
 mod options;
+#[cfg(feature = "runtime")]
+pub(crate) mod outage_retry;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod registry;

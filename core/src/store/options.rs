@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Options shared by the stores that talk to a server.
-#[derive(Debug, Clone)]
+/// Options shared by the stores that talk to a server. Equal options (every field) make the same
+/// shared store (`Store::shared`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct StoreOptions {
     /// Timeout of every call (and of connecting).

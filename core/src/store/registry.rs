@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -13,15 +12,7 @@ use super::{AnyLockStore, Store, StoreOptions};
 use crate::error::Result;
 
 /// What tells two shared stores apart: the URL as given (trimmed; empty means memory) and every option.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Entry {
-    url: String,
-    timeout: Duration,
-    max_keys: Option<usize>,
-    when_full: super::WhenFull,
-    tls_root_ca: Option<Vec<u8>>,
-    server_code: super::ServerCode,
-}
+type Entry = (String, StoreOptions);
 
 static SHARED: LazyLock<Mutex<HashMap<Entry, AnyLockStore>>> = LazyLock::new(Default::default);
 
@@ -58,14 +49,7 @@ impl AnyLockStore {
             None | Some("") | Some("memory") => "memory://",
             Some(url) => url,
         };
-        let entry = Entry {
-            url: url.to_owned(),
-            timeout: options.timeout,
-            max_keys: options.max_keys,
-            when_full: options.when_full,
-            tls_root_ca: options.tls_root_ca.clone(),
-            server_code: options.server_code,
-        };
+        let entry: Entry = (url.to_owned(), options.clone());
         if let Some(store) = SHARED.lock().get(&entry) {
             return Ok(store.clone());
         }

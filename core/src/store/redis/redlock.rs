@@ -304,10 +304,6 @@ impl<T> Answers<T> {
     }
 }
 
-/// The first pause before a failed release is tried again, and the longest.
-const FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
-const LONGEST_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Asks `node` again to give back the grant `fence` of `owner` while it cannot be reached, until `until`
 /// (after which the lease has run out there anyway). Needs a runtime; there is one, since the caller
 /// is a store call.
@@ -316,14 +312,9 @@ fn release_later(node: RedisStore, keys: LockKeys, owner: String, fence: u64, un
         return;
     };
     runtime.spawn(async move {
-        let mut pause = FIRST_RETRY;
-        while tokio::time::Instant::now() + pause < until {
-            tokio::time::sleep(pause).await;
-            match node.lock_release(&keys, &owner, fence).await {
-                Err(failure) if failure.is_store_failure() => pause = (pause * 2).min(LONGEST_RETRY),
-                _ => return,
-            }
-        }
+        // Nobody awaits this: a refusal, like a last outage, leaves the grant to its lease.
+        let _ =
+            crate::store::outage_retry::while_outage(until, || node.lock_release(&keys, &owner, fence)).await;
     });
 }
 
