@@ -1,8 +1,8 @@
 //! The Redis encodings `fair_lock.lua` and `rw_lock.lua` share, read and written in the scripts' own
 //! layout: a hold as a hash {i = grant id, f = fencing token, e = lease end µs}, sorted sets scored by
 //! the µs at which an entry lapses, the fencing counter as a plain string, and expiry set from a lease
-//! end. Every write is propagated as itself (`!`), with absolute expiry (PEXPIREAT), so replicas and
-//! the AOF never decide anything again.
+//! end. Every write is propagated as itself (`!`); expiry is the scripts' relative PEXPIRE, which
+//! Redis propagates as an absolute PEXPIREAT, so replicas and the AOF never decide anything again.
 
 use crate::ctx::{Context, Effect};
 use crate::key_read::{KeyRead, ReadKey};
@@ -125,21 +125,22 @@ pub fn write_counter(cx: &Context, key: &[u8], last: u64) -> Result<(), String> 
 }
 
 /// Makes `key` expire when something that ends at `ends` (µs) does, as the scripts'
-/// `PEXPIRE key ceil((ends - now) / 1000)`, but as an absolute time from the server clock. An end that
-/// leaves no whole ms (at or before `now`) deletes the key at once, as the script's `PEXPIRE key 0` does.
+/// `PEXPIRE key ceil((ends - now) / 1000)`, the very command (an absolute time from an earlier clock
+/// read could have passed by the time it runs). An end that leaves no whole ms (at or before `now`)
+/// deletes the key at once, as the script's `PEXPIRE key 0` does.
 pub fn expire_at(cx: &Context, key: &[u8], ends: u64, now: u64) -> Result<(), String> {
     expire_all_at(cx, &[key], ends, now)
 }
 
-/// [`expire_at`] for keys that must expire together: one reading of the server clock for all.
+/// [`expire_at`] for keys that expire together, in the scripts' order.
 pub fn expire_all_at(cx: &Context, keys: &[&[u8]], ends: u64, now: u64) -> Result<(), String> {
     let ms = ceil_ms(ends as i128 - now as i128);
     if ms <= 0 {
         return keys.iter().try_for_each(|key| delete(cx, key));
     }
-    let at = (cx.server_ms() as i128 + ms).to_string();
+    let ms = ms.to_string();
     for key in keys {
-        cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])?;
+        cx.call(Effect::Replicated, "PEXPIRE", &[key, ms.as_bytes()])?;
     }
     Ok(())
 }

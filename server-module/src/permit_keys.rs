@@ -2,8 +2,9 @@
 //! member = permit id, score = the µs its lease ends. Read into the core's `Permits` and written back
 //! from the permits the core returns.
 //!
-//! Every write is propagated as that very command (`!`), with an absolute expiry (PEXPIREAT) taken from
-//! the server's ms clock, so replicas and the AOF never decide anything again.
+//! Every write is propagated as that very command (`!`); the expiry is the scripts' relative PEXPIRE,
+//! which Redis itself propagates as an absolute PEXPIREAT, so replicas and the AOF never decide anything
+//! again.
 
 use ratelock::algorithm::permits::Permits;
 
@@ -34,8 +35,9 @@ fn lease_end(score: f64) -> Result<u64, String> {
 /// Stores what changed from `before` to `after` (the permits the core returned for a call at `now`):
 /// ZREM of the permits that are gone (reclaimed or released), ZADD of those that are new or moved, and
 /// of `renewed` (the permit the call granted or extended, even when its end did not move). After a
-/// ZADD, the key lives until its last lease ends: the scripts' `PEXPIRE ceil((last - now) / 1000)`,
-/// sent as PEXPIREAT from the server clock.
+/// ZADD, the key lives until its last lease ends: the scripts' very `PEXPIRE ceil((last - now) / 1000)`.
+/// (An absolute PEXPIREAT from a clock read made earlier could name a ms that has passed by the time
+/// it runs, and Redis would delete the key at once where the script's key lives that ms.)
 pub fn write(
     cx: &Context,
     key: &[u8],
@@ -68,7 +70,7 @@ pub fn write(
     }
     cx.call(Effect::Replicated, "ZADD", &args)?;
     let last = after.iter().map(|&(_, end)| end).max().unwrap_or(now);
-    let at = (cx.server_ms() + last.saturating_sub(now).div_ceil(1000)).to_string();
-    cx.call(Effect::Replicated, "PEXPIREAT", &[key, at.as_bytes()])?;
+    let ms = last.saturating_sub(now).div_ceil(1000).to_string();
+    cx.call(Effect::Replicated, "PEXPIRE", &[key, ms.as_bytes()])?;
     Ok(())
 }

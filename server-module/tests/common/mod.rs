@@ -164,26 +164,48 @@ impl KeySnapshot {
 
 /// The type, contents and PTTL of `key` (a string, hash or sorted set).
 pub fn key_snapshot(con: &mut Connection, key: &str) -> KeySnapshot {
-    let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-    let contents: Vec<String> = match kind.as_str() {
-        "none" => vec![],
-        "string" => vec![redis::cmd("GET").arg(key).query(con).unwrap()],
-        "hash" => {
-            let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL").arg(key).query(con).unwrap();
-            pairs.sort();
-            pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
-        }
-        "zset" => redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query(con)
-            .unwrap(),
-        other => panic!("{key} has unexpected type {other}"),
+    key_snapshots(con, &[key]).remove(0)
+}
+
+/// [`key_snapshot`] of each of `keys`, read in one MULTI, so that no key can end between the reads
+/// of two copies that are compared (a stalled machine once let one copy's 9 ms lease end between the
+/// two looks).
+pub fn key_snapshots(con: &mut Connection, keys: &[&str]) -> Vec<KeySnapshot> {
+    let mut pipe = redis::pipe();
+    pipe.atomic().ignore_errors();
+    for key in keys {
+        // Every reading of every type: those of the wrong type answer WRONGTYPE and are not used.
+        pipe.cmd("TYPE").arg(key).cmd("PTTL").arg(key).cmd("GET").arg(key);
+        pipe.cmd("HGETALL").arg(key);
+        pipe.cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES");
+    }
+    let replies: Vec<redis::RedisResult<Value>> = pipe.query(con).unwrap();
+    let mut replies = replies.into_iter();
+    let mut next = || {
+        replies
+            .next()
+            .expect("five replies per key")
+            .unwrap_or(Value::Nil)
     };
-    let pttl: i64 = redis::cmd("PTTL").arg(key).query(con).unwrap();
-    KeySnapshot { kind, contents, pttl }
+    keys.iter()
+        .map(|key| {
+            let (kind, pttl, string, hash, zset) = (next(), next(), next(), next(), next());
+            let kind: String = redis::from_redis_value(kind).unwrap();
+            let pttl: i64 = redis::from_redis_value(pttl).unwrap();
+            let contents: Vec<String> = match kind.as_str() {
+                "none" => vec![],
+                "string" => vec![redis::from_redis_value(string).unwrap()],
+                "hash" => {
+                    let mut pairs: Vec<(String, String)> = redis::from_redis_value(hash).unwrap();
+                    pairs.sort();
+                    pairs.into_iter().map(|(f, v)| format!("{f}={v}")).collect()
+                }
+                "zset" => redis::from_redis_value(zset).unwrap(),
+                other => panic!("{key} has unexpected type {other}"),
+            };
+            KeySnapshot { kind, contents, pttl }
+        })
+        .collect()
 }
 
 /// The wall clock in µs since the Unix epoch.
