@@ -1,21 +1,13 @@
 //! `NativeGuard`: the one native class of a hold, whatever the lock kind (a lock grant, a semaphore
 //! permit, a fair or read-write hold). The kinds' holds have the same methods and differ only in data
-//! (what they are called, whether they have a fencing token), so one class over the erased core guard
-//! (`any_guard.rs`) serves them all, rather than a macro stamping out the same class three times.
-//!
-//! Outcomes cross as the core decides them: `extend` and `release` resolve when the hold was kept or
-//! given back and reject with the core's `LOCK_LOST` (`Extended::or_lost`, `Released::or_lost`) when it
-//! was lost, and with `LOCK_NOT_OWNED` once it was given back. A release that fails on the transport
-//! keeps the hold (and its watchdog), so the caller can retry.
-
-use std::time::Duration;
+//! (what they are called, whether they have a fencing token), so one class over the core's kind-erased
+//! `AnyGuard` serves them all. Every rule (calls take turns, a release that fails on the transport keeps
+//! the hold, `LOCK_LOST` and `LOCK_NOT_OWNED`) is the core's; this file only converts.
 
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
-use tokio::sync::{watch, Mutex};
 
-use crate::any_guard::{AnyGuard, FencedLease};
 use crate::convert;
 use crate::errors::to_js;
 use crate::runtime::guarded;
@@ -23,43 +15,14 @@ use crate::runtime::guarded;
 /// One hold of a lock, a semaphore, a fair lock or a read-write lock.
 #[napi]
 pub struct NativeGuard {
-    /// The core guard while held; `None` once given back. Extensions and releases take turns on it.
-    guard: Mutex<Option<Box<dyn AnyGuard>>>,
-    what: &'static str,
-    fencing_token: Option<u64>,
-    /// What `extend()` without a ttl extends by: the lock's lease length.
-    default_ttl: Duration,
-    lost: ratelock::LostSignal,
-    released: watch::Sender<bool>,
+    guard: ratelock::AnyGuard,
 }
 
 impl NativeGuard {
-    /// The native hold of `guard`, extended by `default_ttl` unless told otherwise.
-    pub(crate) fn new<L: FencedLease>(guard: ratelock::Guard<L>, default_ttl: Duration) -> Self {
+    /// The native hold of `guard`.
+    pub(crate) fn new<L: ratelock::Lease>(guard: ratelock::Guard<L>) -> Self {
         NativeGuard {
-            what: guard.what(),
-            fencing_token: L::fencing_token(&guard),
-            default_ttl,
-            lost: guard.lost_signal(),
-            released: watch::channel(false).0,
-            guard: Mutex::new(Some(Box::new(guard))),
-        }
-    }
-
-    /// The error of a call on a hold given back already.
-    fn given_back(&self) -> ratelock::Error {
-        ratelock::Error::LockNotOwned(format!("this {} was already released", self.what))
-    }
-
-    /// Waits for the hold to be lost (`true`), or to be given back (`false`).
-    fn lost_or_released(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
-        let lost = self.lost.clone();
-        let mut released = self.released.subscribe();
-        async move {
-            tokio::select! {
-                () = lost.wait() => true,
-                _ = released.wait_for(|given_back| *given_back) => lost.is_lost(),
-            }
+            guard: ratelock::AnyGuard::new(guard),
         }
     }
 }
@@ -69,19 +32,19 @@ impl NativeGuard {
     /// The fencing token of this hold (`null` for a semaphore permit).
     #[napi(getter)]
     pub fn fencing_token(&self) -> Option<f64> {
-        self.fencing_token.map(|token| token as f64)
+        self.guard.fencing_token().map(|token| token as f64)
     }
 
     /// What this hold is, for messages: "lock", "permit", "fair lock", "read hold" or "write hold".
     #[napi(getter)]
     pub fn what(&self) -> &'static str {
-        self.what
+        self.guard.what()
     }
 
     /// True once the hold is known lost.
     #[napi]
     pub fn is_lost(&self) -> bool {
-        self.lost.is_lost()
+        self.guard.is_lost()
     }
 
     /// Why the hold was lost: "expired" (its lease ran out without a renewal), "taken" (the store said
@@ -89,20 +52,20 @@ impl NativeGuard {
     /// `null` while it is not lost.
     #[napi(getter)]
     pub fn lost_reason(&self) -> Option<&'static str> {
-        self.lost.reason().map(|reason| reason.kind())
+        self.guard.lost_reason().map(|reason| reason.kind())
     }
 
     /// Why the hold was lost, in the core's words (`null` while it is not lost).
     #[napi(getter)]
     pub fn lost_description(&self) -> Option<String> {
-        self.lost.reason().map(|reason| reason.to_string())
+        self.guard.lost_reason().map(|reason| reason.to_string())
     }
 
     /// When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
     /// message`, typed by the JavaScript side); else `null`.
     #[napi(getter)]
     pub fn lost_error(&self) -> Option<String> {
-        match self.lost.reason()? {
+        match self.guard.lost_reason()? {
             ratelock::LostReason::Failed(error) => Some(crate::errors::to_js(error).reason),
             _ => None,
         }
@@ -112,7 +75,7 @@ impl NativeGuard {
     /// keeps the process alive meanwhile).
     #[napi]
     pub async fn wait_lost(&self) -> bool {
-        self.lost_or_released().await
+        self.guard.wait_lost(None).await
     }
 
     /// Calls `callback()` once if the hold is lost before it is given back. Unlike `waitLost`, the watch
@@ -123,7 +86,7 @@ impl NativeGuard {
             .build_threadsafe_function::<()>()
             .weak::<true>()
             .build()?;
-        let watch = self.lost_or_released();
+        let watch = self.guard.wait_lost(None);
         napi::bindgen_prelude::spawn(async move {
             if watch.await {
                 notify.call((), ThreadsafeFunctionCallMode::NonBlocking);
@@ -136,16 +99,8 @@ impl NativeGuard {
     /// a lost hold: rejects with LOCK_LOST then.
     #[napi]
     pub async fn extend(&self, ttl_ms: Option<f64>) -> napi::Result<()> {
-        guarded(async {
-            let slot = self.guard.lock().await;
-            let guard = slot.as_ref().ok_or_else(|| to_js(self.given_back()))?;
-            let ttl = ttl_ms.map_or(Ok(self.default_ttl), |ms| convert::millis("ttlMs", ms))?;
-            let answer = guard.extend(ttl).await;
-            answer
-                .and_then(|extended| extended.or_lost(self.what))
-                .map_err(to_js)
-        })
-        .await
+        let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
+        guarded(async { self.guard.extend(ttl).await.map_err(to_js) }).await
     }
 
     /// Gives the hold back: resolves "released", or "still_held" when a re-entrant lock keeps other
@@ -153,19 +108,6 @@ impl NativeGuard {
     /// release that fails on the transport keeps the hold, so it can be called again.
     #[napi]
     pub async fn release(&self) -> napi::Result<&'static str> {
-        guarded(async {
-            let mut slot = self.guard.lock().await;
-            let guard = slot.as_mut().ok_or_else(|| to_js(self.given_back()))?;
-            let answer = guard.try_release().await;
-            if !matches!(&answer, Err(err) if err.is_store_failure()) {
-                *slot = None;
-                let _ = self.released.send(true);
-            }
-            answer
-                .and_then(|released| released.or_lost(self.what))
-                .map(|released| released.as_str())
-                .map_err(to_js)
-        })
-        .await
+        guarded(async { Ok(self.guard.release().await.map_err(to_js)?.as_str()) }).await
     }
 }

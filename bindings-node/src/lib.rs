@@ -5,7 +5,6 @@
 // napi-rs registers exports only outside `cfg(test)`; a test build (clippy --all-targets) sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
-mod any_guard;
 mod completions;
 mod convert;
 mod errors;

@@ -112,7 +112,6 @@ macro_rules! lock_handle {
         #[napi_derive::napi]
         pub struct $class {
             inner: $core,
-            ttl: std::time::Duration,
         }
 
         /// Opens (or reuses) the store and makes the handle (`lib/` calls it on first use).
@@ -126,9 +125,8 @@ macro_rules! lock_handle {
             $crate::runtime::guarded(async move {
                 $(let $arg = $checked;)?
                 let (store, options) = $crate::lock_handle::open(settings)?;
-                let ttl = options.ttl;
                 let inner = ($make)(store, name, options).map_err($crate::errors::to_js)?;
-                Ok($class { inner, ttl })
+                Ok($class { inner })
             })
             .await
         }
@@ -139,10 +137,9 @@ macro_rules! lock_handle {
                 /// A hold if the core grants one at once; `null` otherwise (never waits).
                 #[napi]
                 pub async fn $try(&self) -> napi::Result<Option<$crate::guard::NativeGuard>> {
-                    let ttl = self.ttl;
                     let take = |lock: $core| async move { lock.$try().await };
                     let guard = $crate::lock_handle::ask(&self.inner, take).await?;
-                    Ok(guard.map(|guard| $crate::guard::NativeGuard::new(guard, ttl)))
+                    Ok(guard.map($crate::guard::NativeGuard::new))
                 }
 
                 /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT.
@@ -151,10 +148,10 @@ macro_rules! lock_handle {
                     &self,
                     timeout_ms: Option<f64>,
                 ) -> napi::Result<$crate::guard::NativeGuard> {
-                    let (ttl, wait) = (self.ttl, $crate::lock_handle::wait_limit(timeout_ms)?);
+                    let wait = $crate::lock_handle::wait_limit(timeout_ms)?;
                     let take = |lock: $core| async move { lock.$wait(wait).await };
                     let guard = $crate::lock_handle::ask(&self.inner, take).await?;
-                    Ok($crate::guard::NativeGuard::new(guard, ttl))
+                    Ok($crate::guard::NativeGuard::new(guard))
                 }
             )+
         }

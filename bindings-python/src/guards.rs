@@ -9,12 +9,11 @@ use pyo3::PyClassInitializer;
 
 use crate::async_twins::pymethods_with_async_twins;
 use crate::convert;
-use crate::guard_slot::GuardSlot;
 
 /// One hold. `release` gives it back; later calls raise `LockNotOwned`.
 #[pyclass(name = "Guard", module = "ratelock._native", frozen, subclass)]
 pub(crate) struct PyGuard {
-    slot: GuardSlot,
+    guard: ratelock::AnyGuard,
 }
 
 pymethods_with_async_twins! {
@@ -23,13 +22,14 @@ pymethods_with_async_twins! {
         /// limit); answers whether it was lost, at once for a hold given back.
         #[pyo3(signature = (timeout=None))]
         fn wait_lost / wait_lost_async(&self, timeout: Option<&Bound<'_, PyAny>>) -> bool {
-            self.slot.waiting_lost(convert::wait_of(timeout)?)
+            let lost = self.guard.wait_lost(Some(convert::wait_of(timeout)?));
+            async move { Ok(lost.await) }
         }
 
         /// Moves the end of the lease to `ttl` seconds from now. Never takes the hold again: raises
         /// `LockLost` if it is gone, `LockNotOwned` once it was given back.
         fn extend / extend_async(&self, ttl: &Bound<'_, PyAny>) -> () {
-            self.slot.extending(convert::seconds_of("ttl", ttl)?)
+            self.guard.extend(Some(convert::seconds_of("ttl", ttl)?))
         }
 
         /// Gives the hold back: "released", or "still_held" when a re-entrant lock keeps other holds.
@@ -37,19 +37,20 @@ pymethods_with_async_twins! {
         /// was given back; a release that fails on the way (`StoreUnavailable`) keeps the hold, so it
         /// can be retried.
         fn release / release_async(&self) -> &'static str {
-            self.slot.releasing()
+            let release = self.guard.release();
+            async move { Ok(release.await?.as_str()) }
         }
     }
     plain {
         /// What the hold is: "lock", "permit", "fair lock", "read hold" or "write hold".
         #[getter]
         fn what(&self) -> &'static str {
-            self.slot.what()
+            self.guard.what()
         }
 
         /// True once the hold is known lost.
         fn is_lost(&self) -> bool {
-            self.slot.is_lost()
+            self.guard.is_lost()
         }
 
         /// Why the hold was lost: "expired" (its lease ran out without a renewal), "taken" (the store
@@ -57,13 +58,13 @@ pymethods_with_async_twins! {
         /// `lost_error`); `None` while it is not lost.
         #[getter]
         fn lost_reason(&self) -> Option<&'static str> {
-            self.slot.lost_reason().map(|reason| reason.kind())
+            self.guard.lost_reason().map(|reason| reason.kind())
         }
 
         /// The error that refused the renewal when `lost_reason` is "failed", else `None`.
         #[getter]
         fn lost_error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-            match self.slot.lost_reason()? {
+            match self.guard.lost_reason()? {
                 ratelock::LostReason::Failed(error) => Some(crate::errors::to_py(error).into_value(py).into_any()),
                 _ => None,
             }
@@ -71,19 +72,19 @@ pymethods_with_async_twins! {
 
         /// True once the hold was given back.
         fn is_released(&self) -> bool {
-            self.slot.is_released()
+            self.guard.is_released()
         }
 
         fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-            let slot = &slf.get().slot;
-            let state = if slot.is_released() {
+            let guard = &slf.get().guard;
+            let state = if guard.is_released() {
                 "released"
-            } else if slot.is_lost() {
+            } else if guard.is_lost() {
                 "lost"
             } else {
                 "held"
             };
-            Ok(format!("<ratelock._native.{} {} {state}>", slf.get_type().name()?, slot.what()))
+            Ok(format!("<ratelock._native.{} {} {state}>", slf.get_type().name()?, guard.what()))
         }
     }
 }
@@ -108,7 +109,7 @@ impl<K: GuardKind> NewGuard<K> {
     pub(crate) fn of(guard: ratelock::Guard<K::Lease>) -> Self {
         let kind = K::granted(&guard);
         let base = PyGuard {
-            slot: GuardSlot::new(guard),
+            guard: ratelock::AnyGuard::new(guard),
         };
         NewGuard { base, kind }
     }

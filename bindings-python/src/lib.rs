@@ -7,7 +7,6 @@ mod convert;
 mod decision;
 mod errors;
 mod fair_lock;
-mod guard_slot;
 mod guards;
 mod http;
 mod limiter;

@@ -41,8 +41,8 @@ pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions, MAX_INSTANCES};
 #[cfg(feature = "runtime")]
 pub use lock::{
-    ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease, Lease,
-    LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
+    AnyGuard, ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease,
+    Lease, LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
     ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT};

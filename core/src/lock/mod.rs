@@ -13,6 +13,7 @@ macro_rules! reply_as {
     };
 }
 
+mod any_guard;
 mod fair;
 mod guard;
 mod hold;
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use any_guard::AnyGuard;
 pub use fair::{FairLock, FairLockState};
 pub use guard::{Guard, Lease};
 pub use lease_guard::{HeldLease, LeaseGuard};
