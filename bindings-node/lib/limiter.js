@@ -1,7 +1,7 @@
 'use strict'
 // `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use.
 // Rule texts are parsed once (the addon keeps them by id). Memory-store calls answer at once; calls on
-// one plain `redis://` server go over a socket on this thread (`wire.js`); other Redis calls (TLS,
+// one plain `redis://` server go over a socket on this thread (`wire-socket.js`); other Redis calls (TLS,
 // cluster, Sentinel) are submitted to the addon's runtime and their answers come back in batches
 // through one pending `nextBatch()` at a time, so many answers share one hop back to this thread.
 
@@ -10,7 +10,7 @@ const check = require('./arguments')
 const { fromNative, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
-const { WireClient } = require('./wire')
+const { WireClient } = require('./wire-socket')
 
 /** Distinct rule texts kept parsed per limiter before the cache starts over. */
 const RULES_CACHE_LIMIT = 1024

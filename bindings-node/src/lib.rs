@@ -14,11 +14,11 @@ mod http;
 mod limiter;
 mod lock;
 mod lock_handle;
+mod native_wire;
 mod runtime;
 mod rwlock;
 mod semaphore;
 mod stores;
-mod wire;
 
 /// The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument.
 #[napi_derive::napi]

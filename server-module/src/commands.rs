@@ -8,9 +8,9 @@ use crate::api::{self, api, CmdFunc, Ctx, RString};
 use crate::command_docs;
 use crate::ctx::Value;
 use crate::limit_command;
-use crate::lock_commands::{lock_acquire, lock_extend, lock_force_release, lock_release, lock_state};
+use crate::lock_command::{lock_acquire, lock_extend, lock_force_release, lock_release, lock_state};
 use crate::scripted::{guarded, scripted};
-use crate::semaphore_commands::{semaphore_acquire, semaphore_extend, semaphore_release, semaphore_state};
+use crate::semaphore_command::{semaphore_acquire, semaphore_extend, semaphore_release, semaphore_state};
 use crate::{fair_command, rw_command};
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.

@@ -11,8 +11,8 @@ use ratelock::algorithm::fair::{apply, FairCall, FairReply};
 use crate::args::now_or_clock;
 use crate::ctx::{Context, Value};
 use crate::fair_keys::{self, FairKeys, Rewrites, Stored};
-use crate::lock_args::{expect_shape, grant_id, named_id, number};
 use crate::publish::publish;
+use crate::queued_lock_args::{expect_shape, grant_id, named_id, number};
 
 /// The script's KEYS count.
 const KEYS: usize = 4;

@@ -6,7 +6,7 @@
 
 use crate::ctx::{Context, Effect};
 use crate::key_read::{KeyRead, ReadKey};
-use crate::lock_args::number;
+use crate::queued_lock_args::number;
 
 /// A hold as the core keeps it: (grant id, fencing token, µs at which the lease ends).
 pub type Hold = (String, u64, u64);
@@ -159,7 +159,7 @@ fn score_us(score: f64) -> Option<u64> {
     (score >= 0.0 && score.fract() == 0.0 && score <= (1u64 << 53) as f64).then_some(score as u64)
 }
 
-/// Stored bytes as text (grant ids are UTF-8; see `lock_args::grant_id`).
+/// Stored bytes as text (grant ids are UTF-8; see `queued_lock_args::grant_id`).
 fn text(bytes: &[u8]) -> Result<String, String> {
     String::from_utf8(bytes.to_vec())
         .map_err(|_| "ERR ratelock module: a stored grant id is not UTF-8".to_string())

@@ -9,9 +9,9 @@
 //! parsing), `keyspace` (Redis encoding of each state), `limit_command` (the command's flow over the
 //! core's algorithms); for the locks and semaphores (RATELOCK.LOCK_* and RATELOCK.SEMAPHORE_*,
 //! drop-ins for `core/lua/lock_*.lua` and `semaphore_*.lua`), `lease_args` (their arguments),
-//! `lock_keys` and `permit_keys` (their Redis encoding), `lock_commands` and `semaphore_commands`
+//! `lock_keys` and `permit_keys` (their Redis encoding), `lock_command` and `semaphore_command`
 //! (their flow over the core's lease and permit functions); for the fair and read-write locks,
-//! `lock_args` (their shared arguments), `lease_fields` (their shared Redis encodings), `fair_keys` /
+//! `queued_lock_args` (their shared arguments), `lease_fields` (their shared Redis encodings), `fair_keys` /
 //! `rw_keys` (each lock's keys read into the core's state and written back), `fair_command` /
 //! `rw_command` (each command's flow over the core's `apply`).
 
@@ -30,16 +30,16 @@ mod keyspace;
 mod lease_args;
 mod lease_fields;
 mod limit_command;
-mod lock_args;
-mod lock_commands;
+mod lock_command;
 mod lock_keys;
 mod permit_keys;
 mod publish;
+mod queued_lock_args;
 mod rule_cache;
 mod rw_command;
 mod rw_keys;
 mod scripted;
-mod semaphore_commands;
+mod semaphore_command;
 mod shared_strings;
 
 use std::ffi::{c_int, CStr};

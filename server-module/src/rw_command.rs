@@ -11,8 +11,8 @@ use ratelock::algorithm::rwlock::{apply, RwCall, RwMode, RwReply, RwState};
 
 use crate::args::now_or_clock;
 use crate::ctx::{Context, Value};
-use crate::lock_args::{expect_shape, grant_id, named_id, number};
 use crate::publish::publish;
+use crate::queued_lock_args::{expect_shape, grant_id, named_id, number};
 use crate::rw_keys::{self, Rewrites, RwKeys};
 
 /// The script's KEYS count.

@@ -1,5 +1,5 @@
 'use strict'
-// Limiter calls on a plain redis:// server go over a socket on the JavaScript thread (lib/wire.js):
+// Limiter calls on a plain redis:// server go over a socket on the JavaScript thread (lib/wire-socket.js):
 // pipelined replies reach the right calls, a timed-out call's late reply is dropped in order, NOSCRIPT
 // loads the script once, AUTH and SELECT come from the URL, and a lost server gives typed errors (or
 // the onError answer) until the next call finds it back. Real redis-server only.

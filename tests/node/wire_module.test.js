@@ -1,5 +1,5 @@
 'use strict'
-// The Limiter's wire path (lib/wire.js) takes the ratelock module's RATELOCK.LIMIT where the server has
+// The Limiter's wire path (lib/wire-socket.js) takes the ratelock module's RATELOCK.LIMIT where the server has
 // it, by the store's rules: the vectors decide alike through it; `auto` checks each connection and
 // uses the module once the check answers; `server_code=scripts` and `lua` send EVALSHA only; a module
 // unloaded under a live limiter (or denied by the ACL) costs no call, and a new connection finds a

@@ -40,7 +40,7 @@ from ratelock._native import (
 )
 from ratelock.limiter import Limiter, RateLimited
 from ratelock.fair_lock import FairLock
-from ratelock._holds import LostReason, ReleaseOutcome
+from ratelock._hold_stack import LostReason, ReleaseOutcome
 from ratelock.lease_guard import LeaseGuard
 from ratelock.lock import DistributedLock
 from ratelock.rwlock import ReadWriteLock

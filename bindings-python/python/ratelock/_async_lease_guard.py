@@ -5,7 +5,7 @@ directly in ``async with``."""
 from typing import Any, Awaitable, Callable, Generator, Optional
 
 from ratelock import _native
-from ratelock._holds import ReleaseOutcome
+from ratelock._hold_stack import ReleaseOutcome
 from ratelock.lease_guard import LeaseGuardBase
 
 

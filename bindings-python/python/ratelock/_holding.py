@@ -4,7 +4,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
-from ratelock._holds import G, Holds, ReleaseOutcome
+from ratelock._hold_stack import G, Holds, ReleaseOutcome
 
 S = TypeVar("S", bound="Holding[Any]")
 

@@ -7,7 +7,7 @@ from typing import Union
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
-from ratelock._holds import Fenced
+from ratelock._hold_stack import Fenced
 from ratelock._native import Client, FairLockHandle
 
 

@@ -5,7 +5,7 @@ shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."
 from typing import Optional
 
 from ratelock import _native
-from ratelock._holds import LostReason, ReleaseOutcome
+from ratelock._hold_stack import LostReason, ReleaseOutcome
 
 
 class LeaseGuardBase:

@@ -7,7 +7,7 @@ from typing import Optional, Union
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
-from ratelock._holds import Holds, LostReason, ReleaseOutcome
+from ratelock._hold_stack import Holds, LostReason, ReleaseOutcome
 from ratelock._native import Client, SemaphoreHandle
 
 

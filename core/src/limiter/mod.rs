@@ -2,7 +2,7 @@
 //! a default algorithm for rule text, a clock choice and a failure policy.
 
 #[cfg(feature = "redis")]
-mod wire;
+mod wire_calls;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
+use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::shared::FairShared;
 use super::wait::{self, Attempt};
 use super::{unexpected, LockOptions};
@@ -93,7 +93,7 @@ impl FairLock {
 
     async fn wait_for_turn(&self, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
-        let place = Waiting::new(Some(Held::Fair(self.shared.clone(), id.clone())));
+        let place = Waiting::new(Some(QueuedLock::Fair(self.shared.clone(), id.clone())));
         let channel = self.shared.keys.wake_channel(&id);
         let granted = wait::until_granted(
             &self.shared.store,
@@ -154,6 +154,6 @@ impl FairLock {
     }
 
     fn guard(&self, id: impl Into<Arc<str>>, fence: u64, sent: Instant) -> LeaseGuard {
-        lease_guard(Held::Fair(self.shared.clone(), id.into()), fence, sent)
+        lease_guard(QueuedLock::Fair(self.shared.clone(), id.into()), fence, sent)
     }
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::hold::Hold;
 use super::hold_events::HoldEvents;
 use super::lost::LostSignal;
+use super::upkeep::Upkeep;
 use super::{check_lease, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
 use crate::error::Result;
@@ -53,7 +53,7 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
 #[must_use = "dropping the guard gives the lease back"]
 pub struct Guard<L: Lease> {
     pub(crate) lease: L,
-    hold: Hold,
+    upkeep: Upkeep,
     released: bool,
 }
 
@@ -80,10 +80,10 @@ impl<L: Lease> Guard<L> {
         let options = lease.options();
         let events = HoldEvents::new(&options.hooks, lease.what(), sent.into_std());
         events.acquired(lease.fence());
-        let hold = Hold::start(sent, options.ttl, options.auto_renew, renew, events);
+        let upkeep = Upkeep::start(sent, options.ttl, options.auto_renew, renew, events);
         Guard {
             lease,
-            hold,
+            upkeep,
             released: false,
         }
     }
@@ -91,27 +91,27 @@ impl<L: Lease> Guard<L> {
     /// True in the process that took the lease; false in a forked child, for which it stays the
     /// parent's (the child can neither extend nor release it, and dropping it there does nothing).
     pub fn is_owned_here(&self) -> bool {
-        self.hold.owned_here().is_ok()
+        self.upkeep.owned_here().is_ok()
     }
 
     /// True once the lease is known lost (a renewal found it gone or taken, or it ran out).
     pub fn is_lost(&self) -> bool {
-        self.hold.lost().is_lost()
+        self.upkeep.lost().is_lost()
     }
 
     /// Resolves as soon as the lease is known lost.
     pub async fn lost(&self) {
-        self.hold.lost().wait().await
+        self.upkeep.lost().wait().await
     }
 
     /// Why the lease was lost, or `None` while it is not.
     pub fn lost_reason(&self) -> Option<super::LostReason> {
-        self.hold.lost().reason()
+        self.upkeep.lost().reason()
     }
 
     /// A clonable handle on the lost signal, for the tasks doing the protected work.
     pub fn lost_signal(&self) -> LostSignal {
-        self.hold.lost().clone()
+        self.upkeep.lost().clone()
     }
 
     /// Moves the end of the lease to `ttl` from now. Never re-takes it: an answer other than extended
@@ -119,7 +119,7 @@ impl<L: Lease> Guard<L> {
     /// extended any more, even if the server's lease has not quite ended.
     pub async fn extend(&self, ttl: Duration) -> Result<Extended> {
         check_lease(ttl)?;
-        self.hold.owned_here()?;
+        self.upkeep.owned_here()?;
         if self.is_lost() {
             return self.lease.extend_lost().await;
         }
@@ -132,7 +132,7 @@ impl<L: Lease> Guard<L> {
             let _ = self.lease.release().await;
             return self.lease.extend_lost().await;
         }
-        self.hold.extended(extended, sent, ttl);
+        self.upkeep.extended(extended, sent, ttl);
         Ok(answer)
     }
 
@@ -146,7 +146,7 @@ impl<L: Lease> Guard<L> {
     /// caller can retry. After a successful release, further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
-        self.hold.give_back(&mut self.released, release).await
+        self.upkeep.give_back(&mut self.released, release).await
     }
 
     /// What this guard holds, for messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or
@@ -158,12 +158,12 @@ impl<L: Lease> Guard<L> {
 
 impl<L: Lease> Drop for Guard<L> {
     fn drop(&mut self) {
-        if self.released || self.hold.owned_here().is_err() {
+        if self.released || self.upkeep.owned_here().is_err() {
             return;
         }
         let lease = self.lease.clone();
-        let release = release_until(lease, self.hold.lease_end());
-        if self.hold.release_in_background(release).is_err() {
+        let release = release_until(lease, self.upkeep.lease_end());
+        if self.upkeep.release_in_background(release).is_err() {
             self.lease.release_in_memory();
         }
     }

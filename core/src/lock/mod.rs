@@ -16,15 +16,15 @@ macro_rules! reply_as {
 mod any_guard;
 mod fair;
 mod guard;
-mod hold;
 mod hold_events;
 mod lease_end;
-mod lease_guard;
 mod lock_lease;
 mod lost;
+mod queued_lease;
 mod rwlock;
 mod semaphore;
 mod shared;
+mod upkeep;
 mod wait;
 mod watchdog;
 
@@ -36,10 +36,10 @@ use tokio::time::Instant;
 pub use any_guard::AnyGuard;
 pub use fair::{FairLock, FairLockState};
 pub use guard::{Guard, Lease};
-pub use lease_guard::{HeldLease, LeaseGuard};
 use lock_lease::lock_guard;
 pub use lock_lease::{LockGuard, LockLease};
 pub use lost::{LostReason, LostSignal};
+pub use queued_lease::{HeldLease, LeaseGuard};
 pub use rwlock::{ReadWriteLock, RwLockState};
 pub use semaphore::{ConcurrencyLimiter, PermitGuard, PermitLease, Semaphore};
 

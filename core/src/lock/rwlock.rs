@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease_guard::{lease_guard, Held, LeaseGuard, Waiting};
+use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::shared::RwShared;
 use super::wait::{self, Attempt};
 use super::{unexpected, LockOptions};
@@ -140,7 +140,7 @@ impl ReadWriteLock {
     async fn wait_for(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
         let marks = mode == RwMode::Write && self.shared.options.prefer_writers;
-        let mark = Waiting::new(marks.then(|| Held::Rw(self.shared.clone(), id.clone(), mode)));
+        let mark = Waiting::new(marks.then(|| QueuedLock::Rw(self.shared.clone(), id.clone(), mode)));
         let shared = &self.shared;
         let granted = wait::until_granted(
             &shared.store,
@@ -174,6 +174,6 @@ impl ReadWriteLock {
     }
 
     fn guard(&self, id: Arc<str>, mode: RwMode, fence: u64, sent: Instant) -> LeaseGuard {
-        lease_guard(Held::Rw(self.shared.clone(), id, mode), fence, sent)
+        lease_guard(QueuedLock::Rw(self.shared.clone(), id, mode), fence, sent)
     }
 }

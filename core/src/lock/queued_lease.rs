@@ -17,23 +17,23 @@ use crate::store::{LockKindStore, Store};
 
 /// Which lock a hold belongs to, and its grant id.
 #[derive(Clone)]
-pub(crate) enum Held {
+pub(crate) enum QueuedLock {
     Fair(Arc<FairShared>, Arc<str>),
     Rw(Arc<RwShared>, Arc<str>, RwMode),
 }
 
-impl Held {
+impl QueuedLock {
     fn store(&self) -> &Store {
         match self {
-            Held::Fair(shared, _) => &shared.store,
-            Held::Rw(shared, _, _) => &shared.store,
+            QueuedLock::Fair(shared, _) => &shared.store,
+            QueuedLock::Rw(shared, _, _) => &shared.store,
         }
     }
 
     fn options(&self) -> &LockOptions {
         match self {
-            Held::Fair(shared, _) => &shared.options,
-            Held::Rw(shared, _, _) => &shared.options,
+            QueuedLock::Fair(shared, _) => &shared.options,
+            QueuedLock::Rw(shared, _, _) => &shared.options,
         }
     }
 
@@ -41,11 +41,11 @@ impl Held {
     async fn extend(&self, fence: u64, ttl: Duration) -> Result<bool> {
         let ttl_us = ttl.as_micros() as u64;
         Ok(match self {
-            Held::Fair(shared, id) => {
+            QueuedLock::Fair(shared, id) => {
                 let call = FairCall::Extend { id, fence, ttl_us };
                 shared.store.fair_lock(&shared.keys, call, None).await? == FairReply::Done(true)
             }
-            Held::Rw(shared, id, mode) => {
+            QueuedLock::Rw(shared, id, mode) => {
                 let call = RwCall::Extend {
                     id,
                     mode: *mode,
@@ -60,11 +60,11 @@ impl Held {
     /// Gives the hold back; false if it was gone already.
     async fn release(&self, fence: u64) -> Result<bool> {
         Ok(match self {
-            Held::Fair(shared, id) => {
+            QueuedLock::Fair(shared, id) => {
                 let call = FairCall::Release { id, fence };
                 shared.store.fair_lock(&shared.keys, call, None).await? == FairReply::Done(true)
             }
-            Held::Rw(shared, id, mode) => {
+            QueuedLock::Rw(shared, id, mode) => {
                 let call = RwCall::Release {
                     id,
                     mode: *mode,
@@ -78,11 +78,11 @@ impl Held {
     /// Leaves the queue (fair lock) or removes the waiting mark (writer); false if there was none.
     async fn withdraw(&self) -> Result<bool> {
         Ok(match self {
-            Held::Fair(shared, id) => {
+            QueuedLock::Fair(shared, id) => {
                 let call = FairCall::Withdraw { id };
                 shared.store.fair_lock(&shared.keys, call, None).await? == FairReply::Done(true)
             }
-            Held::Rw(shared, id, _) => {
+            QueuedLock::Rw(shared, id, _) => {
                 let call = RwCall::Withdraw { id };
                 shared.store.rw_lock(&shared.keys, call, None).await? == RwReply::Done(true)
             }
@@ -96,12 +96,12 @@ impl Held {
             return;
         };
         match self {
-            Held::Fair(shared, id) => {
+            QueuedLock::Fair(shared, id) => {
                 store
                     .locks()
                     .fair_lock(&shared.keys, FairCall::Release { id, fence }, None);
             }
-            Held::Rw(shared, id, mode) => {
+            QueuedLock::Rw(shared, id, mode) => {
                 let call = RwCall::Release {
                     id,
                     mode: *mode,
@@ -117,12 +117,12 @@ impl Held {
 /// unless the wait was granted; if the waiting future is dropped first, it is removed in the background,
 /// so those behind it need not wait for it to lapse.
 pub(crate) struct Waiting {
-    held: Option<Held>,
+    held: Option<QueuedLock>,
 }
 
 impl Waiting {
     /// A place that needs removing if the wait fails (`None`: nothing to remove).
-    pub(crate) fn new(held: Option<Held>) -> Self {
+    pub(crate) fn new(held: Option<QueuedLock>) -> Self {
         Waiting { held }
     }
 
@@ -159,7 +159,7 @@ impl Drop for Waiting {
 /// One hold of a fair lock, or a read or write hold of a read-write lock (see [`LeaseGuard`]).
 #[derive(Clone)]
 pub struct HeldLease {
-    held: Held,
+    held: QueuedLock,
     fence: u64,
 }
 
@@ -176,7 +176,7 @@ impl std::fmt::Debug for HeldLease {
 }
 
 /// A guard for a grant (`fence`) of `held` whose request was sent at `sent`.
-pub(crate) fn lease_guard(held: Held, fence: u64, sent: Instant) -> LeaseGuard {
+pub(crate) fn lease_guard(held: QueuedLock, fence: u64, sent: Instant) -> LeaseGuard {
     Guard::start(HeldLease { held, fence }, sent)
 }
 
@@ -201,9 +201,9 @@ impl Lease for HeldLease {
 
     fn what(&self) -> &'static str {
         match &self.held {
-            Held::Fair(..) => "fair lock",
-            Held::Rw(_, _, RwMode::Read) => "read hold",
-            Held::Rw(_, _, RwMode::Write) => "write hold",
+            QueuedLock::Fair(..) => "fair lock",
+            QueuedLock::Rw(_, _, RwMode::Read) => "read hold",
+            QueuedLock::Rw(_, _, RwMode::Write) => "write hold",
         }
     }
 

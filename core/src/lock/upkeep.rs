@@ -1,7 +1,7 @@
-//! What every guard (lock or permit) shares: the lease's end as this process sees it, the lost signal,
-//! the watchdog task (started with the guard, stopped before release, resumed if a release fails on
-//! the way), the runtime the hold was taken on (a guard dropped outside any runtime gives its hold back
-//! there), and the process that took the hold: a forked child cannot use its parent's holds.
+//! A guard's upkeep, what every guard (lock or permit) carries besides its lease: the lease's end as this
+//! process sees it, the lost signal, the watchdog task (started with the guard, stopped before release,
+//! resumed if a release fails on the way), the runtime the hold was taken on (a guard dropped outside any
+//! runtime gives its hold back there), and the process that took the hold (a forked child cannot use it).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use super::watchdog::{self, Renew};
 use crate::algorithm::lease::Released;
 use crate::error::{Error, Result};
 
-pub(crate) struct Hold {
+pub(crate) struct Upkeep {
     lease_end: Arc<LeaseEnd>,
     lost_sender: Arc<LostSender>,
     lost: LostSignal,
@@ -32,7 +32,7 @@ pub(crate) struct Hold {
     events: HoldEvents,
 }
 
-impl Hold {
+impl Upkeep {
     /// Starts the watchdog (when a tokio runtime is running) for a lease of `ttl` granted by a request
     /// sent at `sent` (the lease cannot have started earlier, so its end is counted from there).
     pub(crate) fn start(
@@ -44,7 +44,7 @@ impl Hold {
     ) -> Self {
         let lease_end = LeaseEnd::new(sent + ttl);
         let (sender, lost) = LostSignal::new(lease_end.clone());
-        let mut hold = Hold {
+        let mut upkeep = Upkeep {
             lease_end,
             lost_sender: Arc::new(sender),
             lost,
@@ -56,8 +56,8 @@ impl Hold {
             generation: crate::process::generation(),
             events,
         };
-        hold.resume();
-        hold
+        upkeep.resume();
+        upkeep
     }
 
     pub(crate) fn lost(&self) -> &LostSignal {
@@ -189,7 +189,7 @@ impl Hold {
     }
 }
 
-impl Drop for Hold {
+impl Drop for Upkeep {
     fn drop(&mut self) {
         if self.owned_here().is_err() {
             // The parent's watchdog task lives on the parent's runtime: not ours to touch.

@@ -1,4 +1,4 @@
-//! `NativeWire`: the core's wire path (`ratelock::store::wire`) for `lib/wire.js`, which owns the
+//! `NativeWire`: the core's wire path (`ratelock::store::wire`) for `lib/wire-socket.js`, which owns the
 //! socket on the JavaScript thread. One per connection: it encodes calls into bytes (as the ratelock
 //! module's command once the connection's check found the module, else as EVALSHA), reads reply bytes
 //! and decodes each reply into the decision numbers of `completions.rs` (failure policy included).
