@@ -1,6 +1,7 @@
 'use strict'
 // `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use.
-// Rule texts are parsed once (the addon keeps them by id). Memory-store calls answer at once; calls on
+// Rule texts are parsed once per limiter by the core; `#rules` only finds the core's prepared rules
+// (and their texts and periods, read once) by the JavaScript string, without crossing into the addon. Memory-store calls answer at once; calls on
 // one plain `redis://` server go over a socket on this thread (`wire-socket.js`); other Redis calls (TLS,
 // cluster, Sentinel) are submitted to the addon's runtime and their answers come back in batches
 // through one pending `nextBatch()` at a time, so many answers share one hop back to this thread.
@@ -12,7 +13,7 @@ const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire-socket')
 
-/** Distinct rule texts kept parsed per limiter before the cache starts over. */
+/** Distinct rule texts remembered per limiter before the memo starts over (the core's own bound). */
 const RULES_CACHE_LIMIT = 1024
 /** Each store call's timeout when `timeoutMs` is not given (the addon's default too). */
 const DEFAULT_TIMEOUT_MS = 1000
@@ -90,7 +91,7 @@ class Limiter {
     check.key('key', key)
     check.rules(rules)
     const limiter = this.#native ?? (await this.#connection.get())
-    return limiter.reset(key, this.#parsed(rules).id).catch(rethrow)
+    return limiter.reset(key, this.#parsed(rules).rules).catch(rethrow)
   }
 
   /** The algorithm of rules that name none. */
@@ -119,7 +120,7 @@ class Limiter {
       }
       parsed = this.#parsed(rules)
       if (this.#local) {
-        limiter.checkInto(key, parsed.id, cost, nowMs, spend, this.#out)
+        limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
         return Promise.resolve(decision(this.#out, 0, parsed))
       }
       if (this.#wire !== null) return this.#wire.call(key, parsed, cost, nowMs, spend)
@@ -130,7 +131,7 @@ class Limiter {
     this.#nextId = (id + 1) & 0x7fffffff
     const answer = new Promise((resolve, reject) => this.#waiting.set(id, { resolve, reject, parsed }))
     try {
-      limiter.submit(key, parsed.id, cost, nowMs, spend, id)
+      limiter.submit(key, parsed.rules, cost, nowMs, spend, id)
     } catch (error) {
       this.#waiting.delete(id)
       return Promise.reject(fromNative(error))
@@ -168,10 +169,7 @@ class Limiter {
   #parsed(rules) {
     let parsed = this.#rules.get(rules)
     if (parsed === undefined) {
-      if (this.#rules.size >= RULES_CACHE_LIMIT) {
-        this.#rules.clear()
-        this.#native.clearRules()
-      }
+      if (this.#rules.size >= RULES_CACHE_LIMIT) this.#rules.clear()
       parsed = this.#native.prepareRules(rules)
       this.#rules.set(rules, parsed)
     }

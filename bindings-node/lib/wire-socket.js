@@ -63,8 +63,7 @@ class WireClient {
   /** `hit` (spend) or `peek` of prepared rules `parsed`; resolves to the decision. */
   call(key, parsed, cost, nowMs, spend) {
     try {
-      // The call holds its rules: they stay valid even if the limiter forgets its prepared rules.
-      const rules = (parsed.wire ??= native.wireRules(this.#limiter, parsed.id))
+      const rules = parsed.rules
       if (!this.#codec.admit()) {
         this.#codec.refusedInto(key, rules, cost, spend, this.#out)
         return Promise.resolve(decision(this.#out, 0, parsed))

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, Either, Float64ArraySlice};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArraySlice};
 use napi_derive::napi;
 use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer, WireCall, WireCode};
 use ratelock::store::Gate;
@@ -37,21 +37,6 @@ pub struct NativeWire {
     code: WireCode,
     /// The store's circuit breaker in this process, shared with every other path to it.
     gate: Option<Gate>,
-}
-
-/// Prepared rules held by the calls that use them (a call in flight keeps its rules even when the
-/// limiter forgets its prepared rules).
-#[napi]
-pub struct NativeRules {
-    rules: Arc<ratelock::Rules>,
-}
-
-/// The prepared rules `id` of `limiter`, as a handle for `NativeWire` calls.
-#[napi]
-pub fn wire_rules(limiter: &NativeLimiter, id: u32) -> napi::Result<NativeRules> {
-    Ok(NativeRules {
-        rules: limiter.rules(id)?,
-    })
 }
 
 /// A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
@@ -127,7 +112,7 @@ impl NativeWire {
     pub fn encode_into(
         &self,
         key: Either<String, Buffer>,
-        rules: &NativeRules,
+        rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
@@ -138,7 +123,7 @@ impl NativeWire {
             let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
             let bytes = self
                 .limiter
-                .wire_command_as(&key, &rules.rules, cost, now_us, spend, self.code.route())
+                .wire_command_as(&key, rules.rules(), cost, now_us, spend, self.code.route())
                 .map_err(to_js)?;
             let start = at as usize;
             match out.get_mut(start..start + bytes.len()) {
@@ -180,7 +165,7 @@ impl NativeWire {
     pub fn refused_into(
         &self,
         key: Either<String, Buffer>,
-        rules: &NativeRules,
+        rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         spend: bool,
         out: Float64ArraySlice,
@@ -215,7 +200,7 @@ impl NativeWire {
         &mut self,
         command: BufferSlice,
         key: Option<Either<String, Buffer>>,
-        rules: &NativeRules,
+        rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         spend: bool,
         retried: bool,
@@ -291,7 +276,7 @@ impl NativeWire {
     pub fn fail_into(
         &self,
         key: Either<String, Buffer>,
-        rules: &NativeRules,
+        rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         spend: bool,
         timed_out: bool,
@@ -316,7 +301,7 @@ impl NativeWire {
 /// key matters only to the local fallback: without it, the call is read with an empty key.
 fn with_call<T>(
     key: Option<Either<String, Buffer>>,
-    rules: &NativeRules,
+    rules: &External<Arc<ratelock::PreparedRules>>,
     cost: Option<f64>,
     spend: bool,
     answer: impl FnOnce(&WireCall<'_>) -> napi::Result<T>,
@@ -324,7 +309,7 @@ fn with_call<T>(
     let (key, cost) = (key.map(convert::key).unwrap_or_default(), convert::cost(cost)?);
     answer(&WireCall {
         key: &key,
-        rules: &rules.rules,
+        rules: rules.rules(),
         cost,
         spend,
     })

@@ -49,9 +49,10 @@ const DECISION_FIELDS: [&str; 9] = [
     "periodMs",
 ];
 
-/// Rule text parsed once, with each rule's canonical text (as a JS string, made once).
+/// The core's prepared rules (parsed once by the limiter) with each rule's canonical text as a JS string,
+/// made once: this binding's memo of its own values, by rule text.
 struct ParsedRules {
-    rules: ratelock::Rules,
+    rules: std::sync::Arc<ratelock::Rules>,
     texts: Vec<JsValue>,
 }
 
@@ -191,10 +192,10 @@ impl Limiter {
     fn parse(&mut self, text: &str) -> Result<&ParsedRules, JsValue> {
         let inner = &self.inner;
         self.rules.get_or_try_insert(text, |text| {
-            let rules = inner.rules(text).map_err(to_js)?;
-            let texts = rules
-                .iter()
-                .map(|rule| JsValue::from_str(&rule.to_string()))
+            let prepared = inner.prepared(text).map_err(to_js)?;
+            let rules = prepared.rules().clone();
+            let texts = (0..rules.len())
+                .map(|index| JsValue::from_str(&prepared.text(index)))
                 .collect();
             Ok(ParsedRules { rules, texts })
         })

@@ -45,7 +45,9 @@ pub use lock::{
     Lease, LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
     ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
 };
-pub use rule::{Algorithm, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT};
+pub use rule::{
+    Algorithm, PreparedRules, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT,
+};
 pub use store::{AnyLockStore, LimitStore, Store, StoreOptions, MIN_TIMEOUT};
 #[cfg(feature = "runtime")]
 pub use store::{LockKindStore, LockStore};

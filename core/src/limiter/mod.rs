@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::fallback::LocalFallback;
 use crate::hook::{Answered, Hook, Hooks, LimitCall};
 use crate::key::{check_key, check_prefix};
-use crate::rule::{Algorithm, Rules};
+use crate::rule::{Algorithm, PreparedCache, PreparedRules, Rules};
 use crate::store::connection_core::BreakerState;
 use crate::store::{LimitRequest, LimitStore, MemoryStore, Store, StoreOptions};
 
@@ -247,13 +247,34 @@ fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
 /// # Ok::<(), ratelock::Error>(()) });
 /// ```
 ///
-/// Cloning is cheap (two reference counts): clones share the store and the options.
+/// Cloning is cheap (two reference counts): clones share the store, the options and the rule texts
+/// prepared so far.
 #[derive(Debug, Clone)]
 pub struct Limiter {
     store: Store,
-    options: Arc<LimiterOptions>,
+    shared: Arc<Shared>,
+}
+
+/// What a limiter's clones share besides the store.
+#[derive(Debug)]
+struct Shared {
+    options: LimiterOptions,
     /// Under [`FailurePolicy::Local`]: the decisions made while the store is out.
-    fallback: Option<Arc<LocalFallback>>,
+    fallback: Option<LocalFallback>,
+    /// Rule texts parsed once (see [`Limiter::prepared`]).
+    prepared: PreparedCache,
+}
+
+impl Shared {
+    fn new(options: LimiterOptions) -> Arc<Self> {
+        let fallback = (options.on_error == FailurePolicy::Local)
+            .then(|| LocalFallback::new(options.instances, &options.store));
+        Arc::new(Shared {
+            options,
+            fallback,
+            prepared: PreparedCache::new(PreparedCache::CAPACITY),
+        })
+    }
 }
 
 impl Limiter {
@@ -262,8 +283,7 @@ impl Limiter {
         let options = LimiterOptions::default();
         Limiter {
             store: Store::Memory(MemoryStore::for_options(&options.store)),
-            options: Arc::new(options),
-            fallback: None,
+            shared: Shared::new(options),
         }
     }
 
@@ -283,12 +303,9 @@ impl Limiter {
     /// A limiter over an existing store (shared with other limiters or locks).
     pub fn with_store(store: Store, options: LimiterOptions) -> Result<Self> {
         options.check()?;
-        let fallback = (options.on_error == FailurePolicy::Local)
-            .then(|| Arc::new(LocalFallback::new(options.instances, &options.store)));
         Ok(Limiter {
             store,
-            options: Arc::new(options),
-            fallback,
+            shared: Shared::new(options),
         })
     }
 
@@ -324,12 +341,26 @@ impl Limiter {
 
     /// The limiter's options.
     pub fn options(&self) -> &LimiterOptions {
-        &self.options
+        &self.shared.options
     }
 
     /// Parses rule text with this limiter's default algorithm.
     pub fn rules(&self, text: &str) -> Result<Rules> {
-        Rules::parse_with_default(text, self.options.default_algorithm)
+        Rules::parse_with_default(text, self.shared.options.default_algorithm)
+    }
+
+    /// The rules of `text` with each rule's canonical text, parsed once per limiter (shared by its
+    /// clones and threads, at most 1,024 distinct texts): for callers that pass rules as text on every
+    /// call, as the bindings do.
+    ///
+    /// ```
+    /// let limiter = ratelock::Limiter::memory();
+    /// let first = limiter.prepared("5/minute")?;
+    /// assert!(std::sync::Arc::ptr_eq(&first, &limiter.clone().prepared("5/minute")?));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn prepared(&self, text: &str) -> Result<Arc<PreparedRules>> {
+        self.shared.prepared.get(text, self.options().default_algorithm)
     }
 
     /// Takes `cost` units from every rule for `key` if all of them allow it; otherwise takes nothing.
@@ -405,7 +436,9 @@ impl Limiter {
     /// Forgets the state of every given rule for `key`.
     pub async fn reset(&self, key: impl AsRef<[u8]>, rules: &Rules) -> Result<()> {
         check_key("key", key.as_ref())?;
-        self.store.reset(&self.options.prefix, key.as_ref(), rules).await
+        self.store
+            .reset(&self.shared.options.prefix, key.as_ref(), rules)
+            .await
     }
 
     /// Like [`hit`](Self::hit), answered on the calling thread without an async runtime when that is
@@ -452,9 +485,9 @@ impl Limiter {
     ) -> Result<LimitRequest<'r>> {
         check_key("key", key)?;
         crate::clock::check_now(now)?;
-        let now_us = now.or_else(|| (self.options.clock == ClockSource::Local).then(now_us));
+        let now_us = now.or_else(|| (self.shared.options.clock == ClockSource::Local).then(now_us));
         Ok(LimitRequest {
-            prefix: &self.options.prefix,
+            prefix: &self.shared.options.prefix,
             key,
             rules,
             cost,
@@ -472,7 +505,7 @@ impl Limiter {
         spend: bool,
     ) -> Result<Decision> {
         let request = self.request(key, rules, cost, now, spend)?;
-        if !self.options.hooks.is_empty() {
+        if !self.shared.options.hooks.is_empty() {
             // Boxed: without hooks, this future stays as small as it was.
             return Box::pin(self.run_hooked(request)).await;
         }
@@ -537,7 +570,7 @@ impl Limiter {
             Ok(request) => request,
             Err(err) => return Some(Err(err)),
         };
-        if !self.options.hooks.is_empty() {
+        if !self.shared.options.hooks.is_empty() {
             return self.run_blocking_hooked(&request);
         }
         if self.store.does_io() {
@@ -578,7 +611,7 @@ impl Limiter {
 
     /// A hook's answer given before the store is asked, which every hook then sees.
     fn answered_by_hook(&self, request: &LimitRequest<'_>) -> Option<Result<Decision>> {
-        let hooks = &self.options.hooks;
+        let hooks = &self.shared.options.hooks;
         let call = call_of(request);
         let mut answer = Ok(hooks.before_decision(&call)?);
         hooks.on_decision(&call, &mut answer, Answered::ByHook);
@@ -594,7 +627,8 @@ impl Limiter {
         request: &LimitRequest<'_>,
         how: Answered,
     ) -> Result<Decision> {
-        self.options
+        self.shared
+            .options
             .hooks
             .on_decision(&call_of(request), &mut answer, how);
         answer
@@ -607,7 +641,7 @@ impl Limiter {
         checked: Result<crate::algorithm::Outcomes>,
         request: &LimitRequest<'_>,
     ) -> Result<Decision> {
-        if !self.options.hooks.is_empty() {
+        if !self.shared.options.hooks.is_empty() {
             return self.settle_hooked(checked, request);
         }
         self.decide(checked, request)
@@ -637,7 +671,7 @@ impl Limiter {
     ) -> Result<Decision> {
         match checked {
             Ok(outcomes) => {
-                if let Some(fallback) = &self.fallback {
+                if let Some(fallback) = &self.shared.fallback {
                     fallback.store_answered();
                 }
                 Ok(Decision::from_outcomes(outcomes))
@@ -649,8 +683,8 @@ impl Limiter {
 
     fn degrade(&self, err: Error, request: &LimitRequest<'_>) -> Result<Decision> {
         let limit = request.rules[0].limit();
-        let retry = self.options.degraded_retry_after;
-        match (self.options.on_error, &self.fallback) {
+        let retry = self.shared.options.degraded_retry_after;
+        match (self.shared.options.on_error, &self.shared.fallback) {
             (FailurePolicy::Allow, _) => Ok(Decision::degraded(true, limit, retry)),
             (FailurePolicy::Deny, _) => Ok(Decision::degraded(false, limit, retry)),
             (FailurePolicy::Local, Some(fallback)) => fallback.decide(request),

@@ -1,6 +1,8 @@
-//! `RuleCache`: rule texts parsed once per limiter, bounded. A binding that takes rules as text on every
-//! call keeps one, so the parser runs once per distinct text; when it is full it starts over (texts are
-//! few in practice, and a text seen again is parsed again in microseconds).
+//! `RuleCache`: values made once per rule text, bounded; when it is full it starts over (texts are few in
+//! practice). Parsing is the limiter's own ([`Limiter::prepared`](crate::Limiter::prepared)); a binding
+//! keeps a `RuleCache` only of values in its own language made from the prepared rules (the WebAssembly
+//! package's rule texts as JavaScript strings), or of rules that belong to no limiter (an HTTP
+//! adapter's).
 
 use std::collections::HashMap;
 

@@ -5,6 +5,7 @@ mod algorithm;
 mod cache;
 mod display;
 mod parse;
+mod prepared;
 mod rules;
 
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use std::time::Duration;
 
 pub use algorithm::Algorithm;
 pub use cache::RuleCache;
+pub(crate) use prepared::PreparedCache;
+pub use prepared::PreparedRules;
 pub use rules::Rules;
 
 use crate::error::{Error, Result};
