@@ -35,7 +35,7 @@ pub struct LimiterOptions {
 /// The TypeScript name of the core's prepared rules inside `ExternalObject` (opaque to JavaScript; the
 /// declaration generator names an external by its Rust type).
 #[napi(object, object_from_js = false)]
-#[expect(
+#[allow(
     dead_code,
     reason = "only its TypeScript declaration is used, as ExternalObject<PreparedRules>"
 )]
