@@ -91,7 +91,13 @@ class Limiter {
     check.key('key', key)
     check.rules(rules)
     const limiter = this.#native ?? (await this.#connection.get())
-    return limiter.reset(key, this.#parsed(rules).rules).catch(rethrow)
+    let parsed
+    try {
+      parsed = this.#parsed(rules)
+    } catch (error) {
+      throw fromNative(error)
+    }
+    return limiter.reset(key, parsed.rules).catch(rethrow)
   }
 
   /** The algorithm of rules that name none. */

@@ -18,8 +18,8 @@ pub(crate) struct PyGuard {
 
 pymethods_with_async_twins! {
     impl PyGuard {
-        /// Blocks (without the GIL) until the hold is lost or `timeout` seconds pass (`None`: no
-        /// limit); answers whether it was lost, at once for a hold given back.
+        /// Blocks (without the GIL) until the hold is lost, is given back or `timeout` seconds pass
+        /// (`None`: no limit); answers whether it was lost (at once for a hold given back).
         #[pyo3(signature = (timeout=None))]
         fn wait_lost / wait_lost_async(&self, timeout: Option<&Bound<'_, PyAny>>) -> bool {
             let lost = self.guard.wait_lost(Some(convert::wait_of(timeout)?));

@@ -76,6 +76,7 @@ for (const store of ['memory', 'redis']) {
       [() => limiter.hit('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
       [() => limiter.peek('\udfffb', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
       [() => limiter.reset('a\ud800', '1/second'), ratelock.InvalidArgumentError, /`key`.*surrogate/],
+      [() => limiter.reset('k', 'ten per fortnight'), ratelock.InvalidRuleError, /fortnight|ten/],
       [() => limiter.hit('k'.repeat(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
       [() => limiter.peek(Buffer.alloc(65537), '1/second'), ratelock.InvalidArgumentError, /`key`.*65536/],
       [() => limiter.hit('k', '9'.repeat(1 << 20)), ratelock.InvalidRuleError, /^.{0,400}$/s],

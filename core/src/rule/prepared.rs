@@ -51,15 +51,14 @@ impl PreparedRules {
 }
 
 /// [`PreparedRules`] by their text, at most `capacity` of them, shared by a limiter's clones.
-#[derive(Debug)]
 pub(crate) struct PreparedCache {
     by_text: RwLock<HashMap<Box<str>, Arc<PreparedRules>>>,
     capacity: usize,
 }
 
 impl PreparedCache {
-    /// Distinct rule texts kept per limiter.
-    pub(crate) const CAPACITY: usize = 1024;
+    /// Distinct rule texts kept per limiter (the bound a binding's own memo of them takes too).
+    pub(crate) const CAPACITY: usize = super::RuleCache::<()>::DEFAULT_CAPACITY;
 
     pub(crate) fn new(capacity: usize) -> Self {
         PreparedCache {
@@ -92,9 +91,18 @@ impl PreparedCache {
     }
 
     /// How many texts are kept.
-    #[cfg(test)]
     fn len(&self) -> usize {
         self.by_text.read().map_or(0, |kept| kept.len())
+    }
+}
+
+impl std::fmt::Debug for PreparedCache {
+    /// The count, not the texts (a limiter in a log line stays short).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCache")
+            .field("texts", &self.len())
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }
 
