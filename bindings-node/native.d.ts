@@ -167,82 +167,64 @@ export declare class NativeSemaphore {
   inUse(): Promise<number>
 }
 
-/** One connection's codec: bytes out, replies in, for the limiter it was opened from. */
+/** One connection: bytes out, bytes in, calls settled. */
 export declare class NativeWire {
   /** The host to connect to. */
   get host(): string
   /** The TCP port. */
   get port(): number
-  /** What to write first on a new connection (AUTH, SELECT; empty when the URL needs neither). */
-  preamble(): Buffer
-  /** How many replies `preamble()` gets. */
-  get preambleReplies(): number
-  /**
-   * What to write right after the preamble: the check for the ratelock module (empty when the URL's
-   * `server_code` needs none).
-   */
-  checkCommand(): Buffer
-  /** How many replies `checkCommand()` gets (each read with `takeCheck`). */
-  get checkReplies(): number
-  /** `SCRIPT LOAD` of the limit script (after NOSCRIPT). */
-  scriptLoad(): Buffer
-  /**
-   * Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
-   * end; when they do not fit, writes nothing and returns minus their length. The call goes as the
-   * module's command when this connection's check found the module, else as EVALSHA. Throws for misuse
-   * (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
-   */
-  encodeInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Buffer, at: number): number
-  /**
-   * Whether `takeDecision` needs each call's key: only under `onError: 'local'`, whose local
-   * fallback decides per key (otherwise pass `null` and save its conversion on every reply).
-   */
-  get needsKey(): boolean
-  /**
-   * Whether a call may go out now (the store's circuit breaker is closed, or this call's check
-   * started a due probe in the background: then false as well). When false, answer the call
-   * with `refusedInto`.
-   */
+  /** Whether the store's circuit breaker lets a call through now (else answer it with `refusedInto`). */
   admit(): boolean
-  /** A connect failed or a call timed out: opens the circuit breaker. */
-  outage(): void
   /**
-   * The failure policy's answer to a call that `admit` refused: throws under `onError: 'raise'`,
+   * The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
    * else writes the degraded (or, under `local`, the locally decided) decision into `out`.
    */
   refusedInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, out: Float64Array): void
-  /** Appends bytes read from the socket. */
-  push(chunk: Buffer): void
-  /** Whether the stream broke (a protocol error): the socket must be closed. */
+  /**
+   * Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
+   * time): false when it was encoded for the output; true when a hook answered it first, its
+   * decision in `out`. Throws for misuse before anything is sent.
+   */
+  submitInto(id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number, out: Float64Array): boolean
+  /** The bytes to write now, or `null` when there are none. */
+  takeOutput(): Buffer | null
+  /** Whether there are bytes to write. */
+  get hasOutput(): boolean
+  /** Calls waiting for their answer. */
+  get inFlight(): number
+  /** The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits. */
+  get nextDeadline(): number | null
+  /** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
+  get closeReason(): string | null
+  /** Whether the reply stream broke: retire the connection before closing it. */
   get broken(): boolean
   /**
-   * Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
-   * wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
-   * 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
-   * `retried` call), 3 when the module's command was refused without running (from then on this
-   * connection encodes EVALSHA: encode the call again; under `server_code=module` this throws
-   * `ERR_RATELOCK_CONFIGURATION` instead). An outage's error reply throws under
-   * `onError: 'raise'`, else writes the degraded decision; another call's reply or a broken
-   * stream always throws `ERR_RATELOCK_PROTOCOL`.
+   * Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
+   * how many (when `out` is full, `drainInto` hands over the rest).
    */
-  takeDecision(command: Buffer, key: string | Buffer | undefined | null, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, retried: boolean, out: Float64Array): number
+  feedInto(chunk: Buffer, nowMs: number, out: Float64Array): number
   /**
-   * Reads the next reply to `checkCommand()`, in order: false when no whole reply has arrived. The
-   * replies decide whether later calls go as the module's command; throws `ERR_RATELOCK_PROTOCOL`
-   * for a reply out of step or a broken stream.
+   * Answers every call past its deadline at `nowMs` by the failure policy, into `out` (as
+   * `feedInto`).
    */
-  takeCheck(): boolean
+  expireInto(nowMs: number, out: Float64Array): number
   /**
-   * Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
-   * call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
-   * error reply (consumed) or a broken stream.
+   * The socket closed (`connected`: it had opened), for `why`: every call still waiting is
+   * answered, into `out` (as `feedInto`).
    */
-  takeReply(): boolean
+  closedInto(connected: boolean, why: string, out: Float64Array): number
+  /** More settled calls, when the last `...Into` filled `out`. */
+  drainInto(out: Float64Array): number
+  /** The error of the next failed call handed over (`[ERR_RATELOCK_...] message`). */
+  takeFailure(): string
   /**
-   * The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
-   * (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
+   * The server closed its side, or the stream broke: the calls not yet written, for a fresh
+   * connection to `adopt` (`null` when there are none). A call that cannot go out again is settled
+   * here: `drainInto` hands it over.
    */
-  failInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, timedOut: boolean, why: string, out: Float64Array): void
+  retire(): ExternalObject<Unsent> | null
+  /** Takes over calls another connection never wrote (same bytes, same deadlines). */
+  adopt(unsent: ExternalObject<Unsent>): void
 }
 
 /** What one `nextBatch()` hands over. */
@@ -381,8 +363,8 @@ export declare const MAX_KEY_BYTES: number
 export declare const MAX_RULES: number
 
 /**
- * A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
- * `redis://` server (TLS, cluster, Sentinel, Redlock, memory): those stay on the runtime.
+ * A connection of `limiter` to `url`, or `null` when the URL is not one plain `redis://` server (TLS,
+ * cluster, Sentinel, Redlock, memory): those stay on the runtime.
  */
 export declare function openWire(limiter: NativeLimiter, url: string): NativeWire | null
 
@@ -438,3 +420,11 @@ export interface RwLockState {
  * for a string key, a Buffer for a Buffer key.
  */
 export declare function scopedKey(scope: string, key: string | Buffer): string | Buffer
+
+/**
+ * The TypeScript name of a retired connection's unwritten calls inside `ExternalObject` (opaque to
+ * JavaScript; the declaration generator names an external by its Rust type).
+ */
+export interface Unsent {
+
+}

@@ -1,15 +1,16 @@
-//! `NativeWire`: the core's wire path (`ratelock::store::wire`) for `lib/wire-socket.js`, which owns the
-//! socket on the JavaScript thread. One per connection: it encodes calls into bytes (as the ratelock
-//! module's command once the connection's check found the module, else as EVALSHA), reads reply bytes
-//! and decodes each reply into the decision numbers of `completions.rs` (failure policy included).
-//! It holds no protocol or limiter logic of its own.
+//! `NativeWire`: one wire-path connection (the core's `ratelock::store::wire::WireConnection`) for
+//! `lib/wire-socket.js`, which owns the socket on the JavaScript thread and only moves bytes and keeps
+//! time. What to write, what each reply means, NOSCRIPT, the module route, timeouts, setup errors, a
+//! broken stream and the circuit breaker are the core's. Settled calls cross as numbers: per call its
+//! id, 1 (decided) or 0 (failed: its error from `takeFailure()`, in order), then its decision's
+//! `DECISION_FIELDS` numbers.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArraySlice};
 use napi_derive::napi;
-use ratelock::store::wire::{self, Endpoint, ReplyReader, WireAnswer, WireCall, WireCode};
-use ratelock::store::Gate;
+use ratelock::store::wire::{Settled, WireCall, WireConnection};
 
 use crate::completions::DECISION_FIELDS;
 use crate::convert;
@@ -17,44 +18,37 @@ use crate::errors::{invalid_argument, to_js};
 use crate::limiter::{numbers, NativeLimiter};
 use crate::runtime::guarded_sync;
 
-/// `takeDecision`: no whole reply has arrived yet.
-const PENDING: u32 = 0;
-/// `takeDecision`: the decision is in `out`.
-const DECIDED: u32 = 1;
-/// `takeDecision`: NOSCRIPT; write `scriptLoad()` and the call's bytes again (with `retried`).
-const NO_SCRIPT: u32 = 2;
-/// `takeDecision`: the module's command was refused without running; encode the call again (it goes
-/// as EVALSHA now) and write it.
-const REFUSED: u32 = 3;
+/// Numbers per settled call in `out`: its id, decided or failed, its decision.
+const SETTLED_FIELDS: usize = 2 + DECISION_FIELDS;
 
-/// One connection's codec: bytes out, replies in, for the limiter it was opened from.
+/// The TypeScript name of a retired connection's unwritten calls inside `ExternalObject` (opaque to
+/// JavaScript; the declaration generator names an external by its Rust type).
+#[napi(object, object_from_js = false)]
+#[allow(
+    dead_code,
+    reason = "only its TypeScript declaration is used, as ExternalObject<Unsent>"
+)]
+pub struct Unsent {}
+
+/// One connection: bytes out, bytes in, calls settled.
 #[napi]
 pub struct NativeWire {
-    limiter: ratelock::Limiter,
-    endpoint: Endpoint,
-    reader: ReplyReader,
-    /// Whether this connection's calls go as the module's command or as EVALSHA.
-    code: WireCode,
-    /// The store's circuit breaker in this process, shared with every other path to it.
-    gate: Option<Gate>,
+    connection: WireConnection,
+    /// Settled calls not yet handed over (more than one `out` holds).
+    ready: VecDeque<Settled>,
+    /// The errors of failed calls handed over, for `takeFailure`, in order.
+    failures: VecDeque<String>,
 }
 
-/// A codec for a new connection of `limiter` to `url`, or `null` when the URL is not one plain
-/// `redis://` server (TLS, cluster, Sentinel, Redlock, memory): those stay on the runtime.
+/// A connection of `limiter` to `url`, or `null` when the URL is not one plain `redis://` server (TLS,
+/// cluster, Sentinel, Redlock, memory): those stay on the runtime.
 #[napi]
 pub fn open_wire(limiter: &NativeLimiter, url: String) -> napi::Result<Option<NativeWire>> {
-    let endpoint = Endpoint::from_url(&url).map_err(to_js)?;
-    let core = limiter.core().clone();
-    let gate = match core.store() {
-        ratelock::Store::Redis(store) => Some(store.gate().clone()),
-        _ => None,
-    };
-    Ok(endpoint.map(|endpoint| NativeWire {
-        limiter: core,
-        code: WireCode::new(endpoint.server_code()),
-        endpoint,
-        reader: ReplyReader::new(),
-        gate,
+    let connection = WireConnection::open(limiter.core(), &url).map_err(to_js)?;
+    Ok(connection.map(|connection| NativeWire {
+        connection,
+        ready: VecDeque::new(),
+        failures: VecDeque::new(),
     }))
 }
 
@@ -63,103 +57,22 @@ impl NativeWire {
     /// The host to connect to.
     #[napi(getter)]
     pub fn host(&self) -> String {
-        self.endpoint.host().to_owned()
+        self.connection.host().to_owned()
     }
 
     /// The TCP port.
     #[napi(getter)]
     pub fn port(&self) -> u32 {
-        u32::from(self.endpoint.port())
+        u32::from(self.connection.port())
     }
 
-    /// What to write first on a new connection (AUTH, SELECT; empty when the URL needs neither).
-    #[napi]
-    pub fn preamble(&self) -> Buffer {
-        Buffer::from(self.endpoint.preamble().to_vec())
-    }
-
-    /// How many replies `preamble()` gets.
-    #[napi(getter)]
-    pub fn preamble_replies(&self) -> u32 {
-        self.endpoint.preamble_replies() as u32
-    }
-
-    /// What to write right after the preamble: the check for the ratelock module (empty when the URL's
-    /// `server_code` needs none).
-    #[napi]
-    pub fn check_command(&self) -> Buffer {
-        Buffer::from(self.code.check_command())
-    }
-
-    /// How many replies `checkCommand()` gets (each read with `takeCheck`).
-    #[napi(getter)]
-    pub fn check_replies(&self) -> u32 {
-        self.code.check_replies() as u32
-    }
-
-    /// `SCRIPT LOAD` of the limit script (after NOSCRIPT).
-    #[napi]
-    pub fn script_load(&self) -> Buffer {
-        Buffer::from(wire::script_load_command())
-    }
-
-    /// Writes the bytes of `hit` (spend) or `peek` into `out` from byte `at`, and returns where they
-    /// end; when they do not fit, writes nothing and returns minus their length. The call goes as the
-    /// module's command when this connection's check found the module, else as EVALSHA. Throws for misuse
-    /// (`ERR_RATELOCK_COST_EXCEEDS_CAPACITY`, invalid arguments) before anything is sent.
-    #[napi]
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode_into(
-        &self,
-        key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        now_ms: Option<f64>,
-        spend: bool,
-        mut out: BufferSlice,
-        at: u32,
-    ) -> napi::Result<f64> {
-        guarded_sync(|| {
-            let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
-            let bytes = self
-                .limiter
-                .wire_command_as(&key, rules.rules(), cost, now_us, spend, self.code.route())
-                .map_err(to_js)?;
-            let start = at as usize;
-            match out.get_mut(start..start + bytes.len()) {
-                Some(room) => {
-                    room.copy_from_slice(&bytes);
-                    Ok((start + bytes.len()) as f64)
-                }
-                None => Ok(-(bytes.len() as f64)),
-            }
-        })
-    }
-
-    /// Whether `takeDecision` needs each call's key: only under `onError: 'local'`, whose local
-    /// fallback decides per key (otherwise pass `null` and save its conversion on every reply).
-    #[napi(getter)]
-    pub fn needs_key(&self) -> bool {
-        self.limiter.options().on_error == ratelock::FailurePolicy::Local
-    }
-
-    /// Whether a call may go out now (the store's circuit breaker is closed, or this call's check
-    /// started a due probe in the background: then false as well). When false, answer the call
-    /// with `refusedInto`.
+    /// Whether the store's circuit breaker lets a call through now (else answer it with `refusedInto`).
     #[napi]
     pub fn admit(&self) -> bool {
-        self.gate.as_ref().is_none_or(|gate| gate.admit().is_ok())
+        self.connection.admits()
     }
 
-    /// A connect failed or a call timed out: opens the circuit breaker.
-    #[napi]
-    pub fn outage(&self) {
-        if let Some(gate) = &self.gate {
-            gate.outage();
-        }
-    }
-
-    /// The failure policy's answer to a call that `admit` refused: throws under `onError: 'raise'`,
+    /// The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
     /// else writes the degraded (or, under `local`, the locally decided) decision into `out`.
     #[napi]
     pub fn refused_into(
@@ -168,159 +81,209 @@ impl NativeWire {
         rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         spend: bool,
-        out: Float64ArraySlice,
-    ) -> napi::Result<()> {
-        let why = "circuit breaker open: the server failed a moment ago; calls answer at once until a background probe reaches it";
-        self.fail_into(key, rules, cost, spend, false, why.to_owned(), out)
-    }
-
-    /// Appends bytes read from the socket.
-    #[napi]
-    pub fn push(&mut self, chunk: BufferSlice) {
-        self.reader.push(&chunk);
-    }
-
-    /// Whether the stream broke (a protocol error): the socket must be closed.
-    #[napi(getter)]
-    pub fn broken(&self) -> bool {
-        self.reader.is_broken()
-    }
-
-    /// Reads the next reply as the answer to the call whose bytes are `command` (what `encodeInto`
-    /// wrote: its call tag must come back) on `rules` with `cost`: 0 when no whole reply has arrived,
-    /// 1 when its decision is in `out` (`DECISION_FIELDS` numbers), 2 on NOSCRIPT (not after a
-    /// `retried` call), 3 when the module's command was refused without running (from then on this
-    /// connection encodes EVALSHA: encode the call again; under `server_code=module` this throws
-    /// `ERR_RATELOCK_CONFIGURATION` instead). An outage's error reply throws under
-    /// `onError: 'raise'`, else writes the degraded decision; another call's reply or a broken
-    /// stream always throws `ERR_RATELOCK_PROTOCOL`.
-    #[napi]
-    #[allow(clippy::too_many_arguments)]
-    pub fn take_decision(
-        &mut self,
-        command: BufferSlice,
-        key: Option<Either<String, Buffer>>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        spend: bool,
-        retried: bool,
         mut out: Float64ArraySlice,
-    ) -> napi::Result<u32> {
+    ) -> napi::Result<()> {
         guarded_sync(|| {
-            let reply = match self.reader.next_reply() {
-                Ok(None) => return Ok(PENDING),
-                Ok(Some(reply)) => reply,
-                Err(broken) => return Err(to_js(ratelock::Error::Protocol(broken.to_string()))),
+            let (key, cost) = (convert::key(key), convert::cost(cost)?);
+            let call = WireCall {
+                key: &key,
+                rules: rules.rules(),
+                cost,
+                spend,
             };
-            if let Some(gate) = &self.gate {
-                gate.success();
-            }
-            let answer = with_call(key, rules, cost, spend, |call| {
-                self.limiter
-                    .wire_answer(reply, &command, call, retried)
-                    .map_err(to_js)
-            })?;
-            match answer {
-                WireAnswer::Decided(decision) => {
-                    write_out(&mut out, &numbers(&decision))?;
-                    Ok(DECIDED)
-                }
-                WireAnswer::NoScript => Ok(NO_SCRIPT),
-                WireAnswer::Refused => {
-                    self.code.refused().map_err(to_js)?;
-                    Ok(REFUSED)
-                }
-                other => Err(to_js(ratelock::Error::Protocol(format!(
-                    "an answer this binding does not know: {other:?}"
-                )))),
-            }
+            let decision = self.connection.refused(&call).map_err(to_js)?;
+            write_decision(&mut out, 0, &numbers(&decision))
         })
     }
 
-    /// Reads the next reply to `checkCommand()`, in order: false when no whole reply has arrived. The
-    /// replies decide whether later calls go as the module's command; throws `ERR_RATELOCK_PROTOCOL`
-    /// for a reply out of step or a broken stream.
-    #[napi]
-    pub fn take_check(&mut self) -> napi::Result<bool> {
-        match self.reader.next_reply().map_err(to_js)? {
-            None => Ok(false),
-            Some(reply) => {
-                if let Some(gate) = &self.gate {
-                    gate.success();
-                }
-                self.code.read_check(reply).map(|()| true).map_err(to_js)
-            }
-        }
-    }
-
-    /// Reads the next reply whose content does not matter (AUTH, SELECT, SCRIPT LOAD, a timed-out
-    /// call's): false when no whole reply has arrived; throws `ERR_RATELOCK_STORE_UNAVAILABLE` for an
-    /// error reply (consumed) or a broken stream.
-    #[napi]
-    pub fn take_reply(&mut self) -> napi::Result<bool> {
-        match self.reader.next_reply().map_err(to_js)? {
-            None => Ok(false),
-            Some(reply) => {
-                if let Some(gate) = &self.gate {
-                    gate.success();
-                }
-                reply.into_result().map(|()| true).map_err(to_js)
-            }
-        }
-    }
-
-    /// The answer to a call whose reply did not come in time (`timedOut`) or whose connection failed
-    /// (`why`): throws under `onError: 'raise'`, else writes the degraded decision into `out`.
+    /// Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
+    /// time): false when it was encoded for the output; true when a hook answered it first, its
+    /// decision in `out`. Throws for misuse before anything is sent.
     #[napi]
     #[allow(clippy::too_many_arguments)]
-    pub fn fail_into(
-        &self,
+    pub fn submit_into(
+        &mut self,
+        id: u32,
         key: Either<String, Buffer>,
         rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
+        now_ms: Option<f64>,
         spend: bool,
-        timed_out: bool,
-        why: String,
+        deadline_ms: f64,
         mut out: Float64ArraySlice,
-    ) -> napi::Result<()> {
+    ) -> napi::Result<bool> {
         guarded_sync(|| {
-            let decision = with_call(Some(key), rules, cost, spend, |call| {
-                let answer = if timed_out {
-                    self.limiter.wire_timeout(call)
-                } else {
-                    self.limiter.wire_unavailable(call, &why)
-                };
-                answer.map_err(to_js)
-            })?;
-            write_out(&mut out, &numbers(&decision))
+            let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
+            let answered = self
+                .connection
+                .submit(id, &key, rules.rules(), cost, now_us, spend, deadline_ms)
+                .map_err(to_js)?;
+            match answered {
+                Some(decision) => write_decision(&mut out, 0, &numbers(&decision)).map(|()| true),
+                None => Ok(false),
+            }
         })
     }
+
+    /// The bytes to write now, or `null` when there are none.
+    #[napi]
+    pub fn take_output(&mut self) -> Option<Buffer> {
+        let bytes = self.connection.take_output();
+        (!bytes.is_empty()).then(|| Buffer::from(bytes))
+    }
+
+    /// Whether there are bytes to write.
+    #[napi(getter)]
+    pub fn has_output(&self) -> bool {
+        self.connection.has_output()
+    }
+
+    /// Calls waiting for their answer.
+    #[napi(getter)]
+    pub fn in_flight(&self) -> u32 {
+        self.connection.in_flight() as u32
+    }
+
+    /// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
+    #[napi(getter)]
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.connection.next_deadline()
+    }
+
+    /// Why the socket must be closed now (setup failed, the reply stream broke), else `null`.
+    #[napi(getter)]
+    pub fn close_reason(&self) -> Option<String> {
+        self.connection.close_reason().map(str::to_owned)
+    }
+
+    /// Whether the reply stream broke: retire the connection before closing it.
+    #[napi(getter)]
+    pub fn broken(&self) -> bool {
+        self.connection.is_broken()
+    }
+
+    /// Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
+    /// how many (when `out` is full, `drainInto` hands over the rest).
+    #[napi]
+    pub fn feed_into(
+        &mut self,
+        chunk: BufferSlice,
+        now_ms: f64,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<u32> {
+        guarded_sync(|| {
+            let settled = self.connection.feed(&chunk, now_ms);
+            self.ready.extend(settled);
+            self.hand_over(&mut out)
+        })
+    }
+
+    /// Answers every call past its deadline at `nowMs` by the failure policy, into `out` (as
+    /// `feedInto`).
+    #[napi]
+    pub fn expire_into(&mut self, now_ms: f64, mut out: Float64ArraySlice) -> napi::Result<u32> {
+        guarded_sync(|| {
+            let settled = self.connection.expire(now_ms);
+            self.ready.extend(settled);
+            self.hand_over(&mut out)
+        })
+    }
+
+    /// The socket closed (`connected`: it had opened), for `why`: every call still waiting is
+    /// answered, into `out` (as `feedInto`).
+    #[napi]
+    pub fn closed_into(
+        &mut self,
+        connected: bool,
+        why: String,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<u32> {
+        guarded_sync(|| {
+            let settled = self.connection.closed(connected, &why);
+            self.ready.extend(settled);
+            self.hand_over(&mut out)
+        })
+    }
+
+    /// More settled calls, when the last `...Into` filled `out`.
+    #[napi]
+    pub fn drain_into(&mut self, mut out: Float64ArraySlice) -> napi::Result<u32> {
+        guarded_sync(|| self.hand_over(&mut out))
+    }
+
+    /// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
+    #[napi]
+    pub fn take_failure(&mut self) -> String {
+        self.failures.pop_front().unwrap_or_default()
+    }
+
+    /// The server closed its side, or the stream broke: the calls not yet written, for a fresh
+    /// connection to `adopt` (`null` when there are none). A call that cannot go out again is settled
+    /// here: `drainInto` hands it over.
+    #[napi]
+    pub fn retire(&mut self) -> Option<External<ratelock::store::wire::Unsent>> {
+        let (unsent, settled) = self.connection.retire();
+        self.ready.extend(settled);
+        (!unsent.is_empty()).then(|| External::new(unsent))
+    }
+
+    /// Takes over calls another connection never wrote (same bytes, same deadlines).
+    #[napi]
+    pub fn adopt(&mut self, unsent: &mut External<ratelock::store::wire::Unsent>) {
+        self.connection.adopt(std::mem::take(&mut **unsent));
+    }
 }
 
-/// Runs `answer` on the call that JavaScript describes (key, prepared rules, cost, hit or peek). The
-/// key matters only to the local fallback: without it, the call is read with an empty key.
-fn with_call<T>(
-    key: Option<Either<String, Buffer>>,
-    rules: &External<Arc<ratelock::PreparedRules>>,
-    cost: Option<f64>,
-    spend: bool,
-    answer: impl FnOnce(&WireCall<'_>) -> napi::Result<T>,
-) -> napi::Result<T> {
-    let (key, cost) = (key.map(convert::key).unwrap_or_default(), convert::cost(cost)?);
-    answer(&WireCall {
-        key: &key,
-        rules: rules.rules(),
-        cost,
-        spend,
-    })
+impl NativeWire {
+    /// Writes as many ready calls into `out` as it holds; answers how many.
+    fn hand_over(&mut self, out: &mut Float64ArraySlice) -> napi::Result<u32> {
+        // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
+        let room = unsafe { out.as_mut() }.len() / SETTLED_FIELDS;
+        let mut count = 0;
+        while count < room {
+            let Some(settled) = self.ready.pop_front() else {
+                break;
+            };
+            let at = count * SETTLED_FIELDS;
+            let (id, decided, decision) = match settled {
+                Settled::Decided(id, decision) => (id, 1.0, numbers(&decision)),
+                Settled::Failed(id, error) => {
+                    self.failures.push_back(to_js(error).reason);
+                    (id, 0.0, [0.0; DECISION_FIELDS])
+                }
+                other => {
+                    let error = ratelock::Error::Protocol(format!(
+                        "a settlement this binding does not know: {other:?}"
+                    ));
+                    return Err(to_js(error));
+                }
+            };
+            // SAFETY: as above.
+            let slots = unsafe { out.as_mut() };
+            slots[at] = f64::from(id);
+            slots[at + 1] = decided;
+            write_decision(out, at + 2, &decision)?;
+            count += 1;
+        }
+        Ok(count as u32)
+    }
 }
 
-fn write_out(out: &mut Float64ArraySlice, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
+fn write_decision(
+    out: &mut Float64ArraySlice,
+    at: usize,
+    numbers: &[f64; DECISION_FIELDS],
+) -> napi::Result<()> {
     // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
     let out = unsafe { out.as_mut() };
-    if out.len() < DECISION_FIELDS {
-        return Err(invalid_argument("out", "expected a Float64Array of 7 numbers"));
+    match out.get_mut(at..at + DECISION_FIELDS) {
+        Some(room) => {
+            room.copy_from_slice(numbers);
+            Ok(())
+        }
+        None => Err(invalid_argument(
+            "out",
+            "expected a Float64Array with room for a decision",
+        )),
     }
-    out[..DECISION_FIELDS].copy_from_slice(numbers);
-    Ok(())
 }

@@ -102,6 +102,24 @@ test('SCRIPT FLUSH between calls: the script is loaded again and nothing is coun
   assert.equal((await limiter.peek(key, '100/hour')).remaining, 0)
 })
 
+test('a SCRIPT LOAD the ACL denies: the call raises a ConfigurationError naming it, whatever onError says', async () => {
+  const server = await RedisServer.start()
+  try {
+    // Allowed to run scripts, not to load them; the script is not loaded on this fresh server.
+    const acl = ['ACL', 'SETUSER', 'noload', 'on', '>pw', '~*', '&*', '+@all', '-script|load']
+    assert.equal(await server.command(...acl), 'OK')
+    const url = `redis://noload:pw@127.0.0.1:${server.port}/?server_code=scripts`
+    const limiter = new ratelock.Limiter({ url, onError: 'allow' })
+    await assert.rejects(limiter.hit(fresh(), '5/minute'), (error) => {
+      assert.ok(error instanceof ratelock.ConfigurationError, `${error.name}: ${error.message}`)
+      assert.match(error.message, /NOPERM|script\|load/)
+      return true
+    })
+  } finally {
+    await server.close()
+  }
+})
+
 test('a URL with a password and a db number: AUTH and SELECT on every new connection', async () => {
   const server = await RedisServer.start({ password: 's3cret/:@' })
   try {

@@ -127,6 +127,25 @@ impl Limiter {
         self.settle(checked, &request).map(WireAnswer::Decided)
     }
 
+    /// A hook's answer given before the call is encoded (`before_decision`: a local deny cache), which
+    /// every hook then sees; `None` when no hook answers (or none is attached), and the call goes out.
+    pub(crate) fn wire_answered_by_hook(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+    ) -> Option<Result<Decision>> {
+        if self.options().hooks.is_empty() {
+            return None;
+        }
+        match self.request(key, rules, cost, now_us, spend) {
+            Ok(request) => self.answered_by_hook(&request),
+            Err(err) => Some(Err(err)),
+        }
+    }
+
     fn wire_request<'r>(&'r self, call: &WireCall<'r>) -> Result<LimitRequest<'r>> {
         self.request(call.key, call.rules, call.cost, None, call.spend)
     }

@@ -1,5 +1,5 @@
 //! One call's way through a connection (sans-IO): when it may be sent again and when never. Every
-//! Redis path (the async pipelined connection, the blocking lane, Node's wire client) asks it instead
+//! Redis path (the async pipelined connection, the blocking lane, the wire path's `WireConnection`) asks it instead
 //! of deciding on its own:
 //! - a call whose bytes never left (the connection was found closed, or the write failed before any
 //!   byte) goes out once more, on a fresh connection;

@@ -20,6 +20,7 @@ mod socket_peek;
 pub(crate) mod subscriber;
 pub mod wire;
 pub(crate) mod wire_code;
+mod wire_connection;
 mod wire_reader;
 
 pub use self::functions::{function_library, FunctionLibrary};

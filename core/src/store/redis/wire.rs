@@ -1,20 +1,14 @@
-//! The Redis limiter for a foreign event loop (sans-IO): the bytes to write and the meaning of the
-//! bytes read, for a binding that does its socket I/O on its own thread (Node's libuv). The command,
-//! the reply decoding and the failure policy are the ones the Redis store and `Limiter` use; the
-//! caller only moves bytes, matches replies to calls in order and keeps time.
+//! The Redis limiter for a foreign event loop (sans-IO), for a binding that does its socket I/O on its
+//! own thread (Node's libuv): [`WireConnection`] is one connection's whole state, from the preamble and
+//! the module check to each call's answer, NOSCRIPT, a refused module command, timeouts, a lost or
+//! broken connection and the store's circuit breaker; the caller only moves bytes and keeps time. The
+//! command, the reply decoding and the failure policy are the ones the Redis store and `Limiter` use.
 //!
-//! One connection: write the [`Endpoint`]'s preamble, then its [`WireCode`]'s check (whether the server
-//! has the ratelock module), and read their replies first.
-//!
-//! One call: [`Limiter::wire_command_as`](crate::Limiter::wire_command_as) on the connection's
-//! [`WireCode::route`] → write → read into a [`ReplyReader`] →
-//! [`Limiter::wire_answer`](crate::Limiter::wire_answer). On [`WireAnswer::NoScript`] (the script did
-//! not run) write [`script_load_command`] and the same command again, once. On [`WireAnswer::Refused`]
-//! (the module's command did not run) tell [`WireCode::refused`] and write the call again as `EVALSHA`,
-//! once. A timeout
-//! or a dropped connection: [`Limiter::wire_timeout`](crate::Limiter::wire_timeout) or
-//! [`Limiter::wire_unavailable`](crate::Limiter::wire_unavailable) (never send the command again: it
-//! may have run).
+//! The parts it is made of stay public for a caller that drives them itself:
+//! [`Limiter::wire_command_as`](crate::Limiter::wire_command_as) on a [`WireCode::route`], a
+//! [`ReplyReader`], [`Limiter::wire_answer`](crate::Limiter::wire_answer),
+//! [`Limiter::wire_timeout`](crate::Limiter::wire_timeout) and
+//! [`Limiter::wire_unavailable`](crate::Limiter::wire_unavailable).
 
 use super::script::LIMIT;
 use crate::decision::Decision;
@@ -22,6 +16,7 @@ use crate::rule::Rules;
 
 pub use super::endpoint::Endpoint;
 pub use super::wire_code::{WireCode, WireRoute};
+pub use super::wire_connection::{CallId, Settled, Unsent, WireConnection};
 pub use super::wire_reader::{Reply, ReplyReader};
 
 /// `SCRIPT LOAD` of `limit.lua`: what to write (before the same call again) after

@@ -1,0 +1,733 @@
+//! One wire-path connection's whole state, sans-IO: a binding that owns the socket (Node's, on the
+//! JavaScript thread) only moves bytes and keeps time. Everything else is decided here, as the Redis
+//! store's own connections decide it: the preamble and the module check first, each call encoded on
+//! the connection's route, replies matched to calls in order (by their call tag too), NOSCRIPT answered
+//! by loading the script and sending the same bytes once more (a failed load's error is the call's
+//! answer), a module command refused without running sent again as `EVALSHA`, setup errors, timeouts
+//! and a lost connection answered by the failure policy (never sent again: a written call may have
+//! run), a broken reply stream failing every written call as a protocol error, and the store's circuit
+//! breaker told of each success and outage.
+//!
+//! The caller: [`submit`](WireConnection::submit) each call, write [`take_output`]'s bytes, hand every
+//! chunk read to [`feed`](WireConnection::feed), call [`expire`](WireConnection::expire) at
+//! [`next_deadline`](WireConnection::next_deadline), and [`closed`](WireConnection::closed) when the
+//! socket closes; close the socket when [`close_reason`](WireConnection::close_reason) says so. When
+//! the server closes its side first (FIN), [`retire`](WireConnection::retire) the connection and
+//! [`adopt`](WireConnection::adopt) its unwritten calls on a fresh one.
+//!
+//! [`take_output`]: WireConnection::take_output
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::endpoint::Endpoint;
+use super::gate::Gate;
+use super::wire::{script_load_command, WireAnswer, WireCall};
+use super::wire_code::WireCode;
+use super::wire_reader::ReplyReader;
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::limiter::Limiter;
+use crate::rule::Rules;
+use crate::store::connection_core::{noscript_after_load, CallAttempt, Next, Written, SETTING_SCRIPT_CACHE};
+use crate::store::Store;
+
+/// A call's number, chosen by the caller (unique among the calls it has in flight).
+pub type CallId = u32;
+
+/// What became of a call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Settled {
+    /// Its decision (a degraded one when the failure policy answered an outage).
+    Decided(CallId, Decision),
+    /// Its error (under `raise`, an outage; always, a configuration or protocol error).
+    Failed(CallId, Error),
+}
+
+/// A call submitted and not yet answered.
+#[derive(Debug)]
+struct Pending {
+    id: CallId,
+    key: Vec<u8>,
+    rules: Arc<Rules>,
+    cost: u64,
+    spend: bool,
+    /// The time the caller gave in place of the clock, if any.
+    now_us: Option<u64>,
+    /// The bytes sent (their call tag must come back).
+    command: Vec<u8>,
+    /// Whether it may go out again (the never-replay rule every Redis path shares).
+    attempt: CallAttempt,
+    /// When its answer is due (the caller's clock, in ms).
+    deadline_ms: f64,
+    /// Its bytes left in a `take_output`.
+    written: bool,
+    /// Its answer was given (timed out): its reply is still read, in order, and dropped.
+    settled: bool,
+}
+
+/// Calls not yet written when their connection was retired, for a fresh connection to send.
+#[derive(Debug, Default)]
+pub struct Unsent(Vec<Pending>);
+
+impl Unsent {
+    /// How many calls there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What the next reply answers.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// AUTH or SELECT: an error fails the connection.
+    Setup,
+    /// The module check.
+    Check,
+    /// SCRIPT LOAD after NOSCRIPT.
+    Load,
+    /// The call with this id.
+    Call(CallId),
+}
+
+/// One connection of the wire path (see the module docs).
+#[derive(Debug)]
+pub struct WireConnection {
+    limiter: Limiter,
+    endpoint: Endpoint,
+    code: WireCode,
+    reader: ReplyReader,
+    gate: Option<Gate>,
+    expected: VecDeque<Expect>,
+    calls: VecDeque<Pending>,
+    out: Vec<u8>,
+    /// A configuration or protocol error met while setting up: every call fails with it.
+    fatal: Option<Error>,
+    /// Why the reply stream broke: every written call fails with a protocol error.
+    broken: Option<Error>,
+    /// The error of the last SCRIPT LOAD, if it failed: the answer to a call that meets NOSCRIPT again.
+    load_failure: Option<Error>,
+    /// Why the socket must be closed (setup failed, the stream broke).
+    close_reason: Option<String>,
+    /// How many of `expected`'s last entries answer bytes still in `out` (not yet written).
+    unwritten: usize,
+    retired: bool,
+}
+
+impl WireConnection {
+    /// A connection of `limiter` to `url`, or `None` when the URL is not one plain `redis://` server
+    /// (TLS, cluster, Sentinel, Redlock, memory). Its output starts with the preamble and the module
+    /// check.
+    pub fn open(limiter: &Limiter, url: &str) -> Result<Option<Self>> {
+        let Some(endpoint) = Endpoint::from_url(url)? else {
+            return Ok(None);
+        };
+        let gate = match limiter.store() {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => Some(store.gate().clone()),
+            _ => None,
+        };
+        let code = WireCode::new(endpoint.server_code());
+        let mut expected = VecDeque::new();
+        let mut out = endpoint.preamble().to_vec();
+        expected.extend(std::iter::repeat_n(Expect::Setup, endpoint.preamble_replies()));
+        out.extend_from_slice(&code.check_command());
+        expected.extend(std::iter::repeat_n(Expect::Check, code.check_replies()));
+        let unwritten = expected.len();
+        Ok(Some(WireConnection {
+            limiter: limiter.clone(),
+            endpoint,
+            code,
+            reader: ReplyReader::new(),
+            gate,
+            expected,
+            calls: VecDeque::new(),
+            out,
+            fatal: None,
+            broken: None,
+            load_failure: None,
+            close_reason: None,
+            unwritten,
+            retired: false,
+        }))
+    }
+
+    /// The host to connect to.
+    pub fn host(&self) -> &str {
+        self.endpoint.host()
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.endpoint.port()
+    }
+
+    /// Whether the store's circuit breaker lets a call through now; when it does not, answer the call
+    /// with [`refused`](Self::refused) and send nothing.
+    pub fn admits(&self) -> bool {
+        self.gate.as_ref().is_none_or(|gate| gate.admit().is_ok())
+    }
+
+    /// The failure policy's answer to a call the breaker refused.
+    pub fn refused(&self, call: &WireCall<'_>) -> Result<Decision> {
+        let why = "circuit breaker open: the server failed a moment ago; calls answer at once until a \
+                   background probe reaches it";
+        self.limiter.wire_unavailable(call, why)
+    }
+
+    /// Encodes call `id` (`hit` when `spend`, else `peek`) for the output, due by `deadline_ms`; or,
+    /// when one of the limiter's hooks answers first (`before_decision`), that answer, with nothing
+    /// sent. Misuse (a cost above a rule's capacity, a key too long, `now` out of range) is an error
+    /// here, before anything is sent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit(
+        &mut self,
+        id: CallId,
+        key: &[u8],
+        rules: &Arc<Rules>,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+        deadline_ms: f64,
+    ) -> Result<Option<Decision>> {
+        if let Some(answer) = self
+            .limiter
+            .wire_answered_by_hook(key, rules, cost, now_us, spend)
+        {
+            return answer.map(Some);
+        }
+        let command = self
+            .limiter
+            .wire_command_as(key, rules, cost, now_us, spend, self.code.route())?;
+        self.send(Pending {
+            id,
+            key: key.to_vec(),
+            rules: rules.clone(),
+            cost,
+            spend,
+            now_us,
+            command,
+            attempt: CallAttempt::new(),
+            deadline_ms,
+            written: false,
+            settled: false,
+        });
+        Ok(None)
+    }
+
+    fn send(&mut self, call: Pending) {
+        self.out.extend_from_slice(&call.command);
+        self.expect(Expect::Call(call.id));
+        self.calls.push_back(call);
+    }
+
+    fn expect(&mut self, expect: Expect) {
+        self.expected.push_back(expect);
+        self.unwritten += 1;
+    }
+
+    /// The bytes to write now (empty when there are none); every call in them counts as written.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        for call in self.calls.iter_mut() {
+            call.written = true;
+        }
+        self.unwritten = 0;
+        std::mem::take(&mut self.out)
+    }
+
+    /// Whether there are bytes to write.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Calls submitted and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.calls.iter().filter(|call| !call.settled).count()
+    }
+
+    /// Why the socket must be closed now (setup failed, or the reply stream broke), once it must.
+    pub fn close_reason(&self) -> Option<&str> {
+        self.close_reason.as_deref()
+    }
+
+    /// Whether the reply stream broke (a protocol error): the socket must be closed, and the calls not
+    /// yet written moved to a fresh connection ([`retire`](Self::retire)).
+    pub fn is_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+
+    /// Reads `bytes` from the socket at `now_ms`: what became of the calls whose replies are whole.
+    pub fn feed(&mut self, bytes: &[u8], now_ms: f64) -> Vec<Settled> {
+        self.reader.push(bytes);
+        let mut settled = Vec::new();
+        while self.close_reason.is_none() {
+            let Some(&expect) = self.expected.front() else {
+                break;
+            };
+            let reply = match self.reader.next_reply() {
+                Ok(Some(reply)) => reply,
+                Ok(None) => break,
+                Err(broken) => {
+                    self.break_stream(Error::Protocol(broken.to_string()));
+                    break;
+                }
+            };
+            self.expected.pop_front();
+            if let Some(gate) = &self.gate {
+                gate.success();
+            }
+            match expect {
+                Expect::Setup => {
+                    if let Err(err) = reply.into_result() {
+                        self.setup_failed(err);
+                    }
+                }
+                Expect::Check => {
+                    if let Err(err) = self.code.read_check(reply) {
+                        self.setup_failed(err);
+                    }
+                }
+                Expect::Load => self.load_failure = reply.into_result().err(),
+                Expect::Call(id) => {
+                    let Some(at) = self.calls.iter().position(|call| call.id == id) else {
+                        continue;
+                    };
+                    if self.calls[at].settled {
+                        self.calls.remove(at);
+                        continue;
+                    }
+                    let answer = self.answer(at, reply);
+                    match answer {
+                        Ok(WireAnswer::Decided(decision)) => {
+                            self.calls.remove(at);
+                            settled.push(Settled::Decided(id, decision));
+                        }
+                        Ok(WireAnswer::NoScript) => self.load_and_resend(at, now_ms),
+                        Ok(WireAnswer::Refused) => self.resend_as_script(at, now_ms, &mut settled),
+                        Err(err) => {
+                            self.calls.remove(at);
+                            let crossed = err.is_protocol();
+                            settled.push(Settled::Failed(id, err.clone()));
+                            if crossed {
+                                self.break_stream(err);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        settled
+    }
+
+    /// The meaning of `reply` for the call at `at`; after a failed SCRIPT LOAD, a second NOSCRIPT is
+    /// that failure.
+    fn answer(&mut self, at: usize, reply: super::wire_reader::Reply) -> Result<WireAnswer> {
+        let call = &self.calls[at];
+        let wire_call = WireCall {
+            key: &call.key,
+            rules: &call.rules,
+            cost: call.cost,
+            spend: call.spend,
+        };
+        let retried = call.attempt.reloaded();
+        let answer = self
+            .limiter
+            .wire_answer(reply, &call.command, &wire_call, retried);
+        let load = self.load_failure.take();
+        match (answer, load) {
+            // NOSCRIPT again because the load itself failed: say why it failed (an ACL without
+            // `script|load`, a read-only replica), not only that the script is missing.
+            (Err(err), Some(load)) if retried && err == noscript_after_load() => Err(Error::configuration(
+                SETTING_SCRIPT_CACHE,
+                format!("NOSCRIPT after SCRIPT LOAD failed: {load}"),
+            )),
+            (answer, _) => answer,
+        }
+    }
+
+    /// NOSCRIPT: the script did not run. The load, then the same bytes once more (same tag), answered
+    /// in that order on this connection.
+    fn load_and_resend(&mut self, at: usize, now_ms: f64) {
+        let mut call = self.calls.remove(at).expect("the call is there");
+        // `wire_answer` answers NOSCRIPT only while the script was not loaded for this call, so this
+        // is always the load (a second NOSCRIPT is its failure there).
+        let next = call.attempt.no_script();
+        debug_assert_eq!(next, Next::LoadAndResend);
+        call.deadline_ms = now_ms + self.timeout_ms();
+        self.out.extend_from_slice(&script_load_command());
+        self.expect(Expect::Load);
+        call.written = false;
+        self.send(call);
+    }
+
+    /// The module's command was refused without running: the route is `EVALSHA` from now on, and the
+    /// call goes again encoded that way (new bytes, new tag), once.
+    fn resend_as_script(&mut self, at: usize, now_ms: f64, settled: &mut Vec<Settled>) {
+        let mut call = self.calls.remove(at).expect("the call is there");
+        let again = self.code.refused().and_then(|()| {
+            let route = self.code.route();
+            self.limiter
+                .wire_command_as(&call.key, &call.rules, call.cost, call.now_us, call.spend, route)
+        });
+        match again {
+            Ok(command) => {
+                call.command = command;
+                call.deadline_ms = now_ms + self.timeout_ms();
+                call.written = false;
+                self.send(call);
+            }
+            Err(err) => settled.push(Settled::Failed(call.id, err)),
+        }
+    }
+
+    fn timeout_ms(&self) -> f64 {
+        self.limiter.options().store.timeout.as_secs_f64() * 1000.0
+    }
+
+    /// AUTH, SELECT or the module check failed: the socket must close. A configuration error (a wrong
+    /// password or db index) or a protocol error (a reply that answers another command) is every
+    /// call's answer, whatever the failure policy says; an outage's error gets the policy's answer.
+    fn setup_failed(&mut self, err: Error) {
+        self.close_reason = Some(format!("connection setup failed: {err}"));
+        if err.is_configuration() || err.is_protocol() {
+            self.fatal = Some(err);
+        }
+    }
+
+    /// The reply stream cannot be read any further: the socket must close, and calls written on it can
+    /// never learn their answer (each fails with a protocol error when it closes).
+    fn break_stream(&mut self, err: Error) {
+        self.close_reason = Some(format!("the reply stream broke: {err}"));
+        self.broken = Some(err);
+    }
+
+    /// The earliest deadline of a call still waiting (the caller's clock, ms), if any.
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.calls
+            .iter()
+            .filter(|call| !call.settled)
+            .map(|call| call.deadline_ms)
+            .reduce(f64::min)
+    }
+
+    /// Answers every call past its deadline at `now_ms` by the failure policy (its reply is still
+    /// read, in order, and dropped); a timeout tells the breaker of an outage.
+    pub fn expire(&mut self, now_ms: f64) -> Vec<Settled> {
+        let mut settled = Vec::new();
+        let mut told = false;
+        for at in 0..self.calls.len() {
+            let call = &self.calls[at];
+            if call.settled || call.deadline_ms > now_ms {
+                continue;
+            }
+            if !told {
+                told = true;
+                if let Some(gate) = &self.gate {
+                    gate.outage();
+                }
+            }
+            let answer = self.failed(&self.calls[at], None);
+            self.calls[at].settled = true;
+            settled.push(answer);
+        }
+        settled
+    }
+
+    /// The socket closed (`connected`: it had opened; a connection that never opened is an outage):
+    /// every call still waiting is answered (never sent again: it may have run).
+    pub fn closed(&mut self, connected: bool, why: &str) -> Vec<Settled> {
+        if !connected {
+            if let Some(gate) = &self.gate {
+                gate.outage();
+            }
+        }
+        let why = format!("connection lost ({why})");
+        let calls = std::mem::take(&mut self.calls);
+        self.expected.clear();
+        calls
+            .iter()
+            .filter(|call| !call.settled)
+            .map(|call| self.failed(call, Some(&why)))
+            .collect()
+    }
+
+    /// A call's answer when no reply will come: the setup's configuration error, a protocol error
+    /// after a broken stream, else the failure policy's answer to a timeout (`why` none) or a lost
+    /// connection.
+    fn failed(&self, call: &Pending, why: Option<&str>) -> Settled {
+        if let Some(fatal) = &self.fatal {
+            return Settled::Failed(call.id, fatal.clone());
+        }
+        if let Some(broken) = &self.broken {
+            let err = Error::Protocol(format!(
+                "the reply stream broke before this call's reply: {broken}"
+            ));
+            return Settled::Failed(call.id, err);
+        }
+        let wire_call = WireCall {
+            key: &call.key,
+            rules: &call.rules,
+            cost: call.cost,
+            spend: call.spend,
+        };
+        let answer = match why {
+            None => self.limiter.wire_timeout(&wire_call),
+            Some(why) => self.limiter.wire_unavailable(&wire_call, why),
+        };
+        match answer {
+            Ok(decision) => Settled::Decided(call.id, decision),
+            Err(err) => Settled::Failed(call.id, err),
+        }
+    }
+
+    /// The server closed its side, or the stream broke: no call may be submitted here any more. The
+    /// calls not yet written leave, for a fresh connection to [`adopt`](Self::adopt) (a call goes out
+    /// on a fresh connection once: one never written twice over is answered here, by the failure
+    /// policy); written ones stay for their replies or for [`closed`](Self::closed).
+    pub fn retire(&mut self) -> (Unsent, Vec<Settled>) {
+        if self.retired {
+            return (Unsent::default(), Vec::new());
+        }
+        self.retired = true;
+        self.out.clear();
+        // What was never written is the end of the queue: its replies will not come.
+        self.expected.truncate(self.expected.len() - self.unwritten);
+        self.unwritten = 0;
+        let (written, unwritten): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.calls)
+            .into_iter()
+            .partition(|call| call.written);
+        self.calls = written.into();
+        let (mut unsent, mut settled) = (Vec::new(), Vec::new());
+        // An unwritten call already answered (it timed out) is not sent anywhere.
+        for mut call in unwritten.into_iter().filter(|call| !call.settled) {
+            match call.attempt.written(Written::Nothing) {
+                Next::ResendOnFresh => unsent.push(call),
+                _ => settled.push(self.failed(
+                    &call,
+                    Some("the connection closed twice before this call was written"),
+                )),
+            }
+        }
+        (Unsent(unsent), settled)
+    }
+
+    /// Takes over calls another connection never wrote: the same bytes (same tag) and deadlines.
+    pub fn adopt(&mut self, unsent: Unsent) {
+        for call in unsent.0 {
+            self.send(call);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::hook::{Hook, LimitCall};
+    use crate::{FailurePolicy, LimiterOptions, Store};
+
+    /// A connection that needs no module check (`server_code=scripts`) and no preamble.
+    fn connection(options: LimiterOptions) -> WireConnection {
+        let store = Store::Memory(crate::store::MemoryStore::unbounded());
+        let limiter = Limiter::with_store(store, options).unwrap();
+        WireConnection::open(&limiter, "redis://127.0.0.1:6379/?server_code=scripts")
+            .unwrap()
+            .expect("one plain server")
+    }
+
+    fn policy(on_error: FailurePolicy) -> LimiterOptions {
+        LimiterOptions::default().with_on_error(on_error)
+    }
+
+    fn rules() -> Arc<Rules> {
+        Arc::new("10/second".parse().unwrap())
+    }
+
+    /// The call tag that ends `command`.
+    fn tag(command: &[u8]) -> String {
+        let text = std::str::from_utf8(command).unwrap();
+        text.rsplit("\r\n").nth(1).unwrap().to_owned()
+    }
+
+    /// A decided reply (allowed, 9 left) carrying `tag`.
+    fn decided(tag: &str) -> Vec<u8> {
+        format!(
+            "*2\r\n${}\r\n{tag}\r\n*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n",
+            tag.len()
+        )
+        .into_bytes()
+    }
+
+    fn submit(connection: &mut WireConnection, id: CallId, deadline_ms: f64) {
+        let answered = connection.submit(id, b"k", &rules(), 1, None, true, deadline_ms);
+        assert_eq!(answered.unwrap(), None);
+    }
+
+    #[test]
+    fn a_call_is_written_and_its_reply_decides_it() {
+        let mut connection = connection(policy(FailurePolicy::Raise));
+        assert!(connection.take_output().is_empty(), "no preamble, no check");
+        submit(&mut connection, 7, 1000.0);
+        let written = connection.take_output();
+        assert!(written.starts_with(b"*") && connection.in_flight() == 1);
+        let settled = connection.feed(&decided(&tag(&written)), 0.0);
+        assert!(matches!(&settled[..], [Settled::Decided(7, d)] if d.allowed && d.remaining == 9));
+        assert_eq!(connection.in_flight(), 0);
+    }
+
+    #[test]
+    fn noscript_loads_the_script_and_sends_the_same_bytes_once_more() {
+        let mut connection = connection(policy(FailurePolicy::Raise));
+        submit(&mut connection, 1, 1000.0);
+        let first = connection.take_output();
+        assert!(connection
+            .feed(b"-NOSCRIPT No matching script\r\n", 10.0)
+            .is_empty());
+        let again = connection.take_output();
+        assert!(again.starts_with(b"*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n") && again.ends_with(&first));
+        assert_eq!(
+            connection.next_deadline(),
+            Some(1010.0),
+            "the retry has a deadline of its own"
+        );
+        let load_ok = b"$40\r\n0123456789012345678901234567890123456789\r\n";
+        assert!(connection.feed(load_ok, 20.0).is_empty());
+        let settled = connection.feed(&decided(&tag(&first)), 30.0);
+        assert!(matches!(&settled[..], [Settled::Decided(1, _)]));
+    }
+
+    #[test]
+    fn a_failed_load_is_the_answer_when_noscript_comes_again() {
+        let mut connection = connection(policy(FailurePolicy::Allow));
+        submit(&mut connection, 1, 1000.0);
+        connection.take_output();
+        connection.feed(b"-NOSCRIPT No matching script\r\n", 0.0);
+        connection.take_output();
+        let replies = b"-NOPERM this user has no permissions to run the 'script|load' command\r\n\
+                        -NOSCRIPT No matching script\r\n";
+        let settled = connection.feed(replies, 0.0);
+        let [Settled::Failed(1, err)] = &settled[..] else {
+            panic!("{settled:?}")
+        };
+        assert!(
+            err.is_configuration() && err.to_string().contains("NOPERM"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_call_past_its_deadline_gets_the_policys_answer_and_its_late_reply_is_dropped() {
+        let mut connection = connection(policy(FailurePolicy::Allow));
+        submit(&mut connection, 3, 10.0);
+        let written = connection.take_output();
+        assert!(connection.expire(5.0).is_empty());
+        let settled = connection.expire(10.0);
+        assert!(matches!(&settled[..], [Settled::Decided(3, d)] if d.degraded));
+        assert_eq!((connection.in_flight(), connection.next_deadline()), (0, None));
+        assert!(connection.feed(&decided(&tag(&written)), 20.0).is_empty());
+    }
+
+    #[test]
+    fn retiring_moves_the_calls_not_yet_written_to_a_fresh_connection() {
+        let mut old = connection(policy(FailurePolicy::Raise));
+        submit(&mut old, 1, 1000.0);
+        let written = old.take_output();
+        submit(&mut old, 2, 1000.0);
+        let (unsent, settled) = old.retire();
+        assert_eq!((unsent.len(), settled.len()), (1, 0));
+        let mut fresh = connection(policy(FailurePolicy::Raise));
+        fresh.adopt(unsent);
+        let moved = fresh.take_output();
+        let settled = fresh.feed(&decided(&tag(&moved)), 0.0);
+        assert!(matches!(&settled[..], [Settled::Decided(2, _)]));
+        let settled = old.feed(&decided(&tag(&written)), 0.0);
+        assert!(
+            matches!(&settled[..], [Settled::Decided(1, _)]),
+            "the written call's reply still comes"
+        );
+    }
+
+    #[test]
+    fn a_crossed_reply_fails_its_call_and_breaks_the_stream() {
+        let mut connection = connection(policy(FailurePolicy::Allow));
+        submit(&mut connection, 1, 1000.0);
+        submit(&mut connection, 2, 1000.0);
+        connection.take_output();
+        let settled = connection.feed(&decided("another-calls-tag"), 0.0);
+        assert!(matches!(&settled[..], [Settled::Failed(1, err)] if err.is_protocol()));
+        assert!(connection.is_broken() && connection.close_reason().is_some());
+        let settled = connection.closed(true, "closed after the break");
+        assert!(
+            matches!(&settled[..], [Settled::Failed(2, err)] if err.is_protocol()),
+            "never the policy's answer"
+        );
+    }
+
+    #[test]
+    fn a_lost_connection_answers_every_waiting_call_by_the_policy() {
+        let mut connection = connection(policy(FailurePolicy::Deny));
+        submit(&mut connection, 1, 1000.0);
+        connection.take_output();
+        let settled = connection.closed(false, "refused");
+        assert!(matches!(&settled[..], [Settled::Decided(1, d)] if d.degraded && !d.allowed));
+        let mut raising = self::connection(policy(FailurePolicy::Raise));
+        submit(&mut raising, 2, 1000.0);
+        let settled = raising.closed(true, "reset by peer");
+        let [Settled::Failed(2, err)] = &settled[..] else {
+            panic!("{settled:?}")
+        };
+        assert!(
+            err.is_store_failure() && err.to_string().contains("reset by peer"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_setup_reply_that_answers_another_command_fails_every_call_as_a_protocol_error() {
+        let store = Store::Memory(crate::store::MemoryStore::unbounded());
+        let limiter = Limiter::with_store(store, policy(FailurePolicy::Allow)).unwrap();
+        let mut connection = WireConnection::open(&limiter, "redis://127.0.0.1:6379/")
+            .unwrap()
+            .unwrap();
+        assert!(
+            connection.take_output().starts_with(b"*3\r\n$7\r\nCOMMAND\r\n"),
+            "the module check"
+        );
+        submit(&mut connection, 1, 1000.0);
+        connection.take_output();
+        // The check's first reply, then a limit call's reply where the module's version belongs.
+        let settled = connection.feed(b"*1\r\n*0\r\n*2\r\n$1\r\n7\r\n*0\r\n", 0.0);
+        assert!(settled.is_empty() && connection.close_reason().is_some());
+        let settled = connection.closed(true, "closed after the failed setup");
+        assert!(
+            matches!(&settled[..], [Settled::Failed(1, err)] if err.is_protocol()),
+            "{settled:?}"
+        );
+    }
+
+    struct AnswersFirst;
+
+    impl Hook for AnswersFirst {
+        fn before_decision(&self, _call: &LimitCall<'_>) -> Option<Decision> {
+            let wait = Duration::from_secs(9);
+            Some(Decision::summary(false, 1, 0, wait, wait, 0, false))
+        }
+    }
+
+    #[test]
+    fn a_hook_that_answers_first_leaves_nothing_to_send() {
+        let mut connection = connection(LimiterOptions::default().with_hook(Arc::new(AnswersFirst)));
+        let answered = connection
+            .submit(1, b"k", &rules(), 1, None, true, 1000.0)
+            .unwrap();
+        assert!(matches!(answered, Some(d) if !d.allowed && d.retry_after == Duration::from_secs(9)));
+        assert!(connection.take_output().is_empty() && connection.in_flight() == 0);
+    }
+}
