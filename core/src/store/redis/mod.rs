@@ -14,6 +14,7 @@ mod lock_kinds;
 mod pipelined;
 pub mod redlock;
 pub(crate) mod reply;
+mod route_walk;
 mod script;
 pub(crate) mod server_code;
 mod socket_peek;
@@ -38,10 +39,9 @@ use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
 use self::reply::Failure;
+use self::route_walk::{RouteWalk, Step};
 use self::script::{LuaScript, LIMIT};
-use self::server_code::{
-    call_for, is_function_missing, library_loaded, refused_without_running, Check, CodeChoice, Route,
-};
+use self::server_code::{Check, CodeChoice, Route};
 use self::subscriber::Subscriber;
 use super::options::{ServerCode, StoreOptions};
 use super::roles::LimitRequest;
@@ -301,32 +301,23 @@ impl RedisStore {
         cmd: &Cmd,
     ) -> Option<Result<Value>> {
         let code = &self.connections().code;
-        let mut route = match code.route(script.module_command.is_some()) {
+        let route = match code.route(script.module_command.is_some()) {
             Some(route) => route,
             None => match self.check_on_lane(lane, script.module_command.is_some())? {
                 Ok(route) => route,
                 Err(err) => return Some(Err(err)),
             },
         };
-        let mut reloaded = false;
+        let mut walk = RouteWalk::new(script, route);
+        let mut step = walk.start(cmd);
         loop {
-            if route == Route::Script {
-                return lane.eval(script, cmd);
-            }
-            let reply = lane.query(&call_for(route, script, cmd))?;
-            let err = match reply {
-                Err(err) if refused_without_running(route, &err) => err,
-                reply => return Some(reply),
-            };
-            if route == Route::Function && is_function_missing(&err) && !reloaded {
-                reloaded = true;
-                if library_loaded(&lane.query(&functions::load_command())?) {
-                    continue;
+            step = match step {
+                Step::Send(call) => {
+                    let reply = lane.query(&call)?;
+                    walk.next(code, cmd, reply)
                 }
-            }
-            route = match code.refused(route, &err) {
-                Ok(next) => next,
-                Err(err) => return Some(Err(err)),
+                Step::Reply(reply) => return Some(reply),
+                Step::Script => return lane.eval(script, cmd),
             };
         }
     }
@@ -392,22 +383,18 @@ impl RedisStore {
     /// it once more. The reply is the script's own, its tag checked and taken off.
     pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
         let tag = CallTag::attach(&mut cmd);
-        let mut route = self.route(script).await?;
-        let mut reloaded = false;
-        while route != Route::Script {
-            let err = match self.query(&call_for(route, script, &cmd)).await {
-                Err(err) if refused_without_running(route, &err) => err,
-                reply => return tag.open(reply?),
-            };
-            // A flushed library (FUNCTION FLUSH): loaded again, and the call sent once more.
-            if route == Route::Function && is_function_missing(&err) && !reloaded {
-                reloaded = true;
-                if library_loaded(&self.query(&functions::load_command()).await) {
-                    continue;
+        let code = &self.connections().code;
+        let mut walk = RouteWalk::new(script, self.route(script).await?);
+        let mut step = walk.start(&cmd);
+        loop {
+            step = match step {
+                Step::Send(call) => {
+                    let reply = self.query(&call).await;
+                    walk.next(code, &cmd, reply)
                 }
-            }
-            // Not run (the module is gone, an ACL denial): the next route.
-            route = self.connections().code.refused(route, &err)?;
+                Step::Reply(reply) => return tag.open(reply?),
+                Step::Script => break,
+            };
         }
         let reply = match self.send(&cmd).await {
             Err(Failure::NoScript) => {
