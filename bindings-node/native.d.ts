@@ -271,6 +271,9 @@ export declare function connectReadWriteLock(name: string | Buffer, settings: Lo
 /** Opens (or reuses) the store and makes the handle (`lib/` calls it on first use). */
 export declare function connectSemaphore(name: string | Buffer, permits: number, settings: LockSettings): Promise<NativeSemaphore>
 
+/** The names of a decision's numbers, in the order the addon writes them. */
+export declare function decisionLayout(): Array<string>
+
 /** A fair lock as it stands. */
 export interface FairLockState {
   /** Someone holds the lock. */

@@ -1,20 +1,37 @@
 'use strict'
-// A limiter decision as a plain object, built from the addon's numbers (the layout of
-// `DECISION_FIELDS` in bindings-node/src/completions.rs) and the prepared rules that were checked.
+// A limiter decision as a plain object, built from the addon's numbers and the prepared rules that were
+// checked. The addon names the layout it writes (`decisionLayout()`, from src/decision_numbers.rs):
+// each figure is read where the addon puts it, never by a position written here.
+
+const native = require('./native')
+
+const LAYOUT = native.decisionLayout()
+const at = (name) => {
+  const index = LAYOUT.indexOf(name)
+  if (index < 0) throw new Error(`the addon's decision layout has no ${name}: ${LAYOUT.join(', ')}`)
+  return index
+}
+const ALLOWED = at('allowed')
+const LIMIT = at('limit')
+const REMAINING = at('remaining')
+const RESET_AFTER_MS = at('resetAfterMs')
+const RETRY_AFTER_MS = at('retryAfterMs')
+const DEGRADED = at('degraded')
+const RULE_INDEX = at('ruleIndex')
 
 /** Numbers per decision in the addon's answers. */
-const FIELDS = 7
+const FIELDS = LAYOUT.length
 
-/** The decision whose numbers start at `values[at]`, with its rule described by `parsed`. */
-function decision(values, at, parsed) {
-  const ruleIndex = values[at + 6]
+/** The decision whose numbers start at `values[offset]`, with its rule described by `parsed`. */
+function decision(values, offset, parsed) {
+  const ruleIndex = values[offset + RULE_INDEX]
   return {
-    allowed: values[at] === 1,
-    limit: values[at + 1],
-    remaining: values[at + 2],
-    resetAfterMs: values[at + 3],
-    retryAfterMs: values[at + 4],
-    degraded: values[at + 5] === 1,
+    allowed: values[offset + ALLOWED] === 1,
+    limit: values[offset + LIMIT],
+    remaining: values[offset + REMAINING],
+    resetAfterMs: values[offset + RESET_AFTER_MS],
+    retryAfterMs: values[offset + RETRY_AFTER_MS],
+    degraded: values[offset + DEGRADED] === 1,
     rule: parsed.texts[ruleIndex],
     ruleIndex,
     periodMs: parsed.periodsMs[ruleIndex],

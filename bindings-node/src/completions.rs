@@ -8,8 +8,7 @@ use napi::bindgen_prelude::Float64Array;
 use napi_derive::napi;
 use tokio::sync::Notify;
 
-/// The numbers of a decision: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex.
-pub(crate) const DECISION_FIELDS: usize = 7;
+use crate::decision_numbers::DECISION_FIELDS;
 
 /// What one `nextBatch()` hands over.
 #[napi(object)]

@@ -7,6 +7,7 @@
 
 mod completions;
 mod convert;
+mod decision_numbers;
 mod errors;
 mod fair_lock;
 mod guard;

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{Buffer, Either, External, Float64Array};
 use napi_derive::napi;
 
-use crate::completions::{Batch, Completions, DECISION_FIELDS};
+use crate::completions::{Batch, Completions};
 use crate::convert;
+use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
 use crate::runtime::{guarded, guarded_sync};
 
@@ -234,19 +235,6 @@ impl Check {
             None => Err(invalid_argument("store", "checkInto needs the memory store")),
         }
     }
-}
-
-/// A decision as the numbers `lib/limiter.js` reads.
-pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
-    [
-        f64::from(u8::from(decision.allowed)),
-        decision.limit as f64,
-        decision.remaining as f64,
-        convert::to_millis(decision.reset_after),
-        convert::to_millis(decision.retry_after),
-        f64::from(u8::from(decision.degraded)),
-        decision.rule_index as f64,
-    ]
 }
 
 impl NativeLimiter {

@@ -12,10 +12,10 @@ use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArrayS
 use napi_derive::napi;
 use ratelock::store::wire::{Settled, WireCall, WireConnection};
 
-use crate::completions::DECISION_FIELDS;
 use crate::convert;
+use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
-use crate::limiter::{numbers, NativeLimiter};
+use crate::limiter::NativeLimiter;
 use crate::runtime::guarded_sync;
 
 /// Numbers per settled call in `out`: its id, decided or failed, its decision.
