@@ -146,7 +146,7 @@ export type LostReason = 'expired' | 'taken' | 'failed'
 export type ReleaseOutcome = 'released' | 'still_held'
 
 /** One hold of a lock kind: a lease, renewed while held. */
-declare class Hold {
+declare class Guard {
   protected constructor()
   /** True once the hold is known lost. */
   readonly lost: boolean
@@ -161,13 +161,17 @@ declare class Hold {
 }
 
 /** One permit of a `Semaphore`. */
-export declare class Permit extends Hold {}
+export declare class PermitGuard extends Guard {}
+/** @deprecated The earlier name of `PermitGuard`. */
+export declare const Permit: typeof PermitGuard
+/** @deprecated The earlier name of `PermitGuard`. */
+export type Permit = PermitGuard
 
 /** At most `permits` holders at once across every process on the same store and name. */
 export declare class Semaphore {
   constructor(name: string | Buffer, permits: number, options?: SemaphoreOptions)
-  tryAcquire(): Promise<Permit | null>
-  acquire(options?: AcquireOptions): Promise<Permit>
+  tryAcquire(): Promise<PermitGuard | null>
+  acquire(options?: AcquireOptions): Promise<PermitGuard>
   inUse(): Promise<number>
   using<T>(work: Work<T>, options?: AcquireOptions): Promise<T>
 }
@@ -183,7 +187,7 @@ export interface ReadWriteLockOptions extends FairLockOptions {
 }
 
 /** One hold of a `FairLock`, or a read or write hold of a `ReadWriteLock`. */
-export declare class LeaseGuard extends Hold {
+export declare class LeaseGuard extends Guard {
   /** Higher than every earlier grant of the same lock; send it with every write to the protected resource. */
   readonly fencingToken: number
   /** Aborts with a `LockLostError` as soon as the hold is known lost. */
@@ -247,5 +251,5 @@ export declare class ProtocolError extends RatelockError {}
 export declare class ConfigurationError extends RatelockError {}
 export declare class InternalError extends RatelockError {}
 
-// Only what is exported above is the package's (`Hold`, `Work` and `LockKindOptions` are not).
+// Only what is exported above is the package's (`Guard`, `Work` and `LockKindOptions` are not).
 export {}

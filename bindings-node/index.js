@@ -9,14 +9,16 @@ const { DistributedLock } = require('./lib/lock')
 const { FairLock } = require('./lib/fair-lock')
 const { LeaseGuard } = require('./lib/lease-guard')
 const { ReadWriteLock } = require('./lib/read-write-lock')
-const { Semaphore, Permit } = require('./lib/semaphore')
+const { Semaphore, PermitGuard } = require('./lib/semaphore')
 const { MAX_KEY_BYTES, MAX_RULES } = /** @type {typeof import('./native')} */ (require('./lib/native'))
 
 module.exports = {
   Limiter,
   DistributedLock,
   Semaphore,
-  Permit,
+  PermitGuard,
+  /** @deprecated the earlier name of `PermitGuard`. */
+  Permit: PermitGuard,
   FairLock,
   ReadWriteLock,
   LeaseGuard,

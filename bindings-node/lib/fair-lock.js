@@ -4,7 +4,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { using } = require('./hold')
+const { using } = require('./guard')
 const { LeaseGuard } = require('./lease-guard')
 const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 

@@ -1,11 +1,11 @@
 'use strict'
 // `LeaseGuard`: a hold with a fencing token, as a `FairLock` or `ReadWriteLock` acquire resolves to it
-// (and as a `DistributedLock` keeps its holds): a `Hold` with its token and an AbortSignal.
+// (and as a `DistributedLock` keeps its holds): a `Guard` with its token and an AbortSignal.
 
-const { Hold, lostWhileHeld } = require('./hold')
+const { Guard, lostWhileHeld } = require('./guard')
 
 /** One hold of a `FairLock` or of a `ReadWriteLock`; a lease, renewed while held (`autoRenew`). */
-class LeaseGuard extends Hold {
+class LeaseGuard extends Guard {
   #controller = null
 
   /**

@@ -6,7 +6,7 @@
 const native = require('./native')
 const check = require('./arguments')
 const { LockNotOwnedError, StoreUnavailableError } = require('./errors')
-const { using } = require('./hold')
+const { using } = require('./guard')
 const { LeaseGuard } = require('./lease-guard')
 const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 
@@ -92,7 +92,7 @@ class DistributedLock {
     return this.#latest()?.lost ?? false
   }
 
-  /** Why the latest hold was lost (see `Hold.lostReason`); `null` while it is not, or with no hold. */
+  /** Why the latest hold was lost (see `Guard.lostReason`); `null` while it is not, or with no hold. */
   get lostReason() {
     return this.#latest()?.lostReason ?? null
   }

@@ -1,14 +1,14 @@
 'use strict'
 // `Semaphore`: at most `permits` holders at once across every process on the same store and name.
-// Each `acquire()` resolves to its own `Permit` (a lease, renewed while held).
+// Each `acquire()` resolves to its own `PermitGuard` (a lease, renewed while held).
 
 const native = require('./native')
 const check = require('./arguments')
-const { Hold, using } = require('./hold')
+const { Guard, using } = require('./guard')
 const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
 
-/** One permit of a `Semaphore`: `lost`, `extend()` and `release()` of a `Hold`. */
-class Permit extends Hold {}
+/** One permit of a `Semaphore`: `lost`, `extend()` and `release()` of a `Guard`. */
+class PermitGuard extends Guard {}
 
 class Semaphore {
   #handle
@@ -23,7 +23,7 @@ class Semaphore {
     check.key('name', name)
     if (typeof permits !== 'number') throw check.notANumber('permits', permits)
     const connect = (settings) => native.connectSemaphore(name, permits, settings)
-    this.#handle = new LockHandle(options, LOCK_OPTIONS, connect, Permit)
+    this.#handle = new LockHandle(options, LOCK_OPTIONS, connect, PermitGuard)
   }
 
   /** Takes a permit if one is free; resolves to it, or `null`. */
@@ -50,4 +50,4 @@ class Semaphore {
   }
 }
 
-module.exports = { Semaphore, Permit }
+module.exports = { Semaphore, PermitGuard }

@@ -1,5 +1,5 @@
 'use strict'
-// `Hold`: one hold of any lock kind over its native guard (`NativeGuard`): the lost flag, extension and
+// `Guard`: one hold of any lock kind over its native guard (`NativeGuard`): the lost flag, extension and
 // release. Whether a hold was lost or given back already is the core's answer (the addon rejects with
 // `LockLostError` or `LockNotOwnedError`); a release the store did not answer keeps the hold, so it can
 // be called again. Also `using`, the body of every lock kind's `using()`.
@@ -8,7 +8,7 @@ const check = require('./arguments')
 const { LockLostError, fromNative, rethrow } = require('./errors')
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
-class Hold {
+class Guard {
   #native
 
   /** @param {object} native the native guard */
@@ -82,8 +82,8 @@ function lostWhileHeld(native) {
  * `LockLostError` as soon as the hold is known lost; the error of `work` wins over one from giving back.
  * Resolves to what `work` resolves to.
  * @param {(signal: AbortSignal) => any} work
- * @param {() => Promise<Hold>} acquire
- * @param {(hold: Hold) => Promise<unknown>} [giveBack]
+ * @param {() => Promise<Guard>} acquire
+ * @param {(hold: Guard) => Promise<unknown>} [giveBack]
  */
 async function using(work, acquire, giveBack = (hold) => hold.release()) {
   check.fn('work', work)
@@ -117,4 +117,4 @@ async function using(work, acquire, giveBack = (hold) => hold.release()) {
   return result
 }
 
-module.exports = { Hold, lostWhileHeld, using }
+module.exports = { Guard, lostWhileHeld, using }
