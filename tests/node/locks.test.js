@@ -132,10 +132,10 @@ for (const store of ['memory', 'redis']) {
 
   test(`${store}: a semaphore lets at most its permits in at once`, async () => {
     const seats = new ratelock.Semaphore(fresh('seats'), 3, { url: url() })
-    const permit = await seats.acquire()
-    assert.ok(permit instanceof ratelock.PermitGuard, 'a permit is a PermitGuard, as in Python')
+    const first = await seats.acquire()
+    assert.ok(first instanceof ratelock.PermitGuard, 'a permit is a PermitGuard, as in Python')
     assert.equal(ratelock.Permit, ratelock.PermitGuard, 'the earlier name still works')
-    await permit.release()
+    await first.release()
     let inside = 0
     let most = 0
     await Promise.all(
