@@ -241,7 +241,7 @@ export interface Batch {
  * is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
  * process's shared one (made here if it is not yet: no I/O).
  */
-export declare function breakerStateOf(url?: string | undefined | null, timeoutMs?: number | undefined | null): string | null
+export declare function breakerStateOf(store: StoreSettings): string | null
 
 /** How the client address of a request becomes its key (all optional). */
 export interface ClientAddressInit {
@@ -317,14 +317,10 @@ export interface HttpOptionsInit {
 
 /** How a limiter is made (all optional). */
 export interface LimiterOptions {
-  /** `redis://...` or `rediss://...`; none: the embedded memory store. */
-  url?: string
-  /** Key prefix, `rl` by default. */
-  prefix?: string
+  /** Where the keys live. */
+  store: StoreSettings
   /** What a store failure answers: `raise` (reject, the default), `allow` or `deny`. */
   onError?: string
-  /** Each store call's timeout in milliseconds (default 1000). */
-  timeoutMs?: number
   /** Algorithm of rules that name none (default `gcra`). */
   defaultAlgorithm?: string
   /** `store` (the store's clock, the default) or `local` (this process's clock). */
@@ -338,8 +334,8 @@ export interface LimiterOptions {
  * `lib/`). The core's one `LockOptions`, plus where the store is.
  */
 export interface LockSettings {
-  /** `redis://...`; none: the embedded memory store. */
-  url?: string
+  /** Where the keys live. */
+  store: StoreSettings
   /** Each hold's lease length in milliseconds (default 30000). */
   ttlMs?: number
   /** Renew each hold's lease while held (default true). */
@@ -353,10 +349,6 @@ export interface LockSettings {
   waiterTtlMs?: number
   /** A read-write lock only: a waiting writer holds back new readers (default true). */
   preferWriters?: boolean
-  /** Key prefix, `rl` by default. */
-  prefix?: string
-  /** Each store call's timeout in milliseconds (default 1000). */
-  timeoutMs?: number
 }
 
 /** The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument. */
@@ -423,6 +415,19 @@ export interface RwLockState {
  * for a string key, a Buffer for a Buffer key.
  */
 export declare function scopedKey(scope: string, key: string | Buffer): string | Buffer
+
+/**
+ * Where a limiter's or a lock's keys live, the same three settings for every kind (all optional);
+ * `lib/` passes them as each kind's `store`.
+ */
+export interface StoreSettings {
+  /** `redis://...` or `rediss://...`; none: the embedded memory store. */
+  url?: string
+  /** Key prefix, `rl` by default. */
+  prefix?: string
+  /** Each store call's timeout in milliseconds (default 1000). */
+  timeoutMs?: number
+}
 
 /**
  * The TypeScript name of a retired connection's unwritten calls inside `ExternalObject` (opaque to

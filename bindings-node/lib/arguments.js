@@ -104,4 +104,28 @@ function settings(name, value, checks) {
   return Object.fromEntries(Object.entries(checks).map(([field, checkField]) => [field, checkField(field, given[field])]))
 }
 
-module.exports = { key, rules, fn, notANumber, optionalNumber, optionalBoolean, optionalString, options, settings }
+/** Where a limiter's or a lock's keys live: the options every kind takes, with their type checks. */
+const STORE_OPTIONS = { url: optionalString, prefix: optionalString, timeoutMs: optionalNumber }
+
+/**
+ * The options of a kind (`STORE_OPTIONS` and the kind's own `checks`), type-checked, with the store's
+ * three under `store` as the addon takes them.
+ * @returns {{ store: { url?: string, prefix?: string, timeoutMs?: number } } & Record<string, any>}
+ */
+function kindSettings(name, value, checks) {
+  const { url, prefix, timeoutMs, ...own } = settings(name, value, { ...STORE_OPTIONS, ...checks })
+  return { store: { url, prefix, timeoutMs }, ...own }
+}
+
+module.exports = {
+  key,
+  rules,
+  fn,
+  notANumber,
+  optionalNumber,
+  optionalBoolean,
+  optionalString,
+  options,
+  settings,
+  kindSettings,
+}

@@ -37,11 +37,8 @@ class Limiter {
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
-    this.#settings = check.settings('options', options, {
-      url: check.optionalString,
-      prefix: check.optionalString,
+    this.#settings = check.kindSettings('options', options, {
       onError: check.optionalString,
-      timeoutMs: check.optionalNumber,
       defaultAlgorithm: check.optionalString,
       clock: check.optionalString,
       instances: check.optionalNumber,
@@ -70,7 +67,7 @@ class Limiter {
   get breakerState() {
     if (this.#native !== null) return this.#native.breakerState
     try {
-      return native.breakerStateOf(this.#settings.url, this.#settings.timeoutMs)
+      return native.breakerStateOf(this.#settings.store)
     } catch (error) {
       throw fromNative(error)
     }
@@ -107,7 +104,7 @@ class Limiter {
 
   /** The key prefix. */
   get prefix() {
-    return this.#settings.prefix ?? 'rl'
+    return this.#settings.store.prefix ?? 'rl'
   }
 
   #check(spend, key, rules, options) {
@@ -186,7 +183,7 @@ class Limiter {
   #opened(limiter) {
     this.#local = limiter.isLocal
     if (!this.#local) {
-      const { url, timeoutMs } = this.#settings
+      const { url, timeoutMs } = this.#settings.store
       this.#wire = WireClient.open(limiter, url, timeoutMs ?? DEFAULT_TIMEOUT_MS)
     }
     this.#native = limiter

@@ -7,13 +7,11 @@
 const check = require('./arguments')
 const { Connection } = require('./connection')
 
-/** The options of every lock kind, with their type checks (the addon checks the values). */
+/** The options of every lock kind besides the store's, with their type checks (the addon checks the
+ * values). */
 const LOCK_OPTIONS = {
-  url: check.optionalString,
   ttlMs: check.optionalNumber,
   autoRenew: check.optionalBoolean,
-  prefix: check.optionalString,
-  timeoutMs: check.optionalNumber,
 }
 
 class LockHandle {
@@ -23,12 +21,12 @@ class LockHandle {
   /**
    * @param {unknown} options the options the lock was made with
    * @param {Record<string, (name: string, value: unknown) => unknown>} checks the kind's options, with
-   *   their type checks (`LOCK_OPTIONS` and the kind's own)
+   *   their type checks (`LOCK_OPTIONS` and the kind's own; the store's are added)
    * @param {(settings: object) => Promise<any>} connect opens the native handle with the checked options
    * @param {new (native: object) => any} Grant the class of the kind's holds, made from a native guard
    */
   constructor(options, checks, connect, Grant) {
-    const settings = check.settings('options', options, checks)
+    const settings = check.kindSettings('options', options, checks)
     this.#connection = new Connection(() => connect(settings))
     this.#Grant = Grant
   }

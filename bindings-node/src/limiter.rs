@@ -13,18 +13,15 @@ use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
 use crate::runtime::{guarded, guarded_sync};
+use crate::stores::StoreSettings;
 
 /// How a limiter is made (all optional).
 #[napi(object)]
 pub struct LimiterOptions {
-    /// `redis://...` or `rediss://...`; none: the embedded memory store.
-    pub url: Option<String>,
-    /// Key prefix, `rl` by default.
-    pub prefix: Option<String>,
+    /// Where the keys live.
+    pub store: StoreSettings,
     /// What a store failure answers: `raise` (reject, the default), `allow` or `deny`.
     pub on_error: Option<String>,
-    /// Each store call's timeout in milliseconds (default 1000).
-    pub timeout_ms: Option<f64>,
     /// Algorithm of rules that name none (default `gcra`).
     pub default_algorithm: Option<String>,
     /// `store` (the store's clock, the default) or `local` (this process's clock).
@@ -71,7 +68,7 @@ pub struct NativeLimiter {
 pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimiter> {
     guarded(async move {
         let settings = limiter_options(&options)?;
-        let store = crate::stores::shared(options.url, settings.store.timeout)
+        let store = crate::stores::shared(options.store.url, settings.store.timeout)
             .await
             .map_err(to_js)?;
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
@@ -87,13 +84,10 @@ pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimi
 /// is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
 /// process's shared one (made here if it is not yet: no I/O).
 #[napi]
-pub fn breaker_state_of(url: Option<String>, timeout_ms: Option<f64>) -> napi::Result<Option<&'static str>> {
+pub fn breaker_state_of(store: StoreSettings) -> napi::Result<Option<&'static str>> {
     guarded_sync(|| {
-        let timeout = match timeout_ms {
-            Some(timeout) => convert::millis("timeoutMs", timeout)?,
-            None => ratelock::StoreOptions::default().timeout,
-        };
-        let store = crate::stores::shared_now(url.as_deref(), timeout).map_err(to_js)?;
+        let timeout = store.timeout()?;
+        let store = crate::stores::shared_now(store.url.as_deref(), timeout).map_err(to_js)?;
         Ok(store.breaker_state().map(|state| state.as_str()))
     })
 }
@@ -264,8 +258,8 @@ impl NativeLimiter {
 
 /// Limiter options from the JavaScript ones.
 fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOptions> {
-    let mut settings = ratelock::LimiterOptions::default();
-    if let Some(prefix) = &options.prefix {
+    let mut settings = ratelock::LimiterOptions::default().with_timeout(options.store.timeout()?);
+    if let Some(prefix) = &options.store.prefix {
         settings = settings.with_prefix(prefix.as_str());
     }
     if let Some(on_error) = &options.on_error {
@@ -290,9 +284,6 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
             ));
         }
         settings = settings.with_instances(instances as u64);
-    }
-    if let Some(timeout) = options.timeout_ms {
-        settings = settings.with_timeout(convert::millis("timeoutMs", timeout)?);
     }
     Ok(settings)
 }

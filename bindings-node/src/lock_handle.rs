@@ -18,13 +18,14 @@ use napi_derive::napi;
 use crate::convert;
 use crate::errors::to_js;
 use crate::runtime::guarded;
+use crate::stores::StoreSettings;
 
 /// How a lock of any kind is made (all optional; what a kind does not use is not given by
 /// `lib/`). The core's one `LockOptions`, plus where the store is.
 #[napi(object)]
 pub struct LockSettings {
-    /// `redis://...`; none: the embedded memory store.
-    pub url: Option<String>,
+    /// Where the keys live.
+    pub store: StoreSettings,
     /// Each hold's lease length in milliseconds (default 30000).
     pub ttl_ms: Option<f64>,
     /// Renew each hold's lease while held (default true).
@@ -36,10 +37,6 @@ pub struct LockSettings {
     pub waiter_ttl_ms: Option<f64>,
     /// A read-write lock only: a waiting writer holds back new readers (default true).
     pub prefer_writers: Option<bool>,
-    /// Key prefix, `rl` by default.
-    pub prefix: Option<String>,
-    /// Each store call's timeout in milliseconds (default 1000).
-    pub timeout_ms: Option<f64>,
 }
 
 impl LockSettings {
@@ -61,7 +58,7 @@ impl LockSettings {
         if let Some(prefer_writers) = self.prefer_writers {
             options = options.with_prefer_writers(prefer_writers);
         }
-        if let Some(prefix) = &self.prefix {
+        if let Some(prefix) = &self.store.prefix {
             options = options.with_prefix(prefix.as_str());
         }
         Ok(options)
@@ -73,9 +70,11 @@ impl LockSettings {
 pub(crate) fn open(
     settings: LockSettings,
 ) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
-    let timeout = convert::millis("timeoutMs", settings.timeout_ms.unwrap_or(1000.0))?;
-    let options = settings.options()?;
-    Ok((crate::stores::StoreChoice::new(settings.url, timeout), options))
+    let (timeout, options) = (settings.store.timeout()?, settings.options()?);
+    Ok((
+        crate::stores::StoreChoice::new(settings.store.url, timeout),
+        options,
+    ))
 }
 
 /// A wait limit in milliseconds (none: no limit).

@@ -4,6 +4,32 @@
 
 use std::time::Duration;
 
+use napi_derive::napi;
+
+use crate::convert;
+
+/// Where a limiter's or a lock's keys live, the same three settings for every kind (all optional);
+/// `lib/` passes them as each kind's `store`.
+#[napi(object)]
+pub struct StoreSettings {
+    /// `redis://...` or `rediss://...`; none: the embedded memory store.
+    pub url: Option<String>,
+    /// Key prefix, `rl` by default.
+    pub prefix: Option<String>,
+    /// Each store call's timeout in milliseconds (default 1000).
+    pub timeout_ms: Option<f64>,
+}
+
+impl StoreSettings {
+    /// Each store call's timeout (the core's default unless given).
+    pub(crate) fn timeout(&self) -> napi::Result<Duration> {
+        match self.timeout_ms {
+            Some(ms) => convert::millis("timeoutMs", ms),
+            None => Ok(ratelock::StoreOptions::default().timeout),
+        }
+    }
+}
+
 /// The process's store for `url` (`None`: the embedded memory store), connecting on first use.
 pub(crate) async fn shared(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
     shared_now(url.as_deref(), timeout)
