@@ -1,9 +1,10 @@
 'use strict'
 // The Limiter's wire path (lib/wire-socket.js) takes the ratelock module's RATELOCK.LIMIT where the server has
 // it, by the store's rules: the vectors decide alike through it; `auto` checks each connection and
-// uses the module once the check answers; `server_code=scripts` and `lua` send EVALSHA only; a module
-// unloaded under a live limiter (or denied by the ACL) costs no call, and a new connection finds a
-// reloaded module again; `server_code=module` on a server without it is a configuration error.
+// uses the module once the check answers; `server_code=scripts` sends EVALSHA only and `lua` the
+// Functions library (FCALL); a module unloaded under a live limiter (or denied by the ACL) costs no
+// call: the call goes again at once as FCALL, and a new connection finds a reloaded module again;
+// `server_code=module` on a server without it is a configuration error.
 // Which code ran is read from the server's INFO commandstats. Real redis-server only.
 
 const assert = require('node:assert/strict')
@@ -51,16 +52,20 @@ test('auto uses the module once the connection has checked for it', async () => 
   assert.equal(calls.evalsha, undefined)
 })
 
-for (const forced of ['scripts', 'lua']) {
-  test(`server_code=${forced} sends EVALSHA only, and never checks`, async () => {
+for (const [forced, runs] of [
+  ['scripts', 'evalsha'],
+  ['lua', 'fcall'],
+]) {
+  test(`server_code=${forced} sends ${runs.toUpperCase()} only, and never asks for the module`, async () => {
     const limiter = new Limiter({ url: `${withModule.url}?server_code=${forced}` })
     const key = fresh()
+    await limiter.peek(key, '50/minute') // opens the connection and its check, if any
     await resetStats(withModule)
     for (let spent = 1; spent <= 10; spent++) {
       assert.equal((await limiter.hit(key, '50/minute')).remaining, 50 - spent)
     }
     const calls = await commandCalls(withModule)
-    assert.ok(calls.evalsha >= 10, `EVALSHA ran ${calls.evalsha} times`)
+    assert.ok(calls[runs] >= 10, `${runs} ran ${calls[runs]} times: ${JSON.stringify(calls)}`)
     assert.equal(calls['ratelock.limit'], undefined)
     assert.equal(calls['ratelock.version'], undefined)
     assert.deepEqual(
@@ -93,17 +98,17 @@ test('a module unloaded under a live limiter costs no call; a new connection fin
 
     assert.equal(await server.command('MODULE', 'UNLOAD', 'ratelock'), 'OK')
     await resetStats(server)
-    await hits(3) // sent as RATELOCK.LIMIT, refused, sent again as EVALSHA
+    await hits(3) // sent as RATELOCK.LIMIT, refused, sent again as FCALL (the check loaded the library)
     let calls = await commandCalls(server)
-    assert.ok(calls.evalsha >= 3, `EVALSHA ran ${calls.evalsha} times`)
+    assert.ok(calls.fcall >= 3, `FCALL ran ${calls.fcall} times`)
     assert.equal(calls['ratelock.limit'], undefined)
 
     assert.equal(await server.command('MODULE', 'LOAD', modulePath()), 'OK')
     await resetStats(server)
     await hits(2)
     calls = await commandCalls(server)
-    assert.equal(calls['ratelock.limit'], undefined, 'this connection stays on EVALSHA after a refusal')
-    assert.equal(calls.evalsha, 2)
+    assert.equal(calls['ratelock.limit'], undefined, 'this connection stays on FCALL after a refusal')
+    assert.equal(calls.fcall, 2)
 
     await server.command('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes')
     await sleep(100)
@@ -112,7 +117,7 @@ test('a module unloaded under a live limiter costs no call; a new connection fin
     await hits(2)
     calls = await commandCalls(server)
     assert.equal(calls['ratelock.limit'], 2, 'the new connection found the module again')
-    assert.equal(calls.evalsha, undefined)
+    assert.equal(calls.fcall, undefined)
 
     await hits(15 - spent)
     assert.equal((await limiter.hit(key, rules)).allowed, false)
@@ -121,7 +126,7 @@ test('a module unloaded under a live limiter costs no call; a new connection fin
   }
 })
 
-test('a module command the ACL denies goes again as EVALSHA', async () => {
+test('a module command the ACL denies goes again as FCALL', async () => {
   const user = `u${randomUUID().slice(0, 8)}`
   const acl = ['ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-ratelock.limit']
   assert.equal(await withModule.command(...acl), 'OK')
@@ -133,7 +138,7 @@ test('a module command the ACL denies goes again as EVALSHA', async () => {
     assert.equal((await limiter.hit(key, '9/minute')).remaining, 9 - spent)
   }
   const calls = await commandCalls(withModule)
-  assert.ok(calls.evalsha >= 4, `EVALSHA ran ${calls.evalsha} times`)
+  assert.ok(calls.fcall >= 4, `FCALL ran ${calls.fcall} times`)
   assert.equal(calls['ratelock.limit'], 0, 'RATELOCK.LIMIT never ran')
   // It was sent, and refused by the ACL: the connection's check had found the module.
   assert.match(await withModule.command('INFO', 'commandstats'), /cmdstat_ratelock\.limit:calls=0,.*rejected_calls=1\b/i)

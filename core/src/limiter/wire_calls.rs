@@ -11,7 +11,7 @@ use crate::store::redis::call_tag::CallTag;
 use crate::store::redis::commands::{limit_command, limit_outcomes};
 use crate::store::redis::reply::{classify, Failure};
 use crate::store::redis::server_code::is_refusal;
-use crate::store::redis::wire_code::{is_module_call, module_call};
+use crate::store::redis::wire_code::{call_on, is_module_call};
 use crate::store::wire::{Reply, WireAnswer, WireCall, WireRoute};
 use crate::store::LimitRequest;
 
@@ -43,10 +43,11 @@ impl Limiter {
     }
 
     /// [`wire_command`](Self::wire_command) on `route`: [`WireRoute::Script`] is its `EVALSHA`;
-    /// [`WireRoute::Module`] is the ratelock module's `RATELOCK.LIMIT` with the very same arguments (call
-    /// tag included) and the same reply, for a connection whose [`WireCode`] found the module.
+    /// [`WireRoute::Module`] is the ratelock module's `RATELOCK.LIMIT` and [`WireRoute::Function`] the
+    /// library's `FCALL`, with the very same arguments (call tag included) and the same reply, for a
+    /// connection whose server has them ([`WireConnection`] checks and chooses).
     ///
-    /// [`WireCode`]: crate::store::wire::WireCode
+    /// [`WireConnection`]: crate::store::wire::WireConnection
     ///
     /// ```
     /// use ratelock::store::wire::WireRoute;
@@ -66,16 +67,27 @@ impl Limiter {
         spend: bool,
         route: WireRoute,
     ) -> Result<Vec<u8>> {
+        let command = self.wire_limit_command(key, rules, cost, now_us, spend)?;
+        Ok(call_on(route, &command).get_packed_command())
+    }
+
+    /// The tagged `EVALSHA` of `limit.lua` for one call (misuse refused first), which each route
+    /// rewrites into its own command.
+    pub(crate) fn wire_limit_command(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+    ) -> Result<redis::Cmd> {
         for rule in rules.iter() {
             crate::algorithm::check_cost(rule, cost)?;
         }
         let request = self.request(key, rules, cost, now_us, spend)?;
         let mut command = limit_command(&request);
         CallTag::attach(&mut command);
-        if route == WireRoute::Module {
-            command = module_call(&command);
-        }
-        Ok(command.get_packed_command())
+        Ok(command)
     }
 
     /// The meaning of the reply to `command`, a call made with [`wire_command`](Self::wire_command)
@@ -241,7 +253,7 @@ mod tests {
         let request = limiter.request(b"k", &rules, 2, Some(5), true).unwrap();
         let mut expected = limit_command(&request);
         expected.arg(CallTag::of_command(&module).unwrap().value());
-        assert_eq!(module, module_call(&expected).get_packed_command());
+        assert_eq!(module, call_on(WireRoute::Module, &expected).get_packed_command());
         assert_ne!(
             CallTag::of_command(&evalsha).unwrap(),
             CallTag::of_command(&module).unwrap()

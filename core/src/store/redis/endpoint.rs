@@ -112,7 +112,7 @@ impl Endpoint {
     }
 
     /// Which server code the URL's `server_code` query parameter asks for ([`ServerCode::Auto`] when it
-    /// has none): the choice a [`WireCode`](super::wire::WireCode) for this endpoint starts from.
+    /// has none): the choice a [`WireConnection`](super::wire::WireConnection) to this endpoint starts from.
     pub fn server_code(&self) -> ServerCode {
         self.server_code
     }

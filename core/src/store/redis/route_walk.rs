@@ -35,6 +35,16 @@ pub(crate) struct RouteWalk<'s> {
     loading: Option<Error>,
 }
 
+impl std::fmt::Debug for RouteWalk<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouteWalk")
+            .field("route", &self.route)
+            .field("reloaded", &self.reloaded)
+            .field("loading", &self.loading.is_some())
+            .finish()
+    }
+}
+
 impl<'s> RouteWalk<'s> {
     /// A call of `script` starting on `route`.
     pub(crate) fn new(script: &'s LuaScript, route: Route) -> Self {
@@ -44,6 +54,16 @@ impl<'s> RouteWalk<'s> {
             reloaded: false,
             loading: None,
         }
+    }
+
+    /// The route the call is on.
+    pub(crate) fn route(&self) -> Route {
+        self.route
+    }
+
+    /// Whether the next reply is a `FUNCTION LOAD`'s (hand it to [`next`](Self::next)).
+    pub(crate) fn is_loading(&self) -> bool {
+        self.loading.is_some()
     }
 
     /// The first step of `cmd` (an `EVALSHA` of the script, with its call tag).

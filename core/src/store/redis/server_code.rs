@@ -48,6 +48,7 @@ pub(crate) struct Found {
 
 /// The steps of one check, sans-IO: the store sends [`Check::next_command`] and hands its reply to
 /// [`Check::read`] until there is no next command.
+#[derive(Debug)]
 pub(crate) struct Check {
     step: Step,
     found: Found,
@@ -155,6 +156,7 @@ const FUNCTIONS: u8 = 4;
 
 /// One process's choice for one store: what the last check found, and for which connection
 /// generation (bumped by every new connection and every failure that may lead to another server).
+#[derive(Debug)]
 pub(crate) struct CodeChoice {
     wanted: ServerCode,
     found: AtomicU8,

@@ -5,7 +5,7 @@
 //! command, the reply decoding and the failure policy are the ones the Redis store and `Limiter` use.
 //!
 //! The parts it is made of stay public for a caller that drives them itself:
-//! [`Limiter::wire_command_as`](crate::Limiter::wire_command_as) on a [`WireCode::route`], a
+//! [`Limiter::wire_command_as`](crate::Limiter::wire_command_as) on a [`WireRoute`], a
 //! [`ReplyReader`], [`Limiter::wire_answer`](crate::Limiter::wire_answer),
 //! [`Limiter::wire_timeout`](crate::Limiter::wire_timeout) and
 //! [`Limiter::wire_unavailable`](crate::Limiter::wire_unavailable).
@@ -15,7 +15,7 @@ use crate::decision::Decision;
 use crate::rule::Rules;
 
 pub use super::endpoint::Endpoint;
-pub use super::wire_code::{WireCode, WireRoute};
+pub use super::wire_code::WireRoute;
 pub use super::wire_connection::{CallId, Settled, Unsent, WireConnection};
 pub use super::wire_reader::{Reply, ReplyReader};
 
@@ -45,8 +45,9 @@ pub enum WireAnswer {
     /// as a failure).
     NoScript,
     /// The server refused a [`WireRoute::Module`] call without running it (an unknown command: the
-    /// module is not loaded, or was unloaded; an ACL denial). Tell [`WireCode::refused`], then encode
-    /// the same call as [`WireRoute::Script`] and write it, once. Never the answer to an `EVALSHA`.
+    /// module is not loaded, or was unloaded; an ACL denial): send the call on another route, once.
+    /// Never the answer to an `EVALSHA`. ([`WireConnection`] walks a refused call along the routes
+    /// itself.)
     Refused,
 }
 

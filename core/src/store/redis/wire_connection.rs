@@ -20,11 +20,16 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use redis::{Cmd, Value};
+
 use super::endpoint::Endpoint;
 use super::gate::Gate;
+use super::reply::{classify, Failure};
+use super::route_walk::{RouteWalk, Step};
+use super::script::LIMIT;
+use super::server_code::{refused_without_running, Check, CodeChoice, Route};
 use super::wire::{script_load_command, WireAnswer, WireCall};
-use super::wire_code::WireCode;
-use super::wire_reader::ReplyReader;
+use super::wire_reader::{Reply, ReplyReader};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
@@ -53,9 +58,11 @@ struct Pending {
     rules: Arc<Rules>,
     cost: u64,
     spend: bool,
-    /// The time the caller gave in place of the clock, if any.
-    now_us: Option<u64>,
-    /// The bytes sent (their call tag must come back).
+    /// The call as the tagged `EVALSHA` each route rewrites.
+    cmd: Cmd,
+    /// Its way along the server's code routes (module, function, script).
+    walk: RouteWalk<'static>,
+    /// The bytes sent last (a route's form of `cmd`; their call tag must come back).
     command: Vec<u8>,
     /// Whether it may go out again (the never-replay rule every Redis path shares).
     attempt: CallAttempt,
@@ -101,7 +108,11 @@ enum Expect {
 pub struct WireConnection {
     limiter: Limiter,
     endpoint: Endpoint,
-    code: WireCode,
+    /// What this connection's check found (a check per connection: a new one may reach another
+    /// server), and the routes a refusal leaves.
+    code: CodeChoice,
+    /// The check while it runs (its commands go one after another).
+    check: Option<Check>,
     reader: ReplyReader,
     gate: Option<Gate>,
     expected: VecDeque<Expect>,
@@ -133,17 +144,21 @@ impl WireConnection {
             Store::Redis(store) => Some(store.gate().clone()),
             _ => None,
         };
-        let code = WireCode::new(endpoint.server_code());
+        let code = CodeChoice::new(endpoint.server_code());
+        let check = Check::new(code.wanted());
         let mut expected = VecDeque::new();
         let mut out = endpoint.preamble().to_vec();
         expected.extend(std::iter::repeat_n(Expect::Setup, endpoint.preamble_replies()));
-        out.extend_from_slice(&code.check_command());
-        expected.extend(std::iter::repeat_n(Expect::Check, code.check_replies()));
+        if let Some(first) = check.as_ref().and_then(Check::next_command) {
+            out.extend_from_slice(&first.get_packed_command());
+            expected.push_back(Expect::Check);
+        }
         let unwritten = expected.len();
         Ok(Some(WireConnection {
             limiter: limiter.clone(),
             endpoint,
             code,
+            check,
             reader: ReplyReader::new(),
             gate,
             expected,
@@ -202,16 +217,18 @@ impl WireConnection {
         {
             return answer.map(Some);
         }
-        let command = self
-            .limiter
-            .wire_command_as(key, rules, cost, now_us, spend, self.code.route())?;
+        let cmd = self.limiter.wire_limit_command(key, rules, cost, now_us, spend)?;
+        // Until this connection's check has answered, calls go as EVALSHA, which every server runs.
+        let walk = RouteWalk::new(&LIMIT, self.code.route(true).unwrap_or(Route::Script));
+        let command = packed(walk.start(&cmd), &cmd)?;
         self.send(Pending {
             id,
             key: key.to_vec(),
             rules: rules.clone(),
             cost,
             spend,
-            now_us,
+            cmd,
+            walk,
             command,
             attempt: CallAttempt::new(),
             deadline_ms,
@@ -288,11 +305,7 @@ impl WireConnection {
                         self.setup_failed(err);
                     }
                 }
-                Expect::Check => {
-                    if let Err(err) = self.code.read_check(reply) {
-                        self.setup_failed(err);
-                    }
-                }
+                Expect::Check => self.read_check(reply),
                 Expect::Load => self.load_failure = reply.into_result().err(),
                 Expect::Call(id) => {
                     let Some(at) = self.calls.iter().position(|call| call.id == id) else {
@@ -302,6 +315,10 @@ impl WireConnection {
                         self.calls.remove(at);
                         continue;
                     }
+                    let reply = match self.walk_on(at, reply, now_ms, &mut settled) {
+                        Ok(()) => continue,
+                        Err(reply) => reply,
+                    };
                     let answer = self.answer(at, reply);
                     match answer {
                         Ok(WireAnswer::Decided(decision)) => {
@@ -309,7 +326,13 @@ impl WireConnection {
                             settled.push(Settled::Decided(id, decision));
                         }
                         Ok(WireAnswer::NoScript) => self.load_and_resend(at, now_ms),
-                        Ok(WireAnswer::Refused) => self.resend_as_script(at, now_ms, &mut settled),
+                        Ok(WireAnswer::Refused) => {
+                            // Refusals go along the routes above; this one came on no route that
+                            // refuses (a bug in the reply's reading), so it is no call's answer.
+                            self.calls.remove(at);
+                            let err = Error::Protocol("a refusal of a call on no route that refuses".into());
+                            settled.push(Settled::Failed(id, err));
+                        }
                         Err(err) => {
                             self.calls.remove(at);
                             let crossed = err.is_protocol();
@@ -366,16 +389,64 @@ impl WireConnection {
         self.send(call);
     }
 
-    /// The module's command was refused without running: the route is `EVALSHA` from now on, and the
-    /// call goes again encoded that way (new bytes, new tag), once.
-    fn resend_as_script(&mut self, at: usize, now_ms: f64, settled: &mut Vec<Settled>) {
+    /// Reads a reply to the check: the check's next command, or what it found (the route of calls
+    /// submitted from now on). An outage or a protocol error fails the setup.
+    fn read_check(&mut self, reply: Reply) {
+        let Some(check) = self.check.as_mut() else {
+            return self.setup_failed(Error::Protocol(
+                "a check reply arrived, but no check is running".into(),
+            ));
+        };
+        let read = match classify(Ok(reply.0), std::time::Duration::ZERO) {
+            Ok(value) => check.read(Ok(value)),
+            Err(Failure::Other(err)) => check.read(Err(err)),
+            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT in reply to the server check".into())),
+        };
+        if let Err(err) = read {
+            return self.setup_failed(err);
+        }
+        match check.next_command() {
+            Some(next) => {
+                self.out.extend_from_slice(&next.get_packed_command());
+                self.expect(Expect::Check);
+            }
+            None => {
+                let found = self.check.take().map(Check::found).unwrap_or_default();
+                self.code.record(self.code.current(), found, true);
+            }
+        }
+    }
+
+    /// A reply that the call's walk along the routes takes (a refusal without running, the library's
+    /// load): the walk's next command goes out and `Ok`; any other reply back as `Err`, for
+    /// [`answer`](Self::answer).
+    fn walk_on(
+        &mut self,
+        at: usize,
+        reply: Reply,
+        now_ms: f64,
+        settled: &mut Vec<Settled>,
+    ) -> std::result::Result<(), Reply> {
+        let call = &self.calls[at];
+        let is_error = matches!(reply.0, Value::ServerError(_));
+        let walks = call.walk.is_loading()
+            || (is_error && call.walk.route() != Route::Script && {
+                let timeout = std::time::Duration::ZERO;
+                match classify(Ok(reply.0.clone()), timeout) {
+                    Err(Failure::Other(err)) => refused_without_running(call.walk.route(), &err),
+                    _ => false,
+                }
+            });
+        if !walks {
+            return Err(reply);
+        }
+        let result = match classify(Ok(reply.0), std::time::Duration::ZERO) {
+            Ok(value) => Ok(value),
+            Err(Failure::Other(err)) => Err(err),
+            Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT off the script route".into())),
+        };
         let mut call = self.calls.remove(at).expect("the call is there");
-        let again = self.code.refused().and_then(|()| {
-            let route = self.code.route();
-            self.limiter
-                .wire_command_as(&call.key, &call.rules, call.cost, call.now_us, call.spend, route)
-        });
-        match again {
+        match packed(call.walk.next(&self.code, &call.cmd, result), &call.cmd) {
             Ok(command) => {
                 call.command = command;
                 call.deadline_ms = now_ms + self.timeout_ms();
@@ -384,6 +455,7 @@ impl WireConnection {
             }
             Err(err) => settled.push(Settled::Failed(call.id, err)),
         }
+        Ok(())
     }
 
     fn timeout_ms(&self) -> f64 {
@@ -522,6 +594,19 @@ impl WireConnection {
         for call in unsent.0 {
             self.send(call);
         }
+    }
+}
+
+/// The bytes of a walk's step for the call `cmd`: the command it names, or `cmd` itself (`EVALSHA`);
+/// a step that is an answer (the module forced by the URL and refused) is that answer's error.
+fn packed(step: Step, cmd: &Cmd) -> Result<Vec<u8>> {
+    match step {
+        Step::Send(command) => Ok(command.get_packed_command()),
+        Step::Script => Ok(cmd.get_packed_command()),
+        Step::Reply(Err(err)) => Err(err),
+        Step::Reply(Ok(_)) => Err(Error::Protocol(
+            "a route's walk ended in a reply nobody reads".into(),
+        )),
     }
 }
 
@@ -702,14 +787,45 @@ mod tests {
         );
         submit(&mut connection, 1, 1000.0);
         connection.take_output();
-        // The check's first reply, then a limit call's reply where the module's version belongs.
-        let settled = connection.feed(b"*1\r\n*0\r\n*2\r\n$1\r\n7\r\n*0\r\n", 0.0);
+        // A number where COMMAND INFO's list belongs: the reply answers another command.
+        let settled = connection.feed(b":7\r\n", 0.0);
         assert!(settled.is_empty() && connection.close_reason().is_some());
         let settled = connection.closed(true, "closed after the failed setup");
         assert!(
             matches!(&settled[..], [Settled::Failed(1, err)] if err.is_protocol()),
             "{settled:?}"
         );
+    }
+
+    #[test]
+    fn the_check_finds_the_library_and_a_flushed_one_is_loaded_again_for_the_call() {
+        let store = Store::Memory(crate::store::MemoryStore::unbounded());
+        let limiter = Limiter::with_store(store, policy(FailurePolicy::Raise)).unwrap();
+        let mut connection = WireConnection::open(&limiter, "redis://127.0.0.1:6379/")
+            .unwrap()
+            .unwrap();
+        connection.take_output();
+        // COMMAND INFO lists no RATELOCK.LIMIT; then FUNCTION LIST lists the library.
+        assert!(connection.feed(b"*1\r\n$-1\r\n", 0.0).is_empty());
+        assert!(connection
+            .take_output()
+            .starts_with(b"*4\r\n$8\r\nFUNCTION\r\n$4\r\nLIST\r\n"));
+        assert!(connection.feed(b"*1\r\n*0\r\n", 0.0).is_empty());
+        submit(&mut connection, 1, 1000.0);
+        let fcall = connection.take_output();
+        assert!(fcall.starts_with(b"*"), "{}", String::from_utf8_lossy(&fcall));
+        assert!(
+            String::from_utf8_lossy(&fcall).contains("FCALL"),
+            "the function, once the check found it"
+        );
+        // FUNCTION FLUSH meanwhile: the library is loaded again, then the same call goes once more.
+        assert!(connection.feed(b"-ERR Function not found\r\n", 0.0).is_empty());
+        let again = connection.take_output();
+        assert!(again.starts_with(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"));
+        assert!(connection.feed(b"$8\r\nratelock\r\n", 0.0).is_empty());
+        assert_eq!(connection.take_output(), fcall, "the same bytes, same tag");
+        let settled = connection.feed(&decided(&tag(&fcall)), 0.0);
+        assert!(matches!(&settled[..], [Settled::Decided(1, _)]), "{settled:?}");
     }
 
     struct AnswersFirst;
