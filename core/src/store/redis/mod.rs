@@ -20,6 +20,7 @@ pub(crate) mod server_code;
 mod socket_peek;
 pub(crate) mod subscriber;
 pub mod wire;
+mod wire_call;
 pub(crate) mod wire_code;
 mod wire_connection;
 mod wire_reader;
@@ -492,28 +493,6 @@ impl super::LimitStore for RedisStore {
     ) -> impl std::future::Future<Output = Result<()>> + Send {
         Box::pin(RedisStore::reset(self, prefix, key, rules))
     }
-}
-
-/// The address of the master the sentinels name now (for the store's pub/sub connection, which asks
-/// at each reconnection).
-#[cfg(feature = "sentinel")]
-pub(super) async fn sentinel_master_address(
-    sentinels: &[String],
-    master: &str,
-    timeout: Duration,
-) -> Result<String> {
-    let mut client = redis::sentinel::SentinelClient::build(
-        sentinels.to_vec(),
-        master,
-        None,
-        redis::sentinel::SentinelServerType::Master,
-    )
-    .map_err(|e| Error::invalid_argument("url", e))?;
-    let found = tokio::time::timeout(timeout, client.async_get_client())
-        .await
-        .map_err(|_| Error::Timeout(timeout))?
-        .map_err(map_error)?;
-    Ok(found.get_connection_info().addr().to_string())
 }
 
 /// The subscriber's source behind Sentinel: the master named at each reconnection.

@@ -19,8 +19,8 @@ use parking_lot::Mutex;
 use redis::aio::PubSubSink;
 use tokio::sync::{watch, Notify};
 
-use super::map_error;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::store::connection_core::redis_error;
 
 /// Where the subscriber connects: one fixed server, or whichever master the sentinels name now.
 #[derive(Clone)]
@@ -40,7 +40,7 @@ impl Source {
             Source::Fixed(client) => Ok(client.clone()),
             #[cfg(feature = "sentinel")]
             Source::Sentinel { sentinels, master } => {
-                let address = super::sentinel_master_address(sentinels, master, timeout).await?;
+                let address = sentinel_master_address(sentinels, master, timeout).await?;
                 redis::Client::open(format!("redis://{address}")).map_err(map_error)
             }
         }
@@ -222,4 +222,27 @@ impl Drop for Registration {
             });
         }
     }
+}
+
+/// The address of the master the sentinels name now (for the store's pub/sub connection, which asks
+/// at each reconnection).
+#[cfg(feature = "sentinel")]
+async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
+    let mut client = redis::sentinel::SentinelClient::build(
+        sentinels.to_vec(),
+        master,
+        None,
+        redis::sentinel::SentinelServerType::Master,
+    )
+    .map_err(|e| Error::invalid_argument("url", e))?;
+    let found = tokio::time::timeout(timeout, client.async_get_client())
+        .await
+        .map_err(|_| Error::Timeout(timeout))?
+        .map_err(map_error)?;
+    Ok(found.get_connection_info().addr().to_string())
+}
+
+/// A redis-rs failure while connecting as a typed error (see the connection core's error table).
+fn map_error(err: redis::RedisError) -> Error {
+    redis_error(&err, Duration::ZERO)
 }

@@ -28,7 +28,7 @@ use super::reply::{classify, Failure};
 use super::route_walk::{RouteWalk, Step};
 use super::script::LIMIT;
 use super::server_code::{refused_without_running, Check, CodeChoice, Route};
-use super::wire::{script_load_command, WireAnswer, WireCall};
+use super::wire_call::{script_load_command, WireAnswer, WireCall};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
