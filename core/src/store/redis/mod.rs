@@ -71,7 +71,11 @@ struct Shared {
     url: String,
     /// The one server's client (a cluster's first seed; none behind Sentinel, whose master changes).
     client: Option<redis::Client>,
+    /// A Redis Cluster URL (read only with the `cluster` feature, which opens one).
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     cluster: bool,
+    /// A Sentinel URL (read only with the `sentinel` feature).
+    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
     sentinel: bool,
     timeout: Duration,
     /// Which server code the calls run (the module or Lua).

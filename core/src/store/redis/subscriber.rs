@@ -228,9 +228,15 @@ impl Drop for Registration {
 /// at each reconnection).
 #[cfg(feature = "sentinel")]
 async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
+    // redis-rs takes the name as `impl AsRef<str>` with its TLS feature (ratelock's `tls`), and as a
+    // `String` without it.
+    #[cfg(feature = "tls")]
+    let name = master;
+    #[cfg(not(feature = "tls"))]
+    let name = master.to_owned();
     let mut client = redis::sentinel::SentinelClient::build(
         sentinels.to_vec(),
-        master,
+        name,
         None,
         redis::sentinel::SentinelServerType::Master,
     )
