@@ -67,12 +67,12 @@ impl Limiter {
         spend: bool,
         route: WireRoute,
     ) -> Result<Vec<u8>> {
-        let command = self.wire_limit_command(key, rules, cost, now_us, spend)?;
+        let (command, _) = self.wire_limit_command(key, rules, cost, now_us, spend)?;
         Ok(call_on(route, &command).get_packed_command())
     }
 
     /// The tagged `EVALSHA` of `limit.lua` for one call (misuse refused first), which each route
-    /// rewrites into its own command.
+    /// rewrites into its own command, and its tag.
     pub(crate) fn wire_limit_command(
         &self,
         key: &[u8],
@@ -80,14 +80,14 @@ impl Limiter {
         cost: u64,
         now_us: Option<u64>,
         spend: bool,
-    ) -> Result<redis::Cmd> {
+    ) -> Result<(redis::Cmd, CallTag)> {
         for rule in rules.iter() {
             crate::algorithm::check_cost(rule, cost)?;
         }
         let request = self.request(key, rules, cost, now_us, spend)?;
         let mut command = limit_command(&request);
-        CallTag::attach(&mut command);
-        Ok(command)
+        let tag = CallTag::attach(&mut command);
+        Ok((command, tag))
     }
 
     /// The meaning of the reply to `command`, a call made with [`wire_command`](Self::wire_command)
@@ -125,10 +125,21 @@ impl Limiter {
         retried: bool,
     ) -> Result<WireAnswer> {
         let tag = CallTag::of_command(command)?;
+        self.wire_answer_tagged(reply, tag, is_module_call(command), call, retried)
+    }
+
+    /// [`wire_answer`](Self::wire_answer) for a call known by its tag and whether it went as the
+    /// module's command (what a connection keeps of a call instead of its bytes).
+    pub(crate) fn wire_answer_tagged(
+        &self,
+        reply: Reply,
+        tag: CallTag,
+        module_call: bool,
+        call: &WireCall<'_>,
+        retried: bool,
+    ) -> Result<WireAnswer> {
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
-            Err(Failure::Other(err)) if is_refusal(&err) && is_module_call(command) => {
-                return Ok(WireAnswer::Refused)
-            }
+            Err(Failure::Other(err)) if is_refusal(&err) && module_call => return Ok(WireAnswer::Refused),
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
             Err(Failure::NoScript) => Err(crate::store::connection_core::noscript_after_load()),
             Err(Failure::Other(err)) => Err(err),

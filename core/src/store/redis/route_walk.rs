@@ -74,6 +74,17 @@ impl<'s> RouteWalk<'s> {
         }
     }
 
+    /// Writes the call on the route it is on (`cmd` itself on the script's) into `out`, for a
+    /// connection that sends it anew (a first time, or on a fresh connection; a library load that
+    /// never went out is dropped).
+    pub(crate) fn resend(&mut self, cmd: &Cmd, out: &mut Vec<u8>) {
+        self.loading = None;
+        match self.route {
+            Route::Script => cmd.write_packed_command(out),
+            route => call_for(route, self.script, cmd).write_packed_command(out),
+        }
+    }
+
     /// The step after `reply`, the answer to the last [`Step::Send`].
     pub(crate) fn next(&mut self, code: &CodeChoice, cmd: &Cmd, reply: Result<Value>) -> Step {
         if let Some(why) = self.loading.take() {

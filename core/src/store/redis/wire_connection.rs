@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use redis::{Cmd, Value};
 
+use super::call_tag::CallTag;
 use super::endpoint::Endpoint;
 use super::gate::Gate;
 use super::reply::{classify, Failure};
@@ -62,8 +63,8 @@ struct Pending {
     cmd: Cmd,
     /// Its way along the server's code routes (module, function, script).
     walk: RouteWalk<'static>,
-    /// The bytes sent last (a route's form of `cmd`; their call tag must come back).
-    command: Vec<u8>,
+    /// The tag its reply must carry.
+    tag: CallTag,
     /// Whether it may go out again (the never-replay rule every Redis path shares).
     attempt: CallAttempt,
     /// When its answer is due (the caller's clock, in ms).
@@ -128,6 +129,8 @@ pub struct WireConnection {
     close_reason: Option<String>,
     /// How many of `expected`'s last entries answer bytes still in `out` (not yet written).
     unwritten: usize,
+    /// How many of `calls` were answered at their timeout and wait only for their reply to drop.
+    timed_out: usize,
     retired: bool,
 }
 
@@ -169,6 +172,7 @@ impl WireConnection {
             load_failure: None,
             close_reason: None,
             unwritten,
+            timed_out: 0,
             retired: false,
         }))
     }
@@ -217,11 +221,10 @@ impl WireConnection {
         {
             return answer.map(Some);
         }
-        let cmd = self.limiter.wire_limit_command(key, rules, cost, now_us, spend)?;
+        let (cmd, tag) = self.limiter.wire_limit_command(key, rules, cost, now_us, spend)?;
         // Until this connection's check has answered, calls go as EVALSHA, which every server runs.
         let walk = RouteWalk::new(&LIMIT, self.code.route(true).unwrap_or(Route::Script));
-        let command = packed(walk.start(&cmd), &cmd)?;
-        self.send(Pending {
+        let mut call = Pending {
             id,
             key: key.to_vec(),
             rules: rules.clone(),
@@ -229,17 +232,19 @@ impl WireConnection {
             spend,
             cmd,
             walk,
-            command,
+            tag,
             attempt: CallAttempt::new(),
             deadline_ms,
             written: false,
             settled: false,
-        });
+        };
+        call.walk.resend(&call.cmd, &mut self.out);
+        self.enqueue(call);
         Ok(None)
     }
 
-    fn send(&mut self, call: Pending) {
-        self.out.extend_from_slice(&call.command);
+    /// Waits for the reply to `call`'s bytes, just written to the output.
+    fn enqueue(&mut self, call: Pending) {
         self.expect(Expect::Call(call.id));
         self.calls.push_back(call);
     }
@@ -265,7 +270,7 @@ impl WireConnection {
 
     /// Calls submitted and not yet answered.
     pub fn in_flight(&self) -> usize {
-        self.calls.iter().filter(|call| !call.settled).count()
+        self.calls.len() - self.timed_out
     }
 
     /// Why the socket must be closed now (setup failed, or the reply stream broke), once it must.
@@ -313,6 +318,7 @@ impl WireConnection {
                     };
                     if self.calls[at].settled {
                         self.calls.remove(at);
+                        self.timed_out -= 1;
                         continue;
                     }
                     let reply = match self.walk_on(at, reply, now_ms, &mut settled) {
@@ -359,9 +365,10 @@ impl WireConnection {
             spend: call.spend,
         };
         let retried = call.attempt.reloaded();
+        let module_call = call.walk.route() == Route::Module;
         let answer = self
             .limiter
-            .wire_answer(reply, &call.command, &wire_call, retried);
+            .wire_answer_tagged(reply, call.tag, module_call, &wire_call, retried);
         let load = self.load_failure.take();
         match (answer, load) {
             // NOSCRIPT again because the load itself failed: say why it failed (an ACL without
@@ -386,7 +393,9 @@ impl WireConnection {
         self.out.extend_from_slice(&script_load_command());
         self.expect(Expect::Load);
         call.written = false;
-        self.send(call);
+        // The same bytes (same tag): NOSCRIPT comes only on the script's own route.
+        call.cmd.write_packed_command(&mut self.out);
+        self.enqueue(call);
     }
 
     /// Reads a reply to the check: the check's next command, or what it found (the route of calls
@@ -446,15 +455,22 @@ impl WireConnection {
             Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT off the script route".into())),
         };
         let mut call = self.calls.remove(at).expect("the call is there");
-        match packed(call.walk.next(&self.code, &call.cmd, result), &call.cmd) {
-            Ok(command) => {
-                call.command = command;
-                call.deadline_ms = now_ms + self.timeout_ms();
-                call.written = false;
-                self.send(call);
+        match call.walk.next(&self.code, &call.cmd, result) {
+            Step::Send(command) => command.write_packed_command(&mut self.out),
+            Step::Script => call.cmd.write_packed_command(&mut self.out),
+            Step::Reply(Err(err)) => {
+                settled.push(Settled::Failed(call.id, err));
+                return Ok(());
             }
-            Err(err) => settled.push(Settled::Failed(call.id, err)),
+            Step::Reply(Ok(_)) => {
+                let err = Error::Protocol("a route's walk ended in a reply nobody reads".into());
+                settled.push(Settled::Failed(call.id, err));
+                return Ok(());
+            }
         }
+        call.deadline_ms = now_ms + self.timeout_ms();
+        call.written = false;
+        self.enqueue(call);
         Ok(())
     }
 
@@ -506,6 +522,7 @@ impl WireConnection {
             }
             let answer = self.failed(&self.calls[at], None);
             self.calls[at].settled = true;
+            self.timed_out += 1;
             settled.push(answer);
         }
         settled
@@ -521,6 +538,7 @@ impl WireConnection {
         }
         let why = format!("connection lost ({why})");
         let calls = std::mem::take(&mut self.calls);
+        self.timed_out = 0;
         self.expected.clear();
         calls
             .iter()
@@ -575,6 +593,7 @@ impl WireConnection {
             .into_iter()
             .partition(|call| call.written);
         self.calls = written.into();
+        self.timed_out -= unwritten.iter().filter(|call| call.settled).count();
         let (mut unsent, mut settled) = (Vec::new(), Vec::new());
         // An unwritten call already answered (it timed out) is not sent anywhere.
         for mut call in unwritten.into_iter().filter(|call| !call.settled) {
@@ -591,22 +610,10 @@ impl WireConnection {
 
     /// Takes over calls another connection never wrote: the same bytes (same tag) and deadlines.
     pub fn adopt(&mut self, unsent: Unsent) {
-        for call in unsent.0 {
-            self.send(call);
+        for mut call in unsent.0 {
+            call.walk.resend(&call.cmd, &mut self.out);
+            self.enqueue(call);
         }
-    }
-}
-
-/// The bytes of a walk's step for the call `cmd`: the command it names, or `cmd` itself (`EVALSHA`);
-/// a step that is an answer (the module forced by the URL and refused) is that answer's error.
-fn packed(step: Step, cmd: &Cmd) -> Result<Vec<u8>> {
-    match step {
-        Step::Send(command) => Ok(command.get_packed_command()),
-        Step::Script => Ok(cmd.get_packed_command()),
-        Step::Reply(Err(err)) => Err(err),
-        Step::Reply(Ok(_)) => Err(Error::Protocol(
-            "a route's walk ended in a reply nobody reads".into(),
-        )),
     }
 }
 
@@ -620,9 +627,14 @@ mod tests {
 
     /// A connection that needs no module check (`server_code=scripts`) and no preamble.
     fn connection(options: LimiterOptions) -> WireConnection {
+        connection_to("redis://127.0.0.1:6379/?server_code=scripts", options)
+    }
+
+    /// A connection of a memory-store limiter (its decisions come from the replies) to `url`.
+    fn connection_to(url: &str, options: LimiterOptions) -> WireConnection {
         let store = Store::Memory(crate::store::MemoryStore::unbounded());
         let limiter = Limiter::with_store(store, options).unwrap();
-        WireConnection::open(&limiter, "redis://127.0.0.1:6379/?server_code=scripts")
+        WireConnection::open(&limiter, url)
             .unwrap()
             .expect("one plain server")
     }
@@ -776,11 +788,7 @@ mod tests {
 
     #[test]
     fn a_setup_reply_that_answers_another_command_fails_every_call_as_a_protocol_error() {
-        let store = Store::Memory(crate::store::MemoryStore::unbounded());
-        let limiter = Limiter::with_store(store, policy(FailurePolicy::Allow)).unwrap();
-        let mut connection = WireConnection::open(&limiter, "redis://127.0.0.1:6379/")
-            .unwrap()
-            .unwrap();
+        let mut connection = connection_to("redis://127.0.0.1:6379/", policy(FailurePolicy::Allow));
         assert!(
             connection.take_output().starts_with(b"*3\r\n$7\r\nCOMMAND\r\n"),
             "the module check"
@@ -799,11 +807,7 @@ mod tests {
 
     #[test]
     fn the_check_finds_the_library_and_a_flushed_one_is_loaded_again_for_the_call() {
-        let store = Store::Memory(crate::store::MemoryStore::unbounded());
-        let limiter = Limiter::with_store(store, policy(FailurePolicy::Raise)).unwrap();
-        let mut connection = WireConnection::open(&limiter, "redis://127.0.0.1:6379/")
-            .unwrap()
-            .unwrap();
+        let mut connection = connection_to("redis://127.0.0.1:6379/", policy(FailurePolicy::Raise));
         connection.take_output();
         // COMMAND INFO lists no RATELOCK.LIMIT; then FUNCTION LIST lists the library.
         assert!(connection.feed(b"*1\r\n$-1\r\n", 0.0).is_empty());
