@@ -53,7 +53,7 @@ pub fn store_checks(
     };
     let check = || {
         let outcomes = store.check(black_box(&request)).expect("memory check");
-        black_box(outcomes)[0].allowed
+        black_box(outcomes).outcomes[0].allowed
     };
     repeat_for(warm_up, check);
     repeat_for(measure, check)

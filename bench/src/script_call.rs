@@ -1,5 +1,6 @@
 //! The EVALSHA call ratelock's Redis store sends for one `hit` of one key, rebuilt from the public
-//! API (key layout and rule parts, as documented in limit.lua) so redis-benchmark can send the same.
+//! API (key layout, rule parts and the key's entry, as documented in limit.lua) so redis-benchmark can
+//! send the same.
 
 use ratelock::{Algorithm, Rule};
 
@@ -34,7 +35,13 @@ impl ScriptCall {
             argv.push(rule.limit().to_string());
             argv.push(rule.period().as_micros().to_string());
             argv.push(rule.burst().to_string());
+            argv.push(rule.block().map_or(0, |block| block.as_micros()).to_string());
         }
+        // The key's ban or list entry comes last (limit.lua's KEYS[n+1]).
+        let mut entry = Vec::new();
+        ratelock::key::write_base(&mut entry, prefix, user_key.as_bytes());
+        entry.extend_from_slice(ratelock::algorithm::standing::KEY_SUFFIX);
+        keys.push(String::from_utf8(entry).expect("the bench key is ASCII"));
         argv.push(BENCH_TAG.to_owned());
         ScriptCall { keys, argv }
     }

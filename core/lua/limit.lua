@@ -1,51 +1,79 @@
--- limit.lua — checks every rule of one user key in one call, all or nothing (ratelock's `hit` and `peek`).
+-- limit.lua — checks a key's ban or list entry, then every rule of the key, in one call, all or nothing
+-- (ratelock's `hit` and `peek`).
 --
 -- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
+-- KEYS[n+1] the key's ban or list entry: <prefix>:{<escaped user key>}:standing (the same slot)
 -- ARGV[1]   "hit" (spend on every rule when every rule allows) or "peek" (never spend)
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
--- ARGV[4i..4i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs, burst
--- At most 100 keys (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
+-- ARGV[5i-1..5i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs,
+--           burst, and block in µs (how long a denial of the rule bans the key; 0: it does not)
+-- At most 100 rules (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
 --
--- Reply: a flat array of 5 integers per rule, in rule order:
---   allowed (1/0), limit, remaining, reset_after µs, retry_after µs (0 when allowed).
+-- Reply: the reason (0 the rules, 1 a ban, 2 the deny list, 3 the allow list), then a flat array of 5
+-- integers per rule, in rule order: allowed (1/0), limit, remaining, reset_after µs, retry_after µs
+-- (0 when allowed).
+--   A live entry answers first (ratelock::algorithm::standing::Entry::answer): a ban or a deny-list
+--   entry denies every rule with nothing left and its end as the wait; an allow-list entry admits
+--   every rule with its capacity left; nothing is read or spent.
 --   When any rule denies, nothing is spent and every rule reports its figures as they stand
---   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1.
--- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity.
--- Writes: only in "hit" mode and only when every rule allows; every written key gets a TTL (PEXPIRE),
--- of at least one second.
+--   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1. A hit that a
+--   blocking rule denies bans the key for the longest such block, and answers as the ban does.
+-- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity (checked for every
+-- rule before anything is read), or an entry no ratelock code writes.
+-- Writes: only in "hit" mode: the rules' state when every rule allows, the ban when a blocking rule
+-- denies; every written key gets a TTL (PEXPIRE or PX) of at least one second.
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
 --
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
--- sliding_log}::decide in core/src/algorithm/. Every quantity is an integer below 2^50, exact in
--- Lua's doubles; the sliding-window weighting is f64 arithmetic in the same order as the Rust code.
+-- sliding_log}::decide and ratelock::algorithm::standing in core/src/algorithm/. Every quantity is an
+-- integer below 2^50, exact in Lua's doubles; the sliding-window weighting is f64 arithmetic in the
+-- same order as the Rust code.
 -- Numbers go to redis.call as numbers, not strings: Redis, Valkey and Dragonfly write an integral
 -- double below 2^53 in plain digits (%.17g or an integer printer), as string.format('%d') would, for
 -- less work. Concatenation would not (%.14g), so a sliding-log member's stamp is still formatted.
 --
--- Two paths compute the same thing. One rule (nearly every call) takes the fast path at the top,
--- before anything else is defined: Redis runs this whole chunk on every call, so each function
--- defined on the way would be a closure allocated per call, and each table a garbage object. It
--- writes out idiv, cdiv, px and settle operation for operation and builds no table but the reply,
--- so its replies, writes and TTLs are the general path's. Anything else (several rules, or any bad
--- argument) goes on to the general path below, which also gives every error.
+-- Two paths compute the same thing. One rule on a key with no entry (nearly every call) takes the fast
+-- path at the top, before anything else is defined: Redis runs this whole chunk on every call, so each
+-- function defined on the way would be a closure allocated per call, and each table a garbage object.
+-- It writes out idiv, cdiv, px and settle operation for operation and builds no table but the reply
+-- (and, for a rule that blocks, the one closure that bans), so its replies, writes and TTLs are the
+-- general path's. Anything else (several rules, an entry, or any bad argument) goes on to the general
+-- path below, which also gives every error.
 --
 -- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
 -- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
 -- error goes back as {tag, reply}, so a reply can never be taken for another call's.
 
-if #KEYS == 1 and #ARGV == 7 then
+-- The longest ban or list entry: 366 days in µs (ratelock::MAX_PERIOD).
+local MAX_BLOCK = 31622400000000
+
+if #KEYS == 2 and #ARGV == 8 then
   local mode, cost, code = ARGV[1], tonumber(ARGV[3]), ARGV[4]
   local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  local block = tonumber(ARGV[8])
   local bucket = code == 'g' or code == 'tb' or code == 'lb'
   local capacity = limit
   if bucket then capacity = burst end
-  -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a finite cost).
+  -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a finite
+  -- cost), and no entry on the key.
   if (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil
-    and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
-    and (bucket or code == 'fw' or code == 'sw' or code == 'sl') then
+    and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1
+    and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
+    and (bucket or code == 'fw' or code == 'sw' or code == 'sl') and not redis.call('GET', KEYS[2]) then
     local key, floor, hit = KEYS[1], math.floor, mode == 'hit'
     local now = now_us(ARGV[2])
+    -- A hit this rule denies bans the key when the rule blocks: the general path's ban, written out.
+    local ban = nil
+    if hit and block > 0 then
+      ban = function()
+        local ttl = floor((block + 999) / 1000)
+        if ttl * 1000 > block + 999 then ttl = ttl - 1 elseif (ttl + 1) * 1000 <= block + 999 then ttl = ttl + 1 end
+        if ttl < 1000 then ttl = 1000 end
+        redis.call('SET', KEYS[2], 'b' .. string.format('%d', now + block), 'PX', ttl)
+        return { 1, 0, limit, 0, block, block }
+      end
+    end
     -- Each "q = floor(a / b), then one step each way" below is idiv(a, b); cdiv(a, b) is that on
     -- a + b - 1 for a > 0, else 0; px(us) is cdiv(us, 1000) raised to MIN_TTL_MS.
 
@@ -63,7 +91,8 @@ if #KEYS == 1 and #ARGV == 7 then
         if room < 0 then room = 0 end
         local remaining = floor(room / t)
         if remaining * t > room then remaining = remaining - 1 elseif (remaining + 1) * t <= room then remaining = remaining + 1 end
-        return { 0, limit, remaining, tat - now, allow_at - now }
+        if ban then return ban() end
+        return { 0, 0, limit, remaining, tat - now, allow_at - now }
       end
       local room = now + tau - new_tat
       local remaining = floor(room / t)
@@ -78,7 +107,7 @@ if #KEYS == 1 and #ARGV == 7 then
         if ttl < 1000 then ttl = 1000 end
         redis.call('SET', key, new_tat, 'PX', ttl)
       end
-      return { 1, limit, remaining, new_tat - now, 0 }
+      return { 0, 1, limit, remaining, new_tat - now, 0 }
     end
 
     if code == 'tb' then
@@ -134,7 +163,8 @@ if #KEYS == 1 and #ARGV == 7 then
           retry = floor(a / rate)
           if retry * rate > a then retry = retry - 1 elseif (retry + 1) * rate <= a then retry = retry + 1 end
         end
-        return { 0, limit, remaining, reset, retry }
+        if ban then return ban() end
+        return { 0, 0, limit, remaining, reset, retry }
       end
       if hit then
         local ttl = 0
@@ -147,7 +177,7 @@ if #KEYS == 1 and #ARGV == 7 then
         redis.call('HSET', key, 't', tokens, 'l', last)
         redis.call('PEXPIRE', key, ttl)
       end
-      return { 1, limit, remaining, reset, 0 }
+      return { 0, 1, limit, remaining, reset, 0 }
     end
 
     if code == 'lb' then
@@ -171,7 +201,8 @@ if #KEYS == 1 and #ARGV == 7 then
       local remaining = floor(a / t)
       if remaining * t > a then remaining = remaining - 1 elseif (remaining + 1) * t <= a then remaining = remaining + 1 end
       if denied then
-        return { 0, limit, remaining, level, level + pour - full }
+        if ban then return ban() end
+        return { 0, 0, limit, remaining, level, level + pour - full }
       end
       if hit then
         local ttl = 0
@@ -184,7 +215,7 @@ if #KEYS == 1 and #ARGV == 7 then
         redis.call('HSET', key, 'v', level, 'l', last)
         redis.call('PEXPIRE', key, ttl)
       end
-      return { 1, limit, remaining, level, 0 }
+      return { 0, 1, limit, remaining, level, 0 }
     end
 
     if code == 'fw' then
@@ -198,7 +229,8 @@ if #KEYS == 1 and #ARGV == 7 then
       if count + cost > limit then
         local remaining = limit - count
         if 0 > remaining then remaining = 0 end
-        return { 0, limit, remaining, reset, reset }
+        if ban then return ban() end
+        return { 0, 0, limit, remaining, reset, reset }
       end
       count = count + cost
       if hit then
@@ -212,7 +244,7 @@ if #KEYS == 1 and #ARGV == 7 then
         redis.call('HSET', key, 'w', window, 'c', count)
         redis.call('PEXPIRE', key, ttl)
       end
-      return { 1, limit, limit - count, reset, 0 }
+      return { 0, 1, limit, limit - count, reset, 0 }
     end
 
     if code == 'sw' then
@@ -252,7 +284,8 @@ if #KEYS == 1 and #ARGV == 7 then
         if 0 > remaining then remaining = 0 end
         local reset = 0
         if cur > 0 then reset = rem + period elseif prev > 0 then reset = rem end
-        return { 0, limit, remaining, reset, retry }
+        if ban then return ban() end
+        return { 0, 0, limit, remaining, reset, retry }
       end
       local count = cur + cost
       local reset = 0
@@ -270,7 +303,7 @@ if #KEYS == 1 and #ARGV == 7 then
         redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
         redis.call('PEXPIRE', key, ttl)
       end
-      return { 1, limit, remaining, reset, 0 }
+      return { 0, 1, limit, remaining, reset, 0 }
     end
 
     -- code == 'sl'
@@ -288,7 +321,8 @@ if #KEYS == 1 and #ARGV == 7 then
       if 0 > remaining then remaining = 0 end
       local k = count + cost - limit
       local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
-      return { 0, limit, remaining, reset, kth + period - now }
+      if ban then return ban() end
+      return { 0, 0, limit, remaining, reset, kth + period - now }
     end
     local latest = now
     if newest ~= nil and newest > now then latest = newest end
@@ -316,7 +350,7 @@ if #KEYS == 1 and #ARGV == 7 then
       if ttl < 1000 then ttl = 1000 end
       redis.call('PEXPIRE', key, ttl)
     end
-    return { 1, limit, limit - count - cost, reset, 0 }
+    return { 0, 1, limit, limit - count - cost, reset, 0 }
   end
 end
 
@@ -380,23 +414,25 @@ local cost = tonumber(ARGV[3])
 if cost == nil or cost < 1 or cost ~= math.floor(cost) then
   return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
 end
-if #ARGV ~= 3 + 4 * #KEYS or #KEYS == 0 then
-  return redis.error_reply('ERR ratelock: expected 4 arguments per key')
+local rules = #KEYS - 1
+if #ARGV ~= 3 + 5 * rules or rules < 1 then
+  return redis.error_reply('ERR ratelock: expected 5 arguments per rule key, and the entry key last')
 end
-if #KEYS > 100 then
+if rules > 100 then
   return redis.error_reply('ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)')
 end
 
--- Rule i's code, limit, period and burst, checked; an error reply in place of the code when bad.
+-- Rule i's code, limit, period, burst and block, checked; an error reply in place of the code when bad.
 local function rule_arguments(i)
-  local at = 3 + 4 * (i - 1)
+  local at = 3 + 5 * (i - 1)
   local code = ARGV[at + 1]
   local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
+  local block = tonumber(ARGV[at + 5])
   -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
   local bucket = code == 'g' or code == 'tb' or code == 'lb'
   local window = code == 'fw' or code == 'sw' or code == 'sl'
   if not (bucket or window) or limit == nil or period == nil or burst == nil or limit < 1 or period < 1
-    or burst < 1 then
+    or burst < 1 or block == nil or block < 0 or block % 1 ~= 0 or block > MAX_BLOCK then
     return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
   end
   local capacity = limit
@@ -404,7 +440,40 @@ local function rule_arguments(i)
   if cost > capacity then
     return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
   end
-  return code, limit, period, burst
+  return code, limit, period, burst, block
+end
+for i = 1, rules do
+  local bad = rule_arguments(i)
+  if type(bad) == 'table' then return bad end
+end
+
+-- The key's entry (ratelock::algorithm::standing::Entry): while it lasts, it answers for every rule.
+local entry_key = KEYS[rules + 1]
+local entry = redis.call('GET', entry_key)
+if entry then
+  local kind, ends = string.sub(entry, 1, 1), string.sub(entry, 2)
+  local until_us = nil
+  if string.find(ends, '^%d+$') and #ends <= 16 then until_us = tonumber(ends) end
+  if (kind ~= 'b' and kind ~= 'd' and kind ~= 'a') or until_us == nil or until_us > MAX_EXACT then
+    error({ err = 'ERR ratelock: unexpected state at ' .. entry_key .. ': ' .. string.sub(entry, 1, 64) })
+  end
+  if until_us > now then
+    local reason, reply, wait = 3, { 3 }, until_us - now
+    if kind == 'b' then reason = 1 elseif kind == 'd' then reason = 2 end
+    reply[1] = reason
+    for i = 1, rules do
+      local code, limit, _, burst = rule_arguments(i)
+      local at = 1 + 5 * (i - 1)
+      if reason == 3 then
+        local capacity = limit
+        if code == 'g' or code == 'tb' or code == 'lb' then capacity = burst end
+        reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = 1, limit, capacity, 0, 0
+      else
+        reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = 0, limit, 0, wait, wait
+      end
+    end
+    return reply
+  end
 end
 
 -- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
@@ -565,21 +634,12 @@ local rules_by_code = {
 -- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
 local function decide_rule(i)
   local code, limit, period, burst = rule_arguments(i)
-  if type(code) == 'table' then return code end
   return rules_by_code[code](KEYS[i], now, cost, limit, period, burst)
 end
 
--- One rule, the common case: its outcome is the whole answer (allowed or not), no gathering needed.
-if #KEYS == 1 then
-  local outcome, _, write = decide_rule(1)
-  if outcome.err == nil and mode == 'hit' and outcome[1] == 1 then write() end
-  return outcome
-end
-
 local outcomes, standings, writes, all_allowed = {}, {}, {}, true
-for i = 1, #KEYS do
+for i = 1, rules do
   local outcome, standing, write = decide_rule(i)
-  if outcome.err ~= nil then return outcome end
   if outcome[1] == 0 then
     all_allowed = false
     standing = outcome
@@ -587,11 +647,29 @@ for i = 1, #KEYS do
   outcomes[i], standings[i], writes[i] = outcome, standing, write
 end
 if mode == 'hit' and all_allowed then
-  for i = 1, #KEYS do writes[i]() end
+  for i = 1, rules do writes[i]() end
+end
+-- A hit that a blocking rule denies bans the key for the longest such block
+-- (ratelock::algorithm::standing::ban_after and banned).
+local ban = 0
+if mode == 'hit' and not all_allowed then
+  for i = 1, rules do
+    local _, _, _, _, block = rule_arguments(i)
+    if outcomes[i][1] == 0 and block > ban then ban = block end
+  end
+end
+local reply, n = { 0 }, 1
+if ban > 0 then
+  redis.call('SET', entry_key, 'b' .. int(now + ban), 'PX', px(ban))
+  reply[1] = 1
+  for i = 1, rules do
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = 0, outcomes[i][2], 0, ban, ban
+    n = n + 5
+  end
+  return reply
 end
 -- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
-local reply, n = {}, 0
-for i = 1, #KEYS do
+for i = 1, rules do
   local answer = outcomes[i]
   if not all_allowed then answer = standings[i] end
   for j = 1, 5 do reply[n + j] = answer[j] end

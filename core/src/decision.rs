@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::algorithm::standing::{Reason, Verdict};
 use crate::algorithm::{combine, Outcome, Outcomes};
 
 /// One rule's part of a [`Decision`].
@@ -66,6 +67,8 @@ pub struct Decision {
     pub rule_index: usize,
     /// True when the store failed and the failure policy produced this answer.
     pub degraded: bool,
+    /// What decided: the rules, a ban, the deny list or the allow list.
+    pub reason: Reason,
     outcomes: Outcomes,
 }
 
@@ -87,8 +90,34 @@ impl Decision {
             },
             rule_index: index,
             degraded: false,
+            reason: Reason::Rule,
             outcomes,
         }
+    }
+
+    /// Builds a decision from a store's verdict: its per-rule outcomes and why.
+    ///
+    /// ```
+    /// use ratelock::algorithm::standing::{Entry, Standing};
+    /// let rules: ratelock::Rules = "5/second".parse()?;
+    /// let ban = Entry { standing: Standing::Banned, until_us: 9_000_000 };
+    /// let decision = ratelock::Decision::from_verdict(ban.answer(&rules, 1_000_000).unwrap());
+    /// assert!(!decision.allowed);
+    /// assert_eq!(decision.reason, ratelock::Reason::Ban);
+    /// assert_eq!(decision.retry_after.as_secs(), 8);
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    #[inline]
+    pub fn from_verdict(verdict: Verdict) -> Self {
+        let mut decision = Self::from_outcomes(verdict.outcomes);
+        decision.reason = verdict.reason;
+        decision
+    }
+
+    /// The same decision, saying `reason` decided it.
+    pub fn with_reason(mut self, reason: Reason) -> Self {
+        self.reason = reason;
+        self
     }
 
     /// A decision known only by its deciding rule's figures, as a binding that carries those figures
@@ -116,6 +145,7 @@ impl Decision {
             retry_after: if allowed { Duration::ZERO } else { retry_after },
             rule_index,
             degraded,
+            reason: Reason::Rule,
             outcomes: Outcomes::new(),
         }
     }
@@ -130,6 +160,7 @@ impl Decision {
             retry_after: if allowed { Duration::ZERO } else { retry_after },
             rule_index: 0,
             degraded: true,
+            reason: Reason::Rule,
             outcomes: Outcomes::new(),
         }
     }

@@ -53,7 +53,7 @@ impl LocalFallback {
             spend: request.spend && fits,
             ..*request
         };
-        let mut decision = Decision::from_outcomes(self.store.check(&local)?);
+        let mut decision = Decision::from_verdict(self.store.check(&local)?);
         if !fits {
             decision.allowed = false;
             decision.retry_after = decision.reset_after.max(std::time::Duration::from_millis(1));

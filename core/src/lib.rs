@@ -35,6 +35,7 @@ pub mod process;
 mod rule;
 pub mod store;
 
+pub use algorithm::standing::Reason;
 pub use decision::{Decision, RuleDecision};
 pub use error::{Error, Result};
 pub use key::MAX_KEY_BYTES;

@@ -38,7 +38,8 @@ pub fn split<'s, 'a>(args: &'s [&'a [u8]]) -> Result<KeysAndArgv<'s, 'a>, String
     Ok(rest.split_at(numkeys as usize))
 }
 
-/// Reads `mode now cost` and checks the argument count, in `limit.lua`'s order.
+/// Reads `mode now cost` and checks the argument count (`keys`: the rules' and the entry's), in
+/// `limit.lua`'s order.
 pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     let hit = match argv.first().copied() {
         Some(b"hit") => true,
@@ -52,10 +53,11 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
         .and_then(parse_u64)
         .filter(|&c| c >= 1)
         .ok_or("ERR ratelock: cost must be an integer >= 1")?;
-    if argv.len() != 3 + 4 * keys || keys == 0 {
-        return Err("ERR ratelock: expected 4 arguments per key".into());
+    let rules = keys.saturating_sub(1);
+    if argv.len() != 3 + 5 * rules || rules == 0 {
+        return Err("ERR ratelock: expected 5 arguments per rule key, and the entry key last".into());
     }
-    if keys > ratelock::MAX_RULES {
+    if rules > ratelock::MAX_RULES {
         return Err("ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)".into());
     }
     Ok(Head { hit, now, cost })
@@ -66,8 +68,8 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
 /// limit above ratelock's maximum...) is refused too: no ratelock client sends one. A rule built
 /// before is taken from `rule_cache`.
 pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
-    let at = 3 + 4 * (i - 1);
-    let parts = [argv[at], argv[at + 1], argv[at + 2], argv[at + 3]];
+    let at = 3 + 5 * (i - 1);
+    let parts = [argv[at], argv[at + 1], argv[at + 2], argv[at + 3], argv[at + 4]];
     match rule_cache::rule_of(parts, || build_rule(argv, i, None)) {
         Ok(rule) if cost > rule.capacity() => Err(cost_exceeds(i)),
         Ok(rule) => Ok(rule),
@@ -83,7 +85,7 @@ fn cost_exceeds(i: usize) -> String {
 /// Parses, checks and builds rule `i`; with a `cost`, checks it against the capacity before building,
 /// where the script checks it.
 fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, String> {
-    let at = 3 + 4 * (i - 1);
+    let at = 3 + 5 * (i - 1);
     let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
     let algorithm = algorithm(argv[at]).ok_or_else(bad)?;
     let number = |text: &[u8]| parse_u64(text).filter(|&n| n >= 1);
@@ -91,14 +93,22 @@ fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, Strin
         (Some(limit), Some(period), Some(burst)) => (limit, period, burst),
         _ => return Err(bad()),
     };
+    let block = parse_u64(argv[at + 4])
+        .filter(|&block| block <= ratelock::MAX_PERIOD.as_micros() as u64)
+        .ok_or_else(bad)?;
     let capacity = if algorithm.uses_burst() { burst } else { limit };
     if cost.is_some_and(|cost| cost > capacity) {
         return Err(cost_exceeds(i));
     }
     // The window algorithms ignore the burst argument; the core wants it equal to the limit.
     let burst = if algorithm.uses_burst() { burst } else { limit };
-    Rule::build(algorithm, limit, Duration::from_micros(period), burst)
-        .map_err(|e| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}"))
+    let outside =
+        |e: ratelock::Error| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}");
+    let rule = Rule::build(algorithm, limit, Duration::from_micros(period), burst).map_err(outside)?;
+    match block {
+        0 => Ok(rule),
+        block => rule.with_block(Duration::from_micros(block)).map_err(outside),
+    }
 }
 
 /// The algorithm of a wire code (`ratelock::Algorithm::code`).

@@ -187,6 +187,16 @@ pub fn write(
     }
 }
 
+/// Writes a key's ban or list entry (`SET key text PXAT ms`, as `limit.lua`'s `SET .. PX` is
+/// propagated), kept `span_us` from now (with the 1 s floor every write has).
+pub fn write_entry(
+    stored: &WriteKey<'_>,
+    entry: &ratelock::algorithm::standing::Entry,
+    span_us: u64,
+) -> Result<(), String> {
+    stored.set_string_until(entry.to_text().as_bytes(), expire_at(stored.context(), span_us))
+}
+
 /// The absolute expiry (ms since the epoch, server clock) of a key written now to last `ttl_us`: the
 /// script's `max(ceil(ttl / 1000), MIN_TTL_MS)` ms from now.
 fn expire_at(cx: &Context, ttl_us: u64) -> u64 {

@@ -1,26 +1,33 @@
-//! RATELOCK.LIMIT: `limit.lua` as a module command. Same KEYS/ARGV (`numkeys key... mode now cost
-//! [alg limit period burst]...`), same reply (5 integers per rule), same stored state; the decisions
-//! are the core's (`ratelock::algorithm::decide` and `outcomes`), not a second copy of them.
+//! RATELOCK.LIMIT: `limit.lua` as a module command. Same KEYS/ARGV (`numkeys key... entry mode now
+//! cost [alg limit period burst block]...`), same reply (the reason, then 5 integers per rule), same
+//! stored state; the decisions are the core's (`ratelock::algorithm::decide` and `outcomes`, and
+//! `ratelock::algorithm::standing` for the key's ban or list entry), not a second copy of them.
 
+use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
 use ratelock::algorithm::{decide, outcomes};
 use ratelock::Rule;
 
 use crate::args;
 use crate::ctx::{Context, Value};
+use crate::key_read::KeyRead;
 use crate::key_write::WriteKey;
 use crate::keyspace;
 
-/// The ARGV count of `limit.lua`'s contract: `mode now cost`, then 4 per key.
+/// The ARGV count of `limit.lua`'s contract: `mode now cost`, then 5 per rule key (every key but the
+/// entry's, which comes last).
 pub fn contract_args(keys: usize, _argv: &[&[u8]]) -> Option<usize> {
-    Some(3 + 4 * keys)
+    Some(3 + 5 * keys.saturating_sub(1))
 }
 
 /// Serves one call: the flat reply integers, or an error text (`ERR ...`).
 pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     let head = args::head(keys.len(), argv)?;
     let now = head.now.unwrap_or_else(args::clock_us);
-    // Every rule is parsed first; an error is raised where the script raises it, at its key.
-    let rules: Vec<Result<Rule, String>> = (1..=keys.len()).map(|i| args::rule(argv, i, head.cost)).collect();
+    let (rule_keys, entry_key) = keys.split_at(keys.len() - 1);
+    // Every rule is read and checked before any key is: the first bad one is the error, as in the script.
+    let rules = (1..=rule_keys.len())
+        .map(|i| args::rule(argv, i, head.cost))
+        .collect::<Result<Vec<Rule>, String>>()?;
     // Each key is opened once, for reading and writing; a key named twice shares its handle.
     let mut opened: Vec<WriteKey> = Vec::with_capacity(keys.len());
     let mut handle: Vec<usize> = Vec::with_capacity(keys.len());
@@ -33,11 +40,14 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
             }
         }
     }
+    let entry_handle = &opened[handle[rule_keys.len()]];
+    if let Some(verdict) = read_entry(entry_handle, entry_key[0])?.and_then(|e| e.answer(&rules, now)) {
+        return Ok(reply(&verdict));
+    }
     // Rule by rule, as the script goes: read its state, decide.
-    let mut reads = Vec::with_capacity(keys.len());
-    let mut steps = Vec::with_capacity(keys.len());
-    for ((rule, &at), key) in rules.iter().zip(&handle).zip(keys) {
-        let rule = rule.as_ref().map_err(Clone::clone)?;
+    let mut reads = Vec::with_capacity(rule_keys.len());
+    let mut steps = Vec::with_capacity(rule_keys.len());
+    for ((rule, &at), key) in rules.iter().zip(&handle).zip(rule_keys) {
         let read = keyspace::read(&opened[at], key, rule, now)?;
         steps.push(
             decide(rule, read.state.as_ref(), now, head.cost)
@@ -54,20 +64,48 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
                 keyspace::write(&opened[at], (!shared).then_some(read), update, step.ttl_us)?;
             }
         }
+    } else if head.hit {
+        if let Some(block_us) = ban_after(&rules, &answers) {
+            let entry = Entry {
+                standing: Standing::Banned,
+                until_us: now + block_us,
+            };
+            keyspace::write_entry(entry_handle, &entry, block_us)?;
+            return Ok(reply(&banned(&rules, block_us)));
+        }
     }
-    Ok(Value::Array(
-        answers
-            .iter()
-            .flat_map(|o| {
-                [
-                    i64::from(o.allowed),
-                    o.limit as i64,
-                    o.remaining as i64,
-                    o.reset_after_us as i64,
-                    o.retry_after_us as i64,
-                ]
-            })
-            .map(Value::Int)
-            .collect(),
-    ))
+    Ok(reply(&Verdict::from(answers)))
+}
+
+/// The key's entry as stored (`None` when absent); text no ratelock code writes fails the call.
+fn read_entry(stored: &WriteKey<'_>, key: &[u8]) -> Result<Option<Entry>, String> {
+    match stored.string()? {
+        None => Ok(None),
+        Some(text) => Entry::parse(text).map(Some).ok_or_else(|| {
+            let shown = String::from_utf8_lossy(&text[..text.len().min(64)]).into_owned();
+            format!(
+                "ERR ratelock: unexpected state at {}: {shown}",
+                String::from_utf8_lossy(key)
+            )
+        }),
+    }
+}
+
+/// The reply: the reason's number, then each rule's five integers.
+fn reply(verdict: &Verdict) -> Value {
+    let mut items = Vec::with_capacity(1 + 5 * verdict.outcomes.len());
+    items.push(Value::Int(verdict.reason.code() as i64));
+    for o in &verdict.outcomes {
+        items.extend(
+            [
+                i64::from(o.allowed),
+                o.limit as i64,
+                o.remaining as i64,
+                o.reset_after_us as i64,
+                o.retry_after_us as i64,
+            ]
+            .map(Value::Int),
+        );
+    }
+    Value::Array(items)
 }

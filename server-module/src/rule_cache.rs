@@ -1,4 +1,4 @@
-//! The rules RATELOCK.LIMIT has built, kept by their four arguments (`alg limit period burst`), so a
+//! The rules RATELOCK.LIMIT has built, kept by their five arguments (`alg limit period burst block`), so a
 //! rule seen before is not parsed, checked and built again on every call: a deployment sends the same
 //! few rules millions of times. Only rules that built are kept; a bad one is refused each time with the
 //! same error. Commands run on Redis's main thread, so the cache is that thread's own.
@@ -12,15 +12,15 @@ use ratelock::Rule;
 /// Past this many distinct rules the cache starts over (a bound on its memory; real deployments send
 /// a handful).
 const MOST_RULES: usize = 4096;
-/// The longest argument text kept: four arguments of at most 20 bytes each, and their separators.
-const LONGEST_KEY: usize = 96;
+/// The longest argument text kept: five arguments of at most 20 bytes each, and their separators.
+const LONGEST_KEY: usize = 112;
 
 thread_local! {
     static RULES: RefCell<HashMap<Box<[u8]>, Rule, BuildHasherDefault<Fnv>>> = RefCell::default();
 }
 
-/// The rule of these four arguments: the one built before, or `build`'s (kept when it is a rule).
-pub fn rule_of(parts: [&[u8]; 4], build: impl FnOnce() -> Result<Rule, String>) -> Result<Rule, String> {
+/// The rule of these five arguments: the one built before, or `build`'s (kept when it is a rule).
+pub fn rule_of(parts: [&[u8]; 5], build: impl FnOnce() -> Result<Rule, String>) -> Result<Rule, String> {
     let mut key = [0u8; LONGEST_KEY];
     let mut len = 0;
     for part in parts {
@@ -82,25 +82,30 @@ mod tests {
     fn a_rule_is_built_once_and_told_apart_by_every_argument() {
         let mut builds = 0;
         for _ in 0..3 {
-            let rule = rule_of([b"g", b"100", b"60000000", b"100"], || {
+            let rule = rule_of([b"g", b"100", b"60000000", b"100", b"0"], || {
                 builds += 1;
                 built(100)
             });
             assert_eq!(rule.unwrap().limit(), 100);
         }
         assert_eq!(builds, 1);
-        let other = rule_of([b"g", b"10", b"060000000", b"100"], || built(10));
+        let other = rule_of([b"g", b"10", b"060000000", b"100", b"0"], || built(10));
         assert_eq!(other.unwrap().limit(), 10);
         // "1 00" and "10 0" are different rules, not one text.
-        let split = rule_of([b"g", b"10", b"0", b"100"], || built(7));
+        let split = rule_of([b"g", b"10", b"0", b"100", b"0"], || built(7));
         assert_eq!(split.unwrap().limit(), 7);
+        // The block is part of the rule: the same four numbers with a ban are another rule.
+        let blocking = rule_of([b"g", b"100", b"60000000", b"100", b"1000"], || built(3));
+        assert_eq!(blocking.unwrap().limit(), 3);
     }
 
     #[test]
     fn a_refused_rule_is_not_kept() {
-        assert!(rule_of([b"g", b"0", b"1000", b"1"], || built(0)).is_err());
+        assert!(rule_of([b"g", b"0", b"1000", b"1", b"0"], || built(0)).is_err());
         assert_eq!(
-            rule_of([b"g", b"0", b"1000", b"1"], || built(5)).unwrap().limit(),
+            rule_of([b"g", b"0", b"1000", b"1", b"0"], || built(5))
+                .unwrap()
+                .limit(),
             5
         );
     }

@@ -2,7 +2,8 @@
 //! state no ratelock code writes (`nan`, `hello`, a number past 2^53, a negative or fractional one)
 //! fails the call, rather than the module taking it for an empty key (and admitting) while the script
 //! read it as a huge one (and denied); a given `now` past 2^52 is refused; a fencing counter at
-//! 2^53 - 1 mints no token that would wrap or leave JavaScript's exact range.
+//! 2^53 - 1 mints no token that would wrap or leave JavaScript's exact range; a key's ban or list
+//! entry that no ratelock code writes fails the call alike.
 
 mod common;
 
@@ -17,6 +18,9 @@ const PLANTED: &[(&str, &str, &[&str])] = &[
     ("sw", "rl:{c}:sw5/1000", &["HSET", "p"]),
 ];
 
+/// The entry key (ban or list entry) of the user key `{c}`, last of every limit call's keys.
+const ENTRY: &str = "rl:{c}:standing";
+
 fn limit_args(code: &str, now: &str) -> Vec<String> {
     vec![
         "hit".into(),
@@ -26,6 +30,7 @@ fn limit_args(code: &str, now: &str) -> Vec<String> {
         "5".into(),
         "1000000".into(),
         "5".into(),
+        "0".into(),
     ]
 }
 
@@ -61,7 +66,7 @@ fn corrupt_state_fails_the_call_on_both_paths() {
                 let _: () = cmd.query(&mut con).unwrap();
                 let args = limit_args(code, "1763800000000000");
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let reply = run(&mut con, &script_or_module(module, "limit", &[key], &args));
+                let reply = run(&mut con, &script_or_module(module, "limit", &[key, ENTRY], &args));
                 errors.push(reply.unwrap_err());
             }
             for error in &errors {
@@ -71,6 +76,68 @@ fn corrupt_state_fails_the_call_on_both_paths() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn a_corrupt_entry_fails_the_call_on_both_paths() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let now = "1763800000000000";
+    for value in [
+        "",
+        "b",
+        "x1763800000001000",
+        "B1763800000001000",
+        " b1763800000001000",
+        "b-1",
+        "b1.5",
+        "bnan",
+        "b1763800000001000 ",
+        "b12345678901234567",
+        "b9007199254740992",
+        "d99999999999999999999",
+    ] {
+        for (code, key, _) in PLANTED {
+            let mut errors = Vec::new();
+            for module in [false, true] {
+                let _: () = redis::cmd("DEL").arg(*key).arg(ENTRY).query(&mut con).unwrap();
+                let _: () = redis::cmd("SET").arg(ENTRY).arg(value).query(&mut con).unwrap();
+                let args = limit_args(code, now);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let reply = run(&mut con, &script_or_module(module, "limit", &[key, ENTRY], &args));
+                errors.push(reply.unwrap_err());
+            }
+            assert!(
+                errors[0].contains("ERR ratelock: unexpected state at rl:{c}:standing"),
+                "{code} {value:?}: {}",
+                errors[0]
+            );
+            // Redis adds where in the script an error was raised; the module's text is the rest.
+            let script = errors[0].split(" script: ").next().unwrap();
+            assert_eq!(script, errors[1], "{code} {value:?}: script, then module");
+        }
+    }
+    // The largest entry every path keeps exact is read, and answers (a deny-list entry, far off).
+    for module in [false, true] {
+        let _: () = redis::cmd("SET")
+            .arg(ENTRY)
+            .arg("d9007199254740991")
+            .query(&mut con)
+            .unwrap();
+        let args = limit_args("g", now);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = run(
+            &mut con,
+            &script_or_module(module, "limit", &["rl:{c}:g5/1000", ENTRY], &args),
+        )
+        .unwrap();
+        let wait = 9007199254740991 - 1763800000000000_i64;
+        assert_eq!(
+            reply,
+            redis::Value::Array([2, 0, 5, 0, wait, wait].map(redis::Value::Int).to_vec()),
+            "module {module}"
+        );
     }
 }
 
@@ -90,7 +157,7 @@ fn a_given_now_past_two_to_the_52_is_refused_on_both_paths() {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let reply = run(
                 &mut con,
-                &script_or_module(module, "limit", &["rl:{now}:g5/1000"], &args),
+                &script_or_module(module, "limit", &["rl:{now}:g5/1000", "rl:{now}:standing"], &args),
             );
             if refused {
                 let error = reply.unwrap_err();

@@ -34,11 +34,12 @@ fn getkeys_names_the_keys_after_numkeys() {
     getkeys
         .arg("GETKEYS")
         .arg("RATELOCK.LIMIT")
-        .arg(2)
+        .arg(3)
         .arg("a")
-        .arg("b");
+        .arg("b")
+        .arg("a-standing");
     getkeys.arg("hit").arg("").arg(1);
-    getkeys.arg(&["g", "1", "1000", "1", "g", "1", "1000", "1"]);
+    getkeys.arg(&["g", "1", "1000", "1", "0", "g", "1", "1000", "1", "0"]);
     let keys = run(&mut con, &getkeys).unwrap();
     let names = |names: &[&str]| {
         Value::Array(
@@ -48,7 +49,8 @@ fn getkeys_names_the_keys_after_numkeys() {
                 .collect(),
         )
     };
-    assert_eq!(keys, names(&["a", "b"]));
+    // The rule keys, then the entry key (a ban or list entry), last.
+    assert_eq!(keys, names(&["a", "b", "a-standing"]));
     // A key count that is not a number, or past the arguments, names no keys (and harms nothing).
     for bad in [&["x", "a"][..], &["5", "a"]] {
         let err = run(

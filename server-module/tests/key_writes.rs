@@ -10,15 +10,26 @@ mod common;
 use common::{acquire_token, connect, run, script_or_module, start_server, wall_us};
 use redis::{Connection, Value};
 
-/// `RATELOCK.LIMIT` (or `limit.lua`, by EVAL) of one GCRA rule, 1 per minute, at `now`.
-fn hit(module: bool, key: &str, now: u64) -> redis::Cmd {
-    let now = now.to_string();
+/// `RATELOCK.LIMIT` (or `limit.lua`, by EVAL) of one GCRA rule, 1 per minute, at `now`, that bans
+/// the key for `block_us` when it denies (0: never), with the key's entry at [`entry_of`].
+fn hit_blocking(module: bool, key: &str, now: u64, block_us: u64) -> redis::Cmd {
+    let (now, block) = (now.to_string(), block_us.to_string());
     script_or_module(
         module,
         "limit",
-        &[key],
-        &["hit", &now, "1", "g", "1", "60000000", "1"],
+        &[key, &entry_of(key)],
+        &["hit", &now, "1", "g", "1", "60000000", "1", &block],
     )
+}
+
+/// [`hit_blocking`] of a rule that bans nobody.
+fn hit(module: bool, key: &str, now: u64) -> redis::Cmd {
+    hit_blocking(module, key, now, 0)
+}
+
+/// The entry key (ban or list entry) beside the rule key `key`, in its hash slot.
+fn entry_of(key: &str) -> String {
+    format!("{key}:standing")
 }
 
 /// Whether a transaction `watcher` opened with `WATCH key` before `meanwhile` ran (on another
@@ -51,6 +62,44 @@ fn a_hit_ends_a_watch_only_when_granted_as_the_script_does() {
             (false, true),
             "module {module}: a granted hit must end the WATCH, a denied one must not"
         );
+    }
+}
+
+#[test]
+fn a_ban_ends_a_watch_on_the_entry_only_when_written_as_the_script_does() {
+    let server = start_server();
+    let (mut watcher, mut other) = (connect(&server), connect(&server));
+    for module in [true, false] {
+        let key = format!("{{b}}:{module}");
+        let entry = entry_of(&key);
+        let now = wall_us();
+        // A granted hit writes the rule's state only; a denied hit of a rule that blocks writes the ban.
+        let granted = watch_survives(
+            &mut watcher,
+            &mut other,
+            &entry,
+            &hit_blocking(module, &key, now, 5_000_000),
+        );
+        let banned = watch_survives(
+            &mut watcher,
+            &mut other,
+            &entry,
+            &hit_blocking(module, &key, now + 1, 5_000_000),
+        );
+        // While the ban lasts, a hit reads it and writes nothing.
+        let during = watch_survives(
+            &mut watcher,
+            &mut other,
+            &entry,
+            &hit_blocking(module, &key, now + 2, 5_000_000),
+        );
+        assert_eq!(
+            (granted, banned, during),
+            (true, false, true),
+            "module {module}: only the hit that starts a ban may end a WATCH on the entry"
+        );
+        let ban: String = redis::cmd("GET").arg(&entry).query(&mut other).unwrap();
+        assert_eq!(ban, format!("b{}", now + 1 + 5_000_000), "module {module}");
     }
 }
 
@@ -128,11 +177,11 @@ fn a_key_named_twice_in_one_call_ends_as_the_script_leaves_it() {
             for step in 0..6u64 {
                 let at = (now + step * 400_000).to_string();
                 let args = [
-                    "hit", &at, "1", code, limit, "1000000", burst, code, "2", "2000000", "2",
+                    "hit", &at, "1", code, limit, "1000000", burst, "0", code, "2", "2000000", "2", "0",
                 ];
                 answers.push(run(
                     &mut con,
-                    &script_or_module(module, "limit", &[&key, &key], &args),
+                    &script_or_module(module, "limit", &[&key, &key, &entry_of(&key)], &args),
                 ));
             }
             replies.push(answers);

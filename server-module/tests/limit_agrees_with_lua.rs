@@ -44,8 +44,14 @@ fn limit_agrees_with_lua() {
     let tally = agree_with_lua(&mut con, calls, seed);
     eprintln!(
         "{calls} calls over {:?}: {} allowed ({} written), {} denied, {} errors; single-rule calls per \
-         algorithm {:?}",
-        tally.codes, tally.allowed, tally.writes, tally.denied, tally.errors, tally.single_rule_calls
+         algorithm {:?}; replies per reason {:?}",
+        tally.codes,
+        tally.allowed,
+        tally.writes,
+        tally.denied,
+        tally.errors,
+        tally.single_rule_calls,
+        tally.reasons
     );
     tally.assert_covers_every_outcome(calls);
 }
@@ -77,20 +83,23 @@ fn server_clock_calls_agree() {
             limit.to_string(),
             period.to_string(),
             burst.to_string(),
+            "0".into(),
         ];
         let lua = run(
             &mut con,
             redis::cmd("EVALSHA")
                 .arg(&sha)
-                .arg(1)
+                .arg(2)
                 .arg(format!("lua:clock:{code}"))
+                .arg("lua:clock:standing")
                 .arg(&argv),
         );
         let module = run(
             &mut con,
             redis::cmd("RATELOCK.LIMIT")
-                .arg(1)
+                .arg(2)
                 .arg(format!("mod:clock:{code}"))
+                .arg("mod:clock:standing")
                 .arg(&argv),
         );
         let ints = |reply: Result<Value, String>| -> Vec<i64> {
@@ -105,13 +114,15 @@ fn server_clock_calls_agree() {
                 other => panic!("unexpected reply {other:?}"),
             }
         };
+        // The reason, then allowed, limit, remaining, reset_after and retry_after.
         let (a, b) = (ints(lua), ints(module));
+        assert_eq!(a.len(), 6, "{a:?}");
         assert_eq!(
-            a[..3],
-            b[..3],
-            "allowed/limit/remaining differ at call {call} ({code})"
+            a[..4],
+            b[..4],
+            "reason/allowed/limit/remaining differ at call {call} ({code})"
         );
-        for i in 3..5 {
+        for i in 4..6 {
             assert!(
                 (a[i] - b[i]).abs() <= PTTL_SLACK_MS * 1000,
                 "µs figure {i} differs: {a:?} vs {b:?}"
@@ -129,6 +140,117 @@ fn server_clock_calls_agree() {
             y.pttl
         );
     }
+}
+
+/// A hit that a blocking rule denies bans the key: both paths answer the ban (reason 1, every rule
+/// `[0, limit, 0, block, block]`), write the same entry with the same TTL, and answer from it while
+/// it lasts; an ended entry leaves the rules to decide; a deny-list or allow-list entry answers for
+/// every rule, spending nothing.
+#[test]
+fn bans_and_list_entries_answer_alike() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let now = wall_us();
+    let ints = |values: &[i64]| Ok(Value::Array(values.iter().map(|&n| Value::Int(n)).collect()));
+    let mut seen = Vec::new();
+    for side in ["lua", "mod"] {
+        let module = side == "mod";
+        let [g, fw, entry] = ["g", "fw", "standing"].map(|end| format!("{side}:{{k}}:{end}"));
+        let call = |con: &mut Connection, mode: &str, at: u64, two_rules: bool| {
+            let mut keys = vec![g.as_str()];
+            let at = at.to_string();
+            let mut args = vec![mode, &at, "1", "g", "1", "1000000", "1", "2000000"];
+            if two_rules {
+                keys.push(&fw);
+                args.extend(["fw", "5", "1000000", "5", "0"]);
+            }
+            keys.push(&entry);
+            run(con, &common::script_or_module(module, "limit", &keys, &args))
+        };
+        // Spent, then denied: the denial bans the key for the rule's 2 s.
+        assert_eq!(
+            call(&mut con, "hit", now, false),
+            ints(&[0, 1, 1, 0, 1_000_000, 0]),
+            "{side}"
+        );
+        assert_eq!(
+            call(&mut con, "hit", now + 1, false),
+            ints(&[1, 0, 1, 0, 2_000_000, 2_000_000]),
+            "{side}"
+        );
+        let ban = key_snapshot(&mut con, &entry);
+        assert_eq!(ban.contents, [format!("b{}", now + 2_000_001)], "{side}");
+        assert!((1_900..=2_000).contains(&ban.pttl), "{side}: PTTL {}", ban.pttl);
+        // The ban answers for every rule, a rule never called before too, which is not read.
+        let wait = 1_500_000;
+        assert_eq!(
+            call(&mut con, "hit", now + 500_001, true),
+            ints(&[1, 0, 1, 0, wait, wait, 0, 5, 0, wait, wait]),
+            "{side}"
+        );
+        assert_eq!(key_snapshot(&mut con, &fw).kind, "none", "{side}");
+        // Ended (its key not yet expired): the rules decide, and spend.
+        let after = call(&mut con, "hit", now + 2_000_001, true);
+        let Ok(Value::Array(ref items)) = after else {
+            panic!("{side}: {after:?}")
+        };
+        assert_eq!(
+            (&items[..2], &items[6]),
+            (&[Value::Int(0), Value::Int(1)][..], &Value::Int(1)),
+            "{side}: {after:?}"
+        );
+        // A deny-list entry denies every rule, peek or hit.
+        let ends = now + 5_000_000;
+        let _: () = redis::cmd("SET")
+            .arg(&entry)
+            .arg(format!("d{ends}"))
+            .arg("PX")
+            .arg(10_000)
+            .query(&mut con)
+            .unwrap();
+        let wait = 2_000_000;
+        assert_eq!(
+            call(&mut con, "peek", ends - wait as u64, true),
+            ints(&[2, 0, 1, 0, wait, wait, 0, 5, 0, wait, wait]),
+            "{side}"
+        );
+        // An allow-list entry admits every rule with its whole capacity, and spends nothing.
+        let _: () = redis::cmd("SET")
+            .arg(&entry)
+            .arg(format!("a{ends}"))
+            .arg("PX")
+            .arg(10_000)
+            .query(&mut con)
+            .unwrap();
+        let before = [key_snapshot(&mut con, &g), key_snapshot(&mut con, &fw)];
+        assert_eq!(
+            call(&mut con, "hit", ends - 1, true),
+            ints(&[3, 1, 1, 1, 0, 0, 1, 5, 5, 0, 0]),
+            "{side}"
+        );
+        let after = [key_snapshot(&mut con, &g), key_snapshot(&mut con, &fw)];
+        assert_eq!(
+            before.iter().map(|k| &k.contents).collect::<Vec<_>>(),
+            after.iter().map(|k| &k.contents).collect::<Vec<_>>(),
+            "{side}: the allow list spent"
+        );
+        seen.push((kinds_and_contents(&after), ban));
+    }
+    let (lua, module) = (&seen[0], &seen[1]);
+    assert_eq!(lua.0, module.0, "the rules' state differs after the same calls");
+    assert_eq!(lua.1.contents, module.1.contents, "the bans differ");
+    assert!(
+        (lua.1.pttl - module.1.pttl).abs() <= PTTL_SLACK_MS,
+        "{lua:?} vs {module:?}"
+    );
+}
+
+/// The kinds and contents of snapshots, for comparing two copies whose TTLs were read apart.
+fn kinds_and_contents(snapshots: &[KeySnapshot]) -> Vec<(String, Vec<String>)> {
+    snapshots
+        .iter()
+        .map(|k| (k.kind.clone(), k.contents.clone()))
+        .collect()
 }
 
 /// The module's writes reach a replica as plain effects (SET .. PXAT, HSET, ZADD, ZREMRANGEBYSCORE,
@@ -203,9 +325,10 @@ fn an_aof_reload_gives_back_the_same_keys_values_and_expiry() {
     let _ = std::fs::remove_dir_all(&port_dir);
 }
 
-/// `count` seeded `RATELOCK.LIMIT` calls (one rule each, of the generated shapes, on keys
-/// `<prefix>:{u}:<shape>`, with `now` moving ahead of the wall clock; a quarter of them peeks when
-/// `with_peeks`), each asserted to answer; the keys they used.
+/// `count` seeded `RATELOCK.LIMIT` calls (one rule each, of the generated shapes, some of which ban
+/// when they deny, on keys `<prefix>:{u}:<shape>` and the entry key `<prefix>:{u}:standing`, with
+/// `now` moving ahead of the wall clock; a quarter of them peeks when `with_peeks`), each asserted to
+/// answer; the keys they used.
 fn random_module_calls(
     con: &mut Connection,
     seed: u64,
@@ -222,6 +345,7 @@ fn random_module_calls(
         let s = rng.below(shapes.len() as u64) as usize;
         let shape = &shapes[s];
         let key = format!("{prefix}:{{u}}:{s}");
+        let entry = format!("{prefix}:{{u}}:standing");
         let mode = if with_peeks && rng.below(4) == 0 {
             "peek"
         } else {
@@ -230,20 +354,127 @@ fn random_module_calls(
         let reply = run(
             con,
             redis::cmd("RATELOCK.LIMIT")
-                .arg(1)
+                .arg(2)
                 .arg(&key)
+                .arg(&entry)
                 .arg(mode)
                 .arg(wall_us() + drift)
                 .arg(1)
                 .arg(shape.code)
                 .arg(shape.limit)
                 .arg(shape.period_us)
-                .arg(shape.burst),
+                .arg(shape.burst)
+                .arg(shape.block_us),
         );
         assert!(reply.is_ok(), "{reply:?}");
         keys.insert(key);
+        keys.insert(entry);
     }
     keys
+}
+
+/// Calls off the contract (the count of keys and arguments, a rule's block) are refused by both
+/// paths with the same error; every rule's arguments are checked before any key is read, so a bad
+/// rule is the error even on a key that is banned or holds an entry no ratelock code writes.
+#[test]
+fn bad_calls_are_refused_alike() {
+    let server = start_server();
+    let mut con = connect(&server);
+    let count_error = "ERR ratelock: expected 5 arguments per rule key, and the entry key last";
+    let bad_rule = |i: usize| format!("ERR ratelock: bad rule arguments for key {i}");
+    let (rule, entry) = ("rl:{bad}:g5/1000", "rl:{bad}:standing");
+    let one = ["g", "5", "1000000", "5", "0"];
+    let head = ["hit", "1763800000000000", "1"];
+    let with = |rules: &[&[&'static str]]| -> Vec<&'static str> {
+        let mut args = head.to_vec();
+        for r in rules {
+            args.extend_from_slice(r);
+        }
+        args
+    };
+    let cases: Vec<(Vec<&str>, Vec<&str>, String)> = vec![
+        // The contract before the entry key: one key, four arguments per rule.
+        (vec![rule], with(&[&one[..4]]), count_error.into()),
+        // No entry key: the one key is taken for it, and no rule is left for the arguments.
+        (vec![rule], with(&[&one]), count_error.into()),
+        (vec![entry], head.to_vec(), count_error.into()),
+        // The entry key, but four arguments per rule, or more than its one rule takes (one too many
+        // is the call tag the module takes: tagged_calls.rs).
+        (vec![rule, entry], with(&[&one[..4]]), count_error.into()),
+        (vec![rule, entry], with(&[&one, &one[..4]]), count_error.into()),
+        (vec![], head.to_vec(), count_error.into()),
+        // A block that is not a whole number of µs from 0 to 366 days.
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", "-1"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", "1.5"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", ""]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", "x"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", "31622400000001"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, "rl:{bad}:fw", entry],
+            with(&[&one, &["fw", "5", "1000000", "5", "31622400000001"]]),
+            bad_rule(2),
+        ),
+    ];
+    for (keys, args, error) in &cases {
+        for module in [false, true] {
+            let reply = run(&mut con, &common::script_or_module(module, "limit", keys, args));
+            assert_eq!(
+                reply,
+                Err(error.clone()),
+                "module {module}: keys {keys:?} args {args:?}"
+            );
+        }
+    }
+    // The longest block is taken by both.
+    let longest = with(&[&["g", "5", "1000000", "5", "31622400000000"]]);
+    for module in [false, true] {
+        let reply = run(
+            &mut con,
+            &common::script_or_module(module, "limit", &[rule, entry], &longest),
+        );
+        assert!(reply.is_ok(), "module {module}: {reply:?}");
+    }
+    // A bad second rule is the error, whatever the entry holds: a live ban, or a corrupt entry.
+    for held in ["b1763800001000000", "garbage"] {
+        let _: () = redis::cmd("SET").arg(entry).arg(held).query(&mut con).unwrap();
+        let args = with(&[&one, &["g", "5", "1000000", "5", "-1"]]);
+        let costly = ["hit", "1763800000000000", "6", "g", "5", "1000000", "5", "0"];
+        for module in [false, true] {
+            let keys = [rule, "rl:{bad}:g5/1000b", entry];
+            let reply = run(&mut con, &common::script_or_module(module, "limit", &keys, &args));
+            assert_eq!(reply, Err(bad_rule(2)), "module {module}, entry {held}");
+            // A cost above the rule's capacity too.
+            let reply = run(
+                &mut con,
+                &common::script_or_module(module, "limit", &[rule, entry], &costly),
+            );
+            assert_eq!(
+                reply,
+                Err("ERR ratelock: cost exceeds capacity of rule 1".into()),
+                "module {module}, entry {held}"
+            );
+        }
+    }
 }
 
 /// A call with more rules than ratelock checks together (ratelock::MAX_RULES) is refused by both paths,
@@ -253,9 +484,10 @@ fn too_many_rules_are_refused_alike() {
     let server = start_server();
     let mut con = connect(&server);
     for (count, refused) in [(100, false), (101, true), (5_000, true)] {
-        let keys: Vec<String> = (0..count)
+        let mut keys: Vec<String> = (0..count)
             .map(|i| format!("rl:{{many}}:g{}/1000", i + 1))
             .collect();
+        keys.push("rl:{many}:standing".into());
         let mut args = vec!["peek".to_string(), String::new(), "1".into()];
         for i in 0..count {
             args.extend([
@@ -263,6 +495,7 @@ fn too_many_rules_are_refused_alike() {
                 (i + 1).to_string(),
                 "1000000".into(),
                 (i + 1).to_string(),
+                "0".into(),
             ]);
         }
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();

@@ -9,15 +9,17 @@ use redis::Value;
 
 fn limit_call(key: &str, tag: Option<&str>) -> redis::Cmd {
     let mut cmd = redis::cmd("RATELOCK.LIMIT");
-    cmd.arg(1)
+    cmd.arg(2)
         .arg(key)
+        .arg(format!("{key}:standing"))
         .arg("hit")
         .arg("")
         .arg(1)
         .arg("g")
         .arg(5)
         .arg(1_000_000)
-        .arg(5);
+        .arg(5)
+        .arg(0);
     if let Some(tag) = tag {
         cmd.arg(tag);
     }
@@ -32,8 +34,10 @@ fn a_tagged_call_is_answered_with_its_tag() {
     let Value::Array(ref figures) = plain else {
         panic!("untagged reply {plain:?}")
     };
-    assert_eq!(figures.len(), 5, "{plain:?}");
-    assert_eq!(figures[0], Value::Int(1));
+    // The reason (0: the rules decided), then the rule's five figures.
+    assert_eq!(figures.len(), 6, "{plain:?}");
+    assert_eq!(figures[0], Value::Int(0));
+    assert_eq!(figures[1], Value::Int(1));
 
     let tagged = run(&mut con, &limit_call("{a}:2", Some("90071992547"))).unwrap();
     let Value::Array(parts) = tagged else {
@@ -48,8 +52,9 @@ fn an_error_is_never_wrapped_in_the_tag() {
     let server = start_server();
     let mut con = connect(&server);
     let mut bad = redis::cmd("RATELOCK.LIMIT");
-    bad.arg(1)
+    bad.arg(2)
         .arg("{a}:1")
+        .arg("{a}:1:standing")
         .arg("hit")
         .arg("")
         .arg(0)
@@ -57,6 +62,7 @@ fn an_error_is_never_wrapped_in_the_tag() {
         .arg(5)
         .arg(1_000_000)
         .arg(5)
+        .arg(0)
         .arg("7");
     let err = run(&mut con, &bad).unwrap_err();
     assert!(err.contains("cost must be an integer"), "{err}");

@@ -76,10 +76,14 @@ fn limit_declares_its_key_spec_on_valkey() {
     getkeys
         .arg("GETKEYS")
         .arg("RATELOCK.LIMIT")
-        .arg(2)
+        .arg(3)
         .arg("a")
-        .arg("b");
-    getkeys.arg(&["hit", "", "1", "g", "1", "1000", "1", "g", "1", "1000", "1"]);
-    let names = [b"a".to_vec(), b"b".to_vec()].map(Value::BulkString);
+        .arg("b")
+        .arg("a-standing");
+    getkeys.arg(&[
+        "hit", "", "1", "g", "1", "1000", "1", "0", "g", "1", "1000", "1", "0",
+    ]);
+    // The rule keys, then the entry key (a ban or list entry), last.
+    let names = [b"a".to_vec(), b"b".to_vec(), b"a-standing".to_vec()].map(Value::BulkString);
     assert_eq!(run(&mut con, &getkeys).unwrap(), Value::Array(names.to_vec()));
 }

@@ -11,6 +11,7 @@ pub mod permits;
 pub mod rwlock;
 pub mod sliding_log;
 pub mod sliding_window;
+pub mod standing;
 pub mod token_bucket;
 
 use std::collections::VecDeque;

@@ -7,6 +7,7 @@ mod wire_calls;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::algorithm::standing::{Standing, StandingCall, BANS, LIST_ENTRIES};
 use crate::clock::now_us;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -441,6 +442,118 @@ impl Limiter {
             .await
     }
 
+    /// Bans `key` under this limiter's prefix for `duration` (1 ms to 366 days): every hit and peek on
+    /// it is denied with [`Reason::Ban`](crate::Reason::Ban), waiting out the ban, in every process and
+    /// language that shares the store. Replaces any ban or list entry the key had. A rule's `block`
+    /// word starts the same ban by itself when the rule denies a hit.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("100/minute")?;
+    /// limiter.block("abuser", Duration::from_secs(600)).await?;
+    /// let denied = limiter.hit("abuser", &rules, 1).await?;
+    /// assert_eq!((denied.allowed, denied.reason), (false, ratelock::Reason::Ban));
+    /// assert!(limiter.unblock("abuser").await?);
+    /// assert!(limiter.hit("abuser", &rules, 1).await?.allowed);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn block(&self, key: impl AsRef<[u8]>, duration: Duration) -> Result<()> {
+        self.set_standing(key.as_ref(), Standing::Banned, "duration", duration)
+            .await
+    }
+
+    /// Lifts `key`'s ban; true when it had one (a list entry stays: see [`clear`](Self::clear)).
+    pub async fn unblock(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        self.change_standing(key.as_ref(), StandingCall::Remove(BANS))
+            .await
+    }
+
+    /// Puts `key` on this prefix's deny list for `ttl` (1 ms to 366 days): every hit and peek is denied
+    /// with [`Reason::DenyList`](crate::Reason::DenyList), checked in the same call as the rules.
+    /// Replaces any ban or list entry the key had.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("1/minute")?;
+    /// limiter.allow("health-check", Duration::from_secs(3600)).await?;
+    /// for _ in 0..5 {
+    ///     let passed = limiter.hit("health-check", &rules, 1).await?;
+    ///     assert_eq!((passed.allowed, passed.reason), (true, ratelock::Reason::AllowList));
+    /// }
+    /// limiter.deny("scraper", Duration::from_secs(3600)).await?;
+    /// assert_eq!(limiter.hit("scraper", &rules, 1).await?.reason, ratelock::Reason::DenyList);
+    /// assert!(limiter.clear("scraper").await?);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn deny(&self, key: impl AsRef<[u8]>, ttl: Duration) -> Result<()> {
+        self.set_standing(key.as_ref(), Standing::Denied, "ttl", ttl)
+            .await
+    }
+
+    /// Puts `key` on this prefix's allow list for `ttl` (1 ms to 366 days): every hit and peek passes
+    /// with [`Reason::AllowList`](crate::Reason::AllowList) and spends nothing. Replaces any ban or list
+    /// entry the key had.
+    pub async fn allow(&self, key: impl AsRef<[u8]>, ttl: Duration) -> Result<()> {
+        self.set_standing(key.as_ref(), Standing::Allowed, "ttl", ttl)
+            .await
+    }
+
+    /// Takes `key` off the deny or allow list; true when it was on one (a ban stays: see
+    /// [`unblock`](Self::unblock)).
+    pub async fn clear(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        self.change_standing(key.as_ref(), StandingCall::Remove(LIST_ENTRIES))
+            .await
+    }
+
+    async fn set_standing(
+        &self,
+        key: &[u8],
+        standing: Standing,
+        name: &'static str,
+        span: Duration,
+    ) -> Result<()> {
+        let call = StandingCall::set(standing, name, span)?;
+        self.change_standing(key, call).await.map(drop)
+    }
+
+    async fn change_standing(&self, key: &[u8], call: StandingCall) -> Result<bool> {
+        self.stand(key, call, None).await
+    }
+
+    /// The one change of a key's ban or list entry every binding calls ([`block`](Self::block),
+    /// [`unblock`](Self::unblock), [`deny`](Self::deny), [`allow`](Self::allow) and
+    /// [`clear`](Self::clear) are its forms), at `now_us` when given, else by the limiter's clock; true
+    /// when an entry was put or removed.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use ratelock::algorithm::standing::{Standing, StandingCall, BANS};
+    /// let limiter = ratelock::Limiter::memory();
+    /// let ban = StandingCall::set(Standing::Banned, "duration", std::time::Duration::from_secs(60))?;
+    /// limiter.stand("k", ban, Some(1_000_000)).await?;
+    /// assert!(!limiter.stand("k", StandingCall::Remove(BANS), Some(61_000_000)).await?, "ended by then");
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn stand(
+        &self,
+        key: impl AsRef<[u8]>,
+        call: StandingCall,
+        now_us: Option<u64>,
+    ) -> Result<bool> {
+        let key = key.as_ref();
+        check_key("key", key)?;
+        crate::clock::check_now(now_us)?;
+        let now =
+            now_us.or_else(|| (self.shared.options.clock == ClockSource::Local).then(crate::clock::now_us));
+        self.store
+            .stand(&self.shared.options.prefix, key, call, now)
+            .await
+    }
+
     /// Like [`hit`](Self::hit), answered on the calling thread without an async runtime when that is
     /// possible: always on the memory store, and on Redis when the store's blocking connection is free
     /// (one blocking socket round trip, no thread hand-off). `None` means: use [`hit`](Self::hit).
@@ -526,7 +639,7 @@ impl Limiter {
 
     /// The store's outcomes for `request` (misuse is answered here, without a round trip), for the
     /// hooked path ([`run`](Self::run) writes the same out, which keeps its future small).
-    async fn ask_store(&self, request: &LimitRequest<'_>) -> Result<crate::algorithm::Outcomes> {
+    async fn ask_store(&self, request: &LimitRequest<'_>) -> Result<crate::algorithm::standing::Verdict> {
         match &self.store {
             // The memory store never waits: answer without going through a future.
             Store::Memory(store) => store.check(request),
@@ -638,7 +751,7 @@ impl Limiter {
     /// then what the hooks make of it (the path every decision takes: see [`decide`](Self::decide)).
     pub(crate) fn settle(
         &self,
-        checked: Result<crate::algorithm::Outcomes>,
+        checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
     ) -> Result<Decision> {
         if !self.shared.options.hooks.is_empty() {
@@ -653,7 +766,7 @@ impl Limiter {
     #[inline(never)]
     fn settle_hooked(
         &self,
-        checked: Result<crate::algorithm::Outcomes>,
+        checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
     ) -> Result<Decision> {
         let answer = self.decide(checked, request);
@@ -666,15 +779,15 @@ impl Limiter {
     #[inline]
     fn decide(
         &self,
-        checked: Result<crate::algorithm::Outcomes>,
+        checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
     ) -> Result<Decision> {
         match checked {
-            Ok(outcomes) => {
+            Ok(verdict) => {
                 if let Some(fallback) = &self.shared.fallback {
                     fallback.store_answered();
                 }
-                Ok(Decision::from_outcomes(outcomes))
+                Ok(Decision::from_verdict(verdict))
             }
             Err(err) if err.is_store_failure() => self.degrade(err, request),
             Err(err) => Err(err),

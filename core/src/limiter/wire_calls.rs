@@ -26,8 +26,9 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
-    /// // sha, 1 key, hit, time, cost, one rule (4), and the call tag its reply must echo
-    /// assert!(bytes.starts_with(b"*12\r\n$7\r\nEVALSHA\r\n"));
+    /// // sha, 2 keys (the rule's and the key's entry), hit, time, cost, one rule (5), and the call tag its
+    /// // reply must echo
+    /// assert!(bytes.starts_with(b"*14\r\n$7\r\nEVALSHA\r\n"));
     /// assert!(limiter.wire_command(b"user:42", &rules, 11, None, true).unwrap_err().is_cost_exceeds_capacity());
     /// # Ok::<(), ratelock::Error>(())
     /// ```
@@ -54,8 +55,8 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command_as(b"user:42", &rules, 1, None, true, WireRoute::Module)?;
-    /// // no sha: 1 key, hit, time, cost, one rule (4), and the call tag
-    /// assert!(bytes.starts_with(b"*11\r\n$14\r\nRATELOCK.LIMIT\r\n$1\r\n1\r\n"));
+    /// // no sha: 2 keys, hit, time, cost, one rule (5), and the call tag
+    /// assert!(bytes.starts_with(b"*13\r\n$14\r\nRATELOCK.LIMIT\r\n$1\r\n2\r\n"));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
     pub fn wire_command_as(
@@ -104,9 +105,9 @@ impl Limiter {
     /// let command = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
     /// let tag = std::str::from_utf8(&command)?.rsplit("\r\n").nth(1).unwrap().to_owned();
     /// let mut reader = ReplyReader::new();
-    /// let decided = format!("*2\r\n${}\r\n{tag}\r\n*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n", tag.len());
+    /// let decided = format!("*2\r\n${}\r\n{tag}\r\n*6\r\n:0\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n", tag.len());
     /// reader.push(decided.as_bytes());
-    /// reader.push(b"-NOSCRIPT No matching script\r\n*2\r\n$1\r\n7\r\n*5\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n");
+    /// reader.push(b"-NOSCRIPT No matching script\r\n*2\r\n$1\r\n7\r\n*6\r\n:0\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n");
     /// let reply = reader.next_reply()?.expect("a whole reply");
     /// let call = WireCall { key: b"user:42", rules: &rules, cost: 1, spend: true };
     /// let WireAnswer::Decided(decision) = limiter.wire_answer(reply, &command, &call, false)? else { panic!() };
@@ -355,7 +356,7 @@ mod tests {
         assert!(short.is_protocol(), "{short}");
         let untagged = limiter
             .wire_answer(
-                reply(b"*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
+                reply(b"*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
                 &COMMAND,
                 &call(&rules, 1),
                 false,
@@ -365,7 +366,7 @@ mod tests {
         let allowing = self::limiter(FailurePolicy::Allow);
         let crossed = allowing
             .wire_answer(
-                reply(b"*2\r\n$2\r\n41\r\n*5\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
+                reply(b"*2\r\n$2\r\n41\r\n*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
                 &COMMAND,
                 &call(&rules, 1),
                 false,

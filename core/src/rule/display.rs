@@ -12,25 +12,41 @@ const UNITS: [(u64, &str); 5] = [
     (1, "ms"),
 ];
 
+/// A whole number of milliseconds as (count, the largest unit that divides it).
+fn span(ms: u64) -> (u64, &'static str) {
+    let (size, unit) = UNITS
+        .into_iter()
+        .find(|(size, _)| ms.is_multiple_of(*size))
+        .unwrap_or((1, "ms"));
+    (ms / size, unit)
+}
+
+fn plural(unit: &str) -> &'static str {
+    if unit == "ms" {
+        ""
+    } else {
+        "s"
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let period_ms = self.period_us / 1000;
-        let (size, unit) = UNITS
-            .into_iter()
-            .find(|(size, _)| period_ms.is_multiple_of(*size))
-            .unwrap_or((1, "ms"));
-        let count = period_ms / size;
+        let (count, unit) = span(self.period_us / 1000);
         if count == 1 {
             write!(f, "{}/{unit}", self.limit)?;
         } else {
-            let plural = if unit == "ms" { "" } else { "s" };
-            write!(f, "{} per {count} {unit}{plural}", self.limit)?;
+            write!(f, "{} per {count} {unit}{}", self.limit, plural(unit))?;
         }
         if self.algorithm.uses_burst() && self.burst != self.limit {
             write!(f, " burst {}", self.burst)?;
         }
         if self.algorithm != Algorithm::Gcra {
             write!(f, " using {}", self.algorithm)?;
+        }
+        if let Some(block_us) = self.block_us() {
+            let (count, unit) = span(block_us / 1000);
+            let unit_s = if count == 1 { "" } else { plural(unit) };
+            write!(f, " block {count} {unit}{unit_s}")?;
         }
         Ok(())
     }

@@ -58,6 +58,8 @@ pub struct Rule {
     limit: u64,
     period_us: u64,
     burst: u64,
+    /// µs a denial of this rule bans the key for (0: no ban).
+    block_us: u64,
     id: Arc<str>,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
@@ -67,7 +69,7 @@ pub struct Rule {
 
 impl PartialEq for Rule {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
+        self.id == other.id && self.block_us == other.block_us
     }
 }
 
@@ -99,7 +101,7 @@ impl Rule {
                 "burst applies only to gcra, token_bucket and leaky_bucket",
             ));
         }
-        Self::build(algorithm, self.limit, self.period(), burst)
+        Ok(Self::build(algorithm, self.limit, self.period(), burst)?.keep_block(self))
     }
 
     /// The same rule with another burst (how many units may be taken at once).
@@ -111,7 +113,51 @@ impl Rule {
                 "burst applies only to gcra, token_bucket and leaky_bucket",
             ));
         }
-        Self::build(self.algorithm, self.limit, self.period(), burst)
+        Ok(Self::build(self.algorithm, self.limit, self.period(), burst)?.keep_block(self))
+    }
+
+    /// The same rule, banning the key for `block` once it denies a hit (the `block` word of the rule
+    /// text): from 1 ms to [`MAX_PERIOD`], in whole milliseconds. While banned, every hit and peek on
+    /// the key is denied with [`Reason::Ban`](crate::Reason::Ban) and the ban's end as its wait.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rule: ratelock::Rule = "5/minute".parse()?;
+    /// let strict = rule.with_block(Duration::from_secs(900))?;
+    /// assert_eq!(strict.to_string(), "5/minute block 15 minutes");
+    /// assert_eq!(strict.block(), Some(Duration::from_secs(900)));
+    /// assert_eq!(strict.id(), rule.id(), "a ban is kept beside the rule's state, not in it");
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn with_block(&self, block: Duration) -> Result<Self> {
+        if block < Duration::from_millis(1)
+            || block > MAX_PERIOD
+            || !block.subsec_nanos().is_multiple_of(1_000_000)
+        {
+            return Err(Error::invalid_rule(
+                &self.to_string(),
+                &format!("block {block:?}"),
+                "block must be a whole number of milliseconds from 1 ms to 366 days",
+            ));
+        }
+        let mut rule = self.clone();
+        rule.block_us = block.as_micros() as u64;
+        Ok(rule)
+    }
+
+    /// How long a denial of this rule bans the key, if it does.
+    pub fn block(&self) -> Option<Duration> {
+        self.block_us().map(Duration::from_micros)
+    }
+
+    pub(crate) fn block_us(&self) -> Option<u64> {
+        (self.block_us > 0).then_some(self.block_us)
+    }
+
+    /// `self` with `other`'s ban (a rule rebuilt from another keeps what it said).
+    fn keep_block(mut self, other: &Rule) -> Self {
+        self.block_us = other.block_us;
+        self
     }
 
     /// This rule's share for one of `instances` processes, for the local fallback, so that across all
@@ -134,14 +180,14 @@ impl Rule {
         let instances = instances.max(1);
         if !self.algorithm.uses_burst() {
             let limit = self.limit.div_ceil(instances).max(1);
-            return Self::build(self.algorithm, limit, self.period(), limit);
+            return Ok(Self::build(self.algorithm, limit, self.period(), limit)?.keep_block(self));
         }
         let period = self
             .period()
             .saturating_mul(u32::try_from(instances).unwrap_or(u32::MAX))
             .min(MAX_PERIOD);
         let burst = self.burst.div_ceil(instances).max(1);
-        Self::build(self.algorithm, self.limit, period, burst)
+        Ok(Self::build(self.algorithm, self.limit, period, burst)?.keep_block(self))
     }
 
     /// Builds and validates a rule from all its parts.
@@ -189,6 +235,7 @@ impl Rule {
             limit,
             period_us,
             burst,
+            block_us: 0,
             id: Arc::from(""),
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),

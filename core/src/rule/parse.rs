@@ -62,30 +62,45 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
         }
         _ => 1,
     };
-    let unit_ms = match tokens.next() {
-        Some(Token::Word(word, raw)) => unit_millis(&word)
-            .ok_or_else(|| fail(raw, "unknown unit (expected ms, second, minute, hour or day)"))?,
-        Some(other) => {
-            return Err(fail(
-                token_text(&other),
-                "expected a unit (ms, second, minute, hour, day)",
-            ))
-        }
-        None => {
-            return Err(fail(
-                segment.trim(),
-                "missing unit (ms, second, minute, hour or day)",
-            ))
-        }
-    };
+    let unit_ms = unit_of(&fail, segment, tokens.next())?;
     let period_ms = count
         .checked_mul(unit_ms)
         .ok_or_else(|| fail(segment.trim(), "period is too long"))?;
 
     let mut burst = None;
     let mut algorithm = None;
+    let mut block = None;
     while let Some(token) = tokens.next() {
         match token {
+            Token::Word(word, raw) if word == "block" => {
+                if block.is_some() {
+                    return Err(fail(raw, "block given twice"));
+                }
+                let count = match tokens.peek() {
+                    Some(Token::Number(n, _)) => {
+                        let n = *n;
+                        tokens.next();
+                        n
+                    }
+                    _ => 1,
+                };
+                let unit_ms = match tokens.next() {
+                    Some(Token::Word(word, unit)) => unit_millis(&word).ok_or_else(|| {
+                        fail(unit, "unknown unit (expected ms, second, minute, hour or day)")
+                    })?,
+                    _ => {
+                        return Err(fail(
+                            raw,
+                            "'block' must be followed by a duration (e.g. 'block 15 minutes')",
+                        ))
+                    }
+                };
+                let ms = count
+                    .checked_mul(unit_ms)
+                    .filter(|&ms| ms >= 1)
+                    .ok_or_else(|| fail(raw, "block must be from 1 ms to 366 days"))?;
+                block = Some((raw, ms));
+            }
             Token::Word(word, raw) if word == "burst" => {
                 if burst.is_some() {
                     return Err(fail(raw, "burst given twice"));
@@ -116,7 +131,7 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
             other => {
                 return Err(fail(
                     token_text(&other),
-                    "unexpected text (expected 'burst N' or 'using ALGORITHM')",
+                    "unexpected text (expected 'burst N', 'using ALGORITHM' or 'block DURATION')",
                 ))
             }
         }
@@ -130,7 +145,7 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
         ));
     }
     let period = Duration::from_millis(period_ms);
-    Rule::build(algorithm, limit, period, burst.unwrap_or(limit)).map_err(|err| match err {
+    let rule = Rule::build(algorithm, limit, period, burst.unwrap_or(limit)).map_err(|err| match err {
         Error::InvalidRule { part, reason, .. } => {
             let part = if segment.contains(part.as_str()) {
                 part
@@ -140,7 +155,29 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
             Error::invalid_rule(text, &part, reason)
         }
         other => other,
-    })
+    })?;
+    match block {
+        Some((raw, ms)) => rule
+            .with_block(Duration::from_millis(ms))
+            .map_err(|_| fail(raw, "block must be from 1 ms to 366 days")),
+        None => Ok(rule),
+    }
+}
+
+/// The unit after a count: its length in ms, or the error naming what stood there instead.
+fn unit_of(fail: &impl Fn(&str, &str) -> Error, segment: &str, token: Option<Token<'_>>) -> Result<u64> {
+    match token {
+        Some(Token::Word(word, raw)) => unit_millis(&word)
+            .ok_or_else(|| fail(raw, "unknown unit (expected ms, second, minute, hour or day)")),
+        Some(other) => Err(fail(
+            token_text(&other),
+            "expected a unit (ms, second, minute, hour, day)",
+        )),
+        None => Err(fail(
+            segment.trim(),
+            "missing unit (ms, second, minute, hour or day)",
+        )),
+    }
 }
 
 fn tokenize<'a>(text: &str, segment: &'a str) -> Result<Vec<Token<'a>>> {
@@ -243,6 +280,17 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(rules.len(), 3);
+        assert_eq!(
+            rule("5/minute block 15 minutes").block(),
+            Some(Duration::from_secs(900))
+        );
+        assert_eq!(rule("5/m block 90s").block(), Some(Duration::from_secs(90)));
+        assert_eq!(rule("5/m block hour").block(), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            rule("5/m using fixed_window block 2 days").to_string(),
+            "5/minute using fixed_window block 2 days"
+        );
+        assert_eq!(rule("5/m").block(), None);
     }
 
     #[test]
@@ -266,6 +314,11 @@ mod tests {
         assert_eq!(error_part("10/s; 10/second"), "10/second");
         assert_eq!(error_part("10 per 400 days"), "10 per 400 days");
         assert_eq!(error_part("2000/ms"), "2000");
+        assert_eq!(error_part("5/m block"), "block");
+        assert_eq!(error_part("5/m block 15 fortnights"), "fortnights");
+        assert_eq!(error_part("5/m block 0 minutes"), "block");
+        assert_eq!(error_part("5/m block 400 days"), "block");
+        assert_eq!(error_part("5/m block 1m block 2m"), "block");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::roles::sealed::Sealed;
 use super::roles::{LimitRequest, LimitStore};
 use super::{AnyLockStore, Store};
-use crate::algorithm::Outcomes;
+use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::Result;
 use crate::rule::Rules;
 
@@ -24,12 +24,12 @@ impl Sealed for Store {}
 impl Sealed for AnyLockStore {}
 
 impl LimitStore for Store {
-    async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
+    async fn check(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
         crate::clock::check_now(request.now_us)?;
         each_store!(self, store => LimitStore::check(store, request).await)
     }
 
-    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>> {
         if let Err(error) = crate::clock::check_now(request.now_us) {
             return Some(Err(error));
         }
@@ -38,6 +38,11 @@ impl LimitStore for Store {
 
     async fn reset(&self, prefix: &str, key: &[u8], rules: &Rules) -> Result<()> {
         each_store!(self, store => LimitStore::reset(store, prefix, key, rules).await)
+    }
+
+    async fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Result<bool> {
+        crate::clock::check_now(now_us)?;
+        each_store!(self, store => LimitStore::stand(store, prefix, key, call, now_us).await)
     }
 }
 

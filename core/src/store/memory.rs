@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use super::options::WhenFull;
 use super::roles::LimitRequest;
+use crate::algorithm::standing::{ban_after, banned, Entry, StandingCall, Verdict};
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
 use crate::error::{Error, Result};
@@ -36,8 +37,8 @@ const SWEEP_FLOOR: usize = 64;
 /// let store = MemoryStore::unbounded();
 /// let rules = "1/second".parse()?;
 /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
-/// assert!(store.check(&request)?[0].allowed);
-/// assert!(!store.check(&request)?[0].allowed);
+/// assert!(store.check(&request)?.outcomes[0].allowed);
+/// assert!(!store.check(&request)?.outcomes[0].allowed);
 /// # Ok::<(), ratelock::Error>(())
 /// ```
 #[derive(Clone)]
@@ -58,6 +59,9 @@ struct Inner {
 
 struct Shard {
     map: HashMap<Box<[u8]>, Slot, RandomState>,
+    /// Each key's ban or list entry, by `<prefix>:{<escaped key>}:` (empty, and never looked into,
+    /// until one is put).
+    standing: HashMap<Box<[u8]>, Entry, RandomState>,
     /// The shard's size right after its last sweep.
     swept_len: usize,
     /// The earliest expiry among the keys the last sweep kept (a full shard sweeps again from then).
@@ -102,6 +106,7 @@ impl MemoryStore {
             .map(|_| {
                 Mutex::new(Shard {
                     map: HashMap::with_hasher(RandomState::default()),
+                    standing: HashMap::with_hasher(RandomState::default()),
                     swept_len: 0,
                     earliest_expiry: u64::MAX,
                 })
@@ -144,7 +149,9 @@ impl MemoryStore {
     /// ```
     pub fn clear(&self) {
         for shard in self.inner.shards.iter() {
-            shard.lock().map.clear();
+            let mut shard = shard.lock();
+            shard.map.clear();
+            shard.standing.clear();
         }
     }
 
@@ -158,8 +165,9 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    /// Checks every rule of the request under one shard lock; spends only if all allow.
-    pub fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
+    /// Checks the key's ban or list entry, then every rule of the request, under one shard lock;
+    /// spends only if all allow, and bans the key when a blocking rule denies a hit.
+    pub fn check(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
         KEY_BUFFER.with(|buffer| {
             let mut key = buffer.borrow_mut();
             key.clear();
@@ -168,13 +176,65 @@ impl MemoryStore {
         })
     }
 
-    fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Outcomes> {
-        let base_len = key.len();
+    fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Verdict> {
         let now = request.now_us.unwrap_or_else(process_now_us);
-        let inner = &*self.inner;
         let mut shard = self.shard_for(key).lock();
         let rules = request.rules.as_slice();
+        if !shard.standing.is_empty() {
+            // Misuse is an error before any entry answers, as on every store.
+            for rule in rules {
+                crate::algorithm::check_cost(rule, request.cost)?;
+            }
+            if let Some(verdict) = shard
+                .standing
+                .get(key.as_slice())
+                .and_then(|e| e.answer(rules, now))
+            {
+                return Ok(verdict);
+            }
+        }
+        let base_len = key.len();
+        let outcomes = self.check_rules(&mut shard, key, request, now)?;
+        if request.spend {
+            if let Some(block_us) = ban_after(rules, &outcomes) {
+                key.truncate(base_len);
+                let entry = Entry {
+                    standing: crate::algorithm::standing::Standing::Banned,
+                    until_us: now + block_us,
+                };
+                shard.standing.insert(key.as_slice().into(), entry);
+                return Ok(banned(rules, block_us));
+            }
+        }
+        Ok(Verdict::from(outcomes))
+    }
 
+    /// Changes the key's ban or list entry; true when it put or removed one.
+    pub fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> bool {
+        let now = now_us.unwrap_or_else(process_now_us);
+        let mut base = Vec::new();
+        write_base(&mut base, prefix, key);
+        let mut shard = self.shard_for(&base).lock();
+        let mut entry = shard.standing.get(base.as_slice()).copied();
+        let changed = call.apply(&mut entry, now);
+        match entry {
+            Some(entry) => shard.standing.insert(base.into(), entry),
+            None => shard.standing.remove(base.as_slice()),
+        };
+        changed
+    }
+
+    /// Every rule of the request, under the shard's lock; spends only if all allow.
+    fn check_rules(
+        &self,
+        shard: &mut Shard,
+        key: &mut Vec<u8>,
+        request: &LimitRequest<'_>,
+        now: u64,
+    ) -> Result<Outcomes> {
+        let base_len = key.len();
+        let inner = &*self.inner;
+        let rules = request.rules.as_slice();
         if let [rule] = rules {
             key.extend_from_slice(rule.id().as_bytes());
             return shard.check_one(key, rule, request, now, inner);
@@ -317,9 +377,10 @@ impl Shard {
         Ok(())
     }
 
-    /// Drops every expired key and notes the earliest expiry among those kept.
+    /// Drops every expired key and entry, and notes the earliest expiry among the keys kept.
     fn sweep(&mut self, now: u64) {
         self.map.retain(|_, slot| slot.expires_at > now);
+        self.standing.retain(|_, entry| entry.until_us > now);
         self.swept_len = self.map.len();
         self.earliest_expiry = self
             .map

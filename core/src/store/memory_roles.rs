@@ -6,24 +6,34 @@ use std::future::{ready, Future};
 use super::roles::sealed::Sealed;
 use super::roles::LimitRequest;
 use super::MemoryStore;
-use crate::algorithm::Outcomes;
+use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::Result;
 use crate::rule::Rules;
 
 impl Sealed for MemoryStore {}
 
 impl super::LimitStore for MemoryStore {
-    fn check(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Outcomes>> + Send {
+    fn check(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send {
         ready(MemoryStore::check(self, request))
     }
 
-    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>> {
         Some(MemoryStore::check(self, request))
     }
 
     fn reset(&self, prefix: &str, key: &[u8], rules: &Rules) -> impl Future<Output = Result<()>> + Send {
         MemoryStore::reset(self, prefix, key, rules);
         ready(Ok(()))
+    }
+
+    fn stand(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        call: StandingCall,
+        now_us: Option<u64>,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        ready(Ok(MemoryStore::stand(self, prefix, key, call, now_us)))
     }
 }
 

@@ -15,7 +15,7 @@ use crate::algorithm::lease::{LockCall, LockReply};
 use crate::algorithm::permits::{SemaphoreCall, SemaphoreReply};
 #[cfg(feature = "runtime")]
 use crate::algorithm::rwlock::{RwCall, RwReply};
-use crate::algorithm::Outcomes;
+use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::Result;
 #[cfg(feature = "runtime")]
 use crate::key::{FairLockKeys, LockKeys, RwLockKeys, SemaphoreKeys};
@@ -47,15 +47,26 @@ pub(crate) mod sealed {
 /// Implemented by [`MemoryStore`](super::MemoryStore), [`RedisStore`](super::RedisStore) (one server,
 /// a Cluster or the master Sentinel names) and [`Store`](super::Store).
 pub trait LimitStore: sealed::Sealed + Send + Sync {
-    /// Checks (and for `hit`, spends on) every rule of the request; one outcome per rule.
-    fn check(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Outcomes>> + Send;
+    /// Checks the key's ban or list entry, then (and for `hit`, spends on) every rule of the request;
+    /// one outcome per rule, and why.
+    fn check(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send;
 
     /// [`check`](Self::check) on the calling thread with no async runtime, when the store can (the
     /// memory store always; Redis over its blocking connection when that is free). `None`: use `check`.
-    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>>;
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>>;
 
     /// Forgets the state of every given rule for `key`.
     fn reset(&self, prefix: &str, key: &[u8], rules: &Rules) -> impl Future<Output = Result<()>> + Send;
+
+    /// Changes `key`'s ban or list entry (at `now_us`, else by the store's clock); true when an entry
+    /// was put or removed.
+    fn stand(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        call: StandingCall,
+        now_us: Option<u64>,
+    ) -> impl Future<Output = Result<bool>> + Send;
 }
 
 #[cfg(feature = "runtime")]

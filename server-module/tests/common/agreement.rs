@@ -1,5 +1,6 @@
 //! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm, 1 to
-//! 3 rules, hit and peek, explicit `now`, costs up to past capacity) sent through the script (by
+//! 3 rules, some that ban when they deny, hit and peek, explicit `now`, costs up to past capacity, now
+//! and then a deny-list or allow-list entry put on the key) sent through the script (by
 //! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
 //! identical stored state (type, value, PTTL within a few ms) asserted after every call.
 
@@ -9,13 +10,14 @@ use redis::{Connection, Value};
 
 use super::{key_snapshot, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
 
-/// One rule as the script takes it: code, limit, period µs, burst.
+/// One rule as the script takes it: code, limit, period µs, burst, block µs (0: no ban).
 #[derive(Debug, Clone)]
 pub struct Shape {
     pub code: &'static str,
     pub limit: u64,
     pub period_us: u64,
     pub burst: u64,
+    pub block_us: u64,
 }
 
 /// A fixed set of rule shapes; every key belongs to one shape, as ratelock's keys do (the rule id).
@@ -32,11 +34,14 @@ pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
                 limit
             };
             let period_us = periods_ms[rng.below(periods_ms.len() as u64) as usize] * 1000;
+            let blocks_ms = [0, 0, 0, 0, 50, 400, 2_000];
+            let block_us = blocks_ms[rng.below(blocks_ms.len() as u64) as usize] * 1000;
             Shape {
                 code,
                 limit,
                 period_us,
                 burst,
+                block_us,
             }
         })
         .collect()
@@ -57,6 +62,8 @@ pub struct Tally {
     pub codes: BTreeSet<&'static str>,
     /// Calls of one rule (limit.lua's fast path), per algorithm code.
     pub single_rule_calls: std::collections::BTreeMap<&'static str, usize>,
+    /// Replies per reason (0 the rules, 1 a ban, 2 the deny list, 3 the allow list).
+    pub reasons: std::collections::BTreeMap<i64, usize>,
 }
 
 impl Tally {
@@ -72,6 +79,7 @@ impl Tally {
             6,
             "every algorithm should be called alone: {self:?}"
         );
+        assert_eq!(self.reasons.len(), 4, "every reason should answer: {self:?}");
     }
 }
 
@@ -91,6 +99,7 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
     let (mut allowed, mut denied, mut errors, mut writes) = (0, 0, 0, 0);
     let mut seen_codes = std::collections::BTreeSet::new();
     let mut single_rule_calls = std::collections::BTreeMap::new();
+    let mut reasons = std::collections::BTreeMap::new();
 
     for call in 0..calls {
         drift += match rng.below(10) {
@@ -124,8 +133,27 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             _ => 1,
         };
         let keys = |side: &str| -> Vec<String> {
-            picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect()
+            let mut keys: Vec<String> = picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect();
+            keys.push(format!("{side}:{{u{user}}}:standing"));
+            keys
         };
+        // Now and then the key goes on the deny or the allow list, on both copies alike.
+        if rng.below(40) == 0 {
+            let entry = format!(
+                "{}{}",
+                if rng.below(2) == 0 { 'd' } else { 'a' },
+                now + 1_000 + rng.below(300_000)
+            );
+            for side in ["lua", "mod"] {
+                let _: () = redis::cmd("SET")
+                    .arg(format!("{side}:{{u{user}}}:standing"))
+                    .arg(&entry)
+                    .arg("PX")
+                    .arg(1_000)
+                    .query(con)
+                    .unwrap();
+            }
+        }
         let mut argv: Vec<String> = vec![mode.into(), now.to_string(), cost.to_string()];
         for &s in &picked {
             let shape = &shapes[s];
@@ -135,6 +163,7 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
                 shape.limit.to_string(),
                 shape.period_us.to_string(),
                 shape.burst.to_string(),
+                shape.block_us.to_string(),
             ]);
         }
         let (lua_keys, module_keys) = (keys("lua"), keys("mod"));
@@ -144,14 +173,14 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             con,
             redis::cmd("EVALSHA")
                 .arg(&sha)
-                .arg(rules)
+                .arg(rules + 1)
                 .arg(&lua_keys)
                 .arg(&argv),
         );
         let module_reply = run(
             con,
             redis::cmd("RATELOCK.LIMIT")
-                .arg(rules)
+                .arg(rules + 1)
                 .arg(&module_keys)
                 .arg(&argv),
         );
@@ -159,7 +188,11 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
         assert_eq!(lua_reply, module_reply, "replies differ at {}", context());
         match &lua_reply {
             Ok(Value::Array(items)) => {
-                let all = items.iter().step_by(5).all(|v| *v == Value::Int(1));
+                if let Some(Value::Int(reason)) = items.first() {
+                    *reasons.entry(*reason).or_insert(0) += 1;
+                }
+                // The reason first, then five integers per rule.
+                let all = items.iter().skip(1).step_by(5).all(|v| *v == Value::Int(1));
                 if all {
                     allowed += 1;
                     if mode == "hit" {
@@ -198,6 +231,7 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
         errors,
         writes,
         codes: seen_codes,
+        reasons,
         single_rule_calls,
     }
 }

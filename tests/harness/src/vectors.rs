@@ -35,7 +35,8 @@ pub struct Scenario {
 /// One operation and what it must answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
-    /// `hit`, `peek` or `reset`.
+    /// `hit`, `peek`, `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
+    /// `for_us`), `unblock`, `clear`.
     pub op: String,
     /// Time in µs since the Unix epoch.
     pub now_us: u64,
@@ -54,6 +55,12 @@ pub struct Step {
     /// The expected error code instead (see `Error::code`), e.g. `COST_EXCEEDS_CAPACITY`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_error: Option<String>,
+    /// `block`, `deny`, `allow`: µs until the entry ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_us: Option<u64>,
+    /// `unblock`, `clear`: whether an entry was removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_changed: Option<bool>,
 }
 
 fn one() -> u64 {
@@ -82,6 +89,17 @@ pub struct Expect {
     pub rule_index: usize,
     /// Per rule: allowed (1/0), limit, remaining, reset_after_us, retry_after_us.
     pub per_rule: Vec<[u64; 5]>,
+    /// What decided (`ratelock::Reason::name`): `rule` when absent.
+    #[serde(default = "rule_reason", skip_serializing_if = "is_rule_reason")]
+    pub reason: String,
+}
+
+fn rule_reason() -> String {
+    "rule".into()
+}
+
+fn is_rule_reason(reason: &str) -> bool {
+    reason == "rule"
 }
 
 impl Expect {
@@ -106,6 +124,7 @@ impl Expect {
                     ]
                 })
                 .collect(),
+            reason: decision.reason.name().into(),
         }
     }
 }
@@ -117,8 +136,10 @@ pub enum Answer {
     Decision(Expect),
     /// An error's stable code.
     Error(String),
-    /// A reset.
+    /// A reset, or an entry put.
     Done,
+    /// `unblock` or `clear`: whether an entry was removed.
+    Changed(bool),
 }
 
 /// The directory holding the vector files.
@@ -179,7 +200,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
                 Err(err) => Answer::Error(err.code().to_owned()),
             }
         }
-        other => panic!("unknown op {other:?} in scenario {}", scenario.name),
+        other => return change_entry(store, prefix, key, step, other, &scenario.name).await,
     };
     let request = ratelock::store::LimitRequest {
         prefix,
@@ -194,8 +215,41 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         Via::Blocking => blocking_check(store, &request),
     };
     match checked {
-        Ok(outcomes) => Answer::Decision(Expect::of(&Decision::from_outcomes(outcomes))),
+        Ok(verdict) => Answer::Decision(Expect::of(&Decision::from_verdict(verdict))),
         Err(err) => Answer::Error(err.code().to_owned()),
+    }
+}
+
+/// `block`, `deny`, `allow`, `unblock` or `clear` on the key's entry.
+async fn change_entry(
+    store: &Store,
+    prefix: &str,
+    key: &str,
+    step: &Step,
+    op: &str,
+    scenario: &str,
+) -> Answer {
+    use ratelock::algorithm::standing::{Standing, StandingCall, BANS, LIST_ENTRIES};
+    let set = |standing| {
+        let for_us = step.for_us.expect("block, deny and allow need for_us");
+        StandingCall::set(standing, "for_us", std::time::Duration::from_micros(for_us))
+    };
+    let call = match op {
+        "block" => set(Standing::Banned),
+        "deny" => set(Standing::Denied),
+        "allow" => set(Standing::Allowed),
+        "unblock" => Ok(StandingCall::Remove(BANS)),
+        "clear" => Ok(StandingCall::Remove(LIST_ENTRIES)),
+        other => panic!("unknown op {other:?} in scenario {scenario}"),
+    };
+    let changed = match call {
+        Ok(call) => store.stand(prefix, key.as_bytes(), call, Some(step.now_us)).await,
+        Err(err) => Err(err),
+    };
+    match (changed, op) {
+        (Ok(changed), "unblock" | "clear") => Answer::Changed(changed),
+        (Ok(_), _) => Answer::Done,
+        (Err(err), _) => Answer::Error(err.code().to_owned()),
     }
 }
 
@@ -204,7 +258,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
 fn blocking_check(
     store: &Store,
     request: &ratelock::store::LimitRequest<'_>,
-) -> ratelock::Result<ratelock::algorithm::Outcomes> {
+) -> ratelock::Result<ratelock::algorithm::standing::Verdict> {
     crate::eventually("opening the blocking connection", || {
         store.check_blocking(request)
     })
@@ -215,7 +269,7 @@ pub fn expected(step: &Step) -> Answer {
     match (&step.expect, &step.expect_error) {
         (Some(expect), None) => Answer::Decision(expect.clone()),
         (None, Some(code)) => Answer::Error(code.clone()),
-        (None, None) => Answer::Done,
+        (None, None) => step.expect_changed.map_or(Answer::Done, Answer::Changed),
         (Some(_), Some(_)) => panic!("a step expects either a decision or an error, not both"),
     }
 }

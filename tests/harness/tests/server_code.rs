@@ -33,7 +33,7 @@ async fn hit(store: &Store, key: &str) -> ratelock::Result<bool> {
         now_us: None,
     };
     let outcomes = store.check(&request).await?;
-    Ok(outcomes.iter().all(|o| o.allowed))
+    Ok(outcomes.outcomes.iter().all(|o| o.allowed))
 }
 
 #[tokio::test]

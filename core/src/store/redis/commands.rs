@@ -5,7 +5,8 @@
 use redis::{Cmd, Value};
 
 use super::call_tag::excerpt;
-use super::script::{LuaScript, LIMIT};
+use super::script::{LuaScript, LIMIT, STANDING};
+use crate::algorithm::standing::{Reason, StandingCall, Verdict, KEY_SUFFIX};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::write_base;
@@ -21,19 +22,21 @@ pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
     cmd
 }
 
-/// `EVALSHA limit.lua` with the request's keys (one per rule) and arguments.
+/// `EVALSHA limit.lua` with the request's keys (one per rule, then the key's entry) and arguments.
 pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
     let rules = request.rules.as_slice();
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&LIMIT.sha).arg(rules.len());
+    cmd.arg(&LIMIT.sha).arg(rules.len() + 1);
     for rule in rules {
         let mut key = Vec::with_capacity(base.len() + rule.id().len());
         key.extend_from_slice(&base);
         key.extend_from_slice(rule.id().as_bytes());
         cmd.arg(key);
     }
+    base.extend_from_slice(KEY_SUFFIX);
+    cmd.arg(base);
     cmd.arg(if request.spend { "hit" } else { "peek" });
     match request.now_us {
         Some(now) => cmd.arg(now),
@@ -44,15 +47,49 @@ pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
         cmd.arg(rule.algorithm().code())
             .arg(rule.limit())
             .arg(rule.period_us())
-            .arg(rule.burst());
+            .arg(rule.burst())
+            .arg(rule.block_us().unwrap_or(0));
     }
     cmd
 }
 
-/// `limit.lua`'s reply as one outcome per rule, or the typed error it stands for.
-pub(crate) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Outcomes> {
+/// `EVALSHA standing.lua`: one change to a key's ban or list entry.
+pub(crate) fn standing_command(prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Cmd {
+    let mut entry = Vec::with_capacity(prefix.len() + key.len() + 16);
+    write_base(&mut entry, prefix, key);
+    entry.extend_from_slice(KEY_SUFFIX);
+    let mut cmd = script_call(&STANDING, &[&entry]);
+    match call {
+        StandingCall::Set { .. } => cmd.arg("set"),
+        StandingCall::Remove(_) => cmd.arg("remove"),
+    };
+    match now_us {
+        Some(now) => cmd.arg(now),
+        None => cmd.arg(""),
+    };
+    match call {
+        StandingCall::Set { standing, for_us } => cmd.arg(&[standing.letter()][..]).arg(for_us),
+        StandingCall::Remove(kinds) => cmd.arg(StandingCall::letters(kinds)),
+    };
+    cmd
+}
+
+/// `standing.lua`'s reply: whether an entry was put or removed.
+pub(crate) fn standing_changed(reply: Value) -> Result<bool> {
     match reply {
-        Ok(reply) => parse_outcomes(reply, request.rules),
+        Value::Int(0) => Ok(false),
+        Value::Int(1) => Ok(true),
+        other => Err(Error::Protocol(format!(
+            "unexpected reply from standing.lua: {}",
+            excerpt(&other)
+        ))),
+    }
+}
+
+/// `limit.lua`'s reply as its reason and one outcome per rule, or the typed error it stands for.
+pub(crate) fn limit_outcomes(reply: Result<Value>, request: &LimitRequest<'_>) -> Result<Verdict> {
+    match reply {
+        Ok(reply) => parse_verdict(reply, request.rules),
         Err(err) => Err(script_rejection(err, request)),
     }
 }
@@ -81,14 +118,42 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
     }
 }
 
-/// Five integers per rule, each tuple checked against its rule the same way however many rules there
-/// are: `allowed` is 0 or 1, `limit` is the rule's, `remaining` at most what the rule ever holds.
-fn parse_outcomes(reply: Value, rules: &[crate::rule::Rule]) -> Result<Outcomes> {
+/// The reason, then five integers per rule, each tuple checked against its rule the same way however
+/// many rules there are: `allowed` is 0 or 1, `limit` is the rule's, `remaining` at most what the rule
+/// ever holds; a ban or a deny-list entry allows none, an allow-list entry every one.
+fn parse_verdict(reply: Value, rules: &[crate::rule::Rule]) -> Result<Verdict> {
     let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
-    let items = match reply {
-        Value::Array(items) if items.len() == rules.len() * 5 => items,
+    let mut items = match reply {
+        Value::Array(items) if items.len() == 1 + rules.len() * 5 => items,
         other => return Err(bad(&other)),
     };
+    let reason = match items.first() {
+        Some(&Value::Int(code)) => u64::try_from(code).ok().and_then(Reason::from_code),
+        _ => None,
+    };
+    let Some(reason) = reason else {
+        return Err(bad(&Value::Array(items)));
+    };
+    let outcomes = parse_outcomes(items.split_off(1), rules, &bad)?;
+    let fits = match reason {
+        Reason::Rule => true,
+        Reason::AllowList => outcomes.iter().all(|o| o.allowed),
+        _ => outcomes.iter().all(|o| !o.allowed),
+    };
+    if !fits {
+        return Err(Error::Protocol(format!(
+            "unexpected reply from limit.lua: the reason {} with outcomes {outcomes:?}",
+            reason.name()
+        )));
+    }
+    Ok(Verdict { reason, outcomes })
+}
+
+fn parse_outcomes(
+    items: Vec<Value>,
+    rules: &[crate::rule::Rule],
+    bad: &impl Fn(&Value) -> Error,
+) -> Result<Outcomes> {
     let mut numbers = Vec::with_capacity(items.len());
     for item in &items {
         match item {
@@ -139,16 +204,19 @@ mod tests {
     fn one_rule_and_several_rules_are_checked_alike() {
         let one: Rules = "5/second".parse().unwrap();
         let two: Rules = "5/second; 10/minute".parse().unwrap();
-        assert!(limit_outcomes(reply(&[1, 5, 4, 200_000, 0]), &request(&one)).is_ok());
+        assert!(limit_outcomes(reply(&[0, 1, 5, 4, 200_000, 0]), &request(&one)).is_ok());
         for bad in [
-            &[2, 5, 4, 200_000, 0][..],  // allowed neither 0 nor 1
-            &[1, 6, 4, 200_000, 0][..],  // another rule's limit
-            &[1, 5, 99, 200_000, 0][..], // more left than the rule ever holds
+            &[0, 2, 5, 4, 200_000, 0][..],  // allowed neither 0 nor 1
+            &[0, 1, 6, 4, 200_000, 0][..],  // another rule's limit
+            &[0, 1, 5, 99, 200_000, 0][..], // more left than the rule ever holds
+            &[4, 1, 5, 4, 200_000, 0][..],  // no such reason
+            &[1, 1, 5, 4, 200_000, 0][..],  // a ban that allows
+            &[3, 0, 5, 0, 200_000, 9][..],  // an allow-list entry that denies
         ] {
             let error = limit_outcomes(reply(bad), &request(&one)).unwrap_err();
             assert!(error.is_protocol(), "{bad:?}: {error}");
             let mut both = bad.to_vec();
-            both.extend_from_slice(&[1, 10, 9, 6_000_000, 0]);
+            both.extend_from_slice(&[bad[1].min(1), 10, 9, 6_000_000, 0]);
             let error = limit_outcomes(reply(&both), &request(&two)).unwrap_err();
             assert!(error.is_protocol(), "{both:?}: {error}");
         }

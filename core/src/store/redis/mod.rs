@@ -34,7 +34,7 @@ use std::time::Duration;
 use redis::{Cmd, Value};
 
 use self::call_tag::CallTag;
-use self::commands::{limit_command, limit_outcomes};
+use self::commands::{limit_command, limit_outcomes, standing_changed, standing_command};
 use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
@@ -46,7 +46,7 @@ use self::server_code::{Check, CodeChoice, Route};
 use self::subscriber::Subscriber;
 use super::options::{ServerCode, StoreOptions};
 use super::roles::LimitRequest;
-use crate::algorithm::Outcomes;
+use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::{Error, Result};
 use crate::key::storage_key;
 use crate::process::PerProcess;
@@ -281,7 +281,7 @@ impl RedisStore {
     }
 
     /// Runs `limit.lua` over every rule of the request in one round trip.
-    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Outcomes> {
+    pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
         let reply = self.eval(&LIMIT, limit_command(request)).await;
         limit_outcomes(reply, request)
     }
@@ -289,7 +289,7 @@ impl RedisStore {
     /// [`check`](Self::check) on the calling thread over the store's blocking connection, with no async
     /// runtime involved; `None` when that connection is busy with another thread's call or cannot be
     /// opened (then use `check`).
-    pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+    pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>> {
         let lane = self.connections().lane.as_ref()?;
         let mut cmd = limit_command(request);
         let tag = CallTag::attach(&mut cmd);
@@ -382,6 +382,21 @@ impl RedisStore {
             cmd.arg(storage_key(prefix, key, rule));
         }
         self.query(&cmd).await.map(drop)
+    }
+
+    /// Runs `standing.lua`: one change to `key`'s ban or list entry; true when an entry was put or
+    /// removed.
+    pub async fn stand(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        call: StandingCall,
+        now_us: Option<u64>,
+    ) -> Result<bool> {
+        let reply = self
+            .eval(&script::STANDING, standing_command(prefix, key, call, now_us))
+            .await?;
+        standing_changed(reply)
     }
 
     /// EVALSHA with a fresh call tag; on NOSCRIPT (the script certainly did not run) load it and run
@@ -478,14 +493,11 @@ impl super::roles::sealed::Sealed for RedisStore {}
 /// Boxed: the Redis futures are large, and embedding them would make every memory-store call through
 /// `Store` move them around; one allocation is nothing beside a network round trip.
 impl super::LimitStore for RedisStore {
-    fn check(
-        &self,
-        request: &LimitRequest<'_>,
-    ) -> impl std::future::Future<Output = Result<Outcomes>> + Send {
+    fn check(&self, request: &LimitRequest<'_>) -> impl std::future::Future<Output = Result<Verdict>> + Send {
         Box::pin(RedisStore::check(self, request))
     }
 
-    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Outcomes>> {
+    fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>> {
         RedisStore::check_blocking(self, request)
     }
 
@@ -496,6 +508,16 @@ impl super::LimitStore for RedisStore {
         rules: &Rules,
     ) -> impl std::future::Future<Output = Result<()>> + Send {
         Box::pin(RedisStore::reset(self, prefix, key, rules))
+    }
+
+    fn stand(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        call: StandingCall,
+        now_us: Option<u64>,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send {
+        Box::pin(RedisStore::stand(self, prefix, key, call, now_us))
     }
 }
 

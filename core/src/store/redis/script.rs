@@ -164,8 +164,14 @@ pub(crate) static RW_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
 });
 
 /// Every script, in one list (the `ratelock` function library holds them all).
-pub(crate) static ALL: [&LazyLock<LuaScript>; 12] = [
+/// Puts or removes a key's ban or list entry: rare calls, so there is no module command for it (with
+/// the module loaded it runs as a function or a script).
+pub(crate) static STANDING: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new("standing", include_str!("../../../lua/standing.lua")));
+
+pub(crate) static ALL: [&LazyLock<LuaScript>; 13] = [
     &LIMIT,
+    &STANDING,
     &LOCK_ACQUIRE,
     &LOCK_RELEASE,
     &LOCK_EXTEND,

@@ -656,7 +656,7 @@ mod tests {
     /// A decided reply (allowed, 9 left) carrying `tag`.
     fn decided(tag: &str) -> Vec<u8> {
         format!(
-            "*2\r\n${}\r\n{tag}\r\n*5\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n",
+            "*2\r\n${}\r\n{tag}\r\n*6\r\n:0\r\n:1\r\n:10\r\n:9\r\n:100000\r\n:0\r\n",
             tag.len()
         )
         .into_bytes()

@@ -27,9 +27,11 @@ async fn main() {
                 let target = &mut file.scenarios[index].steps[step_index];
                 target.expect = None;
                 target.expect_error = None;
+                target.expect_changed = None;
                 match answer {
                     Answer::Decision(expect) => target.expect = Some(expect),
                     Answer::Error(code) => target.expect_error = Some(code),
+                    Answer::Changed(changed) => target.expect_changed = Some(changed),
                     Answer::Done => {}
                 }
             }
