@@ -21,6 +21,7 @@ use crate::runtime::runtime;
 pub(crate) enum Answer {
     Decision(PyResult<PyDecision>),
     Nothing(PyResult<()>),
+    Flag(PyResult<bool>),
 }
 
 impl Answer {
@@ -28,6 +29,9 @@ impl Answer {
         match self {
             Answer::Decision(result) => Ok(Py::new(py, result?)?.into_any()),
             Answer::Nothing(result) => result.map(|()| py.None()),
+            Answer::Flag(result) => {
+                result.map(|flag| pyo3::types::PyBool::new(py, flag).to_owned().into_any().unbind())
+            }
         }
     }
 }

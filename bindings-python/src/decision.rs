@@ -26,6 +26,7 @@ pub(crate) struct PyDecision {
     rule_index: usize,
     #[pyo3(get)]
     period: f64,
+    reason: ratelock::Reason,
     rules: Arc<ratelock::Rules>,
 }
 
@@ -45,6 +46,7 @@ impl PyDecision {
             rule,
             rule_index: decision.rule_index,
             period,
+            reason: decision.reason,
             rules,
         }
     }
@@ -59,7 +61,8 @@ impl PyDecision {
             self.retry_after,
             self.rule_index,
             self.degraded,
-        );
+        )
+        .with_reason(self.reason);
         (decision, &self.rules)
     }
 }
@@ -79,7 +82,7 @@ impl PyDecision {
     /// A decision given by its deciding rule's figures over `rules` (rule text), as a test or a
     /// custom adapter builds one; `hit` and `peek` make the real ones.
     #[new]
-    #[pyo3(signature = (rules, *, allowed, limit, remaining, reset_after, retry_after=0.0, rule_index=0, degraded=false))]
+    #[pyo3(signature = (rules, *, allowed, limit, remaining, reset_after, retry_after=0.0, rule_index=0, degraded=false, reason="rule"))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         rules: &str,
@@ -90,7 +93,13 @@ impl PyDecision {
         retry_after: f64,
         rule_index: usize,
         degraded: bool,
+        reason: &str,
     ) -> PyResult<Self> {
+        let Some(reason) = ratelock::Reason::ALL.into_iter().find(|r| r.name() == reason) else {
+            return Err(crate::errors::InvalidArgument::new_err(format!(
+                "invalid argument `reason`: expected rule, ban, deny_list or allow_list, got {reason:?}"
+            )));
+        };
         let rules: ratelock::Rules = rules.parse().map_err(to_py)?;
         let Some(deciding) = rules.get(rule_index) else {
             return Err(crate::errors::InvalidArgument::new_err(format!(
@@ -107,7 +116,8 @@ impl PyDecision {
             from_seconds("retry_after", retry_after)?,
             rule_index,
             degraded,
-        );
+        )
+        .with_reason(reason);
         Ok(PyDecision::new(&decision, rule, Arc::new(rules)))
     }
 
@@ -115,6 +125,12 @@ impl PyDecision {
     #[getter]
     fn rule(&self) -> &str {
         &self.rule
+    }
+
+    /// What decided: `rule`, `ban`, `deny_list` or `allow_list`.
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.reason.name()
     }
 
     /// Seconds until the deciding rule is fully replenished.
@@ -135,14 +151,15 @@ impl PyDecision {
 
     fn __repr__(&self) -> String {
         format!(
-            "Decision(allowed={}, limit={}, remaining={}, reset_after={:.6}, retry_after={:.6}, rule={:?}, degraded={})",
+            "Decision(allowed={}, limit={}, remaining={}, reset_after={:.6}, retry_after={:.6}, rule={:?}, degraded={}, reason={:?})",
             if self.allowed { "True" } else { "False" },
             self.limit,
             self.remaining,
             self.reset_after.as_secs_f64(),
             self.retry_after.as_secs_f64(),
             self.rule,
-            if self.degraded { "True" } else { "False" }
+            if self.degraded { "True" } else { "False" },
+            self.reason.name()
         )
     }
 }

@@ -30,6 +30,23 @@ pub(crate) struct PyLimiter {
 #[pyclass(module = "ratelock._native", frozen)]
 struct Memoized(Arc<PreparedRules>);
 
+/// The arguments of `change_entry`, converted: the key, the core's call, and `now`.
+type EntryChange = (Vec<u8>, ratelock::algorithm::standing::StandingCall, Option<u64>);
+
+fn entry_change(
+    op: &str,
+    key: &Bound<'_, PyAny>,
+    seconds: Option<&Bound<'_, PyAny>>,
+    now_us: Option<&Bound<'_, PyAny>>,
+) -> PyResult<EntryChange> {
+    let name = if op == "block" { "duration" } else { "ttl" };
+    let span = seconds
+        .map(|value| convert::seconds_of(name, value))
+        .transpose()?;
+    let call = ratelock::algorithm::standing::StandingCall::named(op, span).map_err(to_py)?;
+    Ok((convert::key(key)?, call, convert::now_us(now_us)?))
+}
+
 /// `decision` for Python, naming its deciding rule.
 fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDecision {
     PyDecision::new(
@@ -156,6 +173,40 @@ impl PyLimiter {
         let inner = self.inner.clone();
         completions.submit(py, async move {
             Answer::Nothing(inner.reset(&key, rules.rules()).await.map_err(to_py))
+        })
+    }
+
+    /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `seconds`), `unblock`
+    /// or `clear`; true when an entry was put or removed (`Limiter.block` and the others call it).
+    #[pyo3(signature = (op, key, seconds=None, *, now_us=None))]
+    fn change_entry(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        key: &Bound<'_, PyAny>,
+        seconds: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let (key, call, now_us) = entry_change(op, key, seconds, now_us)?;
+        let inner = self.inner.clone();
+        run(py, async move { inner.stand(&key, call, now_us).await })
+    }
+
+    /// `change_entry` for asyncio: a future of the flag, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, op, key, seconds=None, *, now_us=None))]
+    fn change_entry_async<'py>(
+        &self,
+        py: Python<'py>,
+        completions: &Completions,
+        op: &str,
+        key: &Bound<'py, PyAny>,
+        seconds: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (key, call, now_us) = entry_change(op, key, seconds, now_us)?;
+        let inner = self.inner.clone();
+        completions.submit(py, async move {
+            Answer::Flag(inner.stand(&key, call, now_us).await.map_err(to_py))
         })
     }
 

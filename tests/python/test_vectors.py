@@ -48,6 +48,9 @@ def test_vectors(vector_store_url, scenario):
         if step["op"] == "reset":
             limiter.reset(key, rules)
             continue
+        if step["op"] not in ("hit", "peek"):
+            _change_entry(limiter, key, step, where)
+            continue
         call = limiter.hit if step["op"] == "hit" else limiter.peek
         if "expect_error" in step:
             with pytest.raises(CODES[step["expect_error"]]):
@@ -62,9 +65,26 @@ def test_vectors(vector_store_url, scenario):
             "reset_after_us": round(decision.reset_after * 1e6),
             "retry_after_us": round(decision.retry_after * 1e6),
             "rule_index": decision.rule_index,
+            "reason": decision.reason,
         }
-        want = {name: expect[name] for name in got}
+        want = {name: expect.get(name, "rule") for name in got}
         assert got == want, where
+
+
+def _change_entry(limiter, key, step, where):
+    """`block`, `deny` or `allow` (for `for_us`), `unblock` or `clear`, through the limiter's methods."""
+    op, now_us = step["op"], step["now_us"]
+    if op in ("block", "deny", "allow"):
+        change = lambda: getattr(limiter, op)(key, step["for_us"] / 1e6, now_us=now_us)  # noqa: E731
+    else:
+        change = lambda: getattr(limiter, op)(key, now_us=now_us)  # noqa: E731
+    if "expect_error" in step:
+        with pytest.raises(CODES[step["expect_error"]]):
+            change()
+        return
+    changed = change()
+    if "expect_changed" in step:
+        assert changed == step["expect_changed"], where
 
 
 def _calls(server, command: str) -> int:

@@ -5,6 +5,10 @@ from typing import Awaitable, Final, List, Literal, Optional, Sequence, Tuple, U
 from typing_extensions import disjoint_base
 
 __version__: Final[str]
+# What decided a `Decision`, and what `Limiter.change_entry` can do to a key's entry.
+_Reason = Literal["rule", "ban", "deny_list", "allow_list"]
+_EntryOp = Literal["block", "unblock", "deny", "allow", "clear"]
+
 MAX_KEY_BYTES: Final[int]
 """The longest key, in bytes, any call accepts (64 KiB); a longer one is an ``InvalidArgument``."""
 MAX_RULES: Final[int]
@@ -93,6 +97,7 @@ class Decision:
         retry_after: float = 0.0,
         rule_index: int = 0,
         degraded: bool = False,
+        reason: _Reason = "rule",
     ) -> Decision: ...
 
     @property
@@ -113,6 +118,8 @@ class Decision:
     def rule_index(self) -> int: ...
     @property
     def period(self) -> float: ...
+    @property
+    def reason(self) -> _Reason: ...
     def __bool__(self) -> bool: ...
 
 @final
@@ -232,6 +239,18 @@ class Limiter:
     def reset_async(
         self, completions: Completions, key: Union[str, bytes], rules: str
     ) -> asyncio.Future[None]: ...
+    def change_entry(
+        self, op: _EntryOp, key: Union[str, bytes], seconds: Optional[float] = None, *, now_us: Optional[int] = None
+    ) -> bool: ...
+    def change_entry_async(
+        self,
+        completions: Completions,
+        op: _EntryOp,
+        key: Union[str, bytes],
+        seconds: Optional[float] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[bool]: ...
     @property
     def prefix(self) -> str: ...
 

@@ -103,6 +103,31 @@ class Limiter:
         limiter = self._native or await self._connected()
         await limiter.reset_async(_completions(), key, rules)
 
+    async def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
+        """Bans ``key`` for ``duration`` seconds: every hit and peek is denied with ``reason == "ban"``."""
+        limiter = self._native or await self._connected()
+        await limiter.change_entry_async(_completions(), "block", key, duration, now_us=now_us)
+
+    async def unblock(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
+        """Lifts ``key``'s ban; ``True`` when it had one (a list entry stays)."""
+        limiter = self._native or await self._connected()
+        return await limiter.change_entry_async(_completions(), "unblock", key, now_us=now_us)
+
+    async def deny(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
+        """Puts ``key`` on the deny list for ``ttl`` seconds (``reason == "deny_list"``)."""
+        limiter = self._native or await self._connected()
+        await limiter.change_entry_async(_completions(), "deny", key, ttl, now_us=now_us)
+
+    async def allow(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
+        """Puts ``key`` on the allow list for ``ttl`` seconds: it passes and spends nothing."""
+        limiter = self._native or await self._connected()
+        await limiter.change_entry_async(_completions(), "allow", key, ttl, now_us=now_us)
+
+    async def clear(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
+        """Takes ``key`` off the deny or allow list; ``True`` when it was on one (a ban stays)."""
+        limiter = self._native or await self._connected()
+        return await limiter.change_entry_async(_completions(), "clear", key, now_us=now_us)
+
     async def ping(self) -> None:
         """Reaches the store now: raises configuration errors and outages alike (to fail at boot)."""
         limiter = self._native or await self._connected()

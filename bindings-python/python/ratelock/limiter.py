@@ -1,9 +1,10 @@
 """``ratelock.Limiter``: the native limiter plus ``limit(...)``, a decorator for plain functions that
-raises ``RateLimited`` when a call is over the limit. ``hit``, ``peek`` and ``reset`` are the native
-methods themselves (no Python layer on the hot path)."""
+raises ``RateLimited`` when a call is over the limit, and the key's entry (``block``, ``unblock``,
+``deny``, ``allow``, ``clear``), each a call of the native ``change_entry``. ``hit``, ``peek`` and
+``reset`` are the native methods themselves (no Python layer on the hot path)."""
 
 import functools
-from typing import Any, Callable, TypeVar, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import Decision, RatelockError
@@ -63,3 +64,42 @@ class Limiter(_native.Limiter):
 
         return decorate
 
+    def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
+        """Bans ``key`` for ``duration`` seconds (1 ms to 366 days): every hit and peek is denied with
+        ``reason == "ban"``, in every process and language sharing the store. A rule's ``block`` word
+        starts the same ban when the rule denies a hit.
+
+        Examples:
+            >>> limiter = Limiter()
+            >>> limiter.block("abuser", 600)
+            >>> limiter.hit("abuser", "100/minute").reason
+            'ban'
+            >>> limiter.unblock("abuser")
+            True
+        """
+        self.change_entry("block", key, duration, now_us=now_us)
+
+    def unblock(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
+        """Lifts ``key``'s ban; ``True`` when it had one (a list entry stays)."""
+        return self.change_entry("unblock", key, now_us=now_us)
+
+    def deny(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
+        """Puts ``key`` on this prefix's deny list for ``ttl`` seconds: every hit and peek is denied with
+        ``reason == "deny_list"``, checked in the same call as the rules."""
+        self.change_entry("deny", key, ttl, now_us=now_us)
+
+    def allow(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
+        """Puts ``key`` on this prefix's allow list for ``ttl`` seconds: every hit and peek passes with
+        ``reason == "allow_list"`` and spends nothing.
+
+        Examples:
+            >>> limiter = Limiter()
+            >>> limiter.allow("health-check", 3600)
+            >>> [limiter.hit("health-check", "1/minute").allowed for _ in range(3)]
+            [True, True, True]
+        """
+        self.change_entry("allow", key, ttl, now_us=now_us)
+
+    def clear(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
+        """Takes ``key`` off the deny or allow list; ``True`` when it was on one (a ban stays)."""
+        return self.change_entry("clear", key, now_us=now_us)

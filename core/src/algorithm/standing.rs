@@ -293,6 +293,44 @@ impl StandingCall {
         }
     }
 
+    /// The call a binding names by its method: `block` (a `duration`), `deny` or `allow` (a `ttl`),
+    /// `unblock` or `clear` (no span). The errors name the argument that was wrong.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratelock::algorithm::standing::{Standing, StandingCall, BANS};
+    /// let ban = StandingCall::named("block", Some(Duration::from_secs(2)))?;
+    /// assert_eq!(ban, StandingCall::Set { standing: Standing::Banned, for_us: 2_000_000 });
+    /// assert_eq!(StandingCall::named("unblock", None)?, StandingCall::Remove(BANS));
+    /// assert!(StandingCall::named("deny", None).unwrap_err().is_invalid_argument());
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn named(op: &str, span: Option<std::time::Duration>) -> crate::Result<Self> {
+        let (standing, name) = match op {
+            "block" => (Standing::Banned, "duration"),
+            "deny" => (Standing::Denied, "ttl"),
+            "allow" => (Standing::Allowed, "ttl"),
+            "unblock" | "clear" if span.is_some() => {
+                return Err(crate::Error::invalid_argument(
+                    "duration",
+                    "only block, deny and allow take one",
+                ))
+            }
+            "unblock" => return Ok(StandingCall::Remove(BANS)),
+            "clear" => return Ok(StandingCall::Remove(LIST_ENTRIES)),
+            _ => {
+                return Err(crate::Error::invalid_argument(
+                    "op",
+                    "expected block, unblock, deny, allow or clear",
+                ))
+            }
+        };
+        match span {
+            Some(span) => StandingCall::set(standing, name, span),
+            None => Err(crate::Error::invalid_argument(name, "is needed")),
+        }
+    }
+
     /// The letters of the kinds a removal takes, as `standing.lua` and the module read them.
     pub fn letters(kinds: &[Standing]) -> String {
         kinds.iter().map(|kind| kind.letter() as char).collect()

@@ -229,19 +229,12 @@ async fn change_entry(
     op: &str,
     scenario: &str,
 ) -> Answer {
-    use ratelock::algorithm::standing::{Standing, StandingCall, BANS, LIST_ENTRIES};
-    let set = |standing| {
-        let for_us = step.for_us.expect("block, deny and allow need for_us");
-        StandingCall::set(standing, "for_us", std::time::Duration::from_micros(for_us))
-    };
-    let call = match op {
-        "block" => set(Standing::Banned),
-        "deny" => set(Standing::Denied),
-        "allow" => set(Standing::Allowed),
-        "unblock" => Ok(StandingCall::Remove(BANS)),
-        "clear" => Ok(StandingCall::Remove(LIST_ENTRIES)),
-        other => panic!("unknown op {other:?} in scenario {scenario}"),
-    };
+    use ratelock::algorithm::standing::StandingCall;
+    let span = step.for_us.map(std::time::Duration::from_micros);
+    if !matches!(op, "block" | "deny" | "allow" | "unblock" | "clear") {
+        panic!("unknown op {op:?} in scenario {scenario}");
+    }
+    let call = StandingCall::named(op, span);
     let changed = match call {
         Ok(call) => store.stand(prefix, key.as_bytes(), call, Some(step.now_us)).await,
         Err(err) => Err(err),
