@@ -25,6 +25,13 @@ export interface Decision {
   ruleIndex: number
   /** The deciding rule's period in milliseconds. */
   periodMs: number
+  /** What decided: the rules, a ban, the deny list or the allow list. */
+  reason: 'rule' | 'ban' | 'deny_list' | 'allow_list'
+}
+
+/** When an entry change happens: `nowMs` replaces the clock, as for `hit`. */
+export interface EntryOptions {
+  nowMs?: number
 }
 
 export interface LimiterOptions {
@@ -70,6 +77,16 @@ export declare class Limiter {
   peek(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: string): Promise<void>
+  /** Bans `key` for `durationMs`: every hit and peek is denied with `reason: 'ban'`. */
+  block(key: string | Buffer, durationMs: number, options?: EntryOptions): Promise<void>
+  /** Lifts `key`'s ban; true when it had one (a list entry stays). */
+  unblock(key: string | Buffer, options?: EntryOptions): Promise<boolean>
+  /** Puts `key` on the deny list for `ttlMs` (`reason: 'deny_list'`). */
+  deny(key: string | Buffer, ttlMs: number, options?: EntryOptions): Promise<void>
+  /** Puts `key` on the allow list for `ttlMs`: it passes and spends nothing (`reason: 'allow_list'`). */
+  allow(key: string | Buffer, ttlMs: number, options?: EntryOptions): Promise<void>
+  /** Takes `key` off the deny or allow list; true when it was on one (a ban stays). */
+  clear(key: string | Buffer, options?: EntryOptions): Promise<boolean>
   readonly prefix: string
   /** The algorithm of rules that name none. */
   readonly defaultAlgorithm: string

@@ -125,6 +125,11 @@ export declare class NativeLimiter {
   nextBatch(): Promise<Batch>
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: ExternalObject<PreparedRules>): Promise<void>
+  /**
+   * Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
+   * or `clear`; resolves to true when an entry was put or removed.
+   */
+  changeEntry(op: string, key: string | Buffer, spanMs?: number | undefined | null, nowMs?: number | undefined | null): Promise<boolean>
 }
 
 /** The native lock handle behind `DistributedLock` in `lib/lock.js`, with its own owner token. */
@@ -376,6 +381,9 @@ export declare function parseRules(text: string, defaultAlgorithm?: string | und
 export interface PreparedRules {
 
 }
+
+/** The names of the reasons a decision gives (`rule`, `ban`, `deny_list`, `allow_list`), by code. */
+export declare function reasonNames(): Array<string>
 
 /**
  * A rule text prepared by `prepareRules`: the core's rules for `checkInto`/`submit`, and what

@@ -18,6 +18,9 @@ const RESET_AFTER_MS = at('resetAfterMs')
 const RETRY_AFTER_MS = at('retryAfterMs')
 const DEGRADED = at('degraded')
 const RULE_INDEX = at('ruleIndex')
+const REASON = at('reason')
+/** What decided, by the code the addon writes: 'rule', 'ban', 'deny_list' or 'allow_list'. */
+const REASONS = native.reasonNames()
 
 /** Numbers per decision in the addon's answers. */
 const FIELDS = LAYOUT.length
@@ -35,6 +38,7 @@ function decision(values, offset, parsed) {
     rule: parsed.texts[ruleIndex],
     ruleIndex,
     periodMs: parsed.periodsMs[ruleIndex],
+    reason: REASONS[values[offset + REASON]],
   }
 }
 

@@ -97,6 +97,43 @@ class Limiter {
     return limiter.reset(key, parsed.rules).catch(rethrow)
   }
 
+  /**
+   * Bans `key` for `durationMs` (1 ms to 366 days): every hit and peek is denied with `reason: 'ban'`,
+   * in every process and language sharing the store. A rule's `block` word starts the same ban when
+   * the rule denies a hit. `options.nowMs` replaces the clock, as for `hit`.
+   */
+  async block(key, durationMs, options) {
+    await this.#changeEntry('block', key, durationMs, options)
+  }
+
+  /** Lifts `key`'s ban; resolves to true when it had one (a list entry stays). */
+  unblock(key, options) {
+    return this.#changeEntry('unblock', key, undefined, options)
+  }
+
+  /** Puts `key` on this prefix's deny list for `ttlMs`: every hit and peek is denied with `reason: 'deny_list'`. */
+  async deny(key, ttlMs, options) {
+    await this.#changeEntry('deny', key, ttlMs, options)
+  }
+
+  /** Puts `key` on this prefix's allow list for `ttlMs`: every hit and peek passes with `reason: 'allow_list'`, spending nothing. */
+  async allow(key, ttlMs, options) {
+    await this.#changeEntry('allow', key, ttlMs, options)
+  }
+
+  /** Takes `key` off the deny or allow list; resolves to true when it was on one (a ban stays). */
+  clear(key, options) {
+    return this.#changeEntry('clear', key, undefined, options)
+  }
+
+  async #changeEntry(op, key, spanMs, options) {
+    check.key('key', key)
+    if (spanMs !== undefined) check.optionalNumber(op === 'block' ? 'durationMs' : 'ttlMs', spanMs)
+    const nowMs = options === undefined ? undefined : check.optionalNumber('nowMs', check.options('options', options).nowMs)
+    const limiter = this.#native ?? (await this.#connection.get())
+    return limiter.changeEntry(op, key, spanMs, nowMs).catch(rethrow)
+  }
+
   /** The algorithm of rules that name none. */
   get defaultAlgorithm() {
     return this.#settings.defaultAlgorithm ?? 'gcra'

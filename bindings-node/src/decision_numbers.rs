@@ -7,7 +7,7 @@ use napi_derive::napi;
 use crate::convert;
 
 /// The figures of a decision, in the order they are written.
-const LAYOUT: [&str; 7] = [
+const LAYOUT: [&str; 8] = [
     "allowed",
     "limit",
     "remaining",
@@ -15,12 +15,14 @@ const LAYOUT: [&str; 7] = [
     "retryAfterMs",
     "degraded",
     "ruleIndex",
+    "reason",
 ];
 
 /// Numbers per decision.
 pub(crate) const DECISION_FIELDS: usize = LAYOUT.len();
 
-/// `decision` in the order of [`LAYOUT`] (booleans as 1 or 0, times in milliseconds).
+/// `decision` in the order of [`LAYOUT`] (booleans as 1 or 0, times in milliseconds, the reason as its
+/// code: an index into [`reason_names`]).
 pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
     [
         f64::from(u8::from(decision.allowed)),
@@ -30,6 +32,7 @@ pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
         convert::to_millis(decision.retry_after),
         f64::from(u8::from(decision.degraded)),
         decision.rule_index as f64,
+        decision.reason.code() as f64,
     ]
 }
 
@@ -37,4 +40,10 @@ pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
 #[napi]
 pub fn decision_layout() -> Vec<&'static str> {
     LAYOUT.to_vec()
+}
+
+/// The names of the reasons a decision gives (`rule`, `ban`, `deny_list`, `allow_list`), by code.
+#[napi]
+pub fn reason_names() -> Vec<&'static str> {
+    ratelock::Reason::ALL.iter().map(|reason| reason.name()).collect()
 }

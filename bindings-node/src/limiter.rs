@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, Either, External, Float64Array};
 use napi_derive::napi;
+use ratelock::algorithm::standing::StandingCall;
 
 use crate::completions::{Batch, Completions};
 use crate::convert;
@@ -201,6 +202,23 @@ impl NativeLimiter {
     ) -> napi::Result<()> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
         guarded(async move { limiter.reset(&key, &parsed).await.map_err(to_js) }).await
+    }
+
+    /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
+    /// or `clear`; resolves to true when an entry was put or removed.
+    #[napi]
+    pub async fn change_entry(
+        &self,
+        op: String,
+        key: Either<String, Buffer>,
+        span_ms: Option<f64>,
+        now_ms: Option<f64>,
+    ) -> napi::Result<bool> {
+        let name = if op == "block" { "durationMs" } else { "ttlMs" };
+        let span = span_ms.map(|ms| convert::millis(name, ms)).transpose()?;
+        let call = StandingCall::named(&op, span).map_err(to_js)?;
+        let (key, now_us, limiter) = (convert::key(key), convert::now_us(now_ms)?, self.inner.clone());
+        guarded(async move { limiter.stand(&key, call, now_us).await.map_err(to_js) }).await
     }
 }
 

@@ -37,6 +37,10 @@ async function runScenario(url, scenario) {
       await limiter.reset(key, rules)
       continue
     }
+    if (step.op !== 'hit' && step.op !== 'peek') {
+      await changeEntry(limiter, key, step, where)
+      continue
+    }
     const options = { cost: step.cost ?? 1, nowMs: step.now_us / 1000 }
     const call = step.op === 'hit' ? limiter.hit(key, rules, options) : limiter.peek(key, rules, options)
     if (step.expect_error) {
@@ -51,10 +55,25 @@ async function runScenario(url, scenario) {
       reset_after_us: Math.round(decision.resetAfterMs * 1000),
       retry_after_us: Math.round(decision.retryAfterMs * 1000),
       rule_index: decision.ruleIndex,
+      reason: decision.reason,
     }
-    const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name]]))
+    const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name] ?? 'rule']))
     assert.deepEqual(got, want, where)
   }
+}
+
+/** `block`, `deny` or `allow` (for `for_us`), `unblock` or `clear`, through the limiter's methods. */
+async function changeEntry(limiter, key, step, where) {
+  const options = { nowMs: step.now_us / 1000 }
+  const change = ['block', 'deny', 'allow'].includes(step.op)
+    ? limiter[step.op](key, step.for_us / 1000, options)
+    : limiter[step.op](key, options)
+  if (step.expect_error) {
+    await assert.rejects(change, ERRORS[step.expect_error], where)
+    return
+  }
+  const changed = await change
+  if (step.expect_changed !== undefined) assert.equal(changed, step.expect_changed, where)
 }
 
 module.exports = { vectorScenarios, runScenario }
