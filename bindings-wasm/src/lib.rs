@@ -23,6 +23,8 @@ export interface Decision {
   rule: string;
   ruleIndex: number;
   periodMs: number;
+  /** What decided: the rules, a ban, the deny list or the allow list. */
+  reason: 'rule' | 'ban' | 'deny_list' | 'allow_list';
 }
 "#;
 
@@ -33,11 +35,13 @@ pub struct Limiter {
     rules: ratelock::RuleCache<ParsedRules>,
     /// The decision's property names as JS strings, made once (making them per call costs more than
     /// the decision itself).
-    names: [JsValue; 9],
+    names: [JsValue; 10],
+    /// Each reason's name as a JS string, by its code.
+    reasons: [JsValue; 4],
 }
 
 /// The decision's properties, in the order of `Limiter::names`.
-const DECISION_FIELDS: [&str; 9] = [
+const DECISION_FIELDS: [&str; 10] = [
     "allowed",
     "limit",
     "remaining",
@@ -47,6 +51,7 @@ const DECISION_FIELDS: [&str; 9] = [
     "rule",
     "ruleIndex",
     "periodMs",
+    "reason",
 ];
 
 /// The core's prepared rules (parsed once by the limiter) with each rule's canonical text as a JS string,
@@ -97,6 +102,7 @@ impl Limiter {
             inner: ratelock::Limiter::with_store(store, settings).map_err(to_js)?,
             rules: ratelock::RuleCache::default(),
             names: DECISION_FIELDS.map(JsValue::from_str),
+            reasons: ratelock::Reason::ALL.map(|reason| JsValue::from_str(reason.name())),
         })
     }
 
@@ -134,9 +140,88 @@ impl Limiter {
         }
         Ok(())
     }
+
+    /// Bans `key` for `durationMs` (1 ms to 366 days) from `nowMs` (default `Date.now()`): every hit
+    /// and peek is denied with `reason: 'ban'`. A rule's `block` word starts the same ban when the rule
+    /// denies a hit.
+    pub fn block(
+        &self,
+        key: &str,
+        #[wasm_bindgen(js_name = durationMs)] duration_ms: f64,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<(), JsValue> {
+        self.change_entry("block", key, Some(duration_ms), now_ms)
+            .map(drop)
+    }
+
+    /// Lifts `key`'s ban; true when it had one (a list entry stays).
+    pub fn unblock(
+        &self,
+        key: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<bool, JsValue> {
+        self.change_entry("unblock", key, None, now_ms)
+    }
+
+    /// Puts `key` on the deny list for `ttlMs`: every hit and peek is denied with `reason: 'deny_list'`.
+    pub fn deny(
+        &self,
+        key: &str,
+        #[wasm_bindgen(js_name = ttlMs)] ttl_ms: f64,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<(), JsValue> {
+        self.change_entry("deny", key, Some(ttl_ms), now_ms).map(drop)
+    }
+
+    /// Puts `key` on the allow list for `ttlMs`: every hit and peek passes with `reason: 'allow_list'`,
+    /// spending nothing.
+    pub fn allow(
+        &self,
+        key: &str,
+        #[wasm_bindgen(js_name = ttlMs)] ttl_ms: f64,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<(), JsValue> {
+        self.change_entry("allow", key, Some(ttl_ms), now_ms).map(drop)
+    }
+
+    /// Takes `key` off the deny or allow list; true when it was on one (a ban stays).
+    pub fn clear(
+        &self,
+        key: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<bool, JsValue> {
+        self.change_entry("clear", key, None, now_ms)
+    }
 }
 
 impl Limiter {
+    /// One change to `key`'s entry in the memory store (the core names the call and checks the span).
+    fn change_entry(
+        &self,
+        op: &str,
+        key: &str,
+        span_ms: Option<f64>,
+        now_ms: Option<f64>,
+    ) -> Result<bool, JsValue> {
+        let name = if op == "block" { "durationMs" } else { "ttlMs" };
+        let span = match span_ms {
+            Some(ms) if !(ms.is_finite() && (0.0..=1e13).contains(&ms)) => {
+                return Err(invalid_argument(name, format!("expected milliseconds, got {ms}")))
+            }
+            Some(ms) => Some(std::time::Duration::from_micros((ms * 1000.0).round() as u64)),
+            None => None,
+        };
+        let call = ratelock::algorithm::standing::StandingCall::named(op, span).map_err(to_js)?;
+        let now_us = now_us(now_ms)?;
+        match self.inner.store() {
+            ratelock::Store::Memory(store) => {
+                Ok(store.stand(&self.inner.options().prefix, key.as_bytes(), call, now_us))
+            }
+            #[allow(unreachable_patterns)]
+            _ => Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into()),
+        }
+    }
+
     fn check(
         &mut self,
         key: &str,
@@ -155,14 +240,7 @@ impl Limiter {
                 ))
             }
         };
-        let now_ms = now_ms.unwrap_or_else(js_sys::Date::now);
-        if !(now_ms.is_finite() && now_ms >= 0.0 && now_ms * 1000.0 <= 9_007_199_254_740_991.0) {
-            return Err(invalid_argument(
-                "nowMs",
-                format!("expected milliseconds since the Unix epoch, got {now_ms}"),
-            ));
-        }
-        let now_us = Some((now_ms * 1000.0).round() as u64);
+        let now_us = now_us(now_ms)?;
         let inner = self.inner.clone();
         let parsed = self.parse(rules)?;
         let answer = inner.try_check_blocking(key, &parsed.rules, cost, spend, now_us);
@@ -172,7 +250,7 @@ impl Limiter {
         let index = decision.rule_index;
         // A plain object (the Node package's decision fields): no wrapper class, no finalizer per call.
         let answer = Object::new();
-        let values: [JsValue; 9] = [
+        let values: [JsValue; 10] = [
             decision.allowed.into(),
             (decision.limit as f64).into(),
             (decision.remaining as f64).into(),
@@ -182,6 +260,7 @@ impl Limiter {
             parsed.texts[index].clone(),
             (index as u32).into(),
             (parsed.rules[index].period().as_secs_f64() * 1000.0).into(),
+            self.reasons[decision.reason.code() as usize].clone(),
         ];
         for (name, value) in self.names.iter().zip(&values) {
             Reflect::set(&answer, name, value)?;
@@ -251,4 +330,16 @@ fn option<T>(
     read(&value)
         .map(Some)
         .ok_or_else(|| invalid_argument(name, format!("expected {expected}")))
+}
+
+/// `nowMs` (default `Date.now()`) in µs, checked: milliseconds since the Unix epoch, exact in µs.
+fn now_us(now_ms: Option<f64>) -> Result<Option<u64>, JsValue> {
+    let now_ms = now_ms.unwrap_or_else(js_sys::Date::now);
+    if !(now_ms.is_finite() && now_ms >= 0.0 && now_ms * 1000.0 <= 9_007_199_254_740_991.0) {
+        return Err(invalid_argument(
+            "nowMs",
+            format!("expected milliseconds since the Unix epoch, got {now_ms}"),
+        ));
+    }
+    Ok(Some((now_ms * 1000.0).round() as u64))
 }

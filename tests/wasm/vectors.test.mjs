@@ -26,6 +26,21 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           limiter.reset(key, rules)
           continue
         }
+        if (step.op !== 'hit' && step.op !== 'peek') {
+          // block, deny, allow (for for_us), unblock, clear: the limiter's methods.
+          const nowMs = step.now_us / 1000
+          const change = () =>
+            ['block', 'deny', 'allow'].includes(step.op)
+              ? limiter[step.op](key, step.for_us / 1000, nowMs)
+              : limiter[step.op](key, nowMs)
+          if (step.expect_error) {
+            assert.throws(change, (error) => error.code === CODES[step.expect_error], where)
+            continue
+          }
+          const changed = change()
+          if (step.expect_changed !== undefined) assert.equal(changed, step.expect_changed, where)
+          continue
+        }
         const call = () => limiter[step.op](key, rules, step.cost ?? 1, step.now_us / 1000)
         if (step.expect_error) {
           assert.throws(call, (error) => error.code === CODES[step.expect_error], where)
@@ -39,8 +54,10 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           reset_after_us: Math.round(decision.resetAfterMs * 1000),
           retry_after_us: Math.round(decision.retryAfterMs * 1000),
           rule_index: decision.ruleIndex,
+          reason: decision.reason,
         }
-        assert.deepEqual(got, Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name]])), where)
+        const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name] ?? 'rule']))
+        assert.deepEqual(got, want, where)
       }
       limiter.free()
     })
