@@ -20,6 +20,7 @@ mod module_throughput;
 mod native_floor;
 mod outage;
 mod pairing;
+mod policy_cost;
 mod redis_benchmark;
 mod redis_comparison;
 mod report;
@@ -46,7 +47,7 @@ const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
 /// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "redis-comparison",
     "lock-comparison",
     "cluster",
@@ -54,6 +55,7 @@ const SECTIONS: [&str; 8] = [
     "outage",
     "module-throughput",
     "server-cost",
+    "policy-cost",
     "cluster-projection",
 ];
 
@@ -104,6 +106,9 @@ async fn main() {
     }
     if runs("server-cost") {
         rows.extend(server_cost::rows(&mut notes));
+    }
+    if runs("policy-cost") {
+        rows.extend(policy_cost::rows(&mut notes));
     }
     if runs("cluster-projection") {
         // After server-cost: it projects from that section's single GCRA rows when they ran.

@@ -125,6 +125,15 @@ for (const [label, env] of [
       assert.equal(runs[first][3].headers['retry-after'], '1200')
       for (const framework of others) assert.deepEqual(runs[framework], runs[first], `${framework} differs from ${first}`)
       assert.ok(runs[first][3].refusal.body.length > 0)
+      // A rule's ban: the denial that starts it and the one after answer alike, waiting out the ban.
+      const bans = {}
+      for (const [framework, app] of Object.entries(apps)) {
+        bans[framework] = []
+        for (let i = 0; i < 4; i++) bans[framework].push(await seen(app.base, '/ban'))
+      }
+      assert.deepEqual(bans[first].map((r) => r.status), [200, 200, 429, 429])
+      assert.deepEqual(bans[first].slice(2).map((r) => r.headers['retry-after']), ['600', '600'])
+      for (const framework of others) assert.deepEqual(bans[framework], bans[first], `${framework} differs from ${first}`)
     } finally {
       for (const app of Object.values(apps)) await app.close()
     }

@@ -1,7 +1,7 @@
 'use strict'
 // One small app per Node framework (Express, Fastify, Koa, Hono on @hono/node-server), each limited the
 // same way through ratelock's adapter for it, with the routes of the Python adapter apps
-// (tests/python/adapter_apps): /search, /tenant, /cost, /key, /skip, /decision. `serve` listens on a
+// (tests/python/adapter_apps): /search, /ban, /tenant, /cost, /key, /skip, /decision. `serve` listens on a
 // free port and answers its base URL; `node adapter-apps.js <framework>` serves one from its
 // environment (RATELOCK_URL, RATELOCK_ON_ERROR, ...) and prints its port, for the cross-language tests.
 
@@ -9,6 +9,8 @@ const http = require('node:http')
 const { randomUUID } = require('node:crypto')
 
 const SEARCH_RULES = '3/hour'
+/** `/ban`: a rule that bans the client for ten minutes once it denies. */
+const BAN_RULES = '2/hour block 10 minutes'
 const PLANS = { free: '2/hour', pro: '5/hour' }
 const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono']
 
@@ -30,6 +32,7 @@ function routes() {
   const query = (url) => new URL(url, 'http://x').searchParams
   return [
     { path: '/search', limit: { rules: SEARCH_RULES, scope: 'search' } },
+    { path: '/ban', limit: { rules: BAN_RULES, scope: 'ban' } },
     {
       path: '/tenant',
       limit: { rules: (url) => PLANS[query(url).get('plan')], scope: 'tenant', keyGenerator: (url) => query(url).get('plan') },

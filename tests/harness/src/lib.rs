@@ -63,4 +63,6 @@ pub mod guide_doctests {
     pub struct Locks;
     #[doc = include_str!("../../../docs/guide/hooks.md")]
     pub struct Hooks;
+    #[doc = include_str!("../../../docs/guide/policies.md")]
+    pub struct Policies;
 }

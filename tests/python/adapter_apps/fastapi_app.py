@@ -6,7 +6,7 @@ from fastapi import Depends, FastAPI, Request
 
 from ratelock import Decision
 from ratelock.fastapi import RateLimiter
-from adapter_apps.settings import PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
 
 app = FastAPI()
 limiter = RateLimiter(app, **options())
@@ -14,6 +14,11 @@ limiter = RateLimiter(app, **options())
 
 @app.get("/search", dependencies=[Depends(limiter.limit(SEARCH_RULES, scope="search"))])
 async def search() -> Dict[str, Any]:
+    return {"ok": True}
+
+
+@app.get("/ban", dependencies=[Depends(limiter.limit(BAN_RULES, scope="ban"))])
+async def ban() -> Dict[str, Any]:
     return {"ok": True}
 
 

@@ -3,7 +3,7 @@
 from flask import Flask, Response, jsonify, request
 
 from ratelock.flask import RateLimiter, current_decision
-from adapter_apps.settings import PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
 
 app = Flask(__name__)
 limits = RateLimiter(app, default_limits="100/hour", skip=lambda: request.path == "/skip", **options())
@@ -12,6 +12,12 @@ limits = RateLimiter(app, default_limits="100/hour", skip=lambda: request.path =
 @app.get("/search")
 @limits.limit(SEARCH_RULES, scope="search")
 def search() -> Response:
+    return jsonify(ok=True)
+
+
+@app.get("/ban")
+@limits.limit(BAN_RULES, scope="ban")
+def ban() -> Response:
     return jsonify(ok=True)
 
 

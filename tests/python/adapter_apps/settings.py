@@ -6,6 +6,8 @@ from typing import Any, Dict, List, Optional, Union
 
 #: Each route's rules. `/search` is the route the agreement test drives in every framework.
 SEARCH_RULES = "3/hour"
+#: `/ban`: a rule that bans the client for ten minutes once it denies.
+BAN_RULES = "2/hour block 10 minutes"
 PLANS = {"free": "2/hour", "pro": "5/hour"}
 
 
