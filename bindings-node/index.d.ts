@@ -27,6 +27,9 @@ export interface Decision {
   periodMs: number
   /** What decided: the rules, a ban, the deny list or the allow list. */
   reason: 'rule' | 'ban' | 'deny_list' | 'allow_list'
+  /** True when the request was let through only because what denied it is in shadow (a `shadow` rule,
+   * or a limiter with `shadow: true`); the figures are enforcement's. */
+  wouldDeny: boolean
 }
 
 /** When an entry change happens: `nowMs` replaces the clock, as for `hit`. */
@@ -47,6 +50,8 @@ export interface LimiterOptions {
   onError?: 'raise' | 'allow' | 'deny' | 'local'
   /** Under `onError: 'local'`: how many processes (across all hosts) share the limits (default 1). */
   instances?: number
+  /** Shadow mode: a denial is let through with `wouldDeny` set, for rolling a limit out (default false). */
+  shadow?: boolean
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */

@@ -332,6 +332,8 @@ export interface LimiterOptions {
   clock?: string
   /** Under `onError: 'local'`: how many processes share the limits (default 1). */
   instances?: number
+  /** Shadow mode: a denial is let through with `wouldDeny` set (default false). */
+  shadow?: boolean
 }
 
 /**

@@ -19,6 +19,7 @@ const RETRY_AFTER_MS = at('retryAfterMs')
 const DEGRADED = at('degraded')
 const RULE_INDEX = at('ruleIndex')
 const REASON = at('reason')
+const WOULD_DENY = at('wouldDeny')
 /** What decided, by the code the addon writes: 'rule', 'ban', 'deny_list' or 'allow_list'. */
 const REASONS = native.reasonNames()
 
@@ -39,6 +40,7 @@ function decision(values, offset, parsed) {
     ruleIndex,
     periodMs: parsed.periodsMs[ruleIndex],
     reason: REASONS[values[offset + REASON]],
+    wouldDeny: values[offset + WOULD_DENY] === 1,
   }
 }
 

@@ -33,7 +33,8 @@ class Limiter {
   /**
    * @param {object} [options] `url` (none: the embedded memory store), `prefix`, `onError`
    *   ('raise' | 'allow' | 'deny' | 'local'), `timeoutMs`, `defaultAlgorithm`, `clock` ('store' |
-   *   'local'), `instances` (under 'local': how many processes share the limits).
+   *   'local'), `instances` (under 'local': how many processes share the limits), `shadow` (a denial
+   *   is let through with `wouldDeny` set: for rolling a limit out).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
@@ -42,6 +43,7 @@ class Limiter {
       defaultAlgorithm: check.optionalString,
       clock: check.optionalString,
       instances: check.optionalNumber,
+      shadow: check.optionalBoolean,
     })
     this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }

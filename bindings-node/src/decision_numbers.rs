@@ -7,7 +7,7 @@ use napi_derive::napi;
 use crate::convert;
 
 /// The figures of a decision, in the order they are written.
-const LAYOUT: [&str; 8] = [
+const LAYOUT: [&str; 9] = [
     "allowed",
     "limit",
     "remaining",
@@ -16,6 +16,7 @@ const LAYOUT: [&str; 8] = [
     "degraded",
     "ruleIndex",
     "reason",
+    "wouldDeny",
 ];
 
 /// Numbers per decision.
@@ -33,6 +34,7 @@ pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
         f64::from(u8::from(decision.degraded)),
         decision.rule_index as f64,
         decision.reason.code() as f64,
+        f64::from(u8::from(decision.would_deny)),
     ]
 }
 

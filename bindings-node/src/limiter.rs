@@ -29,6 +29,8 @@ pub struct LimiterOptions {
     pub clock: Option<String>,
     /// Under `onError: 'local'`: how many processes share the limits (default 1).
     pub instances: Option<f64>,
+    /// Shadow mode: a denial is let through with `wouldDeny` set (default false).
+    pub shadow: Option<bool>,
 }
 
 /// The TypeScript name of the core's prepared rules inside `ExternalObject` (opaque to JavaScript; the
@@ -214,9 +216,14 @@ impl NativeLimiter {
         span_ms: Option<f64>,
         now_ms: Option<f64>,
     ) -> napi::Result<bool> {
-        let name = if op == "block" { "durationMs" } else { "ttlMs" };
+        // The argument as the public methods name it (`block`'s durationMs, `deny`'s and `allow`'s ttlMs).
+        let name = match op.as_str() {
+            "block" => "durationMs",
+            "deny" | "allow" => "ttlMs",
+            _ => "spanMs",
+        };
         let span = span_ms.map(|ms| convert::millis(name, ms)).transpose()?;
-        let call = StandingCall::named(&op, span).map_err(to_js)?;
+        let call = StandingCall::named(&op, span, name).map_err(to_js)?;
         let (key, now_us, limiter) = (convert::key(key), convert::now_us(now_ms)?, self.inner.clone());
         guarded(async move { limiter.stand(&key, call, now_us).await.map_err(to_js) }).await
     }
@@ -303,5 +310,5 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         }
         settings = settings.with_instances(instances as u64);
     }
-    Ok(settings)
+    Ok(settings.with_shadow(options.shadow.unwrap_or(false)))
 }

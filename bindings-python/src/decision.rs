@@ -27,6 +27,8 @@ pub(crate) struct PyDecision {
     #[pyo3(get)]
     period: f64,
     reason: ratelock::Reason,
+    #[pyo3(get)]
+    would_deny: bool,
     rules: Arc<ratelock::Rules>,
 }
 
@@ -47,6 +49,7 @@ impl PyDecision {
             rule_index: decision.rule_index,
             period,
             reason: decision.reason,
+            would_deny: decision.would_deny,
             rules,
         }
     }

@@ -39,11 +39,16 @@ fn entry_change(
     seconds: Option<&Bound<'_, PyAny>>,
     now_us: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EntryChange> {
-    let name = if op == "block" { "duration" } else { "ttl" };
+    // The argument as the public methods name it (`block`'s duration, `deny`'s and `allow`'s ttl).
+    let name = match op {
+        "block" => "duration",
+        "deny" | "allow" => "ttl",
+        _ => "seconds",
+    };
     let span = seconds
         .map(|value| convert::seconds_of(name, value))
         .transpose()?;
-    let call = ratelock::algorithm::standing::StandingCall::named(op, span).map_err(to_py)?;
+    let call = ratelock::algorithm::standing::StandingCall::named(op, span, name).map_err(to_py)?;
     Ok((convert::key(key)?, call, convert::now_us(now_us)?))
 }
 
@@ -60,7 +65,7 @@ fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDec
 impl PyLimiter {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -70,9 +75,11 @@ impl PyLimiter {
         default_algorithm: &str,
         clock: &str,
         instances: Option<&Bound<'_, PyAny>>,
+        shadow: bool,
     ) -> PyResult<Self> {
         let options = options(prefix, on_error, timeout, default_algorithm, clock)?
-            .with_instances(convert::instances(instances)?);
+            .with_instances(convert::instances(instances)?)
+            .with_shadow(shadow);
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
@@ -80,7 +87,7 @@ impl PyLimiter {
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -90,9 +97,11 @@ impl PyLimiter {
         default_algorithm: &str,
         clock: &str,
         instances: Option<&Bound<'py, PyAny>>,
+        shadow: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(prefix, on_error, timeout, default_algorithm, clock)?
-            .with_instances(convert::instances(instances)?);
+            .with_instances(convert::instances(instances)?)
+            .with_shadow(shadow);
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;

@@ -25,6 +25,8 @@ export interface Decision {
   periodMs: number;
   /** What decided: the rules, a ban, the deny list or the allow list. */
   reason: 'rule' | 'ban' | 'deny_list' | 'allow_list';
+  /** Let through only because what denied it is in shadow; the figures are enforcement's. */
+  wouldDeny: boolean;
 }
 "#;
 
@@ -35,13 +37,13 @@ pub struct Limiter {
     rules: ratelock::RuleCache<ParsedRules>,
     /// The decision's property names as JS strings, made once (making them per call costs more than
     /// the decision itself).
-    names: [JsValue; 10],
+    names: [JsValue; 11],
     /// Each reason's name as a JS string, by its code.
     reasons: [JsValue; 4],
 }
 
 /// The decision's properties, in the order of `Limiter::names`.
-const DECISION_FIELDS: [&str; 10] = [
+const DECISION_FIELDS: [&str; 11] = [
     "allowed",
     "limit",
     "remaining",
@@ -52,6 +54,7 @@ const DECISION_FIELDS: [&str; 10] = [
     "ruleIndex",
     "periodMs",
     "reason",
+    "wouldDeny",
 ];
 
 /// The core's prepared rules (parsed once by the limiter) with each rule's canonical text as a JS string,
@@ -64,7 +67,7 @@ struct ParsedRules {
 #[wasm_bindgen]
 impl Limiter {
     /// A limiter with its own memory. `options`: `{ prefix?: string, defaultAlgorithm?: string,
-    /// maxKeys?: number, whenFull?: 'refuse' | 'evict' }` (no bound unless `maxKeys` is given; expired
+    /// maxKeys?: number, whenFull?: 'refuse' | 'evict', shadow?: boolean }` (no bound unless `maxKeys` is given; expired
     /// keys are always reclaimed; a full store refuses new keys, or evicts with `whenFull: 'evict'`).
     #[wasm_bindgen(constructor)]
     pub fn new(options: Option<Object>) -> Result<Limiter, JsValue> {
@@ -73,6 +76,9 @@ impl Limiter {
         if let Some(options) = options {
             if let Some(prefix) = option_string(&options, "prefix")? {
                 settings = settings.with_prefix(prefix);
+            }
+            if let Some(shadow) = option_bool(&options, "shadow")? {
+                settings = settings.with_shadow(shadow);
             }
             if let Some(algorithm) = option_string(&options, "defaultAlgorithm")? {
                 settings = settings.with_default_algorithm(algorithm.parse().map_err(to_js)?);
@@ -211,7 +217,7 @@ impl Limiter {
             Some(ms) => Some(std::time::Duration::from_micros((ms * 1000.0).round() as u64)),
             None => None,
         };
-        let call = ratelock::algorithm::standing::StandingCall::named(op, span).map_err(to_js)?;
+        let call = ratelock::algorithm::standing::StandingCall::named(op, span, name).map_err(to_js)?;
         let now_us = now_us(now_ms)?;
         match self.inner.store() {
             ratelock::Store::Memory(store) => {
@@ -250,7 +256,7 @@ impl Limiter {
         let index = decision.rule_index;
         // A plain object (the Node package's decision fields): no wrapper class, no finalizer per call.
         let answer = Object::new();
-        let values: [JsValue; 10] = [
+        let values: [JsValue; 11] = [
             decision.allowed.into(),
             (decision.limit as f64).into(),
             (decision.remaining as f64).into(),
@@ -261,6 +267,7 @@ impl Limiter {
             (index as u32).into(),
             (parsed.rules[index].period().as_secs_f64() * 1000.0).into(),
             self.reasons[decision.reason.code() as usize].clone(),
+            decision.would_deny.into(),
         ];
         for (name, value) in self.names.iter().zip(&values) {
             Reflect::set(&answer, name, value)?;
@@ -313,6 +320,10 @@ fn option_string(options: &Object, name: &str) -> Result<Option<String>, JsValue
 
 fn option_number(options: &Object, name: &str) -> Result<Option<f64>, JsValue> {
     option(options, name, "a number", JsValue::as_f64)
+}
+
+fn option_bool(options: &Object, name: &str) -> Result<Option<bool>, JsValue> {
+    option(options, name, "a boolean", JsValue::as_bool)
 }
 
 /// Option `name` of `options` read by `read` (`None` when absent); an invalid argument naming it when

@@ -69,6 +69,10 @@ pub struct Decision {
     pub degraded: bool,
     /// What decided: the rules, a ban, the deny list or the allow list.
     pub reason: Reason,
+    /// True when the request was let through only because what denied it is in shadow (a `shadow`
+    /// rule, or a limiter with `LimiterOptions::with_shadow`): enforcement would have denied it, and
+    /// `remaining`, `reset_after` and `retry_after` are what enforcement would have answered.
+    pub would_deny: bool,
     outcomes: Outcomes,
 }
 
@@ -91,6 +95,7 @@ impl Decision {
             rule_index: index,
             degraded: false,
             reason: Reason::Rule,
+            would_deny: false,
             outcomes,
         }
     }
@@ -112,6 +117,46 @@ impl Decision {
         let mut decision = Self::from_outcomes(verdict.outcomes);
         decision.reason = verdict.reason;
         decision
+    }
+
+    /// The decision on `rules` from a store's verdict: [`from_verdict`](Self::from_verdict), let
+    /// through as [`shadowed`](Self::shadowed) when every rule that denied it is a `shadow` rule.
+    ///
+    /// ```
+    /// use ratelock::algorithm::{decide, standing::Verdict};
+    /// let rules: ratelock::Rules = "1/minute shadow; 100/hour".parse()?;
+    /// let spent = Some(ratelock::algorithm::State::Gcra { tat: 60_000_000 });
+    /// let outcomes = [decide(&rules[0], spent.as_ref(), 0, 1)?.unspent, decide(&rules[1], None, 0, 1)?.unspent];
+    /// let decision = ratelock::Decision::decided(Verdict::from(outcomes.into_iter().collect::<ratelock::algorithm::Outcomes>()), &rules);
+    /// assert!(decision.allowed && decision.would_deny);
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    #[inline]
+    pub fn decided(verdict: Verdict, rules: &[crate::Rule]) -> Self {
+        let decision = Self::from_verdict(verdict);
+        if decision.allowed || decision.reason != Reason::Rule {
+            return decision;
+        }
+        let only_shadows = decision
+            .outcomes
+            .iter()
+            .zip(rules)
+            .all(|(outcome, rule)| outcome.allowed || rule.is_shadow());
+        if only_shadows {
+            decision.shadowed()
+        } else {
+            decision
+        }
+    }
+
+    /// The same decision let through if it denied: `allowed`, with `would_deny` set and enforcement's
+    /// figures kept (what a limiter in shadow answers).
+    pub fn shadowed(mut self) -> Self {
+        if !self.allowed {
+            self.allowed = true;
+            self.would_deny = true;
+        }
+        self
     }
 
     /// The same decision, saying `reason` decided it.
@@ -146,6 +191,7 @@ impl Decision {
             rule_index,
             degraded,
             reason: Reason::Rule,
+            would_deny: false,
             outcomes: Outcomes::new(),
         }
     }
@@ -161,6 +207,7 @@ impl Decision {
             rule_index: 0,
             degraded: true,
             reason: Reason::Rule,
+            would_deny: false,
             outcomes: Outcomes::new(),
         }
     }

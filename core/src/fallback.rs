@@ -53,7 +53,7 @@ impl LocalFallback {
             spend: request.spend && fits,
             ..*request
         };
-        let mut decision = Decision::from_verdict(self.store.check(&local)?);
+        let mut decision = Decision::decided(self.store.check(&local)?, local.rules);
         if !fits {
             decision.allowed = false;
             decision.retry_after = decision.reset_after.max(std::time::Duration::from_millis(1));

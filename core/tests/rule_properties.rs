@@ -1,5 +1,5 @@
 //! Property tests for rules: every valid rule prints as text that parses back to the same rule,
-//! several rules round-trip together (bans included), and no input text makes the parser panic.
+//! several rules round-trip together (bans and shadow included), and no input text makes the parser panic.
 
 use std::time::Duration;
 
@@ -22,17 +22,26 @@ fn any_rule() -> impl Strategy<Value = Rule> {
         (1u64..=90).prop_map(|n| Some(n * 60_000)),
         (1u64..=31_622_400_000).prop_map(Some),
     ];
-    (algorithm, 1u64..=1_000_000, period_ms, 1u64..=1_000_000, block_ms).prop_filter_map(
-        "valid rules only",
-        |(algorithm, limit, period_ms, burst, block_ms)| {
-            let burst = if algorithm.uses_burst() { burst } else { limit };
-            let rule = Rule::build(algorithm, limit, Duration::from_millis(period_ms), burst).ok()?;
-            match block_ms {
-                Some(ms) => rule.with_block(Duration::from_millis(ms)).ok(),
-                None => Some(rule),
-            }
-        },
+    (
+        algorithm,
+        1u64..=1_000_000,
+        period_ms,
+        1u64..=1_000_000,
+        block_ms,
+        any::<bool>(),
     )
+        .prop_filter_map(
+            "valid rules only",
+            |(algorithm, limit, period_ms, burst, block_ms, shadow)| {
+                let burst = if algorithm.uses_burst() { burst } else { limit };
+                let rule = Rule::build(algorithm, limit, Duration::from_millis(period_ms), burst).ok()?;
+                match (block_ms, shadow) {
+                    (Some(ms), _) => rule.with_block(Duration::from_millis(ms)).ok(),
+                    (None, true) => rule.with_shadow().ok(),
+                    (None, false) => Some(rule),
+                }
+            },
+        )
 }
 
 proptest! {
@@ -46,6 +55,7 @@ proptest! {
         prop_assert_eq!(parsed.burst(), rule.burst());
         prop_assert_eq!(parsed.id(), rule.id());
         prop_assert_eq!(parsed.block(), rule.block());
+        prop_assert_eq!(parsed.is_shadow(), rule.is_shadow());
         prop_assert_eq!(parsed, rule);
     }
 
@@ -68,7 +78,7 @@ proptest! {
     }
 
     #[test]
-    fn rule_like_text_never_panics(text in "[0-9]{0,25}[ /]{0,2}(per )?[0-9]{0,5} ?[a-z_]{0,14}( burst [0-9]{0,22})?( using [a-z_]{0,15})?( block [0-9]{0,20} ?[a-z]{0,8})?[;,]?") {
+    fn rule_like_text_never_panics(text in "[0-9]{0,25}[ /]{0,2}(per )?[0-9]{0,5} ?[a-z_]{0,14}( burst [0-9]{0,22})?( using [a-z_]{0,15})?( block [0-9]{0,20} ?[a-z]{0,8})?( shadow)?[;,]?") {
         if let Err(err) = text.parse::<Rules>() {
             prop_assert!(err.is_invalid_rule(), "{text:?}: {err:?}");
         }

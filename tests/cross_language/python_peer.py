@@ -18,7 +18,18 @@ def run(command: Dict[str, Any]) -> Dict[str, Any]:
     op = command["op"]
     if op == "hit":
         decision = limiter.hit(command["key"], command["rules"])
-        return {"allowed": decision.allowed, "remaining": decision.remaining, "rule": decision.rule}
+        return {
+            "allowed": decision.allowed,
+            "remaining": decision.remaining,
+            "rule": decision.rule,
+            "reason": decision.reason,
+            "would_deny": decision.would_deny,
+        }
+    if op in ("block", "deny", "allow"):
+        getattr(limiter, op)(command["key"], command["seconds"])
+        return {"changed": True}
+    if op in ("unblock", "clear"):
+        return {"changed": getattr(limiter, op)(command["key"])}
     name = command["name"]
     if op == "fair_acquire":
         fair = fair_locks.setdefault(name, ratelock.FairLock(name, URL, ttl=10))

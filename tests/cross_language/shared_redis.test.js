@@ -64,6 +64,30 @@ test('one key and rule: one limit, whichever language spends it', async () => {
   assert.deepEqual([sixth.allowed, sixth.remaining], [false, 0], 'and Python what Node spent')
 })
 
+test('one key: one ban and one list entry, whichever language writes or reads them', async () => {
+  const key = `entry:${randomUUID()}`
+  const limiter = new ratelock.Limiter({ url: redis.url })
+  // A rule's ban started by a Python hit is Node's ban too, and Node's unblock lifts it for Python.
+  const rules = '1/minute block 10 minutes'
+  assert.ok((await python.ask({ op: 'hit', key, rules })).allowed)
+  assert.equal((await python.ask({ op: 'hit', key, rules })).reason, 'ban')
+  const banned = await limiter.hit(key, rules)
+  assert.deepEqual([banned.allowed, banned.reason], [false, 'ban'])
+  assert.ok(banned.retryAfterMs > 599_000 && banned.retryAfterMs <= 600_000)
+  assert.equal(await limiter.unblock(key), true)
+  assert.equal((await python.ask({ op: 'unblock', key })).changed, false, 'Python finds it lifted')
+  // Node's deny-list entry denies Python's hits; Python's clear takes it off for Node.
+  await limiter.deny(key, 60_000)
+  assert.equal((await python.ask({ op: 'hit', key, rules: '100/second' })).reason, 'deny_list')
+  assert.equal((await python.ask({ op: 'clear', key })).changed, true)
+  assert.equal((await limiter.hit(key, '100/second')).reason, 'rule')
+  // A shadow rule reads the same in both languages.
+  const trial = await python.ask({ op: 'hit', key, rules: '1/minute shadow' })
+  assert.ok(trial.allowed)
+  const again = await limiter.hit(key, '1/minute shadow')
+  assert.deepEqual([again.allowed, again.wouldDeny], [true, true])
+})
+
 test('one lock name: one holder across languages, tokens rising from one to the other', async () => {
   const name = `shared-lock:${randomUUID()}`
   const lock = new ratelock.DistributedLock(name, { url: redis.url, ttlMs: 10_000 })

@@ -55,8 +55,10 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           retry_after_us: Math.round(decision.retryAfterMs * 1000),
           rule_index: decision.ruleIndex,
           reason: decision.reason,
+          would_deny: decision.wouldDeny,
         }
-        const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name] ?? 'rule']))
+        const absent = { reason: 'rule', would_deny: false }
+        const want = Object.fromEntries(Object.keys(got).map((name) => [name, step.expect[name] ?? absent[name]]))
         assert.deepEqual(got, want, where)
       }
       limiter.free()

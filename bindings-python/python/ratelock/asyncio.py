@@ -60,10 +60,12 @@ class Limiter:
         default_algorithm: str = "gcra",
         clock: Literal["store", "local"] = "store",
         instances: int = 1,
+        shadow: bool = False,
     ) -> None:
         self._url = url
         self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
         self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
+        self._shadow = shadow
         self._native: Optional[_native.Limiter] = None
         self._connecting: Optional[asyncio.Lock] = None
 
@@ -81,6 +83,7 @@ class Limiter:
                         default_algorithm=self._default_algorithm,
                         clock=self._clock,
                         instances=self._instances,
+                        shadow=self._shadow,
                     )
         return self._native
 

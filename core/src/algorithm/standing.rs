@@ -293,26 +293,31 @@ impl StandingCall {
         }
     }
 
-    /// The call a binding names by its method: `block` (a `duration`), `deny` or `allow` (a `ttl`),
-    /// `unblock` or `clear` (no span). The errors name the argument that was wrong.
+    /// The call a binding names by its method: `block`, `deny` or `allow` (with a span, which the
+    /// binding calls `span_name`: its errors name it), `unblock` or `clear` (with none).
     ///
     /// ```
     /// use std::time::Duration;
     /// use ratelock::algorithm::standing::{Standing, StandingCall, BANS};
-    /// let ban = StandingCall::named("block", Some(Duration::from_secs(2)))?;
+    /// let ban = StandingCall::named("block", Some(Duration::from_secs(2)), "duration")?;
     /// assert_eq!(ban, StandingCall::Set { standing: Standing::Banned, for_us: 2_000_000 });
-    /// assert_eq!(StandingCall::named("unblock", None)?, StandingCall::Remove(BANS));
-    /// assert!(StandingCall::named("deny", None).unwrap_err().is_invalid_argument());
+    /// assert_eq!(StandingCall::named("unblock", None, "duration")?, StandingCall::Remove(BANS));
+    /// let missing = StandingCall::named("deny", None, "ttlMs").unwrap_err();
+    /// assert!(missing.is_invalid_argument() && missing.to_string().contains("`ttlMs`"));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
-    pub fn named(op: &str, span: Option<std::time::Duration>) -> crate::Result<Self> {
-        let (standing, name) = match op {
-            "block" => (Standing::Banned, "duration"),
-            "deny" => (Standing::Denied, "ttl"),
-            "allow" => (Standing::Allowed, "ttl"),
+    pub fn named(
+        op: &str,
+        span: Option<std::time::Duration>,
+        span_name: &'static str,
+    ) -> crate::Result<Self> {
+        let standing = match op {
+            "block" => Standing::Banned,
+            "deny" => Standing::Denied,
+            "allow" => Standing::Allowed,
             "unblock" | "clear" if span.is_some() => {
                 return Err(crate::Error::invalid_argument(
-                    "duration",
+                    span_name,
                     "only block, deny and allow take one",
                 ))
             }
@@ -326,8 +331,8 @@ impl StandingCall {
             }
         };
         match span {
-            Some(span) => StandingCall::set(standing, name, span),
-            None => Err(crate::Error::invalid_argument(name, "is needed")),
+            Some(span) => StandingCall::set(standing, span_name, span),
+            None => Err(crate::Error::invalid_argument(span_name, "is needed")),
         }
     }
 

@@ -112,6 +112,9 @@ pub struct LimiterOptions {
     pub instances: u64,
     /// What sees (and may change) every decision: see [`Hook`]. None by default.
     pub hooks: Hooks,
+    /// Shadow mode for every rule: decisions are made and spent as usual, but a denial is let through
+    /// with [`Decision::would_deny`] set (see [`with_shadow`](Self::with_shadow)). Default false.
+    pub shadow: bool,
 }
 
 /// The most processes [`LimiterOptions::instances`] may name (2^32 − 1, as in every binding).
@@ -129,6 +132,28 @@ pub struct LimiterOptions {
 pub const MAX_INSTANCES: u64 = u32::MAX as u64;
 
 impl LimiterOptions {
+    /// The same options in shadow mode (or not): every decision is made and spent exactly as when
+    /// enforcing (the store's state is what enforcement would leave), but a denial of any kind (a rule,
+    /// a ban, the deny list, the failure policy's `deny`) comes back allowed, with
+    /// [`Decision::would_deny`] set and enforcement's figures. For rolling a new limit out: watch what
+    /// it would deny, then turn shadow off. One rule alone: its `shadow` word.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use ratelock::{Limiter, LimiterOptions, Store};
+    /// let store = Store::new("memory://", &Default::default())?;
+    /// let limiter = Limiter::with_store(store, LimiterOptions::default().with_shadow(true))?;
+    /// let rules = limiter.rules("1/minute")?;
+    /// assert!(!limiter.hit("k", &rules, 1).await?.would_deny);
+    /// let second = limiter.hit("k", &rules, 1).await?;
+    /// assert!(second.allowed && second.would_deny && second.retry_after.as_secs() > 0);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub fn with_shadow(mut self, shadow: bool) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
     /// The same options with another key prefix.
     ///
     /// ```
@@ -219,6 +244,7 @@ impl Default for LimiterOptions {
             degraded_retry_after: Duration::from_secs(1),
             instances: 1,
             hooks: Hooks::default(),
+            shadow: false,
         }
     }
 }
@@ -782,15 +808,19 @@ impl Limiter {
         checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
     ) -> Result<Decision> {
-        match checked {
+        let answer = match checked {
             Ok(verdict) => {
                 if let Some(fallback) = &self.shared.fallback {
                     fallback.store_answered();
                 }
-                Ok(Decision::from_verdict(verdict))
+                Ok(Decision::decided(verdict, request.rules))
             }
             Err(err) if err.is_store_failure() => self.degrade(err, request),
             Err(err) => Err(err),
+        };
+        match answer {
+            Ok(decision) if self.shared.options.shadow => Ok(decision.shadowed()),
+            answer => answer,
         }
     }
 

@@ -48,6 +48,9 @@ impl fmt::Display for Rule {
             let unit_s = if count == 1 { "" } else { plural(unit) };
             write!(f, " block {count} {unit}{unit_s}")?;
         }
+        if self.shadow {
+            write!(f, " shadow")?;
+        }
         Ok(())
     }
 }

@@ -60,6 +60,8 @@ pub struct Rule {
     burst: u64,
     /// µs a denial of this rule bans the key for (0: no ban).
     block_us: u64,
+    /// Whether the rule only reports what it would deny (`shadow`): see [`Rule::with_shadow`].
+    shadow: bool,
     id: Arc<str>,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
@@ -69,7 +71,7 @@ pub struct Rule {
 
 impl PartialEq for Rule {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id && self.block_us == other.block_us
+        self.id == other.id && self.block_us == other.block_us && self.shadow == other.shadow
     }
 }
 
@@ -101,7 +103,7 @@ impl Rule {
                 "burst applies only to gcra, token_bucket and leaky_bucket",
             ));
         }
-        Ok(Self::build(algorithm, self.limit, self.period(), burst)?.keep_block(self))
+        Ok(Self::build(algorithm, self.limit, self.period(), burst)?.keep_policies(self))
     }
 
     /// The same rule with another burst (how many units may be taken at once).
@@ -113,7 +115,7 @@ impl Rule {
                 "burst applies only to gcra, token_bucket and leaky_bucket",
             ));
         }
-        Ok(Self::build(self.algorithm, self.limit, self.period(), burst)?.keep_block(self))
+        Ok(Self::build(self.algorithm, self.limit, self.period(), burst)?.keep_policies(self))
     }
 
     /// The same rule, banning the key for `block` once it denies a hit (the `block` word of the rule
@@ -130,6 +132,9 @@ impl Rule {
     /// # Ok::<(), ratelock::Error>(())
     /// ```
     pub fn with_block(&self, block: Duration) -> Result<Self> {
+        if self.shadow {
+            return Err(shadow_cannot_block(self));
+        }
         if block < Duration::from_millis(1)
             || block > MAX_PERIOD
             || !block.subsec_nanos().is_multiple_of(1_000_000)
@@ -154,9 +159,37 @@ impl Rule {
         (self.block_us > 0).then_some(self.block_us)
     }
 
-    /// `self` with `other`'s ban (a rule rebuilt from another keeps what it said).
-    fn keep_block(mut self, other: &Rule) -> Self {
+    /// The same rule in shadow (the `shadow` word of the rule text): it is decided and spent exactly
+    /// as when it enforces, so its state is what enforcement would leave, but a request only it denies
+    /// is allowed, with [`Decision::would_deny`](crate::Decision::would_deny) set and the figures
+    /// enforcement would have answered. A rule that enforces still denies beside it. A shadow rule
+    /// cannot `block` (the ban would enforce it).
+    ///
+    /// ```
+    /// let rule: ratelock::Rule = "100/minute".parse()?;
+    /// let trial = rule.with_shadow()?;
+    /// assert_eq!(trial.to_string(), "100/minute shadow");
+    /// assert!(trial.is_shadow() && trial.id() == rule.id());
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn with_shadow(&self) -> Result<Self> {
+        if self.block_us > 0 {
+            return Err(shadow_cannot_block(self));
+        }
+        let mut rule = self.clone();
+        rule.shadow = true;
+        Ok(rule)
+    }
+
+    /// Whether the rule is in shadow: it reports what it would deny instead of denying.
+    pub fn is_shadow(&self) -> bool {
+        self.shadow
+    }
+
+    /// `self` with `other`'s ban and shadow (a rule rebuilt from another keeps what it said).
+    fn keep_policies(mut self, other: &Rule) -> Self {
         self.block_us = other.block_us;
+        self.shadow = other.shadow;
         self
     }
 
@@ -180,14 +213,14 @@ impl Rule {
         let instances = instances.max(1);
         if !self.algorithm.uses_burst() {
             let limit = self.limit.div_ceil(instances).max(1);
-            return Ok(Self::build(self.algorithm, limit, self.period(), limit)?.keep_block(self));
+            return Ok(Self::build(self.algorithm, limit, self.period(), limit)?.keep_policies(self));
         }
         let period = self
             .period()
             .saturating_mul(u32::try_from(instances).unwrap_or(u32::MAX))
             .min(MAX_PERIOD);
         let burst = self.burst.div_ceil(instances).max(1);
-        Ok(Self::build(self.algorithm, self.limit, period, burst)?.keep_block(self))
+        Ok(Self::build(self.algorithm, self.limit, period, burst)?.keep_policies(self))
     }
 
     /// Builds and validates a rule from all its parts.
@@ -236,6 +269,7 @@ impl Rule {
             period_us,
             burst,
             block_us: 0,
+            shadow: false,
             id: Arc::from(""),
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),
@@ -340,6 +374,14 @@ impl Rule {
             format!("{code}{}/{period_ms}", self.limit)
         }
     }
+}
+
+fn shadow_cannot_block(rule: &Rule) -> Error {
+    Error::invalid_rule(
+        &rule.to_string(),
+        "shadow",
+        "a shadow rule cannot block (the ban would enforce it)",
+    )
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {

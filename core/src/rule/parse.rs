@@ -70,8 +70,15 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
     let mut burst = None;
     let mut algorithm = None;
     let mut block = None;
+    let mut shadow = None;
     while let Some(token) = tokens.next() {
         match token {
+            Token::Word(word, raw) if word == "shadow" => {
+                if shadow.is_some() {
+                    return Err(fail(raw, "shadow given twice"));
+                }
+                shadow = Some(raw);
+            }
             Token::Word(word, raw) if word == "block" => {
                 if block.is_some() {
                     return Err(fail(raw, "block given twice"));
@@ -131,7 +138,7 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
             other => {
                 return Err(fail(
                     token_text(&other),
-                    "unexpected text (expected 'burst N', 'using ALGORITHM' or 'block DURATION')",
+                    "unexpected text (expected 'burst N', 'using ALGORITHM', 'block DURATION' or 'shadow')",
                 ))
             }
         }
@@ -156,10 +163,16 @@ fn parse_rule(text: &str, segment: &str, default: Algorithm) -> Result<Rule> {
         }
         other => other,
     })?;
-    match block {
+    let rule = match block {
         Some((raw, ms)) => rule
             .with_block(Duration::from_millis(ms))
-            .map_err(|_| fail(raw, "block must be from 1 ms to 366 days")),
+            .map_err(|_| fail(raw, "block must be from 1 ms to 366 days"))?,
+        None => rule,
+    };
+    match shadow {
+        Some(raw) => rule
+            .with_shadow()
+            .map_err(|_| fail(raw, "a shadow rule cannot block (the ban would enforce it)")),
         None => Ok(rule),
     }
 }
@@ -291,6 +304,12 @@ mod tests {
             "5/minute using fixed_window block 2 days"
         );
         assert_eq!(rule("5/m").block(), None);
+        assert!(rule("5/m shadow").is_shadow());
+        assert_eq!(
+            rule("5/m SHADOW using fixed_window").to_string(),
+            "5/minute using fixed_window shadow"
+        );
+        assert!(!rule("5/m").is_shadow());
     }
 
     #[test]
@@ -319,6 +338,8 @@ mod tests {
         assert_eq!(error_part("5/m block 0 minutes"), "block");
         assert_eq!(error_part("5/m block 400 days"), "block");
         assert_eq!(error_part("5/m block 1m block 2m"), "block");
+        assert_eq!(error_part("5/m shadow shadow"), "shadow");
+        assert_eq!(error_part("5/m block 1m shadow"), "shadow");
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct Expect {
     /// What decided (`ratelock::Reason::name`): `rule` when absent.
     #[serde(default = "rule_reason", skip_serializing_if = "is_rule_reason")]
     pub reason: String,
+    /// Let through only because the rules that denied are in shadow: false when absent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub would_deny: bool,
 }
 
 fn rule_reason() -> String {
@@ -125,6 +128,7 @@ impl Expect {
                 })
                 .collect(),
             reason: decision.reason.name().into(),
+            would_deny: decision.would_deny,
         }
     }
 }
@@ -215,7 +219,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         Via::Blocking => blocking_check(store, &request),
     };
     match checked {
-        Ok(verdict) => Answer::Decision(Expect::of(&Decision::from_verdict(verdict))),
+        Ok(verdict) => Answer::Decision(Expect::of(&Decision::decided(verdict, &rules))),
         Err(err) => Answer::Error(err.code().to_owned()),
     }
 }
@@ -234,7 +238,7 @@ async fn change_entry(
     if !matches!(op, "block" | "deny" | "allow" | "unblock" | "clear") {
         panic!("unknown op {op:?} in scenario {scenario}");
     }
-    let call = StandingCall::named(op, span);
+    let call = StandingCall::named(op, span, "for_us");
     let changed = match call {
         Ok(call) => store.stand(prefix, key.as_bytes(), call, Some(step.now_us)).await,
         Err(err) => Err(err),

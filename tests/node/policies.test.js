@@ -1,0 +1,86 @@
+'use strict'
+// Bans, lists and shadow mode through the Node limiter, on the memory store and on Redis: what the
+// shared vectors cannot show (a limiter in shadow, bad arguments named, an entry change during an
+// outage, two limiters on one Redis).
+
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { after, before, describe, test } = require('node:test')
+
+const ratelock = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+let redis
+before(async () => {
+  redis = await RedisServer.start()
+})
+after(() => redis.close())
+
+const fresh = () => `policy:${randomUUID()}`
+
+for (const store of ['memory', 'redis']) {
+  const url = () => (store === 'memory' ? undefined : redis.url)
+  describe(`on the ${store} store`, () => {
+    test('a limiter in shadow lets denials through and spends as enforcement does', async () => {
+      const shadow = new ratelock.Limiter({ url: url(), prefix: 'shadowed', shadow: true })
+      const key = fresh()
+      assert.equal((await shadow.hit(key, '1/minute')).wouldDeny, false)
+      const second = await shadow.hit(key, '1/minute')
+      assert.deepEqual([second.allowed, second.wouldDeny, second.remaining], [true, true, 0])
+      assert.ok(second.retryAfterMs > 59_000)
+      await shadow.block(key, 60_000)
+      const banned = await shadow.peek(key, '1/minute')
+      assert.deepEqual([banned.allowed, banned.wouldDeny, banned.reason], [true, true, 'ban'])
+      if (store === 'redis') {
+        const enforcing = new ratelock.Limiter({ url: url(), prefix: 'shadowed' })
+        assert.equal((await enforcing.hit(key, '1/minute')).allowed, false, 'the ban is in the store')
+      }
+    })
+
+    test('a shadow rule lets only its own denial through', async () => {
+      const limiter = new ratelock.Limiter({ url: url() })
+      const key = fresh()
+      const rules = '1/minute shadow; 2/minute'
+      assert.ok((await limiter.hit(key, rules)).allowed)
+      const trial = await limiter.hit(key, rules)
+      assert.deepEqual([trial.allowed, trial.wouldDeny, trial.rule], [true, true, '1/minute shadow'])
+      assert.equal((await limiter.peek(key, '2/minute')).allowed, true, 'nothing spent, as enforcement: one more fits')
+    })
+
+    test('entries: block, unblock, deny, allow and clear', async () => {
+      const limiter = new ratelock.Limiter({ url: url() })
+      const key = fresh()
+      await limiter.block(key, 30_000)
+      const banned = await limiter.hit(key, '10/second')
+      assert.deepEqual([banned.allowed, banned.reason], [false, 'ban'])
+      assert.deepEqual([await limiter.unblock(key), await limiter.unblock(key)], [true, false])
+      await limiter.allow(key, 30_000)
+      assert.equal((await limiter.hit(key, '1/hour')).reason, 'allow_list')
+      await limiter.deny(key, 30_000)
+      assert.equal((await limiter.hit(key, '1/hour')).reason, 'deny_list')
+      assert.deepEqual([await limiter.clear(key), await limiter.clear(key)], [true, false])
+    })
+  })
+}
+
+test('bad arguments are named', async () => {
+  const limiter = new ratelock.Limiter()
+  for (const [call, name] of [
+    [() => limiter.block('k', 0), 'durationMs'],
+    [() => limiter.deny('k', -1), 'ttlMs'],
+    [() => limiter.allow('k', 400 * 86_400_000), 'ttlMs'],
+    [() => limiter.block('k', Number.NaN), 'durationMs'],
+    [() => limiter.unblock('k', { nowMs: -5 }), 'nowMs'],
+  ]) {
+    await assert.rejects(call, (error) => error instanceof ratelock.InvalidArgumentError && error.message.includes(name), name)
+  }
+  await assert.rejects(limiter.hit('k', '5/minute block 1 hour shadow'), ratelock.InvalidRuleError)
+})
+
+test('an entry change during an outage rejects, whatever onError says', async () => {
+  const server = await RedisServer.start()
+  await server.close()
+  const limiter = new ratelock.Limiter({ url: server.url, onError: 'allow', timeoutMs: 200 })
+  assert.equal((await limiter.hit('k', '1/second')).degraded, true)
+  await assert.rejects(limiter.block('k', 60_000), ratelock.StoreUnavailableError)
+})

@@ -1,0 +1,94 @@
+"""Bans, lists and shadow mode through the Python limiter, sync and asyncio, on both stores: what the
+vectors cannot show (a limiter in shadow, the asyncio forms, bad arguments, a store outage on an entry
+change, an entry seen by a second limiter on the same Redis)."""
+
+import asyncio
+import uuid
+
+import pytest
+
+import ratelock
+import ratelock.asyncio
+from conftest import RedisServer
+
+
+def fresh_key() -> str:
+    return f"policy:{uuid.uuid4().hex}"
+
+
+def test_a_limiter_in_shadow_lets_denials_through_and_spends_as_enforcement(store_url):
+    shadow = ratelock.Limiter(store_url, prefix="shadowed", shadow=True)
+    enforcing = ratelock.Limiter(store_url, prefix="shadowed")
+    key = fresh_key()
+    assert not shadow.hit(key, "1/minute").would_deny
+    second = shadow.hit(key, "1/minute")
+    assert second.allowed and second.would_deny and 59 < second.retry_after <= 60 and second.remaining == 0
+    # The state is what enforcement leaves: the enforcing limiter on the same keys denies.
+    assert not enforcing.hit(key, "1/minute").allowed
+    shadow.deny(key, 60)
+    listed = shadow.hit(key, "1/minute")
+    assert listed.allowed and listed.would_deny and listed.reason == "deny_list"
+
+
+def test_a_shadow_rule_lets_only_its_own_denial_through(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    rules = "1/minute shadow; 2/minute"
+    assert limiter.hit(key, rules).allowed
+    trial = limiter.hit(key, rules)
+    assert trial.allowed and trial.would_deny and trial.rule == "1/minute shadow"
+    # Nothing was spent (enforcement's state): the enforced rule still admits one more.
+    assert limiter.peek(key, "2/minute").allowed
+
+
+def test_entries_from_asyncio_agree_with_sync(store_url):
+    key = fresh_key()
+
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(store_url, prefix="entries")
+        await limiter.block(key, 30)
+        banned = await limiter.hit(key, "10/second")
+        assert not banned.allowed and banned.reason == "ban" and 29 < banned.retry_after <= 30
+        assert await limiter.unblock(key) and not await limiter.unblock(key)
+        await limiter.allow(key, 30)
+        assert (await limiter.peek(key, "1/hour")).reason == "allow_list"
+        assert await limiter.clear(key) and not await limiter.clear(key)
+        await limiter.deny(key, 30)
+
+    asyncio.run(run())
+    # The sync limiter on the same store and prefix sees what the asyncio one wrote.
+    if store_url is not None:
+        assert ratelock.Limiter(store_url, prefix="entries").hit(key, "10/second").reason == "deny_list"
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda limiter: limiter.block("k", 0), "duration"),
+        (lambda limiter: limiter.deny("k", -1), "ttl"),
+        (lambda limiter: limiter.allow("k", 400 * 86400), "ttl"),
+        (lambda limiter: limiter.block("k", float("nan")), "duration"),
+        (lambda limiter: limiter.change_entry("ban", "k", 5), "op"),
+        (lambda limiter: limiter.change_entry("unblock", "k", 5), "seconds"),
+    ],
+)
+def test_bad_arguments_are_named(call, argument):
+    with pytest.raises(ratelock.InvalidArgument, match=f"`{argument}`"):
+        call(ratelock.Limiter())
+
+
+def test_a_rule_that_is_both_shadow_and_blocking_is_refused():
+    with pytest.raises(ratelock.InvalidRule, match="shadow"):
+        ratelock.Limiter().hit("k", "5/minute block 1 hour shadow")
+
+
+def test_an_entry_change_during_an_outage_raises_whatever_on_error_says():
+    server = RedisServer()
+    server.halt()
+    try:
+        limiter = ratelock.Limiter(server.url, on_error="allow", timeout=0.2)
+        assert limiter.hit("k", "1/second").degraded
+        with pytest.raises(ratelock.StoreUnavailable):
+            limiter.block("k", 60)
+    finally:
+        server.stop()
