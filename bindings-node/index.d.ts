@@ -30,6 +30,8 @@ export interface Decision {
   /** True when the request was let through only because what denied it is in shadow (a `shadow` rule,
    * or a limiter with `shadow: true`); the figures are enforcement's. */
   wouldDeny: boolean
+  /** True when this process's deny cache answered (no round trip): a denial the store gave before. */
+  cached: boolean
 }
 
 /** When an entry change happens: `nowMs` replaces the clock, as for `hit`. */
@@ -52,6 +54,11 @@ export interface LimiterOptions {
   instances?: number
   /** Shadow mode: a denial is let through with `wouldDeny` set, for rolling a limit out (default false). */
   shadow?: boolean
+  /**
+   * A local deny cache of about this many keys: once the store denies a key, its further calls with the
+   * same rules and cost are denied from memory until the denial's `retryAfterMs` (`cached: true`).
+   */
+  denyCache?: number
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */

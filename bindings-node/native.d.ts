@@ -334,6 +334,8 @@ export interface LimiterOptions {
   instances?: number
   /** Shadow mode: a denial is let through with `wouldDeny` set (default false). */
   shadow?: boolean
+  /** A local deny cache of about this many keys (none by default). */
+  denyCache?: number
 }
 
 /**

@@ -9,6 +9,7 @@
 mod client_throughput;
 mod cluster_projection;
 mod cluster_throughput;
+mod deny_cache_flood;
 mod lock_comparison;
 mod lock_handoff;
 mod lock_scripts;
@@ -47,7 +48,7 @@ const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
 /// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "redis-comparison",
     "lock-comparison",
     "cluster",
@@ -56,6 +57,7 @@ const SECTIONS: [&str; 9] = [
     "module-throughput",
     "server-cost",
     "policy-cost",
+    "deny-cache",
     "cluster-projection",
 ];
 
@@ -109,6 +111,9 @@ async fn main() {
     }
     if runs("policy-cost") {
         rows.extend(policy_cost::rows(&mut notes));
+    }
+    if runs("deny-cache") {
+        rows.extend(deny_cache_flood::rows(&mut notes).await);
     }
     if runs("cluster-projection") {
         // After server-cost: it projects from that section's single GCRA rows when they ran.

@@ -20,6 +20,7 @@ const DEGRADED = at('degraded')
 const RULE_INDEX = at('ruleIndex')
 const REASON = at('reason')
 const WOULD_DENY = at('wouldDeny')
+const CACHED = at('cached')
 /** What decided, by the code the addon writes: 'rule', 'ban', 'deny_list' or 'allow_list'. */
 const REASONS = native.reasonNames()
 
@@ -41,6 +42,7 @@ function decision(values, offset, parsed) {
     periodMs: parsed.periodsMs[ruleIndex],
     reason: REASONS[values[offset + REASON]],
     wouldDeny: values[offset + WOULD_DENY] === 1,
+    cached: values[offset + CACHED] === 1,
   }
 }
 

@@ -34,7 +34,8 @@ class Limiter {
    * @param {object} [options] `url` (none: the embedded memory store), `prefix`, `onError`
    *   ('raise' | 'allow' | 'deny' | 'local'), `timeoutMs`, `defaultAlgorithm`, `clock` ('store' |
    *   'local'), `instances` (under 'local': how many processes share the limits), `shadow` (a denial
-   *   is let through with `wouldDeny` set: for rolling a limit out).
+   *   is let through with `wouldDeny` set: for rolling a limit out), `denyCache` (a local deny cache
+   *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
@@ -44,6 +45,7 @@ class Limiter {
       clock: check.optionalString,
       instances: check.optionalNumber,
       shadow: check.optionalBoolean,
+      denyCache: check.optionalNumber,
     })
     this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }

@@ -7,7 +7,7 @@ use napi_derive::napi;
 use crate::convert;
 
 /// The figures of a decision, in the order they are written.
-const LAYOUT: [&str; 9] = [
+const LAYOUT: [&str; 10] = [
     "allowed",
     "limit",
     "remaining",
@@ -17,6 +17,7 @@ const LAYOUT: [&str; 9] = [
     "ruleIndex",
     "reason",
     "wouldDeny",
+    "cached",
 ];
 
 /// Numbers per decision.
@@ -35,6 +36,7 @@ pub(crate) fn numbers(decision: &ratelock::Decision) -> [f64; DECISION_FIELDS] {
         decision.rule_index as f64,
         decision.reason.code() as f64,
         f64::from(u8::from(decision.would_deny)),
+        f64::from(u8::from(decision.cached)),
     ]
 }
 

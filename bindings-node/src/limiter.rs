@@ -31,6 +31,8 @@ pub struct LimiterOptions {
     pub instances: Option<f64>,
     /// Shadow mode: a denial is let through with `wouldDeny` set (default false).
     pub shadow: Option<bool>,
+    /// A local deny cache of about this many keys (none by default).
+    pub deny_cache: Option<f64>,
 }
 
 /// The TypeScript name of the core's prepared rules inside `ExternalObject` (opaque to JavaScript; the
@@ -309,6 +311,9 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
             ));
         }
         settings = settings.with_instances(instances as u64);
+    }
+    if let Some(capacity) = options.deny_cache {
+        settings = settings.with_deny_cache(convert::count("denyCache", capacity)? as usize);
     }
     Ok(settings.with_shadow(options.shadow.unwrap_or(false)))
 }

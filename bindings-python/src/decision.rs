@@ -29,6 +29,8 @@ pub(crate) struct PyDecision {
     reason: ratelock::Reason,
     #[pyo3(get)]
     would_deny: bool,
+    #[pyo3(get)]
+    cached: bool,
     rules: Arc<ratelock::Rules>,
 }
 
@@ -50,6 +52,7 @@ impl PyDecision {
             period,
             reason: decision.reason,
             would_deny: decision.would_deny,
+            cached: decision.cached,
             rules,
         }
     }

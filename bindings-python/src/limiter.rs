@@ -30,6 +30,17 @@ pub(crate) struct PyLimiter {
 #[pyclass(module = "ratelock._native", frozen)]
 struct Memoized(Arc<PreparedRules>);
 
+/// `options` with a local deny cache of `capacity` keys, when one is asked for (a whole number from 1).
+fn with_deny_cache(
+    options: ratelock::LimiterOptions,
+    capacity: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ratelock::LimiterOptions> {
+    match capacity.filter(|value| !value.is_none()) {
+        None => Ok(options),
+        Some(value) => Ok(options.with_deny_cache(convert::count("deny_cache", value)? as usize)),
+    }
+}
+
 /// The arguments of `change_entry`, converted: the key, the core's call, and `now`.
 type EntryChange = (Vec<u8>, ratelock::algorithm::standing::StandingCall, Option<u64>);
 
@@ -65,7 +76,7 @@ fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDec
 impl PyLimiter {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -76,10 +87,14 @@ impl PyLimiter {
         clock: &str,
         instances: Option<&Bound<'_, PyAny>>,
         shadow: bool,
+        deny_cache: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?
-            .with_instances(convert::instances(instances)?)
-            .with_shadow(shadow);
+        let options = with_deny_cache(
+            options(prefix, on_error, timeout, default_algorithm, clock)?
+                .with_instances(convert::instances(instances)?)
+                .with_shadow(shadow),
+            deny_cache,
+        )?;
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
@@ -87,7 +102,7 @@ impl PyLimiter {
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -98,10 +113,14 @@ impl PyLimiter {
         clock: &str,
         instances: Option<&Bound<'py, PyAny>>,
         shadow: bool,
+        deny_cache: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = options(prefix, on_error, timeout, default_algorithm, clock)?
-            .with_instances(convert::instances(instances)?)
-            .with_shadow(shadow);
+        let options = with_deny_cache(
+            options(prefix, on_error, timeout, default_algorithm, clock)?
+                .with_instances(convert::instances(instances)?)
+                .with_shadow(shadow),
+            deny_cache,
+        )?;
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;

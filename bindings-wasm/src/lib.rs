@@ -27,6 +27,8 @@ export interface Decision {
   reason: 'rule' | 'ban' | 'deny_list' | 'allow_list';
   /** Let through only because what denied it is in shadow; the figures are enforcement's. */
   wouldDeny: boolean;
+  /** Always false here: the memory store is this process's already (the Node package's deny cache). */
+  cached: boolean;
 }
 "#;
 
@@ -37,13 +39,13 @@ pub struct Limiter {
     rules: ratelock::RuleCache<ParsedRules>,
     /// The decision's property names as JS strings, made once (making them per call costs more than
     /// the decision itself).
-    names: [JsValue; 11],
+    names: [JsValue; 12],
     /// Each reason's name as a JS string, by its code.
     reasons: [JsValue; 4],
 }
 
 /// The decision's properties, in the order of `Limiter::names`.
-const DECISION_FIELDS: [&str; 11] = [
+const DECISION_FIELDS: [&str; 12] = [
     "allowed",
     "limit",
     "remaining",
@@ -55,6 +57,7 @@ const DECISION_FIELDS: [&str; 11] = [
     "periodMs",
     "reason",
     "wouldDeny",
+    "cached",
 ];
 
 /// The core's prepared rules (parsed once by the limiter) with each rule's canonical text as a JS string,
@@ -256,7 +259,7 @@ impl Limiter {
         let index = decision.rule_index;
         // A plain object (the Node package's decision fields): no wrapper class, no finalizer per call.
         let answer = Object::new();
-        let values: [JsValue; 11] = [
+        let values: [JsValue; 12] = [
             decision.allowed.into(),
             (decision.limit as f64).into(),
             (decision.remaining as f64).into(),
@@ -268,6 +271,7 @@ impl Limiter {
             (parsed.rules[index].period().as_secs_f64() * 1000.0).into(),
             self.reasons[decision.reason.code() as usize].clone(),
             decision.would_deny.into(),
+            decision.cached.into(),
         ];
         for (name, value) in self.names.iter().zip(&values) {
             Reflect::set(&answer, name, value)?;

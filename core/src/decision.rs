@@ -73,6 +73,9 @@ pub struct Decision {
     /// rule, or a limiter with `LimiterOptions::with_shadow`): enforcement would have denied it, and
     /// `remaining`, `reset_after` and `retry_after` are what enforcement would have answered.
     pub would_deny: bool,
+    /// True when this process's deny cache answered (no round trip): a denial the store gave before,
+    /// its waits shortened by the time since (see `LimiterOptions::with_deny_cache`).
+    pub cached: bool,
     outcomes: Outcomes,
 }
 
@@ -96,6 +99,7 @@ impl Decision {
             degraded: false,
             reason: Reason::Rule,
             would_deny: false,
+            cached: false,
             outcomes,
         }
     }
@@ -192,6 +196,7 @@ impl Decision {
             degraded,
             reason: Reason::Rule,
             would_deny: false,
+            cached: false,
             outcomes: Outcomes::new(),
         }
     }
@@ -208,6 +213,7 @@ impl Decision {
             degraded: true,
             reason: Reason::Rule,
             would_deny: false,
+            cached: false,
             outcomes: Outcomes::new(),
         }
     }

@@ -27,6 +27,8 @@ pub struct LimitCall<'a> {
     pub cost: u64,
     /// `hit` (true) or `peek` (false).
     pub spend: bool,
+    /// The call's explicit time in µs since the epoch (`hit_at`, a local clock), `None` for the store's.
+    pub now_us: Option<u64>,
 }
 
 /// How a limiter answer came about, beside the answer itself.

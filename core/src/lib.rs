@@ -22,6 +22,7 @@
 pub mod algorithm;
 pub mod clock;
 mod decision;
+mod deny_cache;
 mod error;
 pub mod excerpt;
 mod fallback;
@@ -37,6 +38,7 @@ pub mod store;
 
 pub use algorithm::standing::Reason;
 pub use decision::{Decision, RuleDecision};
+pub use deny_cache::DenyCache;
 pub use error::{Error, Result};
 pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions, MAX_INSTANCES};

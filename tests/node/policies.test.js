@@ -84,3 +84,24 @@ test('an entry change during an outage rejects, whatever onError says', async ()
   assert.equal((await limiter.hit('k', '1/second')).degraded, true)
   await assert.rejects(limiter.block('k', 60_000), ratelock.StoreUnavailableError)
 })
+
+test('the deny cache answers a denied key without the store', async () => {
+  const limiter = new ratelock.Limiter({ url: redis.url, prefix: `cache${randomUUID().slice(0, 8)}`, denyCache: 1000 })
+  const key = fresh()
+  assert.equal((await limiter.hit(key, '1/minute')).cached, false)
+  const denied = await limiter.hit(key, '1/minute')
+  assert.deepEqual([denied.allowed, denied.cached], [false, false])
+  const before = await limitCalls()
+  for (let i = 0; i < 200; i++) {
+    const again = await limiter.hit(key, '1/minute')
+    assert.deepEqual([again.allowed, again.cached], [false, true])
+  }
+  assert.equal(await limitCalls(), before, 'no round trip while the denial holds')
+  await assert.rejects(async () => new ratelock.Limiter({ denyCache: 0 }).hit('k', '1/s'), ratelock.InvalidArgumentError)
+})
+
+/** Every limit call the server ran (function, script or module), from INFO commandstats. */
+async function limitCalls() {
+  const info = await redis.command('INFO', 'commandstats')
+  return [...String(info).matchAll(/^cmdstat_(?:evalsha|fcall|ratelock\.limit):calls=(\d+)/gim)].reduce((sum, m) => sum + Number(m[1]), 0)
+}

@@ -3,6 +3,8 @@ vectors cannot show (a limiter in shadow, the asyncio forms, bad arguments, a st
 change, an entry seen by a second limiter on the same Redis)."""
 
 import asyncio
+import re
+import subprocess
 import uuid
 
 import pytest
@@ -92,3 +94,32 @@ def test_an_entry_change_during_an_outage_raises_whatever_on_error_says():
             limiter.block("k", 60)
     finally:
         server.stop()
+
+
+def test_the_deny_cache_answers_a_denied_key_without_the_store(redis_server):
+    limiter = ratelock.Limiter(redis_server.url, prefix=f"cache{uuid.uuid4().hex[:8]}", deny_cache=1000)
+    key = fresh_key()
+    assert not limiter.hit(key, "1/minute").cached
+    denied = limiter.hit(key, "1/minute")
+    assert not denied.allowed and not denied.cached
+    calls_before = _limit_calls(redis_server)
+    for _ in range(200):
+        again = limiter.hit(key, "1/minute")
+        assert not again.allowed and again.cached and again.retry_after <= denied.retry_after
+    assert _limit_calls(redis_server) == calls_before, "no round trip while the denial holds"
+    assert limiter.unblock(key) is False  # an entry change forgets the key's denials here
+    assert not limiter.hit(key, "1/minute").cached
+
+
+def test_a_deny_cache_of_no_keys_is_refused():
+    with pytest.raises(ratelock.InvalidArgument, match="`deny_cache`"):
+        ratelock.Limiter(deny_cache=0)
+
+
+def _limit_calls(server: RedisServer) -> int:
+    """Every limit call `server` ran (function, script or module), from INFO commandstats."""
+    info = subprocess.run(
+        ["redis-cli", "-p", str(server.port), "INFO", "commandstats"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.findall(r"^cmdstat_(?:evalsha|fcall|ratelock\.limit):calls=(\d+)", info, flags=re.M | re.I)
+    return sum(int(calls) for calls in found)

@@ -61,11 +61,12 @@ class Limiter:
         clock: Literal["store", "local"] = "store",
         instances: int = 1,
         shadow: bool = False,
+        deny_cache: Optional[int] = None,
     ) -> None:
         self._url = url
         self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
         self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
-        self._shadow = shadow
+        self._shadow, self._deny_cache = shadow, deny_cache
         self._native: Optional[_native.Limiter] = None
         self._connecting: Optional[asyncio.Lock] = None
 
@@ -84,6 +85,7 @@ class Limiter:
                         clock=self._clock,
                         instances=self._instances,
                         shadow=self._shadow,
+                        deny_cache=self._deny_cache,
                     )
         return self._native
 

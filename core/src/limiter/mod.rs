@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::algorithm::standing::{Standing, StandingCall, BANS, LIST_ENTRIES};
 use crate::clock::now_us;
 use crate::decision::Decision;
+use crate::deny_cache::DenyCache;
 use crate::error::{Error, Result};
 use crate::fallback::LocalFallback;
 use crate::hook::{Answered, Hook, Hooks, LimitCall};
@@ -115,6 +116,8 @@ pub struct LimiterOptions {
     /// Shadow mode for every rule: decisions are made and spent as usual, but a denial is let through
     /// with [`Decision::would_deny`] set (see [`with_shadow`](Self::with_shadow)). Default false.
     pub shadow: bool,
+    /// The local deny cache, when one is attached (see [`with_deny_cache`](Self::with_deny_cache)).
+    pub deny_cache: Option<Arc<DenyCache>>,
 }
 
 /// The most processes [`LimiterOptions::instances`] may name (2^32 − 1, as in every binding).
@@ -152,6 +155,22 @@ impl LimiterOptions {
     pub fn with_shadow(mut self, shadow: bool) -> Self {
         self.shadow = shadow;
         self
+    }
+
+    /// The same options with a local deny cache of about `capacity` keys: once the store denies a key,
+    /// further calls with the same key, rules and cost are denied from this process's memory until the
+    /// denial's `retry_after` (no round trip; [`Decision::cached`] set). Allows are never cached. For
+    /// sparing the store during a flood from a few keys. See [`with_deny_cache_of`](Self::with_deny_cache_of)
+    /// to bound how long a denial is held.
+    pub fn with_deny_cache(self, capacity: usize) -> Self {
+        self.with_deny_cache_of(DenyCache::new(capacity))
+    }
+
+    /// The same options with `cache` as the local deny cache (e.g. with a `max_age`), attached as a hook.
+    pub fn with_deny_cache_of(mut self, cache: DenyCache) -> Self {
+        let cache = Arc::new(cache);
+        self.deny_cache = Some(cache.clone());
+        self.with_hook(cache)
     }
 
     /// The same options with another key prefix.
@@ -245,6 +264,7 @@ impl Default for LimiterOptions {
             instances: 1,
             hooks: Hooks::default(),
             shadow: false,
+            deny_cache: None,
         }
     }
 }
@@ -257,6 +277,7 @@ fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
         rules: request.rules,
         cost: request.cost,
         spend: request.spend,
+        now_us: request.now_us,
     }
 }
 
@@ -463,9 +484,12 @@ impl Limiter {
     /// Forgets the state of every given rule for `key`.
     pub async fn reset(&self, key: impl AsRef<[u8]>, rules: &Rules) -> Result<()> {
         check_key("key", key.as_ref())?;
-        self.store
+        let reset = self
+            .store
             .reset(&self.shared.options.prefix, key.as_ref(), rules)
-            .await
+            .await;
+        self.forget_denials(key.as_ref());
+        reset
     }
 
     /// Bans `key` under this limiter's prefix for `duration` (1 ms to 366 days): every hit and peek on
@@ -575,9 +599,24 @@ impl Limiter {
         crate::clock::check_now(now_us)?;
         let now =
             now_us.or_else(|| (self.shared.options.clock == ClockSource::Local).then(crate::clock::now_us));
-        self.store
+        let changed = self
+            .store
             .stand(&self.shared.options.prefix, key, call, now)
-            .await
+            .await;
+        self.forget_denials(key);
+        changed
+    }
+
+    /// The local deny cache, when the options attached one.
+    pub fn deny_cache(&self) -> Option<&DenyCache> {
+        self.shared.options.deny_cache.as_deref()
+    }
+
+    /// Forgets the deny cache's denials of `key` (its entry or its state has just changed).
+    fn forget_denials(&self, key: &[u8]) {
+        if let Some(cache) = &self.shared.options.deny_cache {
+            cache.forget(key);
+        }
     }
 
     /// Like [`hit`](Self::hit), answered on the calling thread without an async runtime when that is
