@@ -89,6 +89,8 @@ export declare class Limiter {
   peek(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: string): Promise<void>
+  /** Gives back `cost` units of every rule for `key` where the algorithm can; the decision a peek then gives. */
+  refund(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
   /** Bans `key` for `durationMs`: every hit and peek is denied with `reason: 'ban'`. */
   block(key: string | Buffer, durationMs: number, options?: EntryOptions): Promise<void>
   /** Lifts `key`'s ban; true when it had one (a list entry stays). */

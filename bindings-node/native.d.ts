@@ -126,6 +126,11 @@ export declare class NativeLimiter {
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: ExternalObject<PreparedRules>): Promise<void>
   /**
+   * Gives back `cost` units of every rule for `key` where the algorithm can; resolves to the numbers
+   * of the decision a peek of the same cost gives afterwards (the layout of `decisionLayout()`).
+   */
+  refund(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost?: number | undefined | null, nowMs?: number | undefined | null): Promise<Array<number>>
+  /**
    * Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
    * or `clear`; resolves to true when an entry was put or removed.
    */

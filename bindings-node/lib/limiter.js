@@ -102,6 +102,31 @@ class Limiter {
   }
 
   /**
+   * Gives back `options.cost` units (default 1) of every rule for `key` (a request that failed
+   * downstream should not count), where the algorithm can; resolves to the decision a `peek` of the
+   * same cost gives afterwards. An outage rejects, whatever `onError` says.
+   */
+  async refund(key, rules, options) {
+    check.key('key', key)
+    check.rules(rules)
+    let cost, nowMs
+    if (options !== undefined) {
+      const given = check.options('options', options)
+      cost = check.optionalNumber('cost', given.cost)
+      nowMs = check.optionalNumber('nowMs', given.nowMs)
+    }
+    const limiter = this.#native ?? (await this.#connection.get())
+    let parsed
+    try {
+      parsed = this.#parsed(rules)
+    } catch (error) {
+      throw fromNative(error)
+    }
+    const values = await limiter.refund(key, parsed.rules, cost, nowMs).catch(rethrow)
+    return decision(values, 0, parsed)
+  }
+
+  /**
    * Bans `key` for `durationMs` (1 ms to 366 days): every hit and peek is denied with `reason: 'ban'`,
    * in every process and language sharing the store. A rule's `block` word starts the same ban when
    * the rule denies a hit. `options.nowMs` replaces the clock, as for `hit`.

@@ -208,6 +208,25 @@ impl NativeLimiter {
         guarded(async move { limiter.reset(&key, &parsed).await.map_err(to_js) }).await
     }
 
+    /// Gives back `cost` units of every rule for `key` where the algorithm can; resolves to the numbers
+    /// of the decision a peek of the same cost gives afterwards (the layout of `decisionLayout()`).
+    #[napi]
+    pub async fn refund(
+        &self,
+        key: Either<String, Buffer>,
+        rules: &External<Arc<ratelock::PreparedRules>>,
+        cost: Option<f64>,
+        now_ms: Option<f64>,
+    ) -> napi::Result<Vec<f64>> {
+        let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
+        let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
+        guarded(async move {
+            let decision = limiter.refund(&key, &parsed, cost, now_us).await.map_err(to_js)?;
+            Ok(numbers(&decision).to_vec())
+        })
+        .await
+    }
+
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
     /// or `clear`; resolves to true when an entry was put or removed.
     #[napi]

@@ -204,6 +204,36 @@ impl PyLimiter {
         })
     }
 
+    /// Gives back `cost` units (default 1) of every rule for `key`, where the algorithm can; answers as
+    /// `peek` of the same cost would afterwards. An outage raises, whatever `on_error` says.
+    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+    fn refund(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        rules: &Bound<'_, PyAny>,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyDecision> {
+        let refund = self.refund_of(key, rules, cost, now_us)?;
+        run(py, refund)
+    }
+
+    /// `refund` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
+    fn refund_async<'py>(
+        &self,
+        py: Python<'py>,
+        completions: &Completions,
+        key: &Bound<'py, PyAny>,
+        rules: &Bound<'py, PyAny>,
+        cost: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let refund = self.refund_of(key, rules, cost, now_us)?;
+        completions.submit(py, async move { Answer::Decision(refund.await.map_err(to_py)) })
+    }
+
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `seconds`), `unblock`
     /// or `clear`; true when an entry was put or removed (`Limiter.block` and the others call it).
     #[pyo3(signature = (op, key, seconds=None, *, now_us=None))]
@@ -398,6 +428,23 @@ impl PyLimiter {
             cost: cost.map(convert::cost).transpose()?.unwrap_or(1),
             now_us: convert::now_us(now_us)?,
             spend,
+        })
+    }
+
+    /// The refund of `cost` units of `rules` for `key`, its arguments converted, as a future of its answer.
+    fn refund_of(
+        &self,
+        key: &Bound<'_, PyAny>,
+        text: &Bound<'_, PyAny>,
+        cost: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<PyDecision>> + Send + 'static> {
+        let (key, prepared) = (convert::key(key)?, self.parse(text)?);
+        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+        Ok(async move {
+            let decision = limiter.refund(&key, prepared.rules(), cost, now_us).await?;
+            Ok(decision_of(&prepared, &decision))
         })
     }
 

@@ -140,6 +140,37 @@ impl Limiter {
         self.check(key, rules, cost, now_ms, false)
     }
 
+    /// Gives back `cost` units (default 1) of every rule for `key` at `nowMs` (default `Date.now()`),
+    /// where the algorithm can; answers as `peek` of the same cost does afterwards.
+    #[wasm_bindgen(unchecked_return_type = "Decision")]
+    pub fn refund(
+        &mut self,
+        key: &str,
+        rules: &str,
+        cost: Option<f64>,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<Object, JsValue> {
+        let cost = cost_of(cost)?;
+        let now_us = now_us(now_ms)?;
+        let inner = self.inner.clone();
+        let parsed = self.parse(rules)?;
+        let ratelock::Store::Memory(store) = inner.store() else {
+            return Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into());
+        };
+        let request = ratelock::store::LimitRequest {
+            prefix: &inner.options().prefix,
+            key: key.as_bytes(),
+            rules: &parsed.rules,
+            cost,
+            now_us,
+            spend: false,
+        };
+        let verdict = store.refund(&request).map_err(to_js)?;
+        let decision = ratelock::Decision::decided(verdict, &parsed.rules);
+        let deciding = deciding(parsed, &decision);
+        self.object_of(&decision, deciding)
+    }
+
     /// Forgets the state of every given rule for `key`.
     pub fn reset(&mut self, key: &str, rules: &str) -> Result<(), JsValue> {
         let inner = self.inner.clone();
@@ -239,16 +270,7 @@ impl Limiter {
         now_ms: Option<f64>,
         spend: bool,
     ) -> Result<Object, JsValue> {
-        let cost = match cost {
-            None => 1,
-            Some(n) if n.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&n) => n as u64,
-            Some(n) => {
-                return Err(invalid_argument(
-                    "cost",
-                    format!("expected an integer >= 1, got {n}"),
-                ))
-            }
-        };
+        let cost = cost_of(cost)?;
         let now_us = now_us(now_ms)?;
         let inner = self.inner.clone();
         let parsed = self.parse(rules)?;
@@ -256,8 +278,14 @@ impl Limiter {
         // The memory store always answers on the spot.
         let decision = answer.ok_or_else(|| JsError::new("ratelock: the memory store did not answer"))?;
         let decision = decision.map_err(to_js)?;
+        let deciding = deciding(parsed, &decision);
+        self.object_of(&decision, deciding)
+    }
+
+    /// `decision` as a plain object (the Node package's decision fields): no wrapper class, no
+    /// finalizer per call. `deciding`: its deciding rule's text and period (ms).
+    fn object_of(&self, decision: &ratelock::Decision, deciding: (JsValue, f64)) -> Result<Object, JsValue> {
         let index = decision.rule_index;
-        // A plain object (the Node package's decision fields): no wrapper class, no finalizer per call.
         let answer = Object::new();
         let values: [JsValue; 12] = [
             decision.allowed.into(),
@@ -266,9 +294,9 @@ impl Limiter {
             (decision.reset_after.as_secs_f64() * 1000.0).into(),
             (decision.retry_after.as_secs_f64() * 1000.0).into(),
             decision.degraded.into(),
-            parsed.texts[index].clone(),
+            deciding.0,
             (index as u32).into(),
-            (parsed.rules[index].period().as_secs_f64() * 1000.0).into(),
+            deciding.1.into(),
             self.reasons[decision.reason.code() as usize].clone(),
             decision.would_deny.into(),
             decision.cached.into(),
@@ -357,4 +385,25 @@ fn now_us(now_ms: Option<f64>) -> Result<Option<u64>, JsValue> {
         ));
     }
     Ok(Some((now_ms * 1000.0).round() as u64))
+}
+
+/// `cost` (default 1): a whole number from 1.
+fn cost_of(cost: Option<f64>) -> Result<u64, JsValue> {
+    match cost {
+        None => Ok(1),
+        Some(n) if n.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&n) => Ok(n as u64),
+        Some(n) => Err(invalid_argument(
+            "cost",
+            format!("expected an integer >= 1, got {n}"),
+        )),
+    }
+}
+
+/// The deciding rule's text (made once, when the rules were parsed) and period in ms.
+fn deciding(parsed: &ParsedRules, decision: &ratelock::Decision) -> (JsValue, f64) {
+    let index = decision.rule_index;
+    (
+        parsed.texts[index].clone(),
+        parsed.rules[index].period().as_secs_f64() * 1000.0,
+    )
 }

@@ -3,7 +3,8 @@
 --
 -- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
 -- KEYS[n+1] the key's ban or list entry: <prefix>:{<escaped user key>}:standing (the same slot)
--- ARGV[1]   "hit" (spend on every rule when every rule allows) or "peek" (never spend)
+-- ARGV[1]   "hit" (spend on every rule when every rule allows), "peek" (never spend) or "refund" (give
+--           back `cost` units of every rule, then answer as "peek")
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
 -- ARGV[5i-1..5i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs,
@@ -21,8 +22,9 @@
 --   blocking rule denies bans the key for the longest such block, and answers as the ban does.
 -- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity (checked for every
 -- rule before anything is read), or an entry no ratelock code writes.
--- Writes: only in "hit" mode: the rules' state when every rule allows, the ban when a blocking rule
--- denies; every written key gets a TTL (PEXPIRE or PX) of at least one second.
+-- Writes: in "hit" mode, the rules' state when every rule allows, the ban when a blocking rule denies;
+-- every written key gets a TTL (PEXPIRE or PX) of at least one second. In "refund" mode, the refunded
+-- rules' state, keeping each key's TTL.
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
 --
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
@@ -406,8 +408,8 @@ end
 
 -- The call's own arguments, checked before any rule is looked at.
 local mode = ARGV[1]
-if mode ~= 'hit' and mode ~= 'peek' then
-  return redis.error_reply('ERR ratelock: mode must be "hit" or "peek"')
+if mode ~= 'hit' and mode ~= 'peek' and mode ~= 'refund' then
+  return redis.error_reply('ERR ratelock: mode must be "hit", "peek" or "refund"')
 end
 local now = now_us(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -445,6 +447,55 @@ end
 for i = 1, rules do
   local bad = rule_arguments(i)
   if type(bad) == 'table' then return bad end
+end
+
+-- "refund" (ratelock::algorithm::refund::refund): give back `cost` units of every rule, never below an
+-- empty state nor beyond the current window, keeping each key's TTL; then answer as "peek".
+if mode == 'refund' then
+  for i = 1, rules do
+    local code, limit, period, burst = rule_arguments(i)
+    local key = KEYS[i]
+    if code == 'g' then
+      local tat = stored(redis.call('GET', key), key)
+      if tat ~= nil and tat > now then
+        redis.call('SET', key, math.max(tat - cost * cdiv(period, limit), now), 'KEEPTTL')
+      end
+    elseif code == 'tb' then
+      local g = gcd(limit, period)
+      local scale, rate = idiv(period, g), idiv(limit, g)
+      local capacity = burst * scale
+      local v = redis.call('HMGET', key, 't', 'l')
+      local tokens, last = stored(v[1], key), stored(v[2], key)
+      if tokens ~= nil and last ~= nil then
+        if now > last then
+          if now - last >= cdiv(capacity - tokens, rate) then
+            tokens = capacity
+          else
+            tokens = tokens + (now - last) * rate
+          end
+        end
+        redis.call('HSET', key, 't', math.min(tokens + cost * scale, capacity), 'l', math.max(last, now))
+      end
+    elseif code == 'lb' then
+      local v = redis.call('HMGET', key, 'v', 'l')
+      local level, last = stored(v[1], key), stored(v[2], key)
+      if level ~= nil and last ~= nil then
+        if now > last then level = math.max(level - (now - last), 0) end
+        redis.call('HSET', key, 'v', math.max(level - cost * cdiv(period, limit), 0), 'l', math.max(last, now))
+      end
+    elseif code == 'fw' or code == 'sw' then
+      local v = redis.call('HMGET', key, 'w', 'c')
+      local w, c = stored(v[1], key), stored(v[2], key)
+      if w ~= nil and w == idiv(now, period) then
+        redis.call('HSET', key, 'c', math.max((c or 0) - cost, 0))
+      end
+    else
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
+      local count = redis.call('ZCARD', key)
+      if count > 0 then redis.call('ZPOPMAX', key, math.min(cost, count)) end
+    end
+  end
+  mode = 'peek'
 end
 
 -- The key's entry (ratelock::algorithm::standing::Entry): while it lasts, it answers for every rule.

@@ -14,8 +14,10 @@ use crate::rule_cache;
 /// The parts of a call before its rules: `mode now cost`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
-    /// "hit" (true) or "peek" (false).
+    /// "hit" (true) or "peek" or "refund" (false).
     pub hit: bool,
+    /// "refund": give back `cost` on every rule, then answer as "peek".
+    pub refund: bool,
     /// The caller's `now` in µs, or `None` for the server clock (ARGV[2] empty).
     pub now: Option<u64>,
     /// Units to spend, at least 1.
@@ -41,10 +43,11 @@ pub fn split<'s, 'a>(args: &'s [&'a [u8]]) -> Result<KeysAndArgv<'s, 'a>, String
 /// Reads `mode now cost` and checks the argument count (`keys`: the rules' and the entry's), in
 /// `limit.lua`'s order.
 pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
-    let hit = match argv.first().copied() {
-        Some(b"hit") => true,
-        Some(b"peek") => false,
-        _ => return Err("ERR ratelock: mode must be \"hit\" or \"peek\"".into()),
+    let (hit, refund) = match argv.first().copied() {
+        Some(b"hit") => (true, false),
+        Some(b"peek") => (false, false),
+        Some(b"refund") => (false, true),
+        _ => return Err("ERR ratelock: mode must be \"hit\", \"peek\" or \"refund\"".into()),
     };
     let now = given_now(argv.get(1).copied())?;
     let cost = argv
@@ -60,7 +63,7 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     if rules > ratelock::MAX_RULES {
         return Err("ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)".into());
     }
-    Ok(Head { hit, now, cost })
+    Ok(Head { hit, refund, now, cost })
 }
 
 /// Reads rule `i` (from 1) out of ARGV and checks `cost` against its capacity, with `limit.lua`'s

@@ -117,6 +117,39 @@ impl<'cx> WriteKey<'cx> {
         Ok(())
     }
 
+    /// `SET key value KEEPTTL` of an existing string key: its bytes replaced in place, its TTL kept.
+    pub fn set_string_keeping_ttl(&self, value: &[u8]) -> Result<(), String> {
+        if self.kind() != api::KEYTYPE_STRING {
+            return Err(WRONGTYPE.into());
+        }
+        self.put_string(value)?;
+        self.replicate(c"SET", &[value, b"KEEPTTL"])?;
+        self.notify(api::NOTIFY_STRING, c"set");
+        Ok(())
+    }
+
+    /// `ZPOPMAX key count`, given the `members` it takes (the highest scores, read through this key):
+    /// each is removed, and the key with the last of them, as the command does.
+    pub fn zset_pop_max(&self, members: &[Vec<u8>]) -> Result<(), String> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        self.written.set(true);
+        for member in members {
+            let mut deleted = 0;
+            // SAFETY: a key open for writing, a sorted set (read through it just before).
+            if unsafe { (api().zset_rem)(self.key, self.cx.string_of(member), &mut deleted) } != api::OK {
+                return Err(WRONGTYPE.into());
+            }
+        }
+        self.replicate(c"ZPOPMAX", &[Digits::of(members.len() as u64).as_bytes()])?;
+        self.notify(api::NOTIFY_ZSET, c"zpopmax");
+        if self.kind() == api::KEYTYPE_EMPTY {
+            self.notify(api::NOTIFY_GENERIC, c"del");
+        }
+        Ok(())
+    }
+
     /// `PEXPIREAT key expire_at` (ms since the epoch, after now) of the existing key.
     pub fn expire_at(&self, expire_at: u64) -> Result<(), String> {
         self.expire_at_quietly(expire_at)?;

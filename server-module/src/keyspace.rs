@@ -181,9 +181,55 @@ pub fn write(
             stored.zset_add(at as f64, Digits::of(at).as_bytes(), &members)?;
             stored.expire_at(expire_at)
         }
-        Update::Replace(State::SlidingLog { .. }) => {
-            Err("ERR ratelock module: a sliding log is only ever appended to".into())
+        Update::Replace(State::SlidingLog { .. }) | Update::Pop { .. } => {
+            Err("ERR ratelock module: a sliding log is only ever appended to by a hit".into())
         }
+    }
+}
+
+/// Stores a refund's `update` through the key the state was read from, keeping the key's TTL (the
+/// script's `SET .. KEEPTTL`, `HSET` and `ZPOPMAX`). `read` is what [`read`] found: a hash field whose
+/// bytes stay the same is not written again.
+pub fn write_refund(stored: &WriteKey<'_>, read: &Stored<'_>, update: Update) -> Result<(), String> {
+    let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
+        let digits: [Digits; 3] = std::array::from_fn(|i| Digits::of(pairs.get(i).map_or(0, |p| p.1)));
+        let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
+        let mut changed = 0;
+        for (i, (field, _)) in pairs.iter().enumerate() {
+            let value = digits[i].as_bytes();
+            if read.fields[i] != Some(value) {
+                fields[changed] = (*field, value);
+                changed += 1;
+            }
+        }
+        if changed == 0 {
+            return Ok(());
+        }
+        stored.hash_set(&fields[..changed])
+    };
+    match update {
+        Update::Replace(State::Gcra { tat }) => stored.set_string_keeping_ttl(Digits::of(tat).as_bytes()),
+        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
+        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
+        Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
+        Update::Replace(State::SlidingWindow {
+            window,
+            current,
+            previous,
+        }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
+        // The stale entries were removed when the log was read: the `count` highest-scored members go,
+        // ties taken from the greatest member, as ZPOPMAX takes them.
+        Update::Pop { count, .. } => {
+            let mut members: Vec<(f64, Vec<u8>)> = Vec::new();
+            stored.zset_all(|member, score| {
+                members.push((score, member.to_vec()));
+                Ok(())
+            })?;
+            members.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+            let popped: Vec<Vec<u8>> = members.into_iter().take(count as usize).map(|(_, m)| m).collect();
+            stored.zset_pop_max(&popped)
+        }
+        other => Err(format!("ERR ratelock module: a refund cannot store {other:?}")),
     }
 }
 

@@ -1,9 +1,11 @@
 //! RATELOCK.LIMIT: `limit.lua` as a module command. Same KEYS/ARGV (`numkeys key... entry mode now
-//! cost [alg limit period burst block]...`), same reply (the reason, then 5 integers per rule), same
+//! cost [alg limit period burst block]...`, mode `hit`, `peek` or `refund`), same reply (the reason,
+//! then 5 integers per rule), same
 //! stored state; the decisions are the core's (`ratelock::algorithm::decide` and `outcomes`, and
 //! `ratelock::algorithm::standing` for the key's ban or list entry), not a second copy of them.
 
 use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
+use ratelock::algorithm::refund::refund;
 use ratelock::algorithm::{decide, outcomes};
 use ratelock::Rule;
 
@@ -37,6 +39,15 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
             None => {
                 handle.push(opened.len());
                 opened.push(WriteKey::open(cx, key)?);
+            }
+        }
+    }
+    if head.refund {
+        // Each rule's units given back first (the core's refund), keeping each key's TTL.
+        for ((rule, &at), key) in rules.iter().zip(&handle).zip(rule_keys) {
+            let read = keyspace::read(&opened[at], key, rule, now)?;
+            if let Some(update) = refund(rule, read.state.as_ref(), now, head.cost) {
+                keyspace::write_refund(&opened[at], &read, update)?;
             }
         }
     }

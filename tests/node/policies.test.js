@@ -105,3 +105,18 @@ async function limitCalls() {
   const info = await redis.command('INFO', 'commandstats')
   return [...String(info).matchAll(/^cmdstat_(?:evalsha|fcall|ratelock\.limit):calls=(\d+)/gim)].reduce((sum, m) => sum + Number(m[1]), 0)
 }
+
+test('a refund gives units back, on both stores', async () => {
+  for (const url of [undefined, redis.url]) {
+    const limiter = new ratelock.Limiter({ url, prefix: 'refunds' })
+    const key = fresh()
+    assert.equal((await limiter.hit(key, '2/minute using fixed_window', { cost: 2 })).remaining, 0)
+    const after = await limiter.refund(key, '2/minute using fixed_window', { cost: 2 })
+    assert.deepEqual([after.allowed, after.remaining], [true, 0], 'a peek of 2 fits again')
+    await assert.rejects(limiter.refund(key, '2/minute', { cost: 3 }), ratelock.CostExceedsCapacityError)
+  }
+  const down = await RedisServer.start()
+  await down.close()
+  const limiter = new ratelock.Limiter({ url: down.url, onError: 'allow', timeoutMs: 200 })
+  await assert.rejects(limiter.refund('k', '1/second'), ratelock.StoreUnavailableError)
+})

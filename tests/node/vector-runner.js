@@ -37,12 +37,12 @@ async function runScenario(url, scenario) {
       await limiter.reset(key, rules)
       continue
     }
-    if (step.op !== 'hit' && step.op !== 'peek') {
+    if (!['hit', 'peek', 'refund'].includes(step.op)) {
       await changeEntry(limiter, key, step, where)
       continue
     }
     const options = { cost: step.cost ?? 1, nowMs: step.now_us / 1000 }
-    const call = step.op === 'hit' ? limiter.hit(key, rules, options) : limiter.peek(key, rules, options)
+    const call = limiter[step.op](key, rules, options)
     if (step.expect_error) {
       await assert.rejects(call, ERRORS[step.expect_error], where)
       continue

@@ -123,3 +123,28 @@ def _limit_calls(server: RedisServer) -> int:
     ).stdout
     found = re.findall(r"^cmdstat_(?:evalsha|fcall|ratelock\.limit):calls=(\d+)", info, flags=re.M | re.I)
     return sum(int(calls) for calls in found)
+
+
+def test_a_refund_gives_units_back_sync_and_asyncio(store_url):
+    key = fresh_key()
+    limiter = ratelock.Limiter(store_url, prefix="refunds")
+    assert limiter.hit(key, "2/minute using fixed_window", 2).remaining == 0
+    after = limiter.refund(key, "2/minute using fixed_window")
+    assert after.allowed and after.remaining == 0, "one back: a request of 1 fits, leaving none"
+
+    async def run() -> ratelock.Decision:
+        return await ratelock.asyncio.Limiter(store_url, prefix="refunds").refund(key, "2/minute using fixed_window")
+
+    assert asyncio.run(run()).allowed
+    assert limiter.hit(key, "2/minute using fixed_window", 2).allowed, "both units back"
+
+
+def test_a_refund_during_an_outage_raises_whatever_on_error_says():
+    server = RedisServer()
+    server.halt()
+    try:
+        limiter = ratelock.Limiter(server.url, on_error="allow", timeout=0.2)
+        with pytest.raises(ratelock.StoreUnavailable):
+            limiter.refund("k", "1/second")
+    finally:
+        server.stop()

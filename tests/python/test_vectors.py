@@ -48,10 +48,10 @@ def test_vectors(vector_store_url, scenario):
         if step["op"] == "reset":
             limiter.reset(key, rules)
             continue
-        if step["op"] not in ("hit", "peek"):
+        if step["op"] not in ("hit", "peek", "refund"):
             _change_entry(limiter, key, step, where)
             continue
-        call = limiter.hit if step["op"] == "hit" else limiter.peek
+        call = {"hit": limiter.hit, "peek": limiter.peek, "refund": limiter.refund}[step["op"]]
         if "expect_error" in step:
             with pytest.raises(CODES[step["expect_error"]]):
                 call(key, rules, step.get("cost", 1), now_us=step["now_us"])

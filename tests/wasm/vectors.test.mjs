@@ -26,7 +26,7 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           limiter.reset(key, rules)
           continue
         }
-        if (step.op !== 'hit' && step.op !== 'peek') {
+        if (!['hit', 'peek', 'refund'].includes(step.op)) {
           // block, deny, allow (for for_us), unblock, clear: the limiter's methods.
           const nowMs = step.now_us / 1000
           const change = () =>

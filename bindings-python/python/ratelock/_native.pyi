@@ -247,6 +247,18 @@ class Limiter:
     def reset_async(
         self, completions: Completions, key: Union[str, bytes], rules: str
     ) -> asyncio.Future[None]: ...
+    def refund(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
+    ) -> Decision: ...
+    def refund_async(
+        self,
+        completions: Completions,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[Decision]: ...
     def change_entry(
         self, op: _EntryOp, key: Union[str, bytes], seconds: Optional[float] = None, *, now_us: Optional[int] = None
     ) -> bool: ...

@@ -108,6 +108,13 @@ class Limiter:
         limiter = self._native or await self._connected()
         await limiter.reset_async(_completions(), key, rules)
 
+    async def refund(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
+    ) -> Decision:
+        """Gives back ``cost`` units of every rule for ``key`` where the algorithm can; answers as ``peek``."""
+        limiter = self._native or await self._connected()
+        return await limiter.refund_async(_completions(), key, rules, cost, now_us=now_us)
+
     async def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
         """Bans ``key`` for ``duration`` seconds: every hit and peek is denied with ``reason == "ban"``."""
         limiter = self._native or await self._connected()

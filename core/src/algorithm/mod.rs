@@ -8,6 +8,7 @@ pub mod gcra;
 pub mod leaky_bucket;
 pub mod lease;
 pub mod permits;
+pub mod refund;
 pub mod rwlock;
 pub mod sliding_log;
 pub mod sliding_window;
@@ -93,6 +94,13 @@ pub enum State {
 pub enum Update {
     /// Replace the state by this one.
     Replace(State),
+    /// Sliding log: drop entries at or before `drop_through`, then the `count` newest (a refund).
+    Pop {
+        /// Entries `<= drop_through` have left the window (`None`: none has).
+        drop_through: Option<u64>,
+        /// How many of the newest entries to remove.
+        count: u64,
+    },
     /// Sliding log: drop entries at or before `drop_through`, add `count` entries at `at`.
     Append {
         /// Entries `<= drop_through` have left the window (`None`: none has).
@@ -235,6 +243,11 @@ impl Update {
                 }
                 if let Some(State::SlidingLog { entries }) = state {
                     sliding_log::append(entries, drop_through, at, count);
+                }
+            }
+            Update::Pop { drop_through, count } => {
+                if let Some(State::SlidingLog { entries }) = state {
+                    refund::pop(entries, drop_through, count);
                 }
             }
         }

@@ -492,6 +492,38 @@ impl Limiter {
         reset
     }
 
+    /// Gives back `cost` units of every rule for `key` (a request that failed downstream should not
+    /// count), where the algorithm can: never below an empty state, never beyond what was spent in the
+    /// rule's window (see [`refund`](crate::algorithm::refund::refund) for each algorithm). Answers as a
+    /// [`peek`](Self::peek) of the same cost would afterwards. `now_us` replaces the clock as in
+    /// [`hit_at`](Self::hit_at). An outage raises (there is no failure policy for a refund).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("2/minute using fixed_window")?;
+    /// limiter.hit("k", &rules, 2).await?;
+    /// assert!(!limiter.peek("k", &rules, 1).await?.allowed);
+    /// let after = limiter.refund("k", &rules, 1, None).await?;
+    /// assert!(after.allowed, "one unit back: a request of 1 fits again");
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn refund(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+    ) -> Result<Decision> {
+        for rule in rules.iter() {
+            crate::algorithm::check_cost(rule, cost)?;
+        }
+        let request = self.request(key.as_ref(), rules, cost, now_us, false)?;
+        let verdict = self.store.refund(&request).await?;
+        self.forget_denials(key.as_ref());
+        Ok(Decision::decided(verdict, rules))
+    }
+
     /// Bans `key` under this limiter's prefix for `duration` (1 ms to 366 days): every hit and peek on
     /// it is denied with [`Reason::Ban`](crate::Reason::Ban), waiting out the ban, in every process and
     /// language that shares the store. Replaces any ban or list entry the key had. A rule's `block`

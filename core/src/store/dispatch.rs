@@ -40,6 +40,11 @@ impl LimitStore for Store {
         each_store!(self, store => LimitStore::reset(store, prefix, key, rules).await)
     }
 
+    async fn refund(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
+        crate::clock::check_now(request.now_us)?;
+        each_store!(self, store => LimitStore::refund(store, request).await)
+    }
+
     async fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Result<bool> {
         crate::clock::check_now(now_us)?;
         each_store!(self, store => LimitStore::stand(store, prefix, key, call, now_us).await)

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use super::options::WhenFull;
 use super::roles::LimitRequest;
+use crate::algorithm::refund::refund;
 use crate::algorithm::standing::{ban_after, banned, Entry, StandingCall, Verdict};
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
@@ -179,6 +180,50 @@ impl MemoryStore {
     fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Verdict> {
         let now = request.now_us.unwrap_or_else(process_now_us);
         let mut shard = self.shard_for(key).lock();
+        self.check_locked(&mut shard, key, request, now)
+    }
+
+    /// Gives back `request.cost` units of every rule of the request (see
+    /// [`refund`](crate::algorithm::refund::refund)), then answers as a peek of that cost, under one
+    /// shard lock. Each key keeps its expiry.
+    pub fn refund(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
+        for rule in request.rules.iter() {
+            crate::algorithm::check_cost(rule, request.cost)?;
+        }
+        let now = request.now_us.unwrap_or_else(process_now_us);
+        let mut key = Vec::new();
+        write_base(&mut key, request.prefix, request.key);
+        let base_len = key.len();
+        let mut shard = self.shard_for(&key).lock();
+        for rule in request.rules.iter() {
+            key.truncate(base_len);
+            key.extend_from_slice(rule.id().as_bytes());
+            if let Some(slot) = shard
+                .map
+                .get_mut(key.as_slice())
+                .filter(|slot| slot.expires_at > now)
+            {
+                if let Some(update) = refund(rule, slot.state.as_ref(), now, request.cost) {
+                    update.apply(&mut slot.state);
+                }
+            }
+        }
+        key.truncate(base_len);
+        let peek = LimitRequest {
+            spend: false,
+            ..*request
+        };
+        self.check_locked(&mut shard, &mut key, &peek, now)
+    }
+
+    /// [`check`](Self::check) with the key's shard locked.
+    fn check_locked(
+        &self,
+        shard: &mut Shard,
+        key: &mut Vec<u8>,
+        request: &LimitRequest<'_>,
+        now: u64,
+    ) -> Result<Verdict> {
         let rules = request.rules.as_slice();
         if !shard.standing.is_empty() {
             // Misuse is an error before any entry answers, as on every store.
@@ -194,7 +239,7 @@ impl MemoryStore {
             }
         }
         let base_len = key.len();
-        let outcomes = self.check_rules(&mut shard, key, request, now)?;
+        let outcomes = self.check_rules(shard, key, request, now)?;
         if request.spend {
             if let Some(block_us) = ban_after(rules, &outcomes) {
                 key.truncate(base_len);

@@ -26,6 +26,10 @@ impl super::LimitStore for MemoryStore {
         ready(Ok(()))
     }
 
+    fn refund(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send {
+        ready(MemoryStore::refund(self, request))
+    }
+
     fn stand(
         &self,
         prefix: &str,

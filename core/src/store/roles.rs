@@ -58,6 +58,10 @@ pub trait LimitStore: sealed::Sealed + Send + Sync {
     /// Forgets the state of every given rule for `key`.
     fn reset(&self, prefix: &str, key: &[u8], rules: &Rules) -> impl Future<Output = Result<()>> + Send;
 
+    /// Gives back `request.cost` units of every rule of the request (where the algorithm can: see
+    /// [`refund`](crate::algorithm::refund::refund)), then answers as a peek of that cost would.
+    fn refund(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send;
+
     /// Changes `key`'s ban or list entry (at `now_us`, else by the store's clock); true when an entry
     /// was put or removed.
     fn stand(

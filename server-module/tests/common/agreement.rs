@@ -1,5 +1,5 @@
 //! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm, 1 to
-//! 3 rules, some that ban when they deny, hit and peek, explicit `now`, costs up to past capacity, now
+//! 3 rules, some that ban when they deny, hit, peek and refund, explicit `now`, costs up to past capacity, now
 //! and then a deny-list or allow-list entry put on the key) sent through the script (by
 //! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
 //! identical stored state (type, value, PTTL within a few ms) asserted after every call.
@@ -126,7 +126,11 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
                 *single_rule_calls.entry(shapes[picked[0]].code).or_insert(0) += 1;
             }
         }
-        let mode = if rng.below(5) == 0 { "peek" } else { "hit" };
+        let mode = match rng.below(10) {
+            0 | 1 => "peek",
+            2 => "refund",
+            _ => "hit",
+        };
         let cost = match rng.below(20) {
             0 => 1 + rng.below(20),
             1..=5 => 2 + rng.below(3),

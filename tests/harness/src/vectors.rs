@@ -35,7 +35,7 @@ pub struct Scenario {
 /// One operation and what it must answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
-    /// `hit`, `peek`, `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
+    /// `hit`, `peek`, `refund` (give back `cost`, then answer as a peek), `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
     /// `for_us`), `unblock`, `clear`.
     pub op: String,
     /// Time in µs since the Unix epoch.
@@ -197,7 +197,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
     };
     let spend = match step.op.as_str() {
         "hit" => true,
-        "peek" => false,
+        "peek" | "refund" => false,
         "reset" => {
             return match store.reset(prefix, key.as_bytes(), &rules).await {
                 Ok(()) => Answer::Done,
@@ -215,6 +215,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         spend,
     };
     let checked = match via {
+        _ if step.op == "refund" => store.refund(&request).await,
         Via::Async => store.check(&request).await,
         Via::Blocking => blocking_check(store, &request),
     };

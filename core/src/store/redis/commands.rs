@@ -24,6 +24,15 @@ pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
 
 /// `EVALSHA limit.lua` with the request's keys (one per rule, then the key's entry) and arguments.
 pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
+    limit_command_in(request, if request.spend { "hit" } else { "peek" })
+}
+
+/// `EVALSHA limit.lua` in its `refund` mode: give back the cost, then answer as a peek.
+pub(crate) fn refund_command(request: &LimitRequest<'_>) -> Cmd {
+    limit_command_in(request, "refund")
+}
+
+fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
     let rules = request.rules.as_slice();
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
@@ -37,7 +46,7 @@ pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
     }
     base.extend_from_slice(KEY_SUFFIX);
     cmd.arg(base);
-    cmd.arg(if request.spend { "hit" } else { "peek" });
+    cmd.arg(mode);
     match request.now_us {
         Some(now) => cmd.arg(now),
         None => cmd.arg(""),

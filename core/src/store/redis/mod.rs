@@ -34,7 +34,7 @@ use std::time::Duration;
 use redis::{Cmd, Value};
 
 use self::call_tag::CallTag;
-use self::commands::{limit_command, limit_outcomes, standing_changed, standing_command};
+use self::commands::{limit_command, limit_outcomes, refund_command, standing_changed, standing_command};
 use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
@@ -384,6 +384,12 @@ impl RedisStore {
         self.query(&cmd).await.map(drop)
     }
 
+    /// Runs `limit.lua` in its `refund` mode: gives back the cost on every rule, then answers as a peek.
+    pub async fn refund(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
+        let reply = self.eval(&LIMIT, refund_command(request)).await;
+        limit_outcomes(reply, request)
+    }
+
     /// Runs `standing.lua`: one change to `key`'s ban or list entry; true when an entry was put or
     /// removed.
     pub async fn stand(
@@ -508,6 +514,13 @@ impl super::LimitStore for RedisStore {
         rules: &Rules,
     ) -> impl std::future::Future<Output = Result<()>> + Send {
         Box::pin(RedisStore::reset(self, prefix, key, rules))
+    }
+
+    fn refund(
+        &self,
+        request: &LimitRequest<'_>,
+    ) -> impl std::future::Future<Output = Result<Verdict>> + Send {
+        Box::pin(RedisStore::refund(self, request))
     }
 
     fn stand(
