@@ -129,8 +129,9 @@ async fn check_limiter_sends(
     assert_eq!(sha, local_sha, "SCRIPT LOAD returned another SHA1");
     let (_tag, reply): (String, Vec<i64>) =
         query(connection, redis::cmd("EVALSHA").arg(call.evalsha_args(&sha)));
+    // The reason (0: the rules decided), then the rule's five figures, allowed first.
     assert!(
-        reply.len() == 5 && reply[0] == 1,
+        reply.len() == 6 && reply[0] == 0 && reply[1] == 1,
         "the benchmark call is not an allowed hit: {reply:?}"
     );
     sha
