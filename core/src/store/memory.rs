@@ -60,14 +60,17 @@ struct Inner {
 
 struct Shard {
     map: HashMap<Box<[u8]>, Slot, RandomState>,
-    /// Each key's ban or list entry, by `<prefix>:{<escaped key>}:` (empty, and never looked into,
+    /// Each key's ban or list entry, by `<prefix>:{<escaped key>}:` (none, and never looked into,
     /// until one is put).
-    standing: HashMap<Box<[u8]>, Entry, RandomState>,
+    standing: Option<Box<Entries>>,
     /// The shard's size right after its last sweep.
     swept_len: usize,
     /// The earliest expiry among the keys the last sweep kept (a full shard sweeps again from then).
     earliest_expiry: u64,
 }
+
+/// Keys' ban or list entries, by `<prefix>:{<escaped key>}:`.
+type Entries = HashMap<Box<[u8]>, Entry, RandomState>;
 
 struct Slot {
     state: Option<State>,
@@ -107,7 +110,7 @@ impl MemoryStore {
             .map(|_| {
                 Mutex::new(Shard {
                     map: HashMap::with_hasher(RandomState::default()),
-                    standing: HashMap::with_hasher(RandomState::default()),
+                    standing: None,
                     swept_len: 0,
                     earliest_expiry: u64::MAX,
                 })
@@ -152,7 +155,7 @@ impl MemoryStore {
         for shard in self.inner.shards.iter() {
             let mut shard = shard.lock();
             shard.map.clear();
-            shard.standing.clear();
+            shard.standing = None;
         }
     }
 
@@ -217,6 +220,7 @@ impl MemoryStore {
     }
 
     /// [`check`](Self::check) with the key's shard locked.
+    #[inline(always)]
     fn check_locked(
         &self,
         shard: &mut Shard,
@@ -225,31 +229,21 @@ impl MemoryStore {
         now: u64,
     ) -> Result<Verdict> {
         let rules = request.rules.as_slice();
-        if !shard.standing.is_empty() {
+        if let Some(entries) = &shard.standing {
             // Misuse is an error before any entry answers, as on every store.
             for rule in rules {
                 crate::algorithm::check_cost(rule, request.cost)?;
             }
-            if let Some(verdict) = shard
-                .standing
-                .get(key.as_slice())
-                .and_then(|e| e.answer(rules, now))
-            {
+            if let Some(verdict) = entries.get(key.as_slice()).and_then(|e| e.answer(rules, now)) {
                 return Ok(verdict);
             }
         }
         let base_len = key.len();
         let outcomes = self.check_rules(shard, key, request, now)?;
-        if request.spend {
-            if let Some(block_us) = ban_after(rules, &outcomes) {
-                key.truncate(base_len);
-                let entry = Entry {
-                    standing: crate::algorithm::standing::Standing::Banned,
-                    until_us: now + block_us,
-                };
-                shard.standing.insert(key.as_slice().into(), entry);
-                return Ok(banned(rules, block_us));
-            }
+        // A ban only ever follows a denied hit: one test on the way, the rest out of line.
+        if request.spend && !outcomes.iter().all(|o| o.allowed) {
+            key.truncate(base_len);
+            return Ok(ban_if_blocking(shard, key, rules, outcomes, now));
         }
         Ok(Verdict::from(outcomes))
     }
@@ -260,16 +254,20 @@ impl MemoryStore {
         let mut base = Vec::new();
         write_base(&mut base, prefix, key);
         let mut shard = self.shard_for(&base).lock();
-        let mut entry = shard.standing.get(base.as_slice()).copied();
+        let mut entry = shard
+            .standing
+            .as_ref()
+            .and_then(|entries| entries.get(base.as_slice()).copied());
         let changed = call.apply(&mut entry, now);
         match entry {
-            Some(entry) => shard.standing.insert(base.into(), entry),
-            None => shard.standing.remove(base.as_slice()),
+            Some(entry) => shard.entries().insert(base.into(), entry),
+            None => shard.entries().remove(base.as_slice()),
         };
         changed
     }
 
     /// Every rule of the request, under the shard's lock; spends only if all allow.
+    #[inline(always)]
     fn check_rules(
         &self,
         shard: &mut Shard,
@@ -332,8 +330,23 @@ impl MemoryStore {
     }
 }
 
+/// A denied hit's answer: the ban its blocking rules start (put in the shard at the key's `base`), or
+/// the denial as it is.
+fn ban_if_blocking(shard: &mut Shard, base: &[u8], rules: &[Rule], outcomes: Outcomes, now: u64) -> Verdict {
+    let Some(block_us) = ban_after(rules, &outcomes) else {
+        return Verdict::from(outcomes);
+    };
+    let entry = Entry {
+        standing: crate::algorithm::standing::Standing::Banned,
+        until_us: now + block_us,
+    };
+    shard.entries().insert(base.into(), entry);
+    banned(rules, block_us)
+}
+
 impl Shard {
     /// One rule: decide and update with a single map lookup.
+    #[inline(always)]
     fn check_one(
         &mut self,
         key: &[u8],
@@ -388,6 +401,12 @@ impl Shard {
         self.map.insert(key.into(), Slot { state, expires_at });
     }
 
+    /// The shard's entries, made on the first one (a shard without any costs a check one test).
+    fn entries(&mut self) -> &mut Entries {
+        self.standing
+            .get_or_insert_with(|| Box::new(HashMap::with_hasher(RandomState::default())))
+    }
+
     /// Makes room for `new_keys` keys about to be added: sweeps expired keys once the shard has doubled
     /// since its last sweep (or, when full, once an expiry is due); then, past the bound, refuses or
     /// evicts as `inner.when_full` says.
@@ -425,7 +444,9 @@ impl Shard {
     /// Drops every expired key and entry, and notes the earliest expiry among the keys kept.
     fn sweep(&mut self, now: u64) {
         self.map.retain(|_, slot| slot.expires_at > now);
-        self.standing.retain(|_, entry| entry.until_us > now);
+        if let Some(entries) = &mut self.standing {
+            entries.retain(|_, entry| entry.until_us > now);
+        }
         self.swept_len = self.map.len();
         self.earliest_expiry = self
             .map
