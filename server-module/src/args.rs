@@ -63,7 +63,12 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     if rules > ratelock::MAX_RULES {
         return Err("ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)".into());
     }
-    Ok(Head { hit, refund, now, cost })
+    Ok(Head {
+        hit,
+        refund,
+        now,
+        cost,
+    })
 }
 
 /// Reads rule `i` (from 1) out of ARGV and checks `cost` against its capacity, with `limit.lua`'s

@@ -4,8 +4,8 @@
 //! stored state; the decisions are the core's (`ratelock::algorithm::decide` and `outcomes`, and
 //! `ratelock::algorithm::standing` for the key's ban or list entry), not a second copy of them.
 
-use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
 use ratelock::algorithm::refund::refund;
+use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
 use ratelock::algorithm::{decide, outcomes};
 use ratelock::Rule;
 
