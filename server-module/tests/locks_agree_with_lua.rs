@@ -889,7 +889,13 @@ fn expiry_times_match_to_the_millisecond() {
             assert_eq!(lua_at, module_at, "expiry differs at {context}");
             exact += 1;
         } else {
-            assert!((lua_at - module_at).abs() <= 1, "expiry differs at {context}");
+            // Each call read the clock somewhere between the two TIMEs: its expiry may differ from the
+            // other's by as much as they are apart (a loaded machine stalls the server between them).
+            let apart = ms(&replies[3]) - ms(&replies[0]);
+            assert!(
+                (lua_at - module_at).abs() <= apart + 1,
+                "expiry differs at {context}"
+            );
         }
     }
     eprintln!("{exact} expiries compared to the ms, {deleted} keys ended at once, {raced} 1 ms races");
