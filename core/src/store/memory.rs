@@ -187,7 +187,7 @@ impl MemoryStore {
     }
 
     /// Gives back `request.cost` units of every rule of the request (see
-    /// [`refund`](crate::algorithm::refund::refund)), then answers as a peek of that cost, under one
+    /// [`refund`]), then answers as a peek of that cost, under one
     /// shard lock. Each key keeps its expiry.
     pub fn refund(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
         for rule in request.rules.iter() {
