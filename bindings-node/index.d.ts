@@ -59,6 +59,11 @@ export interface LimiterOptions {
    * same rules and cost are denied from memory until the denial's `retryAfterMs` (`cached: true`).
    */
   denyCache?: number
+  /**
+   * The longest the deny cache holds a denial (default: until its `retryAfterMs`): an `unblock`,
+   * `clear` or `reset` made in another process shows here by then.
+   */
+  denyCacheMaxAgeMs?: number
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */

@@ -341,6 +341,8 @@ export interface LimiterOptions {
   shadow?: boolean
   /** A local deny cache of about this many keys (none by default). */
   denyCache?: number
+  /** The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`). */
+  denyCacheMaxAgeMs?: number
 }
 
 /**

@@ -35,7 +35,8 @@ class Limiter {
    *   ('raise' | 'allow' | 'deny' | 'local'), `timeoutMs`, `defaultAlgorithm`, `clock` ('store' |
    *   'local'), `instances` (under 'local': how many processes share the limits), `shadow` (a denial
    *   is let through with `wouldDeny` set: for rolling a limit out), `denyCache` (a local deny cache
-   *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`).
+   *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`),
+   *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
@@ -46,6 +47,7 @@ class Limiter {
       instances: check.optionalNumber,
       shadow: check.optionalBoolean,
       denyCache: check.optionalNumber,
+      denyCacheMaxAgeMs: check.optionalNumber,
     })
     this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }

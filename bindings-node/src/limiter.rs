@@ -33,6 +33,8 @@ pub struct LimiterOptions {
     pub shadow: Option<bool>,
     /// A local deny cache of about this many keys (none by default).
     pub deny_cache: Option<f64>,
+    /// The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`).
+    pub deny_cache_max_age_ms: Option<f64>,
 }
 
 /// The TypeScript name of the core's prepared rules inside `ExternalObject` (opaque to JavaScript; the
@@ -331,8 +333,21 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         }
         settings = settings.with_instances(instances as u64);
     }
-    if let Some(capacity) = options.deny_cache {
-        settings = settings.with_deny_cache(convert::count("denyCache", capacity)? as usize);
+    match (options.deny_cache, options.deny_cache_max_age_ms) {
+        (Some(capacity), max_age_ms) => {
+            let mut cache = ratelock::DenyCache::new(convert::count("denyCache", capacity)? as usize);
+            if let Some(ms) = max_age_ms {
+                cache = cache.with_max_age(convert::millis("denyCacheMaxAgeMs", ms)?);
+            }
+            settings = settings.with_deny_cache_of(cache);
+        }
+        (None, Some(_)) => {
+            return Err(invalid_argument(
+                "denyCacheMaxAgeMs",
+                "applies only with `denyCache`",
+            ));
+        }
+        (None, None) => {}
     }
     Ok(settings.with_shadow(options.shadow.unwrap_or(false)))
 }

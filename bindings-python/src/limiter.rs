@@ -30,15 +30,27 @@ pub(crate) struct PyLimiter {
 #[pyclass(module = "ratelock._native", frozen)]
 struct Memoized(Arc<PreparedRules>);
 
-/// `options` with a local deny cache of `capacity` keys, when one is asked for (a whole number from 1).
+/// `options` with a local deny cache of `capacity` keys (a whole number from 1) holding a denial for
+/// at most `max_age` seconds, when one is asked for.
 fn with_deny_cache(
     options: ratelock::LimiterOptions,
     capacity: Option<&Bound<'_, PyAny>>,
+    max_age: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ratelock::LimiterOptions> {
-    match capacity.filter(|value| !value.is_none()) {
-        None => Ok(options),
-        Some(value) => Ok(options.with_deny_cache(convert::count("deny_cache", value)? as usize)),
+    let max_age = max_age.filter(|value| !value.is_none());
+    let Some(capacity) = capacity.filter(|value| !value.is_none()) else {
+        return match max_age {
+            Some(_) => Err(crate::errors::InvalidArgument::new_err(
+                "invalid argument `deny_cache_max_age`: applies only with `deny_cache`",
+            )),
+            None => Ok(options),
+        };
+    };
+    let mut cache = ratelock::DenyCache::new(convert::count("deny_cache", capacity)? as usize);
+    if let Some(max_age) = max_age {
+        cache = cache.with_max_age(convert::seconds_of("deny_cache_max_age", max_age)?);
     }
+    Ok(options.with_deny_cache_of(cache))
 }
 
 /// The arguments of `change_entry`, converted: the key, the core's call, and `now`.
@@ -76,7 +88,7 @@ fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDec
 impl PyLimiter {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -88,12 +100,14 @@ impl PyLimiter {
         instances: Option<&Bound<'_, PyAny>>,
         shadow: bool,
         deny_cache: Option<&Bound<'_, PyAny>>,
+        deny_cache_max_age: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = with_deny_cache(
             options(prefix, on_error, timeout, default_algorithm, clock)?
                 .with_instances(convert::instances(instances)?)
                 .with_shadow(shadow),
             deny_cache,
+            deny_cache_max_age,
         )?;
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
@@ -102,7 +116,7 @@ impl PyLimiter {
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -114,12 +128,14 @@ impl PyLimiter {
         instances: Option<&Bound<'py, PyAny>>,
         shadow: bool,
         deny_cache: Option<&Bound<'py, PyAny>>,
+        deny_cache_max_age: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = with_deny_cache(
             options(prefix, on_error, timeout, default_algorithm, clock)?
                 .with_instances(convert::instances(instances)?)
                 .with_shadow(shadow),
             deny_cache,
+            deny_cache_max_age,
         )?;
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {

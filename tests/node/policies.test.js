@@ -120,3 +120,14 @@ test('a refund gives units back, on both stores', async () => {
   const limiter = new ratelock.Limiter({ url: down.url, onError: 'allow', timeoutMs: 200 })
   await assert.rejects(limiter.refund('k', '1/second'), ratelock.StoreUnavailableError)
 })
+
+test('the deny cache holds a denial no longer than denyCacheMaxAgeMs', async () => {
+  const limiter = new ratelock.Limiter({ denyCache: 100, denyCacheMaxAgeMs: 100 })
+  const nowMs = 1_763_800_000_000
+  await limiter.hit('k', '1/hour', { nowMs })
+  assert.equal((await limiter.hit('k', '1/hour', { nowMs })).cached, false)
+  assert.equal((await limiter.hit('k', '1/hour', { nowMs: nowMs + 99.999 })).cached, true)
+  const later = await limiter.hit('k', '1/hour', { nowMs: nowMs + 100 })
+  assert.deepEqual([later.allowed, later.cached], [false, false], 'past the max age the store answers again')
+  await assert.rejects(async () => new ratelock.Limiter({ denyCacheMaxAgeMs: 5 }).hit('k', '1/s'), ratelock.InvalidArgumentError)
+})

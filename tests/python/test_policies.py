@@ -148,3 +148,17 @@ def test_a_refund_during_an_outage_raises_whatever_on_error_says():
             limiter.refund("k", "1/second")
     finally:
         server.stop()
+
+
+def test_the_deny_cache_holds_a_denial_no_longer_than_its_max_age():
+    limiter = ratelock.Limiter(deny_cache=100, deny_cache_max_age=0.1)
+    now = 1_763_800_000_000_000
+    limiter.hit("k", "1/hour", now_us=now)
+    assert not limiter.hit("k", "1/hour", now_us=now).cached
+    assert limiter.hit("k", "1/hour", now_us=now + 99_999).cached
+    later = limiter.hit("k", "1/hour", now_us=now + 100_000)
+    assert not later.allowed and not later.cached, "past max_age the store answers again"
+    with pytest.raises(ratelock.InvalidArgument, match="`deny_cache_max_age`"):
+        ratelock.Limiter(deny_cache_max_age=1.0)
+    with pytest.raises(ratelock.InvalidArgument, match="`deny_cache_max_age`"):
+        ratelock.Limiter(deny_cache=10, deny_cache_max_age=-1)

@@ -197,6 +197,7 @@ class Limiter:
         instances: Optional[int] = None,
         shadow: bool = False,
         deny_cache: Optional[int] = None,
+        deny_cache_max_age: Optional[float] = None,
     ) -> "Limiter": ...
     def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
@@ -217,6 +218,7 @@ class Limiter:
         instances: Optional[int] = None,
         shadow: bool = False,
         deny_cache: Optional[int] = None,
+        deny_cache_max_age: Optional[float] = None,
     ) -> Awaitable[Limiter]: ...
     def ping(self) -> None: ...
     def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...

@@ -62,11 +62,12 @@ class Limiter:
         instances: int = 1,
         shadow: bool = False,
         deny_cache: Optional[int] = None,
+        deny_cache_max_age: Optional[float] = None,
     ) -> None:
         self._url = url
         self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
         self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
-        self._shadow, self._deny_cache = shadow, deny_cache
+        self._shadow, self._deny_cache, self._deny_cache_max_age = shadow, deny_cache, deny_cache_max_age
         self._native: Optional[_native.Limiter] = None
         self._connecting: Optional[asyncio.Lock] = None
 
@@ -86,6 +87,7 @@ class Limiter:
                         instances=self._instances,
                         shadow=self._shadow,
                         deny_cache=self._deny_cache,
+                        deny_cache_max_age=self._deny_cache_max_age,
                     )
         return self._native
 
