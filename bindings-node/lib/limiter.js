@@ -93,13 +93,7 @@ class Limiter {
   async reset(key, rules) {
     check.key('key', key)
     check.rules(rules)
-    const limiter = this.#native ?? (await this.#connection.get())
-    let parsed
-    try {
-      parsed = this.#parsed(rules)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const [limiter, parsed] = await this.#connectedWith(rules)
     return limiter.reset(key, parsed.rules).catch(rethrow)
   }
 
@@ -117,13 +111,7 @@ class Limiter {
       cost = check.optionalNumber('cost', given.cost)
       nowMs = check.optionalNumber('nowMs', given.nowMs)
     }
-    const limiter = this.#native ?? (await this.#connection.get())
-    let parsed
-    try {
-      parsed = this.#parsed(rules)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const [limiter, parsed] = await this.#connectedWith(rules)
     const values = await limiter.refund(key, parsed.rules, cost, nowMs).catch(rethrow)
     return decision(values, 0, parsed)
   }
@@ -155,6 +143,16 @@ class Limiter {
   /** Takes `key` off the deny or allow list; resolves to true when it was on one (a ban stays). */
   clear(key, options) {
     return this.#changeEntry('clear', key, undefined, options)
+  }
+
+  /** The native limiter, connected, and `rules` prepared by it (a bad rule text rejects, typed). */
+  async #connectedWith(rules) {
+    const limiter = this.#native ?? (await this.#connection.get())
+    try {
+      return [limiter, this.#parsed(rules)]
+    } catch (error) {
+      throw fromNative(error)
+    }
   }
 
   async #changeEntry(op, key, spanMs, options) {

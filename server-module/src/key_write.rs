@@ -134,20 +134,8 @@ impl<'cx> WriteKey<'cx> {
         if members.is_empty() {
             return Ok(());
         }
-        self.written.set(true);
-        for member in members {
-            let mut deleted = 0;
-            // SAFETY: a key open for writing, a sorted set (read through it just before).
-            if unsafe { (api().zset_rem)(self.key, self.cx.string_of(member), &mut deleted) } != api::OK {
-                return Err(WRONGTYPE.into());
-            }
-        }
-        self.replicate(c"ZPOPMAX", &[Digits::of(members.len() as u64).as_bytes()])?;
-        self.notify(api::NOTIFY_ZSET, c"zpopmax");
-        if self.kind() == api::KEYTYPE_EMPTY {
-            self.notify(api::NOTIFY_GENERIC, c"del");
-        }
-        Ok(())
+        let count = Digits::of(members.len() as u64);
+        self.remove_members(members, c"ZPOPMAX", &[count.as_bytes()], c"zpopmax")
     }
 
     /// `PEXPIREAT key expire_at` (ms since the epoch, after now) of the existing key.
@@ -164,6 +152,23 @@ impl<'cx> WriteKey<'cx> {
         if members.is_empty() {
             return Ok(());
         }
+        self.remove_members(
+            members,
+            c"ZREMRANGEBYSCORE",
+            &[b"-inf", through],
+            c"zremrangebyscore",
+        )
+    }
+
+    /// Removes `members` (read through this key just before), propagated as `command key args...` with
+    /// its keyspace `event`, and the key's `del` when it is left empty, as the command does.
+    fn remove_members(
+        &self,
+        members: &[Vec<u8>],
+        command: &CStr,
+        args: &[&[u8]],
+        event: &CStr,
+    ) -> Result<(), String> {
         self.written.set(true);
         for member in members {
             let mut deleted = 0;
@@ -172,8 +177,8 @@ impl<'cx> WriteKey<'cx> {
                 return Err(WRONGTYPE.into());
             }
         }
-        self.replicate(c"ZREMRANGEBYSCORE", &[b"-inf", through])?;
-        self.notify(api::NOTIFY_ZSET, c"zremrangebyscore");
+        self.replicate(command, args)?;
+        self.notify(api::NOTIFY_ZSET, event);
         if self.kind() == api::KEYTYPE_EMPTY {
             self.notify(api::NOTIFY_GENERIC, c"del");
         }

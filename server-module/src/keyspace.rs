@@ -139,20 +139,7 @@ pub fn write(
 ) -> Result<(), String> {
     let expire_at = expire_at(stored.context(), ttl_us);
     let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
-        let digits: [Digits; 3] = std::array::from_fn(|i| Digits::of(pairs.get(i).map_or(0, |p| p.1)));
-        let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
-        let mut changed = 0;
-        for (i, (field, _)) in pairs.iter().enumerate() {
-            let value = digits[i].as_bytes();
-            if read.is_some_and(|r| r.fields[i] == Some(value)) {
-                continue;
-            }
-            fields[changed] = (*field, value);
-            changed += 1;
-        }
-        if changed > 0 {
-            stored.hash_set(&fields[..changed])?;
-        }
+        hash_set_changed(stored, read, pairs)?;
         stored.expire_at(expire_at)
     };
     match update {
@@ -191,22 +178,7 @@ pub fn write(
 /// script's `SET .. KEEPTTL`, `HSET` and `ZPOPMAX`). `read` is what [`read`] found: a hash field whose
 /// bytes stay the same is not written again.
 pub fn write_refund(stored: &WriteKey<'_>, read: &Stored<'_>, update: Update) -> Result<(), String> {
-    let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
-        let digits: [Digits; 3] = std::array::from_fn(|i| Digits::of(pairs.get(i).map_or(0, |p| p.1)));
-        let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
-        let mut changed = 0;
-        for (i, (field, _)) in pairs.iter().enumerate() {
-            let value = digits[i].as_bytes();
-            if read.fields[i] != Some(value) {
-                fields[changed] = (*field, value);
-                changed += 1;
-            }
-        }
-        if changed == 0 {
-            return Ok(());
-        }
-        stored.hash_set(&fields[..changed])
-    };
+    let hset = |pairs: &[(&CStr, u64)]| hash_set_changed(stored, Some(read), pairs);
     match update {
         Update::Replace(State::Gcra { tat }) => stored.set_string_keeping_ttl(Digits::of(tat).as_bytes()),
         Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
@@ -231,6 +203,30 @@ pub fn write_refund(stored: &WriteKey<'_>, read: &Stored<'_>, update: Update) ->
         }
         other => Err(format!("ERR ratelock module: a refund cannot store {other:?}")),
     }
+}
+
+/// `HSET` of the `pairs` whose bytes differ from what `read` found (all of them without `read`);
+/// nothing when none does.
+fn hash_set_changed(
+    stored: &WriteKey<'_>,
+    read: Option<&Stored<'_>>,
+    pairs: &[(&CStr, u64)],
+) -> Result<(), String> {
+    let digits: [Digits; 3] = std::array::from_fn(|i| Digits::of(pairs.get(i).map_or(0, |p| p.1)));
+    let mut fields: [(&CStr, &[u8]); 3] = [(c"", b""); 3];
+    let mut changed = 0;
+    for (i, (field, _)) in pairs.iter().enumerate() {
+        let value = digits[i].as_bytes();
+        if read.is_some_and(|r| r.fields[i] == Some(value)) {
+            continue;
+        }
+        fields[changed] = (*field, value);
+        changed += 1;
+    }
+    if changed == 0 {
+        return Ok(());
+    }
+    stored.hash_set(&fields[..changed])
 }
 
 /// Writes a key's ban or list entry (`SET key text PXAT ms`, as `limit.lua`'s `SET .. PX` is
