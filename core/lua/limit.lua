@@ -8,7 +8,10 @@
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
 -- ARGV[5i-1..5i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs,
---           burst, and block in µs (how long a denial of the rule bans the key; 0: it does not)
+--           burst, and block in µs (how long a denial of the rule bans the key; 0: it does not).
+--           A calendar window (a fixed window on the calendar: ratelock::Calendar) sends its unit's code
+--           (ch, cd, cw, cm, cy: hour, day, ISO week, month, year) and, in place of the period, its
+--           offset from UTC in minutes (an integer within ±1439).
 -- At most 100 rules (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
 --
 -- Reply: the reason (0 the rules, 1 a ban, 2 the deny list, 3 the allow list), then a flat array of 5
@@ -390,6 +393,62 @@ local function gcd(a, b)
 end
 
 -- GCRA: state is the theoretical arrival time (a string integer, µs).
+-- (year, month) of a count of days since 1970-01-01 (ratelock::rule::calendar's civil_from_days,
+-- Howard Hinnant's algorithm, for days on or after the epoch).
+local function civil_from_days(days)
+  local z = days + 719468
+  local era = idiv(z, 146097)
+  local doe = z - era * 146097
+  local yoe = idiv(doe - idiv(doe, 1460) + idiv(doe, 36524) - idiv(doe, 146096), 365)
+  local doy = doe - (365 * yoe + idiv(yoe, 4) - idiv(yoe, 100))
+  local mp = idiv(5 * doy + 2, 153)
+  local month = mp - 9
+  if mp < 10 then month = mp + 3 end
+  local year = yoe + era * 400
+  if month <= 2 then year = year + 1 end
+  return year, month
+end
+
+-- Days since 1970-01-01 of the first of a month (its inverse, days_from_civil, on day 1).
+local function days_from_civil(year, month)
+  if month <= 2 then year = year - 1 end
+  local era = idiv(year, 400)
+  local yoe = year - era * 400
+  local mp = month - 3
+  if month <= 2 then mp = month + 9 end
+  local doe = yoe * 365 + idiv(yoe, 4) - idiv(yoe, 100) + idiv(153 * mp + 2, 5)
+  return era * 146097 + doe - 719468
+end
+
+-- The calendar window `now` falls in (ratelock::Calendar::window): its index and the µs it ends at.
+-- An instant before the epoch at the offset is taken as the epoch.
+local function calendar_window(code, offset_minutes, now)
+  local HOUR, DAY = 3600000000, 86400000000
+  local offset = offset_minutes * 60000000
+  local here = math.max(now + offset, 0)
+  local day = idiv(here, DAY)
+  local index, ends
+  if code == 'ch' then
+    index = idiv(here, HOUR)
+    ends = (index + 1) * HOUR
+  elseif code == 'cd' then
+    index, ends = day, (day + 1) * DAY
+  elseif code == 'cw' then
+    -- 1970-01-01 was a Thursday: day + 3 counts from the Monday before it.
+    index = idiv(day + 3, 7)
+    ends = ((index + 1) * 7 - 3) * DAY
+  elseif code == 'cm' then
+    local year, month = civil_from_days(day)
+    index = year * 12 + month - 1
+    if month == 12 then year, month = year + 1, 1 else month = month + 1 end
+    ends = days_from_civil(year, month) * DAY
+  else
+    local year = civil_from_days(day)
+    index, ends = year, days_from_civil(year + 1, 1) * DAY
+  end
+  return index, ends - offset
+end
+
 local function rule_gcra(key, now, cost, limit, period, burst)
   local t = cdiv(period, limit)
   local tau = burst * t
@@ -424,6 +483,9 @@ if rules > 100 then
   return redis.error_reply('ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)')
 end
 
+-- The calendar windows' codes (ratelock::CalendarUnit::code).
+local CALENDAR_UNITS = { ch = true, cd = true, cw = true, cm = true, cy = true }
+
 -- Rule i's code, limit, period, burst and block, checked; an error reply in place of the code when bad.
 local function rule_arguments(i)
   local at = 3 + 5 * (i - 1)
@@ -433,8 +495,12 @@ local function rule_arguments(i)
   -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
   local bucket = code == 'g' or code == 'tb' or code == 'lb'
   local window = code == 'fw' or code == 'sw' or code == 'sl'
-  if not (bucket or window) or limit == nil or period == nil or burst == nil or limit < 1 or period < 1
-    or burst < 1 or block == nil or block < 0 or block % 1 ~= 0 or block > MAX_BLOCK then
+  -- A calendar window's "period" is its offset from UTC in minutes.
+  local calendar = CALENDAR_UNITS[code] ~= nil and period ~= nil and period % 1 == 0 and period >= -1439
+    and period <= 1439
+  if not (bucket or window or calendar) or limit == nil or period == nil or burst == nil or limit < 1
+    or (period < 1 and not calendar) or burst < 1 or block == nil or block < 0 or block % 1 ~= 0
+    or block > MAX_BLOCK then
     return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
   end
   local capacity = limit
@@ -483,10 +549,12 @@ if mode == 'refund' then
         if now > last then level = math.max(level - (now - last), 0) end
         redis.call('HSET', key, 'v', math.max(level - cost * cdiv(period, limit), 0), 'l', math.max(last, now))
       end
-    elseif code == 'fw' or code == 'sw' then
+    elseif code == 'fw' or code == 'sw' or CALENDAR_UNITS[code] then
       local v = redis.call('HMGET', key, 'w', 'c')
       local w, c = stored(v[1], key), stored(v[2], key)
-      if w ~= nil and w == idiv(now, period) then
+      local current = idiv(now, period)
+      if CALENDAR_UNITS[code] then current = calendar_window(code, period, now) end
+      if w ~= nil and w == current then
         redis.call('HSET', key, 'c', math.max((c or 0) - cost, 0))
       end
     else
@@ -580,14 +648,13 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   end
 end
 
--- Fixed window: hash {w = window index, c = count}.
-local function rule_fixed(key, now, cost, limit, period)
-  local window = idiv(now, period)
+-- Fixed window: hash {w = window index, c = count}, for the window that ends at `ends`.
+local function count_in_window(key, now, cost, limit, window, ends)
   local v = redis.call('HMGET', key, 'w', 'c')
   local count = 0
   local w, c = stored(v[1], key), stored(v[2], key)
   if w == window then count = c or 0 end
-  local reset = (window + 1) * period - now
+  local reset = ends - now
   local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
   if count + cost > limit then
     return { 0, limit, standing[3], reset, reset }
@@ -597,6 +664,17 @@ local function rule_fixed(key, now, cost, limit, period)
     redis.call('HSET', key, 'w', window, 'c', count)
     redis.call('PEXPIRE', key, px(reset))
   end
+end
+
+local function rule_fixed(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  return count_in_window(key, now, cost, limit, window, (window + 1) * period)
+end
+
+-- A calendar window (code ch, cd, cw, cm or cy) at `offset` minutes east of UTC.
+local function rule_calendar(key, now, cost, limit, offset, _, code)
+  local window, ends = calendar_window(code, offset, now)
+  return count_in_window(key, now, cost, limit, window, ends)
 end
 
 -- Smallest value in 0..max for which the monotone predicate holds, starting from a guess.
@@ -680,12 +758,13 @@ end
 local rules_by_code = {
   g = rule_gcra, tb = rule_token, lb = rule_leaky,
   fw = rule_fixed, sw = rule_sliding, sl = rule_log,
+  ch = rule_calendar, cd = rule_calendar, cw = rule_calendar, cm = rule_calendar, cy = rule_calendar,
 }
 
 -- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
 local function decide_rule(i)
   local code, limit, period, burst = rule_arguments(i)
-  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst)
+  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code)
 end
 
 local outcomes, standings, writes, all_allowed = {}, {}, {}, true

@@ -49,7 +49,8 @@ pub use lock::{
     ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{
-    Algorithm, PreparedRules, Rule, RuleCache, Rules, MAX_LIMIT, MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT,
+    Algorithm, Calendar, CalendarUnit, PreparedRules, Rule, RuleCache, Rules, MAX_LIMIT, MAX_OFFSET_MINUTES,
+    MAX_PERIOD, MAX_RULES, MAX_SLIDING_LOG_LIMIT,
 };
 pub use store::{AnyLockStore, LimitStore, Store, StoreOptions, MIN_TIMEOUT};
 #[cfg(feature = "runtime")]

@@ -1,10 +1,10 @@
 //! Property tests for rules: every valid rule prints as text that parses back to the same rule,
-//! several rules round-trip together (bans and shadow included), and no input text makes the parser panic.
+//! several rules round-trip together (bans, shadow and calendar windows included), and no input text makes the parser panic.
 
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratelock::{Algorithm, Rule, Rules};
+use ratelock::{Algorithm, Calendar, CalendarUnit, Rule, Rules, MAX_OFFSET_MINUTES};
 
 fn any_rule() -> impl Strategy<Value = Rule> {
     let algorithm = prop::sample::select(Algorithm::ALL.to_vec());
@@ -22,6 +22,17 @@ fn any_rule() -> impl Strategy<Value = Rule> {
         (1u64..=90).prop_map(|n| Some(n * 60_000)),
         (1u64..=31_622_400_000).prop_map(Some),
     ];
+    let unit = prop::sample::select(vec![
+        CalendarUnit::Hour,
+        CalendarUnit::Day,
+        CalendarUnit::Week,
+        CalendarUnit::Month,
+        CalendarUnit::Year,
+    ]);
+    let calendar = prop_oneof![
+        3 => Just(None),
+        1 => (unit, -MAX_OFFSET_MINUTES..=MAX_OFFSET_MINUTES).prop_map(Some),
+    ];
     (
         algorithm,
         1u64..=1_000_000,
@@ -29,12 +40,18 @@ fn any_rule() -> impl Strategy<Value = Rule> {
         1u64..=1_000_000,
         block_ms,
         any::<bool>(),
+        calendar,
     )
         .prop_filter_map(
             "valid rules only",
-            |(algorithm, limit, period_ms, burst, block_ms, shadow)| {
+            |(algorithm, limit, period_ms, burst, block_ms, shadow, calendar)| {
                 let burst = if algorithm.uses_burst() { burst } else { limit };
-                let rule = Rule::build(algorithm, limit, Duration::from_millis(period_ms), burst).ok()?;
+                let rule = match calendar {
+                    Some((unit, offset)) => {
+                        Rule::on_calendar(limit, Calendar::new(unit).at_offset(offset).ok()?).ok()?
+                    }
+                    None => Rule::build(algorithm, limit, Duration::from_millis(period_ms), burst).ok()?,
+                };
                 match (block_ms, shadow) {
                     (Some(ms), _) => rule.with_block(Duration::from_millis(ms)).ok(),
                     (None, true) => rule.with_shadow().ok(),
@@ -56,6 +73,7 @@ proptest! {
         prop_assert_eq!(parsed.id(), rule.id());
         prop_assert_eq!(parsed.block(), rule.block());
         prop_assert_eq!(parsed.is_shadow(), rule.is_shadow());
+        prop_assert_eq!(parsed.calendar(), rule.calendar());
         prop_assert_eq!(parsed, rule);
     }
 

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ratelock::{Algorithm, Rule};
+use ratelock::{Algorithm, Calendar, CalendarUnit, Rule, MAX_OFFSET_MINUTES};
 
 use crate::rule_cache;
 
@@ -95,6 +95,9 @@ fn cost_exceeds(i: usize) -> String {
 fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, String> {
     let at = 3 + 5 * (i - 1);
     let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
+    if let Some(unit) = CalendarUnit::from_code(argv[at]) {
+        return build_calendar_rule(argv, i, unit, cost);
+    }
     let algorithm = algorithm(argv[at]).ok_or_else(bad)?;
     let number = |text: &[u8]| parse_u64(text).filter(|&n| n >= 1);
     let (limit, period, burst) = match (number(argv[at + 1]), number(argv[at + 2]), number(argv[at + 3])) {
@@ -113,6 +116,43 @@ fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, Strin
     let outside =
         |e: ratelock::Error| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}");
     let rule = Rule::build(algorithm, limit, Duration::from_micros(period), burst).map_err(outside)?;
+    match block {
+        0 => Ok(rule),
+        block => rule.with_block(Duration::from_micros(block)).map_err(outside),
+    }
+}
+
+/// A calendar window's rule: its code is the unit's, and its period argument is the offset from UTC in
+/// minutes (`limit.lua`'s header).
+fn build_calendar_rule(
+    argv: &[&[u8]],
+    i: usize,
+    unit: CalendarUnit,
+    cost: Option<u64>,
+) -> Result<Rule, String> {
+    let at = 3 + 5 * (i - 1);
+    let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
+    let number = |text: &[u8]| parse_u64(text).filter(|&n| n >= 1);
+    let offset = parse_i64(argv[at + 2])
+        .filter(|offset| offset.abs() <= i64::from(MAX_OFFSET_MINUTES))
+        .ok_or_else(bad)?;
+    let (limit, block) = match (
+        number(argv[at + 1]),
+        number(argv[at + 3]),
+        parse_u64(argv[at + 4]),
+    ) {
+        (Some(limit), Some(_), Some(block)) if block <= ratelock::MAX_PERIOD.as_micros() as u64 => {
+            (limit, block)
+        }
+        _ => return Err(bad()),
+    };
+    if cost.is_some_and(|cost| cost > limit) {
+        return Err(cost_exceeds(i));
+    }
+    let outside =
+        |e: ratelock::Error| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}");
+    let calendar = Calendar::new(unit).at_offset(offset as i32).map_err(outside)?;
+    let rule = Rule::on_calendar(limit, calendar).map_err(outside)?;
     match block {
         0 => Ok(rule),
         block => rule.with_block(Duration::from_micros(block)).map_err(outside),

@@ -32,7 +32,7 @@ fn limit_agrees_with_lua() {
     let server = start_server();
     let mut con = connect(&server);
     let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let seed = std::env::var("RATELOCK_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -362,7 +362,7 @@ fn random_module_calls(
                 .arg(1)
                 .arg(shape.code)
                 .arg(shape.limit)
-                .arg(shape.period_us)
+                .arg(shape.period)
                 .arg(shape.burst)
                 .arg(shape.block_us),
         );

@@ -1,17 +1,17 @@
-//! Fixed window: one counter per window `floor(now / period)`. Mirrored by `rule_fixed` in `lua/limit.lua`.
+//! Fixed window: one counter per window, `floor(now / period)` or the calendar's (`calendar`). Mirrored by
+//! `rule_fixed` and `rule_calendar` in `lua/limit.lua`.
 
 use super::{State, Step, Update};
 use crate::rule::Rule;
 
 /// Decides a fixed-window rule. `state` is `(window index, count in that window)`.
 pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> Step {
-    let period = rule.period_us();
-    let window = now / period;
+    let (window, ends) = rule.fixed_window_at(now);
     let count = match state {
         Some((w, count)) if w == window => count,
         _ => 0,
     };
-    let reset = (window + 1) * period - now;
+    let reset = ends - now;
     let limit = rule.limit();
     let standing = (limit.saturating_sub(count), reset);
     if count + cost > limit {

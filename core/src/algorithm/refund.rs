@@ -68,7 +68,7 @@ pub fn refund(rule: &Rule, state: Option<&State>, now: u64, cost: u64) -> Option
             })
         }
         (Algorithm::FixedWindow, &State::FixedWindow { window, count })
-            if window == now / rule.period_us() =>
+            if window == rule.fixed_window_at(now).0 =>
         {
             replace(State::FixedWindow {
                 window,

@@ -32,7 +32,9 @@ fn plural(unit: &str) -> &'static str {
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (count, unit) = span(self.period_us / 1000);
-        if count == 1 {
+        if let Some(calendar) = self.calendar {
+            write!(f, "{}/{}", self.limit, calendar.unit().name())?;
+        } else if count == 1 {
             write!(f, "{}/{unit}", self.limit)?;
         } else {
             write!(f, "{} per {count} {unit}{}", self.limit, plural(unit))?;
@@ -40,7 +42,9 @@ impl fmt::Display for Rule {
         if self.algorithm.uses_burst() && self.burst != self.limit {
             write!(f, " burst {}", self.burst)?;
         }
-        if self.algorithm != Algorithm::Gcra {
+        if let Some(calendar) = self.calendar {
+            write!(f, " {}", calendar.words())?;
+        } else if self.algorithm != Algorithm::Gcra {
             write!(f, " using {}", self.algorithm)?;
         }
         if let Some(block_us) = self.block_us() {

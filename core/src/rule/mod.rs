@@ -3,6 +3,7 @@
 
 mod algorithm;
 mod cache;
+mod calendar;
 mod display;
 mod parse;
 mod prepared;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 pub use algorithm::Algorithm;
 pub use cache::RuleCache;
+pub use calendar::{Calendar, CalendarUnit, MAX_OFFSET_MINUTES};
 pub(crate) use prepared::PreparedCache;
 pub use prepared::PreparedRules;
 pub use rules::Rules;
@@ -62,6 +64,8 @@ pub struct Rule {
     block_us: u64,
     /// Whether the rule only reports what it would deny (`shadow`): see [`Rule::with_shadow`].
     shadow: bool,
+    /// The calendar its fixed windows follow (`calendar`): see [`Rule::on_calendar`].
+    calendar: Option<Calendar>,
     id: Arc<str>,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
@@ -91,6 +95,9 @@ impl Rule {
 
     /// The same rule with another algorithm. Fails if the burst would be meaningless for it.
     pub fn using(&self, algorithm: Algorithm) -> Result<Self> {
+        if self.calendar.is_some() && algorithm != Algorithm::FixedWindow {
+            return Err(calendar_is_fixed_window(&self.to_string(), algorithm.name()));
+        }
         let burst = if algorithm.uses_burst() {
             self.burst
         } else {
@@ -186,6 +193,56 @@ impl Rule {
         self.shadow
     }
 
+    /// `limit` per calendar window (the `calendar` word of the rule text: `"10000/month calendar"`,
+    /// `"500/day calendar at +02:00"`): a fixed window that starts and ends on the calendar's boundaries,
+    /// so a month is as long as that month and a day starts at the offset's midnight.
+    /// [`Decision::reset_after`](crate::Decision) and a denial's `retry_after` reach the next boundary.
+    /// The rule's [`period`](Rule::period) is the unit's longest (31 days for a month).
+    ///
+    /// ```
+    /// use ratelock::{Calendar, CalendarUnit, Rule};
+    ///
+    /// let monthly = Rule::on_calendar(10_000, Calendar::new(CalendarUnit::Month))?;
+    /// assert_eq!(monthly.to_string(), "10000/month calendar");
+    /// let daily = Rule::on_calendar(500, Calendar::new(CalendarUnit::Day).at_offset(120)?)?;
+    /// assert_eq!(daily, "500/day calendar at +02:00".parse()?);
+    /// assert_eq!(daily.id(), "fw500/day+120");
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn on_calendar(limit: u64, calendar: Calendar) -> Result<Self> {
+        let period = Duration::from_micros(calendar.unit().longest_us());
+        let mut rule = Self::build(Algorithm::FixedWindow, limit, period, limit)?;
+        rule.calendar = Some(calendar);
+        rule.id = Arc::from(rule.storage_id());
+        Ok(rule)
+    }
+
+    /// The calendar the rule's windows follow, if it is a calendar rule.
+    pub fn calendar(&self) -> Option<Calendar> {
+        self.calendar
+    }
+
+    /// A fixed window's index at `now_us` and the µs since the epoch it ends at: the calendar's
+    /// window for a calendar rule, else `floor(now / period)`.
+    pub(crate) fn fixed_window_at(&self, now_us: u64) -> (u64, u64) {
+        match self.calendar {
+            Some(calendar) => calendar.window(now_us),
+            None => {
+                let window = now_us / self.period_us;
+                (window, (window + 1) * self.period_us)
+            }
+        }
+    }
+
+    /// The rule's code and period as `limit.lua` and the server module take them: a calendar rule
+    /// sends its unit's code and its offset from UTC in minutes (see `limit.lua`'s header).
+    pub fn wire_code_and_period(&self) -> (&'static str, i64) {
+        match self.calendar {
+            Some(calendar) => (calendar.unit().code(), i64::from(calendar.offset_minutes())),
+            None => (self.algorithm.code(), self.period_us as i64),
+        }
+    }
+
     /// `self` with `other`'s ban and shadow (a rule rebuilt from another keeps what it said).
     fn keep_policies(mut self, other: &Rule) -> Self {
         self.block_us = other.block_us;
@@ -213,7 +270,11 @@ impl Rule {
         let instances = instances.max(1);
         if !self.algorithm.uses_burst() {
             let limit = self.limit.div_ceil(instances).max(1);
-            return Ok(Self::build(self.algorithm, limit, self.period(), limit)?.keep_policies(self));
+            let share = match self.calendar {
+                Some(calendar) => Self::on_calendar(limit, calendar)?,
+                None => Self::build(self.algorithm, limit, self.period(), limit)?,
+            };
+            return Ok(share.keep_policies(self));
         }
         let period = self
             .period()
@@ -270,6 +331,7 @@ impl Rule {
             burst,
             block_us: 0,
             shadow: false,
+            calendar: None,
             id: Arc::from(""),
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),
@@ -367,6 +429,9 @@ impl Rule {
     fn storage_id(&self) -> String {
         let period_ms = self.period_us / 1000;
         let code = self.algorithm.code();
+        if let Some(calendar) = self.calendar {
+            return format!("{code}{}/{}", self.limit, calendar.id_part());
+        }
         // The burst is written only when it differs from the limit: shorter keys for the common case.
         if self.algorithm.uses_burst() && self.burst != self.limit {
             format!("{code}{}/{period_ms}b{}", self.limit, self.burst)
@@ -374,6 +439,14 @@ impl Rule {
             format!("{code}{}/{period_ms}", self.limit)
         }
     }
+}
+
+fn calendar_is_fixed_window(rule: &str, part: &str) -> Error {
+    Error::invalid_rule(
+        rule,
+        part,
+        "a calendar window counts with fixed_window (it is one window per calendar unit)",
+    )
 }
 
 fn shadow_cannot_block(rule: &Rule) -> Error {

@@ -1,4 +1,4 @@
-//! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm, 1 to
+//! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm and calendar unit, 1 to
 //! 3 rules, some that ban when they deny, hit, peek and refund, explicit `now`, costs up to past capacity, now
 //! and then a deny-list or allow-list entry put on the key) sent through the script (by
 //! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
@@ -10,12 +10,13 @@ use redis::{Connection, Value};
 
 use super::{key_snapshot, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
 
-/// One rule as the script takes it: code, limit, period µs, burst, block µs (0: no ban).
+/// One rule as the script takes it: code, limit, period µs (a calendar window's offset from UTC in
+/// minutes), burst, block µs (0: no ban).
 #[derive(Debug, Clone)]
 pub struct Shape {
     pub code: &'static str,
     pub limit: u64,
-    pub period_us: u64,
+    pub period: i64,
     pub burst: u64,
     pub block_us: u64,
 }
@@ -24,7 +25,7 @@ pub struct Shape {
 pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
     let codes = ["g", "tb", "lb", "fw", "sw", "sl"];
     let periods_ms = [7, 250, 1000, 1234, 60_000];
-    (0..24)
+    let mut shapes: Vec<Shape> = (0..24)
         .map(|i| {
             let code = codes[i % codes.len()];
             let limit = 1 + rng.below(12);
@@ -39,12 +40,33 @@ pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
             Shape {
                 code,
                 limit,
-                period_us,
+                period: period_us as i64,
                 burst,
                 block_us,
             }
         })
-        .collect()
+        .collect();
+    // Calendar windows: the hour's and the day's offsets put a boundary two and four minutes from now,
+    // inside a run's drift; the week's, month's and year's are any offset.
+    let minute_now = (wall_us() / 60_000_000) as i64;
+    let calendar = [
+        ("ch", -((minute_now + 2) % 60)),
+        ("cd", -((minute_now + 4) % 1440)),
+        ("cw", rng.below(2879) as i64 - 1439),
+        ("cm", rng.below(2879) as i64 - 1439),
+        ("cy", rng.below(2879) as i64 - 1439),
+    ];
+    for (code, offset) in calendar {
+        let limit = 1 + rng.below(12);
+        shapes.push(Shape {
+            code,
+            limit,
+            period: offset,
+            burst: limit,
+            block_us: [0, 0, 400_000][rng.below(3) as usize],
+        });
+    }
+    shapes
 }
 
 /// What a run of generated calls came to.
@@ -76,8 +98,8 @@ impl Tally {
         );
         assert_eq!(
             self.single_rule_calls.len(),
-            6,
-            "every algorithm should be called alone: {self:?}"
+            11,
+            "every algorithm and calendar unit should be called alone: {self:?}"
         );
         assert_eq!(self.reasons.len(), 4, "every reason should answer: {self:?}");
     }
@@ -165,7 +187,7 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             argv.extend([
                 shape.code.to_string(),
                 shape.limit.to_string(),
-                shape.period_us.to_string(),
+                shape.period.to_string(),
                 shape.burst.to_string(),
                 shape.block_us.to_string(),
             ]);

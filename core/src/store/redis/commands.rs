@@ -53,9 +53,10 @@ fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
     };
     cmd.arg(request.cost);
     for rule in rules {
-        cmd.arg(rule.algorithm().code())
+        let (code, period) = rule.wire_code_and_period();
+        cmd.arg(code)
             .arg(rule.limit())
-            .arg(rule.period_us())
+            .arg(period)
             .arg(rule.burst())
             .arg(rule.block_us().unwrap_or(0));
     }
