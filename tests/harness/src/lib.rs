@@ -65,4 +65,6 @@ pub mod guide_doctests {
     pub struct Hooks;
     #[doc = include_str!("../../../docs/guide/policies.md")]
     pub struct Policies;
+    #[doc = include_str!("../../../docs/guide/calendar.md")]
+    pub struct Calendar;
 }
