@@ -50,6 +50,7 @@ pub fn store_checks(
         cost: 1,
         now_us: None,
         spend: true,
+        max_wait_us: None,
     };
     let check = || {
         let outcomes = store.check(black_box(&request)).expect("memory check");

@@ -164,6 +164,7 @@ impl Limiter {
             cost,
             now_us,
             spend: false,
+            max_wait_us: None,
         };
         let verdict = store.refund(&request).map_err(to_js)?;
         let decision = ratelock::Decision::decided(verdict, &parsed.rules);

@@ -3,8 +3,9 @@
 --
 -- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
 -- KEYS[n+1] the key's ban or list entry: <prefix>:{<escaped user key>}:standing (the same slot)
--- ARGV[1]   "hit" (spend on every rule when every rule allows), "peek" (never spend) or "refund" (give
---           back `cost` units of every rule, then answer as "peek")
+-- ARGV[1]   "hit" (spend on every rule when every rule allows), "peek" (never spend), "refund" (give
+--           back `cost` units of every rule, then answer as "peek") or "reserve" (a hit that, when some
+--           rule denies, books the earliest slot within the longest wait instead: see below)
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
 -- ARGV[5i-1..5i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs,
@@ -12,6 +13,11 @@
 --           A calendar window (a fixed window on the calendar: ratelock::Calendar) sends its unit's code
 --           (ch, cd, cw, cm, cy: hour, day, ISO week, month, year) and, in place of the period, its
 --           offset from UTC in minutes (an integer within ±1439).
+-- ARGV[last] in "reserve" mode only: the longest wait in µs. Every rule must be gcra, token_bucket or
+--           leaky_bucket. When every rule allows now, it is a hit; else, when the longest wait is within
+--           it, every rule is decided again at now + wait and spent there, and each replies allowed,
+--           with that wait as its retry_after and its reset_after from now; else nothing is spent and
+--           the reply is the denial (ratelock::algorithm::reserve). A reservation never bans.
 -- At most 100 rules (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
 --
 -- Reply: the reason (0 the rules, 1 a ban, 2 the deny list, 3 the allow list), then a flat array of 5
@@ -147,26 +153,44 @@ if #KEYS == 2 and #ARGV == 8 then
           tokens = tokens + elapsed * rate
         end
       end
+      -- A reservation may have left `last` ahead of now (rare): the general path's `ahead`, written out.
+      local ahead = 0
+      if last > now then ahead = last - now end
       if last < now then last = now end
       local denied = tokens < need
+      local spare = 0
+      if ahead > 0 and not denied then
+        local a = tokens - need
+        spare = floor(a / rate)
+        if spare * rate > a then spare = spare - 1 elseif (spare + 1) * rate <= a then spare = spare + 1 end
+        denied = spare < ahead
+      end
       if not denied then tokens = tokens - need end
-      local remaining = floor(tokens / scale)
-      if remaining * scale > tokens then remaining = remaining - 1 elseif (remaining + 1) * scale <= tokens then remaining = remaining + 1 end
+      local shown = tokens
+      if ahead > 0 then
+        local q = floor(tokens / rate)
+        if q * rate > tokens then q = q - 1 elseif (q + 1) * rate <= tokens then q = q + 1 end
+        if ahead <= q then shown = tokens - ahead * rate else shown = 0 end
+      end
+      local remaining = floor(shown / scale)
+      if remaining * scale > shown then remaining = remaining - 1 elseif (remaining + 1) * scale <= shown then remaining = remaining + 1 end
       local reset, a = 0, full - tokens
       if not (a <= 0) then
         a = a + rate - 1
         reset = floor(a / rate)
         if reset * rate > a then reset = reset - 1 elseif (reset + 1) * rate <= a then reset = reset + 1 end
       end
+      reset = reset + ahead
       if denied then
         local retry
         a = need - tokens
         if a <= 0 then
-          retry = 0
+          retry = ahead - spare
         else
           a = a + rate - 1
           retry = floor(a / rate)
           if retry * rate > a then retry = retry - 1 elseif (retry + 1) * rate <= a then retry = retry + 1 end
+          retry = retry + ahead
         end
         if ban then return ban() end
         return { 0, 0, limit, remaining, reset, retry }
@@ -198,11 +222,14 @@ if #KEYS == 2 and #ARGV == 8 then
       if now > last then
         level = level - (now - last)
         if 0 > level then level = 0 end
+      else
+        level = level + (last - now)
       end
-      if last < now then last = now end
+      last = now
       local denied = level + pour > full
       if not denied then level = level + pour end
       a = full - level
+      if 0 > a then a = 0 end
       local remaining = floor(a / t)
       if remaining * t > a then remaining = remaining - 1 elseif (remaining + 1) * t <= a then remaining = remaining + 1 end
       if denied then
@@ -467,8 +494,8 @@ end
 
 -- The call's own arguments, checked before any rule is looked at.
 local mode = ARGV[1]
-if mode ~= 'hit' and mode ~= 'peek' and mode ~= 'refund' then
-  return redis.error_reply('ERR ratelock: mode must be "hit", "peek" or "refund"')
+if mode ~= 'hit' and mode ~= 'peek' and mode ~= 'refund' and mode ~= 'reserve' then
+  return redis.error_reply('ERR ratelock: mode must be "hit", "peek", "refund" or "reserve"')
 end
 local now = now_us(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -476,7 +503,10 @@ if cost == nil or cost < 1 or cost ~= math.floor(cost) then
   return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
 end
 local rules = #KEYS - 1
-if #ARGV ~= 3 + 5 * rules or rules < 1 then
+local reserving = mode == 'reserve'
+local tail = 0
+if reserving then tail = 1 end
+if #ARGV ~= 3 + 5 * rules + tail or rules < 1 then
   return redis.error_reply('ERR ratelock: expected 5 arguments per rule key, and the entry key last')
 end
 if rules > 100 then
@@ -514,6 +544,21 @@ for i = 1, rules do
   local bad = rule_arguments(i)
   if type(bad) == 'table' then return bad end
 end
+-- "reserve" (ratelock::algorithm::reserve): the last ARGV is the longest wait in µs; only the bucket
+-- algorithms can hold a booking ahead.
+local max_wait = nil
+if reserving then
+  max_wait = tonumber(ARGV[#ARGV])
+  if max_wait == nil or max_wait < 0 or max_wait % 1 ~= 0 or max_wait > MAX_BLOCK then
+    return redis.error_reply('ERR ratelock: the longest wait must be an integer of µs from 0 to 366 days')
+  end
+  for i = 1, rules do
+    local code = rule_arguments(i)
+    if code ~= 'g' and code ~= 'tb' and code ~= 'lb' then
+      return redis.error_reply('ERR ratelock: rule ' .. i .. ' cannot be reserved (gcra, token_bucket and leaky_bucket can)')
+    end
+  end
+end
 
 -- "refund" (ratelock::algorithm::refund::refund): give back `cost` units of every rule, never below an
 -- empty state nor beyond the current window, keeping each key's TTL; then answer as "peek".
@@ -546,8 +591,8 @@ if mode == 'refund' then
       local v = redis.call('HMGET', key, 'v', 'l')
       local level, last = stored(v[1], key), stored(v[2], key)
       if level ~= nil and last ~= nil then
-        if now > last then level = math.max(level - (now - last), 0) end
-        redis.call('HSET', key, 'v', math.max(level - cost * cdiv(period, limit), 0), 'l', math.max(last, now))
+        if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
+        redis.call('HSET', key, 'v', math.max(level - cost * cdiv(period, limit), 0), 'l', now)
       end
     elseif code == 'fw' or code == 'sw' or CALENDAR_UNITS[code] then
       local v = redis.call('HMGET', key, 'w', 'c')
@@ -613,14 +658,25 @@ local function rule_token(key, now, cost, limit, period, burst)
       tokens = tokens + elapsed * rate
     end
   end
+  -- A reservation may have left `last` ahead of now: `tokens` is the bucket then, and the refill from
+  -- now until then is not in it yet (token_bucket::available).
+  local ahead = 0
+  if last > now then ahead = last - now end
   if last < now then last = now end
-  local standing = { 1, limit, idiv(tokens, scale), cdiv(capacity - tokens, rate), 0 }
+  local function available(held)
+    if ahead <= idiv(held, rate) then return held - ahead * rate end
+    return 0
+  end
+  local standing = { 1, limit, idiv(available(tokens), scale), ahead + cdiv(capacity - tokens, rate), 0 }
   if tokens < need then
-    return { 0, limit, standing[3], standing[4], cdiv(need - tokens, rate) }
+    return { 0, limit, standing[3], standing[4], ahead + cdiv(need - tokens, rate) }
+  end
+  if idiv(tokens - need, rate) < ahead then
+    return { 0, limit, standing[3], standing[4], ahead - idiv(tokens - need, rate) }
   end
   tokens = tokens - need
-  local reset = cdiv(capacity - tokens, rate)
-  return { 1, limit, idiv(tokens, scale), reset, 0 }, standing, function()
+  local reset = ahead + cdiv(capacity - tokens, rate)
+  return { 1, limit, idiv(available(tokens), scale), reset, 0 }, standing, function()
     redis.call('HSET', key, 't', tokens, 'l', last)
     redis.call('PEXPIRE', key, px(reset))
   end
@@ -635,9 +691,11 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   if level == nil or last == nil then
     level, last = 0, now
   end
-  if now > last then level = math.max(level - (now - last), 0) end
-  if last < now then last = now end
-  local standing = { 1, limit, idiv(capacity - level, t), level, 0 }
+  -- A reservation may have left `last` ahead of now: as of now, the funnel also holds what drains
+  -- until then.
+  if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
+  last = now
+  local standing = { 1, limit, idiv(math.max(capacity - level, 0), t), level, 0 }
   if level + pour > capacity then
     return { 0, limit, standing[3], standing[4], level + pour - capacity }
   end
@@ -776,7 +834,31 @@ for i = 1, rules do
   end
   outcomes[i], standings[i], writes[i] = outcome, standing, write
 end
-if mode == 'hit' and all_allowed then
+-- A reservation that must wait, and may: every rule decided again at the slot and spent there, its
+-- figures seen from now (reserve::booked); the keys live until their reset from now.
+if reserving and not all_allowed then
+  local wait = 0
+  for i = 1, rules do
+    if outcomes[i][1] == 0 and outcomes[i][5] > wait then wait = outcomes[i][5] end
+  end
+  if wait <= max_wait then
+    local slot, booked, booked_writes, fits = now + wait, {}, {}, true
+    for i = 1, rules do
+      local code, limit, period, burst = rule_arguments(i)
+      local outcome, _, write = rules_by_code[code](KEYS[i], slot, cost, limit, period, burst, code)
+      booked[i], booked_writes[i] = outcome, write
+      if outcome[1] == 0 then fits = false end
+    end
+    if fits then
+      for i = 1, rules do
+        booked_writes[i]()
+        booked[i][4], booked[i][5] = booked[i][4] + wait, wait
+        redis.call('PEXPIRE', KEYS[i], px(booked[i][4]))
+      end
+      outcomes, all_allowed = booked, true
+    end
+  end
+elseif (mode == 'hit' or reserving) and all_allowed then
   for i = 1, rules do writes[i]() end
 end
 -- A hit that a blocking rule denies bans the key for the longest such block

@@ -61,7 +61,9 @@ pub struct Decision {
     pub remaining: u64,
     /// Until the deciding rule is fully replenished.
     pub reset_after: Duration,
-    /// Zero when allowed; else the exact wait until this same request would be allowed.
+    /// Zero when allowed; else the exact wait until this same request would be allowed. A reservation
+    /// ([`Limiter::reserve`](crate::Limiter::reserve)) that booked a slot ahead is allowed with the wait
+    /// before that slot here.
     pub retry_after: Duration,
     /// Index (into the rules passed) of the deciding rule.
     pub rule_index: usize,
@@ -90,11 +92,9 @@ impl Decision {
             limit: deciding.limit,
             remaining: deciding.remaining,
             reset_after: Duration::from_micros(deciding.reset_after_us),
-            retry_after: if allowed {
-                Duration::ZERO
-            } else {
-                Duration::from_micros(deciding.retry_after_us)
-            },
+            // An allowed rule waits 0, unless a reservation booked it ahead: then every rule carries
+            // the wait before the slot.
+            retry_after: Duration::from_micros(deciding.retry_after_us),
             rule_index: index,
             degraded: false,
             reason: Reason::Rule,

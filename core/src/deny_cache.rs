@@ -177,6 +177,10 @@ fn now_of(call: &LimitCall<'_>) -> u64 {
 
 impl Hook for DenyCache {
     fn before_decision(&self, call: &LimitCall<'_>) -> Option<Decision> {
+        // A reservation may book ahead what a hit is denied now: the store answers it.
+        if call.max_wait_us.is_some() {
+            return None;
+        }
         let answer = self.recall(call, now_of(call))?;
         self.answered.fetch_add(1, Ordering::Relaxed);
         Some(answer)

@@ -29,6 +29,9 @@ pub struct LimitCall<'a> {
     pub spend: bool,
     /// The call's explicit time in µs since the epoch (`hit_at`, a local clock), `None` for the store's.
     pub now_us: Option<u64>,
+    /// A reservation's longest wait in µs ([`Limiter::reserve`](crate::Limiter::reserve)); `None` for a
+    /// hit or a peek.
+    pub max_wait_us: Option<u64>,
 }
 
 /// How a limiter answer came about, beside the answer itself.

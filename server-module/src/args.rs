@@ -14,8 +14,10 @@ use crate::rule_cache;
 /// The parts of a call before its rules: `mode now cost`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
-    /// "hit" (true) or "peek" or "refund" (false).
+    /// "hit" or "reserve" (true), or "peek" or "refund" (false).
     pub hit: bool,
+    /// "reserve": a hit that books the earliest slot within the last argument's µs.
+    pub reserve: bool,
     /// "refund": give back `cost` on every rule, then answer as "peek".
     pub refund: bool,
     /// The caller's `now` in µs, or `None` for the server clock (ARGV[2] empty).
@@ -43,11 +45,12 @@ pub fn split<'s, 'a>(args: &'s [&'a [u8]]) -> Result<KeysAndArgv<'s, 'a>, String
 /// Reads `mode now cost` and checks the argument count (`keys`: the rules' and the entry's), in
 /// `limit.lua`'s order.
 pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
-    let (hit, refund) = match argv.first().copied() {
-        Some(b"hit") => (true, false),
-        Some(b"peek") => (false, false),
-        Some(b"refund") => (false, true),
-        _ => return Err("ERR ratelock: mode must be \"hit\", \"peek\" or \"refund\"".into()),
+    let (hit, refund, reserve) = match argv.first().copied() {
+        Some(b"hit") => (true, false, false),
+        Some(b"peek") => (false, false, false),
+        Some(b"refund") => (false, true, false),
+        Some(b"reserve") => (true, false, true),
+        _ => return Err("ERR ratelock: mode must be \"hit\", \"peek\", \"refund\" or \"reserve\"".into()),
     };
     let now = given_now(argv.get(1).copied())?;
     let cost = argv
@@ -57,7 +60,7 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
         .filter(|&c| c >= 1)
         .ok_or("ERR ratelock: cost must be an integer >= 1")?;
     let rules = keys.saturating_sub(1);
-    if argv.len() != 3 + 5 * rules || rules == 0 {
+    if argv.len() != 3 + 5 * rules + usize::from(reserve) || rules == 0 {
         return Err("ERR ratelock: expected 5 arguments per rule key, and the entry key last".into());
     }
     if rules > ratelock::MAX_RULES {
@@ -65,10 +68,32 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     }
     Ok(Head {
         hit,
+        reserve,
         refund,
         now,
         cost,
     })
+}
+
+/// A reservation's longest wait (its last argument), checked after the rules as the script checks it,
+/// with every rule reservable; `None` for any other mode.
+pub fn max_wait(head: &Head, argv: &[&[u8]], rules: &[Rule]) -> Result<Option<u64>, String> {
+    if !head.reserve {
+        return Ok(None);
+    }
+    let max_wait = argv
+        .last()
+        .copied()
+        .and_then(parse_u64)
+        .filter(|&wait| wait <= ratelock::MAX_PERIOD.as_micros() as u64)
+        .ok_or("ERR ratelock: the longest wait must be an integer of µs from 0 to 366 days")?;
+    if let Some(i) = rules.iter().position(|rule| !rule.algorithm().uses_burst()) {
+        return Err(format!(
+            "ERR ratelock: rule {} cannot be reserved (gcra, token_bucket and leaky_bucket can)",
+            i + 1
+        ));
+    }
+    Ok(Some(max_wait))
 }
 
 /// Reads rule `i` (from 1) out of ARGV and checks `cost` against its capacity, with `limit.lua`'s

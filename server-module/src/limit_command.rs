@@ -1,10 +1,12 @@
 //! RATELOCK.LIMIT: `limit.lua` as a module command. Same KEYS/ARGV (`numkeys key... entry mode now
-//! cost [alg limit period burst block]...`, mode `hit`, `peek` or `refund`), same reply (the reason,
+//! cost [alg limit period burst block]... [max_wait]`, mode `hit`, `peek`, `refund` or `reserve`), same
+//! reply (the reason,
 //! then 5 integers per rule), same
 //! stored state; the decisions are the core's (`ratelock::algorithm::decide` and `outcomes`, and
 //! `ratelock::algorithm::standing` for the key's ban or list entry), not a second copy of them.
 
 use ratelock::algorithm::refund::refund;
+use ratelock::algorithm::reserve;
 use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
 use ratelock::algorithm::{decide, outcomes};
 use ratelock::Rule;
@@ -16,9 +18,10 @@ use crate::key_write::WriteKey;
 use crate::keyspace;
 
 /// The ARGV count of `limit.lua`'s contract: `mode now cost`, then 5 per rule key (every key but the
-/// entry's, which comes last).
-pub fn contract_args(keys: usize, _argv: &[&[u8]]) -> Option<usize> {
-    Some(3 + 5 * keys.saturating_sub(1))
+/// entry's, which comes last), then the longest wait of a reservation.
+pub fn contract_args(keys: usize, argv: &[&[u8]]) -> Option<usize> {
+    let reserving = argv.first().copied() == Some(b"reserve".as_slice());
+    Some(3 + 5 * keys.saturating_sub(1) + usize::from(reserving))
 }
 
 /// Serves one call: the flat reply integers, or an error text (`ERR ...`).
@@ -30,6 +33,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     let rules = (1..=rule_keys.len())
         .map(|i| args::rule(argv, i, head.cost))
         .collect::<Result<Vec<Rule>, String>>()?;
+    let max_wait = args::max_wait(&head, argv, &rules)?;
     // Each key is opened once, for reading and writing; a key named twice shares its handle.
     let mut opened: Vec<WriteKey> = Vec::with_capacity(keys.len());
     let mut handle: Vec<usize> = Vec::with_capacity(keys.len());
@@ -66,6 +70,21 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
         );
         reads.push(read);
     }
+    if let Some(max_wait) = max_wait {
+        let wait = reserve::wait_of(&steps);
+        if reserve::books_ahead(wait, max_wait) {
+            let booked = rules
+                .iter()
+                .zip(&reads)
+                .map(|(rule, read)| decide(rule, read.state.as_ref(), now + wait, head.cost))
+                .map(|step| step.map(|step| reserve::booked(step, wait)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("ERR ratelock module: {e}"))?;
+            if booked.iter().all(|step| step.outcome.allowed) {
+                steps = booked;
+            }
+        }
+    }
     let answers = outcomes(&steps);
     if head.hit && answers.iter().all(|o| o.allowed) {
         // A key named twice may change under its later reads: its every field is written.
@@ -75,7 +94,7 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
                 keyspace::write(&opened[at], (!shared).then_some(read), update, step.ttl_us)?;
             }
         }
-    } else if head.hit {
+    } else if head.hit && max_wait.is_none() {
         if let Some(block_us) = ban_after(&rules, &answers) {
             let entry = Entry {
                 standing: Standing::Banned,

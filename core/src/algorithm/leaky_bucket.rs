@@ -12,9 +12,13 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> St
     let (mut level, last) = state.unwrap_or((0, now));
     if now > last {
         level = level.saturating_sub(now - last);
+    } else {
+        // A reservation may have left `last` ahead of now: as of now, the funnel also holds what
+        // drains until then (GCRA's arrival time, `last + level`, is unchanged).
+        level += last - now;
     }
-    let last = last.max(now);
-    let standing = ((capacity - level) / t, level);
+    let last = now;
+    let standing = (capacity.saturating_sub(level) / t, level);
     if level + pour > capacity {
         return Step::denied(rule.limit(), standing, level + pour - capacity);
     }

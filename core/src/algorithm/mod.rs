@@ -9,6 +9,7 @@ pub mod leaky_bucket;
 pub mod lease;
 pub mod permits;
 pub mod refund;
+pub mod reserve;
 pub mod rwlock;
 pub mod sliding_log;
 pub mod sliding_window;

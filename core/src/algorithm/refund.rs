@@ -58,13 +58,15 @@ pub fn refund(rule: &Rule, state: Option<&State>, now: u64, cost: u64) -> Option
             })
         }
         (Algorithm::LeakyBucket, &State::LeakyBucket { level, last }) => {
-            let mut level = level;
-            if now > last {
-                level = level.saturating_sub(now - last);
-            }
+            // As of now, like `decide`: a reservation's `last` ahead of now adds what drains until then.
+            let level = if now > last {
+                level.saturating_sub(now - last)
+            } else {
+                level + (last - now)
+            };
             replace(State::LeakyBucket {
                 level: level.saturating_sub(cost * rule.emission_interval_us()),
-                last: last.max(now),
+                last: now,
             })
         }
         (Algorithm::FixedWindow, &State::FixedWindow { window, count })

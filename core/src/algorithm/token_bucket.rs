@@ -20,19 +20,43 @@ pub fn decide(rule: &Rule, state: Option<(u64, u64)>, now: u64, cost: u64) -> St
             tokens + elapsed * rate
         };
     }
+    // A reservation may have left `last` ahead of now: `tokens` is the bucket then, and the refill
+    // from now until then is not in it yet.
+    let ahead = last.saturating_sub(now);
     let last = last.max(now);
-    let standing = (tokens / scale, (capacity - tokens).div_ceil(rate));
-    if tokens < need {
-        return Step::denied(rule.limit(), standing, (need - tokens).div_ceil(rate));
+    let standing = (
+        available(tokens, ahead, rate) / scale,
+        ahead + (capacity - tokens).div_ceil(rate),
+    );
+    if tokens < need || (tokens - need) / rate < ahead {
+        let wait = if tokens < need {
+            ahead + (need - tokens).div_ceil(rate)
+        } else {
+            ahead - (tokens - need) / rate
+        };
+        return Step::denied(rule.limit(), standing, wait);
     }
     let tokens = tokens - need;
-    let after = (tokens / scale, (capacity - tokens).div_ceil(rate));
+    let after = (
+        available(tokens, ahead, rate) / scale,
+        ahead + (capacity - tokens).div_ceil(rate),
+    );
     Step::allowed(
         rule.limit(),
         standing,
         after,
         Update::Replace(State::TokenBucket { tokens, last }),
     )
+}
+
+/// The scaled tokens of a bucket that holds `tokens` `ahead` µs from now, as of now (0 when the
+/// refill until then is all it has).
+fn available(tokens: u64, ahead: u64, rate: u64) -> u64 {
+    if ahead <= tokens / rate {
+        tokens - ahead * rate
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

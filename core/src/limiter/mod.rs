@@ -269,6 +269,39 @@ impl Default for LimiterOptions {
     }
 }
 
+/// A booked slot [`Limiter::wait`] sleeps toward: dropped before the slot (the wait was cancelled), it
+/// gives the units back with a refund spawned on the current runtime.
+#[cfg(feature = "runtime")]
+struct Booking<'a> {
+    limiter: &'a Limiter,
+    key: &'a [u8],
+    rules: &'a Rules,
+    cost: u64,
+    kept: bool,
+}
+
+#[cfg(feature = "runtime")]
+impl Drop for Booking<'_> {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (limiter, key, rules, cost) = (
+            self.limiter.clone(),
+            self.key.to_vec(),
+            self.rules.clone(),
+            self.cost,
+        );
+        runtime.spawn(async move {
+            // Nobody is left to tell: a refund that fails leaves the slot spent, as a hit would be.
+            let _ = limiter.refund(&key, &rules, cost, None).await;
+        });
+    }
+}
+
 /// A store request as hooks see it.
 fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
     LimitCall {
@@ -278,6 +311,7 @@ fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
         cost: request.cost,
         spend: request.spend,
         now_us: request.now_us,
+        max_wait_us: request.max_wait_us,
     }
 }
 
@@ -524,6 +558,91 @@ impl Limiter {
         Ok(Decision::decided(verdict, rules))
     }
 
+    /// Books the earliest moment within `max_wait` at which every rule admits `cost` units, instead of
+    /// a denial: waiters are served in booking order, one round trip each, and nobody polls. The
+    /// decision is allowed when booked, and its `retry_after` is the wait before acting (zero when the
+    /// request fits now); when the slot is further than `max_wait`, nothing is spent and the decision
+    /// is the denial (its `retry_after` says how far the slot was). The units are spent at booking: a
+    /// caller that gives up gives them back with [`refund`](Self::refund). Only gcra, token_bucket and
+    /// leaky_bucket rules can hold a booking ahead, and a reservation enforces (a rule in shadow is
+    /// refused). A reservation never starts a ban. `now_us` replaces the clock as in
+    /// [`hit_at`](Self::hit_at).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("2/second")?;
+    /// limiter.hit_at("k", &rules, 2, 0).await?;
+    /// let booked = limiter.reserve("k", &rules, 1, Duration::from_secs(1), Some(0)).await?;
+    /// assert!(booked.allowed);
+    /// assert_eq!(booked.retry_after, Duration::from_millis(500));
+    /// let next = limiter.reserve("k", &rules, 1, Duration::from_secs(1), Some(0)).await?;
+    /// assert_eq!(next.retry_after, Duration::from_secs(1), "booked after the first");
+    /// let too_far = limiter.reserve("k", &rules, 1, Duration::from_secs(1), Some(0)).await?;
+    /// assert!(!too_far.allowed, "1.5 s away: refused, nothing spent");
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn reserve(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        max_wait: Duration,
+        now_us: Option<u64>,
+    ) -> Result<Decision> {
+        let max_wait_us = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        for rule in rules.iter() {
+            crate::algorithm::check_cost(rule, cost)?;
+        }
+        crate::algorithm::reserve::check_request(rules, max_wait_us)?;
+        let mut request = self.request(key.as_ref(), rules, cost, now_us, true)?;
+        request.max_wait_us = Some(max_wait_us);
+        self.run_request(request).await
+    }
+
+    /// [`reserve`](Self::reserve)s, then sleeps until the booked slot: the decision it returns is
+    /// allowed when the caller may act now, and a denial (nothing spent, nothing slept) when the slot
+    /// was further than `max_wait`. Dropping the future while it sleeps gives the booking back (a
+    /// [`refund`](Self::refund), on the runtime, where it can).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// use std::time::{Duration, Instant};
+    /// let limiter = ratelock::Limiter::memory();
+    /// let rules = limiter.rules("20/second burst 1")?;
+    /// let started = Instant::now();
+    /// for _ in 0..3 {
+    ///     assert!(limiter.wait("k", &rules, 1, Duration::from_secs(1)).await?.allowed);
+    /// }
+    /// assert!(started.elapsed() >= Duration::from_millis(100), "paced at 50 ms each");
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    #[cfg(feature = "runtime")]
+    pub async fn wait(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        cost: u64,
+        max_wait: Duration,
+    ) -> Result<Decision> {
+        let key = key.as_ref();
+        let mut decision = self.reserve(key, rules, cost, max_wait, None).await?;
+        if decision.allowed && !decision.retry_after.is_zero() {
+            let mut booking = Booking {
+                limiter: self,
+                key,
+                rules,
+                cost,
+                kept: false,
+            };
+            tokio::time::sleep(decision.retry_after).await;
+            booking.kept = true;
+            decision.retry_after = Duration::ZERO;
+        }
+        Ok(decision)
+    }
+
     /// Bans `key` under this limiter's prefix for `duration` (1 ms to 366 days): every hit and peek on
     /// it is denied with [`Reason::Ban`](crate::Reason::Ban), waiting out the ban, in every process and
     /// language that shares the store. Replaces any ban or list entry the key had. A rule's `block`
@@ -703,6 +822,7 @@ impl Limiter {
             cost,
             now_us,
             spend,
+            max_wait_us: None,
         })
     }
 
@@ -715,6 +835,11 @@ impl Limiter {
         spend: bool,
     ) -> Result<Decision> {
         let request = self.request(key, rules, cost, now, spend)?;
+        self.run_request(request).await
+    }
+
+    /// [`run`](Self::run) of a request already made (a reservation's, too).
+    async fn run_request(&self, request: LimitRequest<'_>) -> Result<Decision> {
         if !self.shared.options.hooks.is_empty() {
             // Boxed: without hooks, this future stays as small as it was.
             return Box::pin(self.run_hooked(request)).await;
@@ -725,8 +850,8 @@ impl Limiter {
             #[cfg(feature = "redis")]
             other => {
                 // Misuse is answered here, without a round trip.
-                for rule in rules.iter() {
-                    crate::algorithm::check_cost(rule, cost)?;
+                for rule in request.rules.iter() {
+                    crate::algorithm::check_cost(rule, request.cost)?;
                 }
                 other.check(&request).await
             }

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use super::options::WhenFull;
 use super::roles::LimitRequest;
 use crate::algorithm::refund::refund;
+use crate::algorithm::reserve;
 use crate::algorithm::standing::{ban_after, banned, Entry, StandingCall, Verdict};
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
@@ -37,7 +38,7 @@ const SWEEP_FLOOR: usize = 64;
 /// use ratelock::store::{LimitRequest, MemoryStore};
 /// let store = MemoryStore::unbounded();
 /// let rules = "1/second".parse()?;
-/// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
+/// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true, max_wait_us: None };
 /// assert!(store.check(&request)?.outcomes[0].allowed);
 /// assert!(!store.check(&request)?.outcomes[0].allowed);
 /// # Ok::<(), ratelock::Error>(())
@@ -57,6 +58,9 @@ struct Inner {
     when_full: WhenFull,
     evictions: AtomicU64,
 }
+
+/// The steps of one request's rules (four inline).
+type StepList = smallvec::SmallVec<[Step; 4]>;
 
 struct Shard {
     map: HashMap<Box<[u8]>, Slot, RandomState>,
@@ -145,7 +149,7 @@ impl MemoryStore {
     /// use ratelock::store::{LimitRequest, MemoryStore};
     /// let store = MemoryStore::unbounded();
     /// let rules: ratelock::Rules = "1/minute".parse()?;
-    /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true };
+    /// let request = LimitRequest { prefix: "rl", key: b"k", rules: &rules, cost: 1, now_us: Some(0), spend: true, max_wait_us: None };
     /// store.check(&request)?;
     /// store.clear();
     /// assert!(store.is_empty());
@@ -229,6 +233,9 @@ impl MemoryStore {
         now: u64,
     ) -> Result<Verdict> {
         let rules = request.rules.as_slice();
+        if let Some(max_wait) = request.max_wait_us {
+            reserve::check_request(rules, max_wait)?;
+        }
         if let Some(entries) = &shard.standing {
             // Misuse is an error before any entry answers, as on every store.
             for rule in rules {
@@ -240,8 +247,9 @@ impl MemoryStore {
         }
         let base_len = key.len();
         let outcomes = self.check_rules(shard, key, request, now)?;
-        // A ban only ever follows a denied hit: one test on the way, the rest out of line.
-        if request.spend && !outcomes.iter().all(|o| o.allowed) {
+        // A ban only ever follows a denied hit (never a reservation): one test on the way, the rest out
+        // of line.
+        if request.spend && !outcomes.iter().all(|o| o.allowed) && request.max_wait_us.is_none() {
             key.truncate(base_len);
             return Ok(ban_if_blocking(shard, key, rules, outcomes, now));
         }
@@ -278,16 +286,24 @@ impl MemoryStore {
         let base_len = key.len();
         let inner = &*self.inner;
         let rules = request.rules.as_slice();
-        if let [rule] = rules {
+        if let ([rule], None) = (rules, request.max_wait_us) {
             key.extend_from_slice(rule.id().as_bytes());
             return shard.check_one(key, rule, request, now, inner);
         }
 
-        let mut steps = smallvec::SmallVec::<[Step; 4]>::with_capacity(rules.len());
-        for rule in rules {
-            key.truncate(base_len);
-            key.extend_from_slice(rule.id().as_bytes());
-            steps.push(decide(rule, shard.live_state(key, now), now, request.cost)?);
+        let mut steps = shard.decide_all(key, rules, now, now, request.cost)?;
+        if let Some(max_wait) = request.max_wait_us.filter(|_| request.spend) {
+            let wait = reserve::wait_of(&steps);
+            if reserve::books_ahead(wait, max_wait) {
+                let booked: StepList = shard
+                    .decide_all(key, rules, now, now + wait, request.cost)?
+                    .into_iter()
+                    .map(|step| reserve::booked(step, wait))
+                    .collect();
+                if booked.iter().all(|step| step.outcome.allowed) {
+                    steps = booked;
+                }
+            }
         }
         let outcomes = outcomes(&steps);
         if request.spend && outcomes.iter().all(|o| o.allowed) {
@@ -376,6 +392,27 @@ impl Shard {
             self.store(key, step, now);
         }
         Ok(smallvec::smallvec![outcome])
+    }
+
+    /// Every rule of a request decided at `at` from its state live at `now` (the key's base in `key`,
+    /// as it is left).
+    fn decide_all(
+        &self,
+        key: &mut Vec<u8>,
+        rules: &[Rule],
+        now: u64,
+        at: u64,
+        cost: u64,
+    ) -> Result<StepList> {
+        let base_len = key.len();
+        let mut steps = StepList::with_capacity(rules.len());
+        for rule in rules {
+            key.truncate(base_len);
+            key.extend_from_slice(rule.id().as_bytes());
+            steps.push(decide(rule, self.live_state(key, now), at, cost)?);
+        }
+        key.truncate(base_len);
+        Ok(steps)
     }
 
     fn live_state(&self, key: &[u8], now: u64) -> Option<&State> {

@@ -36,6 +36,9 @@ pub struct LimitRequest<'a> {
     pub now_us: Option<u64>,
     /// `true` for `hit` (spend when all allow), `false` for `peek`.
     pub spend: bool,
+    /// A reservation (with `spend`): when some rule denies, book the earliest slot within this many
+    /// µs instead (see [`reserve`](crate::algorithm::reserve)). `None` for a hit or a peek.
+    pub max_wait_us: Option<u64>,
 }
 
 pub(crate) mod sealed {

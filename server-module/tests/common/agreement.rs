@@ -1,5 +1,5 @@
 //! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm and calendar unit, 1 to
-//! 3 rules, some that ban when they deny, hit, peek and refund, explicit `now`, costs up to past capacity, now
+//! 3 rules, some that ban when they deny, hit, peek, refund and reserve, explicit `now`, costs up to past capacity, now
 //! and then a deny-list or allow-list entry put on the key) sent through the script (by
 //! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
 //! identical stored state (type, value, PTTL within a few ms) asserted after every call.
@@ -148,9 +148,10 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
                 *single_rule_calls.entry(shapes[picked[0]].code).or_insert(0) += 1;
             }
         }
-        let mode = match rng.below(10) {
+        let mode = match rng.below(12) {
             0 | 1 => "peek",
             2 => "refund",
+            3 | 4 => "reserve",
             _ => "hit",
         };
         let cost = match rng.below(20) {
@@ -191,6 +192,10 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
                 shape.burst.to_string(),
                 shape.block_us.to_string(),
             ]);
+        }
+        if mode == "reserve" {
+            // The longest wait: none, a moment, or long enough for most slots.
+            argv.push([0, rng.below(200_000), rng.below(20_000_000)][rng.below(3) as usize].to_string());
         }
         let (lua_keys, module_keys) = (keys("lua"), keys("mod"));
         // PTTLs may differ by the time the two calls and the reads take (long on a loaded machine).

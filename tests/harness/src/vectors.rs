@@ -35,7 +35,8 @@ pub struct Scenario {
 /// One operation and what it must answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
-    /// `hit`, `peek`, `refund` (give back `cost`, then answer as a peek), `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
+    /// `hit`, `peek`, `refund` (give back `cost`, then answer as a peek), `reserve` (book the earliest
+    /// slot within `max_wait_us`), `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
     /// `for_us`), `unblock`, `clear`.
     pub op: String,
     /// Time in µs since the Unix epoch.
@@ -61,6 +62,9 @@ pub struct Step {
     /// `unblock`, `clear`: whether an entry was removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_changed: Option<bool>,
+    /// `reserve`: the longest wait for a slot, in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_us: Option<u64>,
 }
 
 fn one() -> u64 {
@@ -196,7 +200,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         Err(err) => return Answer::Error(err.code().to_owned()),
     };
     let spend = match step.op.as_str() {
-        "hit" => true,
+        "hit" | "reserve" => true,
         "peek" | "refund" => false,
         "reset" => {
             return match store.reset(prefix, key.as_bytes(), &rules).await {
@@ -213,6 +217,7 @@ pub async fn run_step(store: &Store, prefix: &str, scenario: &Scenario, step: &S
         cost: step.cost,
         now_us: Some(step.now_us),
         spend,
+        max_wait_us: (step.op == "reserve").then(|| step.max_wait_us.unwrap_or(0)),
     };
     let checked = match via {
         _ if step.op == "refund" => store.refund(&request).await,

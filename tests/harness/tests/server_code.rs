@@ -30,6 +30,7 @@ async fn hit(store: &Store, key: &str) -> ratelock::Result<bool> {
         rules: &rules,
         cost: 1,
         spend: true,
+        max_wait_us: None,
         now_us: None,
     };
     let outcomes = store.check(&request).await?;

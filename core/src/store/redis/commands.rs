@@ -24,7 +24,12 @@ pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
 
 /// `EVALSHA limit.lua` with the request's keys (one per rule, then the key's entry) and arguments.
 pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
-    limit_command_in(request, if request.spend { "hit" } else { "peek" })
+    let mode = match (request.spend, request.max_wait_us) {
+        (true, Some(_)) => "reserve",
+        (true, None) => "hit",
+        (false, _) => "peek",
+    };
+    limit_command_in(request, mode)
 }
 
 /// `EVALSHA limit.lua` in its `refund` mode: give back the cost, then answer as a peek.
@@ -59,6 +64,9 @@ fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
             .arg(period)
             .arg(rule.burst())
             .arg(rule.block_us().unwrap_or(0));
+    }
+    if let (true, Some(max_wait)) = (request.spend, request.max_wait_us) {
+        cmd.arg(max_wait);
     }
     cmd
 }
@@ -203,6 +211,7 @@ mod tests {
             cost: 1,
             now_us: None,
             spend: true,
+            max_wait_us: None,
         }
     }
 

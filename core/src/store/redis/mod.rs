@@ -282,6 +282,9 @@ impl RedisStore {
 
     /// Runs `limit.lua` over every rule of the request in one round trip.
     pub async fn check(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
+        if let Some(max_wait) = request.max_wait_us {
+            crate::algorithm::reserve::check_request(request.rules, max_wait)?;
+        }
         let reply = self.eval(&LIMIT, limit_command(request)).await;
         limit_outcomes(reply, request)
     }
@@ -290,6 +293,11 @@ impl RedisStore {
     /// runtime involved; `None` when that connection is busy with another thread's call or cannot be
     /// opened (then use `check`).
     pub fn check_blocking(&self, request: &LimitRequest<'_>) -> Option<Result<Verdict>> {
+        if let Some(max_wait) = request.max_wait_us {
+            if let Err(err) = crate::algorithm::reserve::check_request(request.rules, max_wait) {
+                return Some(Err(err));
+            }
+        }
         let lane = self.connections().lane.as_ref()?;
         let mut cmd = limit_command(request);
         let tag = CallTag::attach(&mut cmd);
