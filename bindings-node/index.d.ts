@@ -79,6 +79,26 @@ export interface HitOptions {
   nowMs?: number
 }
 
+/** A reservation's options. */
+export interface ReserveOptions {
+  /** Units to book (default 1). */
+  cost?: number
+  /** The longest wait for a slot, in milliseconds (0: only now). */
+  maxWaitMs: number
+  /** Decide at this time (milliseconds since the Unix epoch) instead of the clock. */
+  nowMs?: number
+}
+
+/** A wait's options. */
+export interface WaitOptions {
+  /** Units to book (default 1). */
+  cost?: number
+  /** The longest wait for a slot, in milliseconds (0: only now). */
+  maxWaitMs: number
+  /** Cancels the wait: the booking is given back and the promise rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
 /** Checks keys against rules: every rule of a key in one round trip, all or nothing. */
 export declare class Limiter {
   constructor(options?: LimiterOptions)
@@ -96,6 +116,13 @@ export declare class Limiter {
   reset(key: string | Buffer, rules: string): Promise<void>
   /** Gives back `cost` units of every rule for `key` where the algorithm can; the decision a peek then gives. */
   refund(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
+  /**
+   * Books the earliest slot within `maxWaitMs` (gcra, token_bucket, leaky_bucket rules): an allowed
+   * decision whose `retryAfterMs` is the wait before acting, or the denial when the slot is further.
+   */
+  reserve(key: string | Buffer, rules: string, options: ReserveOptions): Promise<Decision>
+  /** Reserves, then waits until the slot; `signal` cancels the wait and gives the booking back. */
+  wait(key: string | Buffer, rules: string, options: WaitOptions): Promise<Decision>
   /** Bans `key` for `durationMs`: every hit and peek is denied with `reason: 'ban'`. */
   block(key: string | Buffer, durationMs: number, options?: EntryOptions): Promise<void>
   /** Lifts `key`'s ban; true when it had one (a list entry stays). */

@@ -8,7 +8,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { fromNative, rethrow } = require('./errors')
+const { fromNative, invalidArgument, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire-socket')
@@ -114,6 +114,55 @@ class Limiter {
     const [limiter, parsed] = await this.#connectedWith(rules)
     const values = await limiter.refund(key, parsed.rules, cost, nowMs).catch(rethrow)
     return decision(values, 0, parsed)
+  }
+
+  /**
+   * Books the earliest slot within `options.maxWaitMs` at which every rule admits `options.cost` units
+   * (default 1; gcra, token_bucket and leaky_bucket rules): resolves to an allowed decision whose
+   * `retryAfterMs` is the wait before acting, or to the denial (nothing spent) when the slot is
+   * further. Waiters are served in booking order, one round trip each. The units are spent at booking:
+   * give them back with `refund` if the caller gives up.
+   */
+  async reserve(key, rules, options) {
+    check.key('key', key)
+    check.rules(rules)
+    const given = check.options('options', options ?? {})
+    const cost = check.optionalNumber('cost', given.cost)
+    const maxWaitMs = check.optionalNumber('maxWaitMs', given.maxWaitMs)
+    if (maxWaitMs === undefined) throw invalidArgument('maxWaitMs', 'is required: the longest wait for a slot, in ms')
+    const nowMs = check.optionalNumber('nowMs', given.nowMs)
+    const [limiter, parsed] = await this.#connectedWith(rules)
+    const values = await limiter.reserve(key, parsed.rules, cost, maxWaitMs, nowMs).catch(rethrow)
+    return decision(values, 0, parsed)
+  }
+
+  /**
+   * Reserves (see `reserve`), then waits until the slot: resolves to the reservation's decision, allowed
+   * when the caller may act now, or the denial when the slot was further (nothing spent, no wait).
+   * `options.signal` (an `AbortSignal`) cancels the wait: the booking is given back with `refund` and
+   * the promise rejects with the signal's reason.
+   */
+  async wait(key, rules, options) {
+    const given = check.options('options', options ?? {})
+    const signal = given.signal
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw invalidArgument('signal', 'expected an AbortSignal')
+    }
+    signal?.throwIfAborted()
+    const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
+    if (!booked.allowed || booked.retryAfterMs <= 0) return booked
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', cancel)
+        resolve()
+      }, booked.retryAfterMs)
+      const cancel = () => {
+        clearTimeout(timer)
+        this.refund(key, rules, { cost: given.cost }).then(() => reject(signal.reason), (err) => reject(err))
+      }
+      signal?.addEventListener('abort', cancel, { once: true })
+    })
+    return booked
   }
 
   /**

@@ -74,6 +74,14 @@ pub(crate) fn millis(name: &str, value: f64) -> napi::Result<Duration> {
     }
 }
 
+/// A reservation's longest wait in milliseconds: finite, from 0, to the nearest µs.
+pub(crate) fn max_wait(value: f64) -> napi::Result<Duration> {
+    if value == 0.0 {
+        return Ok(Duration::ZERO);
+    }
+    millis("maxWaitMs", value).map(|_| Duration::from_micros((value * 1000.0).round() as u64))
+}
+
 /// A duration as milliseconds for JavaScript.
 pub(crate) fn to_millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0

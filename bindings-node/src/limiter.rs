@@ -229,6 +229,31 @@ impl NativeLimiter {
         .await
     }
 
+    /// Books the earliest slot within `max_wait_ms` at which every rule admits `cost` units; resolves to
+    /// the numbers of the decision (allowed with the wait before the slot as `retryAfterMs`, or the
+    /// denial when the slot is further).
+    #[napi]
+    pub async fn reserve(
+        &self,
+        key: Either<String, Buffer>,
+        rules: &External<Arc<ratelock::PreparedRules>>,
+        cost: Option<f64>,
+        max_wait_ms: f64,
+        now_ms: Option<f64>,
+    ) -> napi::Result<Vec<f64>> {
+        let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
+        let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
+        let max_wait = convert::max_wait(max_wait_ms)?;
+        guarded(async move {
+            let decision = limiter
+                .reserve(&key, &parsed, cost, max_wait, now_us)
+                .await
+                .map_err(to_js)?;
+            Ok(numbers(&decision).to_vec())
+        })
+        .await
+    }
+
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
     /// or `clear`; resolves to true when an entry was put or removed.
     #[napi]

@@ -250,6 +250,40 @@ impl PyLimiter {
         completions.submit(py, async move { Answer::Decision(refund.await.map_err(to_py)) })
     }
 
+    /// Books the earliest slot within `max_wait` seconds at which every rule admits `cost` units (gcra,
+    /// token_bucket and leaky_bucket rules): allowed with `retry_after` the wait before acting, or a
+    /// denial, spending nothing, when the slot is further. The units are spent at booking.
+    #[pyo3(signature = (key, rules, cost=None, *, max_wait, now_us=None))]
+    fn reserve(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        rules: &Bound<'_, PyAny>,
+        cost: Option<&Bound<'_, PyAny>>,
+        max_wait: &Bound<'_, PyAny>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyDecision> {
+        let reserve = self.reserve_of(key, rules, cost, max_wait, now_us)?;
+        run(py, reserve)
+    }
+
+    /// `reserve` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, key, rules, cost=None, *, max_wait, now_us=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn reserve_async<'py>(
+        &self,
+        py: Python<'py>,
+        completions: &Completions,
+        key: &Bound<'py, PyAny>,
+        rules: &Bound<'py, PyAny>,
+        cost: Option<&Bound<'py, PyAny>>,
+        max_wait: &Bound<'py, PyAny>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let reserve = self.reserve_of(key, rules, cost, max_wait, now_us)?;
+        completions.submit(py, async move { Answer::Decision(reserve.await.map_err(to_py)) })
+    }
+
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `seconds`), `unblock`
     /// or `clear`; true when an entry was put or removed (`Limiter.block` and the others call it).
     #[pyo3(signature = (op, key, seconds=None, *, now_us=None))]
@@ -460,6 +494,28 @@ impl PyLimiter {
         let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
         Ok(async move {
             let decision = limiter.refund(&key, prepared.rules(), cost, now_us).await?;
+            Ok(decision_of(&prepared, &decision))
+        })
+    }
+
+    /// The reservation of `cost` units of `rules` for `key` within `max_wait`, its arguments converted,
+    /// as a future of its answer.
+    fn reserve_of(
+        &self,
+        key: &Bound<'_, PyAny>,
+        text: &Bound<'_, PyAny>,
+        cost: Option<&Bound<'_, PyAny>>,
+        max_wait: &Bound<'_, PyAny>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<PyDecision>> + Send + 'static> {
+        let (key, prepared) = (convert::key(key)?, self.parse(text)?);
+        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+        let max_wait = convert::max_wait_of(max_wait)?;
+        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+        Ok(async move {
+            let decision = limiter
+                .reserve(&key, prepared.rules(), cost, max_wait, now_us)
+                .await?;
             Ok(decision_of(&prepared, &decision))
         })
     }

@@ -172,6 +172,55 @@ impl Limiter {
         self.object_of(&decision, deciding)
     }
 
+    /// Books the earliest slot within `maxWaitMs` at which every rule admits `cost` units (default 1;
+    /// gcra, token_bucket and leaky_bucket rules), at `nowMs` (default `Date.now()`): an allowed
+    /// decision whose `retryAfterMs` is the wait before acting, or the denial (nothing spent) when the
+    /// slot is further.
+    #[wasm_bindgen(unchecked_return_type = "Decision")]
+    pub fn reserve(
+        &mut self,
+        key: &str,
+        rules: &str,
+        #[wasm_bindgen(js_name = maxWaitMs)] max_wait_ms: f64,
+        cost: Option<f64>,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<Object, JsValue> {
+        let cost = cost_of(cost)?;
+        let now_us = now_us(now_ms)?;
+        if !(max_wait_ms.is_finite()
+            && (0.0..=ratelock::MAX_PERIOD.as_millis() as f64).contains(&max_wait_ms))
+        {
+            return Err(invalid_argument(
+                "maxWaitMs",
+                format!("expected a finite number of milliseconds from 0 to 366 days, got {max_wait_ms}"),
+            ));
+        }
+        let inner = self.inner.clone();
+        if inner.options().shadow {
+            return Err(invalid_argument(
+                "rules",
+                "a reservation enforces its rules; this limiter is in shadow".to_owned(),
+            ));
+        }
+        let parsed = self.parse(rules)?;
+        let ratelock::Store::Memory(store) = inner.store() else {
+            return Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into());
+        };
+        let request = ratelock::store::LimitRequest {
+            prefix: &inner.options().prefix,
+            key: key.as_bytes(),
+            rules: &parsed.rules,
+            cost,
+            now_us,
+            spend: true,
+            max_wait_us: Some((max_wait_ms * 1000.0).round() as u64),
+        };
+        let verdict = store.check(&request).map_err(to_js)?;
+        let decision = ratelock::Decision::decided(verdict, &parsed.rules);
+        let deciding = deciding(parsed, &decision);
+        self.object_of(&decision, deciding)
+    }
+
     /// Forgets the state of every given rule for `key`.
     pub fn reset(&mut self, key: &str, rules: &str) -> Result<(), JsValue> {
         let inner = self.inner.clone();

@@ -37,11 +37,12 @@ async function runScenario(url, scenario) {
       await limiter.reset(key, rules)
       continue
     }
-    if (!['hit', 'peek', 'refund'].includes(step.op)) {
+    if (!['hit', 'peek', 'refund', 'reserve'].includes(step.op)) {
       await changeEntry(limiter, key, step, where)
       continue
     }
     const options = { cost: step.cost ?? 1, nowMs: step.now_us / 1000 }
+    if (step.op === 'reserve') options.maxWaitMs = step.max_wait_us / 1000
     const call = limiter[step.op](key, rules, options)
     if (step.expect_error) {
       await assert.rejects(call, ERRORS[step.expect_error], where)

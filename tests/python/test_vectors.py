@@ -1,6 +1,7 @@
 """The shared vectors (tests/vectors/*.json) through the Python API, on both stores, with explicit time:
 the same decisions as the Rust core and the Lua scripts, converted to seconds at the edge."""
 
+import functools
 import json
 import pathlib
 import subprocess
@@ -48,10 +49,12 @@ def test_vectors(vector_store_url, scenario):
         if step["op"] == "reset":
             limiter.reset(key, rules)
             continue
-        if step["op"] not in ("hit", "peek", "refund"):
+        if step["op"] not in ("hit", "peek", "refund", "reserve"):
             _change_entry(limiter, key, step, where)
             continue
-        call = {"hit": limiter.hit, "peek": limiter.peek, "refund": limiter.refund}[step["op"]]
+        call = {"hit": limiter.hit, "peek": limiter.peek, "refund": limiter.refund}.get(step["op"])
+        if step["op"] == "reserve":
+            call = functools.partial(limiter.reserve, max_wait=step["max_wait_us"] / 1e6)
         if "expect_error" in step:
             with pytest.raises(CODES[step["expect_error"]]):
                 call(key, rules, step.get("cost", 1), now_us=step["now_us"])

@@ -26,7 +26,7 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           limiter.reset(key, rules)
           continue
         }
-        if (!['hit', 'peek', 'refund'].includes(step.op)) {
+        if (!['hit', 'peek', 'refund', 'reserve'].includes(step.op)) {
           // block, deny, allow (for for_us), unblock, clear: the limiter's methods.
           const nowMs = step.now_us / 1000
           const change = () =>
@@ -41,7 +41,10 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           if (step.expect_changed !== undefined) assert.equal(changed, step.expect_changed, where)
           continue
         }
-        const call = () => limiter[step.op](key, rules, step.cost ?? 1, step.now_us / 1000)
+        const call =
+          step.op === 'reserve'
+            ? () => limiter.reserve(key, rules, step.max_wait_us / 1000, step.cost ?? 1, step.now_us / 1000)
+            : () => limiter[step.op](key, rules, step.cost ?? 1, step.now_us / 1000)
         if (step.expect_error) {
           assert.throws(call, (error) => error.code === CODES[step.expect_error], where)
           continue

@@ -252,6 +252,25 @@ class Limiter:
     def refund(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision: ...
+    def reserve(
+        self,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        max_wait: float,
+        now_us: Optional[int] = None,
+    ) -> Decision: ...
+    def reserve_async(
+        self,
+        completions: Completions,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        max_wait: float,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[Decision]: ...
     def refund_async(
         self,
         completions: Completions,

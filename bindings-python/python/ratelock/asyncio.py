@@ -117,6 +117,34 @@ class Limiter:
         limiter = self._native or await self._connected()
         return await limiter.refund_async(_completions(), key, rules, cost, now_us=now_us)
 
+    async def reserve(
+        self,
+        key: Union[str, bytes],
+        rules: str,
+        cost: Optional[int] = None,
+        *,
+        max_wait: float,
+        now_us: Optional[int] = None,
+    ) -> Decision:
+        """Books the earliest slot within ``max_wait`` seconds (gcra, token_bucket, leaky_bucket rules):
+        allowed with ``retry_after`` the wait before acting, or the denial when the slot is further."""
+        limiter = self._native or await self._connected()
+        return await limiter.reserve_async(_completions(), key, rules, cost, max_wait=max_wait, now_us=now_us)
+
+    async def wait(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, max_wait: float
+    ) -> Decision:
+        """Reserves, then sleeps until the slot (see ``ratelock.Limiter.wait``). A cancelled wait gives
+        its booking back with ``refund`` before the cancellation propagates."""
+        decision = await self.reserve(key, rules, cost, max_wait=max_wait)
+        if decision.allowed and decision.retry_after > 0:
+            try:
+                await asyncio.sleep(decision.retry_after)
+            except BaseException:
+                await asyncio.shield(self.refund(key, rules, cost))
+                raise
+        return decision
+
     async def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
         """Bans ``key`` for ``duration`` seconds: every hit and peek is denied with ``reason == "ban"``."""
         limiter = self._native or await self._connected()

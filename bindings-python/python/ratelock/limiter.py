@@ -1,9 +1,11 @@
 """``ratelock.Limiter``: the native limiter plus ``limit(...)``, a decorator for plain functions that
 raises ``RateLimited`` when a call is over the limit, and the key's entry (``block``, ``unblock``,
-``deny``, ``allow``, ``clear``), each a call of the native ``change_entry``. ``hit``, ``peek`` and
-``reset`` are the native methods themselves (no Python layer on the hot path)."""
+``deny``, ``allow``, ``clear``), each a call of the native ``change_entry``, and ``wait`` (a
+reservation, then a sleep until its slot). ``hit``, ``peek``, ``reset`` and ``reserve`` are the native
+methods themselves (no Python layer on the hot path)."""
 
 import functools
+import time
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from ratelock import _native
@@ -103,3 +105,27 @@ class Limiter(_native.Limiter):
     def clear(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
         """Takes ``key`` off the deny or allow list; ``True`` when it was on one (a ban stays)."""
         return self.change_entry("clear", key, now_us=now_us)
+
+    def wait(self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, max_wait: float) -> Decision:
+        """Reserves the earliest slot within ``max_wait`` seconds (see ``reserve``), then sleeps until it.
+        Answers the reservation's decision: allowed when the caller may act now (its ``retry_after`` is
+        how long this call slept), or the denial when the slot was further (nothing spent, nothing
+        slept). Waiters are served in booking
+        order. An exception during the sleep (a ``KeyboardInterrupt``, a timeout signal) gives the
+        booking back with ``refund`` before it propagates.
+
+        Examples:
+            >>> limiter = Limiter()
+            >>> [limiter.wait("job", "20/second burst 1", max_wait=1).allowed for _ in range(3)]
+            [True, True, True]
+            >>> limiter.wait("job", "20/second burst 1", max_wait=0).allowed
+            False
+        """
+        decision = self.reserve(key, rules, cost, max_wait=max_wait)
+        if decision.allowed and decision.retry_after > 0:
+            try:
+                time.sleep(decision.retry_after)
+            except BaseException:
+                self.refund(key, rules, cost)
+                raise
+        return decision

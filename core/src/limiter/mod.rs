@@ -596,14 +596,20 @@ impl Limiter {
             crate::algorithm::check_cost(rule, cost)?;
         }
         crate::algorithm::reserve::check_request(rules, max_wait_us)?;
+        if self.shared.options.shadow {
+            return Err(Error::invalid_argument(
+                "rules",
+                "a reservation enforces its rules; this limiter is in shadow",
+            ));
+        }
         let mut request = self.request(key.as_ref(), rules, cost, now_us, true)?;
         request.max_wait_us = Some(max_wait_us);
         self.run_request(request).await
     }
 
-    /// [`reserve`](Self::reserve)s, then sleeps until the booked slot: the decision it returns is
-    /// allowed when the caller may act now, and a denial (nothing spent, nothing slept) when the slot
-    /// was further than `max_wait`. Dropping the future while it sleeps gives the booking back (a
+    /// [`reserve`](Self::reserve)s, then sleeps until the booked slot. It returns the reservation's
+    /// decision: allowed when the caller may act now (its `retry_after` is how long it slept), or the
+    /// denial (nothing spent, nothing slept) when the slot was further than `max_wait`. Dropping the future while it sleeps gives the booking back (a
     /// [`refund`](Self::refund), on the runtime, where it can).
     ///
     /// ```
@@ -627,7 +633,7 @@ impl Limiter {
         max_wait: Duration,
     ) -> Result<Decision> {
         let key = key.as_ref();
-        let mut decision = self.reserve(key, rules, cost, max_wait, None).await?;
+        let decision = self.reserve(key, rules, cost, max_wait, None).await?;
         if decision.allowed && !decision.retry_after.is_zero() {
             let mut booking = Booking {
                 limiter: self,
@@ -638,7 +644,6 @@ impl Limiter {
             };
             tokio::time::sleep(decision.retry_after).await;
             booking.kept = true;
-            decision.retry_after = Duration::ZERO;
         }
         Ok(decision)
     }

@@ -67,4 +67,6 @@ pub mod guide_doctests {
     pub struct Policies;
     #[doc = include_str!("../../../docs/guide/calendar.md")]
     pub struct Calendar;
+    #[doc = include_str!("../../../docs/guide/reservations.md")]
+    pub struct Reservations;
 }
