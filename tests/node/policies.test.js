@@ -131,3 +131,30 @@ test('the deny cache holds a denial no longer than denyCacheMaxAgeMs', async () 
   assert.deepEqual([later.allowed, later.cached], [false, false], 'past the max age the store answers again')
   await assert.rejects(async () => new ratelock.Limiter({ denyCacheMaxAgeMs: 5 }).hit('k', '1/s'), ratelock.InvalidArgumentError)
 })
+
+for (const store of ['memory', 'redis']) {
+  test(`waiters are paced in booking order, and an aborted wait gives its booking back (${store})`, async () => {
+    const url = store === 'memory' ? undefined : redis.url
+    const limiter = new ratelock.Limiter({ url, prefix: 'reservations' })
+    const key = fresh()
+    const started = performance.now()
+    const slept = []
+    for (let i = 0; i < 4; i++) slept.push((await limiter.wait(key, '10/second burst 1', { maxWaitMs: 2000 })).retryAfterMs)
+    assert.equal(slept[0], 0)
+    assert.ok(slept.slice(1).every((ms) => ms > 50 && ms <= 100), `${slept}`)
+    assert.ok(performance.now() - started >= 280)
+    const refused = await limiter.reserve(key, '10/second burst 1', { maxWaitMs: 0 })
+    assert.deepEqual([refused.allowed, refused.retryAfterMs > 0], [false, true])
+    await assert.rejects(limiter.reserve(key, '5/minute using fixed_window', { maxWaitMs: 10 }), ratelock.InvalidArgumentError)
+    await assert.rejects(limiter.reserve(key, '5/minute', {}), ratelock.InvalidArgumentError)
+
+    const job = fresh()
+    await limiter.hit(job, '1/second burst 1')
+    const controller = new AbortController()
+    const waiting = limiter.wait(job, '1/second burst 1', { maxWaitMs: 5000, signal: controller.signal })
+    setTimeout(() => controller.abort(new Error('gave up')), 50)
+    await assert.rejects(waiting, /gave up/)
+    const next = await limiter.peek(job, '1/second burst 1')
+    assert.ok(next.retryAfterMs < 1000, `the booking was not given back: ${next.retryAfterMs} ms`)
+  })
+}

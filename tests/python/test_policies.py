@@ -4,7 +4,9 @@ change, an entry seen by a second limiter on the same Redis)."""
 
 import asyncio
 import re
+import signal
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -162,3 +164,57 @@ def test_the_deny_cache_holds_a_denial_no_longer_than_its_max_age():
         ratelock.Limiter(deny_cache_max_age=1.0)
     with pytest.raises(ratelock.InvalidArgument, match="`deny_cache_max_age`"):
         ratelock.Limiter(deny_cache=10, deny_cache_max_age=-1)
+
+
+def test_waiters_are_paced_in_booking_order(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    started = time.monotonic()
+    slept = [limiter.wait(key, "10/second burst 1", max_wait=2).retry_after for _ in range(4)]
+    assert slept[0] == 0 and all(0.05 < wait <= 0.1 for wait in slept[1:]), slept
+    assert time.monotonic() - started >= 0.28
+    refused = limiter.reserve(key, "10/second burst 1", max_wait=0)
+    assert not refused.allowed and refused.retry_after > 0
+    with pytest.raises(ratelock.InvalidArgument, match="counts in windows"):
+        limiter.reserve(key, "5/minute using fixed_window", max_wait=1)
+    with pytest.raises(ratelock.InvalidArgument, match="max_wait"):
+        limiter.reserve(key, "5/minute", max_wait=-1)
+    with pytest.raises(ratelock.InvalidArgument, match="shadow"):
+        ratelock.Limiter(store_url, shadow=True).reserve(key, "5/minute", max_wait=1)
+
+
+def test_an_interrupted_wait_gives_its_booking_back(store_url):
+    limiter = ratelock.Limiter(store_url)
+    key = fresh_key()
+    limiter.hit(key, "1/second burst 1")
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise TimeoutError("gave up")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(TimeoutError):
+            limiter.wait(key, "1/second burst 1", max_wait=5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # The booked slot (a second ahead) was refunded: the next one is under a second away, not two.
+    assert limiter.peek(key, "1/second burst 1").retry_after < 1
+
+
+def test_a_cancelled_asyncio_wait_gives_its_booking_back(store_url):
+    async def scenario() -> float:
+        limiter = ratelock.asyncio.Limiter(store_url)
+        key = fresh_key()
+        await limiter.hit(key, "1/second burst 1")
+        waiting = asyncio.ensure_future(limiter.wait(key, "1/second burst 1", max_wait=5))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        paced = [(await limiter.wait(key, "20/second burst 1", max_wait=1)).allowed for _ in range(2)]
+        assert paced == [True, True]
+        return (await limiter.peek(key, "1/second burst 1")).retry_after
+
+    assert asyncio.run(scenario()) < 1

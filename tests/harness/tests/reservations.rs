@@ -1,0 +1,81 @@
+//! Reservations on a real redis-server: concurrent waiters are served in booking order, paced by the
+//! rule, with one script call each (nobody polls); a dropped wait gives its booking back.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratelock::Limiter;
+use ratelock_testkit::module::command_calls;
+use ratelock_testkit::redis_server::RedisServer;
+
+/// Every call of `limit.lua`, whichever way the client sent it.
+fn script_calls(server: &RedisServer) -> u64 {
+    ["evalsha", "fcall", "eval"]
+        .into_iter()
+        .map(|command| command_calls(server, command))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_are_served_in_booking_order_with_one_call_each() {
+    let server = RedisServer::start();
+    let limiter = Arc::new(Limiter::connect(&server.url()).await.unwrap());
+    let rules = Arc::new(limiter.rules("10/second burst 1").unwrap());
+    limiter.ping().await.unwrap();
+    let before = script_calls(&server);
+    let started = Instant::now();
+    let mut waiters = Vec::new();
+    for _ in 0..6 {
+        let (limiter, rules) = (limiter.clone(), rules.clone());
+        waiters.push(tokio::spawn(async move {
+            let decision = limiter.wait("partner", &rules, 1, Duration::from_secs(5)).await.unwrap();
+            assert!(decision.allowed);
+            (decision.retry_after, started.elapsed())
+        }));
+    }
+    let mut served = Vec::new();
+    for waiter in waiters {
+        served.push(waiter.await.unwrap());
+    }
+    served.sort();
+    let waits: Vec<Duration> = served.iter().map(|(wait, _)| *wait).collect();
+    // One slot every 100 ms, each booked once: 0, 100, ..., 500 ms (the order in which they booked).
+    for (i, wait) in waits.iter().enumerate() {
+        let slot = Duration::from_millis(100 * i as u64);
+        assert!(
+            wait.abs_diff(slot) < Duration::from_millis(60),
+            "waiter {i} waited {wait:?}, expected about {slot:?}: {waits:?}"
+        );
+    }
+    for pair in served.windows(2) {
+        assert!(pair[1].1 >= pair[0].1, "served out of booking order: {served:?}");
+    }
+    assert_eq!(script_calls(&server) - before, 6, "one round trip per waiter, no polling");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_wait_gives_its_booking_back() {
+    let server = RedisServer::start();
+    let limiter = Limiter::connect(&server.url()).await.unwrap();
+    let rules = limiter.rules("1/second burst 1").unwrap();
+    assert!(limiter.hit("job", &rules, 1).await.unwrap().allowed);
+    // Booked a second ahead, then given up after 50 ms.
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        limiter.wait("job", &rules, 1, Duration::from_secs(5)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    // The refund runs on the runtime: the next booking gets the freed slot (under a second), not the
+    // one after it (two seconds).
+    let mut next = Duration::MAX;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let peeked = limiter.peek("job", &rules, 1).await.unwrap();
+        next = peeked.retry_after;
+        if next < Duration::from_secs(1) {
+            break;
+        }
+    }
+    assert!(next < Duration::from_secs(1), "the slot was not given back: {next:?}");
+}
