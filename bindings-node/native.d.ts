@@ -131,6 +131,12 @@ export declare class NativeLimiter {
    */
   refund(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost?: number | undefined | null, nowMs?: number | undefined | null): Promise<Array<number>>
   /**
+   * Books the earliest slot within `max_wait_ms` at which every rule admits `cost` units; resolves to
+   * the numbers of the decision (allowed with the wait before the slot as `retryAfterMs`, or the
+   * denial when the slot is further).
+   */
+  reserve(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, maxWaitMs: number, nowMs?: number | undefined | null): Promise<Array<number>>
+  /**
    * Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
    * or `clear`; resolves to true when an entry was put or removed.
    */

@@ -151,6 +151,10 @@ class Limiter {
     signal?.throwIfAborted()
     const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
     if (!booked.allowed || booked.retryAfterMs <= 0) return booked
+    if (signal?.aborted) {
+      await this.refund(key, rules, { cost: given.cost })
+      throw signal.reason
+    }
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', cancel)
