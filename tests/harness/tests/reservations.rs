@@ -28,7 +28,10 @@ async fn waiters_are_served_in_booking_order_with_one_call_each() {
     for _ in 0..6 {
         let (limiter, rules) = (limiter.clone(), rules.clone());
         waiters.push(tokio::spawn(async move {
-            let decision = limiter.wait("partner", &rules, 1, Duration::from_secs(5)).await.unwrap();
+            let decision = limiter
+                .wait("partner", &rules, 1, Duration::from_secs(5))
+                .await
+                .unwrap();
             assert!(decision.allowed);
             (decision.retry_after, started.elapsed())
         }));
@@ -50,7 +53,11 @@ async fn waiters_are_served_in_booking_order_with_one_call_each() {
     for pair in served.windows(2) {
         assert!(pair[1].1 >= pair[0].1, "served out of booking order: {served:?}");
     }
-    assert_eq!(script_calls(&server) - before, 6, "one round trip per waiter, no polling");
+    assert_eq!(
+        script_calls(&server) - before,
+        6,
+        "one round trip per waiter, no polling"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,5 +84,8 @@ async fn a_dropped_wait_gives_its_booking_back() {
             break;
         }
     }
-    assert!(next < Duration::from_secs(1), "the slot was not given back: {next:?}");
+    assert!(
+        next < Duration::from_secs(1),
+        "the slot was not given back: {next:?}"
+    );
 }
