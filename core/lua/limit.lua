@@ -3,6 +3,11 @@
 --
 -- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
 -- KEYS[n+1] the key's ban or list entry: <prefix>:{<escaped user key>}:standing (the same slot)
+-- KEYS[n+2] optional: the key's override: <prefix>:{<escaped user key>}:override (the same slot); the
+--           ARGV count tells whether it is there (without it, no override is read). Other limits for
+--           the rules of the same window (ratelock::algorithm::overrides), as "code limit period burst"
+--           per rule, joined by ","; a token bucket under an override counts in the fields
+--           t:<override rule id> and l:<override rule id> of its hash
 -- ARGV[1]   "hit" (spend on every rule when every rule allows), "peek" (never spend), "refund" (give
 --           back `cost` units of every rule, then answer as "peek") or "reserve" (a hit that, when some
 --           rule denies, books the earliest slot within the longest wait instead: see below)
@@ -59,7 +64,7 @@
 -- The longest ban or list entry: 366 days in µs (ratelock::MAX_PERIOD).
 local MAX_BLOCK = 31622400000000
 
-if #KEYS == 2 and #ARGV == 8 then
+if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
   local mode, cost, code = ARGV[1], tonumber(ARGV[3]), ARGV[4]
   local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
   local block = tonumber(ARGV[8])
@@ -71,7 +76,8 @@ if #KEYS == 2 and #ARGV == 8 then
   if (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil
     and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1
     and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
-    and (bucket or code == 'fw' or code == 'sw' or code == 'sl') and not redis.call('GET', KEYS[2]) then
+    and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
+    and redis.call('EXISTS', KEYS[2], KEYS[#KEYS]) == 0 then
     local key, floor, hit = KEYS[1], math.floor, mode == 'hit'
     local now = now_us(ARGV[2])
     -- A hit this rule denies bans the key when the rule blocks: the general path's ban, written out.
@@ -502,10 +508,12 @@ local cost = tonumber(ARGV[3])
 if cost == nil or cost < 1 or cost ~= math.floor(cost) then
   return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
 end
-local rules = #KEYS - 1
 local reserving = mode == 'reserve'
 local tail = 0
 if reserving then tail = 1 end
+-- Without the override key, every key but the last is a rule's.
+local rules, with_override = #KEYS - 1, false
+if #ARGV - tail == 3 + 5 * (#KEYS - 2) then rules, with_override = #KEYS - 2, true end
 if #ARGV ~= 3 + 5 * rules + tail or rules < 1 then
   return redis.error_reply('ERR ratelock: expected 5 arguments per rule key, and the entry key last')
 end
@@ -516,7 +524,11 @@ end
 -- The calendar windows' codes (ratelock::CalendarUnit::code).
 local CALENDAR_UNITS = { ch = true, cd = true, cw = true, cm = true, cy = true }
 
+-- Under an override, replaced[i] = { limit, burst, token fields or nil } for each rule it replaces.
+local replaced = nil
+
 -- Rule i's code, limit, period, burst and block, checked; an error reply in place of the code when bad.
+-- Under an override, the replaced limit and burst (checked when the override was read).
 local function rule_arguments(i)
   local at = 3 + 5 * (i - 1)
   local code = ARGV[at + 1]
@@ -538,12 +550,20 @@ local function rule_arguments(i)
   if cost > capacity then
     return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
   end
+  if replaced and replaced[i] then limit, burst = replaced[i][1], replaced[i][2] end
   return code, limit, period, burst, block
+end
+
+-- The hash fields of rule i's token bucket: its own, or an override's.
+local function token_fields(i)
+  if replaced and replaced[i] and replaced[i][3] then return replaced[i][3], replaced[i][4] end
+  return 't', 'l'
 end
 for i = 1, rules do
   local bad = rule_arguments(i)
   if type(bad) == 'table' then return bad end
 end
+
 -- "reserve" (ratelock::algorithm::reserve): the last ARGV is the longest wait in µs; only the bucket
 -- algorithms can hold a booking ahead.
 local max_wait = nil
@@ -560,6 +580,50 @@ if reserving then
   end
 end
 
+-- The key's override (ratelock::algorithm::overrides::Overrides): each rule takes the limit and burst
+-- of the first override rule of its window (the same code and period); text no ratelock code writes
+-- fails the call.
+local override_key = KEYS[rules + 2]
+local spec = with_override and redis.call('GET', override_key)
+if spec then
+  local windows, count = {}, 0
+  for part in string.gmatch(spec, '[^,]+') do
+    local code, limit, period, burst = string.match(part, '^(%l+) (%d+) (%-?%d+) (%d+)$')
+    limit, period, burst = tonumber(limit), tonumber(period), tonumber(burst)
+    if code == nil or limit < 1 or burst < 1 or limit > 1000000000 or burst > 1000000000
+      or (CALENDAR_UNITS[code] == nil and period < 1) then
+      count = -1
+      break
+    end
+    count = count + 1
+    local window = code .. ' ' .. string.format('%d', period)
+    if windows[window] == nil then windows[window] = { code, limit, period, burst } end
+  end
+  if count < 1 or #spec > 4096 then
+    error({ err = 'ERR ratelock: unexpected state at ' .. override_key .. ': ' .. string.sub(spec, 1, 64) })
+  end
+  replaced = {}
+  for i = 1, rules do
+    local code, limit, period, burst = rule_arguments(i)
+    local found = windows[code .. ' ' .. string.format('%d', period)]
+    if found and (found[2] ~= limit or (found[4] ~= burst and (code == 'g' or code == 'tb' or code == 'lb'))) then
+      local new_burst = found[4]
+      if not (code == 'g' or code == 'tb' or code == 'lb') then new_burst = found[2] end
+      local capacity = found[2]
+      if code == 'g' or code == 'tb' or code == 'lb' then capacity = new_burst end
+      if cost > capacity then
+        return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
+      end
+      replaced[i] = { found[2], new_burst }
+      if code == 'tb' then
+        -- ratelock::Rule::id of the override rule: tb<limit>/<period ms>[b<burst>].
+        local id = 'tb' .. string.format('%d', found[2]) .. '/' .. string.format('%d', period / 1000)
+        if new_burst ~= found[2] then id = id .. 'b' .. string.format('%d', new_burst) end
+        replaced[i][3], replaced[i][4] = 't:' .. id, 'l:' .. id
+      end
+    end
+  end
+end
 -- "refund" (ratelock::algorithm::refund::refund): give back `cost` units of every rule, never below an
 -- empty state nor beyond the current window, keeping each key's TTL; then answer as "peek".
 if mode == 'refund' then
@@ -575,7 +639,8 @@ if mode == 'refund' then
       local g = gcd(limit, period)
       local scale, rate = idiv(period, g), idiv(limit, g)
       local capacity = burst * scale
-      local v = redis.call('HMGET', key, 't', 'l')
+      local tf, lf = token_fields(i)
+      local v = redis.call('HMGET', key, tf, lf)
       local tokens, last = stored(v[1], key), stored(v[2], key)
       if tokens ~= nil and last ~= nil then
         if now > last then
@@ -585,7 +650,7 @@ if mode == 'refund' then
             tokens = tokens + (now - last) * rate
           end
         end
-        redis.call('HSET', key, 't', math.min(tokens + cost * scale, capacity), 'l', math.max(last, now))
+        redis.call('HSET', key, tf, math.min(tokens + cost * scale, capacity), lf, math.max(last, now))
       end
     elseif code == 'lb' then
       local v = redis.call('HMGET', key, 'v', 'l')
@@ -641,11 +706,11 @@ if entry then
 end
 
 -- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
-local function rule_token(key, now, cost, limit, period, burst)
+local function rule_token(key, now, cost, limit, period, burst, _, tf, lf)
   local g = gcd(limit, period)
   local scale, rate = idiv(period, g), idiv(limit, g)
   local capacity, need = burst * scale, cost * scale
-  local v = redis.call('HMGET', key, 't', 'l')
+  local v = redis.call('HMGET', key, tf, lf)
   local tokens, last = stored(v[1], key), stored(v[2], key)
   if tokens == nil or last == nil then
     tokens, last = capacity, now
@@ -677,7 +742,7 @@ local function rule_token(key, now, cost, limit, period, burst)
   tokens = tokens - need
   local reset = ahead + cdiv(capacity - tokens, rate)
   return { 1, limit, idiv(available(tokens), scale), reset, 0 }, standing, function()
-    redis.call('HSET', key, 't', tokens, 'l', last)
+    redis.call('HSET', key, tf, tokens, lf, last)
     redis.call('PEXPIRE', key, px(reset))
   end
 end
@@ -822,7 +887,8 @@ local rules_by_code = {
 -- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
 local function decide_rule(i)
   local code, limit, period, burst = rule_arguments(i)
-  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code)
+  local tf, lf = token_fields(i)
+  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code, tf, lf)
 end
 
 local outcomes, standings, writes, all_allowed = {}, {}, {}, true
@@ -845,7 +911,8 @@ if reserving and not all_allowed then
     local slot, booked, booked_writes, fits = now + wait, {}, {}, true
     for i = 1, rules do
       local code, limit, period, burst = rule_arguments(i)
-      local outcome, _, write = rules_by_code[code](KEYS[i], slot, cost, limit, period, burst, code)
+      local tf, lf = token_fields(i)
+      local outcome, _, write = rules_by_code[code](KEYS[i], slot, cost, limit, period, burst, code, tf, lf)
       booked[i], booked_writes[i] = outcome, write
       if outcome[1] == 0 then fits = false end
     end

@@ -18,6 +18,8 @@ pub struct Head {
     pub hit: bool,
     /// "reserve": a hit that books the earliest slot within the last argument's µs.
     pub reserve: bool,
+    /// Whether the last key is the override key (the ARGV count tells).
+    pub with_override: bool,
     /// "refund": give back `cost` on every rule, then answer as "peek".
     pub refund: bool,
     /// The caller's `now` in µs, or `None` for the server clock (ARGV[2] empty).
@@ -59,7 +61,7 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
         .and_then(parse_u64)
         .filter(|&c| c >= 1)
         .ok_or("ERR ratelock: cost must be an integer >= 1")?;
-    let rules = keys.saturating_sub(1);
+    let (rules, with_override) = rule_count(keys, argv.len() - usize::from(reserve));
     if argv.len() != 3 + 5 * rules + usize::from(reserve) || rules == 0 {
         return Err("ERR ratelock: expected 5 arguments per rule key, and the entry key last".into());
     }
@@ -69,10 +71,21 @@ pub fn head(keys: usize, argv: &[&[u8]]) -> Result<Head, String> {
     Ok(Head {
         hit,
         reserve,
+        with_override,
         refund,
         now,
         cost,
     })
+}
+
+/// How many of `keys` are rules' for `args` arguments (the reservation's last one left out), and
+/// whether the override key is there: without it, every key but the entry's (the last) is a rule's.
+pub fn rule_count(keys: usize, args: usize) -> (usize, bool) {
+    if keys >= 3 && args == 3 + 5 * (keys - 2) {
+        (keys - 2, true)
+    } else {
+        (keys.saturating_sub(1), false)
+    }
 }
 
 /// A reservation's longest wait (its last argument), checked after the rules as the script checks it,
@@ -111,7 +124,7 @@ pub fn rule(argv: &[&[u8]], i: usize, cost: u64) -> Result<Rule, String> {
     }
 }
 
-fn cost_exceeds(i: usize) -> String {
+pub fn cost_exceeds(i: usize) -> String {
     format!("ERR ratelock: cost exceeds capacity of rule {i}")
 }
 

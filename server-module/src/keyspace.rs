@@ -1,7 +1,8 @@
 //! A rule's state in Redis, in exactly `limit.lua`'s layout, read into the core's `State` and written
 //! back from its `Update`:
 //! - gcra: a string, the TAT in µs;
-//! - token bucket: hash {t = scaled tokens, l = last refill µs};
+//! - token bucket: hash {t = scaled tokens, l = last refill µs} (under an override, the fields
+//!   t:<override rule id> and l:<override rule id>: [`TokenFields`]);
 //! - leaky bucket: hash {v = level as µs of drain, l = last update µs};
 //! - fixed window: hash {w = window index, c = count};
 //! - sliding window: hash {w = window index, c = its count, p = previous window's count};
@@ -13,7 +14,7 @@
 //! PEXPIREAT), so replicas and the AOF see absolute times.
 
 use std::collections::VecDeque;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 
 use ratelock::algorithm::{State, Update};
 use ratelock::{Algorithm, Rule};
@@ -22,6 +23,28 @@ use crate::ctx::Context;
 use crate::digits::Digits;
 use crate::key_read::KeyRead;
 use crate::key_write::WriteKey;
+
+/// The hash fields a token bucket's state is in: `t` and `l`, or an override's own
+/// (`ratelock::algorithm::overrides::token_fields`).
+pub struct TokenFields {
+    tokens: CString,
+    last: CString,
+}
+
+impl TokenFields {
+    /// The fields of `base` under its override `applied`; `None` when they are `t` and `l`.
+    pub fn of(base: &Rule, applied: &Rule) -> Option<TokenFields> {
+        let (tokens, last) = ratelock::algorithm::overrides::token_fields(base, applied)?;
+        Some(TokenFields {
+            tokens: CString::new(tokens).ok()?,
+            last: CString::new(last).ok()?,
+        })
+    }
+
+    fn names(fields: Option<&TokenFields>) -> [&CStr; 2] {
+        fields.map_or([c"t", c"l"], |f| [f.tokens.as_c_str(), f.last.as_c_str()])
+    }
+}
 
 /// The script's `MIN_TTL_MS`: no written key lives less than one second.
 const MIN_TTL_MS: u64 = 1000;
@@ -39,7 +62,13 @@ pub struct Stored<'k> {
 /// script, where `tonumber` of a missing field is nil. A sliding log first loses the entries that left
 /// the window (removed through the key and propagated as ZREMRANGEBYSCORE, peek or hit, as the script
 /// does; only when there are some, as a ZREMRANGEBYSCORE that removes nothing is not propagated).
-pub fn read<'k>(stored: &'k WriteKey<'_>, key: &[u8], rule: &Rule, now: u64) -> Result<Stored<'k>, String> {
+pub fn read<'k>(
+    stored: &'k WriteKey<'_>,
+    key: &[u8],
+    rule: &Rule,
+    now: u64,
+    token_fields: Option<&TokenFields>,
+) -> Result<Stored<'k>, String> {
     // Every number read fails the call when it is not one ratelock writes (`stored` in prelude.lua).
     let number = |raw: Option<&[u8]>| crate::args::stored(raw, key);
     let hash3 = |names: &[&CStr; 3]| stored.hash(names);
@@ -59,7 +88,9 @@ pub fn read<'k>(stored: &'k WriteKey<'_>, key: &[u8], rule: &Rule, now: u64) -> 
             let tat = number(stored.string()?)?;
             (tat.map(|tat| State::Gcra { tat }), [None; 3])
         }
-        Algorithm::TokenBucket => both(&[c"t", c"l"], |tokens, last| State::TokenBucket { tokens, last })?,
+        Algorithm::TokenBucket => both(&TokenFields::names(token_fields), |tokens, last| {
+            State::TokenBucket { tokens, last }
+        })?,
         Algorithm::LeakyBucket => both(&[c"v", c"l"], |level, last| State::LeakyBucket { level, last })?,
         Algorithm::FixedWindow => {
             let fields = hash2(&[c"w", c"c"])?;
@@ -136,7 +167,9 @@ pub fn write(
     read: Option<&Stored<'_>>,
     update: Update,
     ttl_us: u64,
+    token_fields: Option<&TokenFields>,
 ) -> Result<(), String> {
+    let [t, l] = TokenFields::names(token_fields);
     let expire_at = expire_at(stored.context(), ttl_us);
     let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
         hash_set_changed(stored, read, pairs)?;
@@ -146,7 +179,7 @@ pub fn write(
         Update::Replace(State::Gcra { tat }) => {
             stored.set_string_until(Digits::of(tat).as_bytes(), expire_at)
         }
-        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
+        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(t, tokens), (l, last)]),
         Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
         Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
         Update::Replace(State::SlidingWindow {
@@ -177,11 +210,17 @@ pub fn write(
 /// Stores a refund's `update` through the key the state was read from, keeping the key's TTL (the
 /// script's `SET .. KEEPTTL`, `HSET` and `ZPOPMAX`). `read` is what [`read`] found: a hash field whose
 /// bytes stay the same is not written again.
-pub fn write_refund(stored: &WriteKey<'_>, read: &Stored<'_>, update: Update) -> Result<(), String> {
+pub fn write_refund(
+    stored: &WriteKey<'_>,
+    read: &Stored<'_>,
+    update: Update,
+    token_fields: Option<&TokenFields>,
+) -> Result<(), String> {
     let hset = |pairs: &[(&CStr, u64)]| hash_set_changed(stored, Some(read), pairs);
+    let [t, l] = TokenFields::names(token_fields);
     match update {
         Update::Replace(State::Gcra { tat }) => stored.set_string_keeping_ttl(Digits::of(tat).as_bytes()),
-        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(c"t", tokens), (c"l", last)]),
+        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(t, tokens), (l, last)]),
         Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
         Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
         Update::Replace(State::SlidingWindow {

@@ -7,6 +7,7 @@ pub mod fixed_window;
 pub mod gcra;
 pub mod leaky_bucket;
 pub mod lease;
+pub mod overrides;
 pub mod permits;
 pub mod refund;
 pub mod reserve;

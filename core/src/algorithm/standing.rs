@@ -245,18 +245,24 @@ pub const LIST_ENTRIES: &[Standing] = &[Standing::Denied, Standing::Allowed];
 /// What `unblock` removes: a ban.
 pub const BANS: &[Standing] = &[Standing::Banned];
 
+/// A span an entry or an override is kept for, in µs: from 1 ms to 366 days, else an invalid argument
+/// named `name`.
+pub fn span_us(name: &'static str, span: std::time::Duration) -> crate::Result<u64> {
+    if span < std::time::Duration::from_millis(1) || span > crate::rule::MAX_PERIOD {
+        return Err(crate::Error::invalid_argument(
+            name,
+            "must be from 1 ms to 366 days",
+        ));
+    }
+    Ok(span.as_micros() as u64)
+}
+
 impl StandingCall {
     /// A [`StandingCall::Set`] of `span` (1 ms to 366 days; the error names the argument `name`).
     pub fn set(standing: Standing, name: &'static str, span: std::time::Duration) -> crate::Result<Self> {
-        if span < std::time::Duration::from_millis(1) || span > crate::rule::MAX_PERIOD {
-            return Err(crate::Error::invalid_argument(
-                name,
-                "must be from 1 ms to 366 days",
-            ));
-        }
         Ok(StandingCall::Set {
             standing,
-            for_us: span.as_micros() as u64,
+            for_us: span_us(name, span)?,
         })
     }
 

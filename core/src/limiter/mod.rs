@@ -7,6 +7,7 @@ mod wire_calls;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::algorithm::overrides::Overrides;
 use crate::algorithm::standing::{Standing, StandingCall, BANS, LIST_ENTRIES};
 use crate::clock::now_us;
 use crate::decision::Decision;
@@ -713,6 +714,60 @@ impl Limiter {
     pub async fn clear(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         self.change_standing(key.as_ref(), StandingCall::Remove(LIST_ENTRIES))
             .await
+    }
+
+    /// Gives `key` other limits for the rules of the same windows (a tenant's plan), kept in the
+    /// store beside its state and read in the same call as every decision, so the change applies on
+    /// the next request in every process and language: each rule of a later call takes the limit and
+    /// burst of the first of `rules` with its algorithm and period (a calendar rule: its unit and
+    /// offset), and keeps its own state, ban and shadow. The state carries over where the algorithm
+    /// allows (see [`overrides`](crate::algorithm::overrides)). For `ttl` (1 ms to 366 days), or until
+    /// [`clear_override`](Self::clear_override) when `None`. `now_us` is the memory store's clock, when
+    /// given.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let limiter = ratelock::Limiter::memory();
+    /// let free = limiter.rules("2/minute using fixed_window")?;
+    /// limiter.hit("tenant:42", &free, 2).await?;
+    /// assert!(!limiter.peek("tenant:42", &free, 1).await?.allowed);
+    /// limiter.set_override("tenant:42", &limiter.rules("10/minute using fixed_window")?, None, None).await?;
+    /// let pro = limiter.hit("tenant:42", &free, 1).await?;
+    /// assert_eq!((pro.allowed, pro.limit, pro.remaining), (true, 10, 7), "the 2 spent still count");
+    /// assert!(limiter.clear_override("tenant:42").await?);
+    /// # Ok::<(), ratelock::Error>(()) });
+    /// ```
+    pub async fn set_override(
+        &self,
+        key: impl AsRef<[u8]>,
+        rules: &Rules,
+        ttl: Option<Duration>,
+        now_us: Option<u64>,
+    ) -> Result<()> {
+        let key = key.as_ref();
+        check_key("key", key)?;
+        let for_us = ttl
+            .map(|ttl| crate::algorithm::standing::span_us("ttl", ttl))
+            .transpose()?;
+        let overrides = Overrides::new(rules.clone());
+        self.store
+            .set_override(&self.shared.options.prefix, key, Some(&overrides), for_us, now_us)
+            .await?;
+        self.forget_denials(key);
+        Ok(())
+    }
+
+    /// Takes `key`'s override away: its rules decide as given again (see
+    /// [`set_override`](Self::set_override)); true when it had one.
+    pub async fn clear_override(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let key = key.as_ref();
+        check_key("key", key)?;
+        let cleared = self
+            .store
+            .set_override(&self.shared.options.prefix, key, None, None, None)
+            .await?;
+        self.forget_denials(key);
+        Ok(cleared)
     }
 
     async fn set_standing(

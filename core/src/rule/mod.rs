@@ -67,6 +67,9 @@ pub struct Rule {
     /// The calendar its fixed windows follow (`calendar`): see [`Rule::on_calendar`].
     calendar: Option<Calendar>,
     id: Arc<str>,
+    /// The id the memory store keeps this rule's state under when another rule's state is meant (an
+    /// override keeps the state of the rule it replaces): `None` for its own id.
+    stored_as: Option<Arc<str>>,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
     /// Derived once at build time: token-bucket (scale, rate), see `token_scale`.
@@ -213,7 +216,7 @@ impl Rule {
         let period = Duration::from_micros(calendar.unit().longest_us());
         let mut rule = Self::build(Algorithm::FixedWindow, limit, period, limit)?;
         rule.calendar = Some(calendar);
-        rule.id = Arc::from(rule.storage_id());
+        rule.id = Arc::from(rule.id_text());
         Ok(rule)
     }
 
@@ -243,8 +246,29 @@ impl Rule {
         }
     }
 
-    /// `self` with `other`'s ban and shadow (a rule rebuilt from another keeps what it said).
-    fn keep_policies(mut self, other: &Rule) -> Self {
+    /// The rule of `limit.lua`'s arguments ([`Rule::wire_code_and_period`] and the limit and burst),
+    /// without ban or shadow; `None` when they name no rule ratelock accepts.
+    ///
+    /// ```
+    /// let rule: ratelock::Rule = "500/day calendar at +02:00".parse()?;
+    /// let (code, period) = rule.wire_code_and_period();
+    /// assert_eq!(ratelock::Rule::from_wire(code, 500, period, 500), Some(rule));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn from_wire(code: &str, limit: u64, period: i64, burst: u64) -> Option<Rule> {
+        if let Some(unit) = CalendarUnit::from_code(code.as_bytes()) {
+            let calendar = Calendar::new(unit).at_offset(i32::try_from(period).ok()?).ok()?;
+            return (burst == limit).then(|| Rule::on_calendar(limit, calendar).ok())?;
+        }
+        let algorithm = Algorithm::ALL.into_iter().find(|a| a.code() == code)?;
+        let period = Duration::from_micros(u64::try_from(period).ok()?);
+        let burst = if algorithm.uses_burst() { burst } else { limit };
+        Rule::build(algorithm, limit, period, burst).ok()
+    }
+
+    /// `self` with `other`'s ban and shadow (a rule rebuilt from another keeps what it said; an
+    /// override keeps the overridden rule's).
+    pub(crate) fn keep_policies(mut self, other: &Rule) -> Self {
         self.block_us = other.block_us;
         self.shadow = other.shadow;
         self
@@ -333,11 +357,12 @@ impl Rule {
             shadow: false,
             calendar: None,
             id: Arc::from(""),
+            stored_as: None,
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),
         };
         rule.check_ranges()?;
-        rule.id = Arc::from(rule.storage_id());
+        rule.id = Arc::from(rule.id_text());
         Ok(rule)
     }
 
@@ -426,7 +451,19 @@ impl Rule {
         self.token_scale
     }
 
-    fn storage_id(&self) -> String {
+    /// The id the memory store keeps the rule's state under: its own, or, for a rule an override put
+    /// in place of another, what [`Rule::stored_as`] said.
+    pub(crate) fn storage_id(&self) -> &str {
+        self.stored_as.as_deref().unwrap_or(&self.id)
+    }
+
+    /// The same rule, its state kept under `id` in the memory store.
+    pub(crate) fn stored_as(mut self, id: &str) -> Self {
+        self.stored_as = Some(Arc::from(id));
+        self
+    }
+
+    fn id_text(&self) -> String {
         let period_ms = self.period_us / 1000;
         let code = self.algorithm.code();
         if let Some(calendar) = self.calendar {

@@ -51,6 +51,12 @@ impl Rules {
         Ok(Rules(rules))
     }
 
+    /// Rules already checked elsewhere (an override's replacements of checked rules, which may repeat
+    /// a rule where two were replaced by one).
+    pub(crate) fn unchecked(rules: Vec<Rule>) -> Self {
+        Rules(rules)
+    }
+
     /// Parses rule text; rules without `using` take `default`.
     ///
     /// ```

@@ -5,6 +5,7 @@
 use super::roles::sealed::Sealed;
 use super::roles::{LimitRequest, LimitStore};
 use super::{AnyLockStore, Store};
+use crate::algorithm::overrides::Overrides;
 use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::Result;
 use crate::rule::Rules;
@@ -43,6 +44,18 @@ impl LimitStore for Store {
     async fn refund(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
         crate::clock::check_now(request.now_us)?;
         each_store!(self, store => LimitStore::refund(store, request).await)
+    }
+
+    async fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+        now_us: Option<u64>,
+    ) -> Result<bool> {
+        crate::clock::check_now(now_us)?;
+        each_store!(self, store => LimitStore::set_override(store, prefix, key, overrides, for_us, now_us).await)
     }
 
     async fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Result<bool> {

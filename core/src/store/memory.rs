@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use super::options::WhenFull;
 use super::roles::LimitRequest;
+use crate::algorithm::overrides::{self, Overrides};
 use crate::algorithm::refund::refund;
 use crate::algorithm::reserve;
 use crate::algorithm::standing::{ban_after, banned, Entry, StandingCall, Verdict};
@@ -67,11 +68,17 @@ struct Shard {
     /// Each key's ban or list entry, by `<prefix>:{<escaped key>}:` (none, and never looked into,
     /// until one is put).
     standing: Option<Box<Entries>>,
+    /// Each key's override and when it ends (`u64::MAX`: never), by `<prefix>:{<escaped key>}:` (none,
+    /// and never looked into, until one is set).
+    overrides: Option<Box<HeldOverrides>>,
     /// The shard's size right after its last sweep.
     swept_len: usize,
     /// The earliest expiry among the keys the last sweep kept (a full shard sweeps again from then).
     earliest_expiry: u64,
 }
+
+/// Keys' overrides and when each ends, by `<prefix>:{<escaped key>}:`.
+type HeldOverrides = HashMap<Box<[u8]>, (Arc<Overrides>, u64), RandomState>;
 
 /// Keys' ban or list entries, by `<prefix>:{<escaped key>}:`.
 type Entries = HashMap<Box<[u8]>, Entry, RandomState>;
@@ -115,6 +122,7 @@ impl MemoryStore {
                 Mutex::new(Shard {
                     map: HashMap::with_hasher(RandomState::default()),
                     standing: None,
+                    overrides: None,
                     swept_len: 0,
                     earliest_expiry: u64::MAX,
                 })
@@ -160,6 +168,7 @@ impl MemoryStore {
             let mut shard = shard.lock();
             shard.map.clear();
             shard.standing = None;
+            shard.overrides = None;
         }
     }
 
@@ -202,9 +211,10 @@ impl MemoryStore {
         write_base(&mut key, request.prefix, request.key);
         let base_len = key.len();
         let mut shard = self.shard_for(&key).lock();
-        for rule in request.rules.iter() {
+        let applied = shard.applied(&key, request.rules, request.cost, now)?;
+        for rule in applied.as_ref().unwrap_or(request.rules).iter() {
             key.truncate(base_len);
-            key.extend_from_slice(rule.id().as_bytes());
+            key.extend_from_slice(rule.storage_id().as_bytes());
             if let Some(slot) = shard
                 .map
                 .get_mut(key.as_slice())
@@ -232,10 +242,32 @@ impl MemoryStore {
         request: &LimitRequest<'_>,
         now: u64,
     ) -> Result<Verdict> {
-        let rules = request.rules.as_slice();
         if let Some(max_wait) = request.max_wait_us {
-            reserve::check_request(rules, max_wait)?;
+            reserve::check_request(request.rules, max_wait)?;
         }
+        if shard.overrides.is_some() {
+            if let Some(applied) = shard.applied(key, request.rules, request.cost, now)? {
+                let request = LimitRequest {
+                    rules: &applied,
+                    ..*request
+                };
+                return self.check_policed(shard, key, &request, now);
+            }
+        }
+        self.check_policed(shard, key, request, now)
+    }
+
+    /// [`check_locked`](Self::check_locked) once the rules are the ones in force: the key's entry,
+    /// then the rules, then a ban when a blocking rule denied a hit.
+    #[inline(always)]
+    fn check_policed(
+        &self,
+        shard: &mut Shard,
+        key: &mut Vec<u8>,
+        request: &LimitRequest<'_>,
+        now: u64,
+    ) -> Result<Verdict> {
+        let rules = request.rules.as_slice();
         if let Some(entries) = &shard.standing {
             // Misuse is an error before any entry answers, as on every store.
             for rule in rules {
@@ -287,7 +319,7 @@ impl MemoryStore {
         let inner = &*self.inner;
         let rules = request.rules.as_slice();
         if let ([rule], None) = (rules, request.max_wait_us) {
-            key.extend_from_slice(rule.id().as_bytes());
+            key.extend_from_slice(rule.storage_id().as_bytes());
             return shard.check_one(key, rule, request, now, inner);
         }
 
@@ -312,14 +344,14 @@ impl MemoryStore {
                 .iter()
                 .filter(|rule| {
                     key.truncate(base_len);
-                    key.extend_from_slice(rule.id().as_bytes());
+                    key.extend_from_slice(rule.storage_id().as_bytes());
                     !shard.map.contains_key(key.as_slice())
                 })
                 .count();
             shard.make_room(new_keys, now, inner)?;
             for (rule, step) in rules.iter().zip(steps) {
                 key.truncate(base_len);
-                key.extend_from_slice(rule.id().as_bytes());
+                key.extend_from_slice(rule.storage_id().as_bytes());
                 shard.store(key, step, now);
             }
         }
@@ -332,10 +364,46 @@ impl MemoryStore {
         write_base(&mut buffer, prefix, key);
         let base_len = buffer.len();
         let mut shard = self.shard_for(&buffer).lock();
-        for rule in rules.iter() {
+        // An overridden token bucket counts in a bucket of its own: it goes too.
+        let applied = shard.applied(&buffer, rules, 1, process_now_us()).ok().flatten();
+        for rule in rules
+            .iter()
+            .chain(applied.iter().flat_map(|applied| applied.iter()))
+        {
             buffer.truncate(base_len);
-            buffer.extend_from_slice(rule.id().as_bytes());
+            buffer.extend_from_slice(rule.storage_id().as_bytes());
             shard.map.remove(buffer.as_slice());
+        }
+    }
+
+    /// Sets (`Some`, for `for_us` µs, or with no end) or clears (`None`) `key`'s override at `now_us`
+    /// (else the process clock); true when one was set or cleared.
+    pub fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+        now_us: Option<u64>,
+    ) -> bool {
+        let now = now_us.unwrap_or_else(process_now_us);
+        let mut base = Vec::new();
+        write_base(&mut base, prefix, key);
+        let mut shard = self.shard_for(&base).lock();
+        match overrides {
+            Some(overrides) => {
+                let until = for_us.map_or(u64::MAX, |span| now.saturating_add(span));
+                shard
+                    .overrides
+                    .get_or_insert_with(Default::default)
+                    .insert(base.into(), (Arc::new(overrides.clone()), until));
+                true
+            }
+            None => shard
+                .overrides
+                .as_mut()
+                .and_then(|held| held.remove(base.as_slice()))
+                .is_some_and(|(_, until)| until > now),
         }
     }
 
@@ -408,11 +476,25 @@ impl Shard {
         let mut steps = StepList::with_capacity(rules.len());
         for rule in rules {
             key.truncate(base_len);
-            key.extend_from_slice(rule.id().as_bytes());
+            key.extend_from_slice(rule.storage_id().as_bytes());
             steps.push(decide(rule, self.live_state(key, now), at, cost)?);
         }
         key.truncate(base_len);
         Ok(steps)
+    }
+
+    /// `rules` under the override `base` (the key's `<prefix>:{<escaped key>}:`) has at `now`, with
+    /// `cost` checked against each replaced rule; `None` when it has none, or none that replaces them.
+    fn applied(&self, base: &[u8], rules: &Rules, cost: u64, now: u64) -> Result<Option<Rules>> {
+        let Some((overrides, _)) = self
+            .overrides
+            .as_ref()
+            .and_then(|held| held.get(base))
+            .filter(|(_, until)| *until > now)
+        else {
+            return Ok(None);
+        };
+        overrides::applied_rules(overrides, rules, cost)
     }
 
     fn live_state(&self, key: &[u8], now: u64) -> Option<&State> {

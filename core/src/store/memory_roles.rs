@@ -6,6 +6,7 @@ use std::future::{ready, Future};
 use super::roles::sealed::Sealed;
 use super::roles::LimitRequest;
 use super::MemoryStore;
+use crate::algorithm::overrides::Overrides;
 use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::Result;
 use crate::rule::Rules;
@@ -38,6 +39,19 @@ impl super::LimitStore for MemoryStore {
         now_us: Option<u64>,
     ) -> impl Future<Output = Result<bool>> + Send {
         ready(Ok(MemoryStore::stand(self, prefix, key, call, now_us)))
+    }
+
+    fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+        now_us: Option<u64>,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        ready(Ok(MemoryStore::set_override(
+            self, prefix, key, overrides, for_us, now_us,
+        )))
     }
 }
 

@@ -11,6 +11,7 @@ use std::future::Future;
 use crate::algorithm::fair::{FairCall, FairReply};
 #[cfg(feature = "runtime")]
 use crate::algorithm::lease::{LockCall, LockReply};
+use crate::algorithm::overrides::Overrides;
 #[cfg(feature = "runtime")]
 use crate::algorithm::permits::{SemaphoreCall, SemaphoreReply};
 #[cfg(feature = "runtime")]
@@ -64,6 +65,17 @@ pub trait LimitStore: sealed::Sealed + Send + Sync {
     /// Gives back `request.cost` units of every rule of the request (where the algorithm can: see
     /// [`refund`](crate::algorithm::refund::refund)), then answers as a peek of that cost would.
     fn refund(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send;
+
+    /// Sets `key`'s override (`Some`, for `for_us` µs or with no end) or clears it (`None`); true when
+    /// one was set or cleared. `now_us` is the memory store's clock, when given.
+    fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+        now_us: Option<u64>,
+    ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Changes `key`'s ban or list entry (at `now_us`, else by the store's clock); true when an entry
     /// was put or removed.

@@ -159,11 +159,54 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             1..=5 => 2 + rng.below(3),
             _ => 1,
         };
+        // Most calls name the override key (as every ratelock client does); some leave it out.
+        let with_override = rng.below(4) != 0;
         let keys = |side: &str| -> Vec<String> {
             let mut keys: Vec<String> = picked.iter().map(|s| format!("{side}:{{u{user}}}:{s}")).collect();
             keys.push(format!("{side}:{{u{user}}}:standing"));
+            if with_override {
+                keys.push(format!("{side}:{{u{user}}}:override"));
+            }
             keys
         };
+        // Now and then the key gets an override of one or two shapes' windows, or loses it.
+        if rng.below(30) == 0 {
+            let parts: Vec<String> = (0..1 + rng.below(2))
+                .map(|_| {
+                    let shape = &shapes[rng.below(shapes.len() as u64) as usize];
+                    // Mostly raised (a lowered one turns many costs into errors), now and then lowered.
+                    let lowered = rng.below(4) == 0;
+                    let shift = |n: u64, rng: &mut Rng| {
+                        if lowered {
+                            n.saturating_sub(rng.below(n)).max(1)
+                        } else {
+                            n + rng.below(8)
+                        }
+                    };
+                    let limit = shift(shape.limit, &mut rng);
+                    let bucket = matches!(shape.code, "g" | "tb" | "lb");
+                    let burst = if bucket {
+                        shift(shape.burst, &mut rng)
+                    } else {
+                        limit
+                    };
+                    format!("{} {limit} {} {burst}", shape.code, shape.period)
+                })
+                .collect();
+            let cleared = rng.below(2) == 0;
+            for side in ["lua", "mod"] {
+                let key = format!("{side}:{{u{user}}}:override");
+                let _: () = if cleared {
+                    redis::cmd("DEL").arg(key).query::<i64>(con).map(drop).unwrap()
+                } else {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(parts.join(","))
+                        .query(con)
+                        .unwrap()
+                };
+            }
+        }
         // Now and then the key goes on the deny or the allow list, on both copies alike.
         if rng.below(40) == 0 {
             let entry = format!(
@@ -204,14 +247,14 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             con,
             redis::cmd("EVALSHA")
                 .arg(&sha)
-                .arg(rules + 1)
+                .arg(lua_keys.len())
                 .arg(&lua_keys)
                 .arg(&argv),
         );
         let module_reply = run(
             con,
             redis::cmd("RATELOCK.LIMIT")
-                .arg(rules + 1)
+                .arg(module_keys.len())
                 .arg(&module_keys)
                 .arg(&argv),
         );

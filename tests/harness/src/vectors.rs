@@ -36,7 +36,8 @@ pub struct Scenario {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     /// `hit`, `peek`, `refund` (give back `cost`, then answer as a peek), `reserve` (book the earliest
-    /// slot within `max_wait_us`), `reset`, or a change to the key's entry: `block`, `deny`, `allow` (for
+    /// slot within `max_wait_us`), `reset`, `set_override` (`override_rules`) and `clear_override`,
+    /// or a change to the key's entry: `block`, `deny`, `allow` (for
     /// `for_us`), `unblock`, `clear`.
     pub op: String,
     /// Time in µs since the Unix epoch.
@@ -65,6 +66,9 @@ pub struct Step {
     /// `reserve`: the longest wait for a slot, in µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_wait_us: Option<u64>,
+    /// `set_override`: the rules the key's own give way to (`clear_override` takes them away).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_rules: Option<String>,
 }
 
 fn one() -> u64 {
@@ -240,6 +244,9 @@ async fn change_entry(
     scenario: &str,
 ) -> Answer {
     use ratelock::algorithm::standing::StandingCall;
+    if op == "set_override" || op == "clear_override" {
+        return change_override(store, prefix, key, step).await;
+    }
     let span = step.for_us.map(std::time::Duration::from_micros);
     if !matches!(op, "block" | "deny" | "allow" | "unblock" | "clear") {
         panic!("unknown op {op:?} in scenario {scenario}");
@@ -252,6 +259,32 @@ async fn change_entry(
     match (changed, op) {
         (Ok(changed), "unblock" | "clear") => Answer::Changed(changed),
         (Ok(_), _) => Answer::Done,
+        (Err(err), _) => Answer::Error(err.code().to_owned()),
+    }
+}
+
+/// `set_override` (with `override_rules`, kept with no end) or `clear_override` on the store.
+async fn change_override(store: &Store, prefix: &str, key: &str, step: &Step) -> Answer {
+    use ratelock::algorithm::overrides::Overrides;
+    let overrides = match &step.override_rules {
+        Some(text) => match text.parse::<Rules>() {
+            Ok(rules) => Some(Overrides::new(rules)),
+            Err(err) => return Answer::Error(err.code().to_owned()),
+        },
+        None => None,
+    };
+    let changed = store
+        .set_override(
+            prefix,
+            key.as_bytes(),
+            overrides.as_ref(),
+            None,
+            Some(step.now_us),
+        )
+        .await;
+    match (changed, overrides) {
+        (Ok(changed), None) => Answer::Changed(changed),
+        (Ok(_), Some(_)) => Answer::Done,
         (Err(err), _) => Answer::Error(err.code().to_owned()),
     }
 }

@@ -6,6 +6,7 @@ use redis::{Cmd, Value};
 
 use super::call_tag::excerpt;
 use super::script::{LuaScript, LIMIT, STANDING};
+use crate::algorithm::overrides::KEY_SUFFIX as OVERRIDE_SUFFIX;
 use crate::algorithm::standing::{Reason, StandingCall, Verdict, KEY_SUFFIX};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
@@ -42,15 +43,18 @@ fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&LIMIT.sha).arg(rules.len() + 1);
+    cmd.arg(&LIMIT.sha).arg(rules.len() + 2);
     for rule in rules {
         let mut key = Vec::with_capacity(base.len() + rule.id().len());
         key.extend_from_slice(&base);
         key.extend_from_slice(rule.id().as_bytes());
         cmd.arg(key);
     }
+    let mut override_key = Vec::with_capacity(base.len() + OVERRIDE_SUFFIX.len());
+    override_key.extend_from_slice(&base);
+    override_key.extend_from_slice(OVERRIDE_SUFFIX);
     base.extend_from_slice(KEY_SUFFIX);
-    cmd.arg(base);
+    cmd.arg(base).arg(override_key);
     cmd.arg(mode);
     match request.now_us {
         Some(now) => cmd.arg(now),
@@ -183,7 +187,15 @@ fn parse_outcomes(
         .chunks_exact(5)
         .zip(rules)
         .map(|(n, rule)| {
-            let fits = n[0] <= 1 && n[1] == rule.limit() && n[2] <= rule.capacity().max(rule.limit());
+            // An override in the store may give the rule another limit and burst: a reply with
+            // another limit is checked against the largest ratelock accepts, one with the rule's own
+            // against the rule.
+            let fits = n[0] <= 1
+                && if n[1] == rule.limit() {
+                    n[2] <= rule.capacity().max(rule.limit())
+                } else {
+                    (1..=crate::MAX_LIMIT).contains(&n[1]) && n[2] <= crate::MAX_LIMIT
+                };
             if !fits {
                 return Err(bad(&Value::Array(items.clone())));
             }
@@ -224,9 +236,11 @@ mod tests {
         let one: Rules = "5/second".parse().unwrap();
         let two: Rules = "5/second; 10/minute".parse().unwrap();
         assert!(limit_outcomes(reply(&[0, 1, 5, 4, 200_000, 0]), &request(&one)).is_ok());
+        // An override's limit (the store gave the rule another): within what ratelock accepts.
+        assert!(limit_outcomes(reply(&[0, 1, 50, 40, 20_000, 0]), &request(&one)).is_ok());
         for bad in [
             &[0, 2, 5, 4, 200_000, 0][..],  // allowed neither 0 nor 1
-            &[0, 1, 6, 4, 200_000, 0][..],  // another rule's limit
+            &[0, 1, 0, 4, 200_000, 0][..],  // a limit no rule has
             &[0, 1, 5, 99, 200_000, 0][..], // more left than the rule ever holds
             &[4, 1, 5, 4, 200_000, 0][..],  // no such reason
             &[1, 1, 5, 4, 200_000, 0][..],  // a ban that allows

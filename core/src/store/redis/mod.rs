@@ -46,6 +46,7 @@ use self::server_code::{Check, CodeChoice, Route};
 use self::subscriber::Subscriber;
 use super::options::{ServerCode, StoreOptions};
 use super::roles::LimitRequest;
+use crate::algorithm::overrides::{self, Overrides};
 use crate::algorithm::standing::{StandingCall, Verdict};
 use crate::error::{Error, Result};
 use crate::key::storage_key;
@@ -398,6 +399,36 @@ impl RedisStore {
         limit_outcomes(reply, request)
     }
 
+    /// Sets (`SET ... [PX]`) or clears (`DEL`) `key`'s override; true when one was set or cleared.
+    pub async fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+    ) -> Result<bool> {
+        let mut stored = Vec::with_capacity(prefix.len() + key.len() + 16);
+        crate::key::write_base(&mut stored, prefix, key);
+        stored.extend_from_slice(overrides::KEY_SUFFIX);
+        match overrides {
+            Some(overrides) => {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(stored).arg(overrides.to_text());
+                if let Some(span) = for_us {
+                    cmd.arg("PX").arg(span.div_ceil(1000).max(1));
+                }
+                self.query(&cmd).await.map(|_| true)
+            }
+            None => match self.query(redis::cmd("DEL").arg(stored)).await? {
+                Value::Int(removed) => Ok(removed > 0),
+                other => Err(Error::Protocol(format!(
+                    "unexpected reply to DEL: {}",
+                    call_tag::excerpt(&other)
+                ))),
+            },
+        }
+    }
+
     /// Runs `standing.lua`: one change to `key`'s ban or list entry; true when an entry was put or
     /// removed.
     pub async fn stand(
@@ -539,6 +570,17 @@ impl super::LimitStore for RedisStore {
         now_us: Option<u64>,
     ) -> impl std::future::Future<Output = Result<bool>> + Send {
         Box::pin(RedisStore::stand(self, prefix, key, call, now_us))
+    }
+
+    fn set_override(
+        &self,
+        prefix: &str,
+        key: &[u8],
+        overrides: Option<&Overrides>,
+        for_us: Option<u64>,
+        _now_us: Option<u64>,
+    ) -> impl std::future::Future<Output = Result<bool>> + Send {
+        Box::pin(RedisStore::set_override(self, prefix, key, overrides, for_us))
     }
 }
 
