@@ -79,6 +79,14 @@ export interface HitOptions {
   nowMs?: number
 }
 
+/** An override's options. */
+export interface OverrideOptions {
+  /** How long the override lasts, in milliseconds (1 ms to 366 days; none: until cleared). */
+  ttlMs?: number
+  /** The memory store's clock, in milliseconds since the Unix epoch, instead of the clock. */
+  nowMs?: number
+}
+
 /** A reservation's options. */
 export interface ReserveOptions {
   /** Units to book (default 1). */
@@ -123,6 +131,13 @@ export declare class Limiter {
   reserve(key: string | Buffer, rules: string, options: ReserveOptions): Promise<Decision>
   /** Reserves, then waits until the slot; `signal` cancels the wait and gives the booking back. */
   wait(key: string | Buffer, rules: string, options: WaitOptions): Promise<Decision>
+  /**
+   * Gives `key` other limits for its rules of the same windows (a tenant's plan), read in the same call
+   * as every decision; for `ttlMs`, or until `clearOverride`.
+   */
+  setOverride(key: string | Buffer, rules: string, options?: OverrideOptions): Promise<void>
+  /** Takes `key`'s override away; true when it had one. */
+  clearOverride(key: string | Buffer): Promise<boolean>
   /** Bans `key` for `durationMs`: every hit and peek is denied with `reason: 'ban'`. */
   block(key: string | Buffer, durationMs: number, options?: EntryOptions): Promise<void>
   /** Lifts `key`'s ban; true when it had one (a list entry stays). */

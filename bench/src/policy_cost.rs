@@ -1,6 +1,6 @@
 //! What a key's policies cost the server: one GCRA rule through limit.lua (EVALSHA) and through the
-//! module, plain, with a `block` (the ban a denial would start), and on keys that are on the deny list
-//! and on the allow list, each saturated by `redis-benchmark` on one redis-server and timed by `INFO
+//! module, plain, with a `block` (the ban a denial would start), on keys that are on the deny list
+//! and on the allow list, and on keys with an override (another limit for the rule), each saturated by `redis-benchmark` on one redis-server and timed by `INFO
 //! commandstats`, against the same rule without (target: at most 1.3×). Run alone: `cargo run
 //! --release -p ratelock-bench -- policy-cost`.
 
@@ -17,63 +17,89 @@ const POLICY_TARGET_RATIO: f64 = 1.3;
 /// The user keys redis-benchmark draws from (`-r`), each with its entry written first for the list rows.
 const KEYSPACE: u64 = 10_000;
 
+/// What each user key holds beside its rule's state before the run.
+enum Held {
+    Nothing,
+    /// An entry of this kind (`d` deny list, `a` allow list).
+    Entry(u8),
+    /// An override of these rules.
+    Override(&'static str),
+}
+
 /// One row: what the keys hold, and the rule text.
 struct Case {
     label: &'static str,
     rule: &'static str,
-    /// The user keys' prefix (`<user>:__rand_int__`) and the entry each gets first, if any.
+    /// The user keys' prefix (`<user>:__rand_int__`) and what each holds first.
     user: &'static str,
-    entry: Option<u8>,
+    held: Held,
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 5] = [
     Case {
         label: "one GCRA rule",
         rule: "100/minute",
         user: "plain",
-        entry: None,
+        held: Held::Nothing,
     },
     Case {
         label: "one GCRA rule with a ban (block 10 minutes)",
         rule: "100/minute block 10 minutes",
         user: "ban",
-        entry: None,
+        held: Held::Nothing,
     },
     Case {
         label: "one GCRA rule, the key on the deny list",
         rule: "100/minute",
         user: "deny",
-        entry: Some(b'd'),
+        held: Held::Entry(b'd'),
     },
     Case {
         label: "one GCRA rule, the key on the allow list",
         rule: "100/minute",
         user: "allow",
-        entry: Some(b'a'),
+        held: Held::Entry(b'a'),
+    },
+    Case {
+        label: "one GCRA rule, the key with an override (1000/minute)",
+        rule: "100/minute",
+        user: "override",
+        held: Held::Override("1000/minute"),
     },
 ];
 
-/// Writes every key's entry (of kind `letter`, ending in a day) for the `user` keys redis-benchmark
-/// will draw: `__rand_int__` becomes a 12-digit zero-padded number below the keyspace.
-fn write_entries(connection: &mut redis::Connection, user: &str, letter: u8) {
+/// Writes what every `user` key redis-benchmark will draw holds (`__rand_int__` becomes a 12-digit
+/// zero-padded number below the keyspace): an entry ending in a day, or an override.
+fn write_held(connection: &mut redis::Connection, user: &str, held: &Held) {
     let until = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970")
         .as_micros() as u64
         + 86_400_000_000;
+    let (suffix, text) = match held {
+        Held::Nothing => return,
+        Held::Entry(letter) => (
+            ratelock::algorithm::standing::KEY_SUFFIX,
+            format!("{}{until}", *letter as char),
+        ),
+        Held::Override(rules) => (
+            ratelock::algorithm::overrides::KEY_SUFFIX,
+            ratelock::algorithm::overrides::Overrides::new(rules.parse().expect("bench override")).to_text(),
+        ),
+    };
     let mut pipe = redis::pipe();
     for n in 0..KEYSPACE {
         let mut key = Vec::new();
         ratelock::key::write_base(&mut key, "rl", format!("{user}:{n:012}").as_bytes());
-        key.extend_from_slice(ratelock::algorithm::standing::KEY_SUFFIX);
+        key.extend_from_slice(suffix);
         pipe.cmd("SET")
             .arg(key)
-            .arg(format!("{}{until}", letter as char))
+            .arg(&text)
             .arg("PX")
             .arg(86_400_000)
             .ignore();
     }
-    let _: () = pipe.query(connection).expect("writing the entries");
+    let _: () = pipe.query(connection).expect("writing what the keys hold");
 }
 
 pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
@@ -103,9 +129,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         }
         let mut plain = None;
         for case in &CASES {
-            if let Some(letter) = case.entry {
-                write_entries(&mut connection, case.user, letter);
-            }
+            write_held(&mut connection, case.user, &case.held);
             let rules: Rules = case.rule.parse().expect("bench rule");
             let call = ScriptCall::hit_all("rl", &format!("{}:__rand_int__", case.user), rules.iter());
             let command = if stat == "evalsha" {
@@ -123,7 +147,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
                 notes.push(format!("policy cost, {path}, {}: {problem}", case.label));
             }
             let micros = command_stat(&mut connection, stat, "usec_per_call");
-            if case.entry.is_none() && case.rule == "100/minute" {
+            if case.user == "plain" {
                 plain = micros;
             }
             rows.push(Row {

@@ -1,8 +1,8 @@
 //! The EVALSHA call ratelock's Redis store sends for one `hit` of one key, rebuilt from the public
-//! API (key layout, rule parts and the key's entry, as documented in limit.lua) so redis-benchmark can
+//! API (key layout, rule parts, the key's entry and override, as documented in limit.lua) so redis-benchmark can
 //! send the same.
 
-use ratelock::{Algorithm, Rule};
+use ratelock::Rule;
 
 /// The script the Redis store runs for `hit` and `peek` (in its call-tag envelope, as the store sends it).
 pub static LIMIT_SCRIPT: std::sync::LazyLock<String> =
@@ -31,17 +31,23 @@ impl ScriptCall {
         for rule in rules {
             let key = ratelock::key::storage_key(prefix, user_key.as_bytes(), rule);
             keys.push(String::from_utf8(key).expect("the bench key and rule id are ASCII"));
-            argv.push(Algorithm::code(rule.algorithm()).to_owned());
+            let (code, period) = rule.wire_code_and_period();
+            argv.push(code.to_owned());
             argv.push(rule.limit().to_string());
-            argv.push(rule.period().as_micros().to_string());
+            argv.push(period.to_string());
             argv.push(rule.burst().to_string());
             argv.push(rule.block().map_or(0, |block| block.as_micros()).to_string());
         }
-        // The key's ban or list entry comes last (limit.lua's KEYS[n+1]).
-        let mut entry = Vec::new();
-        ratelock::key::write_base(&mut entry, prefix, user_key.as_bytes());
-        entry.extend_from_slice(ratelock::algorithm::standing::KEY_SUFFIX);
-        keys.push(String::from_utf8(entry).expect("the bench key is ASCII"));
+        // The key's ban or list entry, then its override (limit.lua's KEYS[n+1] and KEYS[n+2]).
+        for suffix in [
+            ratelock::algorithm::standing::KEY_SUFFIX,
+            ratelock::algorithm::overrides::KEY_SUFFIX,
+        ] {
+            let mut key = Vec::new();
+            ratelock::key::write_base(&mut key, prefix, user_key.as_bytes());
+            key.extend_from_slice(suffix);
+            keys.push(String::from_utf8(key).expect("the bench key is ASCII"));
+        }
         argv.push(BENCH_TAG.to_owned());
         ScriptCall { keys, argv }
     }

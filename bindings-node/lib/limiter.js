@@ -170,6 +170,33 @@ class Limiter {
   }
 
   /**
+   * Gives `key` other limits for its rules of the same windows (a tenant's plan), kept in the store
+   * and read in the same call as every decision, so it applies on the next request in every process
+   * and language: each rule of a later call takes the limit and burst of the first of `rules` with its
+   * algorithm and period, and keeps its state. For `options.ttlMs`, or until `clearOverride`.
+   * `options.nowMs` is the memory store's clock, when given.
+   */
+  async setOverride(key, rules, options) {
+    check.key('key', key)
+    check.rules(rules)
+    let ttlMs, nowMs
+    if (options !== undefined) {
+      const given = check.options('options', options)
+      ttlMs = check.optionalNumber('ttlMs', given.ttlMs)
+      nowMs = check.optionalNumber('nowMs', given.nowMs)
+    }
+    const [limiter, parsed] = await this.#connectedWith(rules)
+    await limiter.changeOverride(key, parsed.rules, ttlMs, nowMs).catch(rethrow)
+  }
+
+  /** Takes `key`'s override away; resolves to true when it had one. */
+  async clearOverride(key) {
+    check.key('key', key)
+    const limiter = this.#native ?? (await this.#connection.get())
+    return limiter.changeOverride(key, undefined, undefined, undefined).catch(rethrow)
+  }
+
+  /**
    * Bans `key` for `durationMs` (1 ms to 366 days): every hit and peek is denied with `reason: 'ban'`,
    * in every process and language sharing the store. A rule's `block` word starts the same ban when
    * the rule denies a hit. `options.nowMs` replaces the clock, as for `hit`.

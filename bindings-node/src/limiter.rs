@@ -254,6 +254,32 @@ impl NativeLimiter {
         .await
     }
 
+    /// Sets `key`'s override to `rules` (for `ttl_ms`, or with no end), or clears it when `rules` is
+    /// absent; resolves to true when one was set or cleared.
+    #[napi]
+    pub async fn change_override(
+        &self,
+        key: Either<String, Buffer>,
+        rules: Option<&External<Arc<ratelock::PreparedRules>>>,
+        ttl_ms: Option<f64>,
+        now_ms: Option<f64>,
+    ) -> napi::Result<bool> {
+        let rules = rules.map(|rules| rules.rules().clone());
+        let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
+        let (key, now_us, limiter) = (convert::key(key), convert::now_us(now_ms)?, self.inner.clone());
+        guarded(async move {
+            match rules {
+                Some(rules) => limiter
+                    .set_override(&key, &rules, ttl, now_us)
+                    .await
+                    .map(|()| true),
+                None => limiter.clear_override(&key).await,
+            }
+            .map_err(to_js)
+        })
+        .await
+    }
+
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
     /// or `clear`; resolves to true when an entry was put or removed.
     #[napi]

@@ -318,6 +318,36 @@ impl PyLimiter {
         })
     }
 
+    /// Sets `key`'s override to `rules` (for `ttl` seconds, or with no end), or clears it when `rules`
+    /// is None; true when one was set or cleared (`Limiter.set_override` and `clear_override` call it).
+    #[pyo3(signature = (key, rules=None, ttl=None, *, now_us=None))]
+    fn change_override(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        rules: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let change = self.override_change(key, rules, ttl, now_us)?;
+        run(py, change)
+    }
+
+    /// `change_override` for asyncio: a future of the flag, resolved through the loop's `completions`.
+    #[pyo3(signature = (completions, key, rules=None, ttl=None, *, now_us=None))]
+    fn change_override_async<'py>(
+        &self,
+        py: Python<'py>,
+        completions: &Completions,
+        key: &Bound<'py, PyAny>,
+        rules: Option<&Bound<'py, PyAny>>,
+        ttl: Option<&Bound<'py, PyAny>>,
+        now_us: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let change = self.override_change(key, rules, ttl, now_us)?;
+        completions.submit(py, async move { Answer::Flag(change.await.map_err(to_py)) })
+    }
+
     /// Reaches the store now (connecting first if needed): raises configuration errors and outages
     /// alike, whatever `on_error` says. For a service that wants to fail at boot.
     fn ping(&self, py: Python<'_>) -> PyResult<()> {
@@ -517,6 +547,35 @@ impl PyLimiter {
                 .reserve(&key, prepared.rules(), cost, max_wait, now_us)
                 .await?;
             Ok(decision_of(&prepared, &decision))
+        })
+    }
+
+    /// An override's change, its arguments converted, as a future of whether it set or cleared one.
+    fn override_change(
+        &self,
+        key: &Bound<'_, PyAny>,
+        rules: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        now_us: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<bool>> + Send + 'static> {
+        let key = convert::key(key)?;
+        let prepared = rules
+            .filter(|rules| !rules.is_none())
+            .map(|rules| self.parse(rules))
+            .transpose()?;
+        let ttl = ttl
+            .filter(|ttl| !ttl.is_none())
+            .map(|ttl| convert::seconds_of("ttl", ttl))
+            .transpose()?;
+        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+        Ok(async move {
+            match prepared {
+                Some(prepared) => limiter
+                    .set_override(&key, prepared.rules(), ttl, now_us)
+                    .await
+                    .map(|()| true),
+                None => limiter.clear_override(&key).await,
+            }
         })
     }
 

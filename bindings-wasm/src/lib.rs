@@ -221,6 +221,56 @@ impl Limiter {
         self.object_of(&decision, deciding)
     }
 
+    /// Gives `key` other limits for its rules of the same windows (see the Node `setOverride`), for
+    /// `ttlMs` or with no end, from `nowMs` (default `Date.now()`).
+    #[wasm_bindgen(js_name = setOverride)]
+    pub fn set_override(
+        &mut self,
+        key: &str,
+        rules: &str,
+        #[wasm_bindgen(js_name = ttlMs)] ttl_ms: Option<f64>,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<(), JsValue> {
+        let now_us = now_us(now_ms)?;
+        let for_us = match ttl_ms {
+            None => None,
+            Some(ms) if ms.is_finite() && ms >= 1.0 && ms <= ratelock::MAX_PERIOD.as_millis() as f64 => {
+                Some((ms * 1000.0).round() as u64)
+            }
+            Some(ms) => {
+                return Err(invalid_argument(
+                    "ttlMs",
+                    format!("expected milliseconds from 1 ms to 366 days, got {ms}"),
+                ))
+            }
+        };
+        let inner = self.inner.clone();
+        let parsed = self.parse(rules)?;
+        if let ratelock::Store::Memory(store) = inner.store() {
+            let overrides = ratelock::algorithm::overrides::Overrides::new((*parsed.rules).clone());
+            store.set_override(
+                &inner.options().prefix,
+                key.as_bytes(),
+                Some(&overrides),
+                for_us,
+                now_us,
+            );
+        }
+        Ok(())
+    }
+
+    /// Takes `key`'s override away; true when it had one.
+    #[wasm_bindgen(js_name = clearOverride)]
+    pub fn clear_override(&mut self, key: &str) -> bool {
+        let inner = self.inner.clone();
+        match inner.store() {
+            ratelock::Store::Memory(store) => {
+                store.set_override(&inner.options().prefix, key.as_bytes(), None, None, None)
+            }
+            _ => false,
+        }
+    }
+
     /// Forgets the state of every given rule for `key`.
     pub fn reset(&mut self, key: &str, rules: &str) -> Result<(), JsValue> {
         let inner = self.inner.clone();

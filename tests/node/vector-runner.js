@@ -68,9 +68,14 @@ async function runScenario(url, scenario) {
 /** `block`, `deny` or `allow` (for `for_us`), `unblock` or `clear`, through the limiter's methods. */
 async function changeEntry(limiter, key, step, where) {
   const options = { nowMs: step.now_us / 1000 }
-  const change = ['block', 'deny', 'allow'].includes(step.op)
-    ? limiter[step.op](key, step.for_us / 1000, options)
-    : limiter[step.op](key, options)
+  const change =
+    step.op === 'set_override'
+      ? limiter.setOverride(key, step.override_rules, options)
+      : step.op === 'clear_override'
+        ? limiter.clearOverride(key)
+        : ['block', 'deny', 'allow'].includes(step.op)
+          ? limiter[step.op](key, step.for_us / 1000, options)
+          : limiter[step.op](key, options)
   if (step.expect_error) {
     await assert.rejects(change, ERRORS[step.expect_error], where)
     return

@@ -76,9 +76,14 @@ def test_vectors(vector_store_url, scenario):
 
 
 def _change_entry(limiter, key, step, where):
-    """`block`, `deny` or `allow` (for `for_us`), `unblock` or `clear`, through the limiter's methods."""
+    """`block`, `deny` or `allow` (for `for_us`), `unblock`, `clear`, `set_override` or `clear_override`,
+    through the limiter's methods."""
     op, now_us = step["op"], step["now_us"]
-    if op in ("block", "deny", "allow"):
+    if op == "set_override":
+        change = lambda: limiter.set_override(key, step["override_rules"], now_us=now_us)  # noqa: E731
+    elif op == "clear_override":
+        change = lambda: limiter.clear_override(key)  # noqa: E731
+    elif op in ("block", "deny", "allow"):
         change = lambda: getattr(limiter, op)(key, step["for_us"] / 1e6, now_us=now_us)  # noqa: E731
     else:
         change = lambda: getattr(limiter, op)(key, now_us=now_us)  # noqa: E731

@@ -27,12 +27,17 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
           continue
         }
         if (!['hit', 'peek', 'refund', 'reserve'].includes(step.op)) {
-          // block, deny, allow (for for_us), unblock, clear: the limiter's methods.
+          // block, deny, allow (for for_us), unblock, clear, set_override, clear_override: the
+          // limiter's methods.
           const nowMs = step.now_us / 1000
           const change = () =>
-            ['block', 'deny', 'allow'].includes(step.op)
-              ? limiter[step.op](key, step.for_us / 1000, nowMs)
-              : limiter[step.op](key, nowMs)
+            step.op === 'set_override'
+              ? limiter.setOverride(key, step.override_rules, undefined, nowMs)
+              : step.op === 'clear_override'
+                ? limiter.clearOverride(key)
+                : ['block', 'deny', 'allow'].includes(step.op)
+                  ? limiter[step.op](key, step.for_us / 1000, nowMs)
+                  : limiter[step.op](key, nowMs)
           if (step.expect_error) {
             assert.throws(change, (error) => error.code === CODES[step.expect_error], where)
             continue

@@ -252,6 +252,23 @@ class Limiter:
     def refund(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision: ...
+    def change_override(
+        self,
+        key: Union[str, bytes],
+        rules: Optional[str] = None,
+        ttl: Optional[float] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> bool: ...
+    def change_override_async(
+        self,
+        completions: Completions,
+        key: Union[str, bytes],
+        rules: Optional[str] = None,
+        ttl: Optional[float] = None,
+        *,
+        now_us: Optional[int] = None,
+    ) -> asyncio.Future[bool]: ...
     def reserve(
         self,
         key: Union[str, bytes],

@@ -145,6 +145,18 @@ class Limiter:
                 raise
         return decision
 
+    async def set_override(
+        self, key: Union[str, bytes], rules: str, ttl: Optional[float] = None, *, now_us: Optional[int] = None
+    ) -> None:
+        """Gives ``key`` other limits for its rules of the same windows (see ``ratelock.Limiter.set_override``)."""
+        limiter = self._native or await self._connected()
+        await limiter.change_override_async(_completions(), key, rules, ttl, now_us=now_us)
+
+    async def clear_override(self, key: Union[str, bytes]) -> bool:
+        """Takes ``key``'s override away; ``True`` when it had one."""
+        limiter = self._native or await self._connected()
+        return await limiter.change_override_async(_completions(), key)
+
     async def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
         """Bans ``key`` for ``duration`` seconds: every hit and peek is denied with ``reason == "ban"``."""
         limiter = self._native or await self._connected()

@@ -106,6 +106,32 @@ class Limiter(_native.Limiter):
         """Takes ``key`` off the deny or allow list; ``True`` when it was on one (a ban stays)."""
         return self.change_entry("clear", key, now_us=now_us)
 
+    def set_override(
+        self, key: Union[str, bytes], rules: str, ttl: Optional[float] = None, *, now_us: Optional[int] = None
+    ) -> None:
+        """Gives ``key`` other limits for its rules of the same windows (a tenant's plan), kept in the store
+        and read in the same call as every decision, so it applies on the next request in every process
+        and language. Each rule of a later call takes the limit and burst of the first of ``rules`` with
+        its algorithm and period, and keeps its state (see the guide's overrides page for how each
+        algorithm carries it over). For ``ttl`` seconds, or until ``clear_override``.
+
+        Examples:
+            >>> limiter = Limiter()
+            >>> limiter.hit("tenant:42", "2/minute using fixed_window", 2).allowed
+            True
+            >>> limiter.set_override("tenant:42", "10/minute using fixed_window")
+            >>> decision = limiter.hit("tenant:42", "2/minute using fixed_window")
+            >>> decision.limit, decision.remaining
+            (10, 7)
+            >>> limiter.clear_override("tenant:42")
+            True
+        """
+        self.change_override(key, rules, ttl, now_us=now_us)
+
+    def clear_override(self, key: Union[str, bytes]) -> bool:
+        """Takes ``key``'s override away; ``True`` when it had one."""
+        return self.change_override(key)
+
     def wait(self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, max_wait: float) -> Decision:
         """Reserves the earliest slot within ``max_wait`` seconds (see ``reserve``), then sleeps until it.
         Answers the reservation's decision: allowed when the caller may act now (its ``retry_after`` is

@@ -69,4 +69,6 @@ pub mod guide_doctests {
     pub struct Calendar;
     #[doc = include_str!("../../../docs/guide/reservations.md")]
     pub struct Reservations;
+    #[doc = include_str!("../../../docs/guide/overrides.md")]
+    pub struct Overrides;
 }
