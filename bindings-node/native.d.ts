@@ -137,6 +137,11 @@ export declare class NativeLimiter {
    */
   reserve(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, maxWaitMs: number, nowMs?: number | undefined | null): Promise<Array<number>>
   /**
+   * Sets `key`'s override to `rules` (for `ttl_ms`, or with no end), or clears it when `rules` is
+   * absent; resolves to true when one was set or cleared.
+   */
+  changeOverride(key: string | Buffer, rules?: ExternalObject<PreparedRules> | undefined | null, ttlMs?: number | undefined | null, nowMs?: number | undefined | null): Promise<boolean>
+  /**
    * Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
    * or `clear`; resolves to true when an entry was put or removed.
    */

@@ -261,14 +261,15 @@ impl Limiter {
 
     /// Takes `key`'s override away; true when it had one.
     #[wasm_bindgen(js_name = clearOverride)]
-    pub fn clear_override(&mut self, key: &str) -> bool {
+    pub fn clear_override(&mut self, key: &str) -> Result<bool, JsValue> {
+        let now_us = now_us(None)?;
         let inner = self.inner.clone();
-        match inner.store() {
+        Ok(match inner.store() {
             ratelock::Store::Memory(store) => {
-                store.set_override(&inner.options().prefix, key.as_bytes(), None, None, None)
+                store.set_override(&inner.options().prefix, key.as_bytes(), None, None, now_us)
             }
             _ => false,
-        }
+        })
     }
 
     /// Forgets the state of every given rule for `key`.

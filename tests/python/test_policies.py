@@ -169,10 +169,14 @@ def test_the_deny_cache_holds_a_denial_no_longer_than_its_max_age():
 def test_waiters_are_paced_in_booking_order(store_url):
     limiter = ratelock.Limiter(store_url)
     key = fresh_key()
+    # Paced: the k-th caller acts no sooner than k slots of 0.1 s after the first (a late wake-up only
+    # shortens the next wait, it never lets one act early).
     started = time.monotonic()
-    slept = [limiter.wait(key, "10/second burst 1", max_wait=2).retry_after for _ in range(4)]
-    assert slept[0] == 0 and all(0.05 < wait <= 0.1 for wait in slept[1:]), slept
-    assert time.monotonic() - started >= 0.28
+    for k in range(4):
+        booked = limiter.wait(key, "10/second burst 1", max_wait=2)
+        assert booked.allowed and booked.retry_after <= 0.1
+        assert time.monotonic() - started >= 0.1 * k - 0.005, f"caller {k} acted early"
+    assert booked.retry_after > 0
     refused = limiter.reserve(key, "10/second burst 1", max_wait=0)
     assert not refused.allowed and refused.retry_after > 0
     with pytest.raises(ratelock.InvalidArgument, match="counts in windows"):

@@ -364,8 +364,9 @@ impl MemoryStore {
         write_base(&mut buffer, prefix, key);
         let base_len = buffer.len();
         let mut shard = self.shard_for(&buffer).lock();
-        // An overridden token bucket counts in a bucket of its own: it goes too.
-        let applied = shard.applied(&buffer, rules, 1, process_now_us()).ok().flatten();
+        // An overridden token bucket counts in a bucket of its own: it goes too (an override that has
+        // ended included: no clock is read).
+        let applied = shard.applied(&buffer, rules, 1, 0).ok().flatten();
         for rule in rules
             .iter()
             .chain(applied.iter().flat_map(|applied| applied.iter()))
