@@ -26,9 +26,9 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command(b"user:42", &rules, 1, None, true)?;
-    /// // sha, 2 keys (the rule's and the key's entry), hit, time, cost, one rule (5), and the call tag its
-    /// // reply must echo
-    /// assert!(bytes.starts_with(b"*14\r\n$7\r\nEVALSHA\r\n"));
+    /// // sha, 3 keys (the rule's, the key's entry and its override), hit, time, cost, one rule (5), and
+    /// // the call tag its reply must echo
+    /// assert!(bytes.starts_with(b"*15\r\n$7\r\nEVALSHA\r\n"));
     /// assert!(limiter.wire_command(b"user:42", &rules, 11, None, true).unwrap_err().is_cost_exceeds_capacity());
     /// # Ok::<(), ratelock::Error>(())
     /// ```
@@ -55,8 +55,8 @@ impl Limiter {
     /// let limiter = ratelock::Limiter::memory();
     /// let rules = limiter.rules("10/second")?;
     /// let bytes = limiter.wire_command_as(b"user:42", &rules, 1, None, true, WireRoute::Module)?;
-    /// // no sha: 2 keys, hit, time, cost, one rule (5), and the call tag
-    /// assert!(bytes.starts_with(b"*13\r\n$14\r\nRATELOCK.LIMIT\r\n$1\r\n2\r\n"));
+    /// // no sha: 3 keys, hit, time, cost, one rule (5), and the call tag
+    /// assert!(bytes.starts_with(b"*14\r\n$14\r\nRATELOCK.LIMIT\r\n$1\r\n3\r\n"));
     /// # Ok::<(), ratelock::Error>(())
     /// ```
     pub fn wire_command_as(
