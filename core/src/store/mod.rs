@@ -20,6 +20,8 @@ mod roles;
 use crate::error::{Error, Result};
 
 #[cfg(feature = "redis")]
+pub use self::redis::server_code::MODULE_CONTRACT_VERSION;
+#[cfg(feature = "redis")]
 pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLibrary, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;

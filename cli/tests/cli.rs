@@ -1,0 +1,235 @@
+//! The `ratelock` binary against real redis-servers: two `lock run`s racing, a holder whose lock is
+//! taken away, signals passed on, `limit` and `inspect` agreeing, `doctor` flagging an eviction
+//! policy, completions, and bad input named.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ratelock::{AnyLockStore, DistributedLock, LockOptions, StoreOptions};
+use ratelock_testkit::RedisServer;
+
+fn ratelock(server: &RedisServer, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ratelock"));
+    command.env("RATELOCK_URL", server.url()).args(args);
+    command
+}
+
+fn run(server: &RedisServer, args: &[&str]) -> Output {
+    ratelock(server, args).output().expect("running ratelock")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn two_lock_runs_race_one_fails_or_waits_as_asked() {
+    let server = RedisServer::start();
+    let mut holder = ratelock(
+        &server,
+        &["lock", "run", "nightly", "--ttl", "5s", "--", "sleep", "1"],
+    )
+    .stdout(Stdio::null())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let busy = run(&server, &["lock", "run", "nightly", "--", "true"]);
+    assert_eq!(busy.status.code(), Some(75), "{}", stderr(&busy));
+    assert!(stderr(&busy).contains("held"), "{}", stderr(&busy));
+    let timed_out = run(
+        &server,
+        &["lock", "run", "nightly", "--wait", "100ms", "--", "true"],
+    );
+    assert_eq!(timed_out.status.code(), Some(76), "{}", stderr(&timed_out));
+    let started = Instant::now();
+    let waited = run(
+        &server,
+        &[
+            "lock",
+            "run",
+            "nightly",
+            "--wait",
+            "5s",
+            "--",
+            "sh",
+            "-c",
+            "echo $RATELOCK_FENCING_TOKEN; exit 7",
+        ],
+    );
+    assert_eq!(
+        waited.status.code(),
+        Some(7),
+        "the command's own code: {}",
+        stderr(&waited)
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "it waited for the holder"
+    );
+    let token: u64 = stdout(&waited).trim().parse().expect("a fencing token");
+    assert!(token > 0);
+    assert_eq!(holder.wait().unwrap().code(), Some(0));
+    // Released on exit: the lock is free at once.
+    let again = run(
+        &server,
+        &[
+            "lock",
+            "run",
+            "nightly",
+            "--",
+            "sh",
+            "-c",
+            "echo $RATELOCK_FENCING_TOKEN",
+        ],
+    );
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stdout(&again).trim().parse::<u64>().unwrap() > token,
+        "fencing tokens rise"
+    );
+}
+
+#[test]
+fn a_holder_whose_lock_is_taken_away_stops_its_command_and_says_lost() {
+    let server = RedisServer::start();
+    let started = Instant::now();
+    let holder = ratelock(
+        &server,
+        &[
+            "lock", "run", "deploy", "--ttl", "900ms", "--grace", "1s", "--", "sleep", "30",
+        ],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = AnyLockStore::connect(&server.url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let lock = DistributedLock::new(store, "deploy", LockOptions::default()).unwrap();
+        assert!(lock.force_release().await.unwrap(), "the CLI held it");
+    });
+    let output = holder.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(77), "{}", stderr(&output));
+    assert!(stderr(&output).contains("lost"), "{}", stderr(&output));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "sleep 30 was stopped"
+    );
+}
+
+#[test]
+fn signals_reach_the_command_and_its_code_is_the_exit_code() {
+    let server = RedisServer::start();
+    let script = "trap 'exit 3' TERM; echo ready; sleep 20 & wait";
+    let mut holder = ratelock(&server, &["lock", "run", "signals", "--", "sh", "-c", script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    // SAFETY: a signal to the child this test spawned.
+    unsafe {
+        libc::kill(holder.id() as libc::pid_t, libc::SIGTERM);
+    }
+    assert_eq!(holder.wait().unwrap().code(), Some(3));
+    let free = run(&server, &["lock", "run", "signals", "--", "true"]);
+    assert_eq!(free.status.code(), Some(0), "released after the command ended");
+}
+
+#[test]
+fn inspect_agrees_with_the_hit_that_follows() {
+    let server = RedisServer::start();
+    let rules = "5/minute; 100/hour using fixed_window";
+    for _ in 0..2 {
+        assert_eq!(
+            run(&server, &["limit", "hit", "user:7", rules]).status.code(),
+            Some(0)
+        );
+    }
+    let inspected = run(&server, &["--json", "inspect", "user:7", rules]);
+    assert_eq!(inspected.status.code(), Some(0), "{}", stderr(&inspected));
+    let view: serde_json::Value = serde_json::from_str(&stdout(&inspected)).unwrap();
+    let next = &view["next_hit"];
+    let hit = run(&server, &["--json", "limit", "hit", "user:7", rules]);
+    let hit: serde_json::Value = serde_json::from_str(&stdout(&hit)).unwrap();
+    assert_eq!(next["allowed"], hit["allowed"]);
+    assert_eq!(next["remaining"], hit["remaining"]);
+    assert_eq!(next["rules"][1]["remaining"], hit["rules"][1]["remaining"]);
+    assert_eq!(view["rules"][1]["fields"]["c"], "2", "{view}");
+    let text = stdout(&run(&server, &["inspect", "user:7", rules]));
+    assert!(text.contains("3 of 100 counted"), "{text}");
+    // Denied: exit 1, and the text says why.
+    run(&server, &["limit", "hit", "user:7", rules, "--cost", "2"]);
+    let denied = run(&server, &["limit", "peek", "user:7", rules]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert!(
+        stdout(&denied).starts_with("denied by 5/minute"),
+        "{}",
+        stdout(&denied)
+    );
+}
+
+#[test]
+fn doctor_flags_an_eviction_policy_that_can_evict_limit_keys() {
+    let risky = RedisServer::start_with(&["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"]);
+    let report = run(&risky, &["doctor"]);
+    assert_eq!(report.status.code(), Some(1), "{}", stdout(&report));
+    assert!(stdout(&report).contains("allkeys-lru"), "{}", stdout(&report));
+    let safe = RedisServer::start();
+    let report = run(&safe, &["--json", "doctor"]);
+    assert_eq!(report.status.code(), Some(0), "{}", stdout(&report));
+    let view: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    assert!(
+        ["fcall", "evalsha"].contains(&view["path"].as_str().unwrap()),
+        "{view}"
+    );
+    let checks: Vec<&str> = view["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| finding["check"].as_str().unwrap())
+        .collect();
+    for check in [
+        "server",
+        "round trip",
+        "clock",
+        "topology",
+        "path",
+        "memory",
+        "persistence",
+        "permissions",
+    ] {
+        assert!(checks.contains(&check), "{check} missing: {view}");
+    }
+}
+
+#[test]
+fn bad_input_is_named_and_completions_print() {
+    let server = RedisServer::start();
+    let bad = run(&server, &["limit", "hit", "k", "10/fortnight"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("fortnight"), "{}", stderr(&bad));
+    let bad_ttl = run(&server, &["lock", "run", "x", "--ttl", "soon", "--", "true"]);
+    assert_eq!(bad_ttl.status.code(), Some(2));
+    assert!(stderr(&bad_ttl).contains("soon"), "{}", stderr(&bad_ttl));
+    let no_command = run(&server, &["lock", "run", "x"]);
+    assert_eq!(no_command.status.code(), Some(2));
+    let missing = run(&server, &["lock", "run", "x", "--", "/nonexistent/command"]);
+    assert_eq!(missing.status.code(), Some(78));
+    assert!(stderr(&missing).contains("cannot start"), "{}", stderr(&missing));
+    let completions = run(&server, &["completions", "bash"]);
+    assert_eq!(completions.status.code(), Some(0));
+    assert!(stdout(&completions).contains("ratelock"));
+}
