@@ -178,7 +178,35 @@ fn memory_rows(notes: &mut Vec<String>) -> Vec<Row> {
         })
         .collect();
     rows.push(hooked_memory_row());
+    rows.push(metered_memory_row());
     rows
+}
+
+/// Memory hits with the OpenTelemetry metrics hook, an SDK meter provider installed (a reader that
+/// exports nothing until asked), against the same hits with no hook: what metrics cost a decision
+/// where there is no I/O to hide it.
+fn metered_memory_row() -> Row {
+    use opentelemetry::metrics::MeterProvider;
+    let rules: Rules = RULE.parse().expect("bench rule");
+    let bare =
+        memory_throughput::limiter_hits(&Limiter::memory(), &rules, KEY, MEMORY_WARM_UP, MEMORY_MEASURE);
+    let exporter = opentelemetry_sdk::metrics::InMemoryMetricExporter::default();
+    let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(opentelemetry_sdk::metrics::PeriodicReader::builder(exporter).build())
+        .build();
+    let metrics = ratelock::otel::Metrics::new(&provider.meter("ratelock"));
+    let options = ratelock::LimiterOptions::default().with_hook(std::sync::Arc::new(metrics));
+    let store = ratelock::Store::Memory(MemoryStore::unbounded());
+    let metered_limiter = Limiter::with_store(store, options).expect("bench limiter");
+    let metered =
+        memory_throughput::limiter_hits(&metered_limiter, &rules, KEY, MEMORY_WARM_UP, MEMORY_MEASURE);
+    Row {
+        name: format!("memory hit `{RULE}`, OpenTelemetry metrics (SDK provider) vs no hook"),
+        unit: Unit::PerSecond,
+        measured: Some(metered.per_second),
+        baseline: Some(bare.per_second),
+        target: Target::None,
+    }
 }
 
 /// A hook that counts decisions: what attaching one costs a memory hit, against none.

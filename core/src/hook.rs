@@ -32,6 +32,19 @@ pub struct LimitCall<'a> {
     /// A reservation's longest wait in µs ([`Limiter::reserve`](crate::Limiter::reserve)); `None` for a
     /// hit or a peek.
     pub max_wait_us: Option<u64>,
+    /// The store's kind: `memory` or `redis`.
+    pub store: &'static str,
+}
+
+impl LimitCall<'_> {
+    /// What the call does: `hit`, `peek` or `reserve`.
+    pub fn operation(&self) -> &'static str {
+        match (self.spend, self.max_wait_us) {
+            (true, Some(_)) => "reserve",
+            (true, None) => "hit",
+            (false, _) => "peek",
+        }
+    }
 }
 
 /// How a limiter answer came about, beside the answer itself.

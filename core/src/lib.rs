@@ -32,6 +32,8 @@ pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]
 mod lock;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod process;
 mod rule;
 pub mod store;

@@ -303,9 +303,10 @@ impl Drop for Booking<'_> {
     }
 }
 
-/// A store request as hooks see it.
-fn call_of<'a>(request: &LimitRequest<'a>) -> LimitCall<'a> {
+/// A store request as hooks see it, on `store`.
+fn call_of<'a>(request: &LimitRequest<'a>, store: &Store) -> LimitCall<'a> {
     LimitCall {
+        store: store.kind(),
         prefix: request.prefix,
         key: request.key,
         rules: request.rules,
@@ -1007,7 +1008,7 @@ impl Limiter {
     /// A hook's answer given before the store is asked, which every hook then sees.
     fn answered_by_hook(&self, request: &LimitRequest<'_>) -> Option<Result<Decision>> {
         let hooks = &self.shared.options.hooks;
-        let call = call_of(request);
+        let call = call_of(request, &self.store);
         let mut answer = Ok(hooks.before_decision(&call)?);
         hooks.on_decision(&call, &mut answer, Answered::ByHook);
         Some(answer)
@@ -1025,7 +1026,7 @@ impl Limiter {
         self.shared
             .options
             .hooks
-            .on_decision(&call_of(request), &mut answer, how);
+            .on_decision(&call_of(request, &self.store), &mut answer, how);
         answer
     }
 

@@ -53,6 +53,15 @@ pub enum Store {
 }
 
 impl Store {
+    /// The store's kind, as metrics name it: `memory` or `redis`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Store::Memory(_) => "memory",
+            #[cfg(feature = "redis")]
+            Store::Redis(_) => "redis",
+        }
+    }
+
     /// Opens a store: `memory://` (or an empty URL) for the embedded store, `redis://` or `rediss://`
     /// (with optional `user:password@` and `/db`), `redis+unix://`, `redis+cluster://` or
     /// `redis+sentinel://` for Redis. A `redlock://` URL is refused here: Redlock holds locks only (see

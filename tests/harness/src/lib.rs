@@ -71,4 +71,6 @@ pub mod guide_doctests {
     pub struct Reservations;
     #[doc = include_str!("../../../docs/guide/overrides.md")]
     pub struct Overrides;
+    #[doc = include_str!("../../../docs/guide/operations.md")]
+    pub struct Operations;
 }

@@ -1,0 +1,131 @@
+//! OpenTelemetry metrics through the SDK's in-memory exporter after real calls on a real redis-server:
+//! decisions by outcome, reason and rule; the store's round trips; store errors; lock waits, holds and
+//! losses; and no key among the attributes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::metrics::MeterProvider;
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use ratelock::otel::Metrics;
+use ratelock::{AnyLockStore, DistributedLock, Limiter, LimiterOptions, LockOptions, Store, StoreOptions};
+use ratelock_testkit::RedisServer;
+
+/// Every data point of `name`: its attributes as `key=value` strings, and its value (a sum's, or a
+/// histogram's count).
+fn points(finished: &[ResourceMetrics], name: &str) -> Vec<(Vec<String>, u64)> {
+    let mut found = Vec::new();
+    for resource in finished {
+        for scope in resource.scope_metrics() {
+            for metric in scope.metrics().filter(|metric| metric.name() == name) {
+                let attributes = |attrs: &mut dyn Iterator<Item = &opentelemetry::KeyValue>| {
+                    let mut shown: Vec<String> = attrs.map(|kv| format!("{}={}", kv.key, kv.value)).collect();
+                    shown.sort();
+                    shown
+                };
+                match metric.data() {
+                    AggregatedMetrics::U64(MetricData::Sum(sum)) => {
+                        for point in sum.data_points() {
+                            found.push((attributes(&mut point.attributes()), point.value()));
+                        }
+                    }
+                    AggregatedMetrics::F64(MetricData::Histogram(histogram)) => {
+                        for point in histogram.data_points() {
+                            found.push((attributes(&mut point.attributes()), point.count()));
+                        }
+                    }
+                    other => panic!("{name}: unexpected data {other:?}"),
+                }
+            }
+        }
+    }
+    found
+}
+
+fn total(points: &[(Vec<String>, u64)], with: &[&str]) -> u64 {
+    points
+        .iter()
+        .filter(|(attributes, _)| with.iter().all(|wanted| attributes.iter().any(|a| a == wanted)))
+        .map(|(_, value)| value)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_round_trips_errors_and_locks_are_recorded() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let options = LimiterOptions::default().with_hook(metrics.clone());
+    let limiter = Limiter::with_store(store, options).unwrap();
+    let rules = limiter.rules("2/minute").unwrap();
+    for _ in 0..3 {
+        limiter.hit("user:secret-key", &rules, 1).await.unwrap();
+    }
+    limiter.peek("user:secret-key", &rules, 1).await.unwrap();
+    limiter.block("banned", Duration::from_secs(60)).await.unwrap();
+    limiter.hit("banned", &rules, 1).await.unwrap();
+
+    let locks = AnyLockStore::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let lock_options = LockOptions::default()
+        .with_hook(metrics.clone())
+        .with_ttl(Duration::from_millis(600));
+    let lock = DistributedLock::new(locks.clone(), "job", lock_options.clone()).unwrap();
+    let guard = lock.acquire(Duration::from_secs(1)).await.unwrap();
+    guard.release().await.unwrap();
+    let lost = lock.acquire(Duration::from_secs(1)).await.unwrap();
+    let other = DistributedLock::new(locks, "job", LockOptions::default()).unwrap();
+    assert!(other.force_release().await.unwrap());
+    tokio::time::timeout(Duration::from_secs(3), lost.lost())
+        .await
+        .unwrap();
+    drop(lost);
+
+    // An outage: the server stops, the call fails (on_error raises by default).
+    let mut server = server;
+    server.stop();
+    let failed = limiter.hit("user:secret-key", &rules, 1).await;
+    assert!(failed.is_err());
+
+    provider.force_flush().unwrap();
+    let finished = exporter.get_finished_metrics().unwrap();
+    let decisions = points(&finished, "ratelock.decisions");
+    assert_eq!(
+        total(
+            &decisions,
+            &["outcome=allowed", "operation=hit", "rule=g2/60000", "store=redis"]
+        ),
+        2
+    );
+    assert_eq!(
+        total(&decisions, &["outcome=denied", "reason=rule"]),
+        2,
+        "{decisions:?}"
+    );
+    assert_eq!(total(&decisions, &["operation=peek"]), 1);
+    assert_eq!(total(&decisions, &["outcome=denied", "reason=ban"]), 1);
+    assert!(
+        decisions
+            .iter()
+            .all(|(attributes, _)| attributes.iter().all(|a| !a.contains("secret"))),
+        "no key is an attribute: {decisions:?}"
+    );
+    let round_trips = points(&finished, "ratelock.store.duration");
+    assert_eq!(total(&round_trips, &["store=redis"]), 6, "{round_trips:?}");
+    let errors = points(&finished, "ratelock.store.errors");
+    assert!(total(&errors, &["store=redis"]) >= 1, "{errors:?}");
+    let waits = points(&finished, "ratelock.lock.wait.duration");
+    assert_eq!(total(&waits, &["kind=lock", "outcome=granted"]), 2, "{waits:?}");
+    let held = points(&finished, "ratelock.lock.held.duration");
+    assert_eq!(total(&held, &["outcome=released"]), 1, "{held:?}");
+    assert_eq!(total(&held, &["outcome=lost"]), 1, "{held:?}");
+    assert_eq!(total(&points(&finished, "ratelock.lock.lost"), &["kind=lock"]), 1);
+}
