@@ -73,11 +73,32 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
   if bucket then capacity = burst end
   -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a finite
   -- cost), and no entry on the key.
-  if (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil
-    and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1
-    and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
+  local fast = (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil
+    and burst ~= nil and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1
+    and burst >= 1 and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
     and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
-    and redis.call('EXISTS', KEYS[2], KEYS[#KEYS]) == 0 then
+  local held = fast and redis.call('MGET', KEYS[2], KEYS[#KEYS])
+  if held and (held[1] or held[2]) then
+    -- No entry, and an override of one window (the general path's reading of it, for that one case):
+    -- this rule's limit and burst when it is this rule's window, the rule as given when another's. A
+    -- token bucket's override counts in fields of its own: the general path.
+    fast = false
+    if #KEYS == 3 and code ~= 'tb' and not held[1] then
+      local c, l, p, b = string.match(held[2], '^(%l+) (%d+) (%-?%d+) (%d+)$')
+      l, p, b = tonumber(l), tonumber(p), tonumber(b)
+      if c ~= nil and l >= 1 and b >= 1 and l <= 1000000000 and b <= 1000000000 and p >= 1 then
+        if c ~= code or p ~= period then
+          fast = true
+        else
+          if not bucket then b = l end
+          local held = l
+          if bucket then held = b end
+          if cost <= held then limit, burst, fast = l, b, true end
+        end
+      end
+    end
+  end
+  if fast then
     local key, floor, hit = KEYS[1], math.floor, mode == 'hit'
     local now = now_us(ARGV[2])
     -- A hit this rule denies bans the key when the rule blocks: the general path's ban, written out.

@@ -107,10 +107,10 @@ impl Hook for Metrics {
         let operation = KeyValue::new("operation", call.operation());
         match answer {
             Ok(decision) => {
-                let rule = call
+                let rule: opentelemetry::StringValue = call
                     .rules
                     .get(decision.rule_index)
-                    .map_or_else(|| "".into(), |rule| rule.id().to_owned());
+                    .map_or_else(|| "".into(), |rule| rule.shared_id().into());
                 self.decisions.add(
                     1,
                     &[

@@ -32,6 +32,7 @@ mod lease_fields;
 mod limit_command;
 mod lock_command;
 mod lock_keys;
+mod override_cache;
 mod permit_keys;
 mod publish;
 mod queued_lock_args;

@@ -17,6 +17,8 @@ use crate::ctx::{Context, Value};
 use crate::key_read::KeyRead;
 use crate::key_write::WriteKey;
 use crate::keyspace::{self, TokenFields};
+use crate::override_cache;
+use std::rc::Rc;
 
 /// The ARGV count of `limit.lua`'s contract: `mode now cost`, then 5 per rule key (every key but the
 /// entry's, which comes last), then the longest wait of a reservation.
@@ -137,10 +139,10 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
 }
 
 /// The key's override as stored (`None` when absent); text no ratelock code writes fails the call.
-fn read_override(stored: &WriteKey<'_>, key: &[u8]) -> Result<Option<Overrides>, String> {
+fn read_override(stored: &WriteKey<'_>, key: &[u8]) -> Result<Option<Rc<Overrides>>, String> {
     match stored.string()? {
         None => Ok(None),
-        Some(text) => Overrides::parse(text)
+        Some(text) => override_cache::overrides_of(text)
             .map(Some)
             .ok_or_else(|| unexpected_state(key, text)),
     }

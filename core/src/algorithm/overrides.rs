@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use crate::rule::{Rule, Rules};
 
 /// The last part of a key's override key, after `<prefix>:{<escaped key>}`.
-pub const KEY_SUFFIX: &[u8] = b":override";
+pub const KEY_SUFFIX: &[u8] = b"override";
 
 /// The rules an override puts in place of a key's own, by window.
 ///

@@ -437,6 +437,11 @@ impl Rule {
         &self.id
     }
 
+    /// [`Rule::id`], shared (a clone is one reference count): for a metric attribute per decision.
+    pub fn shared_id(&self) -> Arc<str> {
+        self.id.clone()
+    }
+
     pub(crate) fn period_us(&self) -> u64 {
         self.period_us
     }
