@@ -154,20 +154,13 @@ impl Limiter {
         let now_us = now_us(now_ms)?;
         let inner = self.inner.clone();
         let parsed = self.parse(rules)?;
-        let ratelock::Store::Memory(store) = inner.store() else {
-            return Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into());
-        };
-        let request = ratelock::store::LimitRequest {
-            prefix: &inner.options().prefix,
-            key: key.as_bytes(),
-            rules: &parsed.rules,
+        let shape = StoreCall {
+            key,
             cost,
             now_us,
-            spend: false,
             max_wait_us: None,
         };
-        let verdict = store.refund(&request).map_err(to_js)?;
-        let decision = ratelock::Decision::decided(verdict, &parsed.rules);
+        let decision = on_memory_store(&inner, parsed, shape, |store, request| store.refund(request))?;
         let deciding = deciding(parsed, &decision);
         self.object_of(&decision, deciding)
     }
@@ -203,20 +196,13 @@ impl Limiter {
             ));
         }
         let parsed = self.parse(rules)?;
-        let ratelock::Store::Memory(store) = inner.store() else {
-            return Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into());
-        };
-        let request = ratelock::store::LimitRequest {
-            prefix: &inner.options().prefix,
-            key: key.as_bytes(),
-            rules: &parsed.rules,
+        let shape = StoreCall {
+            key,
             cost,
             now_us,
-            spend: true,
             max_wait_us: Some((max_wait_ms * 1000.0).round() as u64),
         };
-        let verdict = store.check(&request).map_err(to_js)?;
-        let decision = ratelock::Decision::decided(verdict, &parsed.rules);
+        let decision = on_memory_store(&inner, parsed, shape, |store, request| store.check(request))?;
         let deciding = deciding(parsed, &decision);
         self.object_of(&decision, deciding)
     }
@@ -486,6 +472,41 @@ fn now_us(now_ms: Option<f64>) -> Result<Option<u64>, JsValue> {
         ));
     }
     Ok(Some((now_ms * 1000.0).round() as u64))
+}
+
+/// `call` on `inner`'s memory store (the only store here) with the request `shape` describes (a refund
+/// without `max_wait_us`, a reservation with it): its decision.
+fn on_memory_store(
+    inner: &ratelock::Limiter,
+    parsed: &ParsedRules,
+    shape: StoreCall<'_>,
+    call: impl FnOnce(
+        &ratelock::store::MemoryStore,
+        &ratelock::store::LimitRequest<'_>,
+    ) -> ratelock::Result<ratelock::algorithm::standing::Verdict>,
+) -> Result<ratelock::Decision, JsValue> {
+    let ratelock::Store::Memory(store) = inner.store() else {
+        return Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into());
+    };
+    let request = ratelock::store::LimitRequest {
+        prefix: &inner.options().prefix,
+        key: shape.key.as_bytes(),
+        rules: &parsed.rules,
+        cost: shape.cost,
+        now_us: shape.now_us,
+        spend: shape.max_wait_us.is_some(),
+        max_wait_us: shape.max_wait_us,
+    };
+    let verdict = call(store, &request).map_err(to_js)?;
+    Ok(ratelock::Decision::decided(verdict, &parsed.rules))
+}
+
+/// What a refund or a reservation asks of the memory store.
+struct StoreCall<'a> {
+    key: &'a str,
+    cost: u64,
+    now_us: Option<u64>,
+    max_wait_us: Option<u64>,
 }
 
 /// `cost` (default 1): a whole number from 1.

@@ -39,7 +39,7 @@ pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
                 return Ok(code_of(status));
             }
             () = lost.wait() => {
-                let reason = lost.reason().map_or("unknown".to_owned(), |reason| format!("{reason:?}"));
+                let reason = lost.reason().map_or("unknown".to_owned(), |reason| reason.to_string());
                 stop(&mut child, args.grace).await;
                 return Err(Exit::Lost(format!(
                     "lock {:?} was lost while the command ran ({reason}): the command was stopped",
