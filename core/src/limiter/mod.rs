@@ -594,10 +594,7 @@ impl Limiter {
         now_us: Option<u64>,
     ) -> Result<Decision> {
         let max_wait_us = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
-        for rule in rules.iter() {
-            crate::algorithm::check_cost(rule, cost)?;
-        }
-        crate::algorithm::reserve::check_request(rules, max_wait_us)?;
+        // The cost, the rules and the longest wait are checked where every store checks a request.
         if self.shared.options.shadow {
             return Err(Error::invalid_argument(
                 "rules",
