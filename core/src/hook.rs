@@ -57,6 +57,9 @@ pub enum Answered {
         /// From the call's start to its answer, where this process measured it (`None` on Node's
         /// wire path, whose round trip JavaScript times).
         elapsed: Option<Duration>,
+        /// Which server code a Redis store's calls take when the answer comes: `module`, `fcall`
+        /// or `evalsha` (`None` for the memory store, or while the server's code is being checked).
+        route: Option<&'static str>,
     },
     /// A hook's [`Hook::before_decision`] answered; the store was not asked.
     ByHook,

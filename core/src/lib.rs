@@ -32,6 +32,7 @@ pub mod key;
 mod limiter;
 #[cfg(feature = "runtime")]
 mod lock;
+pub mod metrics;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod process;

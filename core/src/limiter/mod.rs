@@ -914,7 +914,7 @@ impl Limiter {
                 other.check(&request).await
             }
         };
-        self.settle(checked, &request)
+        self.settle(checked, &request, None)
     }
 
     /// The store's outcomes for `request` (misuse is answered here, without a round trip), for the
@@ -947,6 +947,7 @@ impl Limiter {
             &request,
             Answered::ByStore {
                 elapsed: Some(started.elapsed()),
+                route: self.store.limit_route(),
             },
         )
     }
@@ -974,7 +975,7 @@ impl Limiter {
             }
         }
         let checked = self.store.check_blocking(&request)?;
-        Some(self.settle(checked, &request))
+        Some(self.settle(checked, &request, None))
     }
 
     /// [`run_blocking`](Self::run_blocking) with hooks attached.
@@ -998,6 +999,7 @@ impl Limiter {
             request,
             Answered::ByStore {
                 elapsed: Some(started.elapsed()),
+                route: self.store.limit_route(),
             },
         ))
     }
@@ -1029,13 +1031,15 @@ impl Limiter {
 
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure,
     /// then what the hooks make of it (the path every decision takes: see [`decide`](Self::decide)).
+    /// `route` is the server code that answered, where the caller knows it.
     pub(crate) fn settle(
         &self,
         checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
+        route: Option<&'static str>,
     ) -> Result<Decision> {
         if !self.shared.options.hooks.is_empty() {
-            return self.settle_hooked(checked, request);
+            return self.settle_hooked(checked, request, route);
         }
         self.decide(checked, request)
     }
@@ -1048,9 +1052,11 @@ impl Limiter {
         &self,
         checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
+        route: Option<&'static str>,
     ) -> Result<Decision> {
         let answer = self.decide(checked, request);
-        self.hooked_answer(answer, request, Answered::ByStore { elapsed: None })
+        let how = Answered::ByStore { elapsed: None, route };
+        self.hooked_answer(answer, request, how)
     }
 
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure.

@@ -11,7 +11,8 @@ use crate::store::redis::call_tag::CallTag;
 use crate::store::redis::commands::{limit_command, limit_outcomes};
 use crate::store::redis::reply::{classify, Failure};
 use crate::store::redis::server_code::is_refusal;
-use crate::store::redis::wire_code::{call_on, is_module_call};
+use crate::store::redis::server_code::Route;
+use crate::store::redis::wire_code::{call_on, route_of_command};
 use crate::store::wire::{Reply, WireAnswer, WireCall, WireRoute};
 use crate::store::LimitRequest;
 
@@ -126,21 +127,23 @@ impl Limiter {
         retried: bool,
     ) -> Result<WireAnswer> {
         let tag = CallTag::of_command(command)?;
-        self.wire_answer_tagged(reply, tag, is_module_call(command), call, retried)
+        self.wire_answer_tagged(reply, tag, route_of_command(command), call, retried)
     }
 
-    /// [`wire_answer`](Self::wire_answer) for a call known by its tag and whether it went as the
-    /// module's command (what a connection keeps of a call instead of its bytes).
+    /// [`wire_answer`](Self::wire_answer) for a call known by its tag and the route it went on (what a
+    /// connection keeps of a call instead of its bytes).
     pub(crate) fn wire_answer_tagged(
         &self,
         reply: Reply,
         tag: CallTag,
-        module_call: bool,
+        route: Route,
         call: &WireCall<'_>,
         retried: bool,
     ) -> Result<WireAnswer> {
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
-            Err(Failure::Other(err)) if is_refusal(&err) && module_call => return Ok(WireAnswer::Refused),
+            Err(Failure::Other(err)) if is_refusal(&err) && route == Route::Module => {
+                return Ok(WireAnswer::Refused)
+            }
             Err(Failure::NoScript) if !retried => return Ok(WireAnswer::NoScript),
             Err(Failure::NoScript) => Err(crate::store::connection_core::noscript_after_load()),
             Err(Failure::Other(err)) => Err(err),
@@ -148,7 +151,8 @@ impl Limiter {
         };
         let request = self.wire_request(call)?;
         let checked = limit_outcomes(reply, &request);
-        self.settle(checked, &request).map(WireAnswer::Decided)
+        self.settle(checked, &request, Some(route.name()))
+            .map(WireAnswer::Decided)
     }
 
     /// A hook's answer given before the call is encoded (`before_decision`: a local deny cache), which
@@ -191,7 +195,7 @@ impl Limiter {
     /// ```
     pub fn wire_timeout(&self, call: &WireCall<'_>) -> Result<Decision> {
         let timeout: Duration = self.options().store.timeout;
-        self.settle(Err(Error::Timeout(timeout)), &self.wire_request(call)?)
+        self.settle(Err(Error::Timeout(timeout)), &self.wire_request(call)?, None)
     }
 
     /// The failure policy's answer for a call whose connection failed (refused, dropped, or a
@@ -210,6 +214,7 @@ impl Limiter {
         self.settle(
             Err(Error::StoreUnavailable(why.to_owned())),
             &self.wire_request(call)?,
+            None,
         )
     }
 }

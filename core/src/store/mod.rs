@@ -123,6 +123,16 @@ impl Store {
     pub fn does_io(&self) -> bool {
         !matches!(self, Store::Memory(_))
     }
+
+    /// The server code a limiter call takes now: `module`, `fcall` or `evalsha` on Redis (`None` for
+    /// the memory store, or before the server's code was checked).
+    pub(crate) fn limit_route(&self) -> Option<&'static str> {
+        match self {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.limit_route(),
+            _ => None,
+        }
+    }
 }
 
 /// A store a [`DistributedLock`](crate::DistributedLock) can run on: any [`Store`], or N independent

@@ -31,8 +31,8 @@ impl Hook for Recorder {
             Err(error) => format!("error {}", error.code()),
         };
         let how = match how {
-            Answered::ByStore { elapsed: Some(_) } => "store, timed",
-            Answered::ByStore { elapsed: None } => "store",
+            Answered::ByStore { elapsed: Some(_), .. } => "store, timed",
+            Answered::ByStore { elapsed: None, .. } => "store",
             Answered::ByHook => "hook",
             _ => "other",
         };

@@ -71,6 +71,16 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
     limiter.peek("user:secret-key", &rules, 1).await.unwrap();
     limiter.block("banned", Duration::from_secs(60)).await.unwrap();
     limiter.hit("banned", &rules, 1).await.unwrap();
+    // The same server with the scripts forced: the route attribute says EVALSHA.
+    let scripts = Store::connect(
+        &format!("{}?server_code=scripts", server.url()),
+        &StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    let by_script =
+        Limiter::with_store(scripts, LimiterOptions::default().with_hook(metrics.clone())).unwrap();
+    by_script.hit("other", &rules, 1).await.unwrap();
 
     let locks = AnyLockStore::connect(&server.url(), &StoreOptions::default())
         .await
@@ -103,7 +113,7 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
             &decisions,
             &["outcome=allowed", "operation=hit", "rule=g2/60000", "store=redis"]
         ),
-        2
+        3
     );
     assert_eq!(
         total(&decisions, &["outcome=denied", "reason=rule"]),
@@ -112,6 +122,9 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
     );
     assert_eq!(total(&decisions, &["operation=peek"]), 1);
     assert_eq!(total(&decisions, &["outcome=denied", "reason=ban"]), 1);
+    // Redis 7 has Functions: every call but the forced one went by FCALL.
+    assert_eq!(total(&decisions, &["route=fcall"]), 5, "{decisions:?}");
+    assert_eq!(total(&decisions, &["route=evalsha"]), 1, "{decisions:?}");
     assert!(
         decisions
             .iter()
@@ -119,7 +132,8 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
         "no key is an attribute: {decisions:?}"
     );
     let round_trips = points(&finished, "ratelock.store.duration");
-    assert_eq!(total(&round_trips, &["store=redis"]), 6, "{round_trips:?}");
+    assert_eq!(total(&round_trips, &["store=redis"]), 7, "{round_trips:?}");
+    assert_eq!(total(&round_trips, &["route=evalsha"]), 1, "{round_trips:?}");
     let errors = points(&finished, "ratelock.store.errors");
     assert!(total(&errors, &["store=redis"]) >= 1, "{errors:?}");
     let waits = points(&finished, "ratelock.lock.wait.duration");

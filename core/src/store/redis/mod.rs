@@ -180,6 +180,12 @@ impl RedisStore {
     }
 
     /// This process's connections (opened lazily: after a fork, the child opens its own).
+    /// The route a limiter call takes now (see [`Store::limit_route`](crate::Store::limit_route)).
+    pub(crate) fn limit_route(&self) -> Option<&'static str> {
+        let module_command = script::LIMIT.module_command.is_some();
+        self.connections().code.route(module_command).map(Route::name)
+    }
+
     fn connections(&self) -> &Connections {
         let shared = &self.shared;
         shared.process.get_or_init(|| {

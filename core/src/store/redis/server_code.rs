@@ -35,6 +35,17 @@ pub(crate) enum Route {
     Script,
 }
 
+impl Route {
+    /// The route's name where it is reported (a metric attribute): `module`, `fcall` or `evalsha`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Route::Module => "module",
+            Route::Function => "fcall",
+            Route::Script => "evalsha",
+        }
+    }
+}
+
 /// What one check of the server found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Found {

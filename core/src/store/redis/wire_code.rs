@@ -33,14 +33,25 @@ pub(crate) fn call_on(route: WireRoute, limit: &Cmd) -> Cmd {
     }
 }
 
-/// Whether `command` (a wire call's bytes) is a call of the module's command, not `EVALSHA`.
-pub(crate) fn is_module_call(command: &[u8]) -> bool {
-    let name = LIMIT.module_command.expect("limit.lua has a module command");
+/// The route `command` (a wire call's bytes) goes on: the module's command, `FCALL`, or `EVALSHA`.
+pub(crate) fn route_of_command(command: &[u8]) -> Route {
+    let module = LIMIT.module_command.expect("limit.lua has a module command");
     let Some(header_end) = command.windows(2).position(|pair| pair == b"\r\n") else {
-        return false;
+        return Route::Script;
     };
-    let first_argument = format!("${}\r\n{name}\r\n", name.len());
-    command[header_end + 2..].starts_with(first_argument.as_bytes())
+    let starts_with = |name: &str| {
+        let first_argument = format!("${}\r\n{name}\r\n", name.len());
+        command[header_end + 2..]
+            .get(..first_argument.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(first_argument.as_bytes()))
+    };
+    if starts_with(module) {
+        Route::Module
+    } else if starts_with("FCALL") {
+        Route::Function
+    } else {
+        Route::Script
+    }
 }
 
 #[cfg(test)]
@@ -48,13 +59,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_modules_command_counts_as_a_module_call() {
+    fn each_route_is_read_back_from_its_bytes() {
         let mut limit = redis::cmd("EVALSHA");
         limit.arg(&LIMIT.sha).arg(1).arg("k").arg("hit");
         let packed = |route| call_on(route, &limit).get_packed_command();
-        assert!(is_module_call(&packed(WireRoute::Module)));
-        assert!(!is_module_call(&packed(WireRoute::Script)));
-        assert!(!is_module_call(&packed(WireRoute::Function)));
+        assert_eq!(route_of_command(&packed(WireRoute::Module)), Route::Module);
+        assert_eq!(route_of_command(&packed(WireRoute::Script)), Route::Script);
+        assert_eq!(route_of_command(&packed(WireRoute::Function)), Route::Function);
+        assert_eq!(route_of_command(b"not a command"), Route::Script);
         assert!(packed(WireRoute::Function).starts_with(b"*5\r\n$5\r\nFCALL\r\n"));
     }
 }

@@ -365,10 +365,9 @@ impl WireConnection {
             spend: call.spend,
         };
         let retried = call.attempt.reloaded();
-        let module_call = call.walk.route() == Route::Module;
         let answer = self
             .limiter
-            .wire_answer_tagged(reply, call.tag, module_call, &wire_call, retried);
+            .wire_answer_tagged(reply, call.tag, call.walk.route(), &wire_call, retried);
         let load = self.load_failure.take();
         match (answer, load) {
             // NOSCRIPT again because the load itself failed: say why it failed (an ACL without

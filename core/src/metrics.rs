@@ -1,0 +1,260 @@
+//! The metrics every binding records, named once: which instruments exist, and which measurements a
+//! limiter answer or a lock event makes. The OpenTelemetry hook of each language (Rust's `otel`
+//! feature, Python's `ratelock.otel`, Node's `ratelock/otel`) only hands these measurements to its
+//! own API, so names, units and attributes are the same everywhere.
+//!
+//! | instrument | kind | attributes |
+//! |---|---|---|
+//! | `ratelock.decisions` | counter | `outcome` (allowed, denied, would_deny, degraded, cached), `reason` (rule, ban, deny_list, allow_list), `rule` (the deciding rule's id, e.g. `g100/60000`), `store` (memory, redis), `operation` (hit, peek, reserve), `route` (module, fcall, evalsha; Redis only) |
+//! | `ratelock.store.duration` | histogram, s | `operation`, `store`, `route` |
+//! | `ratelock.store.errors` | counter | `kind` (the error's code, e.g. `timeout`), `store` |
+//! | `ratelock.lock.wait.duration` | histogram, s | `kind` (lock, permit, fair lock, read hold, write hold), `outcome` (granted, timed_out, failed) |
+//! | `ratelock.lock.held.duration` | histogram, s | `kind`, `outcome` (released, lost) |
+//! | `ratelock.lock.lost` | counter | `kind` |
+//!
+//! Keys are never attributes (their number has no bound); rules are.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+#[cfg(feature = "runtime")]
+use crate::hook::LockEvent;
+use crate::hook::{Answered, LimitCall};
+use crate::Decision;
+
+/// One of ratelock's instruments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Instrument {
+    /// `ratelock.decisions`: limiter decisions.
+    Decisions,
+    /// `ratelock.store.duration`: a limiter call's round trip to its store.
+    StoreDuration,
+    /// `ratelock.store.errors`: limiter calls that failed.
+    StoreErrors,
+    /// `ratelock.lock.wait.duration`: waits for a hold.
+    LockWaitDuration,
+    /// `ratelock.lock.held.duration`: how long holds were held.
+    LockHeldDuration,
+    /// `ratelock.lock.lost`: holds lost while held.
+    LockLost,
+}
+
+impl Instrument {
+    /// Every instrument, in the order of the table above.
+    pub const ALL: [Instrument; 6] = [
+        Instrument::Decisions,
+        Instrument::StoreDuration,
+        Instrument::StoreErrors,
+        Instrument::LockWaitDuration,
+        Instrument::LockHeldDuration,
+        Instrument::LockLost,
+    ];
+
+    /// Its name.
+    ///
+    /// ```
+    /// assert_eq!(ratelock::metrics::Instrument::LockLost.name(), "ratelock.lock.lost");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Instrument::Decisions => "ratelock.decisions",
+            Instrument::StoreDuration => "ratelock.store.duration",
+            Instrument::StoreErrors => "ratelock.store.errors",
+            Instrument::LockWaitDuration => "ratelock.lock.wait.duration",
+            Instrument::LockHeldDuration => "ratelock.lock.held.duration",
+            Instrument::LockLost => "ratelock.lock.lost",
+        }
+    }
+
+    /// Whether it is a histogram (of seconds); the others are counters (of events).
+    pub fn is_histogram(self) -> bool {
+        matches!(
+            self,
+            Instrument::StoreDuration | Instrument::LockWaitDuration | Instrument::LockHeldDuration
+        )
+    }
+
+    /// Its unit: `s` for the histograms, none for the counters.
+    pub fn unit(self) -> Option<&'static str> {
+        self.is_histogram().then_some("s")
+    }
+
+    /// What it measures, in a sentence.
+    pub fn description(self) -> &'static str {
+        match self {
+            Instrument::Decisions => "Limiter decisions, by outcome, reason and deciding rule",
+            Instrument::StoreDuration => "The store's round trip per limiter call",
+            Instrument::StoreErrors => "Store failures, by kind",
+            Instrument::LockWaitDuration => "How long waits for a lock, a permit or a hold took",
+            Instrument::LockHeldDuration => "How long holds were held, to their release or loss",
+            Instrument::LockLost => "Holds lost while held",
+        }
+    }
+}
+
+/// An attribute's value: a word of ratelock's own, a rule's id (shared, never copied), or a text
+/// that lives only as long as the measurement.
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    /// A fixed word (`allowed`, `redis`, `hit`...).
+    Word(&'static str),
+    /// A rule's id.
+    Rule(&'a Arc<str>),
+    /// Any other text (an error's code).
+    Text(&'a str),
+}
+
+impl Value<'_> {
+    /// The text of the value.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Value::Word(word) => word,
+            Value::Rule(id) => id,
+            Value::Text(text) => text,
+        }
+    }
+}
+
+/// One measurement: a counter's increment (`value` 1) or a histogram's sample (seconds).
+#[derive(Debug, Clone, Copy)]
+pub struct Measurement<'a> {
+    /// Which instrument.
+    pub instrument: Instrument,
+    /// The increment or the sample.
+    pub value: f64,
+    /// Its attributes, by name.
+    pub attributes: &'a [(&'static str, Value<'a>)],
+}
+
+/// What a decision came to, as the `outcome` attribute says it.
+fn outcome(decision: &Decision) -> &'static str {
+    if decision.cached {
+        "cached"
+    } else if decision.degraded {
+        "degraded"
+    } else if decision.would_deny {
+        "would_deny"
+    } else if decision.allowed {
+        "allowed"
+    } else {
+        "denied"
+    }
+}
+
+/// The measurements one limiter answer makes, each handed to `record`: a decision or an error, and
+/// the store's round trip where it was timed.
+///
+/// ```
+/// use ratelock::hook::{Answered, Hook, LimitCall};
+/// use ratelock::metrics::{of_answer, Instrument};
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Default)]
+/// struct Names(Mutex<Vec<String>>);
+/// impl Hook for Names {
+///     fn on_decision(&self, call: &LimitCall<'_>, answer: &mut ratelock::Result<ratelock::Decision>, how: Answered) {
+///         of_answer(call, answer, how, &mut |m| self.0.lock().unwrap().push(format!("{} {}", m.instrument.name(), m.attributes[0].1.as_str())));
+///     }
+/// }
+/// let names = Arc::new(Names::default());
+/// let limiter = ratelock::Limiter::with_store(
+///     ratelock::Store::new("memory://", &Default::default())?,
+///     ratelock::LimiterOptions::default().with_hook(names.clone()),
+/// )?;
+/// let rules = limiter.rules("1/minute")?;
+/// limiter.try_hit_blocking("k", &rules, 1, None).unwrap()?;
+/// limiter.try_hit_blocking("k", &rules, 1, None).unwrap()?;
+/// let seen = names.0.lock().unwrap();
+/// assert_eq!(seen[0], "ratelock.decisions allowed");
+/// assert!(seen.contains(&"ratelock.decisions denied".to_owned()));
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+pub fn of_answer(
+    call: &LimitCall<'_>,
+    answer: &Result<Decision>,
+    how: Answered,
+    record: &mut dyn FnMut(Measurement<'_>),
+) {
+    let store = ("store", Value::Word(call.store));
+    let operation = ("operation", Value::Word(call.operation()));
+    let (elapsed, route) = match how {
+        Answered::ByStore { elapsed, route } => (elapsed, route),
+        Answered::ByHook => (None, None),
+    };
+    let route = route.map(|route| ("route", Value::Word(route)));
+    match answer {
+        Ok(decision) => {
+            let rule = call.rules.get(decision.rule_index).map(|rule| rule.shared_id());
+            let rule = rule.as_ref().map_or(Value::Word(""), Value::Rule);
+            let attributes = [
+                ("outcome", Value::Word(outcome(decision))),
+                ("reason", Value::Word(decision.reason.name())),
+                ("rule", rule),
+                store,
+                operation,
+                route.unwrap_or(("route", Value::Word(""))),
+            ];
+            let count = attributes.len() - usize::from(route.is_none());
+            record(Measurement {
+                instrument: Instrument::Decisions,
+                value: 1.0,
+                attributes: &attributes[..count],
+            });
+        }
+        Err(err) => {
+            let kind = err.code().to_ascii_lowercase();
+            record(Measurement {
+                instrument: Instrument::StoreErrors,
+                value: 1.0,
+                attributes: &[("kind", Value::Text(&kind)), store],
+            });
+        }
+    }
+    if let Some(elapsed) = elapsed {
+        let attributes = [operation, store, route.unwrap_or(("route", Value::Word("")))];
+        let count = attributes.len() - usize::from(route.is_none());
+        record(Measurement {
+            instrument: Instrument::StoreDuration,
+            value: elapsed.as_secs_f64(),
+            attributes: &attributes[..count],
+        });
+    }
+}
+
+/// The measurements one lock event makes, each handed to `record`.
+#[cfg(feature = "runtime")]
+pub fn of_lock_event(event: &LockEvent<'_>, record: &mut dyn FnMut(Measurement<'_>)) {
+    match event {
+        LockEvent::Waited { what, waited, error } => {
+            let outcome = match error {
+                None => "granted",
+                Some(err) if err.is_wait_timeout() => "timed_out",
+                Some(_) => "failed",
+            };
+            record(Measurement {
+                instrument: Instrument::LockWaitDuration,
+                value: waited.as_secs_f64(),
+                attributes: &[("kind", Value::Word(what)), ("outcome", Value::Word(outcome))],
+            });
+        }
+        LockEvent::Released { what, held } => record(Measurement {
+            instrument: Instrument::LockHeldDuration,
+            value: held.as_secs_f64(),
+            attributes: &[("kind", Value::Word(what)), ("outcome", Value::Word("released"))],
+        }),
+        LockEvent::Lost { what, held, .. } => {
+            record(Measurement {
+                instrument: Instrument::LockLost,
+                value: 1.0,
+                attributes: &[("kind", Value::Word(what))],
+            });
+            record(Measurement {
+                instrument: Instrument::LockHeldDuration,
+                value: held.as_secs_f64(),
+                attributes: &[("kind", Value::Word(what)), ("outcome", Value::Word("lost"))],
+            });
+        }
+        LockEvent::Acquired { .. } => {}
+    }
+}
