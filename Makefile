@@ -97,7 +97,8 @@ package-check:
 python-env:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check pytest hypothesis mypy flask \
-	  gunicorn uvicorn uwsgi celery redis fastapi starlette django django-stubs http-sf httpx
+	  gunicorn uvicorn uwsgi celery redis fastapi starlette django django-stubs http-sf httpx \
+	  opentelemetry-api opentelemetry-sdk
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 
 # An sdist must build a working wheel on its own (the Lua scripts travel inside it). Its copy of the core

@@ -14,6 +14,7 @@ mod lock;
 mod lock_handle;
 mod lock_options;
 mod lock_states;
+mod metrics;
 mod runtime;
 mod rwlock;
 mod semaphore;
@@ -43,6 +44,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<http::PyHttpAnswer>()?;
     module.add_class::<http::PyClientAddress>()?;
     module.add_function(wrap_pyfunction!(http::scoped_key, module)?)?;
+    module.add_function(wrap_pyfunction!(metrics::instruments, module)?)?;
     module.add_function(wrap_pyfunction!(http::parse_rules, module)?)?;
     errors::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -88,7 +88,7 @@ fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDec
 impl PyLimiter {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None, metrics=None))]
     fn new(
         py: Python<'_>,
         url: Option<&Bound<'_, PyAny>>,
@@ -101,14 +101,16 @@ impl PyLimiter {
         shadow: bool,
         deny_cache: Option<&Bound<'_, PyAny>>,
         deny_cache_max_age: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let options = with_deny_cache(
-            options(prefix, on_error, timeout, default_algorithm, clock)?
-                .with_instances(convert::instances(instances)?)
-                .with_shadow(shadow),
-            deny_cache,
-            deny_cache_max_age,
-        )?;
+        let options = Settings {
+            prefix,
+            on_error,
+            timeout,
+            default_algorithm,
+            clock,
+        }
+        .options(instances, shadow, deny_cache, deny_cache_max_age, metrics)?;
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
@@ -116,7 +118,7 @@ impl PyLimiter {
     /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None))]
+    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None, metrics=None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: Option<&Bound<'py, PyAny>>,
@@ -129,14 +131,16 @@ impl PyLimiter {
         shadow: bool,
         deny_cache: Option<&Bound<'py, PyAny>>,
         deny_cache_max_age: Option<&Bound<'py, PyAny>>,
+        metrics: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = with_deny_cache(
-            options(prefix, on_error, timeout, default_algorithm, clock)?
-                .with_instances(convert::instances(instances)?)
-                .with_shadow(shadow),
-            deny_cache,
-            deny_cache_max_age,
-        )?;
+        let options = Settings {
+            prefix,
+            on_error,
+            timeout,
+            default_algorithm,
+            clock,
+        }
+        .options(instances, shadow, deny_cache, deny_cache_max_age, metrics)?;
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;
@@ -424,19 +428,40 @@ impl Check<'_> {
 }
 
 /// Limiter options from the Python keyword arguments.
-fn options(
-    prefix: &str,
-    on_error: &str,
+/// The limiter's keyword arguments that are plain values.
+struct Settings<'a> {
+    prefix: &'a str,
+    on_error: &'a str,
     timeout: f64,
-    default_algorithm: &str,
-    clock: &str,
-) -> PyResult<ratelock::LimiterOptions> {
-    Ok(ratelock::LimiterOptions::default()
-        .with_prefix(prefix)
-        .with_on_error(on_error.parse().map_err(to_py)?)
-        .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
-        .with_clock(clock.parse().map_err(to_py)?)
-        .with_timeout(convert::seconds("timeout", timeout)?))
+    default_algorithm: &'a str,
+    clock: &'a str,
+}
+
+impl Settings<'_> {
+    /// The core's options from these and the other keyword arguments (each error names its argument).
+    fn options(
+        &self,
+        instances: Option<&Bound<'_, PyAny>>,
+        shadow: bool,
+        deny_cache: Option<&Bound<'_, PyAny>>,
+        deny_cache_max_age: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<ratelock::LimiterOptions> {
+        let options = ratelock::LimiterOptions::default()
+            .with_prefix(self.prefix)
+            .with_on_error(self.on_error.parse().map_err(to_py)?)
+            .with_default_algorithm(self.default_algorithm.parse().map_err(to_py)?)
+            .with_clock(self.clock.parse().map_err(to_py)?)
+            .with_timeout(convert::seconds("timeout", self.timeout)?)
+            .with_instances(convert::instances(instances)?)
+            .with_shadow(shadow);
+        // Metrics come last: they see the answer every other hook made.
+        let options = with_deny_cache(options, deny_cache, deny_cache_max_age)?;
+        Ok(match crate::metrics::hook_of(metrics)? {
+            Some(hook) => options.with_hook(hook),
+            None => options,
+        })
+    }
 }
 
 impl PyLimiter {

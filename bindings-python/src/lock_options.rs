@@ -22,7 +22,7 @@ impl PyLockOptions {
     #[new]
     #[pyo3(signature = (
         *, ttl=None, waiter_ttl=None, auto_renew=None, reentrant=None, prefer_writers=None, prefix=None,
-        timeout=None
+        timeout=None, metrics=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -33,6 +33,7 @@ impl PyLockOptions {
         prefer_writers: Option<&Bound<'_, PyAny>>,
         prefix: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let PyLockOptions {
             mut options,
@@ -55,6 +56,9 @@ impl PyLockOptions {
         )?;
         set(&mut options.prefix, "prefix", prefix, convert::text)?;
         set(&mut call_timeout, "timeout", timeout, convert::seconds_of)?;
+        if let Some(hook) = crate::metrics::hook_of(metrics)? {
+            options = options.with_hook(hook);
+        }
         Ok(PyLockOptions {
             options,
             timeout: call_timeout,

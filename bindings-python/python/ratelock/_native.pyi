@@ -1,6 +1,6 @@
 # Type stubs of the native module ratelock._native (checked by stubtest against the built module).
 import asyncio
-from typing import Awaitable, Final, List, Literal, Optional, Sequence, Tuple, Union, final, overload
+from typing import Awaitable, Callable, Dict, Final, List, Literal, Optional, Sequence, Tuple, Union, final, overload
 
 from typing_extensions import disjoint_base
 
@@ -8,6 +8,9 @@ __version__: Final[str]
 # What decided a `Decision`, and what `Limiter.change_entry` can do to a key's entry.
 _Reason = Literal["rule", "ban", "deny_list", "allow_list"]
 _EntryOp = Literal["block", "unblock", "deny", "allow", "clear"]
+# What `metrics=` takes: called with an instrument's name, a value (an int for a counter, seconds for a
+# histogram) and the attributes, for every measurement (`ratelock.otel.Metrics` is one).
+_MetricsRecorder = Callable[[str, Union[int, float], Dict[str, str]], None]
 
 MAX_KEY_BYTES: Final[int]
 """The longest key, in bytes, any call accepts (64 KiB); a longer one is an ``InvalidArgument``."""
@@ -23,6 +26,7 @@ __all__ = [
     "ClientAddress",
     "scoped_key",
     "parse_rules",
+    "instruments",
     "LockOptions",
     "LockHandle",
     "SemaphoreHandle",
@@ -180,6 +184,7 @@ def scoped_key(scope: str, key: str) -> str: ...
 @overload
 def scoped_key(scope: str, key: bytes) -> bytes: ...
 def parse_rules(text: str) -> List[str]: ...
+def instruments() -> List[Tuple[str, Literal["counter", "histogram"], str, str]]: ...
 
 @disjoint_base
 class Limiter:
@@ -198,6 +203,7 @@ class Limiter:
         shadow: bool = False,
         deny_cache: Optional[int] = None,
         deny_cache_max_age: Optional[float] = None,
+        metrics: Optional[_MetricsRecorder] = None,
     ) -> "Limiter": ...
     def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
@@ -219,6 +225,7 @@ class Limiter:
         shadow: bool = False,
         deny_cache: Optional[int] = None,
         deny_cache_max_age: Optional[float] = None,
+        metrics: Optional[_MetricsRecorder] = None,
     ) -> Awaitable[Limiter]: ...
     def ping(self) -> None: ...
     def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...
@@ -326,6 +333,7 @@ class LockOptions:
         prefer_writers: Optional[bool] = None,
         prefix: Optional[str] = None,
         timeout: Optional[float] = None,
+        metrics: Optional[_MetricsRecorder] = None,
     ) -> "LockOptions": ...
 
 @disjoint_base

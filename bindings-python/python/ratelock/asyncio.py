@@ -21,6 +21,7 @@ from ratelock._async_holding import AsyncHolding
 from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_rwlock import ReadWriteLock
 from ratelock._native import Client, Decision
+from ratelock.otel import MetricsRecorder
 from ratelock.lock import LockKind
 from ratelock.semaphore import SemaphoreKind
 
@@ -63,8 +64,10 @@ class Limiter:
         shadow: bool = False,
         deny_cache: Optional[int] = None,
         deny_cache_max_age: Optional[float] = None,
+        metrics: Optional[MetricsRecorder] = None,
     ) -> None:
         self._url = url
+        self._metrics = metrics
         self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
         self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
         self._shadow, self._deny_cache, self._deny_cache_max_age = shadow, deny_cache, deny_cache_max_age
@@ -88,6 +91,7 @@ class Limiter:
                         shadow=self._shadow,
                         deny_cache=self._deny_cache,
                         deny_cache_max_age=self._deny_cache_max_age,
+                        metrics=self._metrics,
                     )
         return self._native
 

@@ -2,13 +2,14 @@
 like ``threading.Lock`` (``with lock:``, ``acquire``/``release``), and ``FairLockKind``, what it shares
 with ``ratelock.asyncio.FairLock``. The work is done by the Rust core."""
 
-from typing import Union
+from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
 from ratelock._hold_stack import Fenced
 from ratelock._native import Client, FairLockHandle
+from ratelock.otel import MetricsRecorder
 
 
 class FairLockKind(Fenced[_native.LeaseGuard]):
@@ -28,9 +29,10 @@ class FairLockKind(Fenced[_native.LeaseGuard]):
         auto_renew: bool = True,
         prefix: str = "rl",
         timeout: float = 1.0,
+        metrics: Optional[MetricsRecorder] = None,
     ) -> None:
         options = _native.LockOptions(
-            ttl=ttl, waiter_ttl=waiter_ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout
+            ttl=ttl, waiter_ttl=waiter_ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout, metrics=metrics
         )
         super().__init__(FairLockHandle(name, url, options), ttl)
 

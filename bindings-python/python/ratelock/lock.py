@@ -2,13 +2,14 @@
 ``threading.Lock`` (``with lock:``, ``acquire``/``release``), and ``LockKind``, what it shares with
 ``ratelock.asyncio.DistributedLock``. The work is done by the Rust core."""
 
-from typing import Union
+from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
 from ratelock._hold_stack import Fenced
 from ratelock._native import Client, LockHandle
+from ratelock.otel import MetricsRecorder
 
 
 class LockKind(Fenced[_native.LockGuard]):
@@ -28,9 +29,10 @@ class LockKind(Fenced[_native.LockGuard]):
         reentrant: bool = False,
         prefix: str = "rl",
         timeout: float = 1.0,
+        metrics: Optional[MetricsRecorder] = None,
     ) -> None:
         options = _native.LockOptions(
-            ttl=ttl, auto_renew=auto_renew, reentrant=reentrant, prefix=prefix, timeout=timeout
+            ttl=ttl, auto_renew=auto_renew, reentrant=reentrant, prefix=prefix, timeout=timeout, metrics=metrics
         )
         super().__init__(LockHandle(name, url, options), ttl)
 

@@ -7,6 +7,7 @@ from typing import Optional, Union
 from ratelock import _native
 from ratelock._handle_call import Blocking, HandleCall
 from ratelock._native import Client, ReadWriteLockHandle
+from ratelock.otel import MetricsRecorder
 from ratelock.lease_guard import LeaseGuard
 
 
@@ -25,6 +26,7 @@ class ReadWriteLockKind:
         auto_renew: bool = True,
         prefix: str = "rl",
         timeout: float = 1.0,
+        metrics: Optional[MetricsRecorder] = None,
     ) -> None:
         options = _native.LockOptions(
             ttl=ttl,
@@ -33,6 +35,7 @@ class ReadWriteLockKind:
             auto_renew=auto_renew,
             prefix=prefix,
             timeout=timeout,
+            metrics=metrics,
         )
         self._handle = ReadWriteLockHandle(name, url, options)
         self._reading = self._handle.reading

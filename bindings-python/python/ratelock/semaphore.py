@@ -9,6 +9,7 @@ from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
 from ratelock._hold_stack import Holds, LostReason, ReleaseOutcome
 from ratelock._native import Client, SemaphoreHandle
+from ratelock.otel import MetricsRecorder
 
 
 class SemaphoreKind(Holds[_native.PermitGuard]):
@@ -27,8 +28,11 @@ class SemaphoreKind(Holds[_native.PermitGuard]):
         auto_renew: bool = True,
         prefix: str = "rl",
         timeout: float = 1.0,
+        metrics: Optional[MetricsRecorder] = None,
     ) -> None:
-        options = _native.LockOptions(ttl=ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout)
+        options = _native.LockOptions(
+            ttl=ttl, auto_renew=auto_renew, prefix=prefix, timeout=timeout, metrics=metrics
+        )
         super().__init__(SemaphoreHandle(name, permits, url, options), ttl)
 
     in_use = HandleCall(

@@ -1,0 +1,142 @@
+"""OpenTelemetry metrics from Python (ratelock.otel) through the SDK's in-memory reader, after real
+calls on a real redis-server and on the memory store: decisions by outcome, reason, rule and route,
+round trips, store errors, lock waits, holds and losses; keys never among the attributes; an
+exception raised by the recorder reaches sys.unraisablehook, never the call."""
+
+import asyncio
+import sys
+import uuid
+from typing import Any, Dict, List, Tuple
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import ratelock
+import ratelock.asyncio
+from conftest import RedisServer
+from ratelock.otel import Metrics
+
+
+def fresh(name: str) -> str:
+    return f"{name}:{uuid.uuid4().hex}"
+
+
+def points(reader: InMemoryMetricReader, name: str) -> List[Tuple[Dict[str, Any], float]]:
+    """Every data point of `name`: its attributes, and its value (a sum's, or a histogram's count)."""
+    found: List[Tuple[Dict[str, Any], float]] = []
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        value = getattr(point, "value", None)
+                        found.append((dict(point.attributes), value if value is not None else point.count))
+    return found
+
+
+def total(found: List[Tuple[Dict[str, Any], float]], **wanted: str) -> float:
+    return sum(value for attributes, value in found if all(attributes.get(k) == v for k, v in wanted.items()))
+
+
+@pytest.fixture
+def reader() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def metrics(reader: InMemoryMetricReader) -> Metrics:
+    return Metrics(MeterProvider(metric_readers=[reader]))
+
+
+def test_decisions_round_trips_and_routes_from_a_redis_limiter(redis_server, reader, metrics):
+    limiter = ratelock.Limiter(redis_server.url, metrics=metrics)
+    key = fresh("user:secret")
+    for _ in range(3):
+        limiter.hit(key, "2/minute")
+    limiter.peek(key, "2/minute")
+    banned = fresh("banned")
+    limiter.block(banned, 60)
+    limiter.hit(banned, "2/minute")
+    by_script = ratelock.Limiter(f"{redis_server.url}?server_code=scripts", metrics=metrics)
+    by_script.hit(fresh("other"), "2/minute")
+
+    decisions = points(reader, "ratelock.decisions")
+    assert total(decisions, outcome="allowed", operation="hit", rule="g2/60000", store="redis") == 3
+    assert total(decisions, outcome="denied", reason="rule") == 2, decisions
+    assert total(decisions, operation="peek") == 1
+    assert total(decisions, outcome="denied", reason="ban") == 1
+    assert total(decisions, route="fcall") == 5, decisions
+    assert total(decisions, route="evalsha") == 1, decisions
+    assert all("secret" not in str(value) for attributes, _ in decisions for value in attributes.values())
+    round_trips = points(reader, "ratelock.store.duration")
+    assert total(round_trips, store="redis") == 6, round_trips
+
+
+def test_memory_store_shadow_and_asyncio_decisions(reader, metrics):
+    limiter = ratelock.Limiter(shadow=True, metrics=metrics)
+    key = fresh("k")
+    limiter.hit(key, "1/minute")
+    assert limiter.hit(key, "1/minute").allowed
+
+    async def run() -> None:
+        aio = ratelock.asyncio.Limiter(metrics=metrics)
+        await aio.hit(fresh("a"), "1/minute")
+
+    asyncio.run(run())
+    decisions = points(reader, "ratelock.decisions")
+    assert total(decisions, outcome="would_deny", store="memory") == 1, decisions
+    assert total(decisions, outcome="allowed", store="memory") == 2, decisions
+    assert all("route" not in attributes for attributes, _ in decisions)
+
+
+def test_an_outage_is_a_store_error(reader, metrics):
+    server = RedisServer()
+    limiter = ratelock.Limiter(server.url, metrics=metrics, timeout=0.5)
+    limiter.hit(fresh("k"), "5/second")
+    server.stop()
+    with pytest.raises((ratelock.StoreUnavailable, ratelock.StoreTimeout)):
+        limiter.hit(fresh("k"), "5/second")
+    errors = points(reader, "ratelock.store.errors")
+    assert total(errors, store="redis") >= 1, errors
+
+
+def test_lock_waits_holds_and_losses(redis_server, reader, metrics):
+    name = fresh("job")
+    lock = ratelock.DistributedLock(name, redis_server.url, ttl=0.9, metrics=metrics)
+    with lock:
+        pass
+    with pytest.raises(ratelock.LockLost):
+        with lock:
+            assert ratelock.DistributedLock(name, redis_server.url).force_release()
+            assert lock.wait_lost(timeout=1.0)
+    semaphore = ratelock.Semaphore(fresh("pool"), 2, redis_server.url, metrics=metrics)
+    with semaphore:
+        pass
+    waits = points(reader, "ratelock.lock.wait.duration")
+    assert total(waits, kind="lock", outcome="granted") == 2, waits
+    assert total(waits, kind="permit", outcome="granted") == 1, waits
+    held = points(reader, "ratelock.lock.held.duration")
+    assert total(held, outcome="released") == 2, held
+    assert total(held, outcome="lost") == 1, held
+    assert total(points(reader, "ratelock.lock.lost"), kind="lock") == 1
+
+
+def test_a_recorder_that_raises_reaches_the_unraisable_hook_not_the_call(monkeypatch):
+    seen: List[BaseException] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(unraisable.exc_value))
+
+    def broken(name: str, value: float, attributes: Dict[str, str]) -> None:
+        raise RuntimeError("exporter down")
+
+    limiter = ratelock.Limiter(metrics=broken)
+    assert limiter.hit(fresh("k"), "5/second").allowed
+    assert seen and all(isinstance(err, RuntimeError) for err in seen)
+
+
+def test_metrics_must_be_callable():
+    with pytest.raises(ratelock.InvalidArgument, match="metrics"):
+        ratelock.Limiter(metrics="prometheus")  # type: ignore[arg-type]
+    with pytest.raises(ratelock.InvalidArgument, match="metrics"):
+        ratelock.DistributedLock("x", metrics=3)  # type: ignore[arg-type]
