@@ -39,6 +39,12 @@ export interface EntryOptions {
   nowMs?: number
 }
 
+/** What the `metrics` option takes: a `Metrics` of `ratelock/otel`, or any object (or function) taking
+ * an instrument's name, a value (a count, or seconds) and the attributes of every measurement. */
+export type MetricsRecorder =
+  | { record(name: string, value: number, attributes: Record<string, string>): void }
+  | ((name: string, value: number, attributes: Record<string, string>) => void)
+
 export interface LimiterOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://...`; none: the embedded memory store. */
   url?: string
@@ -64,6 +70,8 @@ export interface LimiterOptions {
    * `clear` or `reset` made in another process shows here by then.
    */
   denyCacheMaxAgeMs?: number
+  /** Where every decision and round trip is measured: a `Metrics` of `ratelock/otel`. */
+  metrics?: MetricsRecorder
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */
@@ -165,6 +173,8 @@ interface LockKindOptions {
   prefix?: string
   /** Each store call's timeout (default 1000). */
   timeoutMs?: number
+  /** Where every wait, hold and loss is measured: a `Metrics` of `ratelock/otel`. */
+  metrics?: MetricsRecorder
 }
 
 export interface LockOptions extends LockKindOptions {

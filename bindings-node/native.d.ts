@@ -336,6 +336,19 @@ export interface HttpOptionsInit {
   defaultAlgorithm?: string
 }
 
+/** One of ratelock's instruments, as `lib/otel.js` creates it. */
+export interface InstrumentInfo {
+  name: string
+  /** `counter` or `histogram`. */
+  kind: string
+  /** `s` for a histogram, empty for a counter. */
+  unit: string
+  description: string
+}
+
+/** Every instrument ratelock records (the same in every language). */
+export declare function instruments(): Array<InstrumentInfo>
+
 /** How a limiter is made (all optional). */
 export interface LimiterOptions {
   /** Where the keys live. */
@@ -354,6 +367,8 @@ export interface LimiterOptions {
   denyCache?: number
   /** The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`). */
   denyCacheMaxAgeMs?: number
+  /** Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`). */
+  metrics?: (name: string, value: number, attributes: Record<string, string>) => void
 }
 
 /**
@@ -376,6 +391,8 @@ export interface LockSettings {
   waiterTtlMs?: number
   /** A read-write lock only: a waiting writer holds back new readers (default true). */
   preferWriters?: boolean
+  /** Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`). */
+  metrics?: (name: string, value: number, attributes: Record<string, string>) => void
 }
 
 /** The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument. */

@@ -80,6 +80,19 @@ function optionalString(name, value) {
   return value
 }
 
+/**
+ * Where measurements go (`undefined`: nowhere): a `Metrics` of `ratelock/otel` (an object with a
+ * `record(name, value, attributes)` method) or such a function, as the addon calls it.
+ */
+function optionalMetrics(name, value) {
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'function') return value
+  if (typeof value === 'object' && typeof value.record === 'function') {
+    return (instrument, measured, attributes) => value.record(instrument, measured, attributes)
+  }
+  throw invalidArgument(name, `expected a Metrics of ratelock/otel (or a record function), got ${describe(value)}`)
+}
+
 /** A function. */
 function fn(name, value) {
   if (typeof value !== 'function') throw invalidArgument(name, `expected a function, got ${describe(value)}`)
@@ -125,6 +138,7 @@ module.exports = {
   optionalNumber,
   optionalBoolean,
   optionalString,
+  optionalMetrics,
   options,
   settings,
   kindSettings,

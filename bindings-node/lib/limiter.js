@@ -36,7 +36,8 @@ class Limiter {
    *   'local'), `instances` (under 'local': how many processes share the limits), `shadow` (a denial
    *   is let through with `wouldDeny` set: for rolling a limit out), `denyCache` (a local deny cache
    *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`),
-   *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then).
+   *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then),
+   *   `metrics` (a `Metrics` of `ratelock/otel`: every decision and round trip is recorded).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
@@ -48,6 +49,7 @@ class Limiter {
       shadow: check.optionalBoolean,
       denyCache: check.optionalNumber,
       denyCacheMaxAgeMs: check.optionalNumber,
+      metrics: check.optionalMetrics,
     })
     this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }

@@ -12,6 +12,7 @@ const { Connection } = require('./connection')
 const LOCK_OPTIONS = {
   ttlMs: check.optionalNumber,
   autoRenew: check.optionalBoolean,
+  metrics: check.optionalMetrics,
 }
 
 class LockHandle {

@@ -15,6 +15,7 @@ mod http;
 mod limiter;
 mod lock;
 mod lock_handle;
+mod metrics;
 mod native_wire;
 mod runtime;
 mod rwlock;

@@ -17,7 +17,7 @@ use crate::runtime::{guarded, guarded_sync};
 use crate::stores::StoreSettings;
 
 /// How a limiter is made (all optional).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 pub struct LimiterOptions {
     /// Where the keys live.
     pub store: StoreSettings,
@@ -35,6 +35,9 @@ pub struct LimiterOptions {
     pub deny_cache: Option<f64>,
     /// The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`).
     pub deny_cache_max_age_ms: Option<f64>,
+    /// Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`).
+    #[napi(ts_type = "(name: string, value: number, attributes: Record<string, string>) => void")]
+    pub metrics: Option<crate::metrics::Record>,
 }
 
 /// The TypeScript name of the core's prepared rules inside `ExternalObject` (opaque to JavaScript; the
@@ -72,9 +75,9 @@ pub struct NativeLimiter {
 
 /// Opens (or reuses) the store and makes a limiter.
 #[napi]
-pub async fn connect_limiter(options: LimiterOptions) -> napi::Result<NativeLimiter> {
+pub async fn connect_limiter(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
     guarded(async move {
-        let settings = limiter_options(&options)?;
+        let settings = limiter_options(&mut options)?;
         let store = crate::stores::shared(options.store.url, settings.store.timeout)
             .await
             .map_err(to_js)?;
@@ -356,7 +359,7 @@ impl NativeLimiter {
 }
 
 /// Limiter options from the JavaScript ones.
-fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOptions> {
+fn limiter_options(options: &mut LimiterOptions) -> napi::Result<ratelock::LimiterOptions> {
     let mut settings = ratelock::LimiterOptions::default().with_timeout(options.store.timeout()?);
     if let Some(prefix) = &options.store.prefix {
         settings = settings.with_prefix(prefix.as_str());
@@ -400,5 +403,10 @@ fn limiter_options(options: &LimiterOptions) -> napi::Result<ratelock::LimiterOp
         }
         (None, None) => {}
     }
-    Ok(settings.with_shadow(options.shadow.unwrap_or(false)))
+    let settings = settings.with_shadow(options.shadow.unwrap_or(false));
+    // Metrics come last: they see the answer every other hook made.
+    Ok(match options.metrics.take() {
+        Some(record) => settings.with_hook(crate::metrics::hook_of(record)),
+        None => settings,
+    })
 }

@@ -22,7 +22,7 @@ use crate::stores::StoreSettings;
 
 /// How a lock of any kind is made (all optional; what a kind does not use is not given by
 /// `lib/`). The core's one `LockOptions`, plus where the store is.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 pub struct LockSettings {
     /// Where the keys live.
     pub store: StoreSettings,
@@ -37,11 +37,14 @@ pub struct LockSettings {
     pub waiter_ttl_ms: Option<f64>,
     /// A read-write lock only: a waiting writer holds back new readers (default true).
     pub prefer_writers: Option<bool>,
+    /// Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`).
+    #[napi(ts_type = "(name: string, value: number, attributes: Record<string, string>) => void")]
+    pub metrics: Option<crate::metrics::Record>,
 }
 
 impl LockSettings {
     /// The core's lock options: its defaults, with what was given.
-    fn options(&self) -> napi::Result<ratelock::LockOptions> {
+    fn options(&mut self) -> napi::Result<ratelock::LockOptions> {
         let mut options = ratelock::LockOptions::default();
         if let Some(ms) = self.ttl_ms {
             options = options.with_ttl(convert::millis("ttlMs", ms)?);
@@ -61,6 +64,9 @@ impl LockSettings {
         if let Some(prefix) = &self.store.prefix {
             options = options.with_prefix(prefix.as_str());
         }
+        if let Some(record) = self.metrics.take() {
+            options = options.with_hook(crate::metrics::hook_of(record));
+        }
         Ok(options)
     }
 }
@@ -68,7 +74,7 @@ impl LockSettings {
 /// The checked lock options of `settings` and where the store they name comes from (the kind takes it
 /// as the store of every role, or a `DistributedLock` as a lock store, Redlock too; no I/O).
 pub(crate) fn open(
-    settings: LockSettings,
+    mut settings: LockSettings,
 ) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
     let (timeout, options) = (settings.store.timeout()?, settings.options()?);
     Ok((

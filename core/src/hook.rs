@@ -54,8 +54,8 @@ pub enum Answered {
     /// The store decided (the answer may still be a degraded one: see the `degraded` field of
     /// [`Decision`]).
     ByStore {
-        /// From the call's start to its answer, where this process measured it (`None` on Node's
-        /// wire path, whose round trip JavaScript times).
+        /// From the call's start to its answer, where it was measured (on a caller-driven wire
+        /// connection, on the caller's clock).
         elapsed: Option<Duration>,
         /// Which server code a Redis store's calls take when the answer comes: `module`, `fcall`
         /// or `evalsha` (`None` for the memory store, or while the server's code is being checked).

@@ -17,6 +17,8 @@ import {
   type RwLockState,
 } from 'ratelock'
 import { rateLimit } from 'ratelock/express'
+import { Metrics } from 'ratelock/otel'
+import { MeterProvider } from '@opentelemetry/sdk-metrics'
 
 async function main(): Promise<void> {
   const limiter = new Limiter({ url: process.env.REDIS_URL, onError: 'allow', timeoutMs: 250 })
@@ -77,3 +79,10 @@ async function main(): Promise<void> {
 }
 
 void main()
+
+// OpenTelemetry metrics: a Metrics (or a record function) for a limiter and every lock kind.
+const metrics = new Metrics({ meterProvider: new MeterProvider() })
+const measured: Limiter = new Limiter({ metrics })
+const measuredLock = new DistributedLock('nightly', { metrics })
+const recorded = new Semaphore('pool', 2, { metrics: (name: string, value: number) => console.log(name, value) })
+void [measured, measuredLock, recorded]

@@ -20,6 +20,13 @@ use crate::rule::{Algorithm, PreparedCache, PreparedRules, Rules};
 use crate::store::connection_core::BreakerState;
 use crate::store::{LimitRequest, LimitStore, MemoryStore, Store, StoreOptions};
 
+/// A store's answer where neither its time nor its route is known (the paths without hooks, and a
+/// call that never reached the store).
+pub(crate) const UNTIMED: Answered = Answered::ByStore {
+    elapsed: None,
+    route: None,
+};
+
 /// What a limiter answers when its store fails or times out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -914,7 +921,7 @@ impl Limiter {
                 other.check(&request).await
             }
         };
-        self.settle(checked, &request, None)
+        self.settle(checked, &request, UNTIMED)
     }
 
     /// The store's outcomes for `request` (misuse is answered here, without a round trip), for the
@@ -975,7 +982,7 @@ impl Limiter {
             }
         }
         let checked = self.store.check_blocking(&request)?;
-        Some(self.settle(checked, &request, None))
+        Some(self.settle(checked, &request, UNTIMED))
     }
 
     /// [`run_blocking`](Self::run_blocking) with hooks attached.
@@ -1031,15 +1038,15 @@ impl Limiter {
 
     /// The decision from the store's outcomes, or the failure policy's answer to a store failure,
     /// then what the hooks make of it (the path every decision takes: see [`decide`](Self::decide)).
-    /// `route` is the server code that answered, where the caller knows it.
+    /// `how` is what the hooks are told of the store's answer (its time and route, where known).
     pub(crate) fn settle(
         &self,
         checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
-        route: Option<&'static str>,
+        how: Answered,
     ) -> Result<Decision> {
         if !self.shared.options.hooks.is_empty() {
-            return self.settle_hooked(checked, request, route);
+            return self.settle_hooked(checked, request, how);
         }
         self.decide(checked, request)
     }
@@ -1052,10 +1059,9 @@ impl Limiter {
         &self,
         checked: Result<crate::algorithm::standing::Verdict>,
         request: &LimitRequest<'_>,
-        route: Option<&'static str>,
+        how: Answered,
     ) -> Result<Decision> {
         let answer = self.decide(checked, request);
-        let how = Answered::ByStore { elapsed: None, route };
         self.hooked_answer(answer, request, how)
     }
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::limiter::Limiter;
+use crate::hook::Answered;
+use crate::limiter::{Limiter, UNTIMED};
 use crate::rule::Rules;
 use crate::store::redis::call_tag::CallTag;
 use crate::store::redis::commands::{limit_command, limit_outcomes};
@@ -127,7 +128,7 @@ impl Limiter {
         retried: bool,
     ) -> Result<WireAnswer> {
         let tag = CallTag::of_command(command)?;
-        self.wire_answer_tagged(reply, tag, route_of_command(command), call, retried)
+        self.wire_answer_tagged(reply, tag, route_of_command(command), call, retried, None)
     }
 
     /// [`wire_answer`](Self::wire_answer) for a call known by its tag and the route it went on (what a
@@ -139,6 +140,7 @@ impl Limiter {
         route: Route,
         call: &WireCall<'_>,
         retried: bool,
+        elapsed: Option<std::time::Duration>,
     ) -> Result<WireAnswer> {
         let reply = match classify(Ok(reply.0), self.options().store.timeout) {
             Err(Failure::Other(err)) if is_refusal(&err) && route == Route::Module => {
@@ -151,8 +153,11 @@ impl Limiter {
         };
         let request = self.wire_request(call)?;
         let checked = limit_outcomes(reply, &request);
-        self.settle(checked, &request, Some(route.name()))
-            .map(WireAnswer::Decided)
+        let how = Answered::ByStore {
+            elapsed,
+            route: Some(route.name()),
+        };
+        self.settle(checked, &request, how).map(WireAnswer::Decided)
     }
 
     /// A hook's answer given before the call is encoded (`before_decision`: a local deny cache), which
@@ -195,7 +200,7 @@ impl Limiter {
     /// ```
     pub fn wire_timeout(&self, call: &WireCall<'_>) -> Result<Decision> {
         let timeout: Duration = self.options().store.timeout;
-        self.settle(Err(Error::Timeout(timeout)), &self.wire_request(call)?, None)
+        self.settle(Err(Error::Timeout(timeout)), &self.wire_request(call)?, UNTIMED)
     }
 
     /// The failure policy's answer for a call whose connection failed (refused, dropped, or a
@@ -214,7 +219,7 @@ impl Limiter {
         self.settle(
             Err(Error::StoreUnavailable(why.to_owned())),
             &self.wire_request(call)?,
-            None,
+            UNTIMED,
         )
     }
 }

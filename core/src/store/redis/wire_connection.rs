@@ -69,6 +69,8 @@ struct Pending {
     attempt: CallAttempt,
     /// When its answer is due (the caller's clock, in ms).
     deadline_ms: f64,
+    /// When it was submitted (a timeout before its first deadline): its round trip is timed from here.
+    submitted_ms: f64,
     /// Its bytes left in a `take_output`.
     written: bool,
     /// Its answer was given (timed out): its reply is still read, in order, and dropped.
@@ -235,6 +237,7 @@ impl WireConnection {
             tag,
             attempt: CallAttempt::new(),
             deadline_ms,
+            submitted_ms: deadline_ms - self.timeout_ms(),
             written: false,
             settled: false,
         };
@@ -325,7 +328,7 @@ impl WireConnection {
                         Ok(()) => continue,
                         Err(reply) => reply,
                     };
-                    let answer = self.answer(at, reply);
+                    let answer = self.answer(at, reply, now_ms);
                     match answer {
                         Ok(WireAnswer::Decided(decision)) => {
                             self.calls.remove(at);
@@ -356,7 +359,7 @@ impl WireConnection {
 
     /// The meaning of `reply` for the call at `at`; after a failed SCRIPT LOAD, a second NOSCRIPT is
     /// that failure.
-    fn answer(&mut self, at: usize, reply: super::wire_reader::Reply) -> Result<WireAnswer> {
+    fn answer(&mut self, at: usize, reply: super::wire_reader::Reply, now_ms: f64) -> Result<WireAnswer> {
         let call = &self.calls[at];
         let wire_call = WireCall {
             key: &call.key,
@@ -365,9 +368,12 @@ impl WireConnection {
             spend: call.spend,
         };
         let retried = call.attempt.reloaded();
-        let answer = self
-            .limiter
-            .wire_answer_tagged(reply, call.tag, call.walk.route(), &wire_call, retried);
+        let elapsed_ms = now_ms - call.submitted_ms;
+        let elapsed = (elapsed_ms.is_finite() && elapsed_ms >= 0.0)
+            .then(|| std::time::Duration::from_secs_f64(elapsed_ms / 1e3));
+        let answer =
+            self.limiter
+                .wire_answer_tagged(reply, call.tag, call.walk.route(), &wire_call, retried, elapsed);
         let load = self.load_failure.take();
         match (answer, load) {
             // NOSCRIPT again because the load itself failed: say why it failed (an ACL without
