@@ -124,6 +124,24 @@ function memoryHits() {
   return [() => ours.hit("bench:memory", RULE), () => theirs.consume("bench:memory")]
 }
 
+/** Memory-store hits with `ratelock/otel` on an SDK provider, and the floor: the same two recordings
+ * (a decision, a round trip) made straight on the same kind of instruments from JavaScript. */
+function meteredHits() {
+  const { MeterProvider } = require('@opentelemetry/sdk-metrics')
+  const { Metrics } = require('ratelock/otel')
+  const metered = new ratelock.Limiter({ metrics: new Metrics({ meterProvider: new MeterProvider() }) })
+  const meter = new MeterProvider().getMeter('floor')
+  const decisions = meter.createCounter('decisions')
+  const durations = meter.createHistogram('duration', { unit: 's' })
+  const decided = { outcome: 'allowed', reason: 'rule', rule: 'g1000000/1000', store: 'memory', operation: 'hit' }
+  const timed = { operation: 'hit', store: 'memory' }
+  const floor = async () => {
+    decisions.add(1, decided)
+    durations.record(1e-6, timed)
+  }
+  return [() => metered.hit('bench:metered', RULE), floor]
+}
+
 // --------------------------------------------------------------------------------------------
 // Express through real HTTP
 
@@ -383,6 +401,14 @@ async function main() {
     const memOurs = record('ratelock Limiter() (embedded memory store)', await sequential(ours))
     const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', await sequential(theirs))
     compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
+
+    console.log('5b. OpenTelemetry metrics per hit (memory store, an SDK provider)')
+    const [metered, sdkAlone] = meteredHits()
+    const meteredFigure = record('ratelock Limiter({ metrics }) memory hit', await sequential(metered))
+    const sdkFigure = record('the SDK alone: counter.add + histogram.record', await sequential(sdkAlone))
+    const addedUs = (1 / meteredFigure.rate - 1 / memOurs.rate) * 1e6
+    compare('Metrics added per hit vs the SDK\'s own two recordings', addedUs, 1e6 / sdkFigure.rate, undefined,
+      { lowerIsBetter: true, unit: 'µs' })
 
     console.log('6. WebAssembly core (bindings-wasm) in Node, one key')
     const { Limiter: WasmLimiter } = await import('../../bindings-wasm/node.mjs')

@@ -611,6 +611,49 @@ def compare_memory(report: Report) -> None:
     report.compare_rates("Memory store hit vs limits FixedWindow memory://", ours, theirs, 5.0)
 
 
+def metered_memory_hit(key: str) -> Tuple[Hit, Hit]:
+    """A memory-store hit with ratelock.otel.Metrics on an SDK provider, and the floor: the same two
+    recordings (a decision, a round trip) made straight on the same kind of instruments from Python."""
+    import ratelock
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from ratelock.otel import Metrics
+
+    limiter = ratelock.Limiter(metrics=Metrics(MeterProvider(metric_readers=[InMemoryMetricReader()])))
+    meter = MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("floor")
+    decisions, durations = meter.create_counter("decisions"), meter.create_histogram("duration", unit="s")
+    decided = {"outcome": "allowed", "reason": "rule", "rule": "g1000000/1000", "store": "memory", "operation": "hit"}
+    timed = {"operation": "hit", "store": "memory"}
+
+    def floor() -> bool:
+        decisions.add(1, decided)
+        durations.record(1e-6, timed)
+        return True
+
+    return (lambda: limiter.hit(key, RULE)), floor
+
+
+def compare_metrics(report: Report) -> None:
+    report.begin("7", "OpenTelemetry metrics per hit (memory store, an SDK provider with an in-memory reader)")
+    metered, floor = metered_memory_hit("bench:metered")
+    figures = measure_in_alternating_rounds(
+        {
+            "ratelock Limiter() memory hit, no metrics": ratelock_memory_hit("bench:unmetered"),
+            "ratelock Limiter(metrics=Metrics(provider)) memory hit": metered,
+            "the SDK alone: counter.add + histogram.record": floor,
+        }
+    )
+    for name, figure in figures.items():
+        report.record(name, figure)
+    plain, with_metrics, sdk = figures.values()
+    added = added_us(with_metrics, plain)
+    sdk_us = 1e6 / sdk.per_second
+    report.comparisons.append(
+        Comparison("Metrics added per hit vs the SDK's own two recordings", f"+{added:.2f} µs", f"{sdk_us:.2f} µs",
+                   ratio_of(added, sdk_us), None, target_is_minimum=False)
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Output
 
@@ -756,6 +799,7 @@ def main() -> None:
         compare_frameworks(report, url, port)
         compare_locks(report, url)
         compare_memory(report)
+        compare_metrics(report)
     finally:
         stop_redis_server(server)
     measure_outages(report)
