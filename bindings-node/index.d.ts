@@ -128,6 +128,11 @@ export declare class Limiter {
   hit(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
   /** Answers what `hit` would answer, without taking anything. */
   peek(key: string | Buffer, rules: string, options?: HitOptions): Promise<Decision>
+  /** `hit` answered at once, without a Promise: the memory store only (no `url`); on Redis it throws a
+   * `ConfigurationError`. */
+  hitSync(key: string | Buffer, rules: string, options?: HitOptions): Decision
+  /** `peek` answered at once, without a Promise: the memory store only (see `hitSync`). */
+  peekSync(key: string | Buffer, rules: string, options?: HitOptions): Decision
   /** Forgets the state of every given rule for `key`. */
   reset(key: string | Buffer, rules: string): Promise<void>
   /** Gives back `cost` units of every rule for `key` where the algorithm can; the decision a peek then gives. */

@@ -402,6 +402,12 @@ export declare const MAX_KEY_BYTES: number
 export declare const MAX_RULES: number
 
 /**
+ * Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O
+ * (the memory store answers at once; a Redis store would connect on its first call). For `hitSync`.
+ */
+export declare function openLimiterNow(options: LimiterOptions): NativeLimiter
+
+/**
  * A connection of `limiter` to `url`, or `null` when the URL is not one plain `redis://` server (TLS,
  * cluster, Sentinel, Redlock, memory): those stay on the runtime.
  */

@@ -43,6 +43,30 @@ async function sequential(call, seconds = SECONDS) {
   return { rate: count / elapsed, p50: at(0.5), p99: at(0.99) }
 }
 
+/** `sequential` for a synchronous `call` (no Promise, no await between calls). */
+function sequentialSync(call, seconds = SECONDS) {
+  const loop = (span, record) => {
+    let count = 0
+    const start = process.hrtime.bigint()
+    const end = start + BigInt(Math.round(span * 1e9))
+    let now = start
+    while (now < end) {
+      call()
+      const after = process.hrtime.bigint()
+      record(Number(after - now))
+      now = after
+      count++
+    }
+    return { count, elapsed: Number(now - start) / 1e9 }
+  }
+  loop(WARMUP_SECONDS, () => {})
+  const latencies = []
+  const { count, elapsed } = loop(seconds, (ns) => latencies.push(ns))
+  latencies.sort((a, b) => a - b)
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] / 1000
+  return { rate: count / elapsed, p50: at(0.5), p99: at(0.99) }
+}
+
 async function run(call, seconds, record) {
   let count = 0
   const start = process.hrtime.bigint()
@@ -401,6 +425,10 @@ async function main() {
     const memOurs = record('ratelock Limiter() (embedded memory store)', await sequential(ours))
     const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', await sequential(theirs))
     compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
+    const syncLimiter = new ratelock.Limiter()
+    const memSync = record('ratelock Limiter.hitSync (memory store, no Promise)',
+      sequentialSync(() => syncLimiter.hitSync('bench:memory-sync', RULE)))
+    compare('Memory store hitSync vs RateLimiterMemory', memSync.rate, memPeer.rate, 1)
 
     console.log('5b. OpenTelemetry metrics per hit (memory store, an SDK provider)')
     const [metered, sdkAlone] = meteredHits()

@@ -36,6 +36,13 @@ class Connection {
     return this.#connecting
   }
 
+  /** Takes `handle`, opened without waiting, as the native handle, unless one is open already; returns
+   * the one in use. */
+  adopt(handle) {
+    this.#native ??= handle
+    return this.#native
+  }
+
   /** Calls `method` of the native handle with `args` (opening it first); rejects with typed errors. */
   async call(method, ...args) {
     return (await this.get())[method](...args).catch(rethrow)

@@ -8,7 +8,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { fromNative, invalidArgument, rethrow } = require('./errors')
+const { ConfigurationError, fromNative, invalidArgument, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire-socket')
@@ -89,6 +89,19 @@ class Limiter {
   /** Answers what `hit` would answer, without spending anything. */
   peek(key, rules, options) {
     return this.#check(false, key, rules, options)
+  }
+
+  /**
+   * `hit`, answered at once without a Promise: the memory store only (a limiter with no `url`, or
+   * `memory://`). On a Redis store it throws a `ConfigurationError`: use `hit`.
+   */
+  hitSync(key, rules, options) {
+    return this.#checkNow('hitSync', true, key, rules, options)
+  }
+
+  /** `peek`, answered at once without a Promise: the memory store only (see `hitSync`). */
+  peekSync(key, rules, options) {
+    return this.#checkNow('peekSync', false, key, rules, options)
   }
 
   /** Forgets the state of every given rule for `key`. */
@@ -291,6 +304,34 @@ class Limiter {
     return answer
   }
 
+  /** A synchronous check (`hitSync`, `peekSync`) on the memory store; throws typed errors. */
+  #checkNow(method, spend, key, rules, options) {
+    try {
+      const limiter = this.#native ?? this.#openNow(method)
+      if (!this.#local) throw notInMemory(method)
+      check.key('key', key)
+      check.rules(rules)
+      let cost, nowMs
+      if (options !== undefined) {
+        const given = check.options('options', options)
+        cost = check.optionalNumber('cost', given.cost)
+        nowMs = check.optionalNumber('nowMs', given.nowMs)
+      }
+      const parsed = this.#parsed(rules)
+      limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
+      return decision(this.#out, 0, parsed)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /** The native limiter, opened now (without I/O) for a synchronous call: only on the memory store. */
+  #openNow(method) {
+    const opened = native.openLimiterNow(this.#settings)
+    if (!opened.isLocal) throw notInMemory(method)
+    return this.#opened(this.#connection.adopt(opened))
+  }
+
   /** Resolves the waiting calls batch by batch while any is waiting. */
   async #drain(limiter) {
     this.#draining = true
@@ -337,6 +378,11 @@ class Limiter {
     this.#native = limiter
     return limiter
   }
+}
+
+/** The error of a synchronous call on a store that does I/O. */
+function notInMemory(method) {
+  return new ConfigurationError(`${method} answers only on the memory store (a limiter with no url): use ${method.replace('Sync', '')}`)
 }
 
 module.exports = { Limiter }

@@ -90,6 +90,22 @@ pub async fn connect_limiter(mut options: LimiterOptions) -> napi::Result<Native
     .await
 }
 
+/// Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O
+/// (the memory store answers at once; a Redis store would connect on its first call). For `hitSync`.
+#[napi]
+pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
+    guarded_sync(|| {
+        let settings = limiter_options(&mut options)?;
+        let store = crate::stores::shared_now(options.store.url.as_deref(), settings.store.timeout)
+            .map_err(to_js)?;
+        let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
+        Ok(NativeLimiter {
+            inner,
+            completions: Arc::default(),
+        })
+    })
+}
+
 /// Where the circuit breaker of the store `url` and `timeoutMs` name stands, before any limiter on it
 /// is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
 /// process's shared one (made here if it is not yet: no I/O).

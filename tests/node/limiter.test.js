@@ -173,3 +173,35 @@ test('a URL parameter its scheme does not take is named, whatever onError says',
   }
 })
 
+
+test('hitSync and peekSync answer at once on the memory store, sharing state with hit', async () => {
+  const limiter = new ratelock.Limiter()
+  const key = `sync:${randomUUID()}`
+  const first = limiter.hitSync(key, '2/minute')
+  assert.ok(!(first instanceof Promise), 'a decision, not a promise')
+  assert.deepEqual([first.allowed, first.remaining, first.rule], [true, 1, '2/minute'])
+  const peeked = limiter.peekSync(key, '2/minute')
+  assert.deepEqual([peeked.allowed, peeked.remaining], [true, 0], 'what a hit would answer')
+  assert.equal((await limiter.hit(key, '2/minute')).remaining, 0, 'peekSync spent nothing; hit sees what hitSync spent')
+  const denied = limiter.hitSync(key, '2/minute', { cost: 1 })
+  assert.equal(denied.allowed, false)
+  assert.ok(denied.retryAfterMs > 29_000)
+  // A limiter whose first call is async, then sync, and one made elsewhere: one memory store.
+  const other = new ratelock.Limiter()
+  assert.equal(other.hitSync(key, '2/minute').allowed, false)
+  assert.equal(limiter.hitSync(key, '2/minute', { nowMs: Date.now() + 120_000 }).allowed, true, 'nowMs is the clock')
+})
+
+test('hitSync names what is wrong: bad input, and a store that does I/O', () => {
+  const limiter = new ratelock.Limiter()
+  assert.throws(() => limiter.hitSync('k', 'nonsense'), ratelock.InvalidRuleError)
+  assert.throws(() => limiter.hitSync('k', '1/second', { cost: 2 }), ratelock.CostExceedsCapacityError)
+  assert.throws(() => limiter.hitSync(42, '1/second'), /`key`/)
+  assert.throws(() => limiter.peekSync('k', '1/second', { cost: 'two' }), /`cost`/)
+  const remote = new ratelock.Limiter({ url: redis.url })
+  assert.throws(() => remote.hitSync('k', '1/second'), (error) => {
+    assert.ok(error instanceof ratelock.ConfigurationError)
+    assert.match(error.message, /memory store.*use hit/)
+    return true
+  })
+})
