@@ -96,8 +96,8 @@ pub async fn connect_limiter(mut options: LimiterOptions) -> napi::Result<Native
 pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
     guarded_sync(|| {
         let settings = limiter_options(&mut options)?;
-        let store = crate::stores::shared_now(options.store.url.as_deref(), settings.store.timeout)
-            .map_err(to_js)?;
+        let store =
+            crate::stores::shared_now(options.store.url.as_deref(), settings.store.timeout).map_err(to_js)?;
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
         Ok(NativeLimiter {
             inner,

@@ -96,16 +96,21 @@ type Grant = (usize, u64, u64, u64);
 pub struct GrantStream {
     stop: Arc<AtomicBool>,
     grants: Arc<Mutex<Vec<Grant>>>,
-    failures: Arc<Mutex<Vec<Instant>>>,
+    /// When an acquire failed, and whether it only waited out its time (the lock was held).
+    failures: Arc<Mutex<Vec<(Instant, bool)>>>,
     tasks: Vec<JoinHandle<()>>,
 }
+
+/// A grant stream's lease length and longest wait per acquire, in ms.
+const LEASE_MS: u64 = 2000;
+const WAIT_MS: u64 = 500;
 
 impl GrantStream {
     pub fn start(store: &Store, tasks: usize, names: usize) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let grants: Arc<Mutex<Vec<Grant>>> = Arc::default();
-        let failures: Arc<Mutex<Vec<Instant>>> = Arc::default();
-        let options = LockOptions::default().with_ttl(Duration::from_secs(2));
+        let failures: Arc<Mutex<Vec<(Instant, bool)>>> = Arc::default();
+        let options = LockOptions::default().with_ttl(Duration::from_millis(LEASE_MS));
         let tasks = (0..tasks)
             .map(|task| {
                 let name = task % names;
@@ -113,10 +118,16 @@ impl GrantStream {
                 let (stop, grants, failures) = (stop.clone(), grants.clone(), failures.clone());
                 tokio::spawn(async move {
                     while !stop.load(Ordering::Relaxed) {
-                        let Ok(guard) = lock.acquire(Duration::from_millis(500)).await else {
-                            failures.lock().unwrap().push(Instant::now());
-                            tokio::time::sleep(Duration::from_millis(5)).await;
-                            continue;
+                        let guard = match lock.acquire(Duration::from_millis(WAIT_MS)).await {
+                            Ok(guard) => guard,
+                            Err(err) => {
+                                failures
+                                    .lock()
+                                    .unwrap()
+                                    .push((Instant::now(), err.is_wait_timeout()));
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                                continue;
+                            }
                         };
                         let entered = now_us();
                         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -144,10 +155,24 @@ impl GrantStream {
         stop_all(&self.stop, self.tasks, "lock grants").await;
         let settled = promoted_at + RESUME_WITHIN;
         let failures = self.failures.lock().unwrap().clone();
-        let late = failures.iter().filter(|at| **at > settled).count();
+        let late = failures
+            .iter()
+            .filter(|(at, waited)| !waited && *at > settled)
+            .count();
         assert_eq!(
             late, 0,
             "{label}: lock grants still failed more than {RESUME_WITHIN:?} after the promotion"
+        );
+        // A release the failover refused leaves its lease to expire: waits for that lock may time out
+        // until the lease's end, plus one wait, but no later.
+        let stranded_until = settled + Duration::from_millis(LEASE_MS + WAIT_MS);
+        let late_waits = failures
+            .iter()
+            .filter(|(at, waited)| *waited && *at > stranded_until)
+            .count();
+        assert_eq!(
+            late_waits, 0,
+            "{label}: waits for lock grants still timed out after a stranded lease's end"
         );
         let mut grants = self.grants.lock().unwrap().clone();
         grants.sort_by_key(|&(name, _, entered, _)| (name, entered));
