@@ -77,7 +77,16 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
     and burst ~= nil and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1
     and burst >= 1 and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
     and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
-  local held = fast and redis.call('MGET', KEYS[2], KEYS[#KEYS])
+  -- One read for the entry, the override and, for GCRA, the rule's own state (a string key).
+  local gcra = code == 'g'
+  local held = nil
+  if fast then
+    if gcra then
+      held = redis.call('MGET', KEYS[2], KEYS[#KEYS], KEYS[1])
+    else
+      held = redis.call('MGET', KEYS[2], KEYS[#KEYS])
+    end
+  end
   if held and (held[1] or held[2]) then
     -- No entry, and an override of one window (the general path's reading of it, for that one case):
     -- this rule's limit and burst when it is this rule's window, the rule as given when another's. A
@@ -115,12 +124,12 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
     -- Each "q = floor(a / b), then one step each way" below is idiv(a, b); cdiv(a, b) is that on
     -- a + b - 1 for a > 0, else 0; px(us) is cdiv(us, 1000) raised to MIN_TTL_MS.
 
-    if code == 'g' then
+    if gcra then
       local a = period + limit - 1
       local t = floor(a / limit)
       if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
       local tau = burst * t
-      local tat = stored(redis.call('GET', key), key) or now
+      local tat = stored(held[3], key) or now
       if tat < now then tat = now end
       local new_tat = tat + cost * t
       local allow_at = new_tat - tau
@@ -415,6 +424,10 @@ end
 
 -- The general path: several rules, checked together, and every error.
 
+-- ratelock: definitions (from here to "end of definitions": functions and constant tables that use
+-- nothing of the call; the Functions library defines them once, at load, and EVALSHA on every call
+-- that takes the general path)
+
 -- floor(a / b) for non-negative integers below 2^53, exact despite rounding in the float division.
 local function idiv(a, b)
   local q = math.floor(a / b)
@@ -518,6 +531,186 @@ local function rule_gcra(key, now, cost, limit, period, burst)
     redis.call('SET', key, new_tat, 'PX', px(new_tat - now))
   end
 end
+
+-- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
+local function rule_token(key, now, cost, limit, period, burst, _, tf, lf)
+  local g = gcd(limit, period)
+  local scale, rate = idiv(period, g), idiv(limit, g)
+  local capacity, need = burst * scale, cost * scale
+  local v = redis.call('HMGET', key, tf, lf)
+  local tokens, last = stored(v[1], key), stored(v[2], key)
+  if tokens == nil or last == nil then
+    tokens, last = capacity, now
+  end
+  if now > last then
+    local elapsed = now - last
+    if elapsed >= cdiv(capacity - tokens, rate) then
+      tokens = capacity
+    else
+      tokens = tokens + elapsed * rate
+    end
+  end
+  -- A reservation may have left `last` ahead of now: `tokens` is the bucket then, and the refill from
+  -- now until then is not in it yet (token_bucket::available).
+  local ahead = 0
+  if last > now then ahead = last - now end
+  if last < now then last = now end
+  local function available(held)
+    if ahead <= idiv(held, rate) then return held - ahead * rate end
+    return 0
+  end
+  local standing = { 1, limit, idiv(available(tokens), scale), ahead + cdiv(capacity - tokens, rate), 0 }
+  if tokens < need then
+    return { 0, limit, standing[3], standing[4], ahead + cdiv(need - tokens, rate) }
+  end
+  if idiv(tokens - need, rate) < ahead then
+    return { 0, limit, standing[3], standing[4], ahead - idiv(tokens - need, rate) }
+  end
+  tokens = tokens - need
+  local reset = ahead + cdiv(capacity - tokens, rate)
+  return { 1, limit, idiv(available(tokens), scale), reset, 0 }, standing, function()
+    redis.call('HSET', key, tf, tokens, lf, last)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Leaky bucket (meter): hash {v = water as µs of drain time, l = last update µs}.
+local function rule_leaky(key, now, cost, limit, period, burst)
+  local t = cdiv(period, limit)
+  local capacity, pour = burst * t, cost * t
+  local v = redis.call('HMGET', key, 'v', 'l')
+  local level, last = stored(v[1], key), stored(v[2], key)
+  if level == nil or last == nil then
+    level, last = 0, now
+  end
+  -- A reservation may have left `last` ahead of now: as of now, the funnel also holds what drains
+  -- until then.
+  if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
+  last = now
+  local standing = { 1, limit, idiv(math.max(capacity - level, 0), t), level, 0 }
+  if level + pour > capacity then
+    return { 0, limit, standing[3], standing[4], level + pour - capacity }
+  end
+  level = level + pour
+  return { 1, limit, idiv(capacity - level, t), level, 0 }, standing, function()
+    redis.call('HSET', key, 'v', level, 'l', last)
+    redis.call('PEXPIRE', key, px(level))
+  end
+end
+
+-- Fixed window: hash {w = window index, c = count}, for the window that ends at `ends`.
+local function count_in_window(key, now, cost, limit, window, ends)
+  local v = redis.call('HMGET', key, 'w', 'c')
+  local count = 0
+  local w, c = stored(v[1], key), stored(v[2], key)
+  if w == window then count = c or 0 end
+  local reset = ends - now
+  local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
+  if count + cost > limit then
+    return { 0, limit, standing[3], reset, reset }
+  end
+  count = count + cost
+  return { 1, limit, limit - count, reset, 0 }, standing, function()
+    redis.call('HSET', key, 'w', window, 'c', count)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+local function rule_fixed(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  return count_in_window(key, now, cost, limit, window, (window + 1) * period)
+end
+
+-- A calendar window (code ch, cd, cw, cm or cy) at `offset` minutes east of UTC.
+local function rule_calendar(key, now, cost, limit, offset, _, code)
+  local window, ends = calendar_window(code, offset, now)
+  return count_in_window(key, now, cost, limit, window, ends)
+end
+
+-- Smallest value in 0..max for which the monotone predicate holds, starting from a guess.
+local function settle(guess, max, fits)
+  while guess < max and not fits(guess) do guess = guess + 1 end
+  while guess > 0 and fits(guess - 1) do guess = guess - 1 end
+  return guess
+end
+
+-- Sliding window counter: hash {w = current window index, c = its count, p = previous window's count}.
+local function rule_sliding(key, now, cost, limit, period)
+  local window = idiv(now, period)
+  local rem = period - (now - window * period)
+  local v = redis.call('HMGET', key, 'w', 'c', 'p')
+  local w, current, previous = stored(v[1], key), stored(v[2], key) or 0, stored(v[3], key) or 0
+  local cur, prev = 0, 0
+  if w == window then
+    cur, prev = current, previous
+  elseif w ~= nil and w + 1 == window then
+    prev = current
+  end
+  local used = prev * rem / period + cur
+  local function reset_for(c)
+    if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
+  end
+  local standing = { 1, limit, math.max(math.floor(limit - used), 0), reset_for(cur), 0 }
+  if used + cost > limit then
+    local retry
+    if cur + cost <= limit then
+      local room = limit - cur - cost
+      local guess = math.min(math.max(rem - math.floor(room * period / prev), 0), rem)
+      retry = settle(guess, rem, function(wait)
+        return prev * (rem - wait) / period + cur + cost <= limit
+      end)
+    else
+      local room = limit - cost
+      local guess = math.min(math.max(period - math.floor(room * period / cur), 0), period)
+      retry = rem + settle(guess, period, function(into)
+        return cur * (period - into) / period + cost <= limit
+      end)
+    end
+    return { 0, limit, standing[3], standing[4], retry }
+  end
+  local count = cur + cost
+  local reset = reset_for(count)
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function()
+    redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+-- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores.
+local function rule_log(key, now, cost, limit, period)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
+  local count = redis.call('ZCARD', key)
+  local newest = nil
+  if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
+  local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
+  if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
+  if count + cost > limit then
+    local k = count + cost - limit
+    local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
+    return { 0, limit, standing[3], standing[4], kth + period - now }
+  end
+  local latest = now
+  if newest ~= nil and newest > now then latest = newest end
+  local reset = latest + period - now
+  return { 1, limit, limit - count - cost, reset, 0 }, standing, function()
+    local stamp = int(now)
+    local taken = redis.call('ZCOUNT', key, stamp, stamp)
+    local args = {}
+    for n = taken, taken + cost - 1 do
+      args[#args + 1] = stamp
+      args[#args + 1] = stamp .. ':' .. n
+    end
+    redis.call('ZADD', key, unpack(args))
+    redis.call('PEXPIRE', key, px(reset))
+  end
+end
+
+local rules_by_code = {
+  g = rule_gcra, tb = rule_token, lb = rule_leaky,
+  fw = rule_fixed, sw = rule_sliding, sl = rule_log,
+  ch = rule_calendar, cd = rule_calendar, cw = rule_calendar, cm = rule_calendar, cy = rule_calendar,
+}
+-- ratelock: end of definitions
 
 -- The call's own arguments, checked before any rule is looked at.
 local mode = ARGV[1]
@@ -726,184 +919,6 @@ if entry then
   end
 end
 
--- Token bucket: hash {t = scaled tokens, l = last refill µs}; tokens scaled by period/g, refill limit/g per µs.
-local function rule_token(key, now, cost, limit, period, burst, _, tf, lf)
-  local g = gcd(limit, period)
-  local scale, rate = idiv(period, g), idiv(limit, g)
-  local capacity, need = burst * scale, cost * scale
-  local v = redis.call('HMGET', key, tf, lf)
-  local tokens, last = stored(v[1], key), stored(v[2], key)
-  if tokens == nil or last == nil then
-    tokens, last = capacity, now
-  end
-  if now > last then
-    local elapsed = now - last
-    if elapsed >= cdiv(capacity - tokens, rate) then
-      tokens = capacity
-    else
-      tokens = tokens + elapsed * rate
-    end
-  end
-  -- A reservation may have left `last` ahead of now: `tokens` is the bucket then, and the refill from
-  -- now until then is not in it yet (token_bucket::available).
-  local ahead = 0
-  if last > now then ahead = last - now end
-  if last < now then last = now end
-  local function available(held)
-    if ahead <= idiv(held, rate) then return held - ahead * rate end
-    return 0
-  end
-  local standing = { 1, limit, idiv(available(tokens), scale), ahead + cdiv(capacity - tokens, rate), 0 }
-  if tokens < need then
-    return { 0, limit, standing[3], standing[4], ahead + cdiv(need - tokens, rate) }
-  end
-  if idiv(tokens - need, rate) < ahead then
-    return { 0, limit, standing[3], standing[4], ahead - idiv(tokens - need, rate) }
-  end
-  tokens = tokens - need
-  local reset = ahead + cdiv(capacity - tokens, rate)
-  return { 1, limit, idiv(available(tokens), scale), reset, 0 }, standing, function()
-    redis.call('HSET', key, tf, tokens, lf, last)
-    redis.call('PEXPIRE', key, px(reset))
-  end
-end
-
--- Leaky bucket (meter): hash {v = water as µs of drain time, l = last update µs}.
-local function rule_leaky(key, now, cost, limit, period, burst)
-  local t = cdiv(period, limit)
-  local capacity, pour = burst * t, cost * t
-  local v = redis.call('HMGET', key, 'v', 'l')
-  local level, last = stored(v[1], key), stored(v[2], key)
-  if level == nil or last == nil then
-    level, last = 0, now
-  end
-  -- A reservation may have left `last` ahead of now: as of now, the funnel also holds what drains
-  -- until then.
-  if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
-  last = now
-  local standing = { 1, limit, idiv(math.max(capacity - level, 0), t), level, 0 }
-  if level + pour > capacity then
-    return { 0, limit, standing[3], standing[4], level + pour - capacity }
-  end
-  level = level + pour
-  return { 1, limit, idiv(capacity - level, t), level, 0 }, standing, function()
-    redis.call('HSET', key, 'v', level, 'l', last)
-    redis.call('PEXPIRE', key, px(level))
-  end
-end
-
--- Fixed window: hash {w = window index, c = count}, for the window that ends at `ends`.
-local function count_in_window(key, now, cost, limit, window, ends)
-  local v = redis.call('HMGET', key, 'w', 'c')
-  local count = 0
-  local w, c = stored(v[1], key), stored(v[2], key)
-  if w == window then count = c or 0 end
-  local reset = ends - now
-  local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
-  if count + cost > limit then
-    return { 0, limit, standing[3], reset, reset }
-  end
-  count = count + cost
-  return { 1, limit, limit - count, reset, 0 }, standing, function()
-    redis.call('HSET', key, 'w', window, 'c', count)
-    redis.call('PEXPIRE', key, px(reset))
-  end
-end
-
-local function rule_fixed(key, now, cost, limit, period)
-  local window = idiv(now, period)
-  return count_in_window(key, now, cost, limit, window, (window + 1) * period)
-end
-
--- A calendar window (code ch, cd, cw, cm or cy) at `offset` minutes east of UTC.
-local function rule_calendar(key, now, cost, limit, offset, _, code)
-  local window, ends = calendar_window(code, offset, now)
-  return count_in_window(key, now, cost, limit, window, ends)
-end
-
--- Smallest value in 0..max for which the monotone predicate holds, starting from a guess.
-local function settle(guess, max, fits)
-  while guess < max and not fits(guess) do guess = guess + 1 end
-  while guess > 0 and fits(guess - 1) do guess = guess - 1 end
-  return guess
-end
-
--- Sliding window counter: hash {w = current window index, c = its count, p = previous window's count}.
-local function rule_sliding(key, now, cost, limit, period)
-  local window = idiv(now, period)
-  local rem = period - (now - window * period)
-  local v = redis.call('HMGET', key, 'w', 'c', 'p')
-  local w, current, previous = stored(v[1], key), stored(v[2], key) or 0, stored(v[3], key) or 0
-  local cur, prev = 0, 0
-  if w == window then
-    cur, prev = current, previous
-  elseif w ~= nil and w + 1 == window then
-    prev = current
-  end
-  local used = prev * rem / period + cur
-  local function reset_for(c)
-    if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
-  end
-  local standing = { 1, limit, math.max(math.floor(limit - used), 0), reset_for(cur), 0 }
-  if used + cost > limit then
-    local retry
-    if cur + cost <= limit then
-      local room = limit - cur - cost
-      local guess = math.min(math.max(rem - math.floor(room * period / prev), 0), rem)
-      retry = settle(guess, rem, function(wait)
-        return prev * (rem - wait) / period + cur + cost <= limit
-      end)
-    else
-      local room = limit - cost
-      local guess = math.min(math.max(period - math.floor(room * period / cur), 0), period)
-      retry = rem + settle(guess, period, function(into)
-        return cur * (period - into) / period + cost <= limit
-      end)
-    end
-    return { 0, limit, standing[3], standing[4], retry }
-  end
-  local count = cur + cost
-  local reset = reset_for(count)
-  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function()
-    redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
-    redis.call('PEXPIRE', key, px(reset))
-  end
-end
-
--- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores.
-local function rule_log(key, now, cost, limit, period)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
-  local count = redis.call('ZCARD', key)
-  local newest = nil
-  if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
-  local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
-  if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
-  if count + cost > limit then
-    local k = count + cost - limit
-    local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
-    return { 0, limit, standing[3], standing[4], kth + period - now }
-  end
-  local latest = now
-  if newest ~= nil and newest > now then latest = newest end
-  local reset = latest + period - now
-  return { 1, limit, limit - count - cost, reset, 0 }, standing, function()
-    local stamp = int(now)
-    local taken = redis.call('ZCOUNT', key, stamp, stamp)
-    local args = {}
-    for n = taken, taken + cost - 1 do
-      args[#args + 1] = stamp
-      args[#args + 1] = stamp .. ':' .. n
-    end
-    redis.call('ZADD', key, unpack(args))
-    redis.call('PEXPIRE', key, px(reset))
-  end
-end
-
-local rules_by_code = {
-  g = rule_gcra, tb = rule_token, lb = rule_leaky,
-  fw = rule_fixed, sw = rule_sliding, sl = rule_log,
-  ch = rule_calendar, cd = rule_calendar, cw = rule_calendar, cm = rule_calendar, cy = rule_calendar,
-}
 
 -- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
 local function decide_rule(i)

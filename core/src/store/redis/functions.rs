@@ -3,16 +3,19 @@
 //! restart that kept its data never meets NOSCRIPT; servers without Functions (or an ACL that denies
 //! them) keep EVALSHA.
 //!
-//! Each function is a script's tagged body (the same text EVALSHA runs) as the callback's body, with
-//! its parameters named `KEYS` and `ARGV`, so the script's code cannot tell the two apart. Names carry
-//! a hash of the code: two client versions during a rolling deploy each find their own functions, and
-//! neither replaces the other's library.
+//! The library is lean: what every call would otherwise build again is built once, when the library
+//! loads. The prelude (`now_us`, `stored`, `int`, `next_fence`) and each script's definitions (the
+//! part between `-- ratelock: definitions` and `-- ratelock: end of definitions`: functions and
+//! constant tables that use nothing of the call) run at load; each function then runs the rest of its
+//! script, the very text EVALSHA runs, with its parameters named `KEYS` and `ARGV`, inside the same
+//! call-tag envelope. Names carry a hash of the code: two client versions during a rolling deploy each
+//! find their own functions, and neither replaces the other's library.
 
 use std::sync::LazyLock;
 
 use redis::Cmd;
 
-use super::script::ALL;
+use super::script::{ALL, FENCE, PRELUDE};
 
 /// The library: its name and its code.
 pub(crate) struct Library {
@@ -27,15 +30,44 @@ pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         hashed.push_str(&script.sha);
     }
     let name = format!("ratelock_{}", &redis::Script::new(&hashed).get_hash()[..12]);
-    let mut code = format!("#!lua name={name}\n");
-    for script in ALL {
+    let mut code = format!("#!lua name={name}\n{PRELUDE}\n{FENCE}\n");
+    for (index, script) in ALL.iter().enumerate() {
+        let (definitions, body) = split_definitions(script.source);
+        code.push_str(definitions);
         code.push_str(&format!(
-            "redis.register_function('{}', function(KEYS, ARGV)\n{}\nend)\n",
-            script.function, script.body
+            "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
+             redis.register_function('{}', function(KEYS, ARGV)\n\
+             \x20 local tag = table.remove(ARGV)\n\
+             \x20 local reply = script_{index}(KEYS, ARGV)\n\
+             \x20 if type(reply) == 'table' and reply.err then return reply end\n\
+             \x20 return {{ tag, reply }}\n\
+             end)\n",
+            script.function
         ));
     }
     Library { name, code }
 });
+
+/// The line that opens a script's definitions, and the one that closes them.
+const DEFINITIONS: &str = "-- ratelock: definitions";
+const END_OF_DEFINITIONS: &str = "-- ratelock: end of definitions";
+
+/// A script's definitions (run once, at load), and the rest of its text (run on every call): the whole
+/// text when it has none.
+fn split_definitions(source: &str) -> (&str, String) {
+    let Some(start) = source.find(DEFINITIONS) else {
+        return ("", source.to_owned());
+    };
+    let end = source[start..]
+        .find(END_OF_DEFINITIONS)
+        .map(|at| start + at)
+        .expect("a script's definitions end with the line that says so");
+    let rest = end + source[end..].find('\n').map_or(source.len() - end, |at| at + 1);
+    (
+        &source[start..end],
+        format!("{}{}", &source[..start], &source[rest..]),
+    )
+}
 
 /// The function library the Redis store loads, for tools that send the same calls (benchmarks): its
 /// name, its code (what `FUNCTION LOAD` takes) and the name of `limit.lua`'s function in it (what
@@ -98,5 +130,30 @@ mod tests {
             assert!(LIBRARY.code.contains(&format!("'{}'", script.function)));
         }
         assert!(LIBRARY.name.starts_with("ratelock_"));
+    }
+
+    #[test]
+    fn helpers_are_defined_once_at_load_not_in_every_call() {
+        // Before the first script's function: at the library's top level.
+        let first_function = LIBRARY.code.find("local function script_").unwrap();
+        for helper in [
+            "local function now_us(",
+            "local function next_fence(",
+            "local function idiv(",
+            "local function rule_token(",
+            "local rules_by_code = {",
+        ] {
+            let at = LIBRARY
+                .code
+                .find(helper)
+                .unwrap_or_else(|| panic!("{helper} is in the library"));
+            assert!(at < first_function, "{helper} is defined at load");
+            assert_eq!(LIBRARY.code.matches(helper).count(), 1, "{helper} once");
+        }
+        // What runs on every call is the rest of the script: its fast path and its general path.
+        let (definitions, rest) = split_definitions(super::super::script::LIMIT.source);
+        assert!(definitions.contains("local function rule_gcra("));
+        assert!(rest.contains("local mode = ARGV[1]") && !rest.contains("local function idiv("));
+        assert_eq!(split_definitions("return 1"), ("", "return 1".to_owned()));
     }
 }

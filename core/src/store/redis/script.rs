@@ -9,6 +9,9 @@ use std::sync::LazyLock;
 
 /// A script (its tagged form, as sent to Redis) and its SHA1, for EVALSHA with a load on NOSCRIPT.
 pub(crate) struct LuaScript {
+    /// The script as written (what the Functions library builds its function from).
+    pub(crate) source: &'static str,
+    /// The script in its call-tag envelope, as EVALSHA runs it.
     pub(crate) body: String,
     pub(crate) sha: String,
     /// The ratelock module's command that stands in for it (same arguments and reply), if any.
@@ -24,6 +27,7 @@ impl LuaScript {
         LuaScript {
             function: function_name(name, &sha),
             sha,
+            source,
             body,
             module_command: None,
         }
@@ -67,9 +71,9 @@ fn script(name: &'static str, source: &'static str, module_command: &'static str
 }
 
 /// What every script's body may use (`now_us`, `stored`, `int`).
-const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
+pub(crate) const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
 /// `next_fence`, placed after the prelude only in front of the scripts that call it.
-const FENCE: &str = include_str!("../../../lua/fence.lua");
+pub(crate) const FENCE: &str = include_str!("../../../lua/fence.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
 pub(crate) static LIMIT: LazyLock<LuaScript> =
