@@ -275,14 +275,7 @@ class Limiter {
     }
     let cost, nowMs, parsed
     try {
-      check.key('key', key)
-      check.rules(rules)
-      if (options !== undefined) {
-        const given = check.options('options', options)
-        cost = check.optionalNumber('cost', given.cost)
-        nowMs = check.optionalNumber('nowMs', given.nowMs)
-      }
-      parsed = this.#parsed(rules)
+      ;({ cost, nowMs, parsed } = this.#arguments(key, rules, options))
       if (this.#local) {
         limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
         return Promise.resolve(decision(this.#out, 0, parsed))
@@ -304,20 +297,25 @@ class Limiter {
     return answer
   }
 
+  /** The checked arguments of a hit or a peek: its cost, its clock and the parsed rules. */
+  #arguments(key, rules, options) {
+    check.key('key', key)
+    check.rules(rules)
+    let cost, nowMs
+    if (options !== undefined) {
+      const given = check.options('options', options)
+      cost = check.optionalNumber('cost', given.cost)
+      nowMs = check.optionalNumber('nowMs', given.nowMs)
+    }
+    return { cost, nowMs, parsed: this.#parsed(rules) }
+  }
+
   /** A synchronous check (`hitSync`, `peekSync`) on the memory store; throws typed errors. */
   #checkNow(method, spend, key, rules, options) {
     try {
       const limiter = this.#native ?? this.#openNow(method)
       if (!this.#local) throw notInMemory(method)
-      check.key('key', key)
-      check.rules(rules)
-      let cost, nowMs
-      if (options !== undefined) {
-        const given = check.options('options', options)
-        cost = check.optionalNumber('cost', given.cost)
-        nowMs = check.optionalNumber('nowMs', given.nowMs)
-      }
-      const parsed = this.#parsed(rules)
+      const { cost, nowMs, parsed } = this.#arguments(key, rules, options)
       limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
       return decision(this.#out, 0, parsed)
     } catch (error) {
