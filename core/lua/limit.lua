@@ -129,7 +129,11 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
       local t = floor(a / limit)
       if t * limit > a then t = t - 1 elseif (t + 1) * limit <= a then t = t + 1 end
       local tau = burst * t
-      local tat = stored(held[3], key) or now
+      -- MGET answers nil for a key of another type too: a GET tells that apart (WRONGTYPE fails the
+      -- call, as on the general path) whenever no state was read.
+      local raw = held[3]
+      if not raw then raw = redis.call('GET', key) end
+      local tat = stored(raw, key) or now
       if tat < now then tat = now end
       local new_tat = tat + cost * t
       local allow_at = new_tat - tau
