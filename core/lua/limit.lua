@@ -87,6 +87,21 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
       held = redis.call('MGET', KEYS[2], KEYS[#KEYS])
     end
   end
+  if held and held[1] and (#KEYS == 2 or not held[2]) then
+    -- A live ban or list entry and no override: the general path's answer of an entry, written out
+    -- (nothing else is read or spent). A malformed or past entry goes on to the general path.
+    local entry = held[1]
+    local kind, ends = string.sub(entry, 1, 1), string.sub(entry, 2)
+    if (kind == 'b' or kind == 'd' or kind == 'a') and #ends <= 16 and string.find(ends, '^%d+$') then
+      local until_us, now = tonumber(ends), now_us(ARGV[2])
+      if until_us <= MAX_EXACT and until_us > now then
+        if kind == 'a' then return { 3, 1, limit, capacity, 0, 0 } end
+        local wait = until_us - now
+        if kind == 'b' then return { 1, 0, limit, 0, wait, wait } end
+        return { 2, 0, limit, 0, wait, wait }
+      end
+    end
+  end
   if held and (held[1] or held[2]) then
     -- No entry, and an override of one window (the general path's reading of it, for that one case):
     -- this rule's limit and burst when it is this rule's window, the rule as given when another's. A
