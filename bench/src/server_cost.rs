@@ -103,17 +103,15 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
                 stat: "ratelock.limit",
             });
         }
-        if label == LUA_GCRA_LABEL {
-            // The same call as a Redis Function, the route the store takes on a server without the
-            // module: FCALL <function> and EVALSHA's arguments after the SHA1.
-            let mut fcall = vec!["FCALL".to_owned(), library.limit_function.to_owned()];
-            fcall.extend(lua[2..].iter().cloned());
-            paths.push(Path {
-                name: format!("ratelock limit.lua as a Redis Function (FCALL), {label}"),
-                command: fcall,
-                stat: "fcall",
-            });
-        }
+        // The same call as a Redis Function, the route the store takes on a server without the module
+        // (Redis >= 7): FCALL <function> and EVALSHA's arguments after the SHA1.
+        let mut fcall = vec!["FCALL".to_owned(), library.limit_function.to_owned()];
+        fcall.extend(lua[2..].iter().cloned());
+        paths.push(Path {
+            name: format!("{LUA_FCALL_PREFIX}{label}"),
+            command: fcall,
+            stat: "fcall",
+        });
         paths.push(Path {
             name: format!("ratelock limit.lua, {label}"),
             command: lua,
@@ -176,6 +174,8 @@ const THREE_GCRA_LABEL: &str = "3 GCRA rules (100/minute; 1000/hour; 10/second)"
 pub(crate) const MODULE_GCRA_NAME: &str = "ratelock module RATELOCK.LIMIT, one GCRA rule";
 /// The name of limit.lua's single GCRA rule in the rows.
 pub(crate) const LUA_GCRA_NAME: &str = "ratelock limit.lua, one GCRA rule";
+/// The start of the name of a row of limit.lua called as a Redis Function.
+const LUA_FCALL_PREFIX: &str = "ratelock limit.lua as a Redis Function (FCALL), ";
 
 /// One path's figures: its name, saturated calls/s and server µs per call.
 pub(crate) type Figure = (String, Option<f64>, Option<f64>);
@@ -296,7 +296,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             } else {
                 cell.and_then(|(_, micros)| micros)
             },
-            target: if name == LUA_GCRA_NAME {
+            target: if name == LUA_GCRA_NAME || name == format!("{LUA_FCALL_PREFIX}{LUA_GCRA_LABEL}") {
                 Target::RatioAtMost(LUA_GCRA_TARGET_RATIO)
             } else {
                 Target::None
