@@ -1,6 +1,7 @@
-//! Metrics for Node: a core hook that hands each measurement of `ratelock::metrics` (the names, units
-//! and attributes every language shares) to a JavaScript function, `record(name, value, attributes)`,
-//! queued to the JavaScript thread: `lib/otel.js`'s `Metrics` passes it on to `@opentelemetry/api`.
+//! Metrics for Node: the core's `Recording` hook handing each measurement of `ratelock::metrics` (the
+//! names, units and attributes every language shares) to a JavaScript function, `record(name, value,
+//! attributes)`, queued to the JavaScript thread: `lib/otel.js`'s `Metrics` passes it on to
+//! `@opentelemetry/api`.
 //! Nothing is attached, and nothing costs, unless a limiter or a lock is given `metrics`.
 
 use std::collections::HashMap;
@@ -9,8 +10,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use ratelock::hook::{Answered, Hook, LimitCall, LockEvent};
-use ratelock::metrics::{Instrument, Measurement};
+use ratelock::hook::Hook;
+use ratelock::metrics::{Instrument, Measurement, Recording};
 
 /// One measurement as JavaScript receives it: the instrument's name, the value (a count, or seconds)
 /// and the attributes.
@@ -20,46 +21,21 @@ type Args = FnArgs<(&'static str, f64, HashMap<&'static str, String>)>;
 /// metrics never keep the process alive).
 pub type Record = ThreadsafeFunction<Args, (), Args, napi::Status, false, true>;
 
-/// The hook: every measurement is queued to `record` on the JavaScript thread (a measurement made on
-/// that thread runs after the call that made it). An exception `record` throws is the process's
-/// `uncaughtException`, never the call's.
-struct Recorder {
-    record: Record,
-}
-
-impl Recorder {
-    fn send(&self, measurement: Measurement<'_>) {
+/// The hook of a `metrics` option: every measurement is queued to `record` on the JavaScript thread (a
+/// measurement made on that thread runs after the call that made it). An exception `record` throws is
+/// the process's `uncaughtException`, never the call's.
+pub(crate) fn hook_of(record: Record) -> Arc<dyn Hook> {
+    Arc::new(Recording::new(move |measurement: Measurement<'_>| {
         let attributes = measurement
             .attributes
             .iter()
             .map(|(name, value)| (*name, value.as_str().to_owned()))
             .collect();
         let args = (measurement.instrument.name(), measurement.value, attributes);
-        // Queued without blocking; a queue closing as the process exits refuses, and nothing is owed.
-        let _ = self
-            .record
-            .call(FnArgs::from(args), ThreadsafeFunctionCallMode::NonBlocking);
-    }
-}
-
-impl Hook for Recorder {
-    fn on_decision(
-        &self,
-        call: &LimitCall<'_>,
-        answer: &mut ratelock::Result<ratelock::Decision>,
-        how: Answered,
-    ) {
-        ratelock::metrics::of_answer(call, answer, how, &mut |m| self.send(m));
-    }
-
-    fn on_lock_event(&self, event: &LockEvent<'_>) {
-        ratelock::metrics::of_lock_event(event, &mut |m| self.send(m));
-    }
-}
-
-/// The hook of a `metrics` option.
-pub(crate) fn hook_of(record: Record) -> Arc<dyn Hook> {
-    Arc::new(Recorder { record })
+        // The queue has no bound, so a call is refused only once the queue closes as the process
+        // exits: nothing waits for that measurement any more.
+        let _closing = record.call(FnArgs::from(args), ThreadsafeFunctionCallMode::NonBlocking);
+    }))
 }
 
 /// One of ratelock's instruments, as `lib/otel.js` creates it.

@@ -1,38 +1,21 @@
-//! Metrics for Python: a core hook that hands each measurement of `ratelock::metrics` (the names, units
-//! and attributes every language shares) to a Python callable, `record(name, value, attributes)`:
-//! `ratelock.otel.Metrics` passes it on to the `opentelemetry-api` instruments. Nothing is attached,
-//! and nothing costs, unless a limiter or a lock is given `metrics=`.
+//! Metrics for Python: the core's `Recording` hook handing each measurement of `ratelock::metrics` (the
+//! names, units and attributes every language shares) to a Python callable, `record(name, value,
+//! attributes)`: `ratelock.otel.Metrics` passes it on to the `opentelemetry-api` instruments. Nothing is
+//! attached, and nothing costs, unless a limiter or a lock is given `metrics=`.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use ratelock::hook::{Answered, Hook, LimitCall, LockEvent};
-use ratelock::metrics::{Instrument, Measurement};
+use ratelock::hook::Hook;
+use ratelock::metrics::{Instrument, Measurement, Recording};
 
-/// The hook: every measurement goes to `record`, on the thread that made it (attached to Python for
-/// the call). An exception `record` raises cannot reach the call that made the measurement: it goes to
-/// `sys.unraisablehook`, as an exception in a `__del__` does.
-pub(crate) struct Recorder {
-    record: Py<PyAny>,
-}
-
-impl Recorder {
-    /// The hook of `record`, which must be callable.
-    pub(crate) fn of(record: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Hook>> {
-        if !record.is_callable() {
-            return Err(crate::errors::InvalidArgument::new_err(format!(
-                "invalid argument `metrics`: expected ratelock.otel.Metrics (or a callable taking a \
-                 name, a value and attributes), got {}",
-                record.get_type().name()?
-            )));
-        }
-        Ok(Arc::new(Recorder {
-            record: record.clone().unbind(),
-        }))
-    }
-
-    fn send(&self, py: Python<'_>, measurement: Measurement<'_>) {
+/// Hands one measurement to `record`, on the thread that made it (attached to Python for the call).
+/// Nothing is recorded while the interpreter shuts down. An exception `record` raises cannot reach the
+/// call that made the measurement: it goes to `sys.unraisablehook`, as an exception in a `__del__`
+/// does.
+fn send(record: &Py<PyAny>, measurement: Measurement<'_>) {
+    let _shutting_down = Python::try_attach(|py| {
         let sent = (|| -> PyResult<()> {
             let attributes = PyDict::new(py);
             for (name, value) in measurement.attributes {
@@ -40,45 +23,34 @@ impl Recorder {
             }
             let name = measurement.instrument.name();
             if measurement.instrument.is_histogram() {
-                self.record.call1(py, (name, measurement.value, attributes))?;
+                record.call1(py, (name, measurement.value, attributes))?;
             } else {
-                self.record
-                    .call1(py, (name, measurement.value as u64, attributes))?;
+                record.call1(py, (name, measurement.value as u64, attributes))?;
             }
             Ok(())
         })();
         if let Err(err) = sent {
-            err.write_unraisable(py, Some(self.record.bind(py)));
+            err.write_unraisable(py, Some(record.bind(py)));
         }
-    }
-
-    /// Runs `measure` attached to Python; nothing is recorded while the interpreter shuts down.
-    fn attached(&self, measure: impl FnOnce(Python<'_>)) {
-        let _ = Python::try_attach(measure);
-    }
+    });
 }
 
-impl Hook for Recorder {
-    fn on_decision(
-        &self,
-        call: &LimitCall<'_>,
-        answer: &mut ratelock::Result<ratelock::Decision>,
-        how: Answered,
-    ) {
-        self.attached(|py| ratelock::metrics::of_answer(call, answer, how, &mut |m| self.send(py, m)));
-    }
-
-    fn on_lock_event(&self, event: &LockEvent<'_>) {
-        self.attached(|py| ratelock::metrics::of_lock_event(event, &mut |m| self.send(py, m)));
-    }
-}
-
-/// The hook of a `metrics=` argument (`None` for none).
+/// The hook of a `metrics=` argument (`None` for none), which must be callable.
 pub(crate) fn hook_of(metrics: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc<dyn Hook>>> {
-    metrics
-        .filter(|metrics| !metrics.is_none())
-        .map(Recorder::of)
-        .transpose()
+    let Some(record) = metrics.filter(|metrics| !metrics.is_none()) else {
+        return Ok(None);
+    };
+    if !record.is_callable() {
+        return Err(crate::errors::InvalidArgument::new_err(format!(
+            "invalid argument `metrics`: expected ratelock.otel.Metrics (or a callable taking a name, a \
+             value and attributes), got {}",
+            record.get_type().name()?
+        )));
+    }
+    let record = record.clone().unbind();
+    Ok(Some(Arc::new(Recording::new(move |measurement| {
+        send(&record, measurement)
+    }))))
 }
 
 /// `ratelock._native.instruments()`: every instrument as `(name, kind, unit, description)`, `kind`

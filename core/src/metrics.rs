@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::error::Result;
 #[cfg(feature = "runtime")]
 use crate::hook::LockEvent;
-use crate::hook::{Answered, LimitCall};
+use crate::hook::{Answered, Hook, LimitCall};
 use crate::Decision;
 
 /// One of ratelock's instruments.
@@ -50,6 +50,18 @@ impl Instrument {
         Instrument::LockHeldDuration,
         Instrument::LockLost,
     ];
+
+    /// Its place in [`Instrument::ALL`].
+    ///
+    /// ```
+    /// use ratelock::metrics::Instrument;
+    /// for (at, instrument) in Instrument::ALL.iter().enumerate() {
+    ///     assert_eq!(instrument.index(), at);
+    /// }
+    /// ```
+    pub fn index(self) -> usize {
+        self as usize
+    }
 
     /// Its name.
     ///
@@ -256,5 +268,56 @@ pub fn of_lock_event(event: &LockEvent<'_>, record: &mut dyn FnMut(Measurement<'
             });
         }
         LockEvent::Acquired { .. } => {}
+    }
+}
+
+/// A hook that hands every measurement of every answer and lock event to `record`: what a binding
+/// attaches to pass measurements to its language's metrics API.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use ratelock::metrics::Recording;
+/// use ratelock::{Limiter, LimiterOptions, Store};
+///
+/// let decisions = Arc::new(AtomicU64::new(0));
+/// let seen = decisions.clone();
+/// let recording = Recording::new(move |m: ratelock::metrics::Measurement<'_>| {
+///     if m.instrument == ratelock::metrics::Instrument::Decisions {
+///         seen.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// let options = LimiterOptions::default().with_hook(Arc::new(recording));
+/// let limiter = Limiter::with_store(Store::new("memory://", &Default::default())?, options)?;
+/// let rules = limiter.rules("5/second")?;
+/// limiter.try_hit_blocking("k", &rules, 1, None).unwrap()?;
+/// assert_eq!(decisions.load(Ordering::Relaxed), 1);
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+pub struct Recording<F> {
+    record: F,
+}
+
+impl<F> Recording<F>
+where
+    F: Fn(Measurement<'_>) + Send + Sync + 'static,
+{
+    /// The hook of `record`.
+    pub fn new(record: F) -> Self {
+        Recording { record }
+    }
+}
+
+impl<F> Hook for Recording<F>
+where
+    F: Fn(Measurement<'_>) + Send + Sync + 'static,
+{
+    fn on_decision(&self, call: &LimitCall<'_>, answer: &mut Result<Decision>, how: Answered) {
+        of_answer(call, answer, how, &mut |measurement| (self.record)(measurement));
+    }
+
+    #[cfg(feature = "runtime")]
+    fn on_lock_event(&self, event: &LockEvent<'_>) {
+        of_lock_event(event, &mut |measurement| (self.record)(measurement));
     }
 }
