@@ -103,14 +103,18 @@ impl PyLimiter {
         deny_cache_max_age: Option<&Bound<'_, PyAny>>,
         metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let options = Settings {
+        let options = limiter_options(
             prefix,
             on_error,
             timeout,
             default_algorithm,
             clock,
-        }
-        .options(instances, shadow, deny_cache, deny_cache_max_age, metrics)?;
+            instances,
+            shadow,
+            deny_cache,
+            deny_cache_max_age,
+            metrics,
+        )?;
         let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
         Self::with_store(store, options)
     }
@@ -133,14 +137,18 @@ impl PyLimiter {
         deny_cache_max_age: Option<&Bound<'py, PyAny>>,
         metrics: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = Settings {
+        let options = limiter_options(
             prefix,
             on_error,
             timeout,
             default_algorithm,
             clock,
-        }
-        .options(instances, shadow, deny_cache, deny_cache_max_age, metrics)?;
+            instances,
+            shadow,
+            deny_cache,
+            deny_cache_max_age,
+            metrics,
+        )?;
         let target = crate::stores::Target::of(url)?;
         spawn(py, async move {
             let store = target.store(options.store.timeout).await.map_err(to_py)?;
@@ -428,40 +436,34 @@ impl Check<'_> {
 }
 
 /// Limiter options from the Python keyword arguments.
-/// The limiter's keyword arguments that are plain values.
-struct Settings<'a> {
-    prefix: &'a str,
-    on_error: &'a str,
+/// The core's options from the limiter's keyword arguments (each error names its argument).
+#[allow(clippy::too_many_arguments)]
+fn limiter_options(
+    prefix: &str,
+    on_error: &str,
     timeout: f64,
-    default_algorithm: &'a str,
-    clock: &'a str,
-}
-
-impl Settings<'_> {
-    /// The core's options from these and the other keyword arguments (each error names its argument).
-    fn options(
-        &self,
-        instances: Option<&Bound<'_, PyAny>>,
-        shadow: bool,
-        deny_cache: Option<&Bound<'_, PyAny>>,
-        deny_cache_max_age: Option<&Bound<'_, PyAny>>,
-        metrics: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<ratelock::LimiterOptions> {
-        let options = ratelock::LimiterOptions::default()
-            .with_prefix(self.prefix)
-            .with_on_error(self.on_error.parse().map_err(to_py)?)
-            .with_default_algorithm(self.default_algorithm.parse().map_err(to_py)?)
-            .with_clock(self.clock.parse().map_err(to_py)?)
-            .with_timeout(convert::seconds("timeout", self.timeout)?)
-            .with_instances(convert::instances(instances)?)
-            .with_shadow(shadow);
-        // Metrics come last: they see the answer every other hook made.
-        let options = with_deny_cache(options, deny_cache, deny_cache_max_age)?;
-        Ok(match crate::metrics::hook_of(metrics)? {
-            Some(hook) => options.with_hook(hook),
-            None => options,
-        })
-    }
+    default_algorithm: &str,
+    clock: &str,
+    instances: Option<&Bound<'_, PyAny>>,
+    shadow: bool,
+    deny_cache: Option<&Bound<'_, PyAny>>,
+    deny_cache_max_age: Option<&Bound<'_, PyAny>>,
+    metrics: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ratelock::LimiterOptions> {
+    let options = ratelock::LimiterOptions::default()
+        .with_prefix(prefix)
+        .with_on_error(on_error.parse().map_err(to_py)?)
+        .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
+        .with_clock(clock.parse().map_err(to_py)?)
+        .with_timeout(convert::seconds("timeout", timeout)?)
+        .with_instances(convert::instances(instances)?)
+        .with_shadow(shadow);
+    // Metrics come last: they see the answer every other hook made.
+    let options = with_deny_cache(options, deny_cache, deny_cache_max_age)?;
+    Ok(match crate::metrics::hook_of(metrics)? {
+        Some(hook) => options.with_hook(hook),
+        None => options,
+    })
 }
 
 impl PyLimiter {
