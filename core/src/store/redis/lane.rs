@@ -82,41 +82,65 @@ impl BlockingLane {
         self.call(None, cmd)
     }
 
+    /// Opens the lane's socket now if it has none that is open (what a check of the server's code
+    /// needs first: opening one moves the generation on), without sending anything. `None` when busy.
+    pub(crate) fn connect(self: &Arc<Self>) -> Option<Result<()>> {
+        if let Err(open) = self.gate.admit() {
+            return Some(Err(open));
+        }
+        let mut state = self.lock_state()?;
+        Some(self.open_if_needed(&mut state, Instant::now() + self.timeout))
+    }
+
+    /// The lane's state, unless another thread holds it (`None`).
+    fn lock_state(&self) -> Option<std::sync::MutexGuard<'_, LaneState>> {
+        match self.state.try_lock() {
+            Ok(state) => Some(state),
+            Err(TryLockError::WouldBlock) => None,
+            // A panic while holding the lane left the socket in an unknown state: start over.
+            Err(TryLockError::Poisoned(poisoned)) => {
+                let mut state = poisoned.into_inner();
+                state.link = None;
+                Some(state)
+            }
+        }
+    }
+
+    /// A socket that is open in `state`: the one there, or a new one (a refused connect opens the
+    /// breaker).
+    fn open_if_needed(&self, state: &mut LaneState, deadline: Instant) -> Result<()> {
+        if state.link.as_ref().is_some_and(|link| !link.is_open()) {
+            state.link = None;
+        }
+        if state.link.is_none() {
+            match open_link(&self.endpoint, deadline, self.timeout) {
+                Ok(link) => {
+                    state.link = Some(link);
+                    self.opened.fetch_add(1, Ordering::Release);
+                }
+                Err(err) => {
+                    if err.is_store_failure() {
+                        self.gate.outage();
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One call on the lane; `script` is the script `cmd` runs, loaded on NOSCRIPT.
     fn call(self: &Arc<Self>, script: Option<&LuaScript>, cmd: &Cmd) -> Option<Result<Value>> {
         if let Err(open) = self.gate.admit() {
             return Some(Err(open));
         }
-        let mut state = match self.state.try_lock() {
-            Ok(state) => state,
-            Err(TryLockError::WouldBlock) => return None,
-            // A panic while holding the lane left the socket in an unknown state: start over.
-            Err(TryLockError::Poisoned(poisoned)) => {
-                let mut state = poisoned.into_inner();
-                state.link = None;
-                state
-            }
-        };
+        let mut state = self.lock_state()?;
         let deadline = Instant::now() + self.timeout;
         let bytes = cmd.get_packed_command();
         let mut call = CallAttempt::new();
         let outcome = loop {
-            if state.link.as_ref().is_some_and(|link| !link.is_open()) {
-                state.link = None;
-            }
-            if state.link.is_none() {
-                match open_link(&self.endpoint, deadline, self.timeout) {
-                    Ok(link) => {
-                        state.link = Some(link);
-                        self.opened.fetch_add(1, Ordering::Release);
-                    }
-                    Err(err) => {
-                        if err.is_store_failure() {
-                            self.gate.outage();
-                        }
-                        return Some(Err(err));
-                    }
-                }
+            if let Err(err) = self.open_if_needed(&mut state, deadline) {
+                return Some(Err(err));
             }
             let link = state.link.as_mut()?;
             let Sent(written, err) = link.write(&bytes, deadline);

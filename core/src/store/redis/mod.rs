@@ -352,10 +352,10 @@ impl RedisStore {
         let Some(mut check) = Check::new(code.wanted()) else {
             return Some(Ok(Route::Script));
         };
-        // The lane's socket opened first (a PING), so that the check is recorded against the socket it
-        // ran on: opening one moves the generation on, and a check recorded before that is stale at
-        // once (the next call would check again).
-        if let Err(err) = lane.query(&redis::cmd("PING"))? {
+        // The lane's socket opened first, so that the check is recorded against the socket it ran on:
+        // opening one moves the generation on, and a check recorded before that is stale at once (the
+        // next call would check again).
+        if let Err(err) = lane.connect()? {
             return Some(Err(err));
         }
         let generation = code.current();
