@@ -120,12 +120,7 @@ class Limiter {
   async refund(key, rules, options) {
     check.key('key', key)
     check.rules(rules)
-    let cost, nowMs
-    if (options !== undefined) {
-      const given = check.options('options', options)
-      cost = check.optionalNumber('cost', given.cost)
-      nowMs = check.optionalNumber('nowMs', given.nowMs)
-    }
+    const { cost, nowMs } = costAndClock(options)
     const [limiter, parsed] = await this.#connectedWith(rules)
     const values = await limiter.refund(key, parsed.rules, cost, nowMs).catch(rethrow)
     return decision(values, 0, parsed)
@@ -174,7 +169,7 @@ class Limiter {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', cancel)
         resolve()
-      }, booked.retryAfterMs)
+      }, Math.ceil(booked.retryAfterMs)) // whole ms: a timer of 100.6 ms may fire at 100, before the slot
       const cancel = () => {
         clearTimeout(timer)
         this.refund(key, rules, { cost: given.cost }).then(() => reject(signal.reason), (err) => reject(err))
@@ -301,12 +296,7 @@ class Limiter {
   #arguments(key, rules, options) {
     check.key('key', key)
     check.rules(rules)
-    let cost, nowMs
-    if (options !== undefined) {
-      const given = check.options('options', options)
-      cost = check.optionalNumber('cost', given.cost)
-      nowMs = check.optionalNumber('nowMs', given.nowMs)
-    }
+    const { cost, nowMs } = costAndClock(options)
     return { cost, nowMs, parsed: this.#parsed(rules) }
   }
 
@@ -376,6 +366,13 @@ class Limiter {
     this.#native = limiter
     return limiter
   }
+}
+
+/** The `cost` and `nowMs` of a call's options (`undefined` when not given), type-checked. */
+function costAndClock(options) {
+  if (options === undefined) return { cost: undefined, nowMs: undefined }
+  const given = check.options('options', options)
+  return { cost: check.optionalNumber('cost', given.cost), nowMs: check.optionalNumber('nowMs', given.nowMs) }
 }
 
 /** The error of a synchronous call on a store that does I/O. */
