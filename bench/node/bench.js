@@ -21,6 +21,7 @@ const Redlock = require('redlock')
 const ratelock = require('ratelock')
 const { rateLimit: ratelockRateLimit } = require('ratelock/express')
 const frameworks = require('./frameworks')
+const overhead = require('./overhead')
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
 const WARMUP_SECONDS = 0.5
@@ -232,6 +233,7 @@ async function startRedisOn(port, dir) {
 
 const rows = []
 const measurements = []
+const tailTables = []
 
 function record(name, figure) {
   measurements.push([name, figure])
@@ -279,6 +281,9 @@ function writeResults(started, redisVersion) {
     '',
     '- Express added time per request = 1/rate(limited) − 1/rate(bare), one keep-alive connection, one request at a time.',
     '',
+    ...(tailTables.length ? ['## Client overhead and tails (section 1b)', '',
+      'Each call timed right after a raw-socket PING; µs. overhead = call − PING − server, at p50 and at p99; the last ' +
+      'columns are the share of calls in each latency band.', '', ...tailTables, ''] : []),
   ]
   fs.writeFileSync(RESULTS, lines.join('\n'))
 }
@@ -357,6 +362,29 @@ async function main() {
     const seqRlr = record('rate-limit-redis RedisStore.increment (ioredis)', await sequential(rateLimitRedisHit(client, 'bench:seq')))
     compare('Redis hit, sequential vs rate-limiter-flexible', seqOurs.rate, seqFlex.rate, 1.3)
     compare('Redis hit, sequential vs rate-limit-redis store', seqOurs.rate, seqRlr.rate)
+
+    console.log('1b. Client overhead and tails: each call right after a raw PING, less the server\'s µs')
+    const tails = []
+    for (const [name, call] of [
+      ['ratelock Limiter({ url }).hit (gcra)', ratelockHit(redis.url, 'bench:tails')],
+      ['rate-limiter-flexible RateLimiterRedis.consume (ioredis)', flexibleHit(client, 'bench:tails')],
+      ['rate-limit-redis RedisStore.increment (ioredis)', rateLimitRedisHit(client, 'bench:tails')],
+    ]) {
+      const measured = await overhead.measure(name, call, redis.port)
+      console.log(`  ${name.padEnd(62)} overhead p50 ${measured.overheadUs(0.5).toFixed(1).padStart(6)} µs   p99 ` +
+        `${measured.overheadUs(0.99).toFixed(1).padStart(6)} µs   (call p99 ${measured.callUs(0.99).toFixed(1)}, PING p99 ` +
+        `${measured.pingUs(0.99).toFixed(1)}, server ${measured.serverUs.toFixed(1)})`)
+      tails.push(measured)
+    }
+    tailTables.push(...overhead.ladderTable(tails))
+    const [ourTails, ...peerTails] = tails
+    for (const [label, fraction] of [['p50', 0.5], ['p99', 0.99]]) {
+      const best = peerTails.reduce((a, b) => (b.overheadUs(fraction) < a.overheadUs(fraction) ? b : a))
+      compare(`Redis hit, client overhead ${label} vs the best peer's (${best.name})`, ourTails.overheadUs(fraction),
+        best.overheadUs(fraction), label === 'p99' ? 1 : undefined, { lowerIsBetter: true, unit: 'µs' })
+    }
+    compare('Redis hit, sequential p99 latency vs rate-limiter-flexible', ourTails.callUs(0.99), peerTails[0].callUs(0.99), 1,
+      { lowerIsBetter: true, unit: 'µs' })
 
     console.log(`2. Redis hits, ${CONCURRENT} concurrent promises`)
     const conOurs = record('ratelock Limiter({ url }).hit (gcra)', await concurrent(ratelockHit(redis.url, 'bench:con')))

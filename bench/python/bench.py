@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+import overhead
+
 RULE = "1000000/second"  # high enough that no hit in this program is denied on Redis
 WARMUP_SECONDS = 0.5
 MEASURE_SECONDS = 2.5
@@ -105,6 +107,7 @@ class Report:
     measurements: List[Tuple[str, str, Figure]] = field(default_factory=list)  # (section, name, figure)
     comparisons: List[Comparison] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    tails: List[overhead.Tails] = field(default_factory=list)
     section: str = ""
 
     def begin(self, section: str, description: str) -> None:
@@ -494,6 +497,41 @@ def add_latency_comparisons(report: Report, name: str, ours: Figure, theirs: Fig
             )
 
 
+OVERHEAD_TARGET_US = 5.0
+
+
+def compare_client_overhead(report: Report, url: str, port: int) -> None:
+    """Each Redis hit's client overhead (its latency less a raw PING's and the server's µs) and its tails,
+    ratelock's beside each peer's, computed the same way (see overhead.py)."""
+    report.begin("1b", "client overhead and tails: each call right after a raw PING, less the server's µs")
+    paths = {
+        "ratelock Limiter(url) gcra": ratelock_redis_hit(url, "bench:tails"),
+        "limits FixedWindow (redis://)": limits_hit(url, "fixed", "bench:tails:fixed"),
+        "limits MovingWindow (redis://)": limits_hit(url, "moving", "bench:tails:moving"),
+        "throttled-py GCRA (RedisStore)": throttled_gcra_hit(url, "bench:tails:throttled"),
+    }
+    measured = []
+    for name, call in paths.items():
+        tails = overhead.measure(name, call, port)
+        print(f"  {name:<58} overhead p50 {tails.overhead_us(0.50):6.1f} µs   p99 {tails.overhead_us(0.99):6.1f} µs"
+              f"   (call p99 {tails.call_us(0.99):.1f}, PING p99 {tails.ping_us(0.99):.1f}, server {tails.server_us:.1f})",
+              flush=True)
+        measured.append(tails)
+    report.tails.extend(measured)
+    ours, peers = measured[0], measured[1:]
+    mine = ours.overhead_us(0.50)
+    report.comparisons.append(Comparison(
+        "Redis hit, client overhead p50 vs the 5 µs target", f"{mine:.1f} µs", f"{OVERHEAD_TARGET_US:.0f} µs",
+        mine / OVERHEAD_TARGET_US, 1.0, False))
+    for label, fraction in (("p50", 0.50), ("p99", 0.99)):
+        best = overhead.best_peer(peers, fraction)
+        assert best is not None
+        report.comparisons.append(Comparison(
+            f"Redis hit, client overhead {label} vs the best peer's ({best.name})",
+            f"{ours.overhead_us(fraction):.1f} µs", f"{best.overhead_us(fraction):.1f} µs",
+            ratio_of(ours.overhead_us(fraction), best.overhead_us(fraction)), 1.0 if label == "p99" else None, False))
+
+
 def compare_threaded_redis(report: Report, url: str) -> None:
     compare_redis_hits(
         report, url, "2", f"Redis hits, {THREADS} threads sharing one limiter",
@@ -775,6 +813,13 @@ def markdown(report: Report, started: datetime.datetime) -> str:
         p50, p99 = figure.percentile_us(0.50), figure.percentile_us(0.99)
         latency = [f"{value:.1f} µs" if value is not None else "-" for value in (p50, p99)]
         lines.append(f"| {section} | {name} | {rate_text(figure)} | {latency[0]} | {latency[1]} |")
+    if report.tails:
+        header = overhead.ladder_header()
+        lines += ["", "## Client overhead and tails (section 1b)", "",
+                  "Each call timed right after a raw-socket PING; µs. overhead = call − PING − server, at p50 and "
+                  "at p99; the last columns are the share of calls in each latency band.", "",
+                  "| " + " | ".join(header) + " |", "|:--|" + "--:|" * (len(header) - 1)]
+        lines.extend("| " + " | ".join(overhead.ladder_row(tails)) + " |" for tails in report.tails)
     if report.notes:
         lines += [""] + [f"- {note}" for note in report.notes]
     return "\n".join(lines) + "\n"
@@ -793,6 +838,7 @@ def main() -> None:
     report = Report()
     try:
         compare_sequential_redis(report, url, port)
+        compare_client_overhead(report, url, port)
         compare_threaded_redis(report, url)
         compare_asyncio_redis(report, url, port)
         compare_flask(report, url)

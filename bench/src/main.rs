@@ -6,6 +6,7 @@
 //! those and prints their table without touching RESULTS.md (a partial run is no record), e.g.
 //! `cargo run --release -p ratelock-bench -- server-cost`. The sections are listed in `SECTIONS`.
 
+mod client_overhead;
 mod client_throughput;
 mod cluster_projection;
 mod cluster_throughput;
@@ -48,8 +49,9 @@ const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
 /// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "redis-comparison",
+    "client-overhead",
     "lock-comparison",
     "cluster",
     "memory",
@@ -72,15 +74,21 @@ async fn main() {
         std::process::exit(2);
     }
     let runs = |section: &str| named.is_empty() || named.iter().any(|name| name == section);
-    // Only the first three sections use this shared server; the others start their own.
-    let server = SECTIONS[..3].iter().any(|s| runs(s)).then(RedisServer::start);
+    // Only the first four sections use this shared server; the others start their own.
+    let server = SECTIONS[..4].iter().any(|s| runs(s)).then(RedisServer::start);
     let rules: Rules = RULE.parse().expect("bench rule");
     let mut notes = Vec::new();
     let mut rows = Vec::new();
+    let mut tables = Vec::new();
 
     if let Some(server) = &server {
         if runs("redis-comparison") {
             rows.extend(redis_comparison::rows(server, KEY, &rules, &mut notes).await);
+        }
+        if runs("client-overhead") {
+            let (overhead_rows, ladder) = client_overhead::rows(server, &rules, &mut notes).await;
+            rows.extend(overhead_rows);
+            tables.push(("Client overhead and tails (µs)", ladder));
         }
         if runs("lock-comparison") {
             rows.extend(lock_comparison::rows(server, &mut notes).await);
@@ -123,11 +131,14 @@ async fn main() {
 
     let table = report::text_table(&rows);
     println!("\n{table}");
+    for (title, ladder) in &tables {
+        println!("\n{title}\n{ladder}");
+    }
     for note in &notes {
         println!("- {note}");
     }
     if named.is_empty() {
-        write_results(&table, &rows, &notes);
+        write_results(&table, &rows, &notes, &tables);
     } else {
         println!("\nonly {} ran: bench/RESULTS.md left as it was", named.join(", "));
     }
@@ -249,7 +260,7 @@ fn percent(rate: &MemoryRate) -> String {
 }
 
 /// Overwrites bench/RESULTS.md with the machine facts, the table and the notes.
-fn write_results(table: &str, rows: &[Row], notes: &[String]) {
+fn write_results(table: &str, rows: &[Row], notes: &[String], tables: &[(&str, String)]) {
     let mut text = String::from(
         "# ratelock-bench results\n\nWritten by `cargo run --release -p ratelock-bench` (`make bench`).\n\n",
     );
@@ -261,6 +272,9 @@ fn write_results(table: &str, rows: &[Row], notes: &[String]) {
     text.push('\n');
     for note in notes {
         text.push_str(&format!("- {note}\n"));
+    }
+    for (title, markdown) in tables {
+        text.push_str(&format!("\n## {title}\n\n{markdown}"));
     }
     text.push_str("\n<details><summary>as printed</summary>\n\n```text\n");
     text.push_str(table);
