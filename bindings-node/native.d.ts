@@ -194,25 +194,16 @@ export declare class NativeWire {
   get host(): string
   /** The TCP port. */
   get port(): number
-  /** Whether the store's circuit breaker lets a call through now (else answer it with `refusedInto`). */
-  admit(): boolean
-  /**
-   * The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
-   * else writes the degraded (or, under `local`, the locally decided) decision into `out`.
-   */
-  refusedInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, out: Float64Array): void
   /**
    * Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
-   * time): false when it was encoded for the output; true when a hook answered it first, its
-   * decision in `out`. Throws for misuse before anything is sent.
+   * time): false when it was encoded for the output; true when it was answered at once, its
+   * decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy
+   * gave the degraded or locally decided decision). Throws for misuse before anything is sent, and
+   * for a refused call under `onError: 'raise'`.
    */
   submitInto(id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number, out: Float64Array): boolean
   /** The bytes to write now, or `null` when there are none. */
   takeOutput(): Buffer | null
-  /** Whether there are bytes to write. */
-  get hasOutput(): boolean
-  /** Calls waiting for their answer. */
-  get inFlight(): number
   /** The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits. */
   get nextDeadline(): number | null
   /** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
@@ -221,20 +212,21 @@ export declare class NativeWire {
   get broken(): boolean
   /**
    * Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-   * how many (when `out` is full, `drainInto` hands over the rest).
+   * how many, with the connection's state after it in the high bits (see [`STATUS_IDLE`]): one
+   * crossing per read. When `out` is full, `drainInto` hands over the rest.
    */
   feedInto(chunk: Buffer, nowMs: number, out: Float64Array): number
   /**
-   * Answers every call past its deadline at `nowMs` by the failure policy, into `out` (as
-   * `feedInto`).
+   * Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
+   * `feedInto`.
    */
   expireInto(nowMs: number, out: Float64Array): number
   /**
    * The socket closed (`connected`: it had opened), for `why`: every call still waiting is
-   * answered, into `out` (as `feedInto`).
+   * answered, into `out`; answers as `feedInto`.
    */
   closedInto(connected: boolean, why: string, out: Float64Array): number
-  /** More settled calls, when the last `...Into` filled `out`. */
+  /** More settled calls, when the last `...Into` filled `out`; answers as `feedInto`. */
   drainInto(out: Float64Array): number
   /** The error of the next failed call handed over (`[ERR_RATELOCK_...] message`). */
   takeFailure(): string
@@ -468,6 +460,22 @@ export interface RwLockState {
  * for a string key, a Buffer for a Buffer key.
  */
 export declare function scopedKey(scope: string, key: string | Buffer): string | Buffer
+
+/** The socket must be closed now: `closeReason` says why. */
+export declare const STATUS_CLOSE: number
+
+/**
+ * What `feedInto`, `expireInto`, `closedInto` and `drainInto` answer: the count of settled calls in
+ * these low bits (at most `out`'s room), with the `STATUS_*` bits above them for the connection's
+ * state after the call, so that reading a reply is one crossing.
+ */
+export declare const STATUS_COUNT: number
+
+/** No call waits for its answer. */
+export declare const STATUS_IDLE: number
+
+/** There are bytes to write (`takeOutput`): a retry after NOSCRIPT or a refused module command. */
+export declare const STATUS_OUTPUT: number
 
 /**
  * Where a limiter's or a lock's keys live, the same three settings for every kind (all optional);

@@ -385,6 +385,10 @@ async function main() {
     }
     compare('Redis hit, sequential p99 latency vs rate-limiter-flexible', ourTails.callUs(0.99), peerTails[0].callUs(0.99), 1,
       { lowerIsBetter: true, unit: 'µs' })
+    // What the round trip and the server's work allow: a client of no overhead at all, against the peer as measured.
+    const bound = peerTails[0].callUs(0.5) / (ourTails.pingUs(0.5) + ourTails.serverUs)
+    compare('Redis hit, sequential: the most a zero-overhead client could reach vs rate-limiter-flexible (p50: its call / (PING + our server µs))',
+      bound, 1, undefined, { unit: '×' })
 
     console.log(`2. Redis hits, ${CONCURRENT} concurrent promises`)
     const conOurs = record('ratelock Limiter({ url }).hit (gcra)', await concurrent(ratelockHit(redis.url, 'bench:con')))

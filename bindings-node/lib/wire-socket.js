@@ -18,6 +18,8 @@ const { FIELDS, decision } = require('./decision')
 
 /** Numbers per settled call in the addon's answers: its id, decided (1) or failed (0), its decision. */
 const SETTLED = 2 + FIELDS
+/** What the codec's `...Into` calls answer: a count, and bits for the connection's state after it. */
+const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
 /** Settled calls one crossing hands over at most (`drainInto` gives the rest). */
 const BATCH = 256
 
@@ -50,10 +52,6 @@ class WireClient {
   /** `hit` (spend) or `peek` of prepared rules `parsed`; resolves to the decision. */
   call(key, parsed, cost, nowMs, spend) {
     try {
-      if (!this.#codec.admit()) {
-        this.#codec.refusedInto(key, parsed.rules, cost, spend, this.out)
-        return Promise.resolve(decision(this.out, 0, parsed))
-      }
       const link = this.#link ?? this.#connect()
       const id = this.#nextId
       this.#nextId = (id + 1) & 0x7fffffff
@@ -144,7 +142,8 @@ class Link {
     this.flush()
   }
 
-  /** Submits call `id`: true when it was answered at once (its decision in the client's `out`). */
+  /** Submits call `id`: true when it was answered at once (its decision in the client's `out`): a
+   * hook answered it, or the circuit breaker refused it. */
   submit(id, key, rules, cost, nowMs, spend) {
     const deadline = performance.now() + this.#timeoutMs
     if (this.#codec.submitInto(id, key, rules, cost, nowMs, spend, deadline, this.#client.out)) return true
@@ -180,25 +179,26 @@ class Link {
     else this.#timer.ref()
   }
 
-  /** Settles what `count` says the codec wrote, and what it still holds. */
-  #settle(count) {
+  /** Settles the calls a codec answer (`status`: a count and the `STATUS_*` bits) says it wrote, and
+   * what it still holds; answers the status of the last crossing. */
+  #settle(status) {
     const client = this.#client
-    while (client.settle(this.#codec, count) === BATCH) count = this.#codec.drainInto(client.out)
-    if (this.#timer !== null && this.#codec.inFlight === 0) this.#timer.unref()
+    while (client.settle(this.#codec, status & STATUS_COUNT) === BATCH) status = this.#codec.drainInto(client.out)
+    if (this.#timer !== null && status & STATUS_IDLE) this.#timer.unref()
+    return status
   }
 
   #read(chunk) {
     const codec = this.#codec
-    this.#settle(codec.feedInto(chunk, performance.now(), this.#client.out))
-    const reason = codec.closeReason
-    if (reason !== null) {
+    const status = this.#settle(codec.feedInto(chunk, performance.now(), this.#client.out))
+    if (status & STATUS_CLOSE) {
       // Calls not yet written move to a fresh connection when the stream broke; the written ones
       // learn their answer when the socket has closed.
       if (codec.broken) this.#retire()
-      this.#socket.destroy(new Error(reason))
+      this.#socket.destroy(new Error(codec.closeReason))
       return
     }
-    if (codec.hasOutput) this.flush() // a retry after NOSCRIPT or a refused module command
+    if (status & STATUS_OUTPUT) this.flush() // a retry after NOSCRIPT or a refused module command
   }
 
   #expire() {

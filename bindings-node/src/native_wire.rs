@@ -21,6 +21,21 @@ use crate::runtime::guarded_sync;
 /// Numbers per settled call in `out`: its id, decided or failed, its decision.
 const SETTLED_FIELDS: usize = 2 + DECISION_FIELDS;
 
+/// What `feedInto`, `expireInto`, `closedInto` and `drainInto` answer: the count of settled calls in
+/// these low bits (at most `out`'s room), with the `STATUS_*` bits above them for the connection's
+/// state after the call, so that reading a reply is one crossing.
+#[napi]
+pub const STATUS_COUNT: u32 = 0xffff;
+/// No call waits for its answer.
+#[napi]
+pub const STATUS_IDLE: u32 = 1 << 16;
+/// There are bytes to write (`takeOutput`): a retry after NOSCRIPT or a refused module command.
+#[napi]
+pub const STATUS_OUTPUT: u32 = 1 << 17;
+/// The socket must be closed now: `closeReason` says why.
+#[napi]
+pub const STATUS_CLOSE: u32 = 1 << 18;
+
 /// The TypeScript name of a retired connection's unwritten calls inside `ExternalObject` (opaque to
 /// JavaScript; the declaration generator names an external by its Rust type).
 #[napi(object, object_from_js = false)]
@@ -66,39 +81,11 @@ impl NativeWire {
         u32::from(self.connection.port())
     }
 
-    /// Whether the store's circuit breaker lets a call through now (else answer it with `refusedInto`).
-    #[napi]
-    pub fn admit(&self) -> bool {
-        self.connection.admits()
-    }
-
-    /// The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
-    /// else writes the degraded (or, under `local`, the locally decided) decision into `out`.
-    #[napi]
-    pub fn refused_into(
-        &self,
-        key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        spend: bool,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<()> {
-        guarded_sync(|| {
-            let (key, cost) = (convert::key(key), convert::cost(cost)?);
-            let call = WireCall {
-                key: &key,
-                rules: rules.rules(),
-                cost,
-                spend,
-            };
-            let decision = self.connection.refused(&call).map_err(to_js)?;
-            write_decision(&mut out, 0, &numbers(&decision))
-        })
-    }
-
     /// Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
-    /// time): false when it was encoded for the output; true when a hook answered it first, its
-    /// decision in `out`. Throws for misuse before anything is sent.
+    /// time): false when it was encoded for the output; true when it was answered at once, its
+    /// decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy
+    /// gave the degraded or locally decided decision). Throws for misuse before anything is sent, and
+    /// for a refused call under `onError: 'raise'`.
     #[napi]
     #[allow(clippy::too_many_arguments)]
     pub fn submit_into(
@@ -114,6 +101,16 @@ impl NativeWire {
     ) -> napi::Result<bool> {
         guarded_sync(|| {
             let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
+            if !self.connection.admits() {
+                let call = WireCall {
+                    key: &key,
+                    rules: rules.rules(),
+                    cost,
+                    spend,
+                };
+                let decision = self.connection.refused(&call).map_err(to_js)?;
+                return write_decision(&mut out, 0, &numbers(&decision)).map(|()| true);
+            }
             let answered = self
                 .connection
                 .submit(id, &key, rules.rules(), cost, now_us, spend, deadline_ms)
@@ -130,18 +127,6 @@ impl NativeWire {
     pub fn take_output(&mut self) -> Option<Buffer> {
         let bytes = self.connection.take_output();
         (!bytes.is_empty()).then(|| Buffer::from(bytes))
-    }
-
-    /// Whether there are bytes to write.
-    #[napi(getter)]
-    pub fn has_output(&self) -> bool {
-        self.connection.has_output()
-    }
-
-    /// Calls waiting for their answer.
-    #[napi(getter)]
-    pub fn in_flight(&self) -> u32 {
-        self.connection.in_flight() as u32
     }
 
     /// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
@@ -163,7 +148,8 @@ impl NativeWire {
     }
 
     /// Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-    /// how many (when `out` is full, `drainInto` hands over the rest).
+    /// how many, with the connection's state after it in the high bits (see [`STATUS_IDLE`]): one
+    /// crossing per read. When `out` is full, `drainInto` hands over the rest.
     #[napi]
     pub fn feed_into(
         &mut self,
@@ -174,23 +160,23 @@ impl NativeWire {
         guarded_sync(|| {
             let settled = self.connection.feed(&chunk, now_ms);
             self.ready.extend(settled);
-            self.hand_over(&mut out)
+            self.hand_over(&mut out).map(|count| self.with_status(count))
         })
     }
 
-    /// Answers every call past its deadline at `nowMs` by the failure policy, into `out` (as
-    /// `feedInto`).
+    /// Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
+    /// `feedInto`.
     #[napi]
     pub fn expire_into(&mut self, now_ms: f64, mut out: Float64ArraySlice) -> napi::Result<u32> {
         guarded_sync(|| {
             let settled = self.connection.expire(now_ms);
             self.ready.extend(settled);
-            self.hand_over(&mut out)
+            self.hand_over(&mut out).map(|count| self.with_status(count))
         })
     }
 
     /// The socket closed (`connected`: it had opened), for `why`: every call still waiting is
-    /// answered, into `out` (as `feedInto`).
+    /// answered, into `out`; answers as `feedInto`.
     #[napi]
     pub fn closed_into(
         &mut self,
@@ -201,14 +187,14 @@ impl NativeWire {
         guarded_sync(|| {
             let settled = self.connection.closed(connected, &why);
             self.ready.extend(settled);
-            self.hand_over(&mut out)
+            self.hand_over(&mut out).map(|count| self.with_status(count))
         })
     }
 
-    /// More settled calls, when the last `...Into` filled `out`.
+    /// More settled calls, when the last `...Into` filled `out`; answers as `feedInto`.
     #[napi]
     pub fn drain_into(&mut self, mut out: Float64ArraySlice) -> napi::Result<u32> {
-        guarded_sync(|| self.hand_over(&mut out))
+        guarded_sync(|| self.hand_over(&mut out).map(|count| self.with_status(count)))
     }
 
     /// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
@@ -235,10 +221,25 @@ impl NativeWire {
 }
 
 impl NativeWire {
+    /// `count` settled calls with the connection's state after them: the `STATUS_*` bits.
+    fn with_status(&self, count: u32) -> u32 {
+        let mut status = count;
+        if self.connection.in_flight() == 0 {
+            status |= STATUS_IDLE;
+        }
+        if self.connection.has_output() {
+            status |= STATUS_OUTPUT;
+        }
+        if self.connection.close_reason().is_some() {
+            status |= STATUS_CLOSE;
+        }
+        status
+    }
+
     /// Writes as many ready calls into `out` as it holds; answers how many.
     fn hand_over(&mut self, out: &mut Float64ArraySlice) -> napi::Result<u32> {
         // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
-        let room = unsafe { out.as_mut() }.len() / SETTLED_FIELDS;
+        let room = (unsafe { out.as_mut() }.len() / SETTLED_FIELDS).min(STATUS_COUNT as usize);
         let mut count = 0;
         while count < room {
             let Some(settled) = self.ready.pop_front() else {
