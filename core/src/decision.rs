@@ -137,30 +137,33 @@ impl Decision {
     /// ```
     #[inline]
     pub fn decided(verdict: Verdict, rules: &[crate::Rule]) -> Self {
-        let decision = Self::from_verdict(verdict);
-        if decision.allowed || decision.reason != Reason::Rule {
-            return decision;
+        let mut decision = Self::from_verdict(verdict);
+        if !decision.allowed
+            && decision.reason == Reason::Rule
+            && decision
+                .outcomes
+                .iter()
+                .zip(rules)
+                .all(|(outcome, rule)| outcome.allowed || rule.is_shadow())
+        {
+            decision.shadow();
         }
-        let only_shadows = decision
-            .outcomes
-            .iter()
-            .zip(rules)
-            .all(|(outcome, rule)| outcome.allowed || rule.is_shadow());
-        if only_shadows {
-            decision.shadowed()
-        } else {
-            decision
-        }
+        decision
     }
 
     /// The same decision let through if it denied: `allowed`, with `would_deny` set and enforcement's
     /// figures kept (what a limiter in shadow answers).
     pub fn shadowed(mut self) -> Self {
+        self.shadow();
+        self
+    }
+
+    /// [`shadowed`](Self::shadowed) in place.
+    pub(crate) fn shadow(&mut self) {
         if !self.allowed {
             self.allowed = true;
             self.would_deny = true;
         }
-        self
     }
 
     /// The same decision, saying `reason` decided it.

@@ -243,3 +243,21 @@ async fn a_sentinel_url_builds_with_no_sentinel_up_and_follows_the_policy() {
     assert!(decision.allowed && decision.degraded);
     assert!(limiter.ping().await.unwrap_err().is_store_failure());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limiter_in_shadow_lets_a_degraded_denial_through_and_says_it_would_deny() {
+    let mut server = RedisServer::start();
+    server.stop();
+    let limiter = Limiter::connect_with(&server.url(), options(FailurePolicy::Deny, 500).with_shadow(true))
+        .await
+        .expect("no I/O while building a limiter");
+    let rules: Rules = "100/minute".parse().unwrap();
+    for _ in 0..3 {
+        let decision = limiter.hit("shadowed outage", &rules, 1).await.unwrap();
+        assert!(decision.degraded, "the failure policy answered");
+        assert!(
+            decision.allowed && decision.would_deny,
+            "shadow lets the policy's denial through and says so: {decision:?}"
+        );
+    }
+}
