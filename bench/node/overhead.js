@@ -205,4 +205,4 @@ function ladderTable(measured) {
   ]
 }
 
-module.exports = { measure, ladderTable }
+module.exports = { measure, ladderTable, RawConnection }
