@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Either, External, Float64Array};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArraySlice};
 use napi_derive::napi;
 use ratelock::algorithm::standing::StandingCall;
 
@@ -166,26 +166,38 @@ impl NativeLimiter {
     }
 
     /// `hit` (spend) or `peek` on the memory store, answered at once into `out` (`DECISION_FIELDS`
-    /// numbers: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex).
+    /// numbers: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex). Nothing
+    /// is copied or kept: the key, the rules and `out` are borrowed for the call (a call of about a
+    /// microsecond, where a reference or a clone per argument shows).
     #[napi]
     pub fn check_into(
         &self,
-        key: Either<String, Buffer>,
+        key: Either<String, BufferSlice>,
         rules: &External<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
-        mut out: Float64Array,
+        mut out: Float64ArraySlice,
     ) -> napi::Result<()> {
         guarded_sync(|| {
-            let check = self.check(key, rules, cost, now_ms, spend)?;
-            let answer = check.decide_local()?;
+            let key = match &key {
+                Either::A(text) => text.as_bytes(),
+                Either::B(bytes) => &bytes[..],
+            };
+            let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
+            let answer = match self
+                .inner
+                .try_check_blocking(key, rules.rules(), cost, spend, now_us)
+            {
+                Some(decision) => numbers(&decision.map_err(to_js)?),
+                None => return Err(invalid_argument("store", "checkInto needs the memory store")),
+            };
             // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
             let out = unsafe { out.as_mut() };
-            if out.len() < DECISION_FIELDS {
-                return Err(invalid_argument("out", "expected a Float64Array of 7 numbers"));
+            match out.get_mut(..DECISION_FIELDS) {
+                Some(room) => room.copy_from_slice(&answer),
+                None => return Err(invalid_argument("out", "expected a Float64Array of 7 numbers")),
             }
-            out[..DECISION_FIELDS].copy_from_slice(&answer);
             Ok(())
         })
     }
@@ -337,15 +349,6 @@ impl Check {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
         let decision = limiter.check(key, rules, cost, self.spend, self.now_us).await;
         decision.map(|decision| numbers(&decision)).map_err(to_js)
-    }
-
-    fn decide_local(self) -> napi::Result<[f64; DECISION_FIELDS]> {
-        let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
-        let decision = limiter.try_check_blocking(key, rules, cost, self.spend, self.now_us);
-        match decision {
-            Some(decision) => decision.map(|decision| numbers(&decision)).map_err(to_js),
-            None => Err(invalid_argument("store", "checkInto needs the memory store")),
-        }
     }
 }
 

@@ -189,6 +189,7 @@ test('hitSync and peekSync answer at once on the memory store, sharing state wit
   // A limiter whose first call is async, then sync, and one made elsewhere: one memory store.
   const other = new ratelock.Limiter()
   assert.equal(other.hitSync(key, '2/minute').allowed, false)
+  assert.equal(other.hitSync(Buffer.from(key), '2/minute').allowed, false, 'a Buffer key is the same key as its text')
   assert.equal(limiter.hitSync(key, '2/minute', { nowMs: Date.now() + 120_000 }).allowed, true, 'nowMs is the clock')
 })
 
