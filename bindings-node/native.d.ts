@@ -197,6 +197,16 @@ export declare class NativeWire {
   /** The TCP port. */
   get port(): number
   /**
+   * Whether the store's circuit breaker lets a call through now (else answer it with
+   * `refusedInto`). Asked only before opening a connection: `submitInto` asks it itself.
+   */
+  admit(): boolean
+  /**
+   * The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
+   * else writes the degraded (or, under `local`, the locally decided) decision into `out`.
+   */
+  refusedInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, out: Float64Array): void
+  /**
    * Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
    * time): false when it was encoded for the output; true when it was answered at once, its
    * decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy

@@ -52,7 +52,15 @@ class WireClient {
   /** `hit` (spend) or `peek` of prepared rules `parsed`; resolves to the decision. */
   call(key, parsed, cost, nowMs, spend) {
     try {
-      const link = this.#link ?? this.#connect()
+      let link = this.#link
+      if (link === null) {
+        // No connection (yet, or any more): while the breaker is open, answer without opening one.
+        if (!this.#codec.admit()) {
+          this.#codec.refusedInto(key, parsed.rules, cost, spend, this.out)
+          return Promise.resolve(decision(this.out, 0, parsed))
+        }
+        link = this.#connect()
+      }
       const id = this.#nextId
       this.#nextId = (id + 1) & 0x7fffffff
       if (link.submit(id, key, parsed.rules, cost, nowMs, spend)) {

@@ -81,6 +81,30 @@ impl NativeWire {
         u32::from(self.connection.port())
     }
 
+    /// Whether the store's circuit breaker lets a call through now (else answer it with
+    /// `refusedInto`). Asked only before opening a connection: `submitInto` asks it itself.
+    #[napi]
+    pub fn admit(&self) -> bool {
+        self.connection.admits()
+    }
+
+    /// The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
+    /// else writes the degraded (or, under `local`, the locally decided) decision into `out`.
+    #[napi]
+    pub fn refused_into(
+        &self,
+        key: Either<String, Buffer>,
+        rules: &External<Arc<ratelock::PreparedRules>>,
+        cost: Option<f64>,
+        spend: bool,
+        mut out: Float64ArraySlice,
+    ) -> napi::Result<()> {
+        guarded_sync(|| {
+            let (key, cost) = (convert::key(key), convert::cost(cost)?);
+            self.answer_refused(&key, rules, cost, spend, &mut out)
+        })
+    }
+
     /// Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
     /// time): false when it was encoded for the output; true when it was answered at once, its
     /// decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy
@@ -102,14 +126,9 @@ impl NativeWire {
         guarded_sync(|| {
             let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
             if !self.connection.admits() {
-                let call = WireCall {
-                    key: &key,
-                    rules: rules.rules(),
-                    cost,
-                    spend,
-                };
-                let decision = self.connection.refused(&call).map_err(to_js)?;
-                return write_decision(&mut out, 0, &numbers(&decision)).map(|()| true);
+                return self
+                    .answer_refused(&key, rules, cost, spend, &mut out)
+                    .map(|()| true);
             }
             let answered = self
                 .connection
@@ -221,6 +240,25 @@ impl NativeWire {
 }
 
 impl NativeWire {
+    /// The failure policy's answer to a call the breaker refused, into `out`.
+    fn answer_refused(
+        &self,
+        key: &[u8],
+        rules: &External<Arc<ratelock::PreparedRules>>,
+        cost: u64,
+        spend: bool,
+        out: &mut Float64ArraySlice,
+    ) -> napi::Result<()> {
+        let call = WireCall {
+            key,
+            rules: rules.rules(),
+            cost,
+            spend,
+        };
+        let decision = self.connection.refused(&call).map_err(to_js)?;
+        write_decision(out, 0, &numbers(&decision))
+    }
+
     /// `count` settled calls with the connection's state after them: the `STATUS_*` bits.
     fn with_status(&self, count: u32) -> u32 {
         let mut status = count;

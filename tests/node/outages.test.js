@@ -176,3 +176,52 @@ test('one breaker per store: the wire client opens it, and the lock path on the 
     await server.close()
   }
 })
+
+test('while the breaker is open, calls are answered without opening connections', async () => {
+  // A server that accepts connections and never answers: the first call times out and opens the
+  // breaker; the calls after it must be answered by the failure policy without knocking again.
+  const net = require('node:net')
+  const sockets = []
+  const silent = net.createServer((socket) => sockets.push(socket))
+  await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  try {
+    const limiter = new Limiter({ url: `redis://127.0.0.1:${silent.address().port}`, onError: 'allow', timeoutMs: 200 })
+    assert.ok((await limiter.hit('knock', '10/minute')).degraded, 'the first call timed out')
+    assert.notEqual(limiter.breakerState, 'closed', 'the timeout opened the breaker')
+    const before = sockets.length
+    for (let i = 0; i < 100; i++) assert.ok((await limiter.hit('knock', '10/minute')).degraded)
+    await sleep(50)
+    assert.equal(sockets.length - before, 0, `${sockets.length - before} connections opened while the breaker was open`)
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  }
+})
+
+test('while the breaker is open after a refused connect, calls do not try to connect again', async () => {
+  const net = require('node:net')
+  const probe = net.createServer()
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address()
+  await new Promise((resolve) => probe.close(resolve))
+  const limiter = new Limiter({ url: `redis://127.0.0.1:${port}`, onError: 'allow', timeoutMs: 211 })
+  assert.ok((await limiter.hit('refused', '10/minute')).degraded, 'nothing listens: refused')
+  assert.notEqual(limiter.breakerState, 'closed', 'the refused connect opened the breaker')
+  // Something listens again, counting connections; the breaker is still open, so nothing may knock.
+  let accepted = 0
+  const counter = net.createServer((socket) => {
+    accepted++
+    socket.destroy()
+  })
+  await new Promise((resolve) => counter.listen(port, '127.0.0.1', resolve))
+  try {
+    for (let i = 0; i < 20 && limiter.breakerState === 'open'; i++) {
+      assert.ok((await limiter.hit('refused', '10/minute')).degraded)
+    }
+    await sleep(20)
+    assert.equal(accepted, 0, `${accepted} connections opened while the breaker was open`)
+  } finally {
+    counter.close()
+  }
+})
+
