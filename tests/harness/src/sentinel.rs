@@ -66,6 +66,14 @@ impl RedisSentinels {
         address.get(1)?.parse().ok()
     }
 
+    /// Whether the replica's link to the master is up (its first sync done).
+    fn replica_is_synced(&self) -> bool {
+        let info: redis::RedisResult<String> = redis::Client::open(self.replica.url())
+            .and_then(|client| client.get_connection())
+            .and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c));
+        info.is_ok_and(|text| text.contains("master_link_status:up"))
+    }
+
     fn wait_until_ready(&self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
@@ -83,12 +91,15 @@ impl RedisSentinels {
                 };
                 count("REPLICAS") >= 1 && count("SENTINELS") >= 2
             });
-            if ready {
+            // A replica that has not finished its first sync is one no sentinel promotes (its link to
+            // the master counts as down since it started): a failover test must not stop the master
+            // before then.
+            if ready && self.replica_is_synced() {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "the sentinels did not discover the setup"
+                "the sentinels did not discover the setup, or the replica did not sync"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
