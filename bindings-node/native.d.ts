@@ -224,7 +224,7 @@ export declare class NativeWire {
   get broken(): boolean
   /**
    * Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-   * how many, with the connection's state after it in the high bits (see [`STATUS_IDLE`]): one
+   * how many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one
    * crossing per read. When `out` is full, `drainInto` hands over the rest.
    */
   feedInto(chunk: Buffer, nowMs: number, out: Float64Array): number

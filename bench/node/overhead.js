@@ -167,6 +167,7 @@ async function measure(name, call, port) {
       if (after > deadline) break
     }
     let usec = 0
+    // A command the sample never saw is rare enough to count whole, as the client's.
     for (const [command, spent] of await stats.serverUsec()) {
       if (!NOT_SERVER_WORK.has(command)) usec += spent * (shares.get(command.split('|')[0]) ?? 1)
     }

@@ -158,6 +158,7 @@ def measure(name: str, call: Callable[[], Any], port: int) -> Tails:
             calls.append(after - middle)
             if after > deadline:
                 break
+        # A command the sample never saw is rare enough to count whole, as the client's.
         usec = sum(spent * shares.get(command.split("|")[0], 1.0)
                    for command, (_, spent) in stats.server_usec().items() if command not in NOT_SERVER_WORK)
         return Tails(name, calls, pings, usec / len(calls))

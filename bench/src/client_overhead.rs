@@ -20,6 +20,7 @@ use ratelock_testkit::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::report::{Row, Target, Unit};
+use crate::server_cost::MINIMAL_GCRA;
 
 const CALLS: usize = 20_000;
 const SECONDS: Duration = Duration::from_secs(4);
@@ -30,14 +31,6 @@ const LADDER: [f64; 4] = [0.50, 0.90, 0.99, 0.999];
 const BANDS_US: [f64; 5] = [50.0, 100.0, 200.0, 400.0, 800.0];
 const NOT_SERVER_WORK: [&str; 4] = ["ping", "config|resetstat", "config", "info"];
 const OVERHEAD_TARGET_RATIO: f64 = 1.0;
-
-/// The minimal GCRA script of `server_cost.rs`, sent by the peer (it denies nothing).
-const MINIMAL_GCRA: &str = "local t = redis.call('TIME') \
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
-local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
-if tat < now then tat = now end \
-redis.call('SET', KEYS[1], tat + tonumber(ARGV[1]), 'PX', ARGV[2]) \
-return 1";
 
 type Call<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = ()> + 'a>> + 'a>;
 

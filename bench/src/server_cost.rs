@@ -20,7 +20,7 @@ use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
 
 /// A minimal GCRA in Lua, the floor for any GCRA script: read the theoretical arrival time, read the
 /// clock, write the next one with a PX expiry. (Written for this bench; it denies nothing.)
-const MINIMAL_GCRA: &str = "local t = redis.call('TIME') \
+pub(crate) const MINIMAL_GCRA: &str = "local t = redis.call('TIME') \
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) \
 local tat = tonumber(redis.call('GET', KEYS[1]) or now) \
 if tat < now then tat = now end \

@@ -167,7 +167,7 @@ impl NativeWire {
     }
 
     /// Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-    /// how many, with the connection's state after it in the high bits (see [`STATUS_IDLE`]): one
+    /// how many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one
     /// crossing per read. When `out` is full, `drainInto` hands over the rest.
     #[napi]
     pub fn feed_into(
@@ -179,7 +179,7 @@ impl NativeWire {
         guarded_sync(|| {
             let settled = self.connection.feed(&chunk, now_ms);
             self.ready.extend(settled);
-            self.hand_over(&mut out).map(|count| self.with_status(count))
+            self.hand_over(&mut out)
         })
     }
 
@@ -190,7 +190,7 @@ impl NativeWire {
         guarded_sync(|| {
             let settled = self.connection.expire(now_ms);
             self.ready.extend(settled);
-            self.hand_over(&mut out).map(|count| self.with_status(count))
+            self.hand_over(&mut out)
         })
     }
 
@@ -206,14 +206,14 @@ impl NativeWire {
         guarded_sync(|| {
             let settled = self.connection.closed(connected, &why);
             self.ready.extend(settled);
-            self.hand_over(&mut out).map(|count| self.with_status(count))
+            self.hand_over(&mut out)
         })
     }
 
     /// More settled calls, when the last `...Into` filled `out`; answers as `feedInto`.
     #[napi]
     pub fn drain_into(&mut self, mut out: Float64ArraySlice) -> napi::Result<u32> {
-        guarded_sync(|| self.hand_over(&mut out).map(|count| self.with_status(count)))
+        guarded_sync(|| self.hand_over(&mut out))
     }
 
     /// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
@@ -260,7 +260,7 @@ impl NativeWire {
     }
 
     /// `count` settled calls with the connection's state after them: the `STATUS_*` bits.
-    fn with_status(&self, count: u32) -> u32 {
+    fn status(&self, count: u32) -> u32 {
         let mut status = count;
         if self.connection.in_flight() == 0 {
             status |= STATUS_IDLE;
@@ -274,7 +274,8 @@ impl NativeWire {
         status
     }
 
-    /// Writes as many ready calls into `out` as it holds; answers how many.
+    /// Writes as many ready calls into `out` as it holds; answers how many, with the connection's
+    /// state bits (see [`STATUS_COUNT`]).
     fn hand_over(&mut self, out: &mut Float64ArraySlice) -> napi::Result<u32> {
         // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
         let room = (unsafe { out.as_mut() }.len() / SETTLED_FIELDS).min(STATUS_COUNT as usize);
@@ -304,7 +305,7 @@ impl NativeWire {
             write_decision(out, at + 2, &decision)?;
             count += 1;
         }
-        Ok(count as u32)
+        Ok(self.status(count as u32))
     }
 }
 

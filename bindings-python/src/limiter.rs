@@ -435,8 +435,8 @@ impl Check<'_> {
     }
 }
 
-/// Limiter options from the Python keyword arguments.
-/// The core's options from the limiter's keyword arguments (each error names its argument).
+/// The core's options from the limiter's keyword arguments (each error names its argument): the one
+/// place both constructors (`Limiter` and the asyncio one) turn them into options.
 #[allow(clippy::too_many_arguments)]
 fn limiter_options(
     prefix: &str,
