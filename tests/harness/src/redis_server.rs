@@ -71,10 +71,13 @@ impl RedisServer {
                     return false;
                 }
             }
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
+            let own = self.child.as_ref().map(Child::id);
+            match serving_pid(self.port) {
+                Some(pid) if Some(pid) == own => return true,
+                // Another test's server holds the port and ours cannot bind it: try another port.
+                Some(_) => break,
+                None => std::thread::sleep(Duration::from_millis(10)),
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
         self.stop();
         false
@@ -175,10 +178,58 @@ impl Drop for RedisServer {
     }
 }
 
+/// The PID of the server answering on `port`, from `INFO server`, or `None` while nothing answers.
+///
+/// A bare connect is not proof that our server is up: a port picked as free can be taken by another
+/// test's server before ours binds it (ours then exits, and the connect reaches the other one), and a
+/// connect to a port nobody listens on yet can connect to itself. Asking the process id rules out both.
+pub(crate) fn serving_pid(port: u16) -> Option<u32> {
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    std::io::Write::write_all(&mut stream, b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !reply.windows(11).any(|w| w == b"process_id:") || !reply.ends_with(b"\r\n") {
+        let read = std::io::Read::read(&mut stream, &mut chunk).ok()?;
+        if read == 0 {
+            return None;
+        }
+        reply.extend_from_slice(&chunk[..read]);
+        if reply.len() > 1 << 16 {
+            return None;
+        }
+    }
+    let text = String::from_utf8_lossy(&reply);
+    let line = text.lines().find_map(|l| l.strip_prefix("process_id:"))?;
+    line.trim().parse().ok()
+}
+
 /// A port the OS reports free on the loopback interface.
 pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("find a free loopback port")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port taken by another server between `free_port` and our bind: ours exits, and the port
+    /// still answers. The kit must not take the other server for ours.
+    #[test]
+    fn a_port_another_server_holds_is_not_taken_for_ours() {
+        let other = RedisServer::start();
+        let mut ours = RedisServer {
+            child: None,
+            port: other.port(),
+            dir: std::env::temp_dir().join(format!("ratelock-redis-{}-taken", std::process::id())),
+            extra_args: Vec::new(),
+        };
+        std::fs::create_dir_all(&ours.dir).unwrap();
+        assert!(!ours.spawn(), "the other server's answer was taken for ours");
+        assert_eq!(serving_pid(other.port()), other.pid());
+    }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::redis_server::free_port;
+use crate::redis_server::{free_port, serving_pid};
 use crate::RedisServer;
 
 /// The name the sentinels watch.
@@ -107,6 +107,16 @@ impl RedisSentinels {
 }
 
 fn spawn_sentinel(master_port: u16) -> (u16, Child, PathBuf) {
+    for _attempt in 0..5 {
+        if let Some(sentinel) = try_spawn_sentinel(master_port) {
+            return sentinel;
+        }
+    }
+    panic!("could not start a sentinel on a free port after 5 attempts");
+}
+
+/// Starts one sentinel on a free port; `None` when the port was taken before the sentinel bound it.
+fn try_spawn_sentinel(master_port: u16) -> Option<(u16, Child, PathBuf)> {
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("ratelock-sentinel-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create sentinel dir");
@@ -121,7 +131,7 @@ fn spawn_sentinel(master_port: u16) -> (u16, Child, PathBuf) {
         ),
     )
     .expect("write sentinel.conf");
-    let child = Command::new("redis-server")
+    let mut child = Command::new("redis-server")
         .arg(&config)
         .arg("--sentinel")
         .stdout(Stdio::null())
@@ -129,11 +139,20 @@ fn spawn_sentinel(master_port: u16) -> (u16, Child, PathBuf) {
         .spawn()
         .expect("start redis-server --sentinel");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sentinel did not start on port {port}");
+    loop {
+        let exited = matches!(child.try_wait(), Ok(Some(_)));
+        let answering = serving_pid(port);
+        if !exited && answering == Some(child.id()) {
+            return Some((port, child, dir));
+        }
+        if exited || answering.is_some() || Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
-    (port, child, dir)
 }
 
 impl Drop for RedisSentinels {
