@@ -23,13 +23,15 @@ pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
     let lock = DistributedLock::new(locks, args.name.as_bytes(), lock_options)?;
     let guard = take(&lock, &args).await?;
     let token = guard.fencing_token();
+    // Listening before the command starts: a signal sent once it runs (it may say it is ready at
+    // once) must reach it, not end this process with the lock still held.
+    let mut forwarded = Forwarded::install()?;
     let mut child = Command::new(&args.command[0])
         .args(&args.command[1..])
         .env("RATELOCK_FENCING_TOKEN", token.to_string())
         .kill_on_drop(true)
         .spawn()
         .map_err(|err| Exit::Failed(format!("cannot start {:?}: {err}", args.command[0])))?;
-    let mut forwarded = Forwarded::install()?;
     let lost = guard.lost_signal();
     loop {
         tokio::select! {
