@@ -191,7 +191,7 @@ bench:
 	cd bench/node && $(NPM) install --ignore-scripts
 	cd bindings-node && CARGO_TARGET_DIR=$(TARGET_DIR) node scripts/build.js
 	CARGO_TARGET_DIR=$(TARGET_DIR) bindings-wasm/build.sh
-	node bench/node/bench.js
+	RATELOCK_MODULE_SO=$(MODULE_TARGET)/release/libratelock_module.so node bench/node/bench.js
 
 # Every release artifact into dist/ (scripts/dist.sh: wheels, npm packages, the crate, the WASM package,
 # the server module; dist/MANIFEST.md says what each is and how it was checked).
