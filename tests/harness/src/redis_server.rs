@@ -71,12 +71,12 @@ impl RedisServer {
                     return false;
                 }
             }
-            let own = self.child.as_ref().map(Child::id);
-            match serving_pid(self.port) {
-                Some(pid) if Some(pid) == own => return true,
+            let pid = self.child.as_ref().map_or(0, Child::id);
+            match listener(self.port, pid) {
+                Listener::That => return true,
                 // Another test's server holds the port and ours cannot bind it: try another port.
-                Some(_) => break,
-                None => std::thread::sleep(Duration::from_millis(10)),
+                Listener::Another => break,
+                Listener::Nobody => std::thread::sleep(Duration::from_millis(10)),
             }
         }
         self.stop();
@@ -178,31 +178,50 @@ impl Drop for RedisServer {
     }
 }
 
-/// The PID of the server answering on `port`, from `INFO server`, or `None` while nothing answers.
+/// Who listens on a loopback port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// Nobody yet.
+    Nobody,
+    /// The process asked about.
+    That,
+    /// Another process: ours lost the port (it exits, unable to bind).
+    Another,
+}
+
+/// Who listens on 127.0.0.1:`port`, as the kernel says (`/proc/net/tcp`, and `pid`'s open sockets).
 ///
-/// A bare connect is not proof that our server is up: a port picked as free can be taken by another
-/// test's server before ours binds it (ours then exits, and the connect reaches the other one), and a
-/// connect to a port nobody listens on yet can connect to itself. Asking the process id rules out both.
-pub(crate) fn serving_pid(port: u16) -> Option<u32> {
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
-    std::io::Write::write_all(&mut stream, b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !reply.windows(11).any(|w| w == b"process_id:") || !reply.ends_with(b"\r\n") {
-        let read = std::io::Read::read(&mut stream, &mut chunk).ok()?;
-        if read == 0 {
-            return None;
-        }
-        reply.extend_from_slice(&chunk[..read]);
-        if reply.len() > 1 << 16 {
-            return None;
-        }
+/// A connect is not proof that our server is up: a port picked as free can be taken by another test's
+/// server before ours binds it (ours then exits, and a connect reaches the other one), and a connect
+/// to a port nobody listens on yet can connect to itself. Asking the server itself needs its password.
+pub(crate) fn listener(port: u16, pid: u32) -> Listener {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    let address = format!("0100007F:{port:04X}");
+    // Columns: sl, local_address, rem_address, st (0A: listening), …, inode (the tenth).
+    let inodes: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|columns| columns.len() > 9 && columns[1] == address && columns[3] == "0A")
+        .map(|columns| columns[9])
+        .collect();
+    if inodes.is_empty() {
+        return Listener::Nobody;
     }
-    let text = String::from_utf8_lossy(&reply);
-    let line = text.lines().find_map(|l| l.strip_prefix("process_id:"))?;
-    line.trim().parse().ok()
+    let ours = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|target| {
+            let target = target.to_string_lossy();
+            inodes.iter().any(|inode| target == format!("socket:[{inode}]"))
+        });
+    if ours {
+        Listener::That
+    } else {
+        Listener::Another
+    }
 }
 
 /// A port the OS reports free on the loopback interface.
@@ -230,6 +249,13 @@ mod tests {
         };
         std::fs::create_dir_all(&ours.dir).unwrap();
         assert!(!ours.spawn(), "the other server's answer was taken for ours");
-        assert_eq!(serving_pid(other.port()), other.pid());
+        assert_eq!(listener(other.port(), other.pid().unwrap()), Listener::That);
+    }
+
+    /// A server with a password is found listening too (it answers nothing before AUTH).
+    #[test]
+    fn a_server_with_a_password_starts() {
+        let server = RedisServer::start_with(&["--requirepass", "secret"]);
+        assert_eq!(listener(server.port(), server.pid().unwrap()), Listener::That);
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::redis_server::{free_port, serving_pid};
+use crate::redis_server::{free_port, listener, Listener};
 use crate::RedisServer;
 
 /// The name the sentinels watch.
@@ -141,11 +141,11 @@ fn try_spawn_sentinel(master_port: u16) -> Option<(u16, Child, PathBuf)> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let exited = matches!(child.try_wait(), Ok(Some(_)));
-        let answering = serving_pid(port);
-        if !exited && answering == Some(child.id()) {
+        let listening = listener(port, child.id());
+        if !exited && listening == Listener::That {
             return Some((port, child, dir));
         }
-        if exited || answering.is_some() || Instant::now() >= deadline {
+        if exited || listening == Listener::Another || Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
             let _ = std::fs::remove_dir_all(&dir);
