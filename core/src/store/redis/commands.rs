@@ -42,19 +42,21 @@ fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
     let rules = request.rules.as_slice();
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&LIMIT.sha).arg(rules.len() + 2);
+    // One buffer, sized once: the keys are the base and a suffix each, every other argument a number
+    // of at most 20 digits (growing a command argument by argument cost more than the call's encoding).
+    let keys = rules.len() + 2;
+    let args = 2 + keys + 3 + rules.len() * 5 + 2;
+    let key_bytes: usize = rules.iter().map(|rule| rule.id().len()).sum::<usize>()
+        + keys * base.len()
+        + KEY_SUFFIX.len()
+        + OVERRIDE_SUFFIX.len();
+    let mut cmd = Cmd::with_capacity(args, LIMIT.sha.len() + key_bytes + (args - keys) * 20);
+    cmd.arg("EVALSHA").arg(&LIMIT.sha).arg(keys);
     for rule in rules {
-        let mut key = Vec::with_capacity(base.len() + rule.id().len());
-        key.extend_from_slice(&base);
-        key.extend_from_slice(rule.id().as_bytes());
-        cmd.arg(key);
+        cmd.arg(Joined(&base, rule.id().as_bytes()));
     }
-    let mut override_key = Vec::with_capacity(base.len() + OVERRIDE_SUFFIX.len());
-    override_key.extend_from_slice(&base);
-    override_key.extend_from_slice(OVERRIDE_SUFFIX);
-    base.extend_from_slice(KEY_SUFFIX);
-    cmd.arg(base).arg(override_key);
+    cmd.arg(Joined(&base, KEY_SUFFIX))
+        .arg(Joined(&base, OVERRIDE_SUFFIX));
     cmd.arg(mode);
     match request.now_us {
         Some(now) => cmd.arg(now),
@@ -73,6 +75,19 @@ fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
         cmd.arg(max_wait);
     }
     cmd
+}
+
+/// One argument made of two byte strings (a key's base and its suffix), written with no buffer of its
+/// own.
+struct Joined<'a>(&'a [u8], &'a [u8]);
+
+impl redis::ToRedisArgs for Joined<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        let mut arg = out.writer_for_next_arg();
+        // Writing into a command's own buffer cannot fail.
+        let _ = std::io::Write::write_all(&mut arg, self.0);
+        let _ = std::io::Write::write_all(&mut arg, self.1);
+    }
 }
 
 /// `EVALSHA standing.lua`: one change to a key's ban or list entry.

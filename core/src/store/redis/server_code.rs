@@ -360,13 +360,19 @@ pub(crate) fn is_refusal(err: &Error) -> bool {
 /// `cmd` (an `EVALSHA sha numkeys key... arg...` of `script`) as the call `route` takes: the module's
 /// command `RATELOCK.X numkeys key... arg...`, `FCALL <function> numkeys key... arg...`, or `cmd`.
 pub(crate) fn call_for(route: Route, script: &LuaScript, cmd: &Cmd) -> Cmd {
-    let mut call = match (route, script.module_command) {
-        (Route::Module, Some(name)) => redis::cmd(name),
-        (Route::Function, _) => {
-            let mut fcall = redis::cmd("FCALL");
-            fcall.arg(&script.function);
-            fcall
-        }
+    // Sized once from the script call's own arguments (growing it argument by argument cost more than
+    // the copy itself).
+    let (args, bytes) = cmd
+        .args_iter()
+        .skip(2)
+        .fold((2, 32), |(args, bytes), arg| match arg {
+            redis::Arg::Simple(arg) => (args + 1, bytes + arg.len()),
+            _ => (args, bytes),
+        });
+    let mut call = redis::Cmd::with_capacity(args, bytes + script.function.len());
+    match (route, script.module_command) {
+        (Route::Module, Some(name)) => call.arg(name),
+        (Route::Function, _) => call.arg("FCALL").arg(&script.function),
         _ => return cmd.clone(),
     };
     for arg in cmd.args_iter().skip(2) {

@@ -168,18 +168,18 @@ impl ReplyReader {
 /// ends; `None` for any other shape.
 fn plain(frame: &[u8]) -> Option<(Value, usize)> {
     let line_end = find_crlf(frame, 1)?;
-    let line = std::str::from_utf8(&frame[1..line_end]).ok()?;
+    let line = &frame[1..line_end];
     let after_line = line_end + 2;
     match frame[0] {
-        b':' => Some((Value::Int(line.parse().ok()?), after_line)),
-        b'$' if line == "-1" => Some((Value::Nil, after_line)),
+        b':' => Some((Value::Int(decimal(line)?), after_line)),
+        b'$' if line == b"-1" => Some((Value::Nil, after_line)),
         b'$' => {
-            let end = after_line.checked_add(line.parse::<usize>().ok()?)?;
+            let end = after_line.checked_add(count(line)?)?;
             Some((Value::BulkString(frame.get(after_line..end)?.to_vec()), end + 2))
         }
-        b'*' if line == "-1" => Some((Value::Nil, after_line)),
+        b'*' if line == b"-1" => Some((Value::Nil, after_line)),
         b'*' => {
-            let count: usize = line.parse().ok()?;
+            let count = count(line)?;
             let mut items = Vec::with_capacity(count.min(1024));
             let mut at = after_line;
             for _ in 0..count {
@@ -195,10 +195,49 @@ fn plain(frame: &[u8]) -> Option<(Value, usize)> {
 
 /// The index of the next `\r\n` at or after `from`.
 fn find_crlf(buffer: &[u8], from: usize) -> Option<usize> {
-    let tail = buffer.get(from..)?;
-    tail.windows(2)
-        .position(|pair| pair == b"\r\n")
-        .map(|at| from + at)
+    let mut at = from;
+    loop {
+        at += buffer.get(at..)?.iter().position(|&b| b == b'\r')?;
+        if buffer.get(at + 1) == Some(&b'\n') {
+            return Some(at);
+        }
+        at += 1;
+    }
+}
+
+/// The decimal digits `line` as a count (`None` for anything else, or an overflow).
+fn count(line: &[u8]) -> Option<usize> {
+    if line.is_empty() || line.len() > 19 {
+        return None;
+    }
+    line.iter().try_fold(0usize, |sum, &byte| {
+        byte.is_ascii_digit().then(|| sum * 10 + usize::from(byte - b'0'))
+    })
+}
+
+/// A RESP integer: an optional sign, then decimal digits (`None` for anything else, or an overflow).
+fn decimal(line: &[u8]) -> Option<i64> {
+    let (negative, digits) = match line.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, line),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &byte in digits {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(byte - b'0');
+        value = if negative {
+            value.checked_mul(10)?.checked_sub(digit)?
+        } else {
+            value.checked_mul(10)?.checked_add(digit)?
+        };
+    }
+    Some(value)
 }
 
 /// A length or count header: `None` for -1 (a RESP2 null), an error for anything else not a count.
@@ -206,9 +245,7 @@ fn length(line: &[u8]) -> Result<Option<usize>> {
     if line == b"-1" {
         return Ok(None);
     }
-    std::str::from_utf8(line)
-        .ok()
-        .and_then(|text| text.parse::<usize>().ok())
+    count(line)
         .map(Some)
         .ok_or_else(|| protocol_error(format!("bad length {:?}", String::from_utf8_lossy(line))))
 }
@@ -298,6 +335,34 @@ mod tests {
             plain(b"*2\r\n:1\r\n+y\r\n").is_none(),
             "other shapes go to redis-rs"
         );
+    }
+
+    #[test]
+    fn integers_and_counts_read_as_redis_rs_reads_them() {
+        for line in [
+            "0",
+            "7",
+            "-7",
+            "+7",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ] {
+            let frame = format!(":{line}\r\n");
+            let (value, _) = plain(frame.as_bytes()).expect("an integer");
+            assert_eq!(
+                value,
+                redis::parse_redis_value(frame.as_bytes()).unwrap(),
+                "{line}"
+            );
+        }
+        for bad in ["", "-", "1x", " 1", "9223372036854775808", "-9223372036854775809"] {
+            assert_eq!(decimal(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(count(b"123"), Some(123));
+        for bad in ["", "-1", "+1", "12a", "99999999999999999999"] {
+            assert_eq!(count(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(find_crlf(b"ab\rc\r\n", 0), Some(4), "a lone CR is not a line end");
     }
 
     #[test]
