@@ -136,7 +136,7 @@ impl BlockingLane {
         }
         let mut state = self.lock_state()?;
         let deadline = Instant::now() + self.timeout;
-        let bytes = cmd.get_packed_command();
+        let bytes = super::packing::packed(cmd);
         let mut call = CallAttempt::new();
         let outcome = loop {
             if let Err(err) = self.open_if_needed(&mut state, deadline) {

@@ -11,6 +11,7 @@ mod gate;
 mod lane;
 mod lease_calls;
 mod lock_kinds;
+mod packing;
 mod pipelined;
 pub mod redlock;
 pub(crate) mod reply;

@@ -99,7 +99,7 @@ impl Pipelined {
         // The link the call went out on: a call that times out retires it (it may be silently dead).
         let mut used: Option<Arc<Link>> = None;
         let call = async {
-            let mut bytes = cmd.get_packed_command();
+            let mut bytes = super::packing::packed(cmd);
             let mut stale = None;
             let mut attempt = CallAttempt::new();
             loop {

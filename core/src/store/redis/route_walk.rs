@@ -8,6 +8,7 @@
 use redis::{Cmd, Value};
 
 use super::functions;
+use super::packing;
 use super::script::LuaScript;
 use super::server_code::{
     call_for, is_function_missing, library_loaded, refused_without_running, CodeChoice, Route,
@@ -79,10 +80,7 @@ impl<'s> RouteWalk<'s> {
     /// never went out is dropped).
     pub(crate) fn resend(&mut self, cmd: &Cmd, out: &mut Vec<u8>) {
         self.loading = None;
-        match self.route {
-            Route::Script => cmd.write_packed_command(out),
-            route => call_for(route, self.script, cmd).write_packed_command(out),
-        }
+        packing::write_call_on(self.route, self.script, cmd, out);
     }
 
     /// The step after `reply`, the answer to the last [`Step::Send`].

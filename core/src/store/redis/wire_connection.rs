@@ -25,6 +25,7 @@ use redis::{Cmd, Value};
 use super::call_tag::CallTag;
 use super::endpoint::Endpoint;
 use super::gate::Gate;
+use super::packing;
 use super::reply::{classify, Failure};
 use super::route_walk::{RouteWalk, Step};
 use super::script::LIMIT;
@@ -155,7 +156,7 @@ impl WireConnection {
         let mut out = endpoint.preamble().to_vec();
         expected.extend(std::iter::repeat_n(Expect::Setup, endpoint.preamble_replies()));
         if let Some(first) = check.as_ref().and_then(Check::next_command) {
-            out.extend_from_slice(&first.get_packed_command());
+            packing::write_command(&first, &mut out);
             expected.push_back(Expect::Check);
         }
         let unwritten = expected.len();
@@ -399,7 +400,7 @@ impl WireConnection {
         self.expect(Expect::Load);
         call.written = false;
         // The same bytes (same tag): NOSCRIPT comes only on the script's own route.
-        call.cmd.write_packed_command(&mut self.out);
+        packing::write_command(&call.cmd, &mut self.out);
         self.enqueue(call);
     }
 
@@ -421,7 +422,7 @@ impl WireConnection {
         }
         match check.next_command() {
             Some(next) => {
-                self.out.extend_from_slice(&next.get_packed_command());
+                packing::write_command(&next, &mut self.out);
                 self.expect(Expect::Check);
             }
             None => {
@@ -461,8 +462,8 @@ impl WireConnection {
         };
         let mut call = self.calls.remove(at).expect("the call is there");
         match call.walk.next(&self.code, &call.cmd, result) {
-            Step::Send(command) => command.write_packed_command(&mut self.out),
-            Step::Script => call.cmd.write_packed_command(&mut self.out),
+            Step::Send(command) => packing::write_command(&command, &mut self.out),
+            Step::Script => packing::write_command(&call.cmd, &mut self.out),
             Step::Reply(Err(err)) => {
                 settled.push(Settled::Failed(call.id, err));
                 return Ok(());
