@@ -80,10 +80,13 @@ impl CallTag {
 
 /// The decimal digits `text` as a number (`None` for anything else, or an overflow).
 fn number(text: &[u8]) -> Option<u64> {
-    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+    if text.is_empty() || text.len() > 20 {
         return None;
     }
-    std::str::from_utf8(text).ok()?.parse().ok()
+    text.iter().try_fold(0u64, |sum, &byte| {
+        let digit = byte.is_ascii_digit().then(|| u64::from(byte - b'0'))?;
+        sum.checked_mul(10)?.checked_add(digit)
+    })
 }
 
 /// A short rendering of an unexpected value for an error message.

@@ -160,18 +160,18 @@ fn script_rejection(err: Error, request: &LimitRequest<'_>) -> Error {
 /// ever holds; a ban or a deny-list entry allows none, an allow-list entry every one.
 fn parse_verdict(reply: Value, rules: &[crate::rule::Rule]) -> Result<Verdict> {
     let bad = |what: &Value| Error::Protocol(format!("unexpected reply from limit.lua: {}", excerpt(what)));
-    let mut items = match reply {
+    let items = match &reply {
         Value::Array(items) if items.len() == 1 + rules.len() * 5 => items,
-        other => return Err(bad(&other)),
+        other => return Err(bad(other)),
     };
     let reason = match items.first() {
         Some(&Value::Int(code)) => u64::try_from(code).ok().and_then(Reason::from_code),
         _ => None,
     };
     let Some(reason) = reason else {
-        return Err(bad(&Value::Array(items)));
+        return Err(bad(&reply));
     };
-    let outcomes = parse_outcomes(items.split_off(1), rules, &bad)?;
+    let outcomes = parse_outcomes(&items[1..], rules).ok_or_else(|| bad(&reply))?;
     let fits = match reason {
         Reason::Rule => true,
         Reason::AllowList => outcomes.iter().all(|o| o.allowed),
@@ -186,22 +186,21 @@ fn parse_verdict(reply: Value, rules: &[crate::rule::Rule]) -> Result<Verdict> {
     Ok(Verdict { reason, outcomes })
 }
 
-fn parse_outcomes(
-    items: Vec<Value>,
-    rules: &[crate::rule::Rule],
-    bad: &impl Fn(&Value) -> Error,
-) -> Result<Outcomes> {
-    let mut numbers = Vec::with_capacity(items.len());
-    for item in &items {
-        match item {
-            Value::Int(n) if *n >= 0 => numbers.push(*n as u64),
-            other => return Err(bad(other)),
-        }
-    }
-    numbers
+/// Five integers per rule as its outcome; `None` when any is not a whole number from 0, or does not fit
+/// its rule.
+fn parse_outcomes(items: &[Value], rules: &[crate::rule::Rule]) -> Option<Outcomes> {
+    let number = |item: &Value| match item {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    };
+    items
         .chunks_exact(5)
         .zip(rules)
-        .map(|(n, rule)| {
+        .map(|(chunk, rule)| {
+            let mut n = [0u64; 5];
+            for (slot, item) in n.iter_mut().zip(chunk) {
+                *slot = number(item)?;
+            }
             // An override in the store may give the rule another limit and burst: a reply with
             // another limit is checked against the largest ratelock accepts, one with the rule's own
             // against the rule.
@@ -211,10 +210,7 @@ fn parse_outcomes(
                 } else {
                     (1..=crate::MAX_LIMIT).contains(&n[1]) && n[2] <= crate::MAX_LIMIT
                 };
-            if !fits {
-                return Err(bad(&Value::Array(items.clone())));
-            }
-            Ok(Outcome {
+            fits.then_some(Outcome {
                 allowed: n[0] == 1,
                 limit: n[1],
                 remaining: n[2],
