@@ -95,7 +95,7 @@ export declare class NativeHttpOptions {
  * (`prepareRules`); decisions travel as numbers, and `lib/limiter.js` builds the objects.
  */
 export declare class NativeLimiter {
-  /** Whether the store answers in memory (then `checkInto` answers at once). */
+  /** Whether the store answers in memory (then `checkInMemory` answers at once). */
   get isLocal(): boolean
   /**
    * Reaches the store now (connecting first if needed): rejects with configuration errors and
@@ -114,13 +114,6 @@ export declare class NativeLimiter {
    * naming the bad part.
    */
   prepareRules(text: string): RulesInfo
-  /**
-   * `hit` (spend) or `peek` on the memory store, answered at once into `out` (`DECISION_FIELDS`
-   * numbers: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex). Nothing
-   * is copied or kept: the key, the rules and `out` are borrowed for the call (a call of about a
-   * microsecond, where a reference or a clone per argument shows).
-   */
-  checkInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, out: Float64Array): void
   /** Starts `hit` (spend) or `peek` as call `id`; its answer comes in a later `nextBatch()`. */
   submit(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, id: number): void
   /** The answers of submitted calls, as soon as there is at least one. */
@@ -268,6 +261,12 @@ export interface Batch {
  */
 export declare function breakerStateOf(store: StoreSettings): string | null
 
+/**
+ * `hit` (spend) or `peek` of `key` against prepared `rules`, answered at once into the checker's
+ * numbers. Nothing is copied or kept: the key and the rules are borrowed for the call.
+ */
+export declare function checkInMemory(checker: ExternalObject<MemoryChecker>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean): void
+
 /** How the client address of a request becomes its key (all optional). */
 export interface ClientAddressInit {
   /** IPv6 addresses sharing this many leading bits share a key (1 to 128, default 56). */
@@ -404,6 +403,17 @@ export declare const MAX_KEY_BYTES: number
 
 /** The most rules one call checks together (100); more is an invalid rule. */
 export declare const MAX_RULES: number
+
+/**
+ * A checker of `limiter`'s calls, writing each decision's `DECISION_FIELDS` numbers into `out`
+ * (allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex, …: `decisionLayout()`).
+ * Only for a limiter on the memory store.
+ */
+export declare function memoryChecker(limiter: NativeLimiter, out: Float64Array): ExternalObject<MemoryChecker>
+
+export interface MemoryChecker {
+
+}
 
 /**
  * Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O

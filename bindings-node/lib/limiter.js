@@ -21,7 +21,8 @@ const DEFAULT_TIMEOUT_MS = 1000
 class Limiter {
   #settings
   #native = null
-  #local = false
+  /** On the memory store: the addon's checker, answering into `#out` at once. */
+  #memory = null
   #wire = null
   #connection
   #rules = new Map()
@@ -271,8 +272,8 @@ class Limiter {
     let cost, nowMs, parsed
     try {
       ;({ cost, nowMs, parsed } = this.#arguments(key, rules, options))
-      if (this.#local) {
-        limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
+      if (this.#memory !== null) {
+        native.checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
         return Promise.resolve(decision(this.#out, 0, parsed))
       }
       if (this.#wire !== null) return this.#wire.call(key, parsed, cost, nowMs, spend)
@@ -303,10 +304,10 @@ class Limiter {
   /** A synchronous check (`hitSync`, `peekSync`) on the memory store; throws typed errors. */
   #checkNow(method, spend, key, rules, options) {
     try {
-      const limiter = this.#native ?? this.#openNow(method)
-      if (!this.#local) throw notInMemory(method)
+      if (this.#native === null) this.#openNow(method)
+      if (this.#memory === null) throw notInMemory(method)
       const { cost, nowMs, parsed } = this.#arguments(key, rules, options)
-      limiter.checkInto(key, parsed.rules, cost, nowMs, spend, this.#out)
+      native.checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
       return decision(this.#out, 0, parsed)
     } catch (error) {
       throw fromNative(error)
@@ -358,8 +359,9 @@ class Limiter {
 
   /** Sets up calls on the native limiter once it is open (the wire client, unless in memory). */
   #opened(limiter) {
-    this.#local = limiter.isLocal
-    if (!this.#local) {
+    if (limiter.isLocal) {
+      this.#memory = native.memoryChecker(limiter, this.#out)
+    } else {
       const { url, timeoutMs } = this.#settings.store
       this.#wire = WireClient.open(limiter, url, timeoutMs ?? DEFAULT_TIMEOUT_MS)
     }

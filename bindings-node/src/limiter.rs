@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArraySlice};
+use napi::bindgen_prelude::{Buffer, Either, External};
 use napi_derive::napi;
 use ratelock::algorithm::standing::StandingCall;
 
@@ -120,7 +120,7 @@ pub fn breaker_state_of(store: StoreSettings) -> napi::Result<Option<&'static st
 
 #[napi]
 impl NativeLimiter {
-    /// Whether the store answers in memory (then `checkInto` answers at once).
+    /// Whether the store answers in memory (then `checkInMemory` answers at once).
     #[napi(getter)]
     pub fn is_local(&self) -> bool {
         !self.inner.store().does_io()
@@ -162,43 +162,6 @@ impl NativeLimiter {
                     .collect(),
                 rules: External::new(prepared),
             })
-        })
-    }
-
-    /// `hit` (spend) or `peek` on the memory store, answered at once into `out` (`DECISION_FIELDS`
-    /// numbers: allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex). Nothing
-    /// is copied or kept: the key, the rules and `out` are borrowed for the call (a call of about a
-    /// microsecond, where a reference or a clone per argument shows).
-    #[napi]
-    pub fn check_into(
-        &self,
-        key: Either<String, BufferSlice>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        now_ms: Option<f64>,
-        spend: bool,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<()> {
-        guarded_sync(|| {
-            let key = match &key {
-                Either::A(text) => text.as_bytes(),
-                Either::B(bytes) => &bytes[..],
-            };
-            let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
-            let answer = match self
-                .inner
-                .try_check_blocking(key, rules.rules(), cost, spend, now_us)
-            {
-                Some(decision) => numbers(&decision.map_err(to_js)?),
-                None => return Err(invalid_argument("store", "checkInto needs the memory store")),
-            };
-            // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
-            let out = unsafe { out.as_mut() };
-            match out.get_mut(..DECISION_FIELDS) {
-                Some(room) => room.copy_from_slice(&answer),
-                None => return Err(invalid_argument("out", "expected a Float64Array of 7 numbers")),
-            }
-            Ok(())
         })
     }
 

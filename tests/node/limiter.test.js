@@ -193,6 +193,23 @@ test('hitSync and peekSync answer at once on the memory store, sharing state wit
   assert.equal(limiter.hitSync(key, '2/minute', { nowMs: Date.now() + 120_000 }).allowed, true, 'nowMs is the clock')
 })
 
+test('a memory call reads a key whole at any length: multi-byte text where the addon switches buffers, long keys, Buffers', () => {
+  const limiter = new ratelock.Limiter()
+  const base = `long:${randomUUID()}:`
+  // Around 256 bytes of UTF-8 (where a key read on the stack ends) and far past it, with characters
+  // of 2, 3 and 4 bytes straddling the end.
+  for (const length of [240, 248, 250, 251, 252, 253, 254, 255, 256, 257, 260, 300, 5000]) {
+    for (const wide of ['é', '€', '😀']) {
+      const prefix = base + 'a'.repeat(Math.max(0, length - Buffer.byteLength(base)))
+      const key = prefix + wide + 'z'
+      assert.equal(limiter.hitSync(key, '1/minute').allowed, true, `${length} ${wide}: the first hit`)
+      assert.equal(limiter.hitSync(Buffer.from(key), '1/minute').allowed, false, `${length} ${wide}: the same key as a Buffer`)
+      assert.equal(limiter.peekSync(prefix, '1/minute').allowed, true, `${length} ${wide}: not a key cut short`)
+      assert.equal(limiter.peekSync(prefix + wide, '1/minute').allowed, true, `${length} ${wide}: not a key missing its end`)
+    }
+  }
+})
+
 test('hitSync names what is wrong: bad input, and a store that does I/O', () => {
   const limiter = new ratelock.Limiter()
   assert.throws(() => limiter.hitSync('k', 'nonsense'), ratelock.InvalidRuleError)
