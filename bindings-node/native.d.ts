@@ -183,68 +183,6 @@ export declare class NativeSemaphore {
   inUse(): Promise<number>
 }
 
-/** One connection: bytes out, bytes in, calls settled. */
-export declare class NativeWire {
-  /** The host to connect to. */
-  get host(): string
-  /** The TCP port. */
-  get port(): number
-  /**
-   * Whether the store's circuit breaker lets a call through now (else answer it with
-   * `refusedInto`). Asked only before opening a connection: `submitInto` asks it itself.
-   */
-  admit(): boolean
-  /**
-   * The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
-   * else writes the degraded (or, under `local`, the locally decided) decision into `out`.
-   */
-  refusedInto(key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean, out: Float64Array): void
-  /**
-   * Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
-   * time): false when it was encoded for the output; true when it was answered at once, its
-   * decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy
-   * gave the degraded or locally decided decision). Throws for misuse before anything is sent, and
-   * for a refused call under `onError: 'raise'`.
-   */
-  submitInto(id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number, out: Float64Array): boolean
-  /** The bytes to write now, or `null` when there are none. */
-  takeOutput(): Buffer | null
-  /** The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits. */
-  get nextDeadline(): number | null
-  /** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
-  get closeReason(): string | null
-  /** Whether the reply stream broke: retire the connection before closing it. */
-  get broken(): boolean
-  /**
-   * Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-   * how many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one
-   * crossing per read. When `out` is full, `drainInto` hands over the rest.
-   */
-  feedInto(chunk: Buffer, nowMs: number, out: Float64Array): number
-  /**
-   * Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
-   * `feedInto`.
-   */
-  expireInto(nowMs: number, out: Float64Array): number
-  /**
-   * The socket closed (`connected`: it had opened), for `why`: every call still waiting is
-   * answered, into `out`; answers as `feedInto`.
-   */
-  closedInto(connected: boolean, why: string, out: Float64Array): number
-  /** More settled calls, when the last `...Into` filled `out`; answers as `feedInto`. */
-  drainInto(out: Float64Array): number
-  /** The error of the next failed call handed over (`[ERR_RATELOCK_...] message`). */
-  takeFailure(): string
-  /**
-   * The server closed its side, or the stream broke: the calls not yet written, for a fresh
-   * connection to `adopt` (`null` when there are none). A call that cannot go out again is settled
-   * here: `drainInto` hands it over.
-   */
-  retire(): ExternalObject<Unsent> | null
-  /** Takes over calls another connection never wrote (same bytes, same deadlines). */
-  adopt(unsent: ExternalObject<Unsent>): void
-}
-
 /** What one `nextBatch()` hands over. */
 export interface Batch {
   /** Per answered call: its id, then the `DECISION_FIELDS` numbers of its decision. */
@@ -422,10 +360,11 @@ export interface MemoryChecker {
 export declare function openLimiterNow(options: LimiterOptions): NativeLimiter
 
 /**
- * A connection of `limiter` to `url`, or `null` when the URL is not one plain `redis://` server (TLS,
- * cluster, Sentinel, Redlock, memory): those stay on the runtime.
+ * A connection of `limiter` to `url`, writing settled calls into `out` (room for at least one), or
+ * `null` when the URL is not one plain `redis://` server (TLS, cluster, Sentinel, Redlock, memory):
+ * those stay on the runtime.
  */
-export declare function openWire(limiter: NativeLimiter, url: string): NativeWire | null
+export declare function openWire(limiter: NativeLimiter, url: string, out: Float64Array): WireOpened | null
 
 /**
  * The canonical text of each rule in `text`, rules without `using` taking `defaultAlgorithm`; throws
@@ -519,3 +458,87 @@ export interface StoreSettings {
 export interface Unsent {
 
 }
+
+/**
+ * Whether the store's circuit breaker lets a call through now (else answer it with
+ * `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself.
+ */
+export declare function wireAdmit(codec: ExternalObject<WireCodec>): boolean
+
+/** Takes over calls another connection never wrote (same bytes, same deadlines). */
+export declare function wireAdopt(codec: ExternalObject<WireCodec>, unsent: ExternalObject<Unsent>): void
+
+/** Whether the reply stream broke: retire the connection before closing it. */
+export declare function wireBroken(codec: ExternalObject<WireCodec>): boolean
+
+/**
+ * The socket closed (`connected`: it had opened), for `why`: every call still waiting is answered,
+ * into `out`; answers as `wireFeedInto`.
+ */
+export declare function wireClosedInto(codec: ExternalObject<WireCodec>, connected: boolean, why: string): number
+
+/** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
+export declare function wireCloseReason(codec: ExternalObject<WireCodec>): string | null
+
+export interface WireCodec {
+
+}
+
+/** More settled calls, when the last `...Into` filled `out`; answers as `wireFeedInto`. */
+export declare function wireDrainInto(codec: ExternalObject<WireCodec>): number
+
+/**
+ * Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
+ * `wireFeedInto`.
+ */
+export declare function wireExpireInto(codec: ExternalObject<WireCodec>, nowMs: number): number
+
+/**
+ * Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers how
+ * many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one crossing
+ * per read. When `out` is full, `wireDrainInto` hands over the rest.
+ */
+export declare function wireFeedInto(codec: ExternalObject<WireCodec>, chunk: Buffer, nowMs: number): number
+
+/** The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits. */
+export declare function wireNextDeadline(codec: ExternalObject<WireCodec>): number | null
+
+/** An opened connection: the codec, and where its socket goes. */
+export interface WireOpened {
+  codec: ExternalObject<WireCodec>
+  /** The host to connect to. */
+  host: string
+  /** The TCP port. */
+  port: number
+}
+
+/**
+ * The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`, else
+ * writes the degraded (or, under `local`, the locally decided) decision into `out`.
+ */
+export declare function wireRefusedInto(codec: ExternalObject<WireCodec>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean): void
+
+/**
+ * The server closed its side, or the stream broke: the calls not yet written, for a fresh connection
+ * to `wireAdopt` (`null` when there are none). A call that cannot go out again is settled here:
+ * `wireDrainInto` hands it over.
+ */
+export declare function wireRetire(codec: ExternalObject<WireCodec>): ExternalObject<Unsent> | null
+
+/**
+ * Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
+ * time): false when it was encoded for the output; true when it was answered at once, its decision in
+ * `out` (a hook answered it, or the circuit breaker refused it and the failure policy gave the
+ * degraded or locally decided decision). Throws for misuse before anything is sent, and for a refused
+ * call under `onError: 'raise'`.
+ */
+export declare function wireSubmitInto(codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number): boolean
+
+/** The error of the next failed call handed over (`[ERR_RATELOCK_...] message`). */
+export declare function wireTakeFailure(codec: ExternalObject<WireCodec>): string
+
+/**
+ * The bytes to write now, or `null` when there are none. A copy into a Buffer of the engine's own:
+ * handing over the Rust buffer itself (an external one, with a finalizer) cost more than the copy.
+ */
+export declare function wireTakeOutput(codec: ExternalObject<WireCodec>): Buffer | null

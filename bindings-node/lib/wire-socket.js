@@ -1,7 +1,8 @@
 'use strict'
 // `Limiter` calls on one plain `redis://` server over a socket on this thread: one call is one
 // loopback round trip, with no hop to the addon's runtime and back. This file moves bytes and keeps
-// time; the addon's `NativeWire` (the core's `WireConnection`) decides the rest: what to write (the
+// time; the addon's wire codec (the core's `WireConnection`, an external value its `wire...` functions
+// take) decides the rest: what to write (the
 // preamble, the module check, each call on the connection's route, a retry after NOSCRIPT or a refused
 // module command), what each reply means, a call's answer at its timeout or when its connection is lost
 // (the failure policy; never sent again: it may have run), setup errors, a broken reply stream and the
@@ -28,25 +29,29 @@ class WireClient {
   #url
   #timeoutMs
   #link = null
-  #codec
-  #codecUsed = false
-  /** Decisions from the addon: one at the start (a call answered at once), or a batch of settled calls. */
-  out = new Float64Array(SETTLED * BATCH)
+  /** The connection the next link uses: `{ codec, host, port }` (a new one per connection). */
+  #opened
+  #openedUsed = false
+  /** Decisions from the addon (every codec of this client writes here): one at the start (a call
+   * answered at once), or a batch of settled calls. */
+  out
   /** The calls waiting for their answer, by id. */
   #waiting = new Map()
   #nextId = 0
 
   /** A client for `url` if it is one plain `redis://` server (else `null`: use the runtime). */
   static open(limiter, url, timeoutMs) {
-    const codec = native.openWire(limiter, url)
-    return codec === null ? null : new WireClient(limiter, url, timeoutMs, codec)
+    const out = new Float64Array(SETTLED * BATCH)
+    const opened = native.openWire(limiter, url, out)
+    return opened === null ? null : new WireClient(limiter, url, timeoutMs, opened, out)
   }
 
-  constructor(limiter, url, timeoutMs, codec) {
+  constructor(limiter, url, timeoutMs, opened, out) {
     this.#limiter = limiter
     this.#url = url
     this.#timeoutMs = timeoutMs
-    this.#codec = codec
+    this.#opened = opened
+    this.out = out
   }
 
   /** `hit` (spend) or `peek` of prepared rules `parsed`; resolves to the decision. */
@@ -55,8 +60,8 @@ class WireClient {
       let link = this.#link
       if (link === null) {
         // No connection (yet, or any more): while the breaker is open, answer without opening one.
-        if (!this.#codec.admit()) {
-          this.#codec.refusedInto(key, parsed.rules, cost, spend, this.out)
+        if (!native.wireAdmit(this.#opened.codec)) {
+          native.wireRefusedInto(this.#opened.codec, key, parsed.rules, cost, spend)
           return Promise.resolve(decision(this.out, 0, parsed))
         }
         link = this.#connect()
@@ -82,7 +87,7 @@ class WireClient {
       if (out[at + 1] === 1) {
         waiting?.resolve(decision(out, at + 2, waiting.parsed))
       } else {
-        const failure = codec.takeFailure()
+        const failure = native.wireTakeFailure(codec)
         waiting?.reject(fromNative(new Error(failure)))
       }
     }
@@ -91,10 +96,10 @@ class WireClient {
 
   #connect() {
     // A new connection starts with a new codec.
-    if (this.#codecUsed) this.#codec = native.openWire(this.#limiter, this.#url)
-    this.#codecUsed = true
+    if (this.#openedUsed) this.#opened = native.openWire(this.#limiter, this.#url, this.out)
+    this.#openedUsed = true
     const link = new Link(
-      this.#codec,
+      this.#opened,
       this,
       this.#timeoutMs,
       () => {
@@ -121,13 +126,13 @@ class Link {
   #retired = false
   #ended = false
 
-  constructor(codec, client, timeoutMs, onEnd, onUnsent) {
+  constructor({ codec, host, port }, client, timeoutMs, onEnd, onUnsent) {
     this.#codec = codec
     this.#client = client
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
     this.#onUnsent = onUnsent
-    const socket = net.connect({ host: codec.host, port: codec.port, noDelay: true })
+    const socket = net.connect({ host, port, noDelay: true })
     this.#socket = socket
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
@@ -154,7 +159,7 @@ class Link {
    * hook answered it, or the circuit breaker refused it. */
   submit(id, key, rules, cost, nowMs, spend) {
     const deadline = performance.now() + this.#timeoutMs
-    if (this.#codec.submitInto(id, key, rules, cost, nowMs, spend, deadline, this.#client.out)) return true
+    if (native.wireSubmitInto(this.#codec, id, key, rules, cost, nowMs, spend, deadline)) return true
     this.#scheduleFlush()
     this.#arm()
     return false
@@ -162,7 +167,7 @@ class Link {
 
   /** Takes over calls another connection never wrote (same bytes, same deadlines). */
   adopt(unsent) {
-    this.#codec.adopt(unsent)
+    native.wireAdopt(this.#codec, unsent)
     this.flush()
     this.#arm()
   }
@@ -177,7 +182,7 @@ class Link {
   /** Writes what the codec has for the socket, in one system call. */
   flush() {
     this.#flushing = false
-    const bytes = this.#codec.takeOutput()
+    const bytes = native.wireTakeOutput(this.#codec)
     if (bytes !== null) this.#socket.write(bytes)
   }
 
@@ -191,19 +196,19 @@ class Link {
    * what it still holds; answers the status of the last crossing. */
   #settle(status) {
     const client = this.#client
-    while (client.settle(this.#codec, status & STATUS_COUNT) === BATCH) status = this.#codec.drainInto(client.out)
+    while (client.settle(this.#codec, status & STATUS_COUNT) === BATCH) status = native.wireDrainInto(this.#codec)
     if (this.#timer !== null && status & STATUS_IDLE) this.#timer.unref()
     return status
   }
 
   #read(chunk) {
     const codec = this.#codec
-    const status = this.#settle(codec.feedInto(chunk, performance.now(), this.#client.out))
+    const status = this.#settle(native.wireFeedInto(codec, chunk, performance.now()))
     if (status & STATUS_CLOSE) {
       // Calls not yet written move to a fresh connection when the stream broke; the written ones
       // learn their answer when the socket has closed.
-      if (codec.broken) this.#retire()
-      this.#socket.destroy(new Error(codec.closeReason))
+      if (native.wireBroken(codec)) this.#retire()
+      this.#socket.destroy(new Error(native.wireCloseReason(codec)))
       return
     }
     if (status & STATUS_OUTPUT) this.flush() // a retry after NOSCRIPT or a refused module command
@@ -212,8 +217,8 @@ class Link {
   #expire() {
     this.#timer = null
     const now = performance.now()
-    this.#settle(this.#codec.expireInto(now, this.#client.out))
-    const next = this.#codec.nextDeadline
+    this.#settle(native.wireExpireInto(this.#codec, now))
+    const next = native.wireNextDeadline(this.#codec)
     if (next !== null) this.#timer = setTimeout(() => this.#expire(), Math.max(1, next - now))
   }
 
@@ -222,8 +227,8 @@ class Link {
     if (this.#retired) return
     this.#retired = true
     this.#onEnd()
-    const unsent = this.#codec.retire()
-    this.#settle(this.#codec.drainInto(this.#client.out)) // calls that cannot go out again
+    const unsent = native.wireRetire(this.#codec)
+    this.#settle(native.wireDrainInto(this.#codec)) // calls that cannot go out again
     if (unsent !== null) this.#onUnsent(unsent)
   }
 
@@ -234,7 +239,7 @@ class Link {
     this.#onEnd()
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
-    this.#settle(this.#codec.closedInto(this.#connected, why, this.#client.out))
+    this.#settle(native.wireClosedInto(this.#codec, this.#connected, why))
   }
 }
 

@@ -1,20 +1,27 @@
-//! `NativeWire`: one wire-path connection (the core's `ratelock::store::wire::WireConnection`) for
+//! One wire-path connection (the core's `ratelock::store::wire::WireConnection`) for
 //! `lib/wire-socket.js`, which owns the socket on the JavaScript thread and only moves bytes and keeps
 //! time. What to write, what each reply means, NOSCRIPT, the module route, timeouts, setup errors, a
-//! broken stream and the circuit breaker are the core's. Settled calls cross as numbers: per call its
-//! id, 1 (decided) or 0 (failed: its error from `takeFailure()`, in order), then its decision's
-//! `DECISION_FIELDS` numbers.
+//! broken stream and the circuit breaker are the core's. Settled calls cross as numbers, into the
+//! `Float64Array` the connection was opened with: per call its id, 1 (decided) or 0 (failed: its error
+//! from `wireTakeFailure()`, in order), then its decision's `DECISION_FIELDS` numbers.
+//!
+//! The connection is an external value passed to free functions (`wireSubmitInto(codec, …)`), not a
+//! class instance: a method pays napi-rs's bookkeeping for its receiver on every call (unwrapping it,
+//! checking its type tag, registering and releasing the borrow), about 4,000 instructions, and a call
+//! makes three crossings (submit, output, reply).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, Either, External, Float64ArraySlice};
+use napi::bindgen_prelude::{BufferSlice, External, Float64Array};
+use napi::Env;
 use napi_derive::napi;
 use ratelock::store::wire::{Settled, WireCall, WireConnection};
 
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
+use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
 use crate::runtime::guarded_sync;
 
@@ -45,209 +52,224 @@ pub const STATUS_CLOSE: u32 = 1 << 18;
 )]
 pub struct Unsent {}
 
-/// One connection: bytes out, bytes in, calls settled.
-#[napi]
-pub struct NativeWire {
+/// One connection: bytes out, bytes in, calls settled into `out`.
+pub struct WireCodec {
     connection: WireConnection,
+    /// Where settled calls (and a call answered at once) are written.
+    out: Float64Array,
     /// Settled calls not yet handed over (more than one `out` holds).
     ready: VecDeque<Settled>,
     /// The errors of failed calls handed over, for `takeFailure`, in order.
     failures: VecDeque<String>,
 }
 
-/// A connection of `limiter` to `url`, or `null` when the URL is not one plain `redis://` server (TLS,
-/// cluster, Sentinel, Redlock, memory): those stay on the runtime.
+/// The TypeScript name of [`WireCodec`] inside `ExternalObject` (opaque to JavaScript).
+mod declaration {
+    #[napi_derive::napi(object, object_from_js = false)]
+    #[allow(
+        dead_code,
+        reason = "only its TypeScript declaration is used, as ExternalObject<WireCodec>"
+    )]
+    pub struct WireCodec {}
+}
+
+/// An opened connection: the codec, and where its socket goes.
+#[napi(object, object_from_js = false)]
+pub struct WireOpened {
+    pub codec: External<WireCodec>,
+    /// The host to connect to.
+    pub host: String,
+    /// The TCP port.
+    pub port: u32,
+}
+
+/// A connection of `limiter` to `url`, writing settled calls into `out` (room for at least one), or
+/// `null` when the URL is not one plain `redis://` server (TLS, cluster, Sentinel, Redlock, memory):
+/// those stay on the runtime.
 #[napi]
-pub fn open_wire(limiter: &NativeLimiter, url: String) -> napi::Result<Option<NativeWire>> {
+pub fn open_wire(limiter: &NativeLimiter, url: String, out: Float64Array) -> napi::Result<Option<WireOpened>> {
+    if out.len() < SETTLED_FIELDS {
+        return Err(invalid_argument(
+            "out",
+            format!("expected a Float64Array of at least {SETTLED_FIELDS} numbers"),
+        ));
+    }
     let connection = WireConnection::open(limiter.core(), &url).map_err(to_js)?;
-    Ok(connection.map(|connection| NativeWire {
-        connection,
-        ready: VecDeque::new(),
-        failures: VecDeque::new(),
+    Ok(connection.map(|connection| WireOpened {
+        host: connection.host().to_owned(),
+        port: u32::from(connection.port()),
+        codec: External::new(WireCodec {
+            connection,
+            out,
+            ready: VecDeque::new(),
+            failures: VecDeque::new(),
+        }),
     }))
 }
 
+/// Whether the store's circuit breaker lets a call through now (else answer it with
+/// `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself.
 #[napi]
-impl NativeWire {
-    /// The host to connect to.
-    #[napi(getter)]
-    pub fn host(&self) -> String {
-        self.connection.host().to_owned()
-    }
-
-    /// The TCP port.
-    #[napi(getter)]
-    pub fn port(&self) -> u32 {
-        u32::from(self.connection.port())
-    }
-
-    /// Whether the store's circuit breaker lets a call through now (else answer it with
-    /// `refusedInto`). Asked only before opening a connection: `submitInto` asks it itself.
-    #[napi]
-    pub fn admit(&self) -> bool {
-        self.connection.admits()
-    }
-
-    /// The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`,
-    /// else writes the degraded (or, under `local`, the locally decided) decision into `out`.
-    #[napi]
-    pub fn refused_into(
-        &self,
-        key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        spend: bool,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<()> {
-        guarded_sync(|| {
-            let (key, cost) = (convert::key(key), convert::cost(cost)?);
-            self.answer_refused(&key, rules, cost, spend, &mut out)
-        })
-    }
-
-    /// Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
-    /// time): false when it was encoded for the output; true when it was answered at once, its
-    /// decision in `out` (a hook answered it, or the circuit breaker refused it and the failure policy
-    /// gave the degraded or locally decided decision). Throws for misuse before anything is sent, and
-    /// for a refused call under `onError: 'raise'`.
-    #[napi]
-    #[allow(clippy::too_many_arguments)]
-    pub fn submit_into(
-        &mut self,
-        id: u32,
-        key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
-        cost: Option<f64>,
-        now_ms: Option<f64>,
-        spend: bool,
-        deadline_ms: f64,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<bool> {
-        guarded_sync(|| {
-            let (key, cost, now_us) = (convert::key(key), convert::cost(cost)?, convert::now_us(now_ms)?);
-            if !self.connection.admits() {
-                return self
-                    .answer_refused(&key, rules, cost, spend, &mut out)
-                    .map(|()| true);
-            }
-            let answered = self
-                .connection
-                .submit(id, &key, rules.rules(), cost, now_us, spend, deadline_ms)
-                .map_err(to_js)?;
-            match answered {
-                Some(decision) => write_decision(&mut out, 0, &numbers(&decision)).map(|()| true),
-                None => Ok(false),
-            }
-        })
-    }
-
-    /// The bytes to write now, or `null` when there are none.
-    #[napi]
-    pub fn take_output(&mut self) -> Option<Buffer> {
-        let bytes = self.connection.take_output();
-        (!bytes.is_empty()).then(|| Buffer::from(bytes))
-    }
-
-    /// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
-    #[napi(getter)]
-    pub fn next_deadline(&self) -> Option<f64> {
-        self.connection.next_deadline()
-    }
-
-    /// Why the socket must be closed now (setup failed, the reply stream broke), else `null`.
-    #[napi(getter)]
-    pub fn close_reason(&self) -> Option<String> {
-        self.connection.close_reason().map(str::to_owned)
-    }
-
-    /// Whether the reply stream broke: retire the connection before closing it.
-    #[napi(getter)]
-    pub fn broken(&self) -> bool {
-        self.connection.is_broken()
-    }
-
-    /// Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers
-    /// how many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one
-    /// crossing per read. When `out` is full, `drainInto` hands over the rest.
-    #[napi]
-    pub fn feed_into(
-        &mut self,
-        chunk: BufferSlice,
-        now_ms: f64,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<u32> {
-        guarded_sync(|| {
-            let settled = self.connection.feed(&chunk, now_ms);
-            self.ready.extend(settled);
-            self.hand_over(&mut out)
-        })
-    }
-
-    /// Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
-    /// `feedInto`.
-    #[napi]
-    pub fn expire_into(&mut self, now_ms: f64, mut out: Float64ArraySlice) -> napi::Result<u32> {
-        guarded_sync(|| {
-            let settled = self.connection.expire(now_ms);
-            self.ready.extend(settled);
-            self.hand_over(&mut out)
-        })
-    }
-
-    /// The socket closed (`connected`: it had opened), for `why`: every call still waiting is
-    /// answered, into `out`; answers as `feedInto`.
-    #[napi]
-    pub fn closed_into(
-        &mut self,
-        connected: bool,
-        why: String,
-        mut out: Float64ArraySlice,
-    ) -> napi::Result<u32> {
-        guarded_sync(|| {
-            let settled = self.connection.closed(connected, &why);
-            self.ready.extend(settled);
-            self.hand_over(&mut out)
-        })
-    }
-
-    /// More settled calls, when the last `...Into` filled `out`; answers as `feedInto`.
-    #[napi]
-    pub fn drain_into(&mut self, mut out: Float64ArraySlice) -> napi::Result<u32> {
-        guarded_sync(|| self.hand_over(&mut out))
-    }
-
-    /// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
-    #[napi]
-    pub fn take_failure(&mut self) -> String {
-        self.failures.pop_front().unwrap_or_default()
-    }
-
-    /// The server closed its side, or the stream broke: the calls not yet written, for a fresh
-    /// connection to `adopt` (`null` when there are none). A call that cannot go out again is settled
-    /// here: `drainInto` hands it over.
-    #[napi]
-    pub fn retire(&mut self) -> Option<External<ratelock::store::wire::Unsent>> {
-        let (unsent, settled) = self.connection.retire();
-        self.ready.extend(settled);
-        (!unsent.is_empty()).then(|| External::new(unsent))
-    }
-
-    /// Takes over calls another connection never wrote (same bytes, same deadlines).
-    #[napi]
-    pub fn adopt(&mut self, unsent: &mut External<ratelock::store::wire::Unsent>) {
-        self.connection.adopt(std::mem::take(&mut **unsent));
-    }
+pub fn wire_admit(codec: &External<WireCodec>) -> bool {
+    codec.connection.admits()
 }
 
-impl NativeWire {
+/// The failure policy's answer to a call the breaker refused: throws under `onError: 'raise'`, else
+/// writes the degraded (or, under `local`, the locally decided) decision into `out`.
+#[napi(
+    ts_args_type = "codec: ExternalObject<WireCodec>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean"
+)]
+pub fn wire_refused_into(
+    codec: &mut External<WireCodec>,
+    key: KeyArg,
+    rules: &External<Arc<ratelock::PreparedRules>>,
+    cost: Option<f64>,
+    spend: bool,
+) -> napi::Result<()> {
+    guarded_sync(|| {
+        let cost = convert::cost(cost)?;
+        codec.answer_refused(key.bytes(), rules, cost, spend)
+    })
+}
+
+/// Submits call `id` (`hit` when `spend`, else `peek`), due by `deadlineMs` (`performance.now()`
+/// time): false when it was encoded for the output; true when it was answered at once, its decision in
+/// `out` (a hook answered it, or the circuit breaker refused it and the failure policy gave the
+/// degraded or locally decided decision). Throws for misuse before anything is sent, and for a refused
+/// call under `onError: 'raise'`.
+#[napi(
+    ts_args_type = "codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn wire_submit_into(
+    codec: &mut External<WireCodec>,
+    id: u32,
+    key: KeyArg,
+    rules: &External<Arc<ratelock::PreparedRules>>,
+    cost: Option<f64>,
+    now_ms: Option<f64>,
+    spend: bool,
+    deadline_ms: f64,
+) -> napi::Result<bool> {
+    guarded_sync(|| {
+        let (key, cost, now_us) = (key.bytes(), convert::cost(cost)?, convert::now_us(now_ms)?);
+        let codec = &mut **codec;
+        if !codec.connection.admits() {
+            return codec.answer_refused(key, rules, cost, spend).map(|()| true);
+        }
+        let answered = codec
+            .connection
+            .submit(id, key, rules.rules(), cost, now_us, spend, deadline_ms)
+            .map_err(to_js)?;
+        match answered {
+            Some(decision) => codec.write_decision(0, &numbers(&decision)).map(|()| true),
+            None => Ok(false),
+        }
+    })
+}
+
+/// The bytes to write now, or `null` when there are none. A copy into a Buffer of the engine's own:
+/// handing over the Rust buffer itself (an external one, with a finalizer) cost more than the copy.
+#[napi]
+pub fn wire_take_output<'env>(
+    env: &'env Env,
+    codec: &mut External<WireCodec>,
+) -> napi::Result<Option<BufferSlice<'env>>> {
+    let bytes = codec.connection.take_output();
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    BufferSlice::copy_from(env, bytes).map(Some)
+}
+
+/// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
+#[napi]
+pub fn wire_next_deadline(codec: &External<WireCodec>) -> Option<f64> {
+    codec.connection.next_deadline()
+}
+
+/// Why the socket must be closed now (setup failed, the reply stream broke), else `null`.
+#[napi]
+pub fn wire_close_reason(codec: &External<WireCodec>) -> Option<String> {
+    codec.connection.close_reason().map(str::to_owned)
+}
+
+/// Whether the reply stream broke: retire the connection before closing it.
+#[napi]
+pub fn wire_broken(codec: &External<WireCodec>) -> bool {
+    codec.connection.is_broken()
+}
+
+/// Reads `chunk` from the socket at `nowMs`; writes the calls it settled into `out` and answers how
+/// many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one crossing
+/// per read. When `out` is full, `wireDrainInto` hands over the rest.
+#[napi]
+pub fn wire_feed_into(codec: &mut External<WireCodec>, chunk: BufferSlice, now_ms: f64) -> napi::Result<u32> {
+    guarded_sync(|| {
+        let settled = codec.connection.feed(&chunk, now_ms);
+        codec.ready.extend(settled);
+        codec.hand_over()
+    })
+}
+
+/// Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
+/// `wireFeedInto`.
+#[napi]
+pub fn wire_expire_into(codec: &mut External<WireCodec>, now_ms: f64) -> napi::Result<u32> {
+    guarded_sync(|| {
+        let settled = codec.connection.expire(now_ms);
+        codec.ready.extend(settled);
+        codec.hand_over()
+    })
+}
+
+/// The socket closed (`connected`: it had opened), for `why`: every call still waiting is answered,
+/// into `out`; answers as `wireFeedInto`.
+#[napi]
+pub fn wire_closed_into(codec: &mut External<WireCodec>, connected: bool, why: String) -> napi::Result<u32> {
+    guarded_sync(|| {
+        let settled = codec.connection.closed(connected, &why);
+        codec.ready.extend(settled);
+        codec.hand_over()
+    })
+}
+
+/// More settled calls, when the last `...Into` filled `out`; answers as `wireFeedInto`.
+#[napi]
+pub fn wire_drain_into(codec: &mut External<WireCodec>) -> napi::Result<u32> {
+    guarded_sync(|| codec.hand_over())
+}
+
+/// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
+#[napi]
+pub fn wire_take_failure(codec: &mut External<WireCodec>) -> String {
+    codec.failures.pop_front().unwrap_or_default()
+}
+
+/// The server closed its side, or the stream broke: the calls not yet written, for a fresh connection
+/// to `wireAdopt` (`null` when there are none). A call that cannot go out again is settled here:
+/// `wireDrainInto` hands it over.
+#[napi]
+pub fn wire_retire(codec: &mut External<WireCodec>) -> Option<External<ratelock::store::wire::Unsent>> {
+    let (unsent, settled) = codec.connection.retire();
+    codec.ready.extend(settled);
+    (!unsent.is_empty()).then(|| External::new(unsent))
+}
+
+/// Takes over calls another connection never wrote (same bytes, same deadlines).
+#[napi]
+pub fn wire_adopt(codec: &mut External<WireCodec>, unsent: &mut External<ratelock::store::wire::Unsent>) {
+    codec.connection.adopt(std::mem::take(&mut **unsent));
+}
+
+impl WireCodec {
     /// The failure policy's answer to a call the breaker refused, into `out`.
     fn answer_refused(
-        &self,
+        &mut self,
         key: &[u8],
         rules: &External<Arc<ratelock::PreparedRules>>,
         cost: u64,
         spend: bool,
-        out: &mut Float64ArraySlice,
     ) -> napi::Result<()> {
         let call = WireCall {
             key,
@@ -256,7 +278,7 @@ impl NativeWire {
             spend,
         };
         let decision = self.connection.refused(&call).map_err(to_js)?;
-        write_decision(out, 0, &numbers(&decision))
+        self.write_decision(0, &numbers(&decision))
     }
 
     /// `count` settled calls with the connection's state after them: the `STATUS_*` bits.
@@ -276,9 +298,9 @@ impl NativeWire {
 
     /// Writes as many ready calls into `out` as it holds; answers how many, with the connection's
     /// state bits (see [`STATUS_COUNT`]).
-    fn hand_over(&mut self, out: &mut Float64ArraySlice) -> napi::Result<u32> {
+    fn hand_over(&mut self) -> napi::Result<u32> {
         // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
-        let room = (unsafe { out.as_mut() }.len() / SETTLED_FIELDS).min(STATUS_COUNT as usize);
+        let room = (unsafe { self.out.as_mut() }.len() / SETTLED_FIELDS).min(STATUS_COUNT as usize);
         let mut count = 0;
         while count < room {
             let Some(settled) = self.ready.pop_front() else {
@@ -299,31 +321,28 @@ impl NativeWire {
                 }
             };
             // SAFETY: as above.
-            let slots = unsafe { out.as_mut() };
+            let slots = unsafe { self.out.as_mut() };
             slots[at] = f64::from(id);
             slots[at + 1] = decided;
-            write_decision(out, at + 2, &decision)?;
+            self.write_decision(at + 2, &decision)?;
             count += 1;
         }
         Ok(self.status(count as u32))
     }
-}
 
-fn write_decision(
-    out: &mut Float64ArraySlice,
-    at: usize,
-    numbers: &[f64; DECISION_FIELDS],
-) -> napi::Result<()> {
-    // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
-    let out = unsafe { out.as_mut() };
-    match out.get_mut(at..at + DECISION_FIELDS) {
-        Some(room) => {
-            room.copy_from_slice(numbers);
-            Ok(())
+    /// Writes one decision's numbers into `out` from `at`.
+    fn write_decision(&mut self, at: usize, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
+        // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
+        let out = unsafe { self.out.as_mut() };
+        match out.get_mut(at..at + DECISION_FIELDS) {
+            Some(room) => {
+                room.copy_from_slice(numbers);
+                Ok(())
+            }
+            None => Err(invalid_argument(
+                "out",
+                "expected a Float64Array with room for a decision",
+            )),
         }
-        None => Err(invalid_argument(
-            "out",
-            "expected a Float64Array with room for a decision",
-        )),
     }
 }
