@@ -62,27 +62,38 @@ impl FromNapiValue for KeyArg {
         if kind == sys::ValueType::napi_string {
             let mut inline = [0u8; INLINE];
             let mut len = 0;
-            let read = unsafe { sys::napi_get_value_string_utf8(env, value, inline.as_mut_ptr().cast(), INLINE, &mut len) };
+            let read = unsafe {
+                sys::napi_get_value_string_utf8(env, value, inline.as_mut_ptr().cast(), INLINE, &mut len)
+            };
             checked(read, "napi_get_value_string_utf8")?;
             if len + 1 + MAX_CHAR_BYTES <= INLINE {
                 return Ok(KeyArg::Inline(inline, len));
             }
             // Perhaps cut short: its whole length, then all of it.
-            let length = unsafe { sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut len) };
+            let length =
+                unsafe { sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut len) };
             checked(length, "napi_get_value_string_utf8")?;
             let mut heap = vec![0u8; len + 1];
-            let read = unsafe { sys::napi_get_value_string_utf8(env, value, heap.as_mut_ptr().cast(), len + 1, &mut len) };
+            let read = unsafe {
+                sys::napi_get_value_string_utf8(env, value, heap.as_mut_ptr().cast(), len + 1, &mut len)
+            };
             checked(read, "napi_get_value_string_utf8")?;
             heap.truncate(len);
             return Ok(KeyArg::Heap(heap));
         }
         let mut is_buffer = false;
-        checked(unsafe { sys::napi_is_buffer(env, value, &mut is_buffer) }, "napi_is_buffer")?;
+        checked(
+            unsafe { sys::napi_is_buffer(env, value, &mut is_buffer) },
+            "napi_is_buffer",
+        )?;
         if !is_buffer {
             return Err(invalid_argument("key", "expected a string or a Buffer"));
         }
         let (mut data, mut len) = (std::ptr::null_mut(), 0);
-        checked(unsafe { sys::napi_get_buffer_info(env, value, &mut data, &mut len) }, "napi_get_buffer_info")?;
+        checked(
+            unsafe { sys::napi_get_buffer_info(env, value, &mut data, &mut len) },
+            "napi_get_buffer_info",
+        )?;
         Ok(KeyArg::Borrowed(data.cast_const().cast(), len))
     }
 }

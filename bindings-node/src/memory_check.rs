@@ -39,7 +39,10 @@ mod declaration {
 #[napi]
 pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Result<External<MemoryChecker>> {
     if !limiter.is_local() {
-        return Err(invalid_argument("store", "a memory checker needs the memory store"));
+        return Err(invalid_argument(
+            "store",
+            "a memory checker needs the memory store",
+        ));
     }
     if out.len() < DECISION_FIELDS {
         return Err(invalid_argument(

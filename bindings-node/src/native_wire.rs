@@ -87,7 +87,11 @@ pub struct WireOpened {
 /// `null` when the URL is not one plain `redis://` server (TLS, cluster, Sentinel, Redlock, memory):
 /// those stay on the runtime.
 #[napi]
-pub fn open_wire(limiter: &NativeLimiter, url: String, out: Float64Array) -> napi::Result<Option<WireOpened>> {
+pub fn open_wire(
+    limiter: &NativeLimiter,
+    url: String,
+    out: Float64Array,
+) -> napi::Result<Option<WireOpened>> {
     if out.len() < SETTLED_FIELDS {
         return Err(invalid_argument(
             "out",
