@@ -19,14 +19,35 @@ function freePort() {
   })
 }
 
-function accepts(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1')
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
+/**
+ * Whether process `pid` listens on 127.0.0.1:`port`, as the kernel says (/proc/net/tcp against the
+ * process's sockets). A connect is no proof: a port picked free can be taken by another server before
+ * ours binds it (ours exits, and a connect reaches the other), and a connect to a port nobody listens
+ * on yet can connect to itself.
+ */
+function listens(pid, port) {
+  const address = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
+  // Columns: sl, local_address, rem_address, st (0A: listening), …, inode (the tenth).
+  const inodes = fs
+    .readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((columns) => columns.length > 9 && columns[1] === address && columns[3] === '0A')
+    .map((columns) => `socket:[${columns[9]}]`)
+  if (inodes.length === 0) return false
+  let fds = []
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`)
+  } catch {
+    return false
+  }
+  return fds.some((fd) => {
+    try {
+      return inodes.includes(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))
+    } catch {
+      return false
+    }
   })
 }
 
@@ -41,9 +62,13 @@ class RedisServer {
       throw new Error('redis-server is required: apt-get install -y redis-server')
     }
     const args = loadModule ? ['--loadmodule', loadModule, ...extraArgs] : extraArgs
-    const server = new RedisServer(await freePort(), password, args)
-    await server.#spawn()
-    return server
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const server = new RedisServer(await freePort(), password, args)
+      if (await server.#spawn()) return server
+      // Another server took the port before ours bound it: a new port.
+      await server.close()
+    }
+    throw new Error('could not start redis-server on a free port after 5 attempts')
   }
 
   #process = null
@@ -64,12 +89,15 @@ class RedisServer {
     args.push('--enable-debug-command', 'yes', '--dir', this.#dir)
     if (this.#password) args.push('--requirepass', this.#password)
     args.push(...this.#extraArgs)
-    this.#process = spawn('redis-server', args, { stdio: 'ignore' })
+    const child = spawn('redis-server', args, { stdio: 'ignore' })
+    this.#process = child
     const deadline = Date.now() + 10_000
-    while (!(await accepts(this.port))) {
+    while (!listens(child.pid, this.port)) {
+      if (child.exitCode !== null || child.signalCode !== null) return false
       if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${this.port}`)
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
+    return true
   }
 
   /** Sends one command with redis-cli and returns its output (e.g. DEBUG SLEEP runs in the background). */
@@ -83,7 +111,7 @@ class RedisServer {
 
   /** Starts the server again on its port after `stop()` (empty: no persistence). */
   async startAgain() {
-    await this.#spawn()
+    if (!(await this.#spawn())) throw new Error(`redis-server could not start again on port ${this.port}`)
   }
 
   /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */
@@ -109,7 +137,7 @@ class RedisServer {
 
   async restart() {
     await this.stop()
-    await this.#spawn()
+    await this.startAgain()
   }
 
   async close() {

@@ -19,16 +19,47 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _listens(pid: int, port: int) -> bool:
+    """Whether process `pid` listens on 127.0.0.1:`port`, as the kernel says (/proc/net/tcp against the
+    process's sockets). A connect is no proof: a port picked free can be taken by another server before
+    ours binds it (ours exits, and a connect reaches the other), and a connect to a port nobody listens
+    on yet can connect to itself."""
+    address = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as table:
+        # Columns: sl, local_address, rem_address, st (0A: listening), ..., inode (the tenth).
+        rows = [line.split() for line in table.readlines()[1:]]
+    sockets = {f"socket:[{row[9]}]" for row in rows if len(row) > 9 and row[1] == address and row[3] == "0A"}
+    if not sockets:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in sockets:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 class RedisServer:
     def __init__(self, *extra_args: str) -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is required: apt-get install -y redis-server")
-        self.port = _free_port()
         self.extra_args = extra_args
         self.dir = tempfile.mkdtemp(prefix="ratelock-py-redis-")
-        self._spawn()
+        for _attempt in range(5):
+            self.port = _free_port()
+            if self._spawn():
+                return
+            # Another server took the port before ours bound it: a new port.
+        shutil.rmtree(self.dir, ignore_errors=True)
+        raise RuntimeError("could not start redis-server on a free port after 5 attempts")
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> bool:
+        """Starts the server on its port: False when it exited (the port was taken)."""
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir, *self.extra_args],
@@ -37,11 +68,11 @@ class RedisServer:
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.01)
+            if _listens(self.process.pid, self.port):
+                return True
+            if self.process.poll() is not None:
+                return False
+            time.sleep(0.01)
         self.stop()
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
@@ -64,7 +95,8 @@ class RedisServer:
 
     def start_again(self) -> None:
         """Starts the server again on its port after ``halt`` (empty: no persistence)."""
-        self._spawn()
+        if not self._spawn():
+            raise RuntimeError(f"redis-server could not start again on port {self.port}")
 
     def pause(self) -> None:
         """Freezes the server (SIGSTOP): connections stay open, nothing is answered."""
