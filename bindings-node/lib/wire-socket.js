@@ -1,14 +1,14 @@
 'use strict'
 // `Limiter` calls on one plain `redis://` server over a socket on this thread: one call is one
 // loopback round trip, with no hop to the addon's runtime and back. This file moves bytes and keeps
-// time; the addon's wire codec (the core's `WireConnection`, an external value its `wire...` functions
-// take) decides the rest: what to write (the
-// preamble, the module check, each call on the connection's route, a retry after NOSCRIPT or a refused
-// module command), what each reply means, a call's answer at its timeout or when its connection is lost
-// (the failure policy; never sent again: it may have run), setup errors, a broken reply stream and the
-// store's circuit breaker (shared with the addon's other paths). Calls are written once per tick. A
-// close the server sends (FIN: an idle timeout, CLIENT KILL) retires the connection at once: later
-// calls go out on a fresh one, and calls not yet written move to it.
+// time; the addon's wire codec (the core's `WireConnection`, an external value its `wire…` functions
+// take) decides the rest: what to write (the preamble, the module check, each call on the connection's
+// route, a retry after NOSCRIPT or a refused module command), what each reply means, a call's answer
+// at its timeout or when its connection is lost (the failure policy; never sent again: it may have
+// run), setup errors, a broken reply stream and the store's circuit breaker (shared with the addon's
+// other paths). Calls are written once per tick. A close the server sends (FIN: an idle timeout,
+// CLIENT KILL) retires the connection at once: later calls go out on a fresh one, and calls not yet
+// written move to it.
 
 const net = require('node:net')
 const { performance } = require('node:perf_hooks')
