@@ -9,7 +9,7 @@ use crate::hook::Answered;
 use crate::limiter::{Limiter, UNTIMED};
 use crate::rule::Rules;
 use crate::store::redis::call_tag::CallTag;
-use crate::store::redis::commands::{limit_command, limit_outcomes};
+use crate::store::redis::commands::{limit_command, limit_outcomes, write_limit_call};
 use crate::store::redis::reply::{classify, Failure};
 use crate::store::redis::server_code::is_refusal;
 use crate::store::redis::server_code::Route;
@@ -72,6 +72,54 @@ impl Limiter {
     ) -> Result<Vec<u8>> {
         let (command, _) = self.wire_limit_command(key, rules, cost, now_us, spend)?;
         Ok(call_on(route, &command).get_packed_command())
+    }
+
+    /// Writes one call (misuse refused first) on `route` into `out`, with a fresh tag, in one pass: the
+    /// bytes [`wire_command_as`](Self::wire_command_as) gives. Answers the tag and the time it was sent
+    /// with (given, or the limiter's own clock), for [`wire_limit_command_again`](Self::wire_limit_command_again).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_wire_limit_call(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+        route: Route,
+        out: &mut Vec<u8>,
+    ) -> Result<(CallTag, Option<u64>)> {
+        for rule in rules.iter() {
+            crate::algorithm::check_cost(rule, cost)?;
+        }
+        let request = self.request(key, rules, cost, now_us, spend)?;
+        let tag = CallTag::next();
+        write_limit_call(&request, route, tag, out);
+        Ok((tag, request.now_us))
+    }
+
+    /// The tagged `EVALSHA` of a call [`write_wire_limit_call`](Self::write_wire_limit_call) wrote, with
+    /// the time and tag it was sent with: the same call, for a retry or another route.
+    pub(crate) fn wire_limit_command_again(
+        &self,
+        key: &[u8],
+        rules: &Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+        tag: CallTag,
+    ) -> redis::Cmd {
+        let request = LimitRequest {
+            prefix: &self.shared.options.prefix,
+            key,
+            rules,
+            cost,
+            now_us,
+            spend,
+            max_wait_us: None,
+        };
+        let mut command = limit_command(&request);
+        tag.append(&mut command);
+        command
     }
 
     /// The tagged `EVALSHA` of `limit.lua` for one call (misuse refused first), which each route
@@ -260,7 +308,7 @@ mod tests {
         let request = limiter.request(b"k", &rules, 2, Some(5), false).unwrap();
         let command = limiter.wire_command(b"k", &rules, 2, Some(5), false).unwrap();
         let mut expected = limit_command(&request);
-        expected.arg(CallTag::of_command(&command).unwrap().value());
+        expected.arg(CallTag::of_command(&command).unwrap().number());
         assert_eq!(command, expected.get_packed_command());
     }
 
@@ -274,7 +322,7 @@ mod tests {
             .unwrap();
         let request = limiter.request(b"k", &rules, 2, Some(5), true).unwrap();
         let mut expected = limit_command(&request);
-        expected.arg(CallTag::of_command(&module).unwrap().value());
+        expected.arg(CallTag::of_command(&module).unwrap().number());
         assert_eq!(module, call_on(WireRoute::Module, &expected).get_packed_command());
         assert_ne!(
             CallTag::of_command(&evalsha).unwrap(),

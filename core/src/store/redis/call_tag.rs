@@ -29,8 +29,13 @@ impl CallTag {
     /// Appends a fresh tag to `cmd` (a script call) as its last argument, and returns it.
     pub(crate) fn attach(cmd: &mut redis::Cmd) -> Self {
         let tag = Self::next();
-        cmd.arg(tag.0);
+        tag.append(cmd);
         tag
+    }
+
+    /// Appends this tag to `cmd` (a script call) as its last argument.
+    pub(crate) fn append(&self, cmd: &mut redis::Cmd) {
+        cmd.arg(self.0);
     }
 
     /// The tag a packed command carries as its last argument (what [`Limiter::wire_command`] wrote).
@@ -44,8 +49,7 @@ impl CallTag {
     }
 
     /// The tag's number (sent as the script's last argument, in decimal).
-    #[cfg(test)]
-    pub(crate) fn value(&self) -> u64 {
+    pub(crate) fn number(&self) -> u64 {
         self.0
     }
 
@@ -116,7 +120,7 @@ mod tests {
         assert_ne!(first, second);
         let reply = |tag: &CallTag| {
             Value::Array(vec![
-                Value::BulkString(tag.value().to_string().into_bytes()),
+                Value::BulkString(tag.number().to_string().into_bytes()),
                 Value::Int(7),
             ])
         };

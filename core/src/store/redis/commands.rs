@@ -4,8 +4,10 @@
 
 use redis::{Cmd, Value};
 
-use super::call_tag::excerpt;
+use super::call_tag::{excerpt, CallTag};
+use super::packing;
 use super::script::{LuaScript, LIMIT, STANDING};
+use super::server_code::Route;
 use crate::algorithm::overrides::KEY_SUFFIX as OVERRIDE_SUFFIX;
 use crate::algorithm::standing::{Reason, StandingCall, Verdict, KEY_SUFFIX};
 use crate::algorithm::{Outcome, Outcomes};
@@ -25,12 +27,7 @@ pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
 
 /// `EVALSHA limit.lua` with the request's keys (one per rule, then the key's entry) and arguments.
 pub(crate) fn limit_command(request: &LimitRequest<'_>) -> Cmd {
-    let mode = match (request.spend, request.max_wait_us) {
-        (true, Some(_)) => "reserve",
-        (true, None) => "hit",
-        (false, _) => "peek",
-    };
-    limit_command_in(request, mode)
+    limit_command_in(request, limit_mode(request))
 }
 
 /// `EVALSHA limit.lua` in its `refund` mode: give back the cost, then answer as a peek.
@@ -38,43 +35,158 @@ pub(crate) fn refund_command(request: &LimitRequest<'_>) -> Cmd {
     limit_command_in(request, "refund")
 }
 
+/// The mode `limit.lua` runs a request in: `hit`, `peek` or `reserve`.
+fn limit_mode(request: &LimitRequest<'_>) -> &'static str {
+    match (request.spend, request.max_wait_us) {
+        (true, Some(_)) => "reserve",
+        (true, None) => "hit",
+        (false, _) => "peek",
+    }
+}
+
 fn limit_command_in(request: &LimitRequest<'_>, mode: &str) -> Cmd {
+    // One buffer, sized once: the keys are the base and a suffix each, every other argument a number
+    // of at most 20 digits (growing a command argument by argument cost more than the call's encoding).
+    let keys = request.rules.len() + 2;
+    let args = 2 + limit_arg_count(request) + 1;
+    let key_bytes = keys * (request.prefix.len() + request.key.len() + 16)
+        + request.rules.iter().map(|rule| rule.id().len()).sum::<usize>();
+    let mut cmd = Cmd::with_capacity(args, LIMIT.sha.len() + key_bytes + (args - keys) * 20);
+    cmd.arg("EVALSHA").arg(&LIMIT.sha);
+    write_limit_args(request, mode, &mut cmd);
+    cmd
+}
+
+/// `hit`, `peek` or `reserve` of `request` on `route`, with call tag `tag`, written as RESP bytes into
+/// `out` in one pass: the bytes of [`limit_command`] with the tag, as the route sends them (see
+/// `packing::write_call_on`), without a command built first.
+pub(crate) fn write_limit_call(request: &LimitRequest<'_>, route: Route, tag: CallTag, out: &mut Vec<u8>) {
+    let head = packing::route_head(route, &LIMIT);
+    let head = head.as_slice();
+    let count = head.len() + limit_arg_count(request) + 1;
+    out.reserve(64 + count * 24 + request.rules.len() * (request.prefix.len() + request.key.len() + 32));
+    packing::write_array_header(count, out);
+    for part in head {
+        packing::write_bulk(part, out);
+    }
+    let mut sink = Resp(out);
+    write_limit_args(request, limit_mode(request), &mut sink);
+    sink.number(tag.number());
+}
+
+/// How many arguments follow the script's identity in a limit call, the call tag left out.
+fn limit_arg_count(request: &LimitRequest<'_>) -> usize {
+    let reserve = usize::from(request.spend && request.max_wait_us.is_some());
+    1 + (request.rules.len() + 2) + 3 + request.rules.len() * 5 + reserve
+}
+
+/// A limit call's arguments after the script's identity, the one layout every form of the call shares:
+/// the key count, one key per rule, the key's entry and override, the mode, the time, the cost, five
+/// numbers per rule, and in `reserve` mode the longest wait.
+fn write_limit_args(request: &LimitRequest<'_>, mode: &str, sink: &mut impl ArgSink) {
     let rules = request.rules.as_slice();
     let mut base = Vec::with_capacity(request.prefix.len() + request.key.len() + 8);
     write_base(&mut base, request.prefix, request.key);
-    // One buffer, sized once: the keys are the base and a suffix each, every other argument a number
-    // of at most 20 digits (growing a command argument by argument cost more than the call's encoding).
-    let keys = rules.len() + 2;
-    let args = 2 + keys + 3 + rules.len() * 5 + 2;
-    let key_bytes: usize = rules.iter().map(|rule| rule.id().len()).sum::<usize>()
-        + keys * base.len()
-        + KEY_SUFFIX.len()
-        + OVERRIDE_SUFFIX.len();
-    let mut cmd = Cmd::with_capacity(args, LIMIT.sha.len() + key_bytes + (args - keys) * 20);
-    cmd.arg("EVALSHA").arg(&LIMIT.sha).arg(keys);
+    sink.number((rules.len() + 2) as u64);
     for rule in rules {
-        cmd.arg(Joined(&base, rule.id().as_bytes()));
+        sink.joined(&base, rule.id().as_bytes());
     }
-    cmd.arg(Joined(&base, KEY_SUFFIX))
-        .arg(Joined(&base, OVERRIDE_SUFFIX));
-    cmd.arg(mode);
+    sink.joined(&base, KEY_SUFFIX);
+    sink.joined(&base, OVERRIDE_SUFFIX);
+    sink.bytes(mode.as_bytes());
     match request.now_us {
-        Some(now) => cmd.arg(now),
-        None => cmd.arg(""),
-    };
-    cmd.arg(request.cost);
+        Some(now) => sink.number(now),
+        None => sink.bytes(b""),
+    }
+    sink.number(request.cost);
     for rule in rules {
         let (code, period) = rule.wire_code_and_period();
-        cmd.arg(code)
-            .arg(rule.limit())
-            .arg(period)
-            .arg(rule.burst())
-            .arg(rule.block_us().unwrap_or(0));
+        sink.bytes(code.as_bytes());
+        sink.number(rule.limit());
+        sink.signed(period);
+        sink.number(rule.burst());
+        sink.number(rule.block_us().unwrap_or(0));
     }
     if let (true, Some(max_wait)) = (request.spend, request.max_wait_us) {
-        cmd.arg(max_wait);
+        sink.number(max_wait);
     }
-    cmd
+}
+
+/// Where a call's arguments go: a command being built, or its RESP bytes being written.
+trait ArgSink {
+    fn bytes(&mut self, arg: &[u8]);
+    /// One argument made of two byte strings (a key's base and its suffix).
+    fn joined(&mut self, first: &[u8], second: &[u8]);
+    fn number(&mut self, value: u64);
+    fn signed(&mut self, value: i64);
+}
+
+impl ArgSink for Cmd {
+    fn bytes(&mut self, arg: &[u8]) {
+        self.arg(arg);
+    }
+
+    fn joined(&mut self, first: &[u8], second: &[u8]) {
+        self.arg(Joined(first, second));
+    }
+
+    fn number(&mut self, value: u64) {
+        self.arg(value);
+    }
+
+    fn signed(&mut self, value: i64) {
+        self.arg(value);
+    }
+}
+
+/// RESP bytes: each argument a bulk string.
+struct Resp<'a>(&'a mut Vec<u8>);
+
+impl ArgSink for Resp<'_> {
+    fn bytes(&mut self, arg: &[u8]) {
+        packing::write_bulk(arg, self.0);
+    }
+
+    fn joined(&mut self, first: &[u8], second: &[u8]) {
+        self.0.push(b'$');
+        packing::write_decimal(first.len() + second.len(), self.0);
+        self.0.extend_from_slice(b"\r\n");
+        self.0.extend_from_slice(first);
+        self.0.extend_from_slice(second);
+        self.0.extend_from_slice(b"\r\n");
+    }
+
+    fn number(&mut self, value: u64) {
+        let mut digits = [0u8; 20];
+        let text = decimal_u64(value, &mut digits);
+        packing::write_bulk(text, self.0);
+    }
+
+    fn signed(&mut self, value: i64) {
+        let mut digits = [0u8; 21];
+        let magnitude = decimal_u64(value.unsigned_abs(), &mut digits[1..]).len();
+        let start = 21 - magnitude;
+        if value < 0 {
+            digits[start - 1] = b'-';
+            packing::write_bulk(&digits[start - 1..], self.0);
+        } else {
+            packing::write_bulk(&digits[start..], self.0);
+        }
+    }
+}
+
+/// `value` in decimal, at the end of `digits` (20 bytes or more).
+fn decimal_u64(mut value: u64, digits: &mut [u8]) -> &[u8] {
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    &digits[start..]
 }
 
 /// One argument made of two byte strings (a key's base and its suffix), written with no buffer of its
@@ -235,6 +347,46 @@ mod tests {
             now_us: None,
             spend: true,
             max_wait_us: None,
+        }
+    }
+
+    /// The one-pass writer gives the bytes of the command it stands for, on every route, in every mode:
+    /// one rule and several (a calendar rule's negative offset among them), a key needing escapes, with
+    /// and without an explicit time.
+    #[test]
+    fn a_call_written_in_one_pass_is_the_command_on_its_route() {
+        let rules: Rules = "5/second; 100/day calendar at -05:30; 10/minute using token_bucket block 1 hour"
+            .parse()
+            .unwrap();
+        let one: Rules = "7/second".parse().unwrap();
+        for rules in [&rules, &one] {
+            for (spend, max_wait_us) in [(true, None), (false, None), (true, Some(250_000))] {
+                for now_us in [None, Some(1_763_800_900_123_456)] {
+                    let request = LimitRequest {
+                        prefix: "pre:fix",
+                        key: b"user:{42}\r\n\xff",
+                        rules,
+                        cost: 3,
+                        now_us,
+                        spend,
+                        max_wait_us,
+                    };
+                    let tag = CallTag::next();
+                    let mut command = limit_command(&request);
+                    tag.append(&mut command);
+                    for route in [Route::Module, Route::Function, Route::Script] {
+                        let mut expected = Vec::new();
+                        packing::write_call_on(route, &LIMIT, &command, &mut expected);
+                        let mut written = b"before".to_vec();
+                        write_limit_call(&request, route, tag, &mut written);
+                        assert_eq!(
+                            String::from_utf8_lossy(&written[6..]),
+                            String::from_utf8_lossy(&expected),
+                            "{route:?} spend {spend} wait {max_wait_us:?} now {now_us:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -22,10 +22,25 @@ pub(crate) fn write_command(cmd: &Cmd, out: &mut Vec<u8>) {
 /// Appends `cmd`, a script call (`EVALSHA <sha> …`), as `route` sends it: its arguments after the
 /// script's identity behind the route's own (the module's command, or `FCALL <function>`).
 pub(crate) fn write_call_on(route: Route, script: &LuaScript, cmd: &Cmd, out: &mut Vec<u8>) {
+    write(cmd, 2, route_head(route, script).as_slice(), out)
+}
+
+/// The arguments that name what a script call runs on a route: the module's command, `FCALL
+/// <function>`, or `EVALSHA <sha>` (also for a script the module does not serve).
+pub(crate) fn route_head(route: Route, script: &LuaScript) -> RouteHead<'_> {
     match (route, script.module_command) {
-        (Route::Module, Some(name)) => write(cmd, 2, &[name.as_bytes()], out),
-        (Route::Function, _) => write(cmd, 2, &[b"FCALL", script.function.as_bytes()], out),
-        _ => write(cmd, 0, &[], out),
+        (Route::Module, Some(name)) => RouteHead([name.as_bytes(), b""], 1),
+        (Route::Function, _) => RouteHead([b"FCALL", script.function.as_bytes()], 2),
+        _ => RouteHead([b"EVALSHA", script.sha.as_bytes()], 2),
+    }
+}
+
+/// One or two arguments (see [`route_head`]).
+pub(crate) struct RouteHead<'s>([&'s [u8]; 2], usize);
+
+impl<'s> RouteHead<'s> {
+    pub(crate) fn as_slice(&self) -> &[&'s [u8]] {
+        &self.0[..self.1]
     }
 }
 
@@ -41,9 +56,7 @@ fn write(cmd: &Cmd, skip: usize, head: &[&[u8]], out: &mut Vec<u8>) {
     let head_bytes: usize = head.iter().map(|arg| arg.len()).sum();
     let arg_bytes: usize = args.clone().skip(skip).map(bytes).sum();
     out.reserve(16 + head_bytes + arg_bytes + count * 25);
-    out.push(b'*');
-    write_decimal(count, out);
-    out.extend_from_slice(b"\r\n");
+    write_array_header(count, out);
     for &arg in head {
         write_bulk(arg, out);
     }
@@ -56,9 +69,16 @@ fn write(cmd: &Cmd, skip: usize, head: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
+/// Appends an array's header: `*<count>\r\n`.
+pub(crate) fn write_array_header(count: usize, out: &mut Vec<u8>) {
+    out.push(b'*');
+    write_decimal(count, out);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends one bulk string: `$<len>\r\n<bytes>\r\n`.
 #[inline]
-fn write_bulk(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn write_bulk(bytes: &[u8], out: &mut Vec<u8>) {
     out.push(b'$');
     write_decimal(bytes.len(), out);
     out.extend_from_slice(b"\r\n");
@@ -68,7 +88,7 @@ fn write_bulk(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// Appends `value` in decimal.
 #[inline]
-fn write_decimal(mut value: usize, out: &mut Vec<u8>) {
+pub(crate) fn write_decimal(mut value: usize, out: &mut Vec<u8>) {
     if value < 10 {
         out.push(b'0' + value as u8);
         return;

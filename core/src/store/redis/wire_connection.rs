@@ -60,8 +60,11 @@ struct Pending {
     rules: Arc<Rules>,
     cost: u64,
     spend: bool,
-    /// The call as the tagged `EVALSHA` each route rewrites.
-    cmd: Cmd,
+    /// The time it was sent with (given, or the limiter's own clock; `None`: the server's).
+    now_us: Option<u64>,
+    /// The call as the tagged `EVALSHA` each route rewrites: built only when a retry or a walk to another
+    /// route needs it (the first bytes are written straight from the request).
+    cmd: Option<Cmd>,
     /// Its way along the server's code routes (module, function, script).
     walk: RouteWalk<'static>,
     /// The tag its reply must carry.
@@ -224,17 +227,20 @@ impl WireConnection {
         {
             return answer.map(Some);
         }
-        let (cmd, tag) = self.limiter.wire_limit_command(key, rules, cost, now_us, spend)?;
         // Until this connection's check has answered, calls go as EVALSHA, which every server runs.
-        let walk = RouteWalk::new(&LIMIT, self.code.route(true).unwrap_or(Route::Script));
-        let mut call = Pending {
+        let route = self.code.route(true).unwrap_or(Route::Script);
+        let (tag, now_us) =
+            self.limiter
+                .write_wire_limit_call(key, rules, cost, now_us, spend, route, &mut self.out)?;
+        let call = Pending {
             id,
             key: key.to_vec(),
             rules: rules.clone(),
             cost,
             spend,
-            cmd,
-            walk,
+            now_us,
+            cmd: None,
+            walk: RouteWalk::new(&LIMIT, route),
             tag,
             attempt: CallAttempt::new(),
             deadline_ms,
@@ -242,9 +248,23 @@ impl WireConnection {
             written: false,
             settled: false,
         };
-        call.walk.resend(&call.cmd, &mut self.out);
         self.enqueue(call);
         Ok(None)
+    }
+
+    /// `call`'s tagged `EVALSHA`, built the first time a retry or a walk needs it: the same bytes as
+    /// its first write on the script's route (same time, same tag).
+    fn command<'c>(limiter: &Limiter, call: &'c mut Pending) -> &'c Cmd {
+        call.cmd.get_or_insert_with(|| {
+            limiter.wire_limit_command_again(
+                &call.key,
+                &call.rules,
+                call.cost,
+                call.now_us,
+                call.spend,
+                call.tag,
+            )
+        })
     }
 
     /// Waits for the reply to `call`'s bytes, just written to the output.
@@ -400,7 +420,7 @@ impl WireConnection {
         self.expect(Expect::Load);
         call.written = false;
         // The same bytes (same tag): NOSCRIPT comes only on the script's own route.
-        packing::write_command(&call.cmd, &mut self.out);
+        packing::write_command(Self::command(&self.limiter, &mut call), &mut self.out);
         self.enqueue(call);
     }
 
@@ -461,9 +481,10 @@ impl WireConnection {
             Err(Failure::NoScript) => Err(Error::Protocol("NOSCRIPT off the script route".into())),
         };
         let mut call = self.calls.remove(at).expect("the call is there");
-        match call.walk.next(&self.code, &call.cmd, result) {
+        let cmd = Self::command(&self.limiter, &mut call).clone();
+        match call.walk.next(&self.code, &cmd, result) {
             Step::Send(command) => packing::write_command(&command, &mut self.out),
-            Step::Script => packing::write_command(&call.cmd, &mut self.out),
+            Step::Script => packing::write_command(&cmd, &mut self.out),
             Step::Reply(Err(err)) => {
                 settled.push(Settled::Failed(call.id, err));
                 return Ok(());
@@ -617,7 +638,8 @@ impl WireConnection {
     /// Takes over calls another connection never wrote: the same bytes (same tag) and deadlines.
     pub fn adopt(&mut self, unsent: Unsent) {
         for mut call in unsent.0 {
-            call.walk.resend(&call.cmd, &mut self.out);
+            let cmd = Self::command(&self.limiter, &mut call).clone();
+            call.walk.resend(&cmd, &mut self.out);
             self.enqueue(call);
         }
     }
