@@ -881,7 +881,20 @@ impl Limiter {
         check_key("key", key)?;
         crate::clock::check_now(now)?;
         let now_us = now.or_else(|| (self.shared.options.clock == ClockSource::Local).then(now_us));
-        Ok(LimitRequest {
+        Ok(self.checked_request(key, rules, cost, now_us, spend))
+    }
+
+    /// The request of a call whose key and time were checked, and whose time was chosen, before (a wire
+    /// call built again for a retry).
+    pub(crate) fn checked_request<'r>(
+        &'r self,
+        key: &'r [u8],
+        rules: &'r Rules,
+        cost: u64,
+        now_us: Option<u64>,
+        spend: bool,
+    ) -> LimitRequest<'r> {
+        LimitRequest {
             prefix: &self.shared.options.prefix,
             key,
             rules,
@@ -889,7 +902,7 @@ impl Limiter {
             now_us,
             spend,
             max_wait_us: None,
-        })
+        }
     }
 
     async fn run(

@@ -108,16 +108,7 @@ impl Limiter {
         spend: bool,
         tag: CallTag,
     ) -> redis::Cmd {
-        let request = LimitRequest {
-            prefix: &self.shared.options.prefix,
-            key,
-            rules,
-            cost,
-            now_us,
-            spend,
-            max_wait_us: None,
-        };
-        let mut command = limit_command(&request);
+        let mut command = limit_command(&self.checked_request(key, rules, cost, now_us, spend));
         tag.append(&mut command);
         command
     }
