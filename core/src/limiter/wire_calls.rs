@@ -13,7 +13,7 @@ use crate::store::redis::commands::{limit_command, limit_outcomes, write_limit_c
 use crate::store::redis::reply::{classify, Failure};
 use crate::store::redis::server_code::is_refusal;
 use crate::store::redis::server_code::Route;
-use crate::store::redis::wire_code::{call_on, route_of_command};
+use crate::store::redis::wire_code::route_of_command;
 use crate::store::wire::{Reply, WireAnswer, WireCall, WireRoute};
 use crate::store::LimitRequest;
 
@@ -70,8 +70,14 @@ impl Limiter {
         spend: bool,
         route: WireRoute,
     ) -> Result<Vec<u8>> {
-        let (command, _) = self.wire_limit_command(key, rules, cost, now_us, spend)?;
-        Ok(call_on(route, &command).get_packed_command())
+        let route = match route {
+            WireRoute::Script => Route::Script,
+            WireRoute::Module => Route::Module,
+            WireRoute::Function => Route::Function,
+        };
+        let mut bytes = Vec::new();
+        self.write_wire_limit_call(key, rules, cost, now_us, spend, route, &mut bytes)?;
+        Ok(bytes)
     }
 
     /// Writes one call (misuse refused first) on `route` into `out`, with a fresh tag, in one pass: the
@@ -111,25 +117,6 @@ impl Limiter {
         let mut command = limit_command(&self.checked_request(key, rules, cost, now_us, spend));
         tag.append(&mut command);
         command
-    }
-
-    /// The tagged `EVALSHA` of `limit.lua` for one call (misuse refused first), which each route
-    /// rewrites into its own command, and its tag.
-    pub(crate) fn wire_limit_command(
-        &self,
-        key: &[u8],
-        rules: &Rules,
-        cost: u64,
-        now_us: Option<u64>,
-        spend: bool,
-    ) -> Result<(redis::Cmd, CallTag)> {
-        for rule in rules.iter() {
-            crate::algorithm::check_cost(rule, cost)?;
-        }
-        let request = self.request(key, rules, cost, now_us, spend)?;
-        let mut command = limit_command(&request);
-        let tag = CallTag::attach(&mut command);
-        Ok((command, tag))
     }
 
     /// The meaning of the reply to `command`, a call made with [`wire_command`](Self::wire_command)
@@ -266,6 +253,7 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redis::wire_code::call_on;
     use crate::store::wire::ReplyReader;
     use crate::{FailurePolicy, LimiterOptions, Store};
 

@@ -157,36 +157,12 @@ impl ArgSink for Resp<'_> {
     }
 
     fn number(&mut self, value: u64) {
-        let mut digits = [0u8; 20];
-        let text = decimal_u64(value, &mut digits);
-        packing::write_bulk(text, self.0);
+        packing::write_bulk_number(i128::from(value), self.0);
     }
 
     fn signed(&mut self, value: i64) {
-        let mut digits = [0u8; 21];
-        let magnitude = decimal_u64(value.unsigned_abs(), &mut digits[1..]).len();
-        let start = 21 - magnitude;
-        if value < 0 {
-            digits[start - 1] = b'-';
-            packing::write_bulk(&digits[start - 1..], self.0);
-        } else {
-            packing::write_bulk(&digits[start..], self.0);
-        }
+        packing::write_bulk_number(i128::from(value), self.0);
     }
-}
-
-/// `value` in decimal, at the end of `digits` (20 bytes or more).
-fn decimal_u64(mut value: u64, digits: &mut [u8]) -> &[u8] {
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    &digits[start..]
 }
 
 /// One argument made of two byte strings (a key's base and its suffix), written with no buffer of its

@@ -88,19 +88,38 @@ pub(crate) fn write_bulk(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// Appends `value` in decimal.
 #[inline]
-pub(crate) fn write_decimal(mut value: usize, out: &mut Vec<u8>) {
+pub(crate) fn write_decimal(value: usize, out: &mut Vec<u8>) {
     if value < 10 {
         out.push(b'0' + value as u8);
         return;
     }
     let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(value as u64, &mut digits));
+}
+
+/// Appends one number as a bulk string: `$<len>\r\n<digits>\r\n`, a `-` first when negative.
+pub(crate) fn write_bulk_number(value: i128, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 21];
+    let magnitude = decimal(value.unsigned_abs() as u64, &mut digits[1..]).len();
+    let start = digits.len() - magnitude - usize::from(value < 0);
+    if value < 0 {
+        digits[start] = b'-';
+    }
+    write_bulk(&digits[start..], out);
+}
+
+/// `value` in decimal, at the end of `digits` (room for 20 digits).
+fn decimal(mut value: u64, digits: &mut [u8]) -> &[u8] {
     let mut start = digits.len();
-    while value > 0 {
+    loop {
         start -= 1;
         digits[start] = b'0' + (value % 10) as u8;
         value /= 10;
+        if value == 0 {
+            break;
+        }
     }
-    out.extend_from_slice(&digits[start..]);
+    &digits[start..]
 }
 
 #[cfg(test)]

@@ -4,10 +4,13 @@
 //! [`WireConnection`](super::wire_connection::WireConnection)'s, by the Redis store's own rules
 //! (`server_code.rs`, `route_walk.rs`).
 
+#[cfg(test)]
 use redis::Cmd;
 
 use super::script::LIMIT;
-use super::server_code::{call_for, Route};
+#[cfg(test)]
+use super::server_code::call_for;
+use super::server_code::Route;
 
 /// How one limiter call goes to the server: see [`Limiter::wire_command_as`].
 ///
@@ -24,7 +27,9 @@ pub enum WireRoute {
     Function,
 }
 
-/// `limit`, a tagged `EVALSHA` of `limit.lua`, as `route` sends it.
+/// `limit`, a tagged `EVALSHA` of `limit.lua`, as `route` sends it: the command form the wire path's
+/// one-pass bytes are checked against.
+#[cfg(test)]
 pub(crate) fn call_on(route: WireRoute, limit: &Cmd) -> Cmd {
     match route {
         WireRoute::Script => limit.clone(),
