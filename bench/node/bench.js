@@ -227,7 +227,9 @@ function moduleLibrary() {
   return library
 }
 
+/** Stops a bench server (let run first, if it was frozen) and removes its directory. */
 function stopRedis(redis) {
+  redis.child.kill('SIGCONT')
   redis.child.kill('SIGTERM')
   fs.rmSync(redis.dir, { recursive: true, force: true })
 }
@@ -353,9 +355,7 @@ async function outages() {
       compare(`outage ${how}: time to open`, toOpenMs, 1000, undefined, { lowerIsBetter: true, unit: 'ms' })
       if (recoveredMs !== null) compare(`outage ${how}: time to recover vs the 1 s target`, recoveredMs, 1000, 1, { lowerIsBetter: true, unit: 'ms' })
     } finally {
-      redis.child.kill('SIGCONT')
-      redis.child.kill('SIGTERM')
-      fs.rmSync(redis.dir, { recursive: true, force: true })
+      stopRedis(redis)
     }
   }
 }
@@ -523,8 +523,7 @@ async function main() {
     compare('WASM module size, gzipped, vs 150 KB', gzipped, 150, 1, { lowerIsBetter: true, unit: 'KB' })
   } finally {
     client.disconnect()
-    redis.child.kill('SIGTERM')
-    fs.rmSync(redis.dir, { recursive: true, force: true })
+    stopRedis(redis)
   }
   console.log('7. Outages: onError allow, timeout 250 ms, the server stopped or SIGSTOPped')
   await outages()
