@@ -11,6 +11,7 @@ mod decision_numbers;
 mod errors;
 mod fair_lock;
 mod guard;
+mod handle;
 mod http;
 mod key_arg;
 mod limiter;

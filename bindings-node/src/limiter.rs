@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Either, External};
+use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 use ratelock::algorithm::standing::StandingCall;
 
@@ -13,6 +13,7 @@ use crate::completions::{Batch, Completions};
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
+use crate::handle::{Handed, RulesArg};
 use crate::runtime::{guarded, guarded_sync};
 use crate::stores::StoreSettings;
 
@@ -58,7 +59,8 @@ pub struct PreparedRules {}
 /// external value, 1,057 ns with the numbered slab this replaces).
 #[napi(object, object_from_js = false)]
 pub struct RulesInfo {
-    pub rules: External<Arc<ratelock::PreparedRules>>,
+    #[napi(ts_type = "ExternalObject<PreparedRules>")]
+    pub rules: Handed<Arc<ratelock::PreparedRules>>,
     /// Each rule's canonical text.
     pub texts: Vec<String>,
     /// Each rule's period in milliseconds.
@@ -160,7 +162,7 @@ impl NativeLimiter {
                     .iter()
                     .map(|rule| convert::to_millis(rule.period()))
                     .collect(),
-                rules: External::new(prepared),
+                rules: Handed(prepared),
             })
         })
     }
@@ -170,7 +172,7 @@ impl NativeLimiter {
     pub fn submit(
         &self,
         key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
@@ -198,7 +200,7 @@ impl NativeLimiter {
     pub async fn reset(
         &self,
         key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
     ) -> napi::Result<()> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
         guarded(async move { limiter.reset(&key, &parsed).await.map_err(to_js) }).await
@@ -210,7 +212,7 @@ impl NativeLimiter {
     pub async fn refund(
         &self,
         key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         now_ms: Option<f64>,
     ) -> napi::Result<Vec<f64>> {
@@ -230,7 +232,7 @@ impl NativeLimiter {
     pub async fn reserve(
         &self,
         key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         max_wait_ms: f64,
         now_ms: Option<f64>,
@@ -254,7 +256,7 @@ impl NativeLimiter {
     pub async fn change_override(
         &self,
         key: Either<String, Buffer>,
-        rules: Option<&External<Arc<ratelock::PreparedRules>>>,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules> | undefined | null")] rules: Option<RulesArg>,
         ttl_ms: Option<f64>,
         now_ms: Option<f64>,
     ) -> napi::Result<bool> {
@@ -324,7 +326,7 @@ impl NativeLimiter {
     fn check(
         &self,
         key: Either<String, Buffer>,
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        rules: RulesArg,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,

@@ -1,18 +1,19 @@
 //! Memory-store calls answered at once on the JavaScript thread (`hitSync`, `peekSync`, and `hit` on
-//! the memory store), through a free function of external values. A method of a class instance pays
-//! napi-rs's bookkeeping for its receiver on every call (unwrapping it, checking its type tag,
-//! registering and releasing the borrow: about 4,000 instructions, four times the decision itself); an
-//! external value is read back with one lookup. The decision's numbers go into the `Float64Array`
-//! the checker was made with, so no typed array is looked up per call either.
+//! the memory store), through a free function of handles (`handle.rs`). A method of a class instance
+//! pays napi-rs's bookkeeping for its receiver on every call (unwrapping it, checking its type tag,
+//! registering and releasing the borrow: about 4,000 instructions, four times the decision itself); a
+//! handle is read back with one lookup. The decision's numbers go into the `Float64Array` the checker
+//! was made with, so no typed array is looked up per call either.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{External, Float64Array};
+use napi::bindgen_prelude::Float64Array;
 use napi_derive::napi;
 
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
+use crate::handle::{Handed, Handle};
 use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
 use crate::runtime::guarded_sync;
@@ -36,8 +37,8 @@ mod declaration {
 /// A checker of `limiter`'s calls, writing each decision's `DECISION_FIELDS` numbers into `out`
 /// (allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex, …: `decisionLayout()`).
 /// Only for a limiter on the memory store.
-#[napi]
-pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Result<External<MemoryChecker>> {
+#[napi(ts_return_type = "ExternalObject<MemoryChecker>")]
+pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Result<Handed<MemoryChecker>> {
     if !limiter.is_local() {
         return Err(invalid_argument(
             "store",
@@ -50,7 +51,7 @@ pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Resul
             format!("expected a Float64Array of {DECISION_FIELDS} numbers"),
         ));
     }
-    Ok(External::new(MemoryChecker {
+    Ok(Handed(MemoryChecker {
         limiter: limiter.core().clone(),
         out,
     }))
@@ -62,9 +63,9 @@ pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Resul
     ts_args_type = "checker: ExternalObject<MemoryChecker>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean"
 )]
 pub fn check_in_memory(
-    checker: &mut External<MemoryChecker>,
+    mut checker: Handle<MemoryChecker>,
     key: KeyArg,
-    rules: &External<Arc<ratelock::PreparedRules>>,
+    rules: Handle<Arc<ratelock::PreparedRules>>,
     cost: Option<f64>,
     now_ms: Option<f64>,
     spend: bool,
@@ -72,7 +73,7 @@ pub fn check_in_memory(
     guarded_sync(|| {
         let key = key.bytes();
         let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
-        let checker = &mut **checker;
+        let checker = &mut *checker;
         let decision = checker
             .limiter
             .try_check_blocking(key, rules.rules(), cost, spend, now_us)

@@ -5,15 +5,15 @@
 //! `Float64Array` the connection was opened with: per call its id, 1 (decided) or 0 (failed: its error
 //! from `wireTakeFailure()`, in order), then its decision's `DECISION_FIELDS` numbers.
 //!
-//! The connection is an external value passed to free functions (`wireSubmitInto(codec, …)`), not a
-//! class instance: a method pays napi-rs's bookkeeping for its receiver on every call (unwrapping it,
+//! The connection is a handle (`handle.rs`) passed to free functions (`wireSubmitInto(codec, …)`), not
+//! a class instance: a method pays napi-rs's bookkeeping for its receiver on every call (unwrapping it,
 //! checking its type tag, registering and releasing the borrow), about 4,000 instructions, and a call
 //! makes three crossings (submit, output, reply).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{BufferSlice, External, Float64Array};
+use napi::bindgen_prelude::{BufferSlice, Float64Array};
 use napi::Env;
 use napi_derive::napi;
 use ratelock::store::wire::{Settled, WireCall, WireConnection};
@@ -21,6 +21,7 @@ use ratelock::store::wire::{Settled, WireCall, WireConnection};
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
+use crate::handle::{Handed, Handle};
 use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
 use crate::runtime::guarded_sync;
@@ -76,7 +77,8 @@ mod declaration {
 /// An opened connection: the codec, and where its socket goes.
 #[napi(object, object_from_js = false)]
 pub struct WireOpened {
-    pub codec: External<WireCodec>,
+    #[napi(ts_type = "ExternalObject<WireCodec>")]
+    pub codec: Handed<WireCodec>,
     /// The host to connect to.
     pub host: String,
     /// The TCP port.
@@ -102,7 +104,7 @@ pub fn open_wire(
     Ok(connection.map(|connection| WireOpened {
         host: connection.host().to_owned(),
         port: u32::from(connection.port()),
-        codec: External::new(WireCodec {
+        codec: Handed(WireCodec {
             connection,
             out,
             ready: VecDeque::new(),
@@ -114,7 +116,7 @@ pub fn open_wire(
 /// Whether the store's circuit breaker lets a call through now (else answer it with
 /// `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself.
 #[napi]
-pub fn wire_admit(codec: &External<WireCodec>) -> bool {
+pub fn wire_admit(#[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>) -> bool {
     codec.connection.admits()
 }
 
@@ -124,15 +126,15 @@ pub fn wire_admit(codec: &External<WireCodec>) -> bool {
     ts_args_type = "codec: ExternalObject<WireCodec>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean"
 )]
 pub fn wire_refused_into(
-    codec: &mut External<WireCodec>,
+    mut codec: Handle<WireCodec>,
     key: KeyArg,
-    rules: &External<Arc<ratelock::PreparedRules>>,
+    rules: Handle<Arc<ratelock::PreparedRules>>,
     cost: Option<f64>,
     spend: bool,
 ) -> napi::Result<()> {
     guarded_sync(|| {
         let cost = convert::cost(cost)?;
-        codec.answer_refused(key.bytes(), rules, cost, spend)
+        codec.answer_refused(key.bytes(), &rules, cost, spend)
     })
 }
 
@@ -146,10 +148,10 @@ pub fn wire_refused_into(
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn wire_submit_into(
-    codec: &mut External<WireCodec>,
+    mut codec: Handle<WireCodec>,
     id: u32,
     key: KeyArg,
-    rules: &External<Arc<ratelock::PreparedRules>>,
+    rules: Handle<Arc<ratelock::PreparedRules>>,
     cost: Option<f64>,
     now_ms: Option<f64>,
     spend: bool,
@@ -157,9 +159,9 @@ pub fn wire_submit_into(
 ) -> napi::Result<bool> {
     guarded_sync(|| {
         let (key, cost, now_us) = (key.bytes(), convert::cost(cost)?, convert::now_us(now_ms)?);
-        let codec = &mut **codec;
+        let codec = &mut *codec;
         if !codec.connection.admits() {
-            return codec.answer_refused(key, rules, cost, spend).map(|()| true);
+            return codec.answer_refused(key, &rules, cost, spend).map(|()| true);
         }
         let answered = codec
             .connection
@@ -177,7 +179,7 @@ pub fn wire_submit_into(
 #[napi]
 pub fn wire_take_output<'env>(
     env: &'env Env,
-    codec: &mut External<WireCodec>,
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
 ) -> napi::Result<Option<BufferSlice<'env>>> {
     let bytes = codec.connection.take_output();
     if bytes.is_empty() {
@@ -188,19 +190,23 @@ pub fn wire_take_output<'env>(
 
 /// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
 #[napi]
-pub fn wire_next_deadline(codec: &External<WireCodec>) -> Option<f64> {
+pub fn wire_next_deadline(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>,
+) -> Option<f64> {
     codec.connection.next_deadline()
 }
 
 /// Why the socket must be closed now (setup failed, the reply stream broke), else `null`.
 #[napi]
-pub fn wire_close_reason(codec: &External<WireCodec>) -> Option<String> {
+pub fn wire_close_reason(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>,
+) -> Option<String> {
     codec.connection.close_reason().map(str::to_owned)
 }
 
 /// Whether the reply stream broke: retire the connection before closing it.
 #[napi]
-pub fn wire_broken(codec: &External<WireCodec>) -> bool {
+pub fn wire_broken(#[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>) -> bool {
     codec.connection.is_broken()
 }
 
@@ -208,7 +214,11 @@ pub fn wire_broken(codec: &External<WireCodec>) -> bool {
 /// many, with the connection's state after it in the high bits (see [`STATUS_COUNT`]): one crossing
 /// per read. When `out` is full, `wireDrainInto` hands over the rest.
 #[napi]
-pub fn wire_feed_into(codec: &mut External<WireCodec>, chunk: BufferSlice, now_ms: f64) -> napi::Result<u32> {
+pub fn wire_feed_into(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+    chunk: BufferSlice,
+    now_ms: f64,
+) -> napi::Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.feed(&chunk, now_ms);
         codec.ready.extend(settled);
@@ -219,7 +229,10 @@ pub fn wire_feed_into(codec: &mut External<WireCodec>, chunk: BufferSlice, now_m
 /// Answers every call past its deadline at `nowMs` by the failure policy, into `out`; answers as
 /// `wireFeedInto`.
 #[napi]
-pub fn wire_expire_into(codec: &mut External<WireCodec>, now_ms: f64) -> napi::Result<u32> {
+pub fn wire_expire_into(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+    now_ms: f64,
+) -> napi::Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.expire(now_ms);
         codec.ready.extend(settled);
@@ -230,7 +243,11 @@ pub fn wire_expire_into(codec: &mut External<WireCodec>, now_ms: f64) -> napi::R
 /// The socket closed (`connected`: it had opened), for `why`: every call still waiting is answered,
 /// into `out`; answers as `wireFeedInto`.
 #[napi]
-pub fn wire_closed_into(codec: &mut External<WireCodec>, connected: bool, why: String) -> napi::Result<u32> {
+pub fn wire_closed_into(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+    connected: bool,
+    why: String,
+) -> napi::Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.closed(connected, &why);
         codec.ready.extend(settled);
@@ -240,30 +257,39 @@ pub fn wire_closed_into(codec: &mut External<WireCodec>, connected: bool, why: S
 
 /// More settled calls, when the last `...Into` filled `out`; answers as `wireFeedInto`.
 #[napi]
-pub fn wire_drain_into(codec: &mut External<WireCodec>) -> napi::Result<u32> {
+pub fn wire_drain_into(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+) -> napi::Result<u32> {
     guarded_sync(|| codec.hand_over())
 }
 
 /// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
 #[napi]
-pub fn wire_take_failure(codec: &mut External<WireCodec>) -> String {
+pub fn wire_take_failure(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+) -> String {
     codec.failures.pop_front().unwrap_or_default()
 }
 
 /// The server closed its side, or the stream broke: the calls not yet written, for a fresh connection
 /// to `wireAdopt` (`null` when there are none). A call that cannot go out again is settled here:
 /// `wireDrainInto` hands it over.
-#[napi]
-pub fn wire_retire(codec: &mut External<WireCodec>) -> Option<External<ratelock::store::wire::Unsent>> {
+#[napi(ts_return_type = "ExternalObject<Unsent> | null")]
+pub fn wire_retire(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+) -> Option<Handed<ratelock::store::wire::Unsent>> {
     let (unsent, settled) = codec.connection.retire();
     codec.ready.extend(settled);
-    (!unsent.is_empty()).then(|| External::new(unsent))
+    (!unsent.is_empty()).then_some(Handed(unsent))
 }
 
 /// Takes over calls another connection never wrote (same bytes, same deadlines).
 #[napi]
-pub fn wire_adopt(codec: &mut External<WireCodec>, unsent: &mut External<ratelock::store::wire::Unsent>) {
-    codec.connection.adopt(std::mem::take(&mut **unsent));
+pub fn wire_adopt(
+    #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
+    #[napi(ts_arg_type = "ExternalObject<Unsent>")] mut unsent: Handle<ratelock::store::wire::Unsent>,
+) {
+    codec.connection.adopt(std::mem::take(&mut *unsent));
 }
 
 impl WireCodec {
@@ -271,7 +297,7 @@ impl WireCodec {
     fn answer_refused(
         &mut self,
         key: &[u8],
-        rules: &External<Arc<ratelock::PreparedRules>>,
+        rules: &ratelock::PreparedRules,
         cost: u64,
         spend: bool,
     ) -> napi::Result<()> {
