@@ -88,6 +88,10 @@ struct HalfPair {
 
 const MODULE_LABEL: &str = "ratelock module RATELOCK.LOCK_ACQUIRE + LOCK_RELEASE";
 const REDLOCK_LABEL: &str = "redlock / redis-py: SET NX PX + compare-and-delete script";
+/// The default path wherever Functions exist (Redis ≥ 7, Valkey): the row with the target.
+const FUNCTIONS_LABEL: &str = "ratelock lock_acquire + lock_release as Redis Functions (FCALL)";
+/// How far above redlock's pair the Functions pair may cost (server µs per pair).
+const FUNCTIONS_TARGET_RATIO: f64 = 2.0;
 
 /// The pair rows; the module's only when the server loads it. Leaves the server empty (FLUSHALL).
 pub fn rows(
@@ -175,10 +179,10 @@ pub fn rows(
             unit: Unit::Micros,
             measured: pair_micros(acquire, release),
             baseline: redlock.and_then(|(_, micros)| micros),
-            target: if *label == MODULE_LABEL {
-                Target::RatioAtMost(1.0)
-            } else {
-                Target::None
+            target: match *label {
+                MODULE_LABEL => Target::RatioAtMost(1.0),
+                FUNCTIONS_LABEL => Target::RatioAtMost(FUNCTIONS_TARGET_RATIO),
+                _ => Target::None,
             },
         });
     }
@@ -205,6 +209,15 @@ fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFa
             held: Held::Hash,
         });
     }
+    let library = ratelock::store::function_library();
+    families.push(PairFamily {
+        label: FUNCTIONS_LABEL,
+        acquire: function_call(library.lock_acquire_function, &lua_acquire),
+        acquire_stat: "fcall",
+        release: function_call(library.lock_release_function, &lua_release),
+        release_stat: "fcall",
+        held: Held::Hash,
+    });
     families.push(PairFamily {
         label: "ratelock lock_acquire.lua + lock_release.lua (EVALSHA)",
         acquire: lua_acquire.command(),
@@ -230,6 +243,14 @@ fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFa
 /// ARGV (call tag included) after the command's name.
 fn module_call(name: &str, script: &ScriptWords) -> Vec<String> {
     let mut command = vec![name.to_owned()];
+    command.extend(script.command().into_iter().skip(2));
+    command
+}
+
+/// The library function standing in for a script call, as the store sends it on the Functions route:
+/// `FCALL <function>`, then the script call's numkeys, KEYS and ARGV (call tag included).
+fn function_call(function: &str, script: &ScriptWords) -> Vec<String> {
+    let mut command = vec!["FCALL".to_owned(), function.to_owned()];
     command.extend(script.command().into_iter().skip(2));
     command
 }

@@ -70,19 +70,23 @@ fn split_definitions(source: &str) -> (&str, String) {
 }
 
 /// The function library the Redis store loads, for tools that send the same calls (benchmarks): its
-/// name, its code (what `FUNCTION LOAD` takes) and the name of `limit.lua`'s function in it (what
-/// `FCALL` takes, before the same arguments as EVALSHA's after the SHA1).
+/// name, its code (what `FUNCTION LOAD` takes) and the names of `limit.lua`'s, `lock_acquire.lua`'s and
+/// `lock_release.lua`'s functions in it (what `FCALL` takes, before the same arguments as EVALSHA's
+/// after the SHA1).
 ///
 /// ```
 /// let library = ratelock::store::function_library();
 /// assert!(library.code.starts_with("#!lua name=ratelock_"));
 /// assert!(library.code.contains(library.limit_function));
+/// assert!(library.code.contains(library.lock_release_function));
 /// ```
 pub fn function_library() -> FunctionLibrary {
     FunctionLibrary {
         name: &LIBRARY.name,
         code: &LIBRARY.code,
         limit_function: &super::script::LIMIT.function,
+        lock_acquire_function: &super::script::LOCK_ACQUIRE.function,
+        lock_release_function: &super::script::LOCK_RELEASE.function,
     }
 }
 
@@ -96,6 +100,10 @@ pub struct FunctionLibrary {
     pub code: &'static str,
     /// The function that runs `limit.lua`.
     pub limit_function: &'static str,
+    /// The function that runs `lock_acquire.lua`.
+    pub lock_acquire_function: &'static str,
+    /// The function that runs `lock_release.lua`.
+    pub lock_release_function: &'static str,
 }
 
 /// `FUNCTION LIST LIBRARYNAME <name>`: whether the library is there (an empty list when not).
