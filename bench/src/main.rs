@@ -10,6 +10,7 @@ mod client_overhead;
 mod client_throughput;
 mod cluster_projection;
 mod cluster_throughput;
+mod contract_floors;
 mod deny_cache_flood;
 mod lock_comparison;
 mod lock_handoff;

@@ -47,6 +47,12 @@ const LUA_GCRA_LABEL: &str = "one GCRA rule";
 const MINIMAL_GCRA_LABEL: &str = "a minimal GCRA Lua script (GET, TIME, SET PX)";
 /// How far above that floor limit.lua's single GCRA rule may cost (server µs per call).
 const LUA_GCRA_TARGET_RATIO: f64 = 1.2;
+/// The label of limit.lua's single fixed_window rule, whose FCALL row has a target against INCR + PEXPIRE.
+const FIXED_WINDOW_LABEL: &str = "one fixed_window rule";
+/// The counter script's row: the yardstick of the fixed-window rows.
+const INCR_PEXPIRE_LABEL: &str = "the INCR + PEXPIRE script of rate-limiter-flexible and limits";
+/// How far above INCR + PEXPIRE limit.lua's fixed window may cost by FCALL (server µs per call).
+const FIXED_WINDOW_TARGET_RATIO: f64 = 2.0;
 
 /// One row's command, and the `INFO commandstats` entry that times it.
 struct Path {
@@ -83,7 +89,7 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
         (LUA_GCRA_LABEL, "100/minute"),
         ("one token_bucket rule", "100/minute using token_bucket"),
         ("one leaky_bucket rule", "100/minute using leaky_bucket"),
-        ("one fixed_window rule", "100/minute using fixed_window"),
+        (FIXED_WINDOW_LABEL, "100/minute using fixed_window"),
         ("one sliding_window rule", "100/minute using sliding_window"),
         ("sliding_log 100/minute", "100/minute using sliding_log"),
         (
@@ -118,6 +124,22 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
             stat: "evalsha",
         });
     }
+    crate::contract_floors::load(connection);
+    let one_rule_arguments = |rule: &str| {
+        let rules: Rules = rule.parse().expect("bench rule");
+        let call = ScriptCall::hit_all("rl", "bench:__rand_int__", rules.iter());
+        call.evalsha_args("")[1..].to_vec()
+    };
+    for (name, command) in crate::contract_floors::commands(
+        &one_rule_arguments("100/minute"),
+        &one_rule_arguments("100/minute using fixed_window"),
+    ) {
+        paths.push(Path {
+            name,
+            command,
+            stat: "fcall",
+        });
+    }
     let minimal = load_script(connection, MINIMAL_GCRA);
     paths.push(Path {
         name: MINIMAL_GCRA_LABEL.into(),
@@ -141,7 +163,7 @@ fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool)
     });
     let counter = load_script(connection, INCR_PEXPIRE);
     paths.push(Path {
-        name: "the INCR + PEXPIRE script of rate-limiter-flexible and limits".into(),
+        name: INCR_PEXPIRE_LABEL.into(),
         command: ["EVALSHA", &counter, "1", "count:__rand_int__", "60000"]
             .map(str::to_owned)
             .to_vec(),
@@ -249,7 +271,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     let all_paths = paths(&mut connection, module.is_some(), cell.is_some());
     let figures = measure(&server, &mut connection, all_paths, notes);
     notes.push(format!(
-        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script, the others' CL.THROTTLE",
+        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script (the fixed window's by FCALL: INCR + PEXPIRE), the others' CL.THROTTLE; the contract's floors are functions of a bench library called with limit.lua's own KEYS and ARGV (bench/src/contract_floors.rs)",
         run.describe(),
         run.requests,
         if module.is_some() { " that loads ratelock's module" } else { "" }
@@ -262,10 +284,14 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         .iter()
         .find(|(name, ..)| name.starts_with("redis-cell"))
         .map(|(_, rate, micros)| (*rate, *micros));
-    let minimal_micros = figures
-        .iter()
-        .find(|(name, ..)| name == MINIMAL_GCRA_LABEL)
-        .and_then(|(_, _, micros)| *micros);
+    let micros_of = |wanted: &str| {
+        figures
+            .iter()
+            .find(|(name, ..)| name == wanted)
+            .and_then(|(_, _, micros)| *micros)
+    };
+    let minimal_micros = micros_of(MINIMAL_GCRA_LABEL);
+    let counter_micros = micros_of(INCR_PEXPIRE_LABEL);
     let figures_by_name: Vec<(String, Option<f64>)> = figures
         .iter()
         .map(|(name, _, micros)| (name.clone(), *micros))
@@ -286,18 +312,24 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
                 Target::None
             },
         });
-        let lua = name.starts_with("ratelock limit.lua");
+        // Each Lua row against the peer script its target names: a fixed window (by FCALL, and the
+        // counter's floor) against INCR + PEXPIRE, every other against the minimal GCRA script.
+        let fcall_window = name == format!("{LUA_FCALL_PREFIX}{FIXED_WINDOW_LABEL}");
+        let counter = fcall_window || name.ends_with(crate::contract_floors::COUNTER_READS);
+        let lua = name.starts_with("ratelock limit.lua") || name.starts_with(crate::contract_floors::PREFIX);
         rows.push(Row {
             name: format!("server µs per call: {name}"),
             unit: Unit::Micros,
             measured: micros,
-            baseline: if lua {
-                minimal_micros
-            } else {
-                cell.and_then(|(_, micros)| micros)
+            baseline: match (counter, lua) {
+                (true, _) => counter_micros,
+                (false, true) => minimal_micros,
+                (false, false) => cell.and_then(|(_, micros)| micros),
             },
             target: if name == LUA_GCRA_NAME || name == format!("{LUA_FCALL_PREFIX}{LUA_GCRA_LABEL}") {
                 Target::RatioAtMost(LUA_GCRA_TARGET_RATIO)
+            } else if fcall_window {
+                Target::RatioAtMost(FIXED_WINDOW_TARGET_RATIO)
             } else {
                 Target::None
             },
