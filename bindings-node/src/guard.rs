@@ -4,13 +4,14 @@
 //! `AnyGuard` serves them all. Every rule (calls take turns, a release that fails on the transport keeps
 //! the hold, `LOCK_LOST` and `LOCK_NOT_OWNED`) is the core's; this file only converts.
 
-use napi::bindgen_prelude::Function;
+use napi::bindgen_prelude::{Function, PromiseRaw};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::runtime::guarded;
+use crate::runtime::promise_of;
 
 /// One hold of a lock, a semaphore, a fair lock or a read-write lock.
 #[napi]
@@ -97,17 +98,25 @@ impl NativeGuard {
 
     /// Moves the end of the lease to `ttlMs` from now (none: the lock's lease length). Never re-takes
     /// a lost hold: rejects with LOCK_LOST then.
-    #[napi]
-    pub async fn extend(&self, ttl_ms: Option<f64>) -> napi::Result<()> {
-        let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
-        guarded(async { self.guard.extend(ttl).await.map_err(to_js) }).await
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn extend<'env>(&self, env: &'env Env, ttl_ms: Option<f64>) -> napi::Result<PromiseRaw<'env, ()>> {
+        let guard = self.guard.clone();
+        promise_of(env, async move {
+            // Checked in the future: a bad argument rejects, as every error does.
+            let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
+            guard.extend(ttl).await.map_err(to_js)
+        })
     }
 
     /// Gives the hold back: resolves "released", or "still_held" when a re-entrant lock keeps other
     /// holds; rejects with LOCK_LOST if it had been lost meanwhile (`lostReason` then says how). A
     /// release that fails on the transport keeps the hold, so it can be called again.
-    #[napi]
-    pub async fn release(&self) -> napi::Result<&'static str> {
-        guarded(async { Ok(self.guard.release().await.map_err(to_js)?.as_str()) }).await
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, &'static str>> {
+        let guard = self.guard.clone();
+        promise_of(
+            env,
+            async move { Ok(guard.release().await.map_err(to_js)?.as_str()) },
+        )
     }
 }

@@ -140,23 +140,36 @@ macro_rules! lock_handle {
         impl $class {
             $(
                 /// A hold if the core grants one at once; `null` otherwise (never waits).
-                #[napi]
-                pub async fn $try(&self) -> napi::Result<Option<$crate::guard::NativeGuard>> {
-                    let take = |lock: $core| async move { lock.$try().await };
-                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
-                    Ok(guard.map($crate::guard::NativeGuard::new))
+                #[napi(ts_return_type = "Promise<NativeGuard | null>")]
+                pub fn $try<'env>(
+                    &self,
+                    env: &'env napi::Env,
+                ) -> napi::Result<
+                    napi::bindgen_prelude::PromiseRaw<'env, Option<$crate::guard::NativeGuard>>,
+                > {
+                    let lock = self.inner.clone();
+                    $crate::runtime::promise_of(env, async move {
+                        let take = |lock: $core| async move { lock.$try().await };
+                        let guard = $crate::lock_handle::ask(&lock, take).await?;
+                        Ok(guard.map($crate::guard::NativeGuard::new))
+                    })
                 }
 
                 /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT.
-                #[napi]
-                pub async fn $wait(
+                #[napi(ts_return_type = "Promise<NativeGuard>")]
+                pub fn $wait<'env>(
                     &self,
+                    env: &'env napi::Env,
                     timeout_ms: Option<f64>,
-                ) -> napi::Result<$crate::guard::NativeGuard> {
-                    let wait = $crate::lock_handle::wait_limit(timeout_ms)?;
-                    let take = |lock: $core| async move { lock.$wait(wait).await };
-                    let guard = $crate::lock_handle::ask(&self.inner, take).await?;
-                    Ok($crate::guard::NativeGuard::new(guard))
+                ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, $crate::guard::NativeGuard>> {
+                    let lock = self.inner.clone();
+                    $crate::runtime::promise_of(env, async move {
+                        // Checked in the future: a bad argument rejects, as every error does.
+                        let wait = $crate::lock_handle::wait_limit(timeout_ms)?;
+                        let take = |lock: $core| async move { lock.$wait(wait).await };
+                        let guard = $crate::lock_handle::ask(&lock, take).await?;
+                        Ok($crate::guard::NativeGuard::new(guard))
+                    })
                 }
             )+
         }

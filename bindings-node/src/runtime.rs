@@ -1,10 +1,14 @@
-//! The addon's tokio runtime (handed to napi-rs, so every exported `async fn` runs on it), and
-//! `guarded`, which turns a panic inside a call into a rejected promise instead of an abort.
+//! The addon's tokio runtime (handed to napi-rs, so every exported `async fn` runs on it), `guarded`,
+//! which turns a panic inside a call into a rejected promise instead of an abort, and `promise_of`,
+//! which settles a call's promise at once when its future needs no I/O.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::Env;
 
 use crate::errors::internal;
 
@@ -32,4 +36,27 @@ pub(crate) async fn guarded<T>(future: impl Future<Output = napi::Result<T>>) ->
 /// `call`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.
 pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
     std::panic::catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|panic| Err(internal(panic)))
+}
+
+/// `future`'s answer as a Promise. The future is polled once here, on the JavaScript thread (inside the
+/// runtime, so that what it spawns runs there): when that poll finishes it (the memory store: a lock
+/// call that waits for nothing), the promise is resolved at once, with no hop to the runtime's thread
+/// and back (two thread wake-ups, tens of µs on a small VM). Otherwise the future goes on on the
+/// runtime, polled there from then on, as an `async fn`'s would be; an error is rejected that way too
+/// (napi-rs turns it into the JavaScript error the binding's error classes read). Check arguments
+/// inside `future`, so that a bad one rejects like every other error instead of throwing.
+pub(crate) fn promise_of<T, F>(env: &Env, future: F) -> napi::Result<PromiseRaw<'_, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = napi::Result<T>> + Send + 'static,
+{
+    let mut future = Box::pin(guarded(future));
+    let first = napi::bindgen_prelude::within_runtime_if_available(|| {
+        future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    });
+    match first {
+        Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, value),
+        Poll::Ready(Err(error)) => env.spawn_future(async move { Err::<T, _>(error) }),
+        Poll::Pending => env.spawn_future(future),
+    }
 }

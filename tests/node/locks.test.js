@@ -171,3 +171,39 @@ test('bad lock arguments are named', async () => {
   await assert.rejects(new ratelock.DistributedLock('n').using('not a function'), /`work`/)
   await assert.rejects(new ratelock.DistributedLock('n').acquire({ timeoutMs: NaN }), /`timeoutMs`/)
 })
+
+test('on the memory store, lock calls settle without waiting for the event loop (no hop to the runtime)', async () => {
+  const name = fresh('memory-lock')
+  const lock = new ratelock.DistributedLock(name)
+  const seats = new ratelock.Semaphore(fresh('memory-seats'), 2)
+  await lock.tryAcquire()
+  await lock.release()
+  await (await seats.acquire()).release()
+  // Each call's promise is settled when it is made: awaiting them all takes microtasks only, so a
+  // callback queued for the event loop's next turn has not run yet.
+  let turned = false
+  setImmediate(() => {
+    turned = true
+  })
+  assert.equal(await lock.tryAcquire(), true)
+  await lock.extend()
+  assert.equal(await lock.release(), 'released')
+  await lock.acquire({ timeoutMs: 1000 })
+  await lock.release()
+  const permit = await seats.acquire()
+  await permit.release()
+  assert.equal(turned, false)
+  // A wait that cannot end at once goes on on the runtime, and ends when the holder lets go.
+  const holder = new ratelock.DistributedLock(name)
+  await holder.acquire()
+  let waited = false
+  const waiting = lock.acquire({ timeoutMs: 5000 }).then((token) => {
+    waited = true
+    return token
+  })
+  await sleep(50)
+  assert.equal(waited, false)
+  await holder.release()
+  assert.ok((await waiting) > 0)
+  await lock.release()
+})
