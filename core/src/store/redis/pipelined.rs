@@ -284,12 +284,16 @@ impl Link {
 const BATCH_BYTES: usize = 256 * 1024;
 
 /// A link's writer task: takes every call queued so far, queues their answers for the reader in the
-/// same order, and writes their bytes in one go. While other calls of the link wait for replies (many
-/// callers at once), it first lets the tasks already woken run once (one yield), so the calls they make
-/// in the same round go out in the same write: a write per call costs the sender a system call and, on
-/// loopback, the receiver's network work too. A lone caller's call (nothing in flight) goes out at once. A write that fails before any byte left answers its
-/// calls `Unsent` (they go out on a fresh connection); after any byte left, it closes the link and the
-/// reader fails everything still waiting (those calls may have run).
+/// same order, and writes their bytes in one go.
+///
+/// While other calls of the link wait for replies (many callers at once), it first lets the tasks
+/// already woken run once (one yield), so the calls they make in the same round go out in the same
+/// write: a write per call costs the sender a system call and, on loopback, the receiver's network work
+/// too. A lone caller's call (nothing in flight) goes out at once.
+///
+/// A write that fails before any byte left answers its calls `Unsent` (they go out on a fresh
+/// connection); after any byte left, it closes the link and the reader fails everything still waiting
+/// (those calls may have run).
 async fn write_calls(
     link: std::sync::Weak<Link>,
     mut writer: OwnedWriteHalf,
