@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi::Env;
 use napi_derive::napi;
 use ratelock::algorithm::standing::StandingCall;
 
@@ -14,7 +15,7 @@ use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
 use crate::handle::{Handed, RulesArg};
-use crate::runtime::{guarded, guarded_sync};
+use crate::runtime::{guarded, guarded_sync, promise_of};
 use crate::stores::StoreSettings;
 
 /// How a limiter is made (all optional).
@@ -196,74 +197,80 @@ impl NativeLimiter {
     }
 
     /// Forgets the state of every given rule for `key`.
-    #[napi]
-    pub async fn reset(
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reset<'env>(
         &self,
+        env: &'env Env,
         key: Either<String, Buffer>,
         #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
-    ) -> napi::Result<()> {
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
-        guarded(async move { limiter.reset(&key, &parsed).await.map_err(to_js) }).await
+        promise_of(
+            env,
+            async move { limiter.reset(&key, &parsed).await.map_err(to_js) },
+        )
     }
 
     /// Gives back `cost` units of every rule for `key` where the algorithm can; resolves to the numbers
     /// of the decision a peek of the same cost gives afterwards (the layout of `decisionLayout()`).
-    #[napi]
-    pub async fn refund(
+    #[napi(ts_return_type = "Promise<Array<number>>")]
+    pub fn refund<'env>(
         &self,
+        env: &'env Env,
         key: Either<String, Buffer>,
         #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<Vec<f64>> {
+    ) -> napi::Result<PromiseRaw<'env, Vec<f64>>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
-        let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
-        guarded(async move {
+        promise_of(env, async move {
+            let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
             let decision = limiter.refund(&key, &parsed, cost, now_us).await.map_err(to_js)?;
             Ok(numbers(&decision).to_vec())
         })
-        .await
     }
 
     /// Books the earliest slot within `max_wait_ms` at which every rule admits `cost` units; resolves to
     /// the numbers of the decision (allowed with the wait before the slot as `retryAfterMs`, or the
     /// denial when the slot is further).
-    #[napi]
-    pub async fn reserve(
+    #[napi(ts_return_type = "Promise<Array<number>>")]
+    pub fn reserve<'env>(
         &self,
+        env: &'env Env,
         key: Either<String, Buffer>,
         #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         max_wait_ms: f64,
         now_ms: Option<f64>,
-    ) -> napi::Result<Vec<f64>> {
+    ) -> napi::Result<PromiseRaw<'env, Vec<f64>>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
-        let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
-        let max_wait = convert::max_wait(max_wait_ms)?;
-        guarded(async move {
+        promise_of(env, async move {
+            let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
+            let max_wait = convert::max_wait(max_wait_ms)?;
             let decision = limiter
                 .reserve(&key, &parsed, cost, max_wait, now_us)
                 .await
                 .map_err(to_js)?;
             Ok(numbers(&decision).to_vec())
         })
-        .await
     }
 
     /// Sets `key`'s override to `rules` (for `ttl_ms`, or with no end), or clears it when `rules` is
     /// absent; resolves to true when one was set or cleared.
-    #[napi]
-    pub async fn change_override(
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn change_override<'env>(
         &self,
+        env: &'env Env,
         key: Either<String, Buffer>,
         #[napi(ts_arg_type = "ExternalObject<PreparedRules> | undefined | null")] rules: Option<RulesArg>,
         ttl_ms: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<bool> {
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
         let rules = rules.map(|rules| rules.rules().clone());
-        let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
-        let (key, now_us, limiter) = (convert::key(key), convert::now_us(now_ms)?, self.inner.clone());
-        guarded(async move {
+        let (key, limiter) = (convert::key(key), self.inner.clone());
+        promise_of(env, async move {
+            let ttl = ttl_ms.map(|ms| convert::millis("ttlMs", ms)).transpose()?;
+            let now_us = convert::now_us(now_ms)?;
             match rules {
                 Some(rules) => limiter
                     .set_override(&key, &rules, ttl, now_us)
@@ -273,29 +280,33 @@ impl NativeLimiter {
             }
             .map_err(to_js)
         })
-        .await
     }
 
     /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `spanMs`), `unblock`
     /// or `clear`; resolves to true when an entry was put or removed.
-    #[napi]
-    pub async fn change_entry(
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn change_entry<'env>(
         &self,
+        env: &'env Env,
         op: String,
         key: Either<String, Buffer>,
         span_ms: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<bool> {
-        // The argument as the public methods name it (`block`'s durationMs, `deny`'s and `allow`'s ttlMs).
-        let name = match op.as_str() {
-            "block" => "durationMs",
-            "deny" | "allow" => "ttlMs",
-            _ => "spanMs",
-        };
-        let span = span_ms.map(|ms| convert::millis(name, ms)).transpose()?;
-        let call = StandingCall::named(&op, span, name).map_err(to_js)?;
-        let (key, now_us, limiter) = (convert::key(key), convert::now_us(now_ms)?, self.inner.clone());
-        guarded(async move { limiter.stand(&key, call, now_us).await.map_err(to_js) }).await
+    ) -> napi::Result<PromiseRaw<'env, bool>> {
+        let (key, limiter) = (convert::key(key), self.inner.clone());
+        promise_of(env, async move {
+            // The argument as the public methods name it (`block`'s durationMs, `deny`'s and `allow`'s
+            // ttlMs).
+            let name = match op.as_str() {
+                "block" => "durationMs",
+                "deny" | "allow" => "ttlMs",
+                _ => "spanMs",
+            };
+            let span = span_ms.map(|ms| convert::millis(name, ms)).transpose()?;
+            let call = StandingCall::named(&op, span, name).map_err(to_js)?;
+            let now_us = convert::now_us(now_ms)?;
+            limiter.stand(&key, call, now_us).await.map_err(to_js)
+        })
     }
 }
 

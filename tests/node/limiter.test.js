@@ -223,3 +223,26 @@ test('hitSync names what is wrong: bad input, and a store that does I/O', () => 
     return true
   })
 })
+
+test('on the memory store, every limiter call settles without waiting for the event loop', async () => {
+  const limiter = new ratelock.Limiter()
+  const key = `settle:${randomUUID()}`
+  await limiter.hit(key, '10/minute')
+  // Awaiting each call takes microtasks only: a callback queued for the loop's next turn has not run.
+  let turned = false
+  setImmediate(() => {
+    turned = true
+  })
+  await limiter.hit(key, '10/minute')
+  await limiter.refund(key, '10/minute')
+  assert.equal((await limiter.reserve(key, '10/minute using token_bucket', { maxWaitMs: 1000 })).allowed, true)
+  await limiter.setOverride(key, '20/minute', { ttlMs: 60_000 })
+  assert.equal(await limiter.clearOverride(key), true)
+  await limiter.block(key, 1000)
+  assert.equal((await limiter.peek(key, '10/minute')).reason, 'ban')
+  await limiter.unblock(key)
+  await limiter.deny(key, 1000)
+  assert.equal(await limiter.clear(key), true)
+  await limiter.reset(key, '10/minute')
+  assert.equal(turned, false)
+})
