@@ -1,9 +1,12 @@
 //! `FairLock` for Node: the native handle behind `FairLock` in `lib/fair-lock.js`. Each acquire gives
 //! a `NativeGuard`; the queue, its order and the tokens are the core's.
 
+use napi::bindgen_prelude::PromiseRaw;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::lock_handle::{ask, lock_handle};
+use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
 
 /// A fair lock as it stands.
@@ -30,21 +33,27 @@ lock_handle! {
 #[napi]
 impl NativeFairLock {
     /// The lock as it stands: holder, lease, last token, queue length.
-    #[napi]
-    pub async fn state(&self) -> napi::Result<FairLockState> {
-        let state = ask(&self.inner, |lock| async move { lock.state().await }).await?;
-        Ok(FairLockState {
-            held: state.held,
-            remaining_ms: crate::convert::to_millis(state.remaining),
-            holder_fence: state.holder_fence as f64,
-            last_fence: state.last_fence as f64,
-            waiting: state.waiting as f64,
+    #[napi(ts_return_type = "Promise<FairLockState>")]
+    pub fn state<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, FairLockState>> {
+        let lock = self.inner.clone();
+        promise_of(env, async move {
+            let state = ask(&lock, |lock| async move { lock.state().await }).await?;
+            Ok(FairLockState {
+                held: state.held,
+                remaining_ms: crate::convert::to_millis(state.remaining),
+                holder_fence: state.holder_fence as f64,
+                last_fence: state.last_fence as f64,
+                waiting: state.waiting as f64,
+            })
         })
     }
 
     /// Whether anyone holds the lock now.
-    #[napi]
-    pub async fn is_locked(&self) -> napi::Result<bool> {
-        ask(&self.inner, |lock| async move { lock.is_locked().await }).await
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn is_locked<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        let lock = self.inner.clone();
+        promise_of(env, async move {
+            ask(&lock, |lock| async move { lock.is_locked().await }).await
+        })
     }
 }

@@ -2,9 +2,12 @@
 //! Each read or write acquire gives a `NativeGuard`; sharing, exclusion and writer preference are the
 //! core's.
 
+use napi::bindgen_prelude::PromiseRaw;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::lock_handle::{ask, lock_handle};
+use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
 
 /// A read-write lock as it stands.
@@ -33,16 +36,19 @@ lock_handle! {
 #[napi]
 impl NativeReadWriteLock {
     /// The lock as it stands: readers, writer, waiting writers, last token.
-    #[napi]
-    pub async fn state(&self) -> napi::Result<RwLockState> {
-        let state = ask(&self.inner, |lock| async move { lock.state().await }).await?;
-        Ok(RwLockState {
-            readers: state.readers as f64,
-            writer: state.writer,
-            writer_fence: state.writer_fence as f64,
-            writer_remaining_ms: crate::convert::to_millis(state.writer_remaining),
-            waiting_writers: state.waiting_writers as f64,
-            last_fence: state.last_fence as f64,
+    #[napi(ts_return_type = "Promise<RwLockState>")]
+    pub fn state<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, RwLockState>> {
+        let lock = self.inner.clone();
+        promise_of(env, async move {
+            let state = ask(&lock, |lock| async move { lock.state().await }).await?;
+            Ok(RwLockState {
+                readers: state.readers as f64,
+                writer: state.writer,
+                writer_fence: state.writer_fence as f64,
+                writer_remaining_ms: crate::convert::to_millis(state.writer_remaining),
+                waiting_writers: state.waiting_writers as f64,
+                last_fence: state.last_fence as f64,
+            })
         })
     }
 }

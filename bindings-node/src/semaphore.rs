@@ -1,9 +1,12 @@
 //! `Semaphore` for Node: the native handle behind `Semaphore` in `lib/semaphore.js`. Each acquire
 //! gives a `NativeGuard` holding one permit.
 
+use napi::bindgen_prelude::PromiseRaw;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::lock_handle::{ask, lock_handle};
+use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
 
 lock_handle! {
@@ -17,9 +20,12 @@ lock_handle! {
 #[napi]
 impl NativeSemaphore {
     /// Permits in use now.
-    #[napi]
-    pub async fn in_use(&self) -> napi::Result<f64> {
-        let in_use = ask(&self.inner, |semaphore| async move { semaphore.in_use().await });
-        Ok(in_use.await? as f64)
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn in_use<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
+        let semaphore = self.inner.clone();
+        promise_of(env, async move {
+            let in_use = ask(&semaphore, |semaphore| async move { semaphore.in_use().await }).await?;
+            Ok(in_use as f64)
+        })
     }
 }

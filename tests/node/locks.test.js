@@ -179,6 +179,10 @@ test('on the memory store, lock calls settle without waiting for the event loop 
   await lock.tryAcquire()
   await lock.release()
   await (await seats.acquire()).release()
+  const fair = new ratelock.FairLock(fresh('memory-fair'))
+  const shared = new ratelock.ReadWriteLock(fresh('memory-rw'))
+  await fair.isLocked()
+  await shared.state()
   // Each call's promise is settled when it is made: awaiting them all takes microtasks only, so a
   // callback queued for the event loop's next turn has not run yet.
   let turned = false
@@ -191,7 +195,14 @@ test('on the memory store, lock calls settle without waiting for the event loop 
   await lock.acquire({ timeoutMs: 1000 })
   await lock.release()
   const permit = await seats.acquire()
+  assert.equal(await seats.inUse(), 1)
   await permit.release()
+  assert.equal(await lock.isLocked(), false)
+  assert.equal(await lock.remainingTtlMs(), null)
+  assert.equal(await lock.forceRelease(), false)
+  assert.equal(await fair.isLocked(), false)
+  assert.equal((await fair.state()).waiting, 0)
+  assert.equal((await shared.state()).readers, 0)
   assert.equal(turned, false)
   // A wait that cannot end at once goes on on the runtime, and ends when the holder lets go.
   const holder = new ratelock.DistributedLock(name)
