@@ -14,7 +14,7 @@ use crate::completions::{Batch, Completions};
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
-use crate::handle::{Handed, RulesArg};
+use crate::handle::{Handed, Handle, RulesArg};
 use crate::runtime::{guarded, guarded_sync, promise_of};
 use crate::stores::StoreSettings;
 
@@ -173,13 +173,13 @@ impl NativeLimiter {
     pub fn submit(
         &self,
         key: Either<String, Buffer>,
-        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
+        #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: Handle<Arc<ratelock::PreparedRules>>,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
         id: u32,
     ) -> napi::Result<()> {
-        let check = self.check(key, rules, cost, now_ms, spend)?;
+        let check = self.check(key, &rules, cost, now_ms, spend)?;
         let completions = self.completions.clone();
         napi::bindgen_prelude::spawn(async move {
             match guarded(check.decide()).await {
@@ -337,7 +337,7 @@ impl NativeLimiter {
     fn check(
         &self,
         key: Either<String, Buffer>,
-        rules: RulesArg,
+        rules: &ratelock::PreparedRules,
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,

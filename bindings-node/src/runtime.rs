@@ -42,9 +42,9 @@ pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> napi::Result<T>) -> napi::R
 /// runtime, so that what it spawns runs there): when that poll finishes it (the memory store: a lock
 /// call that waits for nothing), the promise is resolved at once, with no hop to the runtime's thread
 /// and back (two thread wake-ups, tens of µs on a small VM). Otherwise the future goes on on the
-/// runtime, polled there from then on, as an `async fn`'s would be; an error is rejected that way too
-/// (napi-rs turns it into the JavaScript error the binding's error classes read). Check arguments
-/// inside `future`, so that a bad one rejects like every other error instead of throwing.
+/// runtime, polled there from then on, as an `async fn`'s would be. An error rejects the promise with
+/// the JavaScript error napi-rs makes of it for an `async fn` (the one the binding's error classes
+/// read). Check arguments inside `future`, so that a bad one rejects instead of throwing.
 pub(crate) fn promise_of<T, F>(env: &Env, future: F) -> napi::Result<PromiseRaw<'_, T>>
 where
     T: ToNapiValue + Send + 'static,
@@ -56,7 +56,7 @@ where
     });
     match first {
         Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, value),
-        Poll::Ready(Err(error)) => env.spawn_future(async move { Err::<T, _>(error) }),
+        Poll::Ready(Err(error)) => PromiseRaw::reject(env, error),
         Poll::Pending => env.spawn_future(future),
     }
 }
