@@ -202,9 +202,9 @@ fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFa
     if with_module {
         families.push(PairFamily {
             label: MODULE_LABEL,
-            acquire: module_call("RATELOCK.LOCK_ACQUIRE", &lua_acquire),
+            acquire: on_route(&["RATELOCK.LOCK_ACQUIRE"], &lua_acquire),
             acquire_stat: "ratelock.lock_acquire",
-            release: module_call("RATELOCK.LOCK_RELEASE", &lua_release),
+            release: on_route(&["RATELOCK.LOCK_RELEASE"], &lua_release),
             release_stat: "ratelock.lock_release",
             held: Held::Hash,
         });
@@ -212,9 +212,9 @@ fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFa
     let library = ratelock::store::function_library();
     families.push(PairFamily {
         label: FUNCTIONS_LABEL,
-        acquire: function_call(library.lock_acquire_function, &lua_acquire),
+        acquire: on_route(&["FCALL", library.lock_acquire_function], &lua_acquire),
         acquire_stat: "fcall",
-        release: function_call(library.lock_release_function, &lua_release),
+        release: on_route(&["FCALL", library.lock_release_function], &lua_release),
         release_stat: "fcall",
         held: Held::Hash,
     });
@@ -239,18 +239,10 @@ fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFa
     families
 }
 
-/// The module command standing in for a script call, as the store sends it: the script's KEYS and
-/// ARGV (call tag included) after the command's name.
-fn module_call(name: &str, script: &ScriptWords) -> Vec<String> {
-    let mut command = vec![name.to_owned()];
-    command.extend(script.command().into_iter().skip(2));
-    command
-}
-
-/// The library function standing in for a script call, as the store sends it on the Functions route:
-/// `FCALL <function>`, then the script call's numkeys, KEYS and ARGV (call tag included).
-fn function_call(function: &str, script: &ScriptWords) -> Vec<String> {
-    let mut command = vec!["FCALL".to_owned(), function.to_owned()];
+/// A script call as the store sends it on another route: `head` (the module's command, or `FCALL` and
+/// the library function), then the script call's numkeys, KEYS and ARGV (call tag included).
+fn on_route(head: &[&str], script: &ScriptWords) -> Vec<String> {
+    let mut command = words(head);
     command.extend(script.command().into_iter().skip(2));
     command
 }
