@@ -234,13 +234,13 @@ impl Limiter {
         let parsed = self.parse(rules)?;
         if let ratelock::Store::Memory(store) = inner.store() {
             let overrides = ratelock::algorithm::overrides::Overrides::new((*parsed.rules).clone());
-            store.set_override(
-                &inner.options().prefix,
-                key.as_bytes(),
-                Some(&overrides),
+            store.set_override(&ratelock::store::OverrideChange {
+                prefix: &inner.options().prefix,
+                key: key.as_bytes(),
+                overrides: Some(&overrides),
                 for_us,
                 now_us,
-            );
+            });
         }
         Ok(())
     }
@@ -251,9 +251,13 @@ impl Limiter {
         let now_us = now_us(None)?;
         let inner = self.inner.clone();
         Ok(match inner.store() {
-            ratelock::Store::Memory(store) => {
-                store.set_override(&inner.options().prefix, key.as_bytes(), None, None, now_us)
-            }
+            ratelock::Store::Memory(store) => store.set_override(&ratelock::store::OverrideChange {
+                prefix: &inner.options().prefix,
+                key: key.as_bytes(),
+                overrides: None,
+                for_us: None,
+                now_us,
+            }),
             _ => false,
         })
     }
@@ -342,7 +346,14 @@ impl Limiter {
         let now_us = now_us(now_ms)?;
         match self.inner.store() {
             ratelock::Store::Memory(store) => {
-                Ok(store.stand(&self.inner.options().prefix, key.as_bytes(), call, now_us))
+                let prefix = &self.inner.options().prefix;
+                let (key, now_us) = (key.as_bytes(), now_us);
+                Ok(store.stand(&ratelock::store::EntryChange {
+                    prefix,
+                    key,
+                    call,
+                    now_us,
+                }))
             }
             #[allow(unreachable_patterns)]
             _ => Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into()),

@@ -18,7 +18,7 @@ use crate::hook::{Answered, Hook, Hooks, LimitCall};
 use crate::key::{check_key, check_prefix};
 use crate::rule::{Algorithm, PreparedCache, PreparedRules, Rules};
 use crate::store::connection_core::BreakerState;
-use crate::store::{LimitRequest, LimitStore, MemoryStore, Store, StoreOptions};
+use crate::store::{EntryChange, LimitRequest, LimitStore, MemoryStore, OverrideChange, Store, StoreOptions};
 
 /// A store's answer where neither its time nor its route is known (the paths without hooks, and a
 /// call that never reached the store).
@@ -755,9 +755,14 @@ impl Limiter {
             .map(|ttl| crate::algorithm::standing::span_us("ttl", ttl))
             .transpose()?;
         let overrides = Overrides::new(rules.clone());
-        self.store
-            .set_override(&self.shared.options.prefix, key, Some(&overrides), for_us, now_us)
-            .await?;
+        let change = OverrideChange {
+            prefix: &self.shared.options.prefix,
+            key,
+            overrides: Some(&overrides),
+            for_us,
+            now_us,
+        };
+        self.store.set_override(&change).await?;
         self.forget_denials(key);
         Ok(())
     }
@@ -767,10 +772,14 @@ impl Limiter {
     pub async fn clear_override(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         let key = key.as_ref();
         check_key("key", key)?;
-        let cleared = self
-            .store
-            .set_override(&self.shared.options.prefix, key, None, None, None)
-            .await?;
+        let change = OverrideChange {
+            prefix: &self.shared.options.prefix,
+            key,
+            overrides: None,
+            for_us: None,
+            now_us: None,
+        };
+        let cleared = self.store.set_override(&change).await?;
         self.forget_denials(key);
         Ok(cleared)
     }
@@ -815,10 +824,13 @@ impl Limiter {
         crate::clock::check_now(now_us)?;
         let now =
             now_us.or_else(|| (self.shared.options.clock == ClockSource::Local).then(crate::clock::now_us));
-        let changed = self
-            .store
-            .stand(&self.shared.options.prefix, key, call, now)
-            .await;
+        let change = EntryChange {
+            prefix: &self.shared.options.prefix,
+            key,
+            call,
+            now_us: now,
+        };
+        let changed = self.store.stand(&change).await;
         self.forget_denials(key);
         changed
     }

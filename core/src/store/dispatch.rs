@@ -3,10 +3,9 @@
 //! its role impls in its own file.
 
 use super::roles::sealed::Sealed;
-use super::roles::{LimitRequest, LimitStore};
+use super::roles::{EntryChange, LimitRequest, LimitStore, OverrideChange};
 use super::{AnyLockStore, Store};
-use crate::algorithm::overrides::Overrides;
-use crate::algorithm::standing::{StandingCall, Verdict};
+use crate::algorithm::standing::Verdict;
 use crate::error::Result;
 use crate::rule::Rules;
 
@@ -46,21 +45,14 @@ impl LimitStore for Store {
         each_store!(self, store => LimitStore::refund(store, request).await)
     }
 
-    async fn set_override(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-        now_us: Option<u64>,
-    ) -> Result<bool> {
-        crate::clock::check_now(now_us)?;
-        each_store!(self, store => LimitStore::set_override(store, prefix, key, overrides, for_us, now_us).await)
+    async fn set_override(&self, change: &OverrideChange<'_>) -> Result<bool> {
+        crate::clock::check_now(change.now_us)?;
+        each_store!(self, store => LimitStore::set_override(store, change).await)
     }
 
-    async fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Result<bool> {
-        crate::clock::check_now(now_us)?;
-        each_store!(self, store => LimitStore::stand(store, prefix, key, call, now_us).await)
+    async fn stand(&self, change: &EntryChange<'_>) -> Result<bool> {
+        crate::clock::check_now(change.now_us)?;
+        each_store!(self, store => LimitStore::stand(store, change).await)
     }
 }
 

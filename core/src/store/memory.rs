@@ -11,11 +11,11 @@ use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
 use super::options::WhenFull;
-use super::roles::LimitRequest;
+use super::roles::{EntryChange, LimitRequest, OverrideChange};
 use crate::algorithm::overrides::{self, Overrides};
 use crate::algorithm::refund::refund;
 use crate::algorithm::reserve;
-use crate::algorithm::standing::{ban_after, banned, Entry, StandingCall, Verdict};
+use crate::algorithm::standing::{ban_after, banned, Entry, Verdict};
 use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
 use crate::clock::process_now_us;
 use crate::error::{Error, Result};
@@ -289,10 +289,10 @@ impl MemoryStore {
     }
 
     /// Changes the key's ban or list entry; true when it put or removed one.
-    pub fn stand(&self, prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> bool {
-        let now = now_us.unwrap_or_else(process_now_us);
+    pub fn stand(&self, change: &EntryChange<'_>) -> bool {
+        let (call, now) = (change.call, change.now_us.unwrap_or_else(process_now_us));
         let mut base = Vec::new();
-        write_base(&mut base, prefix, key);
+        write_base(&mut base, change.prefix, change.key);
         let mut shard = self.shard_for(&base).lock();
         let mut entry = shard
             .standing
@@ -377,19 +377,13 @@ impl MemoryStore {
         }
     }
 
-    /// Sets (`Some`, for `for_us` µs, or with no end) or clears (`None`) `key`'s override at `now_us`
-    /// (else the process clock); true when one was set or cleared.
-    pub fn set_override(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-        now_us: Option<u64>,
-    ) -> bool {
-        let now = now_us.unwrap_or_else(process_now_us);
+    /// Sets or clears the key's override, at the change's `now_us` (else the process clock); true when
+    /// one was set or cleared.
+    pub fn set_override(&self, change: &OverrideChange<'_>) -> bool {
+        let (overrides, for_us) = (change.overrides, change.for_us);
+        let now = change.now_us.unwrap_or_else(process_now_us);
         let mut base = Vec::new();
-        write_base(&mut base, prefix, key);
+        write_base(&mut base, change.prefix, change.key);
         let mut shard = self.shard_for(&base).lock();
         match overrides {
             Some(overrides) => {

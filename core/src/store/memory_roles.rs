@@ -4,10 +4,9 @@
 use std::future::{ready, Future};
 
 use super::roles::sealed::Sealed;
-use super::roles::LimitRequest;
+use super::roles::{EntryChange, LimitRequest, OverrideChange};
 use super::MemoryStore;
-use crate::algorithm::overrides::Overrides;
-use crate::algorithm::standing::{StandingCall, Verdict};
+use crate::algorithm::standing::Verdict;
 use crate::error::Result;
 use crate::rule::Rules;
 
@@ -31,27 +30,12 @@ impl super::LimitStore for MemoryStore {
         ready(MemoryStore::refund(self, request))
     }
 
-    fn stand(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        call: StandingCall,
-        now_us: Option<u64>,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        ready(Ok(MemoryStore::stand(self, prefix, key, call, now_us)))
+    fn stand(&self, change: &EntryChange<'_>) -> impl Future<Output = Result<bool>> + Send {
+        ready(Ok(MemoryStore::stand(self, change)))
     }
 
-    fn set_override(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-        now_us: Option<u64>,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        ready(Ok(MemoryStore::set_override(
-            self, prefix, key, overrides, for_us, now_us,
-        )))
+    fn set_override(&self, change: &OverrideChange<'_>) -> impl Future<Output = Result<bool>> + Send {
+        ready(Ok(MemoryStore::set_override(self, change)))
     }
 }
 

@@ -26,7 +26,7 @@ pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLi
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
 pub use options::{ServerCode, StoreOptions, WhenFull, MIN_TIMEOUT};
-pub use roles::{LimitRequest, LimitStore};
+pub use roles::{EntryChange, LimitRequest, LimitStore, OverrideChange};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
 

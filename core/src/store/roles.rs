@@ -42,6 +42,35 @@ pub struct LimitRequest<'a> {
     pub max_wait_us: Option<u64>,
 }
 
+/// A change of one key's override: what `set_override` and `clear_override` send to a store.
+#[derive(Debug, Clone, Copy)]
+pub struct OverrideChange<'a> {
+    /// Key prefix (no braces).
+    pub prefix: &'a str,
+    /// The user key, any bytes.
+    pub key: &'a [u8],
+    /// The override to keep (`None`: clear the key's override).
+    pub overrides: Option<&'a Overrides>,
+    /// How long it is kept in µs (`None`: with no end).
+    pub for_us: Option<u64>,
+    /// The memory store's clock in µs since the epoch, when given (Redis keeps time by `PX`).
+    pub now_us: Option<u64>,
+}
+
+/// A change of one key's ban or list entry: what `Limiter::stand` (and `block`, `deny`, ...) sends to a
+/// store.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryChange<'a> {
+    /// Key prefix (no braces).
+    pub prefix: &'a str,
+    /// The user key, any bytes.
+    pub key: &'a [u8],
+    /// What to put or remove.
+    pub call: StandingCall,
+    /// Explicit time in µs since the epoch; `None` lets the store use its own clock.
+    pub now_us: Option<u64>,
+}
+
 pub(crate) mod sealed {
     /// Only ratelock's stores play its roles (their calls and replies are the scripts' contracts).
     pub trait Sealed {}
@@ -66,26 +95,11 @@ pub trait LimitStore: sealed::Sealed + Send + Sync {
     /// [`refund`](crate::algorithm::refund::refund)), then answers as a peek of that cost would.
     fn refund(&self, request: &LimitRequest<'_>) -> impl Future<Output = Result<Verdict>> + Send;
 
-    /// Sets `key`'s override (`Some`, for `for_us` µs or with no end) or clears it (`None`); true when
-    /// one was set or cleared. `now_us` is the memory store's clock, when given.
-    fn set_override(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-        now_us: Option<u64>,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Sets the key's override or clears it; true when one was set or cleared.
+    fn set_override(&self, change: &OverrideChange<'_>) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Changes `key`'s ban or list entry (at `now_us`, else by the store's clock); true when an entry
-    /// was put or removed.
-    fn stand(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        call: StandingCall,
-        now_us: Option<u64>,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Changes the key's ban or list entry; true when an entry was put or removed.
+    fn stand(&self, change: &EntryChange<'_>) -> impl Future<Output = Result<bool>> + Send;
 }
 
 #[cfg(feature = "runtime")]

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ratelock::store::{EntryChange, OverrideChange};
 use ratelock::{Decision, LimitStore, Rules, Store};
 use serde::{Deserialize, Serialize};
 
@@ -253,7 +254,17 @@ async fn change_entry(
     }
     let call = StandingCall::named(op, span, "for_us");
     let changed = match call {
-        Ok(call) => store.stand(prefix, key.as_bytes(), call, Some(step.now_us)).await,
+        Ok(call) => {
+            let (key, now_us) = (key.as_bytes(), Some(step.now_us));
+            store
+                .stand(&EntryChange {
+                    prefix,
+                    key,
+                    call,
+                    now_us,
+                })
+                .await
+        }
         Err(err) => Err(err),
     };
     match (changed, op) {
@@ -273,15 +284,14 @@ async fn change_override(store: &Store, prefix: &str, key: &str, step: &Step) ->
         },
         None => None,
     };
-    let changed = store
-        .set_override(
-            prefix,
-            key.as_bytes(),
-            overrides.as_ref(),
-            None,
-            Some(step.now_us),
-        )
-        .await;
+    let change = OverrideChange {
+        prefix,
+        key: key.as_bytes(),
+        overrides: overrides.as_ref(),
+        for_us: None,
+        now_us: Some(step.now_us),
+    };
+    let changed = store.set_override(&change).await;
     match (changed, overrides) {
         (Ok(changed), None) => Answer::Changed(changed),
         (Ok(_), Some(_)) => Answer::Done,

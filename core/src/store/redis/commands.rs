@@ -13,7 +13,7 @@ use crate::algorithm::standing::{Reason, StandingCall, Verdict, KEY_SUFFIX};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::write_base;
-use crate::store::roles::LimitRequest;
+use crate::store::roles::{EntryChange, LimitRequest};
 
 /// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
 pub(crate) fn script_call(script: &LuaScript, keys: &[&[u8]]) -> Cmd {
@@ -179,20 +179,20 @@ impl redis::ToRedisArgs for Joined<'_> {
 }
 
 /// `EVALSHA standing.lua`: one change to a key's ban or list entry.
-pub(crate) fn standing_command(prefix: &str, key: &[u8], call: StandingCall, now_us: Option<u64>) -> Cmd {
-    let mut entry = Vec::with_capacity(prefix.len() + key.len() + 16);
-    write_base(&mut entry, prefix, key);
+pub(crate) fn standing_command(change: &EntryChange<'_>) -> Cmd {
+    let mut entry = Vec::with_capacity(change.prefix.len() + change.key.len() + 16);
+    write_base(&mut entry, change.prefix, change.key);
     entry.extend_from_slice(KEY_SUFFIX);
     let mut cmd = script_call(&STANDING, &[&entry]);
-    match call {
+    match change.call {
         StandingCall::Set { .. } => cmd.arg("set"),
         StandingCall::Remove(_) => cmd.arg("remove"),
     };
-    match now_us {
+    match change.now_us {
         Some(now) => cmd.arg(now),
         None => cmd.arg(""),
     };
-    match call {
+    match change.call {
         StandingCall::Set { standing, for_us } => cmd.arg(&[standing.letter()][..]).arg(for_us),
         StandingCall::Remove(kinds) => cmd.arg(StandingCall::letters(kinds)),
     };

@@ -46,9 +46,9 @@ use self::script::{LuaScript, LIMIT};
 use self::server_code::{Check, CodeChoice, Route};
 use self::subscriber::Subscriber;
 use super::options::{ServerCode, StoreOptions};
-use super::roles::LimitRequest;
-use crate::algorithm::overrides::{self, Overrides};
-use crate::algorithm::standing::{StandingCall, Verdict};
+use super::roles::{EntryChange, LimitRequest, OverrideChange};
+use crate::algorithm::overrides;
+use crate::algorithm::standing::Verdict;
 use crate::error::{Error, Result};
 use crate::key::storage_key;
 use crate::process::PerProcess;
@@ -413,21 +413,15 @@ impl RedisStore {
     }
 
     /// Sets (`SET ... [PX]`) or clears (`DEL`) `key`'s override; true when one was set or cleared.
-    pub async fn set_override(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-    ) -> Result<bool> {
-        let mut stored = Vec::with_capacity(prefix.len() + key.len() + 16);
-        crate::key::write_base(&mut stored, prefix, key);
+    pub async fn set_override(&self, change: &OverrideChange<'_>) -> Result<bool> {
+        let mut stored = Vec::with_capacity(change.prefix.len() + change.key.len() + 16);
+        crate::key::write_base(&mut stored, change.prefix, change.key);
         stored.extend_from_slice(overrides::KEY_SUFFIX);
-        match overrides {
+        match change.overrides {
             Some(overrides) => {
                 let mut cmd = redis::cmd("SET");
                 cmd.arg(stored).arg(overrides.to_text());
-                if let Some(span) = for_us {
+                if let Some(span) = change.for_us {
                     cmd.arg("PX").arg(span.div_ceil(1000).max(1));
                 }
                 self.query(&cmd).await.map(|_| true)
@@ -444,16 +438,8 @@ impl RedisStore {
 
     /// Runs `standing.lua`: one change to `key`'s ban or list entry; true when an entry was put or
     /// removed.
-    pub async fn stand(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        call: StandingCall,
-        now_us: Option<u64>,
-    ) -> Result<bool> {
-        let reply = self
-            .eval(&script::STANDING, standing_command(prefix, key, call, now_us))
-            .await?;
+    pub async fn stand(&self, change: &EntryChange<'_>) -> Result<bool> {
+        let reply = self.eval(&script::STANDING, standing_command(change)).await?;
         standing_changed(reply)
     }
 
@@ -575,25 +561,15 @@ impl super::LimitStore for RedisStore {
         Box::pin(RedisStore::refund(self, request))
     }
 
-    fn stand(
-        &self,
-        prefix: &str,
-        key: &[u8],
-        call: StandingCall,
-        now_us: Option<u64>,
-    ) -> impl std::future::Future<Output = Result<bool>> + Send {
-        Box::pin(RedisStore::stand(self, prefix, key, call, now_us))
+    fn stand(&self, change: &EntryChange<'_>) -> impl std::future::Future<Output = Result<bool>> + Send {
+        Box::pin(RedisStore::stand(self, change))
     }
 
     fn set_override(
         &self,
-        prefix: &str,
-        key: &[u8],
-        overrides: Option<&Overrides>,
-        for_us: Option<u64>,
-        _now_us: Option<u64>,
+        change: &OverrideChange<'_>,
     ) -> impl std::future::Future<Output = Result<bool>> + Send {
-        Box::pin(RedisStore::set_override(self, prefix, key, overrides, for_us))
+        Box::pin(RedisStore::set_override(self, change))
     }
 }
 
