@@ -1,7 +1,8 @@
-//! Finished limiter calls handed back to an asyncio event loop without the runtime thread ever taking
-//! the GIL. A finished call is queued here and, when the queue was empty, one byte is written to a
-//! socket the loop watches (`loop.add_reader`); the loop then drains every finished call at once and
-//! resolves their futures. Under load many completions share one wake-up and the GIL stays with the loop.
+//! Finished limiter checks (`check_async`: hits and peeks, the hot path) handed back to an asyncio event
+//! loop without the runtime thread ever taking the GIL. A finished check is queued here and, when the
+//! queue was empty, one byte is written to a socket the loop watches (`loop.add_reader`); the loop then
+//! drains every finished check at once and resolves their futures. Under load many completions share one
+//! wake-up and the GIL stays with the loop. (The limiter's other calls are awaitables of the runtime.)
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -17,24 +18,8 @@ use crate::decision::PyDecision;
 use crate::errors::internal_error;
 use crate::runtime::runtime;
 
-/// What a finished call delivers to its asyncio future.
-pub(crate) enum Answer {
-    Decision(PyResult<PyDecision>),
-    Nothing(PyResult<()>),
-    Flag(PyResult<bool>),
-}
-
-impl Answer {
-    fn into_result(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self {
-            Answer::Decision(result) => Ok(Py::new(py, result?)?.into_any()),
-            Answer::Nothing(result) => result.map(|()| py.None()),
-            Answer::Flag(result) => {
-                result.map(|flag| pyo3::types::PyBool::new(py, flag).to_owned().into_any().unbind())
-            }
-        }
-    }
-}
+/// What a finished call delivers to its asyncio future: the limiter's decision, or its error.
+pub(crate) type Answer = PyResult<PyDecision>;
 
 /// The finished-call queue of one asyncio event loop (`ratelock.asyncio` makes one per loop).
 #[pyclass(name = "Completions", module = "ratelock._native", frozen)]
@@ -108,7 +93,7 @@ impl Completions {
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
                 if let Err(exiting) = crate::runtime::live() {
-                    resolve(py, &future, Answer::Nothing(Err(exiting)))?;
+                    resolve(py, &future, Err(exiting))?;
                     return Ok(future);
                 }
                 let (shared, target) = (self.shared.clone(), future.clone().unbind());
@@ -139,15 +124,15 @@ impl Shared {
 
 /// A panic inside the call becomes a Python exception like any other failure.
 fn settle(outcome: std::thread::Result<Answer>) -> Answer {
-    outcome.unwrap_or_else(|panic| Answer::Nothing(Err(internal_error(panic))))
+    outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
 }
 
 fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, answer: Answer) -> PyResult<()> {
     if future.call_method0(intern!(py, "done"))?.is_truthy()? {
         return Ok(());
     }
-    match answer.into_result(py) {
-        Ok(value) => future.call_method1(intern!(py, "set_result"), (value,))?,
+    match answer {
+        Ok(decision) => future.call_method1(intern!(py, "set_result"), (Py::new(py, decision)?,))?,
         Err(error) => future.call_method1(intern!(py, "set_exception"), (error.into_value(py),))?,
     };
     Ok(())

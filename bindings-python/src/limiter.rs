@@ -9,11 +9,12 @@ use ratelock::PreparedRules;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::completions::{Answer, Completions};
+use crate::async_twins::pymethods_with_async_twins;
+use crate::completions::Completions;
 use crate::convert;
 use crate::decision::PyDecision;
 use crate::errors::to_py;
-use crate::runtime::{catch_panic, run, spawn};
+use crate::runtime::{catch_panic, run};
 
 /// Checks keys against rules: every rule of a key in one round trip, all or nothing.
 #[pyclass(name = "Limiter", module = "ratelock._native", frozen, subclass)]
@@ -84,321 +85,206 @@ fn decision_of(prepared: &PreparedRules, decision: &ratelock::Decision) -> PyDec
     )
 }
 
-#[pymethods]
-impl PyLimiter {
-    #[new]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None, metrics=None))]
-    fn new(
-        py: Python<'_>,
-        url: Option<&Bound<'_, PyAny>>,
-        prefix: &str,
-        on_error: &str,
-        timeout: f64,
-        default_algorithm: &str,
-        clock: &str,
-        instances: Option<&Bound<'_, PyAny>>,
-        shadow: bool,
-        deny_cache: Option<&Bound<'_, PyAny>>,
-        deny_cache_max_age: Option<&Bound<'_, PyAny>>,
-        metrics: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let options = limiter_options(
-            prefix,
-            on_error,
-            timeout,
-            default_algorithm,
-            clock,
-            instances,
-            shadow,
-            deny_cache,
-            deny_cache_max_age,
-            metrics,
-        )?;
-        let store = crate::stores::Target::of(url)?.store_blocking(py, options.store.timeout)?;
-        Self::with_store(store, options)
-    }
+pymethods_with_async_twins! {
+    impl PyLimiter {
+        /// Forgets the state of every given rule for `key`.
+        fn reset / reset_async(&self, key: &Bound<'_, PyAny>, rules: &Bound<'_, PyAny>) -> () {
+            let (key, rules, inner) = (convert::key(key)?, self.parse(rules)?, self.inner.clone());
+            async move { inner.reset(&key, rules.rules()).await }
+        }
 
-    /// Connects without blocking the event loop; awaits to a `Limiter` (for `ratelock.asyncio`).
-    #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None, metrics=None))]
-    fn connect_async<'py>(
-        py: Python<'py>,
-        url: Option<&Bound<'py, PyAny>>,
-        prefix: &str,
-        on_error: &str,
-        timeout: f64,
-        default_algorithm: &str,
-        clock: &str,
-        instances: Option<&Bound<'py, PyAny>>,
-        shadow: bool,
-        deny_cache: Option<&Bound<'py, PyAny>>,
-        deny_cache_max_age: Option<&Bound<'py, PyAny>>,
-        metrics: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let options = limiter_options(
-            prefix,
-            on_error,
-            timeout,
-            default_algorithm,
-            clock,
-            instances,
-            shadow,
-            deny_cache,
-            deny_cache_max_age,
-            metrics,
-        )?;
-        let target = crate::stores::Target::of(url)?;
-        spawn(py, async move {
-            let store = target.store(options.store.timeout).await.map_err(to_py)?;
+        /// Gives back `cost` units (default 1) of every rule for `key`, where the algorithm can; answers
+        /// as `peek` of the same cost would afterwards. An outage raises, whatever `on_error` says.
+        #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+        fn refund / refund_async(
+            &self,
+            key: &Bound<'_, PyAny>,
+            rules: &Bound<'_, PyAny>,
+            cost: Option<&Bound<'_, PyAny>>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> PyDecision {
+            let (key, prepared) = (convert::key(key)?, self.parse(rules)?);
+            let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+            let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+            async move {
+                let decision = limiter.refund(&key, prepared.rules(), cost, now_us).await?;
+                Ok(decision_of(&prepared, &decision))
+            }
+        }
+
+        /// Books the earliest slot within `max_wait` seconds at which every rule admits `cost` units
+        /// (gcra, token_bucket and leaky_bucket rules): allowed with `retry_after` the wait before
+        /// acting, or a denial, spending nothing, when the slot is further. The units are spent at
+        /// booking.
+        #[pyo3(signature = (key, rules, cost=None, *, max_wait, now_us=None))]
+        fn reserve / reserve_async(
+            &self,
+            key: &Bound<'_, PyAny>,
+            rules: &Bound<'_, PyAny>,
+            cost: Option<&Bound<'_, PyAny>>,
+            max_wait: &Bound<'_, PyAny>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> PyDecision {
+            let (key, prepared) = (convert::key(key)?, self.parse(rules)?);
+            let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
+            let max_wait = convert::max_wait_of(max_wait)?;
+            let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+            async move {
+                let decision = limiter
+                    .reserve(&key, prepared.rules(), cost, max_wait, now_us)
+                    .await?;
+                Ok(decision_of(&prepared, &decision))
+            }
+        }
+
+        /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `seconds`),
+        /// `unblock` or `clear`; true when an entry was put or removed (`Limiter.block` and the others
+        /// call it).
+        #[pyo3(signature = (op, key, seconds=None, *, now_us=None))]
+        fn change_entry / change_entry_async(
+            &self,
+            op: &str,
+            key: &Bound<'_, PyAny>,
+            seconds: Option<&Bound<'_, PyAny>>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> bool {
+            let (key, call, now_us) = entry_change(op, key, seconds, now_us)?;
+            let inner = self.inner.clone();
+            async move { inner.stand(&key, call, now_us).await }
+        }
+
+        /// Sets `key`'s override to `rules` (for `ttl` seconds, or with no end), or clears it when
+        /// `rules` is None; true when one was set or cleared (`Limiter.set_override` and
+        /// `clear_override` call it).
+        #[pyo3(signature = (key, rules=None, ttl=None, *, now_us=None))]
+        fn change_override / change_override_async(
+            &self,
+            key: &Bound<'_, PyAny>,
+            rules: Option<&Bound<'_, PyAny>>,
+            ttl: Option<&Bound<'_, PyAny>>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> bool {
+            let key = convert::key(key)?;
+            let prepared = rules
+                .filter(|rules| !rules.is_none())
+                .map(|rules| self.parse(rules))
+                .transpose()?;
+            let ttl = ttl
+                .filter(|ttl| !ttl.is_none())
+                .map(|ttl| convert::seconds_of("ttl", ttl))
+                .transpose()?;
+            let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
+            async move {
+                match prepared {
+                    Some(prepared) => limiter
+                        .set_override(&key, prepared.rules(), ttl, now_us)
+                        .await
+                        .map(|()| true),
+                    None => limiter.clear_override(&key).await,
+                }
+            }
+        }
+
+        /// Reaches the store now (connecting first if needed): raises configuration errors and outages
+        /// alike, whatever `on_error` says. For a service that wants to fail at boot.
+        fn ping / ping_async(&self) -> () {
+            let inner = self.inner.clone();
+            async move { inner.ping().await }
+        }
+    }
+    plain {
+        #[new]
+        #[allow(clippy::too_many_arguments)]
+        #[pyo3(signature = (url=None, *, prefix="rl", on_error="raise", timeout=1.0, default_algorithm="gcra", clock="store", instances=None, shadow=false, deny_cache=None, deny_cache_max_age=None, metrics=None))]
+        fn new(
+            url: Option<&Bound<'_, PyAny>>,
+            prefix: &str,
+            on_error: &str,
+            timeout: f64,
+            default_algorithm: &str,
+            clock: &str,
+            instances: Option<&Bound<'_, PyAny>>,
+            shadow: bool,
+            deny_cache: Option<&Bound<'_, PyAny>>,
+            deny_cache_max_age: Option<&Bound<'_, PyAny>>,
+            metrics: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let options = ratelock::LimiterOptions::default()
+                .with_prefix(prefix)
+                .with_on_error(on_error.parse().map_err(to_py)?)
+                .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
+                .with_clock(clock.parse().map_err(to_py)?)
+                .with_timeout(convert::seconds("timeout", timeout)?)
+                .with_instances(convert::instances(instances)?)
+                .with_shadow(shadow);
+            // Metrics come last: they see the answer every other hook made.
+            let mut options = with_deny_cache(options, deny_cache, deny_cache_max_age)?;
+            if let Some(hook) = crate::metrics::hook_of(metrics)? {
+                options = options.with_hook(hook);
+            }
+            let store = crate::stores::Target::of(url)?.store(options.store.timeout)?;
             Self::with_store(store, options)
-        })
-    }
+        }
 
-    /// Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing.
-    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
-    fn hit(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        rules: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyDecision> {
-        self.check(py, key, rules, cost, now_us, true)
-    }
+        /// Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing.
+        #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+        fn hit(
+            &self,
+            py: Python<'_>,
+            key: &Bound<'_, PyAny>,
+            rules: &Bound<'_, PyAny>,
+            cost: Option<&Bound<'_, PyAny>>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<PyDecision> {
+            self.check(py, key, rules, cost, now_us, true)
+        }
 
-    /// Answers what `hit` would answer, without spending anything.
-    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
-    fn peek(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        rules: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyDecision> {
-        self.check(py, key, rules, cost, now_us, false)
-    }
+        /// Answers what `hit` would answer, without spending anything.
+        #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
+        fn peek(
+            &self,
+            py: Python<'_>,
+            key: &Bound<'_, PyAny>,
+            rules: &Bound<'_, PyAny>,
+            cost: Option<&Bound<'_, PyAny>>,
+            now_us: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<PyDecision> {
+            self.check(py, key, rules, cost, now_us, false)
+        }
 
-    /// Forgets the state of every given rule for `key`.
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, rules: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (key, rules) = (convert::key(key)?, self.parse(rules)?);
-        let inner = self.inner.clone();
-        run(py, async move { inner.reset(&key, rules.rules()).await })
-    }
+        /// `hit` (`spend`) or `peek` for asyncio: a future of the `Decision`, resolved through the loop's
+        /// `completions`.
+        #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None, spend))]
+        #[allow(clippy::too_many_arguments)]
+        fn check_async<'py>(
+            &self,
+            py: Python<'py>,
+            completions: &Completions,
+            key: &Bound<'py, PyAny>,
+            rules: &Bound<'py, PyAny>,
+            cost: Option<&Bound<'py, PyAny>>,
+            now_us: Option<&Bound<'py, PyAny>>,
+            spend: bool,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let key = convert::key_bytes(key)?;
+            let check = self
+                .prepare(key.as_bytes(), rules, cost, now_us, spend)?
+                .into_owned();
+            completions.submit(py, async move { check.decide().await.map_err(to_py) })
+        }
 
-    /// `hit` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
-    fn hit_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: &Bound<'py, PyAny>,
-        cost: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.check_async(py, completions, key, rules, cost, now_us, true)
-    }
+        /// Where the store's circuit breaker stands in this process: "closed", "open" or "half-open";
+        /// None for the memory store.
+        #[getter]
+        fn breaker_state(&self) -> Option<&'static str> {
+            self.inner.breaker_state().map(|state| state.as_str())
+        }
 
-    /// `peek` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
-    fn peek_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: &Bound<'py, PyAny>,
-        cost: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.check_async(py, completions, key, rules, cost, now_us, false)
-    }
-
-    /// `reset` for asyncio: a future of `None`, resolved through the loop's `completions`.
-    fn reset_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (key, rules) = (convert::key(key)?, self.parse(rules)?);
-        let inner = self.inner.clone();
-        completions.submit(py, async move {
-            Answer::Nothing(inner.reset(&key, rules.rules()).await.map_err(to_py))
-        })
-    }
-
-    /// Gives back `cost` units (default 1) of every rule for `key`, where the algorithm can; answers as
-    /// `peek` of the same cost would afterwards. An outage raises, whatever `on_error` says.
-    #[pyo3(signature = (key, rules, cost=None, *, now_us=None))]
-    fn refund(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        rules: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyDecision> {
-        let refund = self.refund_of(key, rules, cost, now_us)?;
-        run(py, refund)
-    }
-
-    /// `refund` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None))]
-    fn refund_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: &Bound<'py, PyAny>,
-        cost: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let refund = self.refund_of(key, rules, cost, now_us)?;
-        completions.submit(py, async move { Answer::Decision(refund.await.map_err(to_py)) })
-    }
-
-    /// Books the earliest slot within `max_wait` seconds at which every rule admits `cost` units (gcra,
-    /// token_bucket and leaky_bucket rules): allowed with `retry_after` the wait before acting, or a
-    /// denial, spending nothing, when the slot is further. The units are spent at booking.
-    #[pyo3(signature = (key, rules, cost=None, *, max_wait, now_us=None))]
-    fn reserve(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        rules: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        max_wait: &Bound<'_, PyAny>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyDecision> {
-        let reserve = self.reserve_of(key, rules, cost, max_wait, now_us)?;
-        run(py, reserve)
-    }
-
-    /// `reserve` for asyncio: a future of the `Decision`, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, key, rules, cost=None, *, max_wait, now_us=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn reserve_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: &Bound<'py, PyAny>,
-        cost: Option<&Bound<'py, PyAny>>,
-        max_wait: &Bound<'py, PyAny>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let reserve = self.reserve_of(key, rules, cost, max_wait, now_us)?;
-        completions.submit(py, async move { Answer::Decision(reserve.await.map_err(to_py)) })
-    }
-
-    /// Changes `key`'s ban or list entry: `op` is `block`, `deny` or `allow` (for `seconds`), `unblock`
-    /// or `clear`; true when an entry was put or removed (`Limiter.block` and the others call it).
-    #[pyo3(signature = (op, key, seconds=None, *, now_us=None))]
-    fn change_entry(
-        &self,
-        py: Python<'_>,
-        op: &str,
-        key: &Bound<'_, PyAny>,
-        seconds: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        let (key, call, now_us) = entry_change(op, key, seconds, now_us)?;
-        let inner = self.inner.clone();
-        run(py, async move { inner.stand(&key, call, now_us).await })
-    }
-
-    /// `change_entry` for asyncio: a future of the flag, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, op, key, seconds=None, *, now_us=None))]
-    fn change_entry_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        op: &str,
-        key: &Bound<'py, PyAny>,
-        seconds: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (key, call, now_us) = entry_change(op, key, seconds, now_us)?;
-        let inner = self.inner.clone();
-        completions.submit(py, async move {
-            Answer::Flag(inner.stand(&key, call, now_us).await.map_err(to_py))
-        })
-    }
-
-    /// Sets `key`'s override to `rules` (for `ttl` seconds, or with no end), or clears it when `rules`
-    /// is None; true when one was set or cleared (`Limiter.set_override` and `clear_override` call it).
-    #[pyo3(signature = (key, rules=None, ttl=None, *, now_us=None))]
-    fn change_override(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        rules: Option<&Bound<'_, PyAny>>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        let change = self.override_change(key, rules, ttl, now_us)?;
-        run(py, change)
-    }
-
-    /// `change_override` for asyncio: a future of the flag, resolved through the loop's `completions`.
-    #[pyo3(signature = (completions, key, rules=None, ttl=None, *, now_us=None))]
-    fn change_override_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        rules: Option<&Bound<'py, PyAny>>,
-        ttl: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let change = self.override_change(key, rules, ttl, now_us)?;
-        completions.submit(py, async move { Answer::Flag(change.await.map_err(to_py)) })
-    }
-
-    /// Reaches the store now (connecting first if needed): raises configuration errors and outages
-    /// alike, whatever `on_error` says. For a service that wants to fail at boot.
-    fn ping(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = self.inner.clone();
-        run(py, async move { inner.ping().await })
-    }
-
-    /// `ping` for asyncio, resolved through the loop's `completions`.
-    fn ping_async<'py>(&self, py: Python<'py>, completions: &Completions) -> PyResult<Bound<'py, PyAny>> {
-        let inner = self.inner.clone();
-        completions.submit(
-            py,
-            async move { Answer::Nothing(inner.ping().await.map_err(to_py)) },
-        )
-    }
-
-    /// Where the circuit breaker of the store `url` names stands, before any limiter on it is connected
-    /// (the process's shared store, made here if it is not yet: no I/O); None for the memory store.
-    #[staticmethod]
-    #[pyo3(signature = (url=None, *, timeout=1.0))]
-    fn breaker_state_of(url: Option<&Bound<'_, PyAny>>, timeout: f64) -> PyResult<Option<&'static str>> {
-        let timeout = convert::seconds("timeout", timeout)?;
-        let store = crate::stores::Target::of(url)?
-            .store_now(timeout)
-            .map_err(to_py)?;
-        Ok(store.breaker_state().map(|state| state.as_str()))
-    }
-
-    /// Where the store's circuit breaker stands in this process: "closed", "open" or "half-open";
-    /// None for the memory store.
-    #[getter]
-    fn breaker_state(&self) -> Option<&'static str> {
-        self.inner.breaker_state().map(|state| state.as_str())
-    }
-
-    /// The key prefix.
-    #[getter]
-    fn prefix(&self) -> String {
-        self.inner.options().prefix.clone()
+        /// The key prefix.
+        #[getter]
+        fn prefix(&self) -> String {
+            self.inner.options().prefix.clone()
+        }
     }
 }
 
@@ -435,63 +321,12 @@ impl Check<'_> {
     }
 }
 
-/// The core's options from the limiter's keyword arguments (each error names its argument): the one
-/// place both constructors (`Limiter` and the asyncio one) turn them into options.
-#[allow(clippy::too_many_arguments)]
-fn limiter_options(
-    prefix: &str,
-    on_error: &str,
-    timeout: f64,
-    default_algorithm: &str,
-    clock: &str,
-    instances: Option<&Bound<'_, PyAny>>,
-    shadow: bool,
-    deny_cache: Option<&Bound<'_, PyAny>>,
-    deny_cache_max_age: Option<&Bound<'_, PyAny>>,
-    metrics: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ratelock::LimiterOptions> {
-    let options = ratelock::LimiterOptions::default()
-        .with_prefix(prefix)
-        .with_on_error(on_error.parse().map_err(to_py)?)
-        .with_default_algorithm(default_algorithm.parse().map_err(to_py)?)
-        .with_clock(clock.parse().map_err(to_py)?)
-        .with_timeout(convert::seconds("timeout", timeout)?)
-        .with_instances(convert::instances(instances)?)
-        .with_shadow(shadow);
-    // Metrics come last: they see the answer every other hook made.
-    let options = with_deny_cache(options, deny_cache, deny_cache_max_age)?;
-    Ok(match crate::metrics::hook_of(metrics)? {
-        Some(hook) => options.with_hook(hook),
-        None => options,
-    })
-}
-
 impl PyLimiter {
     fn with_store(store: ratelock::Store, options: ratelock::LimiterOptions) -> PyResult<Self> {
         let inner = ratelock::Limiter::with_store(store, options).map_err(to_py)?;
         Ok(PyLimiter {
             inner,
             memo: Python::attach(|py| PyDict::new(py).unbind()),
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn check_async<'py>(
-        &self,
-        py: Python<'py>,
-        completions: &Completions,
-        key: &Bound<'py, PyAny>,
-        text: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'py, PyAny>>,
-        now_us: Option<&Bound<'py, PyAny>>,
-        spend: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = convert::key_bytes(key)?;
-        let check = self
-            .prepare(key.as_bytes(), text, cost, now_us, spend)?
-            .into_owned();
-        completions.submit(py, async move {
-            Answer::Decision(check.decide().await.map_err(to_py))
         })
     }
 
@@ -535,74 +370,6 @@ impl PyLimiter {
             cost: cost.map(convert::cost).transpose()?.unwrap_or(1),
             now_us: convert::now_us(now_us)?,
             spend,
-        })
-    }
-
-    /// The refund of `cost` units of `rules` for `key`, its arguments converted, as a future of its answer.
-    fn refund_of(
-        &self,
-        key: &Bound<'_, PyAny>,
-        text: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<PyDecision>> + Send + 'static> {
-        let (key, prepared) = (convert::key(key)?, self.parse(text)?);
-        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
-        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
-        Ok(async move {
-            let decision = limiter.refund(&key, prepared.rules(), cost, now_us).await?;
-            Ok(decision_of(&prepared, &decision))
-        })
-    }
-
-    /// The reservation of `cost` units of `rules` for `key` within `max_wait`, its arguments converted,
-    /// as a future of its answer.
-    fn reserve_of(
-        &self,
-        key: &Bound<'_, PyAny>,
-        text: &Bound<'_, PyAny>,
-        cost: Option<&Bound<'_, PyAny>>,
-        max_wait: &Bound<'_, PyAny>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<PyDecision>> + Send + 'static> {
-        let (key, prepared) = (convert::key(key)?, self.parse(text)?);
-        let cost = cost.map(convert::cost).transpose()?.unwrap_or(1);
-        let max_wait = convert::max_wait_of(max_wait)?;
-        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
-        Ok(async move {
-            let decision = limiter
-                .reserve(&key, prepared.rules(), cost, max_wait, now_us)
-                .await?;
-            Ok(decision_of(&prepared, &decision))
-        })
-    }
-
-    /// An override's change, its arguments converted, as a future of whether it set or cleared one.
-    fn override_change(
-        &self,
-        key: &Bound<'_, PyAny>,
-        rules: Option<&Bound<'_, PyAny>>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        now_us: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<impl std::future::Future<Output = ratelock::Result<bool>> + Send + 'static> {
-        let key = convert::key(key)?;
-        let prepared = rules
-            .filter(|rules| !rules.is_none())
-            .map(|rules| self.parse(rules))
-            .transpose()?;
-        let ttl = ttl
-            .filter(|ttl| !ttl.is_none())
-            .map(|ttl| convert::seconds_of("ttl", ttl))
-            .transpose()?;
-        let (now_us, limiter) = (convert::now_us(now_us)?, self.inner.clone());
-        Ok(async move {
-            match prepared {
-                Some(prepared) => limiter
-                    .set_override(&key, prepared.rules(), ttl, now_us)
-                    .await
-                    .map(|()| true),
-                None => limiter.clear_override(&key).await,
-            }
         })
     }
 

@@ -97,12 +97,7 @@ impl Target {
 
     /// The store of every role: the client's own, or the process's shared store for the URL (made on
     /// first use, with `timeout`; no I/O). A Redlock URL or client is refused: it holds locks only.
-    pub(crate) async fn store(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-        self.store_now(timeout)
-    }
-
-    /// [`store`](Self::store) for the blocking API.
-    pub(crate) fn store_blocking(self, _py: Python<'_>, timeout: Duration) -> PyResult<ratelock::Store> {
+    pub(crate) fn store(self, timeout: Duration) -> PyResult<ratelock::Store> {
         self.store_now(timeout).map_err(to_py)
     }
 

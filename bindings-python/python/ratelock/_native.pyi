@@ -212,30 +212,11 @@ class Limiter:
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision: ...
     def reset(self, key: Union[str, bytes], rules: str) -> None: ...
-    @staticmethod
-    def connect_async(
-        url: Union[str, Client, None] = None,
-        *,
-        prefix: str = "rl",
-        on_error: Literal["raise", "allow", "deny", "local"] = "raise",
-        timeout: float = 1.0,
-        default_algorithm: str = "gcra",
-        clock: Literal["store", "local"] = "store",
-        instances: Optional[int] = None,
-        shadow: bool = False,
-        deny_cache: Optional[int] = None,
-        deny_cache_max_age: Optional[float] = None,
-        metrics: Optional[_MetricsRecorder] = None,
-    ) -> Awaitable[Limiter]: ...
     def ping(self) -> None: ...
-    def ping_async(self, completions: Completions) -> asyncio.Future[None]: ...
+    def ping_async(self) -> Awaitable[None]: ...
     @property
     def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]: ...
-    @staticmethod
-    def breaker_state_of(
-        url: Union[str, Client, None] = None, *, timeout: float = 1.0
-    ) -> Optional[Literal["closed", "open", "half-open"]]: ...
-    def hit_async(
+    def check_async(
         self,
         completions: Completions,
         key: Union[str, bytes],
@@ -243,19 +224,9 @@ class Limiter:
         cost: Optional[int] = None,
         *,
         now_us: Optional[int] = None,
+        spend: bool,
     ) -> asyncio.Future[Decision]: ...
-    def peek_async(
-        self,
-        completions: Completions,
-        key: Union[str, bytes],
-        rules: str,
-        cost: Optional[int] = None,
-        *,
-        now_us: Optional[int] = None,
-    ) -> asyncio.Future[Decision]: ...
-    def reset_async(
-        self, completions: Completions, key: Union[str, bytes], rules: str
-    ) -> asyncio.Future[None]: ...
+    def reset_async(self, key: Union[str, bytes], rules: str) -> Awaitable[None]: ...
     def refund(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision: ...
@@ -269,13 +240,12 @@ class Limiter:
     ) -> bool: ...
     def change_override_async(
         self,
-        completions: Completions,
         key: Union[str, bytes],
         rules: Optional[str] = None,
         ttl: Optional[float] = None,
         *,
         now_us: Optional[int] = None,
-    ) -> asyncio.Future[bool]: ...
+    ) -> Awaitable[bool]: ...
     def reserve(
         self,
         key: Union[str, bytes],
@@ -287,35 +257,32 @@ class Limiter:
     ) -> Decision: ...
     def reserve_async(
         self,
-        completions: Completions,
         key: Union[str, bytes],
         rules: str,
         cost: Optional[int] = None,
         *,
         max_wait: float,
         now_us: Optional[int] = None,
-    ) -> asyncio.Future[Decision]: ...
+    ) -> Awaitable[Decision]: ...
     def refund_async(
         self,
-        completions: Completions,
         key: Union[str, bytes],
         rules: str,
         cost: Optional[int] = None,
         *,
         now_us: Optional[int] = None,
-    ) -> asyncio.Future[Decision]: ...
+    ) -> Awaitable[Decision]: ...
     def change_entry(
         self, op: _EntryOp, key: Union[str, bytes], seconds: Optional[float] = None, *, now_us: Optional[int] = None
     ) -> bool: ...
     def change_entry_async(
         self,
-        completions: Completions,
         op: _EntryOp,
         key: Union[str, bytes],
         seconds: Optional[float] = None,
         *,
         now_us: Optional[int] = None,
-    ) -> asyncio.Future[bool]: ...
+    ) -> Awaitable[bool]: ...
     @property
     def prefix(self) -> str: ...
 

@@ -66,60 +66,42 @@ class Limiter:
         deny_cache_max_age: Optional[float] = None,
         metrics: Optional[MetricsRecorder] = None,
     ) -> None:
-        self._url = url
-        self._metrics = metrics
-        self._prefix, self._on_error, self._timeout = prefix, on_error, timeout
-        self._default_algorithm, self._clock, self._instances = default_algorithm, clock, instances
-        self._shadow, self._deny_cache, self._deny_cache_max_age = shadow, deny_cache, deny_cache_max_age
-        self._native: Optional[_native.Limiter] = None
-        self._connecting: Optional[asyncio.Lock] = None
-
-    async def _connected(self) -> _native.Limiter:
-        if self._native is None:
-            if self._connecting is None:
-                self._connecting = asyncio.Lock()
-            async with self._connecting:
-                if self._native is None:
-                    self._native = await _native.Limiter.connect_async(
-                        self._url,
-                        prefix=self._prefix,
-                        on_error=self._on_error,
-                        timeout=self._timeout,
-                        default_algorithm=self._default_algorithm,
-                        clock=self._clock,
-                        instances=self._instances,
-                        shadow=self._shadow,
-                        deny_cache=self._deny_cache,
-                        deny_cache_max_age=self._deny_cache_max_age,
-                        metrics=self._metrics,
-                    )
-        return self._native
+        # Making the native limiter does no I/O: the store connects on the first call, on the runtime.
+        self._native = _native.Limiter(
+            url,
+            prefix=prefix,
+            on_error=on_error,
+            timeout=timeout,
+            default_algorithm=default_algorithm,
+            clock=clock,
+            instances=instances,
+            shadow=shadow,
+            deny_cache=deny_cache,
+            deny_cache_max_age=deny_cache_max_age,
+            metrics=metrics,
+        )
 
     async def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Takes ``cost`` units from every rule for ``key`` if all allow it; otherwise takes nothing."""
-        limiter = self._native or await self._connected()
-        return await limiter.hit_async(_completions(), key, rules, cost, now_us=now_us)
+        return await self._native.check_async(_completions(), key, rules, cost, now_us=now_us, spend=True)
 
     async def peek(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Answers what ``hit`` would answer, without spending anything."""
-        limiter = self._native or await self._connected()
-        return await limiter.peek_async(_completions(), key, rules, cost, now_us=now_us)
+        return await self._native.check_async(_completions(), key, rules, cost, now_us=now_us, spend=False)
 
     async def reset(self, key: Union[str, bytes], rules: str) -> None:
         """Forgets the state of every given rule for ``key``."""
-        limiter = self._native or await self._connected()
-        await limiter.reset_async(_completions(), key, rules)
+        await self._native.reset_async(key, rules)
 
     async def refund(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Gives back ``cost`` units of every rule for ``key`` where the algorithm can; answers as ``peek``."""
-        limiter = self._native or await self._connected()
-        return await limiter.refund_async(_completions(), key, rules, cost, now_us=now_us)
+        return await self._native.refund_async(key, rules, cost, now_us=now_us)
 
     async def reserve(
         self,
@@ -132,8 +114,7 @@ class Limiter:
     ) -> Decision:
         """Books the earliest slot within ``max_wait`` seconds (gcra, token_bucket, leaky_bucket rules):
         allowed with ``retry_after`` the wait before acting, or the denial when the slot is further."""
-        limiter = self._native or await self._connected()
-        return await limiter.reserve_async(_completions(), key, rules, cost, max_wait=max_wait, now_us=now_us)
+        return await self._native.reserve_async(key, rules, cost, max_wait=max_wait, now_us=now_us)
 
     async def wait(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, max_wait: float
@@ -153,52 +134,42 @@ class Limiter:
         self, key: Union[str, bytes], rules: str, ttl: Optional[float] = None, *, now_us: Optional[int] = None
     ) -> None:
         """Gives ``key`` other limits for its rules of the same windows (see ``ratelock.Limiter.set_override``)."""
-        limiter = self._native or await self._connected()
-        await limiter.change_override_async(_completions(), key, rules, ttl, now_us=now_us)
+        await self._native.change_override_async(key, rules, ttl, now_us=now_us)
 
     async def clear_override(self, key: Union[str, bytes]) -> bool:
         """Takes ``key``'s override away; ``True`` when it had one."""
-        limiter = self._native or await self._connected()
-        return await limiter.change_override_async(_completions(), key)
+        return await self._native.change_override_async(key)
 
     async def block(self, key: Union[str, bytes], duration: float, *, now_us: Optional[int] = None) -> None:
         """Bans ``key`` for ``duration`` seconds: every hit and peek is denied with ``reason == "ban"``."""
-        limiter = self._native or await self._connected()
-        await limiter.change_entry_async(_completions(), "block", key, duration, now_us=now_us)
+        await self._native.change_entry_async("block", key, duration, now_us=now_us)
 
     async def unblock(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
         """Lifts ``key``'s ban; ``True`` when it had one (a list entry stays)."""
-        limiter = self._native or await self._connected()
-        return await limiter.change_entry_async(_completions(), "unblock", key, now_us=now_us)
+        return await self._native.change_entry_async("unblock", key, now_us=now_us)
 
     async def deny(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
         """Puts ``key`` on the deny list for ``ttl`` seconds (``reason == "deny_list"``)."""
-        limiter = self._native or await self._connected()
-        await limiter.change_entry_async(_completions(), "deny", key, ttl, now_us=now_us)
+        await self._native.change_entry_async("deny", key, ttl, now_us=now_us)
 
     async def allow(self, key: Union[str, bytes], ttl: float, *, now_us: Optional[int] = None) -> None:
         """Puts ``key`` on the allow list for ``ttl`` seconds: it passes and spends nothing."""
-        limiter = self._native or await self._connected()
-        await limiter.change_entry_async(_completions(), "allow", key, ttl, now_us=now_us)
+        await self._native.change_entry_async("allow", key, ttl, now_us=now_us)
 
     async def clear(self, key: Union[str, bytes], *, now_us: Optional[int] = None) -> bool:
         """Takes ``key`` off the deny or allow list; ``True`` when it was on one (a ban stays)."""
-        limiter = self._native or await self._connected()
-        return await limiter.change_entry_async(_completions(), "clear", key, now_us=now_us)
+        return await self._native.change_entry_async("clear", key, now_us=now_us)
 
     async def ping(self) -> None:
         """Reaches the store now: raises configuration errors and outages alike (to fail at boot)."""
-        limiter = self._native or await self._connected()
-        await limiter.ping_async(_completions())
+        await self._native.ping_async()
 
     @property
     def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]:
         """Where the store's circuit breaker stands in this process (None for the memory store). Before
         the first call it is the shared store's breaker: closed unless another limiter on the same
         store saw it fail."""
-        if self._native is not None:
-            return self._native.breaker_state
-        return _native.Limiter.breaker_state_of(self._url, timeout=self._timeout)
+        return self._native.breaker_state
 
 
 class DistributedLock(LockKind, AsyncHolding[_native.LockGuard]):
