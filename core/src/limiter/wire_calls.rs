@@ -280,6 +280,11 @@ mod tests {
         reader.next_reply().unwrap().unwrap()
     }
 
+    /// `limiter`'s answer to the reply `bytes` of a first call of `cost` units of `rules` (tag 42).
+    fn answer(limiter: &Limiter, bytes: &[u8], rules: &Rules, cost: u64) -> Result<WireAnswer> {
+        limiter.wire_answer(reply(bytes), &COMMAND, &call(rules, cost), false)
+    }
+
     #[test]
     fn the_command_is_the_stores_limit_command() {
         let limiter = Limiter::memory();
@@ -335,14 +340,10 @@ mod tests {
     fn error_replies_follow_the_failure_policy() {
         let rules = Limiter::memory().rules("5/second").unwrap();
         let busy = b"-BUSY Redis is busy running a script\r\n";
-        let raised =
-            limiter(FailurePolicy::Raise).wire_answer(reply(busy), &COMMAND, &call(&rules, 1), false);
+        let raised = answer(&limiter(FailurePolicy::Raise), busy, &rules, 1);
         assert!(raised.unwrap_err().is_store_failure());
         for (policy, allowed) in [(FailurePolicy::Allow, true), (FailurePolicy::Deny, false)] {
-            let WireAnswer::Decided(decision) = limiter(policy)
-                .wire_answer(reply(busy), &COMMAND, &call(&rules, 1), false)
-                .unwrap()
-            else {
+            let WireAnswer::Decided(decision) = answer(&limiter(policy), busy, &rules, 1).unwrap() else {
                 panic!("a decision")
             };
             assert_eq!((decision.allowed, decision.degraded), (allowed, true));
@@ -355,9 +356,7 @@ mod tests {
         let rules = limiter.rules("5/second").unwrap();
         let noscript = b"-NOSCRIPT No matching script\r\n";
         assert_eq!(
-            limiter
-                .wire_answer(reply(noscript), &COMMAND, &call(&rules, 1), false)
-                .unwrap(),
+            answer(&limiter, noscript, &rules, 1).unwrap(),
             WireAnswer::NoScript
         );
         let again = limiter
@@ -378,37 +377,21 @@ mod tests {
         let limiter = Limiter::memory();
         let rules = limiter.rules("5/second").unwrap();
         let capacity = b"-ERR user_script:1: cost exceeds capacity of rule 1\r\n";
-        let err = limiter
-            .wire_answer(reply(capacity), &COMMAND, &call(&rules, 9), false)
-            .unwrap_err();
+        let err = answer(&limiter, capacity, &rules, 9).unwrap_err();
         assert!(err.is_cost_exceeds_capacity(), "{err}");
-        let short = limiter
-            .wire_answer(
-                reply(b"*2\r\n$2\r\n42\r\n*1\r\n:1\r\n"),
-                &COMMAND,
-                &call(&rules, 1),
-                false,
-            )
-            .unwrap_err();
+        let short = answer(&limiter, b"*2\r\n$2\r\n42\r\n*1\r\n:1\r\n", &rules, 1).unwrap_err();
         assert!(short.is_protocol(), "{short}");
-        let untagged = limiter
-            .wire_answer(
-                reply(b"*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
-                &COMMAND,
-                &call(&rules, 1),
-                false,
-            )
-            .unwrap_err();
+        let untagged =
+            answer(&limiter, b"*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n", &rules, 1).unwrap_err();
         assert!(untagged.is_protocol(), "{untagged}");
         let allowing = self::limiter(FailurePolicy::Allow);
-        let crossed = allowing
-            .wire_answer(
-                reply(b"*2\r\n$2\r\n41\r\n*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n"),
-                &COMMAND,
-                &call(&rules, 1),
-                false,
-            )
-            .unwrap_err();
+        let crossed = answer(
+            &allowing,
+            b"*2\r\n$2\r\n41\r\n*6\r\n:0\r\n:1\r\n:5\r\n:4\r\n:1\r\n:0\r\n",
+            &rules,
+            1,
+        )
+        .unwrap_err();
         assert!(
             crossed.is_protocol(),
             "a crossed reply is never admitted by the policy: {crossed}"
