@@ -1,11 +1,12 @@
 //! The async Redis path through connections the server closes: `CLIENT KILL` in a bounded loop and a
 //! server `timeout 1` fail no hit, peek or lock call (the close is found before a call is written), the
 //! counts stay exact (nothing that may have run is sent again), a lock wait survives its waiter's
-//! connections being killed, and a release that fails on the transport keeps the guard.
+//! connections being killed, a release that fails on the transport keeps the guard, and calls written
+//! directly and through the writer task keep their order.
 
 use std::time::Duration;
 
-use ratelock::{DistributedLock, Limiter, LockOptions, Rules, Store, StoreOptions};
+use ratelock::{DistributedLock, Limiter, LimiterOptions, LockOptions, Rules, Store, StoreOptions};
 use ratelock_testkit::RedisServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,4 +111,37 @@ async fn a_release_that_fails_on_the_transport_keeps_the_guard() {
         }
     }
     assert_eq!(again.unwrap(), ratelock::Released::NotHeld);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_larger_than_the_socket_takes_at_once_goes_out_whole_and_in_order() {
+    // A lone caller writes its call itself; calls made while it waits go through the writer task. With
+    // the server paused, a call at the key-size bound and the calls made meanwhile all arrive whole and
+    // in order, and every count stays exact. (A call the socket takes only in part is the pipelined
+    // connection's own unit test.)
+    let server = RedisServer::start();
+    let options = LimiterOptions::default().with_timeout(Duration::from_secs(5));
+    let store = Store::connect(&server.url(), &options.store).await.unwrap();
+    let limiter = Limiter::with_store(store, options).unwrap();
+    let big_key = "k".repeat(ratelock::MAX_KEY_BYTES);
+    let (big_rules, small): (Rules, Rules) = ("1000/hour".parse().unwrap(), "1000/day".parse().unwrap());
+    // Bounded: 3 rounds of one big call (first, alone) and 8 small ones, the server paused meanwhile.
+    for round in 0..3u64 {
+        limiter.hit("small", &small, 1).await.unwrap();
+        server.pause();
+        let big = limiter.hit(&big_key, &big_rules, 1);
+        let smalls = futures_util::future::join_all((0..8).map(|_| limiter.hit("small", &small, 1)));
+        let resume = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            server.resume();
+        };
+        let (big, smalls, ()) = tokio::join!(big, smalls, resume);
+        let big = big.unwrap_or_else(|err| panic!("round {round}: {err}"));
+        assert_eq!(big.remaining, 999 - round, "round {round}");
+        for decision in smalls {
+            assert!(decision.unwrap().allowed, "round {round}");
+        }
+    }
+    let left = limiter.peek("small", &small, 1).await.unwrap().remaining;
+    assert_eq!(left, 1000 - 27 - 1, "every small hit counted once");
 }

@@ -1,6 +1,7 @@
 //! The async connection to one plain `redis://` server: one socket shared by every call of the process,
 //! calls pipelined (a writer task drains every queued call into one write, a reader task matches
-//! replies to calls in the same order), replacing redis-rs's reconnecting manager there so that the
+//! replies to calls in the same order; a lone caller, with nothing queued or in flight, writes its
+//! call itself and saves the writer task's wake-up), replacing redis-rs's reconnecting manager there so that the
 //! connection lifecycle is ratelock's own:
 //! - a connection the server or a proxy closed (FIN or RST: an idle timeout, `CLIENT KILL`) is found
 //!   before a call is written to it, and the call goes out on a fresh connection;
@@ -48,20 +49,25 @@ struct Shared {
     opened: Arc<AtomicU64>,
 }
 
-/// One socket: the queue of its writer task, the calls waiting for replies in write order, and whether
-/// it is closed (the reader met the end of the stream, or a write failed).
+/// One socket: its write half, the queue of its writer task, the calls waiting for replies in write
+/// order, and whether it is closed (the reader met the end of the stream, or a write failed).
 struct Link {
+    writer: OwnedWriteHalf,
     outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// Calls handed to the writer task and not yet written (queued, or in its current write). Held
+    /// while a call is queued or written directly, so that bytes leave in the order answers wait.
+    unwritten: Mutex<usize>,
     waiting: Mutex<VecDeque<oneshot::Sender<Answer>>>,
     closed: AtomicBool,
     #[cfg(unix)]
     fd: std::os::fd::RawFd,
 }
 
-/// One call handed to a link's writer task.
+/// One call handed to a link's writer task: its bytes and where its answer goes, or the rest of a call
+/// its caller began to write (its answer already waits for the reply).
 struct Outgoing {
     bytes: Vec<u8>,
-    answer: oneshot::Sender<Answer>,
+    answer: Option<oneshot::Sender<Answer>>,
 }
 
 /// What a call hears back.
@@ -106,9 +112,9 @@ impl Pipelined {
                 let link = self.link(stale.as_ref()).await?;
                 used = Some(link.clone());
                 let (answer, heard) = oneshot::channel();
-                let written = match link.outgoing.send(Outgoing { bytes, answer }) {
-                    Err(refused) => {
-                        bytes = refused.0.bytes;
+                let written = match link.submit(bytes, answer) {
+                    Err(unsent) => {
+                        bytes = unsent;
                         Written::Nothing
                     }
                     Ok(()) => match heard.await {
@@ -174,64 +180,21 @@ impl Pipelined {
             .await
             .map_err(|err| transport_error(&err, "connecting"))?;
         let _ = socket.set_nodelay(true);
-        #[cfg(unix)]
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-        let (mut reader, mut writer) = socket.into_split();
-        let (outgoing, queue) = mpsc::unbounded_channel();
-        let link = Arc::new(Link {
-            outgoing,
-            waiting: Mutex::new(VecDeque::new()),
-            closed: AtomicBool::new(false),
-            #[cfg(unix)]
-            fd,
-        });
+        // The preamble's replies wait first; the reader task starts once they are queued.
         let mut setup = Vec::new();
-        for _ in 0..endpoint.preamble_replies() {
-            let (sender, reply) = oneshot::channel();
-            link.waiting.lock().push_back(sender);
-            setup.push(reply);
-        }
-        if !setup.is_empty() {
-            writer
-                .write_all(endpoint.preamble())
-                .await
-                .map_err(|err| transport_error(&err, "connecting"))?;
-        }
-        tokio::spawn(write_calls(Arc::downgrade(&link), writer, queue));
-        let reading = Arc::downgrade(&link);
-        tokio::spawn(async move {
-            let mut replies = ReplyReader::new();
-            let mut chunk = vec![0u8; 16 * 1024];
-            let why = loop {
-                let read = match reader.read(&mut chunk).await {
-                    Ok(0) => break "the server closed the connection".to_owned(),
-                    Ok(read) => read,
-                    Err(err) => break format!("reading: {err}"),
-                };
-                let Some(link) = reading.upgrade() else { return };
-                replies.push(&chunk[..read]);
-                loop {
-                    match replies.next_reply() {
-                        Ok(Some(Reply(value))) => {
-                            let waiter = link.waiting.lock().pop_front();
-                            if let Some(waiter) = waiter {
-                                let _ = waiter.send(Answer::Reply(Ok(value)));
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(err) => {
-                            link.fail_all(|| Error::Protocol(format!("unreadable reply stream: {err}")));
-                            return;
-                        }
-                    }
-                }
-            };
-            if let Some(link) = reading.upgrade() {
-                link.fail_all(|| {
-                    Error::StoreUnavailable(format!("{why} before the reply came (the command may have run)"))
-                });
-            }
-        });
+        let waiting = (0..endpoint.preamble_replies())
+            .map(|_| {
+                let (sender, reply) = oneshot::channel();
+                setup.push(reply);
+                sender
+            })
+            .collect();
+        let preamble = if setup.is_empty() {
+            &[][..]
+        } else {
+            endpoint.preamble()
+        };
+        let link = Link::start(socket, waiting, preamble).await?;
         for reply in setup {
             let value = match reply.await {
                 Ok(Answer::Reply(value)) => value?,
@@ -244,6 +207,35 @@ impl Pipelined {
 }
 
 impl Link {
+    /// Writes `preamble` on `socket`, then makes its link and starts its writer and reader tasks;
+    /// `waiting` holds the preamble's answers.
+    async fn start(
+        socket: TcpStream,
+        waiting: VecDeque<oneshot::Sender<Answer>>,
+        preamble: &[u8],
+    ) -> Result<Arc<Link>> {
+        #[cfg(unix)]
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+        let (reader, mut writer) = socket.into_split();
+        writer
+            .write_all(preamble)
+            .await
+            .map_err(|err| transport_error(&err, "connecting"))?;
+        let (outgoing, queue) = mpsc::unbounded_channel();
+        let link = Arc::new(Link {
+            writer,
+            outgoing,
+            unwritten: Mutex::new(0),
+            waiting: Mutex::new(waiting),
+            closed: AtomicBool::new(false),
+            #[cfg(unix)]
+            fd,
+        });
+        tokio::spawn(write_calls(Arc::downgrade(&link), queue));
+        tokio::spawn(read_replies(Arc::downgrade(&link), reader));
+        Ok(link)
+    }
+
     /// Whether calls may still be written: the reader task has not met the end of the stream, and no
     /// close (FIN) or reset (RST) waits unread on the socket.
     fn is_open(&self) -> bool {
@@ -264,6 +256,60 @@ impl Link {
     #[cfg(not(unix))]
     fn peer_is_open(&self) -> bool {
         true
+    }
+
+    /// Sends a call's bytes, its answer to come through `answer`; `Err` gives the bytes back when none
+    /// of them left (the link is closed, or the write failed at once), for a fresh connection.
+    ///
+    /// A lone caller (nothing queued, being written or waiting for a reply) writes the bytes itself,
+    /// with no wait; what the socket does not take at once goes to the writer task, which also takes
+    /// every call made while others are in flight (so that those share writes).
+    fn submit(
+        &self,
+        mut bytes: Vec<u8>,
+        answer: oneshot::Sender<Answer>,
+    ) -> std::result::Result<(), Vec<u8>> {
+        let mut unwritten = self.unwritten.lock();
+        let mut answer = Some(answer);
+        if *unwritten == 0 {
+            let mut waiting = self.waiting.lock();
+            if waiting.is_empty() {
+                match self.writer.try_write(&bytes) {
+                    Ok(sent) if sent == bytes.len() => {
+                        waiting.extend(answer.take());
+                        return Ok(());
+                    }
+                    Ok(sent) if sent > 0 => {
+                        // The rest goes next, by the writer task; the answer waits for the reply now.
+                        waiting.extend(answer.take());
+                        bytes.drain(..sent);
+                    }
+                    Err(err) if err.kind() != std::io::ErrorKind::WouldBlock => {
+                        self.close();
+                        return Err(bytes);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let started = answer.is_none();
+        match self.outgoing.send(Outgoing { bytes, answer }) {
+            Ok(()) => {
+                *unwritten += 1;
+                Ok(())
+            }
+            Err(_) if started => {
+                // No writer task to finish it (it ended): the call's first bytes left, so it may have run.
+                drop(unwritten);
+                self.fail_all(|| {
+                    Error::StoreUnavailable(
+                        "the connection closed while sending (the command may have run)".into(),
+                    )
+                });
+                Ok(())
+            }
+            Err(refused) => Err(refused.0.bytes),
+        }
     }
 
     fn close(&self) {
@@ -289,16 +335,12 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// While other calls of the link wait for replies (many callers at once), it first lets the tasks
 /// already woken run once (one yield), so the calls they make in the same round go out in the same
 /// write: a write per call costs the sender a system call and, on loopback, the receiver's network work
-/// too. A lone caller's call (nothing in flight) goes out at once.
+/// too. (A lone caller writes its call itself: see [`Link::submit`].)
 ///
 /// A write that fails before any byte left answers its calls `Unsent` (they go out on a fresh
 /// connection); after any byte left, it closes the link and the reader fails everything still waiting
 /// (those calls may have run).
-async fn write_calls(
-    link: std::sync::Weak<Link>,
-    mut writer: OwnedWriteHalf,
-    mut queue: mpsc::UnboundedReceiver<Outgoing>,
-) {
+async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
     let mut batch = Vec::new();
     let mut calls = Vec::new();
     while let Some(first) = queue.recv().await {
@@ -324,17 +366,29 @@ async fn write_calls(
                 }
             }
         }
-        let Some(open) = link.upgrade().filter(|link| !link.closed.load(Ordering::Acquire)) else {
+        let taken = calls.len();
+        let open = link.upgrade();
+        let Some(open) = open.filter(|link| !link.closed.load(Ordering::Acquire)) else {
             for call in calls.drain(..) {
-                let _ = call.answer.send(Answer::Unsent(call.bytes));
+                if let Some(answer) = call.answer {
+                    let _ = answer.send(Answer::Unsent(call.bytes));
+                }
+            }
+            if let Some(open) = link.upgrade() {
+                *open.unwritten.lock() -= taken;
             }
             continue;
         };
         batch.clear();
+        // A call its caller began to write has bytes on the wire already: a failure now may have run it.
+        let mut begun = false;
         let mut answers = Vec::with_capacity(calls.len());
         for call in calls.drain(..) {
             batch.extend_from_slice(&call.bytes);
-            answers.push((call.answer, call.bytes));
+            match call.answer {
+                Some(answer) => answers.push((answer, call.bytes)),
+                None => begun = true,
+            }
         }
         // The answers are queued before the bytes leave, so that the replies find them in order.
         let count = answers.len();
@@ -351,30 +405,125 @@ async fn write_calls(
             if written == batch.len() {
                 break None;
             }
-            match writer.write(&batch[written..]).await {
+            match open.writer.try_write(&batch[written..]) {
                 Ok(0) => break Some("the connection is closed".to_owned()),
                 Ok(n) => written += n,
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Err(err) = open.writer.writable().await {
+                        break Some(format!("sending: {err}"));
+                    }
+                }
                 Err(err) => break Some(format!("sending: {err}")),
             }
         };
-        let Some(why) = failed else { continue };
+        let Some(why) = failed else {
+            *open.unwritten.lock() -= taken;
+            continue;
+        };
         open.close();
-        if written == 0 {
+        if written == 0 && !begun {
             // Nothing left: take this batch's answers back (the last ones queued) and say so.
-            let taken: Vec<_> = {
+            let taken_back: Vec<_> = {
                 let mut waiting = open.waiting.lock();
                 let keep = waiting.len().saturating_sub(count);
                 waiting.split_off(keep).into_iter().collect()
             };
-            for (answer, bytes) in taken.into_iter().zip(bytes_of) {
+            for (answer, bytes) in taken_back.into_iter().zip(bytes_of) {
                 let _ = answer.send(Answer::Unsent(bytes));
             }
         } else {
             open.fail_all(|| Error::StoreUnavailable(format!("{why} (the command may have run)")));
         }
+        *open.unwritten.lock() -= taken;
+    }
+}
+
+/// A link's reader task: matches each reply to the oldest waiting call; at the end of the stream or
+/// an unreadable reply, fails every call still waiting (they may have run).
+async fn read_replies(reading: std::sync::Weak<Link>, mut reader: tokio::net::tcp::OwnedReadHalf) {
+    let mut replies = ReplyReader::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let why = loop {
+        let read = match reader.read(&mut chunk).await {
+            Ok(0) => break "the server closed the connection".to_owned(),
+            Ok(read) => read,
+            Err(err) => break format!("reading: {err}"),
+        };
+        let Some(link) = reading.upgrade() else { return };
+        replies.push(&chunk[..read]);
+        loop {
+            match replies.next_reply() {
+                Ok(Some(Reply(value))) => {
+                    let waiter = link.waiting.lock().pop_front();
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.send(Answer::Reply(Ok(value)));
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    link.fail_all(|| Error::Protocol(format!("unreadable reply stream: {err}")));
+                    return;
+                }
+            }
+        }
+    };
+    if let Some(link) = reading.upgrade() {
+        link.fail_all(|| {
+            Error::StoreUnavailable(format!("{why} before the reply came (the command may have run)"))
+        });
     }
 }
 
 fn closed_before_reply() -> Error {
     Error::StoreUnavailable("the connection closed before the reply came (the command may have run)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpSocket;
+
+    /// The value a call's answer carries.
+    async fn reply_of(heard: oneshot::Receiver<Answer>) -> Value {
+        match heard.await {
+            Ok(Answer::Reply(reply)) => reply.unwrap(),
+            _ => panic!("no reply"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_the_socket_takes_in_part_is_finished_before_the_next_goes_out() {
+        // Small kernel buffers and a server that does not read yet: a lone caller's 1 MiB call leaves
+        // only in part at once, and the writer task must send its rest before the next call's bytes.
+        let listening = TcpSocket::new_v4().unwrap();
+        listening.set_recv_buffer_size(4096).unwrap();
+        listening.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = listening.listen(1).unwrap();
+        let client = TcpSocket::new_v4().unwrap();
+        client.set_send_buffer_size(4096).unwrap();
+        let socket = client.connect(listener.local_addr().unwrap()).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let link = Link::start(socket, VecDeque::new(), &[]).await.unwrap();
+
+        let (big, small) = (vec![b'a'; 1 << 20], b"bbbb".to_vec());
+        let (first, first_heard) = oneshot::channel();
+        link.submit(big.clone(), first).unwrap();
+        assert_eq!(
+            *link.unwritten.lock(),
+            1,
+            "the rest of the call went to the writer task"
+        );
+        let (second, second_heard) = oneshot::channel();
+        link.submit(small.clone(), second).unwrap();
+
+        let mut received = vec![0; big.len() + small.len()];
+        let reading = tokio::time::timeout(Duration::from_secs(10), server.read_exact(&mut received));
+        reading.await.expect("every byte arrives").unwrap();
+        assert!(received[..big.len()] == big[..], "the first call whole, first");
+        assert_eq!(&received[big.len()..], &small[..], "then the second");
+        server.write_all(b":1\r\n:2\r\n").await.unwrap();
+        assert_eq!(reply_of(first_heard).await, Value::Int(1));
+        assert_eq!(reply_of(second_heard).await, Value::Int(2));
+        assert_eq!(*link.unwritten.lock(), 0);
+    }
 }
