@@ -113,6 +113,14 @@ def test_async_errors_are_typed(store_url):
     asyncio.run(run())
 
 
+def test_bad_limiter_arguments_raise_where_the_limiter_is_made():
+    # As with ratelock.Limiter: a typo in the options fails at start-up, not at the first request.
+    with pytest.raises(ratelock.InvalidArgument, match="on_error"):
+        ratelock.asyncio.Limiter(on_error="open")  # type: ignore[arg-type]
+    with pytest.raises(ratelock.InvalidArgument, match="url"):
+        ratelock.asyncio.Limiter(42)  # type: ignore[arg-type]
+
+
 def test_an_unreachable_store_raises_on_first_use():
     async def run() -> None:
         limiter = ratelock.asyncio.Limiter("redis://127.0.0.1:1/", timeout=0.5)
