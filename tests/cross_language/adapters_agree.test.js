@@ -14,6 +14,7 @@ const { after, before, test } = require('node:test')
 
 const { FRAMEWORKS: NODE_FRAMEWORKS, serve } = require('../node/adapter-apps')
 const { RedisServer } = require('../node/redis-server')
+const { Limiter } = require('../../bindings-node')
 
 process.env.RATELOCK_QUIET = '1'
 
@@ -89,10 +90,11 @@ const nodeSettings = (env) => ({
   legacyHeaders: env.RATELOCK_LEGACY_HEADERS === '1',
 })
 
-async function startAll(env) {
+/** Every adapter's app, each given the environment `envOf` answers for its framework. */
+async function startAll(envOf) {
   const apps = {}
-  for (const framework of Object.keys(PYTHON_FRAMEWORKS)) apps[framework] = await servePython(framework, env)
-  for (const framework of NODE_FRAMEWORKS) apps[framework] = await serve(framework, nodeSettings(env))
+  for (const framework of Object.keys(PYTHON_FRAMEWORKS)) apps[framework] = await servePython(framework, envOf(framework))
+  for (const framework of NODE_FRAMEWORKS) apps[framework] = await serve(framework, nodeSettings(envOf(framework)))
   return apps
 }
 
@@ -113,7 +115,7 @@ for (const [label, env] of [
   ['problem bodies with legacy headers', { RATELOCK_DENIED_BODY: 'problem', RATELOCK_LEGACY_HEADERS: '1' }],
 ]) {
   test(`all nine adapters agree header for header: ${label}`, { timeout: 120_000 }, async () => {
-    const apps = await startAll(env)
+    const apps = await startAll(() => env)
     try {
       const runs = {}
       for (const [framework, app] of Object.entries(apps)) {
@@ -139,6 +141,36 @@ for (const [label, env] of [
     }
   })
 }
+
+test('a deny-listed client is refused, and a shadowed route passes, alike in all nine adapters', { timeout: 120_000 }, async () => {
+  // One Redis, a prefix per app: the test puts each app's client on that prefix's deny list.
+  const run = randomUUID().slice(0, 8)
+  const prefixOf = (framework) => `policy${run}${framework}`
+  const apps = await startAll((framework) => ({ RATELOCK_URL: redis.url, RATELOCK_PREFIX: prefixOf(framework) }))
+  try {
+    const denied = {}
+    const shadowed = {}
+    for (const [framework, app] of Object.entries(apps)) {
+      const lists = new Limiter({ url: redis.url, prefix: prefixOf(framework) })
+      await lists.deny('search:127.0.0.1', 600_000)
+      denied[framework] = [await seen(app.base, '/search'), await seen(app.base, '/search')]
+      shadowed[framework] = []
+      for (let i = 0; i < 4; i++) shadowed[framework].push(await seen(app.base, '/shadow'))
+    }
+    const [first, ...others] = Object.keys(apps)
+    assert.deepEqual(denied[first].map((r) => r.status), [429, 429], 'the deny list refuses the first request')
+    assert.deepEqual(denied[first].map((r) => r.headers['retry-after']), ['600', '600'])
+    assert.ok(denied[first][0].refusal.body.length > 0)
+    assert.deepEqual(shadowed[first].map((r) => r.status), [200, 200, 200, 200], 'a shadow rule lets every request through')
+    assert.match(shadowed[first][3].headers.ratelimit, /\br=0\b|remaining=0/, 'and its headers say what enforcement would')
+    for (const framework of others) {
+      assert.deepEqual(denied[framework], denied[first], `${framework} differs from ${first} on the deny list`)
+      assert.deepEqual(shadowed[framework], shadowed[first], `${framework} differs from ${first} in shadow`)
+    }
+  } finally {
+    for (const app of Object.values(apps)) await app.close()
+  }
+})
 
 test('a Python app and a Node app on one Redis share one limit exactly', { timeout: 60_000 }, async () => {
   const env = { RATELOCK_URL: redis.url, RATELOCK_PREFIX: `share${randomUUID().slice(0, 8)}` }

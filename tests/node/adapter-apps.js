@@ -1,7 +1,7 @@
 'use strict'
 // One small app per Node framework (Express, Fastify, Koa, Hono on @hono/node-server), each limited the
 // same way through ratelock's adapter for it, with the routes of the Python adapter apps
-// (tests/python/adapter_apps): /search, /ban, /tenant, /cost, /key, /skip, /decision. `serve` listens on a
+// (tests/python/adapter_apps): /search, /ban, /shadow, /tenant, /cost, /key, /skip, /decision. `serve` listens on a
 // free port and answers its base URL; `node adapter-apps.js <framework>` serves one from its
 // environment (RATELOCK_URL, RATELOCK_ON_ERROR, ...) and prints its port, for the cross-language tests.
 
@@ -11,6 +11,8 @@ const { randomUUID } = require('node:crypto')
 const SEARCH_RULES = '3/hour'
 /** `/ban`: a rule that bans the client for ten minutes once it denies. */
 const BAN_RULES = '2/hour block 10 minutes'
+/** `/shadow`: a rule in shadow, which lets every request through and still says what it would do. */
+const SHADOW_RULES = '2/hour shadow'
 const PLANS = { free: '2/hour', pro: '5/hour' }
 const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono']
 
@@ -33,6 +35,7 @@ function routes() {
   return [
     { path: '/search', limit: { rules: SEARCH_RULES, scope: 'search' } },
     { path: '/ban', limit: { rules: BAN_RULES, scope: 'ban' } },
+    { path: '/shadow', limit: { rules: SHADOW_RULES, scope: 'shadow' } },
     {
       path: '/tenant',
       limit: { rules: (url) => PLANS[query(url).get('plan')], scope: 'tenant', keyGenerator: (url) => query(url).get('plan') },

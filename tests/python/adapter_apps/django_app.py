@@ -8,7 +8,7 @@ from typing import Any
 import django
 from django.conf import settings
 
-from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, SHADOW_RULES, options, query_int
 
 _options = options()
 settings.configure(
@@ -83,6 +83,7 @@ class AsyncCostView(View):
 urlpatterns = [
     path("search", ratelimit(SEARCH_RULES, scope="search")(view(ok))),
     path("ban", ratelimit(BAN_RULES, scope="ban")(view(ok))),
+    path("shadow", ratelimit(SHADOW_RULES, scope="shadow")(view(ok))),
     path("tenant", ratelimit(lambda r: PLANS[r.GET["plan"]], scope="tenant", key=lambda r: r.GET["plan"])(view(ok))),
     path("cost", (AsyncCostView if ASYNC else CostView).as_view()),
     path("key", ratelimit("5/hour", scope="key", key=lambda r: r.GET.get("k"))(view(ok))),

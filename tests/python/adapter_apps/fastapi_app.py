@@ -6,7 +6,7 @@ from fastapi import Depends, FastAPI, Request
 
 from ratelock import Decision
 from ratelock.fastapi import RateLimiter
-from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, SHADOW_RULES, options, query_int
 
 app = FastAPI()
 limiter = RateLimiter(app, **options())
@@ -19,6 +19,11 @@ async def search() -> Dict[str, Any]:
 
 @app.get("/ban", dependencies=[Depends(limiter.limit(BAN_RULES, scope="ban"))])
 async def ban() -> Dict[str, Any]:
+    return {"ok": True}
+
+
+@app.get("/shadow", dependencies=[Depends(limiter.limit(SHADOW_RULES, scope="shadow"))])
+async def shadow() -> Dict[str, Any]:
     return {"ok": True}
 
 

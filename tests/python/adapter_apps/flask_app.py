@@ -3,7 +3,7 @@
 from flask import Flask, Response, jsonify, request
 
 from ratelock.flask import RateLimiter, current_decision
-from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, SHADOW_RULES, options, query_int
 
 app = Flask(__name__)
 limits = RateLimiter(app, default_limits="100/hour", skip=lambda: request.path == "/skip", **options())
@@ -18,6 +18,12 @@ def search() -> Response:
 @app.get("/ban")
 @limits.limit(BAN_RULES, scope="ban")
 def ban() -> Response:
+    return jsonify(ok=True)
+
+
+@app.get("/shadow")
+@limits.limit(SHADOW_RULES, scope="shadow")
+def shadow() -> Response:
     return jsonify(ok=True)
 
 

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, Union
 SEARCH_RULES = "3/hour"
 #: `/ban`: a rule that bans the client for ten minutes once it denies.
 BAN_RULES = "2/hour block 10 minutes"
+#: `/shadow`: a rule in shadow, which lets every request through and still says what it would do.
+SHADOW_RULES = "2/hour shadow"
 PLANS = {"free": "2/hour", "pro": "5/hour"}
 
 

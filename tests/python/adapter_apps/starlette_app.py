@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from ratelock.http import HttpLimiter
 from ratelock.starlette import RateLimitMiddleware
-from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, options, query_int
+from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, SHADOW_RULES, options, query_int
 
 http = HttpLimiter(async_limiter=True, **options())
 
@@ -36,6 +36,7 @@ app = Starlette(
     routes=[
         limited("/search", ok, rules=SEARCH_RULES, scope="search"),
         limited("/ban", ok, rules=BAN_RULES, scope="ban"),
+        limited("/shadow", ok, rules=SHADOW_RULES, scope="shadow"),
         limited("/tenant", ok, rules=plan_rules, scope="tenant", key_func=lambda request: request.query_params["plan"]),
         limited("/cost", ok, rules="10/hour", scope="cost", cost=lambda request: query_int(request.query_params.get("n"), 1)),
         limited("/key", ok, rules="5/hour", scope="key", key_func=lambda request: request.query_params.get("k")),
