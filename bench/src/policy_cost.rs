@@ -1,5 +1,5 @@
-//! What a key's policies cost the server: one GCRA rule through limit.lua (EVALSHA) and through the
-//! module, plain, with a `block` (the ban a denial would start), on keys that are on the deny list
+//! What a key's policies cost the server: one GCRA rule through limit.lua (by FCALL, the default
+//! route on Redis >= 7 without the module, and by EVALSHA) and through the module, plain, with a `block` (the ban a denial would start), on keys that are on the deny list
 //! and on the allow list, and on keys with an override (another limit for the rule), each saturated by `redis-benchmark` on one redis-server and timed by `INFO
 //! commandstats`, against the same rule without (target: at most 1.3×). Run alone: `cargo run
 //! --release -p ratelock-bench -- policy-cost`.
@@ -14,6 +14,8 @@ use crate::server_cost::module_path;
 
 /// How far above the plain rule a rule with a policy may cost (server µs per call).
 const POLICY_TARGET_RATIO: f64 = 1.3;
+/// Rounds of every case in turn; each row is the median of its rounds.
+const ROUNDS: usize = 3;
 /// The user keys redis-benchmark draws from (`-r`), each with its entry written first for the list rows.
 const KEYSPACE: u64 = 10_000;
 
@@ -110,14 +112,25 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     };
     let mut connection = server.connection();
     let sha = load_script(&mut connection, &LIMIT_SCRIPT);
+    let library = ratelock::store::function_library();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library.code)
+        .query(&mut connection)
+        .expect("FUNCTION LOAD of ratelock's library");
     let run = BenchmarkRun {
-        requests: 200_000,
+        requests: 100_000,
         clients: 50,
         pipeline: 16,
         keyspace: Some(KEYSPACE),
     };
+    for case in &CASES {
+        write_held(&mut connection, case.user, &case.held);
+    }
     let mut rows = Vec::new();
     for (path, stat) in [
+        ("limit.lua (FCALL)", "fcall"),
         ("limit.lua (EVALSHA)", "evalsha"),
         ("the module", "ratelock.limit"),
     ] {
@@ -127,33 +140,44 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
             );
             continue;
         }
-        let mut plain = None;
-        for case in &CASES {
-            write_held(&mut connection, case.user, &case.held);
-            let rules: Rules = case.rule.parse().expect("bench rule");
-            let call = ScriptCall::hit_all("rl", &format!("{}:__rand_int__", case.user), rules.iter());
-            let command = if stat == "evalsha" {
-                let mut command = vec!["EVALSHA".to_owned()];
-                command.extend(call.evalsha_args(&sha));
-                command
-            } else {
-                call.module_command()
-            };
-            let _: () = redis::cmd("CONFIG")
-                .arg("RESETSTAT")
-                .query(&mut connection)
-                .expect("RESETSTAT");
-            if let Err(problem) = requests_per_second(server.port(), &command, &run) {
-                notes.push(format!("policy cost, {path}, {}: {problem}", case.label));
+        let commands: Vec<Vec<String>> = CASES
+            .iter()
+            .map(|case| {
+                let rules: Rules = case.rule.parse().expect("bench rule");
+                let call = ScriptCall::hit_all("rl", &format!("{}:__rand_int__", case.user), rules.iter());
+                match stat {
+                    "evalsha" => [vec!["EVALSHA".to_owned()], call.evalsha_args(&sha)].concat(),
+                    // FCALL <function> and EVALSHA's arguments after the SHA1.
+                    "fcall" => [
+                        vec!["FCALL".to_owned(), library.limit_function.to_owned()],
+                        call.evalsha_args(&sha)[1..].to_vec(),
+                    ]
+                    .concat(),
+                    _ => call.module_command(),
+                }
+            })
+            .collect();
+        // The cases take turns, round after round, so that a slow spell of the machine falls on all of
+        // them alike; each row is the median of its rounds.
+        let mut measured: Vec<Vec<f64>> = vec![Vec::new(); CASES.len()];
+        for _ in 0..ROUNDS {
+            for ((case, command), micros) in CASES.iter().zip(&commands).zip(&mut measured) {
+                let _: () = redis::cmd("CONFIG")
+                    .arg("RESETSTAT")
+                    .query(&mut connection)
+                    .expect("RESETSTAT");
+                if let Err(problem) = requests_per_second(server.port(), command, &run) {
+                    notes.push(format!("policy cost, {path}, {}: {problem}", case.label));
+                }
+                micros.extend(command_stat(&mut connection, stat, "usec_per_call"));
             }
-            let micros = command_stat(&mut connection, stat, "usec_per_call");
-            if case.user == "plain" {
-                plain = micros;
-            }
+        }
+        let plain = median(&measured[0]);
+        for (case, micros) in CASES.iter().zip(&measured) {
             rows.push(Row {
                 name: format!("server µs per call, {path}: {}", case.label),
                 unit: Unit::Micros,
-                measured: micros,
+                measured: median(micros),
                 baseline: plain,
                 target: if plain.is_some() && case.user != "plain" {
                     Target::RatioAtMost(POLICY_TARGET_RATIO)
@@ -164,11 +188,19 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         }
     }
     notes.push(format!(
-        "policy cost: redis-benchmark {} -r {KEYSPACE} -n {} per row; each policy row against the plain \
+        "policy cost: redis-benchmark {} -r {KEYSPACE} -n {} per row and round, the rows taking turns for \
+         {ROUNDS} rounds, each the median of its rounds; each policy row against the plain \
          rule's µs on the same path in the same run (the plain rule reads the key's entry too: every \
          check does); the list rows' keys all hold an entry, written first",
         run.describe(),
         run.requests
     ));
     rows
+}
+
+/// The middle value of `values` (the upper one of an even count), `None` when there is none.
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
