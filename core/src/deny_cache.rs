@@ -260,6 +260,23 @@ mod tests {
             assert!(limiter.hit("r", &one, 1).await.unwrap().cached);
             limiter.reset("r", &one).await.unwrap();
             assert!(limiter.hit("r", &one, 1).await.unwrap().allowed);
+            // A raised limit applies at once: the denial the old limit gave is forgotten (a window
+            // counts on under an override: 1 of 5 spent). One explicit time: the window never turns.
+            let window = limiter.rules("1/minute using fixed_window").unwrap();
+            limiter.hit_at("w", &window, 1, T).await.unwrap();
+            limiter.hit_at("w", &window, 1, T).await.unwrap();
+            assert!(limiter.hit_at("w", &window, 1, T).await.unwrap().cached);
+            let raised = limiter.rules("5/minute using fixed_window").unwrap();
+            limiter.set_override("w", &raised, None, Some(T)).await.unwrap();
+            let after = limiter.hit_at("w", &window, 1, T).await.unwrap();
+            assert!(after.allowed && !after.cached && after.limit == 5, "{after:?}");
+            // And so does taking it away.
+            for _ in 0..4 {
+                limiter.hit_at("w", &window, 1, T).await.unwrap();
+            }
+            assert!(limiter.hit_at("w", &window, 1, T).await.unwrap().cached);
+            assert!(limiter.clear_override("w").await.unwrap());
+            assert!(!limiter.hit_at("w", &window, 1, T).await.unwrap().cached);
         });
     }
 
