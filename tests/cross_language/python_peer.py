@@ -20,6 +20,7 @@ def run(command: Dict[str, Any]) -> Dict[str, Any]:
         decision = limiter.hit(command["key"], command["rules"])
         return {
             "allowed": decision.allowed,
+            "limit": decision.limit,
             "remaining": decision.remaining,
             "rule": decision.rule,
             "reason": decision.reason,
@@ -30,6 +31,11 @@ def run(command: Dict[str, Any]) -> Dict[str, Any]:
         return {"changed": True}
     if op in ("unblock", "clear"):
         return {"changed": getattr(limiter, op)(command["key"])}
+    if op == "set_override":
+        limiter.set_override(command["key"], command["rules"])
+        return {"changed": True}
+    if op == "clear_override":
+        return {"changed": limiter.clear_override(command["key"])}
     name = command["name"]
     if op == "fair_acquire":
         fair = fair_locks.setdefault(name, ratelock.FairLock(name, URL, ttl=10))

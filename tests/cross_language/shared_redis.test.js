@@ -88,6 +88,26 @@ test('one key: one ban and one list entry, whichever language writes or reads th
   assert.deepEqual([again.allowed, again.wouldDeny], [true, true])
 })
 
+test('one key: one override, whichever language sets, reads or clears it', async () => {
+  const key = `tenant:${randomUUID()}`
+  const limiter = new ratelock.Limiter({ url: redis.url })
+  const rules = '2/hour using fixed_window'
+  // A plan Python raises applies to Node's next request, and the window's count carries over.
+  assert.ok((await limiter.hit(key, rules)).allowed)
+  await python.ask({ op: 'set_override', key, rules: '10/hour using fixed_window' })
+  const raised = await limiter.hit(key, rules)
+  assert.deepEqual([raised.allowed, raised.limit, raised.remaining], [true, 10, 8])
+  assert.deepEqual((await python.ask({ op: 'hit', key, rules })).limit, 10)
+  // Node takes it away: Python's next request meets the rule as given, 3 already spent of 2.
+  assert.equal(await limiter.clearOverride(key), true)
+  const lowered = await python.ask({ op: 'hit', key, rules })
+  assert.deepEqual([lowered.allowed, lowered.limit], [false, 2])
+  assert.equal((await python.ask({ op: 'clear_override', key })).changed, false, 'Python finds it gone')
+  // And one Node sets is Python's too.
+  await limiter.setOverride(key, '20/hour using fixed_window')
+  assert.deepEqual((await python.ask({ op: 'hit', key, rules })).limit, 20)
+})
+
 test('one lock name: one holder across languages, tokens rising from one to the other', async () => {
   const name = `shared-lock:${randomUUID()}`
   const lock = new ratelock.DistributedLock(name, { url: redis.url, ttlMs: 10_000 })

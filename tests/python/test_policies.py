@@ -222,3 +222,62 @@ def test_a_cancelled_asyncio_wait_gives_its_booking_back(store_url):
         return (await limiter.peek(key, "1/second burst 1")).retry_after
 
     assert asyncio.run(scenario()) < 1
+
+
+def limit_calls(url: "str | None") -> int:
+    """The limit calls the Redis at `url` has run (its script, function or module command); 0 for the
+    memory store, which makes none."""
+    if url is None:
+        return 0
+    import redis
+
+    stats = redis.Redis.from_url(url).info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("fcall", "evalsha", "ratelock.limit"))
+
+
+def test_concurrent_asyncio_waiters_are_served_in_booking_order_with_one_call_each(store_url):
+    rules = "10/second burst 1"
+
+    async def scenario() -> "tuple[list[tuple[int, float]], int]":
+        limiter = ratelock.asyncio.Limiter(store_url)
+        key = fresh_key()
+        started = time.monotonic()
+        await limiter.hit(key, rules)
+        served: "list[tuple[int, float]]" = []
+
+        async def waiter(n: int) -> None:
+            decision = await limiter.wait(key, rules, max_wait=2)
+            assert decision.allowed
+            served.append((n, time.monotonic() - started))
+
+        before = limit_calls(store_url)
+        await asyncio.gather(*(waiter(n) for n in range(5)))
+        return served, limit_calls(store_url) - before
+
+    served, calls = asyncio.run(scenario())
+    # Booked in the order they asked (the n-th a slot n + 1 tenths of a second on), served in that order,
+    # none before its slot, and each with the one call that booked it (no polling).
+    assert [n for n, _ in served] == list(range(5))
+    for n, at in served:
+        assert at >= 0.1 * (n + 1) - 0.005, f"waiter {n} acted at {at:.3f} s, before its slot"
+    assert calls == (0 if store_url is None else 5)
+
+
+def test_overrides_from_asyncio_agree_with_sync(store_url):
+    key = fresh_key()
+    rules = "2/hour using fixed_window"
+
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(store_url, prefix="overrides")
+        assert (await limiter.hit(key, rules)).limit == 2
+        await limiter.set_override(key, "10/hour using fixed_window")
+        raised = await limiter.hit(key, rules)
+        assert (raised.allowed, raised.limit, raised.remaining) == (True, 10, 8)
+        assert await limiter.clear_override(key) and not await limiter.clear_override(key)
+        assert (await limiter.peek(key, rules)).limit == 2
+        await limiter.set_override(key, "20/hour using fixed_window", ttl=60)
+
+    asyncio.run(run())
+    # The sync limiter on the same store and prefix reads the override the asyncio one set.
+    if store_url is not None:
+        assert ratelock.Limiter(store_url, prefix="overrides").peek(key, rules).limit == 20
