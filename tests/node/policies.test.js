@@ -159,4 +159,24 @@ for (const store of ['memory', 'redis']) {
     const next = await limiter.peek(job, '1/second burst 1')
     assert.ok(next.retryAfterMs < 1000, `the booking was not given back: ${next.retryAfterMs} ms`)
   })
+
+  test(`concurrent waiters are served in booking order with one call each (${store})`, async () => {
+    const limiter = new ratelock.Limiter({ url: store === 'memory' ? undefined : redis.url, prefix: 'reservations' })
+    const key = fresh()
+    const rules = '10/second burst 1'
+    const started = performance.now()
+    await limiter.hit(key, rules)
+    const before = store === 'memory' ? 0 : await limitCalls()
+    const served = []
+    await Promise.all([0, 1, 2, 3, 4].map(async (n) => {
+      const booked = await limiter.wait(key, rules, { maxWaitMs: 2000 })
+      assert.ok(booked.allowed)
+      served.push([n, performance.now() - started])
+    }))
+    // Booked in the order they asked (the n-th a slot (n + 1) × 100 ms on), served in that order, none
+    // before its slot, each with the one call that booked it (no polling).
+    assert.deepEqual(served.map(([n]) => n), [0, 1, 2, 3, 4])
+    for (const [n, at] of served) assert.ok(at >= 100 * (n + 1) - 5, `waiter ${n} acted at ${at.toFixed(1)} ms, before its slot`)
+    if (store === 'redis') assert.equal(await limitCalls() - before, 5)
+  })
 }
