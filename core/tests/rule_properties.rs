@@ -96,7 +96,7 @@ proptest! {
     }
 
     #[test]
-    fn rule_like_text_never_panics(text in "[0-9]{0,25}[ /]{0,2}(per )?[0-9]{0,5} ?[a-z_]{0,14}( burst [0-9]{0,22})?( using [a-z_]{0,15})?( block [0-9]{0,20} ?[a-z]{0,8})?( shadow)?[;,]?") {
+    fn rule_like_text_never_panics(text in "[0-9]{0,25}[ /]{0,2}(per )?[0-9]{0,5} ?[a-z_]{0,14}( burst [0-9]{0,22})?( using [a-z_]{0,15})?( block [0-9]{0,20} ?[a-z]{0,8})?( shadow)?( calendar( at [+-]?[0-9]{0,3}:?[0-9]{0,3})?)?[;,]?") {
         if let Err(err) = text.parse::<Rules>() {
             prop_assert!(err.is_invalid_rule(), "{text:?}: {err:?}");
         }
