@@ -281,3 +281,16 @@ def test_overrides_from_asyncio_agree_with_sync(store_url):
     # The sync limiter on the same store and prefix reads the override the asyncio one set.
     if store_url is not None:
         assert ratelock.Limiter(store_url, prefix="overrides").peek(key, rules).limit == 20
+
+
+def test_an_override_ends_after_its_ttl(store_url):
+    limiter = ratelock.Limiter(store_url, prefix="overrides")
+    key = fresh_key()
+    rules = "2/hour using fixed_window"
+    limiter.set_override(key, "10/hour using fixed_window", ttl=0.25)
+    assert limiter.hit(key, rules).limit == 10
+    time.sleep(0.35)
+    # Past its end the rule decides as given again, counting what the override's window spent.
+    after = limiter.hit(key, rules)
+    assert (after.allowed, after.limit, after.remaining) == (True, 2, 0)
+    assert not limiter.clear_override(key), "an override past its end is not there to clear"
