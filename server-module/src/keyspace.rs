@@ -171,22 +171,14 @@ pub fn write(
 ) -> Result<(), String> {
     let [t, l] = TokenFields::names(token_fields);
     let expire_at = expire_at(stored.context(), ttl_us);
-    let hset = |pairs: &[(&CStr, u64)]| -> Result<(), String> {
-        hash_set_changed(stored, read, pairs)?;
-        stored.expire_at(expire_at)
-    };
+    if let Some((pairs, count)) = hash_fields(&update, [t, l]) {
+        hash_set_changed(stored, read, &pairs[..count])?;
+        return stored.expire_at(expire_at);
+    }
     match update {
         Update::Replace(State::Gcra { tat }) => {
             stored.set_string_until(Digits::of(tat).as_bytes(), expire_at)
         }
-        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(t, tokens), (l, last)]),
-        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
-        Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
-        Update::Replace(State::SlidingWindow {
-            window,
-            current,
-            previous,
-        }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
         // The stale entries (`drop_through`) were already removed when the log was read.
         Update::Append { at, count, .. } => {
             // `ZCOUNT key at at`: the members already at this µs, numbered on from.
@@ -201,10 +193,30 @@ pub fn write(
             stored.zset_add(at as f64, Digits::of(at).as_bytes(), &members)?;
             stored.expire_at(expire_at)
         }
-        Update::Replace(State::SlidingLog { .. }) | Update::Pop { .. } => {
+        Update::Replace(_) | Update::Pop { .. } => {
             Err("ERR ratelock module: a sliding log is only ever appended to by a hit".into())
         }
     }
+}
+
+/// The hash fields (at most three, and how many) an update of a state kept in a hash writes, as
+/// limit.lua names them; `[t, l]` are the token bucket's (its own or an override's). `None` for the
+/// states kept otherwise (GCRA's string, the sliding log's sorted set).
+fn hash_fields<'n>(update: &Update, [t, l]: [&'n CStr; 2]) -> Option<([(&'n CStr, u64); 3], usize)> {
+    let Update::Replace(state) = update else {
+        return None;
+    };
+    Some(match *state {
+        State::TokenBucket { tokens, last } => ([(t, tokens), (l, last), (c"", 0)], 2),
+        State::LeakyBucket { level, last } => ([(c"v", level), (c"l", last), (c"", 0)], 2),
+        State::FixedWindow { window, count } => ([(c"w", window), (c"c", count), (c"", 0)], 2),
+        State::SlidingWindow {
+            window,
+            current,
+            previous,
+        } => ([(c"w", window), (c"c", current), (c"p", previous)], 3),
+        State::Gcra { .. } | State::SlidingLog { .. } => return None,
+    })
 }
 
 /// Stores a refund's `update` through the key the state was read from, keeping the key's TTL (the
@@ -216,18 +228,11 @@ pub fn write_refund(
     update: Update,
     token_fields: Option<&TokenFields>,
 ) -> Result<(), String> {
-    let hset = |pairs: &[(&CStr, u64)]| hash_set_changed(stored, Some(read), pairs);
-    let [t, l] = TokenFields::names(token_fields);
+    if let Some((pairs, count)) = hash_fields(&update, TokenFields::names(token_fields)) {
+        return hash_set_changed(stored, Some(read), &pairs[..count]);
+    }
     match update {
         Update::Replace(State::Gcra { tat }) => stored.set_string_keeping_ttl(Digits::of(tat).as_bytes()),
-        Update::Replace(State::TokenBucket { tokens, last }) => hset(&[(t, tokens), (l, last)]),
-        Update::Replace(State::LeakyBucket { level, last }) => hset(&[(c"v", level), (c"l", last)]),
-        Update::Replace(State::FixedWindow { window, count }) => hset(&[(c"w", window), (c"c", count)]),
-        Update::Replace(State::SlidingWindow {
-            window,
-            current,
-            previous,
-        }) => hset(&[(c"w", window), (c"c", current), (c"p", previous)]),
         // The stale entries were removed when the log was read: the `count` highest-scored members go,
         // ties taken from the greatest member, as ZPOPMAX takes them.
         Update::Pop { count, .. } => {

@@ -168,13 +168,7 @@ impl HttpOptions {
                 policy.as_deref().map_or(String::new(), json_string)
             ),
         };
-        HttpAnswer {
-            proceed: false,
-            status,
-            headers,
-            content_type: self.denied_body.content_type(),
-            body,
-        }
+        self.denied(status, headers, body)
     }
 
     /// The answer when the limiter raised `code` (an [`Error::code`]): 503 with `Retry-After: 1` for an
@@ -210,6 +204,17 @@ impl HttpOptions {
         )
     }
 
+    /// A request turned away with `status`, in this adapter's body style.
+    fn denied(&self, status: u16, headers: Vec<(&'static str, String)>, body: String) -> HttpAnswer {
+        HttpAnswer {
+            proceed: false,
+            status,
+            headers,
+            content_type: self.denied_body.content_type(),
+            body,
+        }
+    }
+
     fn refusal(&self, status: u16, error: &str, title: &str, detail: &str) -> HttpAnswer {
         let body = match self.denied_body {
             DeniedBody::Text => format!("{detail}\n"),
@@ -224,13 +229,7 @@ impl HttpOptions {
         } else {
             Vec::new()
         };
-        HttpAnswer {
-            proceed: false,
-            status,
-            headers,
-            content_type: self.denied_body.content_type(),
-            body,
-        }
+        self.denied(status, headers, body)
     }
 }
 

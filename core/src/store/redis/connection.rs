@@ -128,31 +128,34 @@ impl SentinelMaster {
         };
         if failed_over {
             // The next call asks the sentinels again (this one is not replayed: it may have run).
-            *self
-                .current
-                .write()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+            self.set_current(None);
         }
         reply
     }
 
-    /// The current master's connection, asking the sentinels when there is none.
-    async fn connection(&self) -> RedisResult<ConnectionManager> {
-        if let Some(connection) = self
-            .current
+    /// The master's connection in use, if any.
+    fn current(&self) -> Option<ConnectionManager> {
+        self.current
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
-        {
+    }
+
+    fn set_current(&self, connection: Option<ConnectionManager>) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = connection;
+    }
+
+    /// The current master's connection, asking the sentinels when there is none.
+    async fn connection(&self) -> RedisResult<ConnectionManager> {
+        if let Some(connection) = self.current() {
             return Ok(connection);
         }
         let mut sentinels = self.sentinels.lock().await;
-        if let Some(connection) = self
-            .current
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-        {
+        // Another caller may have asked while this one waited for the sentinels.
+        if let Some(connection) = self.current() {
             return Ok(connection);
         }
         let client = sentinels.async_get_client().await?;
@@ -161,10 +164,7 @@ impl SentinelMaster {
             .set_response_timeout(Some(self.timeout))
             .set_number_of_retries(0);
         let connection = ConnectionManager::new_with_config(client, config).await?;
-        *self
-            .current
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection.clone());
+        self.set_current(Some(connection.clone()));
         Ok(connection)
     }
 }
