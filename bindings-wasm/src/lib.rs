@@ -150,19 +150,9 @@ impl Limiter {
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
-        let cost = cost_of(cost)?;
-        let now_us = now_us(now_ms)?;
-        let inner = self.inner.clone();
-        let parsed = self.parse(rules)?;
-        let shape = StoreCall {
-            key,
-            cost,
-            now_us,
-            max_wait_us: None,
-        };
-        let decision = on_memory_store(&inner, parsed, shape, |store, request| store.refund(request))?;
-        let deciding = deciding(parsed, &decision);
-        self.object_of(&decision, deciding)
+        self.ask_store(key, rules, cost, now_ms, None, |store, request| {
+            store.refund(request)
+        })
     }
 
     /// Books the earliest slot within `maxWaitMs` at which every rule admits `cost` units (default 1;
@@ -178,8 +168,6 @@ impl Limiter {
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
-        let cost = cost_of(cost)?;
-        let now_us = now_us(now_ms)?;
         if !(max_wait_ms.is_finite()
             && (0.0..=ratelock::MAX_PERIOD.as_millis() as f64).contains(&max_wait_ms))
         {
@@ -188,23 +176,16 @@ impl Limiter {
                 format!("expected a finite number of milliseconds from 0 to 366 days, got {max_wait_ms}"),
             ));
         }
-        let inner = self.inner.clone();
-        if inner.options().shadow {
+        if self.inner.options().shadow {
             return Err(invalid_argument(
                 "rules",
                 "a reservation enforces its rules; this limiter is in shadow".to_owned(),
             ));
         }
-        let parsed = self.parse(rules)?;
-        let shape = StoreCall {
-            key,
-            cost,
-            now_us,
-            max_wait_us: Some((max_wait_ms * 1000.0).round() as u64),
-        };
-        let decision = on_memory_store(&inner, parsed, shape, |store, request| store.check(request))?;
-        let deciding = deciding(parsed, &decision);
-        self.object_of(&decision, deciding)
+        let max_wait_us = Some((max_wait_ms * 1000.0).round() as u64);
+        self.ask_store(key, rules, cost, now_ms, max_wait_us, |store, request| {
+            store.check(request)
+        })
     }
 
     /// Gives `key` other limits for its rules of the same windows (see the Node `setOverride`), for
@@ -358,6 +339,34 @@ impl Limiter {
             #[allow(unreachable_patterns)]
             _ => Err(JsError::new("ratelock: the WebAssembly limiter has only its memory store").into()),
         }
+    }
+
+    /// `call` of the memory store with the request of `key`, `rules`, `cost`, `nowMs` and `max_wait_us`
+    /// (a refund's or a reservation's), answered as a decision object.
+    fn ask_store(
+        &mut self,
+        key: &str,
+        rules: &str,
+        cost: Option<f64>,
+        now_ms: Option<f64>,
+        max_wait_us: Option<u64>,
+        call: impl FnOnce(
+            &ratelock::store::MemoryStore,
+            &ratelock::store::LimitRequest<'_>,
+        ) -> ratelock::Result<ratelock::algorithm::standing::Verdict>,
+    ) -> Result<Object, JsValue> {
+        let (cost, now_us) = (cost_of(cost)?, now_us(now_ms)?);
+        let inner = self.inner.clone();
+        let parsed = self.parse(rules)?;
+        let shape = StoreCall {
+            key,
+            cost,
+            now_us,
+            max_wait_us,
+        };
+        let decision = on_memory_store(&inner, parsed, shape, call)?;
+        let deciding = deciding(parsed, &decision);
+        self.object_of(&decision, deciding)
     }
 
     fn check(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::command_info::{arity, docs, key_specs, WRITE_KEY_SPEC};
+use common::command_info::{arity, docs, key_specs, limit_getkeys, WRITE_KEY_SPEC};
 use common::{connect, run, start_server};
 use redis::Value;
 
@@ -30,27 +30,7 @@ fn version_declares_no_keys_and_no_arguments() {
 fn getkeys_names_the_keys_after_numkeys() {
     let server = start_server();
     let mut con = connect(&server);
-    let mut getkeys = redis::cmd("COMMAND");
-    getkeys
-        .arg("GETKEYS")
-        .arg("RATELOCK.LIMIT")
-        .arg(3)
-        .arg("a")
-        .arg("b")
-        .arg("a-standing");
-    getkeys.arg("hit").arg("").arg(1);
-    getkeys.arg(&["g", "1", "1000", "1", "0", "g", "1", "1000", "1", "0"]);
-    let keys = run(&mut con, &getkeys).unwrap();
-    let names = |names: &[&str]| {
-        Value::Array(
-            names
-                .iter()
-                .map(|n| Value::BulkString(n.as_bytes().into()))
-                .collect(),
-        )
-    };
-    // The rule keys, then the entry key (a ban or list entry), last.
-    assert_eq!(keys, names(&["a", "b", "a-standing"]));
+    assert_eq!(limit_getkeys(&mut con), "[a b a-standing]");
     // A key count that is not a number, or past the arguments, names no keys (and harms nothing).
     for bad in [&["x", "a"][..], &["5", "a"]] {
         let err = run(

@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::agreement::agree_with_lua;
-use common::command_info::{arity, key_specs, WRITE_KEY_SPEC};
-use common::{connect, run, start_server_with};
-use redis::Value;
+use common::command_info::{arity, key_specs, limit_getkeys, WRITE_KEY_SPEC};
+use common::{connect, start_server_with};
 
 /// How many generated calls go through limit.lua and the module on Valkey.
 const CALLS: usize = 1000;
@@ -72,18 +71,6 @@ fn limit_declares_its_key_spec_on_valkey() {
     let mut con = connect(&server);
     assert_eq!(key_specs(&mut con, "RATELOCK.LIMIT"), WRITE_KEY_SPEC);
     assert_eq!(arity(&mut con, "RATELOCK.LIMIT"), -2);
-    let mut getkeys = redis::cmd("COMMAND");
-    getkeys
-        .arg("GETKEYS")
-        .arg("RATELOCK.LIMIT")
-        .arg(3)
-        .arg("a")
-        .arg("b")
-        .arg("a-standing");
-    getkeys.arg(&[
-        "hit", "", "1", "g", "1", "1000", "1", "0", "g", "1", "1000", "1", "0",
-    ]);
     // The rule keys, then the entry key (a ban or list entry), last.
-    let names = [b"a".to_vec(), b"b".to_vec(), b"a-standing".to_vec()].map(Value::BulkString);
-    assert_eq!(run(&mut con, &getkeys).unwrap(), Value::Array(names.to_vec()));
+    assert_eq!(limit_getkeys(&mut con), "[a b a-standing]");
 }

@@ -57,3 +57,16 @@ pub fn docs(con: &mut Connection, command: &str) -> String {
     let reply: Value = redis::cmd("COMMAND").arg("DOCS").arg(command).query(con).unwrap();
     plain(&reply)
 }
+
+/// The keys `COMMAND GETKEYS` names for a two-rule RATELOCK.LIMIT call on `a` and `b` with the entry
+/// key `a-standing`, as text: the rule keys, then the entry key (a ban or list entry), last.
+pub fn limit_getkeys(con: &mut Connection) -> String {
+    let mut getkeys = redis::cmd("COMMAND");
+    getkeys
+        .arg("GETKEYS")
+        .arg("RATELOCK.LIMIT")
+        .arg(3)
+        .arg(&["a", "b", "a-standing", "hit", "", "1"])
+        .arg(&["g", "1", "1000", "1", "0", "g", "1", "1000", "1", "0"]);
+    plain(&super::run(con, &getkeys).expect("COMMAND GETKEYS"))
+}
