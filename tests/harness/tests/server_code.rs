@@ -267,3 +267,53 @@ async fn on_a_cluster_every_master_runs_the_functions() {
         "(FCALL, EVALSHA) per master: {per_master:?}"
     );
 }
+
+/// One blocking hit (the blocking connection, as Python's sync calls take it) of a 100/second rule.
+fn hit_blocking(store: &Store, key: &str) -> ratelock::Result<bool> {
+    let rules: ratelock::Rules = "100/second".parse().unwrap();
+    let request = LimitRequest {
+        prefix: "code",
+        key: key.as_bytes(),
+        rules: &rules,
+        cost: 1,
+        spend: true,
+        max_wait_us: None,
+        now_us: None,
+    };
+    let verdict = ratelock_testkit::eventually("opening the blocking connection", || {
+        store.check_blocking(&request)
+    })?;
+    Ok(verdict.outcomes.iter().all(|o| o.allowed))
+}
+
+#[tokio::test]
+async fn the_blocking_connection_walks_on_when_its_route_refuses_a_call() {
+    let server = server_with_module(&["--enable-module-command", "yes"]);
+    let store = store(&server, ServerCode::Auto).await;
+    assert!(hit_blocking(&store, "a").unwrap());
+    assert_eq!(command_calls(&server, "ratelock.limit"), 1);
+    let mut admin = server.connection();
+    let _: () = redis::cmd("MODULE")
+        .arg("UNLOAD")
+        .arg("ratelock")
+        .query(&mut admin)
+        .unwrap();
+    // The module call meets "unknown command" (it did not run) and goes out again as a function.
+    assert!(hit_blocking(&store, "a").unwrap());
+    assert!(hit_blocking(&store, "a").unwrap());
+    assert_eq!(command_calls(&server, "fcall"), 2);
+    // A flushed library is loaded again and the call sent once more, still as a function.
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut admin).unwrap();
+    assert!(hit_blocking(&store, "a").unwrap());
+    assert_eq!(
+        command_calls(&server, "fcall"),
+        3,
+        "the call ran once, as a function"
+    );
+    assert_eq!(
+        command_calls(&server, "function|load"),
+        2,
+        "loaded once, then again after the flush"
+    );
+    assert_eq!(command_calls(&server, "evalsha"), 0);
+}

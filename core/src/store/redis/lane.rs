@@ -74,12 +74,17 @@ impl BlockingLane {
     /// Runs `cmd`, an EVALSHA of `script`, loading the script on NOSCRIPT. `None` when the lane is busy
     /// with another thread's call (then use the multiplexed connection).
     pub(crate) fn eval(self: &Arc<Self>, script: &LuaScript, cmd: &Cmd) -> Option<Result<Value>> {
-        self.call(Some(script), cmd)
+        self.call(Some(script), &super::packing::packed(cmd))
     }
 
     /// Runs any command that is not a script call (NOSCRIPT is then a failure). `None` when busy.
     pub(crate) fn query(self: &Arc<Self>, cmd: &Cmd) -> Option<Result<Value>> {
-        self.call(None, cmd)
+        self.call(None, &super::packing::packed(cmd))
+    }
+
+    /// [`query`](Self::query) of a command already written as RESP bytes. `None` when busy.
+    pub(crate) fn query_written(self: &Arc<Self>, bytes: &[u8]) -> Option<Result<Value>> {
+        self.call(None, bytes)
     }
 
     /// Opens the lane's socket now if it has none that is open (what a check of the server's code
@@ -129,21 +134,20 @@ impl BlockingLane {
         Ok(())
     }
 
-    /// One call on the lane; `script` is the script `cmd` runs, loaded on NOSCRIPT.
-    fn call(self: &Arc<Self>, script: Option<&LuaScript>, cmd: &Cmd) -> Option<Result<Value>> {
+    /// One call on the lane, written as `bytes`; `script` is the script it runs, loaded on NOSCRIPT.
+    fn call(self: &Arc<Self>, script: Option<&LuaScript>, bytes: &[u8]) -> Option<Result<Value>> {
         if let Err(open) = self.gate.admit() {
             return Some(Err(open));
         }
         let mut state = self.lock_state()?;
         let deadline = Instant::now() + self.timeout;
-        let bytes = super::packing::packed(cmd);
         let mut call = CallAttempt::new();
         let outcome = loop {
             if let Err(err) = self.open_if_needed(&mut state, deadline) {
                 return Some(Err(err));
             }
             let link = state.link.as_mut()?;
-            let Sent(written, err) = link.write(&bytes, deadline);
+            let Sent(written, err) = link.write(bytes, deadline);
             match call.written(written) {
                 Next::AwaitReply => break link.reply(deadline, self.timeout),
                 Next::ResendOnFresh => state.link = None,
@@ -171,7 +175,7 @@ impl BlockingLane {
         Some(match reply {
             Err(Failure::NoScript) => match (call.no_script(), script) {
                 (Next::LoadAndResend, Some(script)) => {
-                    self.load_and_retry(&mut state, script, &bytes, deadline)
+                    self.load_and_retry(&mut state, script, bytes, deadline)
                 }
                 _ => Err(crate::store::connection_core::noscript_after_load()),
             },

@@ -35,7 +35,9 @@ use std::time::Duration;
 use redis::{Cmd, Value};
 
 use self::call_tag::CallTag;
-use self::commands::{limit_command, limit_outcomes, refund_command, standing_changed, standing_command};
+use self::commands::{
+    limit_command, limit_outcomes, refund_command, standing_changed, standing_command, write_limit_call,
+};
 use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
@@ -307,6 +309,26 @@ impl RedisStore {
             }
         }
         let lane = self.connections().lane.as_ref()?;
+        let code = &self.connections().code;
+        let known = code.route(LIMIT.module_command.is_some());
+        if let Some(route) = known.filter(|route| *route != Route::Script) {
+            // The call written on its route in one pass; the tagged EVALSHA is built only when the
+            // route refuses it (the walk then goes on from there).
+            let tag = CallTag::next();
+            let mut bytes = Vec::new();
+            write_limit_call(request, route, tag, &mut bytes);
+            let reply = lane.query_written(&bytes)?;
+            let mut walk = RouteWalk::new(&LIMIT, route);
+            let reply = if walk.settles(&reply) {
+                reply
+            } else {
+                let mut cmd = limit_command(request);
+                tag.append(&mut cmd);
+                let step = walk.next(code, &cmd, reply);
+                self.lane_walk(lane, &LIMIT, &cmd, walk, step)?
+            };
+            return Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request));
+        }
         let mut cmd = limit_command(request);
         let tag = CallTag::attach(&mut cmd);
         let reply = self.lane_eval(lane, &LIMIT, &cmd)?;
@@ -329,8 +351,21 @@ impl RedisStore {
                 Err(err) => return Some(Err(err)),
             },
         };
-        let mut walk = RouteWalk::new(script, route);
-        let mut step = walk.start(cmd);
+        let walk = RouteWalk::new(script, route);
+        let step = walk.start(cmd);
+        self.lane_walk(lane, script, cmd, walk, step)
+    }
+
+    /// The rest of `walk` on the blocking lane, from `step`. `None` when the lane is busy.
+    fn lane_walk(
+        &self,
+        lane: &std::sync::Arc<BlockingLane>,
+        script: &LuaScript,
+        cmd: &Cmd,
+        mut walk: RouteWalk<'_>,
+        mut step: Step,
+    ) -> Option<Result<Value>> {
+        let code = &self.connections().code;
         loop {
             step = match step {
                 Step::Send(call) => {

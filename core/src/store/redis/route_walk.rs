@@ -83,6 +83,14 @@ impl<'s> RouteWalk<'s> {
         packing::write_call_on(self.route, self.script, cmd, out);
     }
 
+    /// Whether `reply`, the answer to the call sent on the walk's route, is the call's reply: true
+    /// unless the route refused the call without running it (then [`next`](Self::next) says where it
+    /// goes). A connection that wrote the call's bytes without a command asks this first, and builds
+    /// the command only when it is false.
+    pub(crate) fn settles(&self, reply: &Result<Value>) -> bool {
+        self.loading.is_none() && !matches!(reply, Err(err) if refused_without_running(self.route, err))
+    }
+
     /// The step after `reply`, the answer to the last [`Step::Send`].
     pub(crate) fn next(&mut self, code: &CodeChoice, cmd: &Cmd, reply: Result<Value>) -> Step {
         if let Some(why) = self.loading.take() {
