@@ -97,6 +97,25 @@ impl SharedConnection {
         }
     }
 
+    /// Whether [`send_written`](Self::send_written) sends (the plain connection).
+    pub(crate) fn takes_written(&self) -> bool {
+        matches!(self, SharedConnection::Plain(_))
+    }
+
+    /// [`send`](Self::send) of a call already written as RESP bytes: on the plain connection only;
+    /// `None`, with nothing sent, on redis-rs's (they take commands).
+    pub(crate) async fn send_written(
+        &self,
+        bytes: Vec<u8>,
+        timeout: Duration,
+    ) -> Option<Result<Value, Failure>> {
+        let SharedConnection::Plain(plain) = self else {
+            return None;
+        };
+        let reply = plain.send_written(bytes).await.map_err(Failure::Other);
+        Some(reply.and_then(|reply| classify(Ok(reply), timeout)))
+    }
+
     /// One command over one of redis-rs's connections.
     async fn send_redis(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {

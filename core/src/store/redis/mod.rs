@@ -295,8 +295,43 @@ impl RedisStore {
         if let Some(max_wait) = request.max_wait_us {
             crate::algorithm::reserve::check_request(request.rules, max_wait)?;
         }
+        if let Some(reply) = self.limit_in_one_pass(request).await {
+            return limit_outcomes(reply, request);
+        }
         let reply = self.eval(&LIMIT, limit_command(request)).await;
         limit_outcomes(reply, request)
+    }
+
+    /// A limit call on the plain connection, on the route the server's check gave it (the module's
+    /// command or the library's function), written as bytes in one pass; the tagged EVALSHA is built
+    /// only when that route refuses the call, and the walk goes on from there. `None`, with nothing
+    /// sent, where this does not apply: no check yet, EVALSHA's route, another kind of connection.
+    async fn limit_in_one_pass(&self, request: &LimitRequest<'_>) -> Option<Result<Value>> {
+        let code = &self.connections().code;
+        let route = code
+            .route(LIMIT.module_command.is_some())
+            .filter(|route| *route != Route::Script)?;
+        let connection = self.connections().connection.get()?;
+        if !connection.takes_written() {
+            return None;
+        }
+        let tag = CallTag::next();
+        let mut bytes = Vec::new();
+        write_limit_call(request, route, tag, &mut bytes);
+        if let Err(open) = self.gate().admit() {
+            return Some(Err(open));
+        }
+        let sent = connection.send_written(bytes, self.shared.timeout).await?;
+        self.heard(&sent);
+        let reply = sent.map_err(Failure::into_error);
+        let mut walk = RouteWalk::new(&LIMIT, route);
+        if walk.settles(&reply) {
+            return Some(reply.and_then(|reply| tag.open(reply)));
+        }
+        let mut cmd = limit_command(request);
+        tag.append(&mut cmd);
+        let step = walk.next(code, &cmd, reply);
+        Some(self.walk_on(&LIMIT, &cmd, tag, walk, step).await)
     }
 
     /// [`check`](Self::check) on the calling thread over the store's blocking connection, with no async
@@ -482,25 +517,38 @@ impl RedisStore {
     /// it once more. The reply is the script's own, its tag checked and taken off.
     pub(super) async fn eval(&self, script: &LuaScript, mut cmd: Cmd) -> Result<Value> {
         let tag = CallTag::attach(&mut cmd);
+        let walk = RouteWalk::new(script, self.route(script).await?);
+        let step = walk.start(&cmd);
+        self.walk_on(script, &cmd, tag, walk, step).await
+    }
+
+    /// The rest of `walk` from `step` for `cmd`, the tagged EVALSHA of `script` (down to EVALSHA
+    /// itself, loading the script on NOSCRIPT); the reply with its tag checked and taken off.
+    async fn walk_on(
+        &self,
+        script: &LuaScript,
+        cmd: &Cmd,
+        tag: CallTag,
+        mut walk: RouteWalk<'_>,
+        mut step: Step,
+    ) -> Result<Value> {
         let code = &self.connections().code;
-        let mut walk = RouteWalk::new(script, self.route(script).await?);
-        let mut step = walk.start(&cmd);
         loop {
             step = match step {
                 Step::Send(call) => {
                     let reply = self.query(&call).await;
-                    walk.next(code, &cmd, reply)
+                    walk.next(code, cmd, reply)
                 }
                 Step::Reply(reply) => return tag.open(reply?),
                 Step::Script => break,
             };
         }
-        let reply = match self.send(&cmd).await {
+        let reply = match self.send(cmd).await {
             Err(Failure::NoScript) => {
                 let mut load = redis::cmd("SCRIPT");
                 load.arg("LOAD").arg(&script.body);
                 self.query(&load).await?;
-                self.query(&cmd).await
+                self.query(cmd).await
             }
             Err(Failure::Other(err)) => Err(err),
             Ok(value) => Ok(value),
@@ -510,10 +558,7 @@ impl RedisStore {
 
     /// One command with the store's timeout; errors are mapped, never retried.
     async fn query(&self, cmd: &Cmd) -> Result<Value> {
-        self.send(cmd).await.map_err(|failure| match failure {
-            Failure::NoScript => crate::store::connection_core::noscript_after_load(),
-            Failure::Other(err) => err,
-        })
+        self.send(cmd).await.map_err(Failure::into_error)
     }
 
     /// One command through the store's circuit breaker: refused at once while it is open; a failed
@@ -529,7 +574,16 @@ impl RedisStore {
             }
         };
         let sent = connection.send(cmd, self.shared.timeout).await;
-        match &sent {
+        self.heard(&sent);
+        sent
+    }
+
+    /// What the breaker and the server check learn from a call's outcome: a failed connect or a
+    /// timeout opens the breaker (and a store failure has the server's code checked again), any answer
+    /// closes it.
+    fn heard(&self, sent: &Result<Value, Failure>) {
+        let gate = self.gate();
+        match sent {
             Err(Failure::Other(err)) => {
                 gate.failed(err, is_connect_failure(err));
                 if err.is_store_failure() {
@@ -539,7 +593,6 @@ impl RedisStore {
             }
             _ => gate.success(),
         }
-        sent
     }
 
     /// Sends `PING` now, connecting first if needed: for a service that wants to fail at boot. Raises

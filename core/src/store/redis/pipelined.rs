@@ -101,11 +101,16 @@ impl Pipelined {
 
     /// Sends one command and reads its reply, within the timeout.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value> {
+        self.send_written(super::packing::packed(cmd)).await
+    }
+
+    /// [`send`](Self::send) of a command already written as RESP bytes.
+    pub(crate) async fn send_written(&self, bytes: Vec<u8>) -> Result<Value> {
         let timeout = self.shared.timeout;
         // The link the call went out on: a call that times out retires it (it may be silently dead).
         let mut used: Option<Arc<Link>> = None;
         let call = async {
-            let mut bytes = super::packing::packed(cmd);
+            let mut bytes = bytes;
             let mut stale = None;
             let mut attempt = CallAttempt::new();
             loop {

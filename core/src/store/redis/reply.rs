@@ -15,6 +15,17 @@ pub(crate) enum Failure {
     Other(Error),
 }
 
+impl Failure {
+    /// The error of a call that was not a script call or whose script was loaded already: NOSCRIPT is
+    /// then a failure of its own.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Failure::NoScript => crate::store::connection_core::noscript_after_load(),
+            Failure::Other(err) => err,
+        }
+    }
+}
+
 /// A command's reply (from any connection) as a value or a typed failure, sorted by the error table
 /// of the connection core (outage, configuration error or bug).
 pub(crate) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> Result<Value, Failure> {
