@@ -21,19 +21,23 @@ async fn store_at(url: &str, code: ServerCode) -> Store {
     Store::connect(url, &options).await.unwrap()
 }
 
-/// One hit of a 100/second GCRA rule on `key`: allowed or not, or the error.
-async fn hit(store: &Store, key: &str) -> ratelock::Result<bool> {
-    let rules: ratelock::Rules = "100/second".parse().unwrap();
-    let request = LimitRequest {
+/// A hit of `rules` on `key`, under the prefix `code`.
+fn hit_request<'r>(key: &'r str, rules: &'r ratelock::Rules) -> LimitRequest<'r> {
+    LimitRequest {
         prefix: "code",
         key: key.as_bytes(),
-        rules: &rules,
+        rules,
         cost: 1,
         spend: true,
         max_wait_us: None,
         now_us: None,
-    };
-    let outcomes = store.check(&request).await?;
+    }
+}
+
+/// One hit of a 100/second GCRA rule on `key`: allowed or not, or the error.
+async fn hit(store: &Store, key: &str) -> ratelock::Result<bool> {
+    let rules: ratelock::Rules = "100/second".parse().unwrap();
+    let outcomes = store.check(&hit_request(key, &rules)).await?;
     Ok(outcomes.outcomes.iter().all(|o| o.allowed))
 }
 
@@ -271,15 +275,7 @@ async fn on_a_cluster_every_master_runs_the_functions() {
 /// One blocking hit (the blocking connection, as Python's sync calls take it) of a 100/second rule.
 fn hit_blocking(store: &Store, key: &str) -> ratelock::Result<bool> {
     let rules: ratelock::Rules = "100/second".parse().unwrap();
-    let request = LimitRequest {
-        prefix: "code",
-        key: key.as_bytes(),
-        rules: &rules,
-        cost: 1,
-        spend: true,
-        max_wait_us: None,
-        now_us: None,
-    };
+    let request = hit_request(key, &rules);
     let verdict = ratelock_testkit::eventually("opening the blocking connection", || {
         store.check_blocking(&request)
     })?;
