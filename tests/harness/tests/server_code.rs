@@ -21,6 +21,15 @@ async fn store_at(url: &str, code: ServerCode) -> Store {
     Store::connect(url, &options).await.unwrap()
 }
 
+/// `MODULE UNLOAD ratelock` on the server behind `admin`.
+fn unload_module(admin: &mut redis::Connection) {
+    let _: () = redis::cmd("MODULE")
+        .arg("UNLOAD")
+        .arg("ratelock")
+        .query(admin)
+        .unwrap();
+}
+
 /// A hit of `rules` on `key`, under the prefix `code`.
 fn hit_request<'r>(key: &'r str, rules: &'r ratelock::Rules) -> LimitRequest<'r> {
     LimitRequest {
@@ -135,11 +144,7 @@ async fn a_module_unloaded_under_the_store_falls_back_and_a_reconnect_finds_it_a
     assert_eq!(command_calls(&server, "ratelock.limit"), 1);
 
     let mut admin = server.connection();
-    let _: () = redis::cmd("MODULE")
-        .arg("UNLOAD")
-        .arg("ratelock")
-        .query(&mut admin)
-        .unwrap();
+    unload_module(&mut admin);
     // The module call meets "unknown command" (it did not run) and goes out again as a function.
     assert!(hit(&store, "a").await.unwrap());
     assert!(hit(&store, "a").await.unwrap());
@@ -289,11 +294,7 @@ async fn the_blocking_connection_walks_on_when_its_route_refuses_a_call() {
     assert!(hit_blocking(&store, "a").unwrap());
     assert_eq!(command_calls(&server, "ratelock.limit"), 1);
     let mut admin = server.connection();
-    let _: () = redis::cmd("MODULE")
-        .arg("UNLOAD")
-        .arg("ratelock")
-        .query(&mut admin)
-        .unwrap();
+    unload_module(&mut admin);
     // The module call meets "unknown command" (it did not run) and goes out again as a function.
     assert!(hit_blocking(&store, "a").unwrap());
     assert!(hit_blocking(&store, "a").unwrap());
