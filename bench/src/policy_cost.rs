@@ -198,9 +198,9 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     rows
 }
 
-/// The middle value of `values` (the upper one of an even count), `None` when there is none.
+/// The median of `values` (the bench's nearest-rank percentile), `None` when there is none.
 fn median(values: &[f64]) -> Option<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied()
+    (!sorted.is_empty()).then(|| crate::lock_handoff::percentile(&sorted, 0.5))
 }

@@ -84,10 +84,8 @@ impl SharedConnection {
     /// Sends one command and reads its reply within `timeout`, as a value or a typed failure.
     pub(crate) async fn send(&mut self, cmd: &Cmd, timeout: Duration) -> Result<Value, Failure> {
         let reply = match self {
-            // Keeps its own per-call deadline and answers typed transport errors.
             SharedConnection::Plain(plain) => {
-                let reply = plain.send(cmd).await.map_err(Failure::Other)?;
-                return classify(Ok(reply), timeout);
+                return send_written(plain, super::packing::packed(cmd), timeout).await
             }
             other => tokio::time::timeout(timeout, other.send_redis(cmd)).await,
         };
@@ -97,23 +95,13 @@ impl SharedConnection {
         }
     }
 
-    /// Whether [`send_written`](Self::send_written) sends (the plain connection).
-    pub(crate) fn takes_written(&self) -> bool {
-        matches!(self, SharedConnection::Plain(_))
-    }
-
-    /// [`send`](Self::send) of a call already written as RESP bytes: on the plain connection only;
-    /// `None`, with nothing sent, on redis-rs's (they take commands).
-    pub(crate) async fn send_written(
-        &self,
-        bytes: Vec<u8>,
-        timeout: Duration,
-    ) -> Option<Result<Value, Failure>> {
-        let SharedConnection::Plain(plain) = self else {
-            return None;
-        };
-        let reply = plain.send_written(bytes).await.map_err(Failure::Other);
-        Some(reply.and_then(|reply| classify(Ok(reply), timeout)))
+    /// The plain connection, which also takes calls already written as RESP bytes ([`send_written`]);
+    /// `None` for redis-rs's, which take commands.
+    pub(crate) fn plain(&self) -> Option<&super::pipelined::Pipelined> {
+        match self {
+            SharedConnection::Plain(plain) => Some(plain),
+            _ => None,
+        }
     }
 
     /// One command over one of redis-rs's connections.
@@ -133,6 +121,17 @@ impl SharedConnection {
             SharedConnection::Sentinel(master) => Box::pin(master.send(cmd)).await,
         }
     }
+}
+
+/// A call already written as RESP bytes on the plain connection, as a value or a typed failure (the
+/// connection keeps its own per-call deadline and answers typed transport errors).
+pub(crate) async fn send_written(
+    plain: &super::pipelined::Pipelined,
+    bytes: Vec<u8>,
+    timeout: Duration,
+) -> Result<Value, Failure> {
+    let reply = plain.send_written(bytes).await.map_err(Failure::Other)?;
+    classify(Ok(reply), timeout)
 }
 
 #[cfg(feature = "sentinel")]

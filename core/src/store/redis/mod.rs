@@ -307,31 +307,31 @@ impl RedisStore {
     /// only when that route refuses the call, and the walk goes on from there. `None`, with nothing
     /// sent, where this does not apply: no check yet, EVALSHA's route, another kind of connection.
     async fn limit_in_one_pass(&self, request: &LimitRequest<'_>) -> Option<Result<Value>> {
-        let code = &self.connections().code;
-        let route = code
-            .route(LIMIT.module_command.is_some())
-            .filter(|route| *route != Route::Script)?;
-        let connection = self.connections().connection.get()?;
-        if !connection.takes_written() {
-            return None;
-        }
-        let tag = CallTag::next();
-        let mut bytes = Vec::new();
-        write_limit_call(request, route, tag, &mut bytes);
+        let route = self.one_pass_route()?;
+        let plain = self.connections().connection.get()?.plain()?;
+        let (tag, bytes) = written_limit_call(request, route);
         if let Err(open) = self.gate().admit() {
             return Some(Err(open));
         }
-        let sent = connection.send_written(bytes, self.shared.timeout).await?;
+        let sent = connection::send_written(plain, bytes, self.shared.timeout).await;
         self.heard(&sent);
         let reply = sent.map_err(Failure::into_error);
         let mut walk = RouteWalk::new(&LIMIT, route);
         if walk.settles(&reply) {
             return Some(reply.and_then(|reply| tag.open(reply)));
         }
-        let mut cmd = limit_command(request);
-        tag.append(&mut cmd);
-        let step = walk.next(code, &cmd, reply);
+        let cmd = limit_command_tagged(request, tag);
+        let step = walk.next(&self.connections().code, &cmd, reply);
         Some(self.walk_on(&LIMIT, &cmd, tag, walk, step).await)
+    }
+
+    /// The route a limit call is written for in one pass: the module's command or the library's
+    /// function, once the server's check chose one (EVALSHA's route loads its script on NOSCRIPT in
+    /// each connection's own way, from the command).
+    fn one_pass_route(&self) -> Option<Route> {
+        let code = &self.connections().code;
+        code.route(LIMIT.module_command.is_some())
+            .filter(|route| *route != Route::Script)
     }
 
     /// [`check`](Self::check) on the calling thread over the store's blocking connection, with no async
@@ -344,22 +344,17 @@ impl RedisStore {
             }
         }
         let lane = self.connections().lane.as_ref()?;
-        let code = &self.connections().code;
-        let known = code.route(LIMIT.module_command.is_some());
-        if let Some(route) = known.filter(|route| *route != Route::Script) {
+        if let Some(route) = self.one_pass_route() {
             // The call written on its route in one pass; the tagged EVALSHA is built only when the
             // route refuses it (the walk then goes on from there).
-            let tag = CallTag::next();
-            let mut bytes = Vec::new();
-            write_limit_call(request, route, tag, &mut bytes);
+            let (tag, bytes) = written_limit_call(request, route);
             let reply = lane.query_written(&bytes)?;
             let mut walk = RouteWalk::new(&LIMIT, route);
             let reply = if walk.settles(&reply) {
                 reply
             } else {
-                let mut cmd = limit_command(request);
-                tag.append(&mut cmd);
-                let step = walk.next(code, &cmd, reply);
+                let cmd = limit_command_tagged(request, tag);
+                let step = walk.next(&self.connections().code, &cmd, reply);
                 self.lane_walk(lane, &LIMIT, &cmd, walk, step)?
             };
             return Some(limit_outcomes(reply.and_then(|reply| tag.open(reply)), request));
@@ -712,4 +707,20 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
 /// A redis-rs failure while connecting as a typed error (see the connection core's error table).
 pub(super) fn map_error(err: redis::RedisError) -> Error {
     redis_error(&err, Duration::ZERO)
+}
+
+/// A limit call's bytes on `route`, written in one pass with a fresh call tag.
+fn written_limit_call(request: &LimitRequest<'_>, route: Route) -> (CallTag, Vec<u8>) {
+    let tag = CallTag::next();
+    let mut bytes = Vec::new();
+    write_limit_call(request, route, tag, &mut bytes);
+    (tag, bytes)
+}
+
+/// The tagged EVALSHA of a call [`written_limit_call`] wrote with `tag`: the same call, for the walk on
+/// after its route refused it.
+fn limit_command_tagged(request: &LimitRequest<'_>, tag: CallTag) -> Cmd {
+    let mut cmd = limit_command(request);
+    tag.append(&mut cmd);
+    cmd
 }

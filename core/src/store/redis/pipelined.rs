@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use redis::{Cmd, Value};
+use redis::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
@@ -99,12 +99,7 @@ impl Pipelined {
         self.link(None).await.map(drop)
     }
 
-    /// Sends one command and reads its reply, within the timeout.
-    pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value> {
-        self.send_written(super::packing::packed(cmd)).await
-    }
-
-    /// [`send`](Self::send) of a command already written as RESP bytes.
+    /// Sends one command, already written as RESP bytes, and reads its reply, within the timeout.
     pub(crate) async fn send_written(&self, bytes: Vec<u8>) -> Result<Value> {
         let timeout = self.shared.timeout;
         // The link the call went out on: a call that times out retires it (it may be silently dead).
