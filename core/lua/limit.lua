@@ -50,10 +50,12 @@
 -- less work. Concatenation would not (%.14g), so a sliding-log member's stamp is still formatted.
 --
 -- Two paths compute the same thing. One rule on a key with no entry (nearly every call) takes the fast
--- path at the top, before anything else is defined: Redis runs this whole chunk on every call, so each
--- function defined on the way would be a closure allocated per call, and each table a garbage object.
--- It writes out idiv, cdiv, px and settle operation for operation and builds no table but the reply
--- (and, for a rule that blocks, the one closure that bans), so its replies, writes and TTLs are the
+-- path at the top, before anything else is defined: EVALSHA runs this whole chunk on every call, so
+-- each function defined on the way would be a closure allocated per call, and each table a garbage
+-- object. It writes out idiv, cdiv, px and settle operation for operation and builds no table but the
+-- reply, the rule's numbers (which a Functions library keeps, by their text, so that it reads a rule's
+-- arguments once rather than on every call) and, for a rule that blocks, the one closure that bans;
+-- so its replies, writes and TTLs are the
 -- general path's. Anything else (several rules, an entry, or any bad argument) goes on to the general
 -- path below, which also gives every error.
 --
@@ -64,19 +66,50 @@
 -- The longest ban or list entry: 366 days in µs (ratelock::MAX_PERIOD).
 local MAX_BLOCK = 31622400000000
 
+-- ratelock: definitions
+-- The fast path's rules as read from their arguments, by those arguments' text (cost, code, limit,
+-- period, burst, block): what the numbers are and whether the fast path takes them. Only a Functions
+-- library keeps it from one call to the next: it runs this block once, when it loads, and
+-- `redis.register_function` exists only then. EVALSHA runs this block on every call, where that name
+-- is nil, so nothing is kept and each call reads its arguments. At most MAX_READ_RULES texts are kept:
+-- one more starts the table anew, so no caller can grow it without bound.
+local MAX_READ_RULES = 1000
+local read_rules = nil
+if redis.register_function then read_rules = {} end
+local read_rule_count = 0
+-- ratelock: end of definitions
+
 if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
-  local mode, cost, code = ARGV[1], tonumber(ARGV[3]), ARGV[4]
-  local limit, period, burst = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local block = tonumber(ARGV[8])
-  local bucket = code == 'g' or code == 'tb' or code == 'lb'
-  local capacity = limit
-  if bucket then capacity = burst end
-  -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a finite
-  -- cost), and no entry on the key.
-  local fast = (mode == 'hit' or mode == 'peek') and cost ~= nil and limit ~= nil and period ~= nil
-    and burst ~= nil and block ~= nil and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1
-    and burst >= 1 and cost <= capacity and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
-    and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
+  local mode, code = ARGV[1], ARGV[4]
+  local takes, cost, limit, period, burst, block, bucket, capacity
+  local text, rule = nil, nil
+  if read_rules then
+    text = ARGV[3] .. ' ' .. code .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7] .. ' ' .. ARGV[8]
+    rule = read_rules[text]
+  end
+  if rule then
+    takes, cost, limit, period, burst, block, bucket, capacity =
+      rule[1], rule[2], rule[3], rule[4], rule[5], rule[6], rule[7], rule[8]
+  else
+    cost, limit, period, burst = tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+    block = tonumber(ARGV[8])
+    bucket = code == 'g' or code == 'tb' or code == 'lb'
+    capacity = limit
+    if bucket then capacity = burst end
+    -- The general path's checks, all passed (cost % 1 == 0 is its cost == math.floor(cost) for a
+    -- finite cost).
+    takes = cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil and block ~= nil
+      and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
+      and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
+      and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
+    if read_rules then
+      if read_rule_count >= MAX_READ_RULES then read_rules, read_rule_count = {}, 0 end
+      read_rules[text] = { takes, cost, limit, period, burst, block, bucket, capacity }
+      read_rule_count = read_rule_count + 1
+    end
+  end
+  -- Taken when the mode is one it serves, and (below) when the key holds no entry.
+  local fast = takes and (mode == 'hit' or mode == 'peek')
   -- One read for the entry, the override and, for GCRA, the rule's own state (a string key).
   local gcra = code == 'g'
   local held = nil

@@ -314,3 +314,63 @@ async fn the_blocking_connection_walks_on_when_its_route_refuses_a_call() {
     );
     assert_eq!(command_calls(&server, "evalsha"), 0);
 }
+
+/// A one-rule request at a fixed time (so that two stores can be asked the same).
+fn request_at<'r>(key: &'r str, rules: &'r ratelock::Rules, cost: u64, now_us: u64) -> LimitRequest<'r> {
+    LimitRequest {
+        cost,
+        now_us: Some(now_us),
+        ..hit_request(key, rules)
+    }
+}
+
+/// The same request to both stores: the same verdict, or both fail.
+async fn assert_same_verdict(functions: &Store, memory: &Store, request: &LimitRequest<'_>) {
+    let (got, want) = (functions.check(request).await, memory.check(request).await);
+    match (&got, &want) {
+        (Ok(got), Ok(want)) => assert_eq!(got, want, "{:?} cost {}", request.key, request.cost),
+        (Err(_), Err(_)) => {}
+        _ => panic!("functions {got:?}, memory {want:?} for cost {}", request.cost),
+    }
+}
+
+#[tokio::test]
+async fn the_functions_library_keeps_each_rule_texts_own_reading() {
+    // The library keeps the rule it read from a one-rule call's arguments, by their text. Calls that
+    // differ only in the cost or the rule's block must each get their own reading, and the kept
+    // readings must stay right once more texts came than it keeps (it starts anew).
+    let server = RedisServer::start();
+    let functions = store(&server, ServerCode::Lua).await;
+    let memory = Store::connect("memory://", &StoreOptions::default())
+        .await
+        .unwrap();
+    let now = 1_700_000_000_000_000;
+    let plain: ratelock::Rules = "1/minute".parse().unwrap();
+    let blocking: ratelock::Rules = "1/minute block 10 minutes".parse().unwrap();
+    let burst: ratelock::Rules = "10/minute burst 3".parse().unwrap();
+    let steps: [(&str, &ratelock::Rules, u64); 7] = [
+        ("plain", &plain, 1),
+        ("plain", &plain, 1),
+        // The same numbers with a block: a denial bans this key.
+        ("blocking", &blocking, 1),
+        ("blocking", &blocking, 1),
+        ("blocking", &plain, 1),
+        // The same rule at a cost within its burst, then above it (an error on both).
+        ("burst", &burst, 3),
+        ("burst", &burst, 4),
+    ];
+    for (key, rules, cost) in steps {
+        assert_same_verdict(&functions, &memory, &request_at(key, rules, cost, now)).await;
+    }
+    let many: Vec<ratelock::Rules> = (1..=1_100)
+        .map(|limit| format!("{limit}/hour").parse().unwrap())
+        .collect();
+    for (index, rules) in many.iter().enumerate() {
+        let key = format!("many{index}");
+        assert_same_verdict(&functions, &memory, &request_at(&key, rules, 1, now)).await;
+    }
+    for (key, rules, cost) in steps {
+        assert_same_verdict(&functions, &memory, &request_at(key, rules, cost, now + 1)).await;
+    }
+    assert!(command_calls(&server, "fcall") > 1_100);
+}

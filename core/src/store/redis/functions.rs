@@ -33,7 +33,7 @@ pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut code = format!("#!lua name={name}\n{PRELUDE}\n{FENCE}\n");
     for (index, script) in ALL.iter().enumerate() {
         let (definitions, body) = split_definitions(script.source);
-        code.push_str(definitions);
+        code.push_str(&definitions);
         code.push_str(&format!(
             "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
              redis.register_function('{}', function(KEYS, ARGV)\n\
@@ -53,20 +53,26 @@ const DEFINITIONS: &str = "-- ratelock: definitions";
 const END_OF_DEFINITIONS: &str = "-- ratelock: end of definitions";
 
 /// A script's definitions (run once, at load), and the rest of its text (run on every call): the whole
-/// text when it has none.
-fn split_definitions(source: &str) -> (&str, String) {
-    let Some(start) = source.find(DEFINITIONS) else {
-        return ("", source.to_owned());
-    };
-    let end = source[start..]
-        .find(END_OF_DEFINITIONS)
-        .map(|at| start + at)
-        .expect("a script's definitions end with the line that says so");
-    let rest = end + source[end..].find('\n').map_or(source.len() - end, |at| at + 1);
-    (
-        &source[start..end],
-        format!("{}{}", &source[..start], &source[rest..]),
-    )
+/// text when it has none. A script may have several blocks of definitions; they keep their order.
+fn split_definitions(source: &str) -> (String, String) {
+    let mut definitions = String::new();
+    let mut rest = String::new();
+    let mut remaining = source;
+    while let Some(start) = remaining.find(DEFINITIONS) {
+        let end = remaining[start..]
+            .find(END_OF_DEFINITIONS)
+            .map(|at| start + at)
+            .expect("a script's definitions end with the line that says so");
+        let after = end
+            + remaining[end..]
+                .find('\n')
+                .map_or(remaining.len() - end, |at| at + 1);
+        rest.push_str(&remaining[..start]);
+        definitions.push_str(&remaining[start..end]);
+        remaining = &remaining[after..];
+    }
+    rest.push_str(remaining);
+    (definitions, rest)
 }
 
 /// The function library the Redis store loads, for tools that send the same calls (benchmarks): its
@@ -162,6 +168,17 @@ mod tests {
         let (definitions, rest) = split_definitions(super::super::script::LIMIT.source);
         assert!(definitions.contains("local function rule_gcra("));
         assert!(rest.contains("local mode = ARGV[1]") && !rest.contains("local function idiv("));
-        assert_eq!(split_definitions("return 1"), ("", "return 1".to_owned()));
+        assert_eq!(
+            split_definitions("return 1"),
+            (String::new(), "return 1".to_owned())
+        );
+        // Several blocks: each is taken out, in order, and the text around them is kept.
+        let two = format!(
+            "a\n{DEFINITIONS}\nlocal x = 1\n{END_OF_DEFINITIONS}\nb\n{DEFINITIONS}\nlocal y = 2\n\
+             {END_OF_DEFINITIONS}\nc\n"
+        );
+        let (definitions, rest) = split_definitions(&two);
+        assert_eq!(rest, "a\nb\nc\n");
+        assert!(definitions.find("local x").unwrap() < definitions.find("local y").unwrap());
     }
 }
