@@ -179,7 +179,7 @@ playground: wasm
 
 # Rust figures (vs redis-benchmark), Python figures (vs limits, throttled-py, Flask-Limiter, redis-py),
 # then Node figures (vs rate-limiter-flexible, express-rate-limit + rate-limit-redis, redlock).
-bench:
+bench: test-deps
 	$(CARGO) build --release --quiet --manifest-path server-module/Cargo.toml --target-dir $(MODULE_TARGET)
 	RATELOCK_MODULE_SO=$(MODULE_TARGET)/release/libratelock_module.so \
 	  REDIS_CELL_SO="$$(bash bench/peers/redis-cell.sh $(TARGET_DIR)/peers)" \

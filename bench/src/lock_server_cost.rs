@@ -43,14 +43,14 @@ return 0";
 /// Every lock the runs take: `rl:{bench:lock-pair:<12 digits>}:lock` (redlock: the same key).
 const LOCK_NAME: &str = "bench:lock-pair:__rand_int__";
 /// The fencing counter every ratelock acquire bumps (a counter that exists, as for a lock used before).
-const FENCE_COUNTER_NAME: &str = "bench:lock-pair";
+pub(crate) const FENCE_COUNTER_NAME: &str = "bench:lock-pair";
 /// 128 random bits in hex: ratelock's owner token and redis-py's `uuid1().hex` are this long.
 const OWNER: &str = "5f0c1e9a7d3b4c28a1e6f09b3d2c7e41";
 /// The fencing token of the locks written for the release run (as long as a real one: µs since 1970).
 const HELD_FENCE: &str = "1700000000000000";
 const LEASE_MS: u64 = 30_000;
 /// The acquire run's keyspace: 200,000 draws from it repeat a lock about 0.1% of the time.
-const ACQUIRE_KEYSPACE: u64 = 100_000_000;
+pub(crate) const ACQUIRE_KEYSPACE: u64 = 100_000_000;
 /// The locks held before the release run; 200,000 draws from them hit about 190,000 distinct ones.
 const HELD_LOCKS: u64 = 2_000_000;
 /// How many held locks one call of `WRITE_HELD_LOCKS` writes (keeps each script call short).
@@ -59,7 +59,7 @@ const REQUESTS: u64 = 200_000;
 
 /// How a family stores a held lock.
 #[derive(Clone, Copy, PartialEq)]
-enum Held {
+pub(crate) enum Held {
     /// ratelock's lease hash (`o`, `n`, `f`).
     Hash,
     /// redlock's string holding the owner's token.
@@ -68,13 +68,13 @@ enum Held {
 
 /// One way to take and give back a lock: the two commands (`__rand_int__` in the lock's key), the
 /// `INFO commandstats` entry of each, and how a held lock looks.
-struct PairFamily {
-    label: &'static str,
-    acquire: Vec<String>,
+pub(crate) struct PairFamily {
+    pub(crate) label: &'static str,
+    pub(crate) acquire: Vec<String>,
     acquire_stat: &'static str,
-    release: Vec<String>,
+    pub(crate) release: Vec<String>,
     release_stat: &'static str,
-    held: Held,
+    pub(crate) held: Held,
 }
 
 /// One saturated run: calls/s, server µs per call, calls the server ran, and how many of them changed
@@ -87,11 +87,11 @@ struct HalfPair {
 }
 
 const MODULE_LABEL: &str = "ratelock module RATELOCK.LOCK_ACQUIRE + LOCK_RELEASE";
-const REDLOCK_LABEL: &str = "redlock / redis-py: SET NX PX + compare-and-delete script";
+pub(crate) const REDLOCK_LABEL: &str = "redlock / redis-py: SET NX PX + compare-and-delete script";
 /// The default path wherever Functions exist (Redis ≥ 7, Valkey): the row with the issue's target.
-const FUNCTIONS_LABEL: &str = "ratelock lock_acquire + lock_release as Redis Functions (FCALL)";
+pub(crate) const FUNCTIONS_LABEL: &str = "ratelock lock_acquire + lock_release as Redis Functions (FCALL)";
 /// How far above redlock's pair the Functions pair may cost (server µs per pair).
-const FUNCTIONS_TARGET_RATIO: f64 = 2.0;
+pub(crate) const FUNCTIONS_TARGET_RATIO: f64 = 2.0;
 
 /// The pair rows; the module's only when the server loads it. Leaves the server empty (FLUSHALL).
 pub fn rows(
@@ -189,7 +189,7 @@ pub fn rows(
     rows
 }
 
-fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFamily> {
+pub(crate) fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFamily> {
     let [lease, _, channel] = lock_scripts::keys_of(LOCK_NAME);
     let [_, fence_counter, _] = lock_scripts::keys_of(FENCE_COUNTER_NAME);
     let ttl_us = u128::from(LEASE_MS) * 1000;
@@ -305,7 +305,7 @@ fn lock_state(connection: &mut redis::Connection, held: Held, key: &str) -> Vec<
     state
 }
 
-fn write_held_locks(connection: &mut redis::Connection, held: Held, first: u64, last: u64) {
+pub(crate) fn write_held_locks(connection: &mut redis::Connection, held: Held, first: u64, last: u64) {
     let [lease, ..] = lock_scripts::keys_of(LOCK_NAME);
     let (before, after) = lease
         .split_once("__rand_int__")

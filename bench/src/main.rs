@@ -29,6 +29,7 @@ mod redis_comparison;
 mod report;
 mod script_call;
 mod server_cost;
+mod server_instructions;
 
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ const MEMORY_MEASURE: Duration = Duration::from_secs(1);
 const MEMORY_TARGET_PER_SECOND: f64 = 10_000_000.0;
 
 /// The sections a run can be limited to (command-line arguments), in the order a full run takes them.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "redis-comparison",
     "client-overhead",
     "lock-comparison",
@@ -59,6 +60,7 @@ const SECTIONS: [&str; 11] = [
     "outage",
     "module-throughput",
     "server-cost",
+    "server-instructions",
     "policy-cost",
     "deny-cache",
     "cluster-projection",
@@ -117,6 +119,9 @@ async fn main() {
     }
     if runs("server-cost") {
         rows.extend(server_cost::rows(&mut notes));
+    }
+    if runs("server-instructions") {
+        rows.extend(server_instructions::rows(&mut notes));
     }
     if runs("policy-cost") {
         rows.extend(policy_cost::rows(&mut notes));

@@ -7,6 +7,8 @@ pub enum Unit {
     PerSecond,
     Bytes,
     Micros,
+    /// Machine instructions (callgrind's count).
+    Instructions,
 }
 
 /// The figure a row aims at.
@@ -128,6 +130,7 @@ fn with_unit(value: f64, unit: Unit) -> String {
         // Below 100 µs (a server's time per call), a tenth of a µs matters.
         Unit::Micros if value < 100.0 => format!("{value:.1} µs"),
         Unit::Micros => format!("{} µs", thousands(value.round() as u64)),
+        Unit::Instructions => format!("{} instr", thousands(value.round() as u64)),
     }
 }
 

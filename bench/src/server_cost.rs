@@ -42,22 +42,22 @@ if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end \
 return n";
 
 /// The label of limit.lua's single GCRA rule, the row with a target against the minimal GCRA script.
-const LUA_GCRA_LABEL: &str = "one GCRA rule";
+pub(crate) const LUA_GCRA_LABEL: &str = "one GCRA rule";
 /// The minimal GCRA script's row: the floor the Lua rows' µs are set against.
-const MINIMAL_GCRA_LABEL: &str = "a minimal GCRA Lua script (GET, TIME, SET PX)";
+pub(crate) const MINIMAL_GCRA_LABEL: &str = "a minimal GCRA Lua script (GET, TIME, SET PX)";
 /// How far above that floor limit.lua's single GCRA rule may cost (server µs per call).
-const LUA_GCRA_TARGET_RATIO: f64 = 1.2;
+pub(crate) const LUA_GCRA_TARGET_RATIO: f64 = 1.2;
 /// The label of limit.lua's single fixed_window rule, whose FCALL row has a target against INCR + PEXPIRE.
-const FIXED_WINDOW_LABEL: &str = "one fixed_window rule";
+pub(crate) const FIXED_WINDOW_LABEL: &str = "one fixed_window rule";
 /// The counter script's row: the yardstick of the fixed-window rows.
-const INCR_PEXPIRE_LABEL: &str = "the INCR + PEXPIRE script of rate-limiter-flexible and limits";
+pub(crate) const INCR_PEXPIRE_LABEL: &str = "the INCR + PEXPIRE script of rate-limiter-flexible and limits";
 /// How far above INCR + PEXPIRE limit.lua's fixed window may cost by FCALL (server µs per call).
-const FIXED_WINDOW_TARGET_RATIO: f64 = 2.0;
+pub(crate) const FIXED_WINDOW_TARGET_RATIO: f64 = 2.0;
 
 /// One row's command, and the `INFO commandstats` entry that times it.
-struct Path {
-    name: String,
-    command: Vec<String>,
+pub(crate) struct Path {
+    pub(crate) name: String,
+    pub(crate) command: Vec<String>,
     stat: &'static str,
 }
 
@@ -75,7 +75,7 @@ fn redis_cell_path() -> Option<PathBuf> {
         .filter(|p| p.exists())
 }
 
-fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool) -> Vec<Path> {
+pub(crate) fn paths(connection: &mut redis::Connection, with_module: bool, with_cell: bool) -> Vec<Path> {
     let limit_sha = load_script(connection, &LIMIT_SCRIPT);
     let library = ratelock::store::function_library();
     let _: String = redis::cmd("FUNCTION")
@@ -197,7 +197,7 @@ pub(crate) const MODULE_GCRA_NAME: &str = "ratelock module RATELOCK.LIMIT, one G
 /// The name of limit.lua's single GCRA rule in the rows.
 pub(crate) const LUA_GCRA_NAME: &str = "ratelock limit.lua, one GCRA rule";
 /// The start of the name of a row of limit.lua called as a Redis Function.
-const LUA_FCALL_PREFIX: &str = "ratelock limit.lua as a Redis Function (FCALL), ";
+pub(crate) const LUA_FCALL_PREFIX: &str = "ratelock limit.lua as a Redis Function (FCALL), ";
 
 /// One path's figures: its name, saturated calls/s and server µs per call.
 pub(crate) type Figure = (String, Option<f64>, Option<f64>);
