@@ -49,6 +49,8 @@ pub(crate) const MINIMAL_GCRA_LABEL: &str = "a minimal GCRA Lua script (GET, TIM
 pub(crate) const LUA_GCRA_TARGET_RATIO: f64 = 1.2;
 /// The label of limit.lua's single fixed_window rule, whose FCALL row has a target against INCR + PEXPIRE.
 pub(crate) const FIXED_WINDOW_LABEL: &str = "one fixed_window rule";
+/// The label of limit.lua's single sliding_window rule.
+pub(crate) const SLIDING_WINDOW_LABEL: &str = "one sliding_window rule";
 /// The counter script's row: the yardstick of the fixed-window rows.
 pub(crate) const INCR_PEXPIRE_LABEL: &str = "the INCR + PEXPIRE script of rate-limiter-flexible and limits";
 /// How far above INCR + PEXPIRE limit.lua's fixed window may cost by FCALL (server µs per call).
@@ -90,7 +92,7 @@ pub(crate) fn paths(connection: &mut redis::Connection, with_module: bool, with_
         ("one token_bucket rule", "100/minute using token_bucket"),
         ("one leaky_bucket rule", "100/minute using leaky_bucket"),
         (FIXED_WINDOW_LABEL, "100/minute using fixed_window"),
-        ("one sliding_window rule", "100/minute using sliding_window"),
+        (SLIDING_WINDOW_LABEL, "100/minute using sliding_window"),
         ("sliding_log 100/minute", "100/minute using sliding_log"),
         (
             THREE_RULES_LABEL,

@@ -23,6 +23,7 @@ use crate::report::{Row, Target, Unit};
 use crate::server_cost::{
     self, FIXED_WINDOW_LABEL, FIXED_WINDOW_TARGET_RATIO, INCR_PEXPIRE_LABEL, LUA_FCALL_PREFIX,
     LUA_GCRA_LABEL, LUA_GCRA_NAME, LUA_GCRA_TARGET_RATIO, MINIMAL_GCRA_LABEL, MODULE_GCRA_NAME,
+    SLIDING_WINDOW_LABEL,
 };
 
 /// Calls counted per path, after `WARM_UP_CALLS` that are not.
@@ -175,6 +176,7 @@ fn counted(name: &str) -> Option<(&'static str, Target)> {
     }
     if [LUA_GCRA_NAME, MODULE_GCRA_NAME, MINIMAL_GCRA_LABEL].contains(&name)
         || name == floor(contract_floors::GCRA_READS)
+        || name == fcall(SLIDING_WINDOW_LABEL)
     {
         return Some((MINIMAL_GCRA_LABEL, Target::None));
     }

@@ -37,8 +37,10 @@
 -- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity (checked for every
 -- rule before anything is read), or an entry no ratelock code writes.
 -- Writes: in "hit" mode, the rules' state when every rule allows, the ban when a blocking rule denies;
--- every written key gets a TTL (PEXPIRE or PX) of at least one second. In "refund" mode, the refunded
--- rules' state, keeping each key's TTL.
+-- every written key gets a TTL (PEXPIRE or PX) of at least one second. A fixed or sliding window's key
+-- gets it at its window's first hit, and later hits in that window keep it: it ends where the window
+-- (the next window, for a sliding one) ends, a point that does not move, or a second after that first
+-- hit when later. In "refund" mode, the refunded rules' state, keeping each key's TTL.
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
 --
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
@@ -353,7 +355,10 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
         return { 0, 0, limit, remaining, reset, reset }
       end
       count = count + cost
-      if hit then
+      if hit and w == window then
+        -- The window's first hit set the expiry: its end (or a second on, when later).
+        redis.call('HSET', key, 'c', count)
+      elseif hit then
         local ttl = 0
         if not (reset <= 0) then
           local a = reset + 1000 - 1
@@ -412,7 +417,10 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
       if count > 0 then reset = rem + period elseif prev > 0 then reset = rem end
       local remaining = floor(limit - (used + cost))
       if 0 > remaining then remaining = 0 end
-      if hit then
+      if hit and w == window then
+        -- The window's first hit set the expiry: the next window's end (or a second on, when later).
+        redis.call('HSET', key, 'c', count)
+      elseif hit then
         local ttl = 0
         if not (reset <= 0) then
           local a = reset + 1000 - 1
@@ -662,9 +670,14 @@ local function count_in_window(key, now, cost, limit, window, ends)
     return { 0, limit, standing[3], reset, reset }
   end
   count = count + cost
-  return { 1, limit, limit - count, reset, 0 }, standing, function()
-    redis.call('HSET', key, 'w', window, 'c', count)
-    redis.call('PEXPIRE', key, px(reset))
+  return { 1, limit, limit - count, reset, 0 }, standing, function(alone)
+    if alone and w == window then
+      -- The window's first hit set the expiry (its end, or a second on): it stands.
+      redis.call('HSET', key, 'c', count)
+    else
+      redis.call('HSET', key, 'w', window, 'c', count)
+      redis.call('PEXPIRE', key, px(reset))
+    end
   end
 end
 
@@ -722,9 +735,14 @@ local function rule_sliding(key, now, cost, limit, period)
   end
   local count = cur + cost
   local reset = reset_for(count)
-  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function()
-    redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
-    redis.call('PEXPIRE', key, px(reset))
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function(alone)
+    if alone and w == window then
+      -- The window's first hit set the expiry (the next window's end, or a second on): it stands.
+      redis.call('HSET', key, 'c', count)
+    else
+      redis.call('HSET', key, 'w', window, 'c', count, 'p', prev)
+      redis.call('PEXPIRE', key, px(reset))
+    end
   end
 end
 
@@ -1014,7 +1032,15 @@ if reserving and not all_allowed then
     end
   end
 elseif (mode == 'hit' or reserving) and all_allowed then
-  for i = 1, rules do writes[i]() end
+  -- Keys named twice in one call may change under their later reads: then every rule writes all of
+  -- its fields and its expiry (as the module does), else a window written within the window it holds
+  -- keeps the expiry its first hit set.
+  local named, alone = {}, true
+  for i = 1, rules do
+    if named[KEYS[i]] then alone = false end
+    named[KEYS[i]] = true
+  end
+  for i = 1, rules do writes[i](alone) end
 end
 -- A hit that a blocking rule denies bans the key for the longest such block
 -- (ratelock::algorithm::standing::ban_after and banned).

@@ -161,7 +161,8 @@ fn log_entries(
 /// Stores `update` through the key the state was read from and gives it the script's TTL for `ttl_us`
 /// (propagated as the same SET .. PXAT, HSET, ZADD and PEXPIREAT). `read` is what [`read`] found, or
 /// `None` to write every field: a hash field whose bytes stay the same is not written again; the key's
-/// TTL always is, as the script's PEXPIRE after its HSET.
+/// TTL is, as the script's PEXPIRE after its HSET, but for a window written within the window it
+/// already holds (see [`in_held_window`]).
 pub fn write(
     stored: &WriteKey<'_>,
     read: Option<&Stored<'_>>,
@@ -172,7 +173,12 @@ pub fn write(
     let [t, l] = TokenFields::names(token_fields);
     let expire_at = expire_at(stored.context(), ttl_us);
     if let Some((pairs, count)) = hash_fields(&update, [t, l]) {
+        // Asked before the write: the fields read point into the hash the write changes.
+        let held_window = in_held_window(&update, read);
         hash_set_changed(stored, read, &pairs[..count])?;
+        if held_window {
+            return Ok(());
+        }
         return stored.expire_at(expire_at);
     }
     match update {
@@ -197,6 +203,17 @@ pub fn write(
             Err("ERR ratelock module: a sliding log is only ever appended to by a hit".into())
         }
     }
+}
+
+/// Whether `update` writes a fixed or sliding window's key within the window it already holds. Then
+/// the expiry the window's first hit set stands, as in limit.lua: it is where the window (the next
+/// window, for a sliding one) ends, a point that does not move, or a second after that first hit.
+fn in_held_window(update: &Update, read: Option<&Stored<'_>>) -> bool {
+    let window = match update {
+        Update::Replace(State::FixedWindow { window, .. } | State::SlidingWindow { window, .. }) => *window,
+        _ => return false,
+    };
+    read.is_some_and(|read| read.fields[0] == Some(Digits::of(window).as_bytes()))
 }
 
 /// The hash fields (at most three, and how many) an update of a state kept in a hash writes, as
