@@ -50,6 +50,8 @@ struct LaneState {
 struct Link {
     socket: TcpStream,
     reader: ReplyReader,
+    /// What a read fills, made once per socket rather than zeroed again for every reply.
+    chunk: Box<[u8; 4096]>,
     /// The read and write timeouts set on the socket now (set again only when a call has less left).
     set_timeout: Option<Duration>,
 }
@@ -250,6 +252,7 @@ fn open_link(endpoint: &Endpoint, deadline: Instant, timeout: Duration) -> Resul
     let mut link = Link {
         socket,
         reader: ReplyReader::new(),
+        chunk: Box::new([0; 4096]),
         set_timeout: None,
     };
     if endpoint.preamble_replies() > 0 {
@@ -330,19 +333,18 @@ impl Link {
 
     /// Reads the next whole reply, before `deadline`.
     fn reply(&mut self, deadline: Instant, timeout: Duration) -> Result<Value> {
-        let mut chunk = [0u8; 4096];
         loop {
             if let Some(reply) = self.reader.next_reply()? {
                 return Ok(reply.0);
             }
             self.bound_by(remaining(deadline, timeout)?);
-            match self.socket.read(&mut chunk) {
+            match self.socket.read(&mut self.chunk[..]) {
                 Ok(0) => {
                     return Err(Error::StoreUnavailable(
                         "the connection closed before the reply came (the command may have run)".into(),
                     ))
                 }
-                Ok(n) => self.reader.push(&chunk[..n]),
+                Ok(n) => self.reader.push(&self.chunk[..n]),
                 Err(err) if err.kind() == ErrorKind::Interrupted => {}
                 Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Err(Error::Timeout(timeout))
