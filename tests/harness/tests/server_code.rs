@@ -374,3 +374,29 @@ async fn the_functions_library_keeps_each_rule_texts_own_reading() {
     }
     assert!(command_calls(&server, "fcall") > 1_100);
 }
+
+#[tokio::test]
+async fn a_function_name_held_by_another_library_sends_the_calls_by_evalsha() {
+    // Another library registered the name of our limit function first. Our library cannot load
+    // beside it; a call by FCALL would run that other function, so the calls must go by EVALSHA.
+    let server = RedisServer::start();
+    let ours = ratelock::store::function_library();
+    let squatter = format!(
+        "#!lua name=squatter\nredis.register_function('{}', function() return 1 end)",
+        ours.limit_function
+    );
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(squatter)
+        .query(&mut server.connection())
+        .unwrap();
+    let auto = store(&server, ServerCode::Auto).await;
+    assert!(hit(&auto, "a").await.unwrap());
+    assert!(hit(&auto, "a").await.unwrap());
+    assert_eq!(
+        command_calls(&server, "fcall"),
+        0,
+        "no call ran the other library's function"
+    );
+    assert_eq!(command_calls(&server, "evalsha"), 2);
+}

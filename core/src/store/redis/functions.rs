@@ -8,8 +8,10 @@
 //! part between `-- ratelock: definitions` and `-- ratelock: end of definitions`: functions and
 //! constant tables that use nothing of the call) run at load; each function then runs the rest of its
 //! script, the very text EVALSHA runs, with its parameters named `KEYS` and `ARGV`, inside the same
-//! call-tag envelope. Names carry a hash of the code: two client versions during a rolling deploy each
-//! find their own functions, and neither replaces the other's library.
+//! call-tag envelope. The library's name and every function's name carry a hash of the library's
+//! whole code: two client versions during a rolling deploy each load their own library, side by side,
+//! even when most scripts are the same in both. A function name already held by another library
+//! leaves ours unloaded: the calls then go by EVALSHA, with a warning (`server_code.rs`).
 
 use std::sync::LazyLock;
 
@@ -17,36 +19,55 @@ use redis::Cmd;
 
 use super::script::{ALL, FENCE, PRELUDE};
 
-/// The library: its name and its code.
+/// The library: its name, its code, and the hash of that code its names carry.
 pub(crate) struct Library {
     pub(crate) name: String,
     pub(crate) code: String,
+    code_hash: String,
 }
 
-/// The one library holding every script (the hash of all their code in its name).
-pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut hashed = String::new();
-    for script in ALL {
-        hashed.push_str(&script.sha);
-    }
-    let name = format!("ratelock_{}", &redis::Script::new(&hashed).get_hash()[..12]);
-    let mut code = format!("#!lua name={name}\n{PRELUDE}\n{FENCE}\n");
-    for (index, script) in ALL.iter().enumerate() {
-        let (definitions, body) = split_definitions(script.source);
+/// Where the code's hash goes in the library's names while the code is written (it is hashed with this
+/// in place, then put in).
+const HASH_PLACE: &str = "@code@";
+
+/// The one library holding every script. Its name and every function's name carry a hash of the
+/// library's whole code, so a build that changed any script (or the envelope) renames every function:
+/// two client versions during a rolling deploy each load their own library and neither finds a name
+/// of its own already taken by the other's.
+pub(crate) static LIBRARY: LazyLock<Library> =
+    LazyLock::new(|| build(ALL.iter().map(|script| (script.name, script.source))));
+
+/// The library of `scripts` (each a name and its source).
+fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
+    let mut code = format!("#!lua name=ratelock_{HASH_PLACE}\n{PRELUDE}\n{FENCE}\n");
+    for (index, (name, source)) in scripts.enumerate() {
+        let (definitions, body) = split_definitions(source);
         code.push_str(&definitions);
         code.push_str(&format!(
             "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
-             redis.register_function('{}', function(KEYS, ARGV)\n\
+             redis.register_function('ratelock_{name}_{HASH_PLACE}', function(KEYS, ARGV)\n\
              \x20 local tag = table.remove(ARGV)\n\
              \x20 local reply = script_{index}(KEYS, ARGV)\n\
              \x20 if type(reply) == 'table' and reply.err then return reply end\n\
              \x20 return {{ tag, reply }}\n\
-             end)\n",
-            script.function
+             end)\n"
         ));
     }
-    Library { name, code }
-});
+    let code_hash = redis::Script::new(&code).get_hash().to_owned();
+    let code = code
+        .replacen(HASH_PLACE, &code_hash[..12], 1)
+        .replace(HASH_PLACE, &code_hash[..8]);
+    Library {
+        name: format!("ratelock_{}", &code_hash[..12]),
+        code,
+        code_hash,
+    }
+}
+
+/// The name of script `name`'s function in the library: `ratelock_<name>_<first 8 of the code's hash>`.
+pub(crate) fn function_name(name: &str) -> String {
+    format!("ratelock_{name}_{}", &LIBRARY.code_hash[..8])
+}
 
 /// The line that opens a script's definitions, and the one that closes them.
 const DEFINITIONS: &str = "-- ratelock: definitions";
@@ -90,9 +111,9 @@ pub fn function_library() -> FunctionLibrary {
     FunctionLibrary {
         name: &LIBRARY.name,
         code: &LIBRARY.code,
-        limit_function: &super::script::LIMIT.function,
-        lock_acquire_function: &super::script::LOCK_ACQUIRE.function,
-        lock_release_function: &super::script::LOCK_RELEASE.function,
+        limit_function: super::script::LIMIT.function(),
+        lock_acquire_function: super::script::LOCK_ACQUIRE.function(),
+        lock_release_function: super::script::LOCK_RELEASE.function(),
     }
 }
 
@@ -141,9 +162,42 @@ mod tests {
             .code
             .starts_with(&format!("#!lua name={}\n", LIBRARY.name)));
         for script in ALL {
-            assert!(LIBRARY.code.contains(&format!("'{}'", script.function)));
+            assert!(LIBRARY.code.contains(&format!("'{}'", script.function())));
         }
         assert!(LIBRARY.name.starts_with("ratelock_"));
+    }
+
+    #[test]
+    fn a_change_to_any_script_renames_every_function() {
+        for script in ALL {
+            assert!(script
+                .function()
+                .ends_with(&format!("_{}", &LIBRARY.code_hash[..8])));
+        }
+        assert_eq!(LIBRARY.name, format!("ratelock_{}", &LIBRARY.code_hash[..12]));
+        // Another build whose limit.lua differs by a comment: not one function name in common, so the
+        // two libraries load side by side.
+        let other = build(ALL.iter().map(|script| {
+            let source = if script.name == "limit" {
+                "-- another build\nreturn 1"
+            } else {
+                script.source
+            };
+            (script.name, source)
+        }));
+        let names = |code: &str| -> Vec<String> {
+            code.lines()
+                .filter_map(|line| line.strip_prefix("redis.register_function('"))
+                .map(|rest| rest.split('\'').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let (ours, theirs) = (names(&LIBRARY.code), names(&other.code));
+        assert_eq!(ours.len(), ALL.len());
+        assert!(
+            ours.iter().all(|name| !theirs.contains(name)),
+            "{ours:?} {theirs:?}"
+        );
+        assert_ne!(LIBRARY.name, other.name);
     }
 
     #[test]

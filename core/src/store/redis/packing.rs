@@ -30,7 +30,7 @@ pub(crate) fn write_call_on(route: Route, script: &LuaScript, cmd: &Cmd, out: &m
 pub(crate) fn route_head(route: Route, script: &LuaScript) -> RouteHead<'_> {
     match (route, script.module_command) {
         (Route::Module, Some(name)) => RouteHead([name.as_bytes(), b""], 1),
-        (Route::Function, _) => RouteHead([b"FCALL", script.function.as_bytes()], 2),
+        (Route::Function, _) => RouteHead([b"FCALL", script.function().as_bytes()], 2),
         _ => RouteHead([b"EVALSHA", script.sha.as_bytes()], 2),
     }
 }

@@ -5,10 +5,12 @@
 //! `lua/prelude.lua` (the clock and integer helpers every script uses) comes before the script's body,
 //! and `lua/fence.lua` (fencing tokens) too when the body calls `next_fence`.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// A script (its tagged form, as sent to Redis) and its SHA1, for EVALSHA with a load on NOSCRIPT.
 pub(crate) struct LuaScript {
+    /// Its name, the middle of its function's name (`lock_acquire` for `lock_acquire.lua`).
+    pub(crate) name: &'static str,
     /// The script as written (what the Functions library builds its function from).
     pub(crate) source: &'static str,
     /// The script in its call-tag envelope, as EVALSHA runs it.
@@ -16,8 +18,7 @@ pub(crate) struct LuaScript {
     pub(crate) sha: String,
     /// The ratelock module's command that stands in for it (same arguments and reply), if any.
     pub(crate) module_command: Option<&'static str>,
-    /// Its function's name in the `ratelock` library (see `functions.rs`).
-    pub(crate) function: String,
+    function: OnceLock<String>,
 }
 
 impl LuaScript {
@@ -25,11 +26,12 @@ impl LuaScript {
         let body = tagged_script(source);
         let sha = redis::Script::new(&body).get_hash().to_owned();
         LuaScript {
-            function: function_name(name, &sha),
+            name,
             sha,
             source,
             body,
             module_command: None,
+            function: OnceLock::new(),
         }
     }
 
@@ -38,12 +40,14 @@ impl LuaScript {
         self.module_command = Some(name);
         self
     }
-}
 
-/// The function name of script `name` in the `ratelock` Functions library:
-/// `ratelock_<name>_<first 8 of its SHA1>` (see `functions.rs`).
-fn function_name(name: &str, sha: &str) -> String {
-    format!("ratelock_{name}_{}", &sha[..8])
+    /// Its function's name in the `ratelock` library: `ratelock_<name>_<code>`, where `<code>` stands
+    /// for the library's whole code (see `functions.rs`), so that two builds whose code differs in
+    /// any script share no function name and their libraries load side by side.
+    pub(crate) fn function(&self) -> &str {
+        self.function
+            .get_or_init(|| super::functions::function_name(self.name))
+    }
 }
 
 /// `source` inside the call-tag envelope, after the shared prelude (`lua/prelude.lua`): the last ARGV

@@ -144,6 +144,16 @@ impl Check {
                 self.found.functions = true;
                 Step::Done
             }
+            // Another library holds one of our function names (a library that a ratelock build of
+            // the same code loaded under another name, or someone else's): ours is not loaded, and a
+            // call by FCALL would run that other function. The calls go by EVALSHA.
+            (Step::LoadLibrary, Err(err)) if is_function_name_taken(&err) => {
+                self.found.warning = Some(format!(
+                    "this client's Functions library did not load, as another library holds one of its \
+                     function names ({err}): calls go by EVALSHA"
+                ));
+                Step::Done
+            }
             (_, Err(err)) => return Err(err),
             (step, Ok(other)) => {
                 return Err(Error::Protocol(format!(
@@ -289,12 +299,23 @@ pub(crate) fn is_function_missing(err: &Error) -> bool {
     err.to_string().contains("Function not found")
 }
 
-/// Whether `FUNCTION LOAD`'s reply leaves the library loaded (by this call, or already by another).
+/// Whether `FUNCTION LOAD`'s reply leaves the library loaded: by this call, or already by another
+/// client (`Library '<name>' already exists`, for this very name).
 pub(crate) fn library_loaded(reply: &Result<Value>) -> bool {
     match reply {
         Ok(_) => true,
-        Err(err) => err.to_string().contains("already exists"),
+        Err(err) => err.to_string().contains(&format!(
+            "Library '{}' already exists",
+            super::functions::LIBRARY.name
+        )),
     }
+}
+
+/// Whether `FUNCTION LOAD` failed because a function of the library is already registered by another
+/// library (`Function <name> already exists`).
+fn is_function_name_taken(err: &Error) -> bool {
+    let text = err.to_string();
+    text.contains("Function ") && text.contains(" already exists")
 }
 
 /// The query parameters a URL of each scheme may carry besides `server_code`: what redis-rs reads
@@ -369,10 +390,10 @@ pub(crate) fn call_for(route: Route, script: &LuaScript, cmd: &Cmd) -> Cmd {
             redis::Arg::Simple(arg) => (args + 1, bytes + arg.len()),
             _ => (args, bytes),
         });
-    let mut call = redis::Cmd::with_capacity(args, bytes + script.function.len());
+    let mut call = redis::Cmd::with_capacity(args, bytes + script.function().len());
     match (route, script.module_command) {
         (Route::Module, Some(name)) => call.arg(name),
-        (Route::Function, _) => call.arg("FCALL").arg(&script.function),
+        (Route::Function, _) => call.arg("FCALL").arg(script.function()),
         _ => return cmd.clone(),
     };
     for arg in cmd.args_iter().skip(2) {
@@ -395,7 +416,7 @@ mod tests {
         let mut module = redis::cmd("RATELOCK.LIMIT");
         module.arg(1).arg("k").arg("hit").arg("");
         let mut fcall = redis::cmd("FCALL");
-        fcall.arg(&LIMIT.function).arg(1).arg("k").arg("hit").arg("");
+        fcall.arg(LIMIT.function()).arg(1).arg("k").arg("hit").arg("");
         let packed = |route| call_for(route, &LIMIT, &evalsha).get_packed_command();
         assert_eq!(packed(Route::Module), module.get_packed_command());
         assert_eq!(packed(Route::Function), fcall.get_packed_command());
@@ -462,6 +483,27 @@ mod tests {
         denied.read(Err(noperm)).unwrap();
         assert!(denied.next_command().is_none());
         assert_eq!(denied.found(), Found::default());
+
+        // Our library already there: loaded. One of its names held by another library: not loaded.
+        let mut raced = Check::new(ServerCode::Lua).unwrap();
+        raced.read(Ok(Value::Array(vec![]))).unwrap();
+        let ours = format!(
+            "ERR Library '{}' already exists",
+            super::super::functions::LIBRARY.name
+        );
+        raced.read(Err(Error::Protocol(ours))).unwrap();
+        assert!(raced.found().functions);
+        let mut squatted = Check::new(ServerCode::Lua).unwrap();
+        squatted.read(Ok(Value::Array(vec![]))).unwrap();
+        let taken = format!("ERR Function {} already exists", LIMIT.function());
+        squatted.read(Err(Error::Protocol(taken))).unwrap();
+        assert!(squatted.next_command().is_none());
+        let found = squatted.found();
+        assert!(!found.functions && found.warning.is_some());
+        let other = "ERR Library 'ratelock_0123456789ab' already exists".to_owned();
+        let mut elsewhere = Check::new(ServerCode::Lua).unwrap();
+        elsewhere.read(Ok(Value::Array(vec![]))).unwrap();
+        assert!(elsewhere.read(Err(Error::Protocol(other))).is_err());
 
         let mut outage = Check::new(ServerCode::Lua).unwrap();
         assert!(outage
