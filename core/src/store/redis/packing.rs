@@ -108,16 +108,34 @@ pub(crate) fn write_bulk_number(value: i128, out: &mut Vec<u8>) {
     write_bulk(&digits[start..], out);
 }
 
-/// `value` in decimal, at the end of `digits` (room for 20 digits).
+/// The digit pairs `00` to `99`, for writing a decimal two digits at a time.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut n = 0;
+    while n < 100 {
+        pairs[2 * n] = b'0' + (n / 10) as u8;
+        pairs[2 * n + 1] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    pairs
+};
+
+/// `value` in decimal, at the end of `digits` (room for 20 digits), written two digits at a time.
 fn decimal(mut value: u64, digits: &mut [u8]) -> &[u8] {
     let mut start = digits.len();
-    loop {
+    while value >= 100 {
+        let pair = (value % 100) as usize * 2;
+        value /= 100;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value as usize * 2;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
+        digits[start] = b'0' + value as u8;
     }
     &digits[start..]
 }
@@ -125,6 +143,18 @@ fn decimal(mut value: u64, digits: &mut [u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_read_as_rust_writes_them() {
+        let mut values = vec![0, 9, 10, 11, 99, 100, 101, 999, 1_000, u64::MAX, u64::MAX - 1];
+        values.extend((0..20).map(|power| 10u64.pow(power)));
+        values.extend((1..20).map(|power| 10u64.pow(power) - 1));
+        values.extend((0..2_000).map(|n| n * 7_919));
+        for value in values {
+            let mut digits = [0u8; 20];
+            assert_eq!(decimal(value, &mut digits), value.to_string().as_bytes());
+        }
+    }
     use crate::store::redis::script::LIMIT;
     use crate::store::redis::server_code::call_for;
 

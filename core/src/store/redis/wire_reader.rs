@@ -1,6 +1,7 @@
-//! The incremental RESP reply reader of the wire path (`store::wire`): bytes go in as a socket hands
-//! them over, complete replies come out in order. It only finds frame boundaries; each complete frame
-//! is parsed by redis-rs's `parse_redis_value`, the parser the Redis store's connections use.
+//! The incremental RESP reply reader of every Redis connection: bytes go in as a socket hands them
+//! over, complete replies come out in order. A plain reply (an integer, a bulk string, an array of
+//! them: every limit reply) that arrived whole is read in one pass; any other is framed element by
+//! element as its bytes come, then parsed here when plain, else by redis-rs's `parse_redis_value`.
 
 use redis::Value;
 
@@ -90,6 +91,14 @@ impl ReplyReader {
             if self.start == self.buffer.len() {
                 return Ok(None);
             }
+            // Nearly every reply is plain and arrives whole: read in one pass. Any other (not all
+            // here yet, another shape, malformed) is framed element by element below, and this is
+            // not tried again for it, so the work stays linear in the bytes read.
+            if let Some((value, end)) = plain(&self.buffer[self.start..]) {
+                self.start += end;
+                self.drop_handed_out();
+                return Ok(Some(Reply(value)));
+            }
             self.missing = 1;
             self.cursor = self.start;
         }
@@ -117,11 +126,16 @@ impl ReplyReader {
             })?,
         };
         self.start = self.cursor;
+        self.drop_handed_out();
+        Ok(Some(Reply(value)))
+    }
+
+    /// Once everything read was handed out, the buffer starts again from empty.
+    fn drop_handed_out(&mut self) {
         if self.start == self.buffer.len() {
             self.buffer.clear();
             (self.start, self.cursor) = (0, 0);
         }
-        Ok(Some(Reply(value)))
     }
 
     /// Whether a protocol error stopped the reader (the connection should be closed).
@@ -164,24 +178,24 @@ impl ReplyReader {
     }
 }
 
-/// The RESP2 integer, bulk string or array (of those) at the start of a whole frame, and where it
-/// ends; `None` for any other shape.
+/// The RESP2 integer, bulk string or array (of those) at the start of `frame`, and where it ends;
+/// `None` for any other shape, and for one not all there yet (the framing reads those). Each line is
+/// read once: its number digit by digit up to its CRLF.
 fn plain(frame: &[u8]) -> Option<(Value, usize)> {
-    let line_end = find_crlf(frame, 1)?;
-    let line = &frame[1..line_end];
-    let after_line = line_end + 2;
-    match frame[0] {
-        b':' => Some((Value::Int(decimal(line)?), after_line)),
-        b'$' if line == b"-1" => Some((Value::Nil, after_line)),
-        b'$' => {
-            let end = after_line.checked_add(count(line)?)?;
-            Some((Value::BulkString(frame.get(after_line..end)?.to_vec()), end + 2))
+    let (kind, number, after) = header(frame)?;
+    match (kind, number) {
+        (b':', Number::Integer(value)) => Some((Value::Int(value), after)),
+        (b'$' | b'*', Number::MinusOne) => Some((Value::Nil, after)),
+        (b'$', Number::Count(len)) => {
+            let end = after.checked_add(len)?;
+            if frame.get(end..end.checked_add(2)?)? != b"\r\n" {
+                return None;
+            }
+            Some((Value::BulkString(frame[after..end].to_vec()), end + 2))
         }
-        b'*' if line == b"-1" => Some((Value::Nil, after_line)),
-        b'*' => {
-            let count = count(line)?;
+        (b'*', Number::Count(count)) => {
             let mut items = Vec::with_capacity(count.min(1024));
-            let mut at = after_line;
+            let mut at = after;
             for _ in 0..count {
                 let (item, end) = plain(frame.get(at..)?)?;
                 items.push(item);
@@ -191,6 +205,53 @@ fn plain(frame: &[u8]) -> Option<(Value, usize)> {
         }
         _ => None,
     }
+}
+
+/// What a header line's number is: an integer reply's value, `-1` (a RESP2 null) or a length.
+enum Number {
+    Integer(i64),
+    MinusOne,
+    Count(usize),
+}
+
+/// The header line at the start of `frame`: its type byte, its number (for `:`, an optional sign and
+/// digits; for `$` and `*`, digits or exactly `-1`) and where the line ends, past its CRLF. `None` when
+/// the line is not all there or holds anything else.
+fn header(frame: &[u8]) -> Option<(u8, Number, usize)> {
+    let (&kind, rest) = frame.split_first()?;
+    let (negative, signed) = match rest.first()? {
+        b'-' => (true, true),
+        b'+' if kind == b':' => (false, true),
+        _ => (false, false),
+    };
+    let first_digit = 1 + usize::from(signed);
+    let mut value: i64 = 0;
+    let mut at = first_digit;
+    loop {
+        let byte = *frame.get(at)?;
+        if byte == b'\r' {
+            break;
+        }
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(byte - b'0');
+        value = if negative {
+            value.checked_mul(10)?.checked_sub(digit)?
+        } else {
+            value.checked_mul(10)?.checked_add(digit)?
+        };
+        at += 1;
+    }
+    if at == first_digit || frame.get(at + 1) != Some(&b'\n') {
+        return None;
+    }
+    let number = match kind {
+        b':' => Number::Integer(value),
+        _ if negative => (value == -1 && at == first_digit + 1).then_some(Number::MinusOne)?,
+        _ => Number::Count(usize::try_from(value).ok()?),
+    };
+    Some((kind, number, at + 2))
 }
 
 /// The index of the next `\r\n` at or after `from`.
@@ -213,31 +274,6 @@ fn count(line: &[u8]) -> Option<usize> {
     line.iter().try_fold(0usize, |sum, &byte| {
         byte.is_ascii_digit().then(|| sum * 10 + usize::from(byte - b'0'))
     })
-}
-
-/// A RESP integer: an optional sign, then decimal digits (`None` for anything else, or an overflow).
-fn decimal(line: &[u8]) -> Option<i64> {
-    let (negative, digits) = match line.split_first()? {
-        (b'-', rest) => (true, rest),
-        (b'+', rest) => (false, rest),
-        _ => (false, line),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for &byte in digits {
-        if !byte.is_ascii_digit() {
-            return None;
-        }
-        let digit = i64::from(byte - b'0');
-        value = if negative {
-            value.checked_mul(10)?.checked_sub(digit)?
-        } else {
-            value.checked_mul(10)?.checked_add(digit)?
-        };
-    }
-    Some(value)
 }
 
 /// A length or count header: `None` for -1 (a RESP2 null), an error for anything else not a count.
@@ -356,7 +392,22 @@ mod tests {
             );
         }
         for bad in ["", "-", "1x", " 1", "9223372036854775808", "-9223372036854775809"] {
-            assert_eq!(decimal(bad.as_bytes()), None, "{bad:?}");
+            assert_eq!(plain(format!(":{bad}\r\n").as_bytes()), None, "{bad:?}");
+        }
+        for (frame, plain_reads_it) in [
+            (&b"$+1\r\nx\r\n"[..], false),
+            (b"*-01\r\n", false),
+            (b"*-2\r\n", false),
+            (b"$1\r\nxy\r\n", false),
+            (b"$1\r\nx\r", false),
+            (b"$1\r\nx\r\n", true),
+        ] {
+            assert_eq!(
+                plain(frame).is_some(),
+                plain_reads_it,
+                "{:?}",
+                String::from_utf8_lossy(frame)
+            );
         }
         assert_eq!(count(b"123"), Some(123));
         for bad in ["", "-1", "+1", "12a", "99999999999999999999"] {
