@@ -215,7 +215,7 @@ enum Number {
 }
 
 /// The header line at the start of `frame`: its type byte, its number (for `:`, an optional sign and
-/// digits; for `$` and `*`, digits or exactly `-1`) and where the line ends, past its CRLF. `None` when
+/// digits; for `$` and `*`, at most 19 digits or exactly `-1`) and where the line ends, past its CRLF. `None` when
 /// the line is not all there or holds anything else.
 fn header(frame: &[u8]) -> Option<(u8, Number, usize)> {
     let (&kind, rest) = frame.split_first()?;
@@ -243,7 +243,9 @@ fn header(frame: &[u8]) -> Option<(u8, Number, usize)> {
         };
         at += 1;
     }
-    if at == first_digit || frame.get(at + 1) != Some(&b'\n') {
+    // A length or count takes at most 19 digits, as the framing's `count` reads it (leading zeros too).
+    let digits = at - first_digit;
+    if digits == 0 || (kind != b':' && digits > 19) || frame.get(at + 1) != Some(&b'\n') {
         return None;
     }
     let number = match kind {
@@ -401,6 +403,10 @@ mod tests {
             (b"$1\r\nxy\r\n", false),
             (b"$1\r\nx\r", false),
             (b"$1\r\nx\r\n", true),
+            // Found by the resp_reader fuzz target: a count of 105 zeros was an empty array when read
+            // whole but a protocol error when framed (the framing takes at most 19 digits).
+            (b"*0000000000000000000\r\n", true),
+            (b"*00000000000000000000\r\n", false),
         ] {
             assert_eq!(
                 plain(frame).is_some(),
