@@ -97,12 +97,15 @@ impl CountedServer {
 
     /// `callgrind_control <flag> <pid>`: `-z` zeroes the counts, `-d` dumps them.
     fn control(&self, flag: &str) {
-        let status = Command::new("callgrind_control")
+        let output = Command::new("callgrind_control")
             .args([flag, &self.child.id().to_string()])
-            .stdout(Stdio::null())
-            .status()
+            .output()
             .expect("callgrind_control (valgrind) runs");
-        assert!(status.success(), "callgrind_control {flag} failed");
+        assert!(
+            output.status.success(),
+            "callgrind_control {flag} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// The instructions run since the last zeroing: dumps them, reads the dump, removes it.
