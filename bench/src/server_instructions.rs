@@ -8,10 +8,11 @@
 //! `cargo run --release -p ratelock-bench -- server-instructions`.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use ratelock_testkit::RedisServer;
 
 use crate::contract_floors;
 use crate::lock_scripts;
@@ -37,68 +38,32 @@ const HELD_LOCKS: u64 = 20_000;
 const RELEASE_CALLS: u64 = 2_000;
 const RELEASE_WARM_UP: u64 = 500;
 
-/// A redis-server under callgrind on a free loopback port; stopped (by its PID) when dropped.
+/// A redis-server under callgrind (the test kit's, on a free loopback port, stopped by its PID), and
+/// the directory its dumps go to.
 struct CountedServer {
-    child: Child,
-    port: u16,
+    server: RedisServer,
     dumps: PathBuf,
 }
 
 impl CountedServer {
-    /// Starts the server, loading `module` when given; `None` when valgrind cannot be run.
-    fn start(module: Option<&Path>, notes: &mut Vec<String>) -> Option<Self> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let dumps = std::env::temp_dir().join(format!("ratelock-bench-callgrind-{port}"));
+    /// Starts the server, loading `module` when given.
+    fn start(module: Option<&Path>) -> Self {
+        let dumps = std::env::temp_dir().join(format!("ratelock-bench-callgrind-{}", std::process::id()));
         fs::create_dir_all(&dumps).expect("a directory for callgrind's dumps");
-        let mut command = Command::new("valgrind");
-        command
-            .arg("--tool=callgrind")
-            .arg(format!(
-                "--callgrind-out-file={}",
-                dumps.join("callgrind.out").display()
-            ))
-            .args(["redis-server", "--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"]);
-        if let Some(so) = module {
-            command.arg("--loadmodule").arg(so);
+        let out_file = format!("--callgrind-out-file={}", dumps.join("callgrind.out").display());
+        let module = module.map(|so| so.display().to_string());
+        let mut arguments = Vec::new();
+        if let Some(so) = &module {
+            arguments.extend(["--loadmodule", so.as_str()]);
         }
-        let child = match command.stdout(Stdio::null()).stderr(Stdio::null()).spawn() {
-            Ok(child) => child,
-            Err(err) => {
-                notes.push(format!(
-                    "server instructions: cannot run valgrind ({err}): no rows"
-                ));
-                return None;
-            }
-        };
-        let server = CountedServer { child, port, dumps };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while server.connection().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server under valgrind did not answer in 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        Some(server)
-    }
-
-    fn connection(&self) -> Option<redis::Connection> {
-        let mut connection = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .ok()?
-            .get_connection()
-            .ok()?;
-        redis::cmd("PING").query::<String>(&mut connection).ok()?;
-        Some(connection)
+        let server = RedisServer::start_under(&["valgrind", "--tool=callgrind", &out_file], &arguments);
+        CountedServer { server, dumps }
     }
 
     /// `callgrind_control <flag> <pid>`: `-z` zeroes the counts, `-d` dumps them.
     fn control(&self, flag: &str) {
         let output = Command::new("callgrind_control")
-            .args([flag, &self.child.id().to_string()])
+            .args([flag, &self.pid().to_string()])
             .output()
             .expect("callgrind_control (valgrind) runs");
         assert!(
@@ -133,17 +98,23 @@ impl CountedServer {
             pipeline: 10,
             keyspace: Some(keyspace),
         };
-        requests_per_second(self.port, command, &run(warm_up)).expect("the warm-up run");
+        let port = self.server.port();
+        requests_per_second(port, command, &run(warm_up)).expect("the warm-up run");
         self.control("-z");
-        requests_per_second(self.port, command, &run(calls)).expect("the counted run");
+        requests_per_second(port, command, &run(calls)).expect("the counted run");
         self.instructions_since_zero() as f64 / calls as f64
+    }
+}
+
+impl CountedServer {
+    fn pid(&self) -> u32 {
+        self.server.pid().expect("the counted server runs")
     }
 }
 
 impl Drop for CountedServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.server.stop();
         let _ = fs::remove_dir_all(&self.dumps);
     }
 }
@@ -191,10 +162,8 @@ fn counted(name: &str) -> Option<(&'static str, Target)> {
 
 pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     let module = server_cost::module_path();
-    let Some(server) = CountedServer::start(module.as_deref(), notes) else {
-        return Vec::new();
-    };
-    let mut connection = server.connection().expect("a connection to the counted server");
+    let server = CountedServer::start(module.as_deref());
+    let mut connection = server.server.connection();
     let mut counts: Vec<(String, f64)> = Vec::new();
     for path in server_cost::paths(&mut connection, module.is_some(), false) {
         if counted(&path.name).is_some() {

@@ -12,6 +12,8 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     extra_args: Vec<String>,
+    /// A program redis-server runs under (`valgrind --tool=callgrind`), if any: same PID, slower start.
+    wrapper: Vec<String>,
 }
 
 impl RedisServer {
@@ -25,6 +27,12 @@ impl RedisServer {
     /// With `RATELOCK_TESTS_LOAD_MODULE=1` in the environment every server also loads the ratelock
     /// module, so a test suite runs again with the module serving its calls (`make module-suites`).
     pub fn start_with(extra_args: &[&str]) -> Self {
+        Self::start_under(&[], extra_args)
+    }
+
+    /// [`start_with`](Self::start_with), with redis-server run under `wrapper` (a program and its
+    /// arguments that execs it in the same process, as `valgrind --tool=callgrind` does).
+    pub fn start_under(wrapper: &[&str], extra_args: &[&str]) -> Self {
         let mut extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
         if std::env::var_os("RATELOCK_TESTS_LOAD_MODULE").is_some_and(|v| v == "1")
             && !extra_args.iter().any(|a| a == "--loadmodule")
@@ -41,6 +49,7 @@ impl RedisServer {
                 port,
                 dir,
                 extra_args: extra_args.clone(),
+                wrapper: wrapper.iter().map(|s| s.to_string()).collect(),
             };
             if server.spawn() {
                 return server;
@@ -50,7 +59,15 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> bool {
-        let child = Command::new("redis-server")
+        let mut command = match self.wrapper.split_first() {
+            Some((program, arguments)) => {
+                let mut command = Command::new(program);
+                command.args(arguments).arg("redis-server");
+                command
+            }
+            None => Command::new("redis-server"),
+        };
+        let child = command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--enable-debug-command", "yes", "--dir"])
@@ -63,7 +80,8 @@ impl RedisServer {
                 panic!("cannot run redis-server ({e}); install it: apt-get install -y redis-server")
             });
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let start_within = if self.wrapper.is_empty() { 10 } else { 60 };
+        let deadline = Instant::now() + Duration::from_secs(start_within);
         while Instant::now() < deadline {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -246,6 +264,7 @@ mod tests {
             port: other.port(),
             dir: std::env::temp_dir().join(format!("ratelock-redis-{}-taken", std::process::id())),
             extra_args: Vec::new(),
+            wrapper: Vec::new(),
         };
         std::fs::create_dir_all(&ours.dir).unwrap();
         assert!(!ours.spawn(), "the other server's answer was taken for ours");

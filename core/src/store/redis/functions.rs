@@ -11,7 +11,7 @@
 //! call-tag envelope. The library's name and every function's name carry a hash of the library's
 //! whole code: two client versions during a rolling deploy each load their own library, side by side,
 //! even when most scripts are the same in both. A function name already held by another library
-//! leaves ours unloaded: the calls then go by EVALSHA, with a warning (`server_code.rs`).
+//! leaves ours unloaded: the calls then go by EVALSHA, with a warning ("…; using the Lua scripts").
 
 use std::sync::LazyLock;
 

@@ -150,7 +150,7 @@ impl Check {
             (Step::LoadLibrary, Err(err)) if is_function_name_taken(&err) => {
                 self.found.warning = Some(format!(
                     "this client's Functions library did not load, as another library holds one of its \
-                     function names ({err}): calls go by EVALSHA"
+                     function names ({err})"
                 ));
                 Step::Done
             }
