@@ -17,14 +17,22 @@ pub const MAX_NOW_US: u64 = 1 << 52;
 /// assert!(check_now(Some(MAX_NOW_US)).is_ok() && check_now(None).is_ok());
 /// assert!(check_now(Some(MAX_NOW_US + 1)).unwrap_err().is_invalid_argument());
 /// ```
+#[inline]
 pub fn check_now(now_us: Option<u64>) -> crate::Result<()> {
     match now_us {
-        Some(now) if now > MAX_NOW_US => Err(crate::Error::invalid_argument(
-            "now",
-            format!("expected µs since the Unix epoch from 0 to 2^52, got {now}"),
-        )),
+        Some(now) if now > MAX_NOW_US => Err(now_out_of_range(now)),
         _ => Ok(()),
     }
+}
+
+/// [`check_now`]'s error, out of the hot path.
+#[cold]
+#[inline(never)]
+fn now_out_of_range(now: u64) -> crate::Error {
+    crate::Error::invalid_argument(
+        "now",
+        format!("expected µs since the Unix epoch from 0 to 2^52, got {now}"),
+    )
 }
 
 /// How far this process's wall clock reads from the machine's (see [`jump_local_clock`]).

@@ -240,17 +240,22 @@ pub const MAX_KEY_BYTES: usize = 64 * 1024;
 /// let err = check_key("name", &vec![b'k'; MAX_KEY_BYTES + 1]).unwrap_err();
 /// assert!(err.is_invalid_argument() && err.to_string().contains("`name`"));
 /// ```
+#[inline]
 pub fn check_key(argument: &'static str, key: &[u8]) -> Result<()> {
     if key.len() > MAX_KEY_BYTES {
-        return Err(Error::invalid_argument(
-            argument,
-            format!(
-                "{} bytes is longer than the limit of {MAX_KEY_BYTES} bytes (64 KiB)",
-                key.len()
-            ),
-        ));
+        return Err(key_too_long(argument, key.len()));
     }
     Ok(())
+}
+
+/// [`check_key`]'s error, out of the hot path.
+#[cold]
+#[inline(never)]
+fn key_too_long(argument: &'static str, len: usize) -> Error {
+    Error::invalid_argument(
+        argument,
+        format!("{len} bytes is longer than the limit of {MAX_KEY_BYTES} bytes (64 KiB)"),
+    )
 }
 
 /// Checks a key prefix: it may not contain braces (they would move the hash tag).

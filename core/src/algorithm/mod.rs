@@ -257,18 +257,26 @@ impl Update {
 }
 
 /// A cost of 0 is misuse; a cost above the rule's capacity can never be allowed.
+#[inline]
 pub fn check_cost(rule: &Rule, cost: u64) -> Result<()> {
-    if cost == 0 {
-        return Err(Error::invalid_argument("cost", "must be at least 1"));
-    }
-    if cost > rule.capacity() {
-        return Err(Error::CostExceedsCapacity {
-            cost,
-            capacity: rule.capacity(),
-            rule: rule.to_string(),
-        });
+    if cost == 0 || cost > rule.capacity() {
+        return Err(cost_refused(rule, cost));
     }
     Ok(())
+}
+
+/// [`check_cost`]'s error, out of the hot path.
+#[cold]
+#[inline(never)]
+fn cost_refused(rule: &Rule, cost: u64) -> Error {
+    if cost == 0 {
+        return Error::invalid_argument("cost", "must be at least 1");
+    }
+    Error::CostExceedsCapacity {
+        cost,
+        capacity: rule.capacity(),
+        rule: rule.to_string(),
+    }
 }
 
 /// Combines per-rule outcomes: allowed only if all allow. Returns (allowed, index of the deciding rule):
