@@ -70,6 +70,9 @@ pub struct Rule {
     /// The id the memory store keeps this rule's state under when another rule's state is meant (an
     /// override keeps the state of the rule it replaces): `None` for its own id.
     stored_as: Option<Arc<str>>,
+    /// A hash of [`storage_id`](Self::storage_id), the same in every process: the memory store finds
+    /// the rule's state by it and the user key's hash, without hashing the whole storage key.
+    storage_hash: u64,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
     /// Derived once at build time: token-bucket (scale, rate), see `token_scale`.
@@ -216,7 +219,7 @@ impl Rule {
         let period = Duration::from_micros(calendar.unit().longest_us());
         let mut rule = Self::build(Algorithm::FixedWindow, limit, period, limit)?;
         rule.calendar = Some(calendar);
-        rule.id = Arc::from(rule.id_text());
+        rule.set_id();
         Ok(rule)
     }
 
@@ -358,11 +361,12 @@ impl Rule {
             calendar: None,
             id: Arc::from(""),
             stored_as: None,
+            storage_hash: 0,
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),
         };
         rule.check_ranges()?;
-        rule.id = Arc::from(rule.id_text());
+        rule.set_id();
         Ok(rule)
     }
 
@@ -462,10 +466,23 @@ impl Rule {
         self.stored_as.as_deref().unwrap_or(&self.id)
     }
 
+    /// [`storage_id`](Self::storage_id)'s hash (see the field).
+    #[inline]
+    pub(crate) fn storage_hash(&self) -> u64 {
+        self.storage_hash
+    }
+
     /// The same rule, its state kept under `id` in the memory store.
     pub(crate) fn stored_as(mut self, id: &str) -> Self {
         self.stored_as = Some(Arc::from(id));
+        self.storage_hash = hash_of_id(id);
         self
+    }
+
+    /// Writes the rule's id from its figures (and the hash its state is found by).
+    fn set_id(&mut self) {
+        self.id = Arc::from(self.id_text());
+        self.storage_hash = hash_of_id(self.storage_id());
     }
 
     fn id_text(&self) -> String {
@@ -517,4 +534,10 @@ impl std::str::FromStr for Rule {
             _ => Err(Error::invalid_rule(text, text, "expected exactly one rule")),
         }
     }
+}
+
+/// A storage id's hash, with a fixed seed: the same in every process and every run.
+fn hash_of_id(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x5241_5445_4c4f_434b).hash_one(id)
 }

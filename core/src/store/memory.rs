@@ -10,6 +10,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 
+use super::memory_slots::{SlotKey, Slots, StorageKeys};
 use super::options::WhenFull;
 use super::roles::{EntryChange, LimitRequest, OverrideChange};
 use crate::algorithm::overrides::{self, Overrides};
@@ -64,7 +65,8 @@ struct Inner {
 type StepList = smallvec::SmallVec<[Step; 4]>;
 
 struct Shard {
-    map: HashMap<Box<[u8]>, Slot, RandomState>,
+    /// Each rule's state, by storage key.
+    map: Slots,
     /// Each key's ban or list entry, by `<prefix>:{<escaped key>}:` (none, and never looked into,
     /// until one is put).
     standing: Option<Box<Entries>>,
@@ -82,11 +84,6 @@ type HeldOverrides = HashMap<Box<[u8]>, (Arc<Overrides>, u64), RandomState>;
 
 /// Keys' ban or list entries, by `<prefix>:{<escaped key>}:`.
 type Entries = HashMap<Box<[u8]>, Entry, RandomState>;
-
-struct Slot {
-    state: Option<State>,
-    expires_at: u64,
-}
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,7 +117,7 @@ impl MemoryStore {
         let shards = (0..SHARDS)
             .map(|_| {
                 Mutex::new(Shard {
-                    map: HashMap::with_hasher(RandomState::default()),
+                    map: Slots::default(),
                     standing: None,
                     overrides: None,
                     swept_len: 0,
@@ -193,10 +190,11 @@ impl MemoryStore {
         })
     }
 
-    fn check_with_base(&self, key: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Verdict> {
+    fn check_with_base(&self, base: &mut Vec<u8>, request: &LimitRequest<'_>) -> Result<Verdict> {
         let now = request.now_us.unwrap_or_else(process_now_us);
-        let mut shard = self.shard_for(key).lock();
-        self.check_locked(&mut shard, key, request, now)
+        let base_hash = self.base_hash(base);
+        let mut shard = self.shard_at(base_hash).lock();
+        self.check_locked(&mut shard, &mut StorageKeys::new(base, base_hash), request, now)
     }
 
     /// Gives back `request.cost` units of every rule of the request (see
@@ -207,17 +205,16 @@ impl MemoryStore {
             crate::algorithm::check_cost(rule, request.cost)?;
         }
         let now = request.now_us.unwrap_or_else(process_now_us);
-        let mut key = Vec::new();
-        write_base(&mut key, request.prefix, request.key);
-        let base_len = key.len();
-        let mut shard = self.shard_for(&key).lock();
-        let applied = shard.applied(&key, request.rules, request.cost, now)?;
+        let mut buffer = Vec::new();
+        write_base(&mut buffer, request.prefix, request.key);
+        let base_hash = self.base_hash(&buffer);
+        let mut keys = StorageKeys::new(&mut buffer, base_hash);
+        let mut shard = self.shard_at(base_hash).lock();
+        let applied = shard.applied(keys.base(), request.rules, request.cost, now)?;
         for rule in applied.as_ref().unwrap_or(request.rules).iter() {
-            key.truncate(base_len);
-            key.extend_from_slice(rule.storage_id().as_bytes());
             if let Some(slot) = shard
                 .map
-                .get_mut(key.as_slice())
+                .get_mut(keys.of(rule))
                 .filter(|slot| slot.expires_at > now)
             {
                 if let Some(update) = refund(rule, slot.state.as_ref(), now, request.cost) {
@@ -225,12 +222,11 @@ impl MemoryStore {
                 }
             }
         }
-        key.truncate(base_len);
         let peek = LimitRequest {
             spend: false,
             ..*request
         };
-        self.check_locked(&mut shard, &mut key, &peek, now)
+        self.check_locked(&mut shard, &mut keys, &peek, now)
     }
 
     /// [`check`](Self::check) with the key's shard locked.
@@ -238,7 +234,7 @@ impl MemoryStore {
     fn check_locked(
         &self,
         shard: &mut Shard,
-        key: &mut Vec<u8>,
+        keys: &mut StorageKeys<'_>,
         request: &LimitRequest<'_>,
         now: u64,
     ) -> Result<Verdict> {
@@ -246,15 +242,15 @@ impl MemoryStore {
             reserve::check_request(request.rules, max_wait)?;
         }
         if shard.overrides.is_some() {
-            if let Some(applied) = shard.applied(key, request.rules, request.cost, now)? {
+            if let Some(applied) = shard.applied(keys.base(), request.rules, request.cost, now)? {
                 let request = LimitRequest {
                     rules: &applied,
                     ..*request
                 };
-                return self.check_policed(shard, key, &request, now);
+                return self.check_policed(shard, keys, &request, now);
             }
         }
-        self.check_policed(shard, key, request, now)
+        self.check_policed(shard, keys, request, now)
     }
 
     /// [`check_locked`](Self::check_locked) once the rules are the ones in force: the key's entry,
@@ -263,7 +259,7 @@ impl MemoryStore {
     fn check_policed(
         &self,
         shard: &mut Shard,
-        key: &mut Vec<u8>,
+        keys: &mut StorageKeys<'_>,
         request: &LimitRequest<'_>,
         now: u64,
     ) -> Result<Verdict> {
@@ -273,17 +269,15 @@ impl MemoryStore {
             for rule in rules {
                 crate::algorithm::check_cost(rule, request.cost)?;
             }
-            if let Some(verdict) = entries.get(key.as_slice()).and_then(|e| e.answer(rules, now)) {
+            if let Some(verdict) = entries.get(keys.base()).and_then(|e| e.answer(rules, now)) {
                 return Ok(verdict);
             }
         }
-        let base_len = key.len();
-        let outcomes = self.check_rules(shard, key, request, now)?;
+        let outcomes = self.check_rules(shard, keys, request, now)?;
         // A ban only ever follows a denied hit (never a reservation): one test on the way, the rest out
         // of line.
         if request.spend && !outcomes.iter().all(|o| o.allowed) && request.max_wait_us.is_none() {
-            key.truncate(base_len);
-            return Ok(ban_if_blocking(shard, key, rules, outcomes, now));
+            return Ok(ban_if_blocking(shard, keys.base(), rules, outcomes, now));
         }
         Ok(Verdict::from(outcomes))
     }
@@ -311,24 +305,22 @@ impl MemoryStore {
     fn check_rules(
         &self,
         shard: &mut Shard,
-        key: &mut Vec<u8>,
+        keys: &mut StorageKeys<'_>,
         request: &LimitRequest<'_>,
         now: u64,
     ) -> Result<Outcomes> {
-        let base_len = key.len();
         let inner = &*self.inner;
         let rules = request.rules.as_slice();
         if let ([rule], None) = (rules, request.max_wait_us) {
-            key.extend_from_slice(rule.storage_id().as_bytes());
-            return shard.check_one(key, rule, request, now, inner);
+            return shard.check_one(keys.of(rule), rule, request, now, inner);
         }
 
-        let mut steps = shard.decide_all(key, rules, now, now, request.cost)?;
+        let mut steps = shard.decide_all(keys, rules, now, now, request.cost)?;
         if let Some(max_wait) = request.max_wait_us.filter(|_| request.spend) {
             let wait = reserve::wait_of(&steps);
             if reserve::books_ahead(wait, max_wait) {
                 let booked: StepList = shard
-                    .decide_all(key, rules, now, now + wait, request.cost)?
+                    .decide_all(keys, rules, now, now + wait, request.cost)?
                     .into_iter()
                     .map(|step| reserve::booked(step, wait))
                     .collect();
@@ -342,17 +334,11 @@ impl MemoryStore {
             // Room for every new key first, so a refusal leaves none of the rules spent.
             let new_keys = rules
                 .iter()
-                .filter(|rule| {
-                    key.truncate(base_len);
-                    key.extend_from_slice(rule.storage_id().as_bytes());
-                    !shard.map.contains_key(key.as_slice())
-                })
+                .filter(|rule| !shard.map.contains(keys.of(rule)))
                 .count();
             shard.make_room(new_keys, now, inner)?;
             for (rule, step) in rules.iter().zip(steps) {
-                key.truncate(base_len);
-                key.extend_from_slice(rule.storage_id().as_bytes());
-                shard.store(key, step, now);
+                shard.store(keys.of(rule), step, now);
             }
         }
         Ok(outcomes)
@@ -362,18 +348,17 @@ impl MemoryStore {
     pub fn reset(&self, prefix: &str, key: &[u8], rules: &Rules) {
         let mut buffer = Vec::new();
         write_base(&mut buffer, prefix, key);
-        let base_len = buffer.len();
-        let mut shard = self.shard_for(&buffer).lock();
+        let base_hash = self.base_hash(&buffer);
+        let mut keys = StorageKeys::new(&mut buffer, base_hash);
+        let mut shard = self.shard_at(base_hash).lock();
         // An overridden token bucket counts in a bucket of its own: it goes too (an override that has
         // ended included: no clock is read).
-        let applied = shard.applied(&buffer, rules, 1, 0).ok().flatten();
+        let applied = shard.applied(keys.base(), rules, 1, 0).ok().flatten();
         for rule in rules
             .iter()
             .chain(applied.iter().flat_map(|applied| applied.iter()))
         {
-            buffer.truncate(base_len);
-            buffer.extend_from_slice(rule.storage_id().as_bytes());
-            shard.map.remove(buffer.as_slice());
+            shard.map.remove(keys.of(rule));
         }
     }
 
@@ -402,10 +387,23 @@ impl MemoryStore {
         }
     }
 
-    /// The shard of a user key, chosen from `<prefix>:{<escaped key>}:` like a cluster hash slot.
+    /// The hash of a user key's `<prefix>:{<escaped key>}:`: it chooses the key's shard (like a
+    /// cluster hash slot) and, with each rule's own hash, finds the rule's state there.
+    #[inline]
+    fn base_hash(&self, base: &[u8]) -> u64 {
+        self.inner.hasher.hash_one(base)
+    }
+
+    /// The shard of the user key whose base hashed to `base_hash`. Its bits 32 and up choose: the
+    /// table inside uses the low bits and the top seven, which must still differ among its keys.
+    #[inline]
+    fn shard_at(&self, base_hash: u64) -> &Mutex<Shard> {
+        &self.inner.shards[((base_hash >> 32) as usize) % SHARDS]
+    }
+
+    /// The shard of a user key, from its `<prefix>:{<escaped key>}:`.
     fn shard_for(&self, base: &[u8]) -> &Mutex<Shard> {
-        let hash = self.inner.hasher.hash_one(base);
-        &self.inner.shards[(hash as usize) % SHARDS]
+        self.shard_at(self.base_hash(base))
     }
 }
 
@@ -428,7 +426,7 @@ impl Shard {
     #[inline(always)]
     fn check_one(
         &mut self,
-        key: &[u8],
+        key: SlotKey<'_>,
         rule: &Rule,
         request: &LimitRequest<'_>,
         now: u64,
@@ -457,24 +455,19 @@ impl Shard {
         Ok(smallvec::smallvec![outcome])
     }
 
-    /// Every rule of a request decided at `at` from its state live at `now` (the key's base in `key`,
-    /// as it is left).
+    /// Every rule of a request decided at `at` from its state live at `now`.
     fn decide_all(
         &self,
-        key: &mut Vec<u8>,
+        keys: &mut StorageKeys<'_>,
         rules: &[Rule],
         now: u64,
         at: u64,
         cost: u64,
     ) -> Result<StepList> {
-        let base_len = key.len();
         let mut steps = StepList::with_capacity(rules.len());
         for rule in rules {
-            key.truncate(base_len);
-            key.extend_from_slice(rule.storage_id().as_bytes());
-            steps.push(decide(rule, self.live_state(key, now), at, cost)?);
+            steps.push(decide(rule, self.live_state(keys.of(rule), now), at, cost)?);
         }
-        key.truncate(base_len);
         Ok(steps)
     }
 
@@ -492,14 +485,14 @@ impl Shard {
         overrides::applied_rules(overrides, rules, cost)
     }
 
-    fn live_state(&self, key: &[u8], now: u64) -> Option<&State> {
+    fn live_state(&self, key: SlotKey<'_>, now: u64) -> Option<&State> {
         self.map
             .get(key)
             .filter(|slot| slot.expires_at > now)
             .and_then(|slot| slot.state.as_ref())
     }
 
-    fn store(&mut self, key: &[u8], step: Step, now: u64) {
+    fn store(&mut self, key: SlotKey<'_>, step: Step, now: u64) {
         let Some(update) = step.update else { return };
         let expires_at = now + step.ttl_us;
         if let Some(slot) = self.map.get_mut(key) {
@@ -512,7 +505,7 @@ impl Shard {
         }
         let mut state = None;
         update.apply(&mut state);
-        self.map.insert(key.into(), Slot { state, expires_at });
+        self.map.insert_new(key, state, expires_at);
     }
 
     /// The shard's entries, made on the first one (a shard without any costs a check one test).
@@ -557,29 +550,16 @@ impl Shard {
 
     /// Drops every expired key and entry, and notes the earliest expiry among the keys kept.
     fn sweep(&mut self, now: u64) {
-        self.map.retain(|_, slot| slot.expires_at > now);
+        self.map.retain(|slot| slot.expires_at > now);
         if let Some(entries) = &mut self.standing {
             entries.retain(|_, entry| entry.until_us > now);
         }
         self.swept_len = self.map.len();
-        self.earliest_expiry = self
-            .map
-            .values()
-            .map(|slot| slot.expires_at)
-            .min()
-            .unwrap_or(u64::MAX);
+        self.earliest_expiry = self.map.earliest_expiry().unwrap_or(u64::MAX);
     }
 
     /// Forgets the live key closest to expiry among a sample (hash order, so effectively random).
     fn evict_nearest_expiry(&mut self) {
-        let victim = self
-            .map
-            .iter()
-            .take(EVICTION_SAMPLE)
-            .min_by_key(|(_, slot)| slot.expires_at)
-            .map(|(key, _)| key.clone());
-        if let Some(key) = victim {
-            self.map.remove(&key);
-        }
+        self.map.remove_nearest_expiry(EVICTION_SAMPLE);
     }
 }

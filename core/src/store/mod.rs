@@ -9,6 +9,7 @@ pub mod memory;
 #[cfg(feature = "runtime")]
 mod memory_locks;
 mod memory_roles;
+mod memory_slots;
 mod options;
 #[cfg(feature = "runtime")]
 pub(crate) mod outage_retry;
