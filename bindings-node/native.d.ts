@@ -199,12 +199,6 @@ export interface Batch {
  */
 export declare function breakerStateOf(store: StoreSettings): string | null
 
-/**
- * `hit` (spend) or `peek` of `key` against prepared `rules`, answered at once into the checker's
- * numbers. Nothing is copied or kept: the key and the rules are borrowed for the call.
- */
-export declare function checkInMemory(checker: ExternalObject<MemoryChecker>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean): void
-
 /** How the client address of a request becomes its key (all optional). */
 export interface ClientAddressInit {
   /** IPv6 addresses sharing this many leading bits share a key (1 to 128, default 56). */
@@ -352,6 +346,20 @@ export declare function memoryChecker(limiter: NativeLimiter, out: Float64Array)
 export interface MemoryChecker {
 
 }
+
+/**
+ * The function `hitSync`, `peekSync` and a memory-store `hit` call:
+ * `(checker, key, rules, cost, nowMs, spend) => void`, a `hit` (spend) or `peek` of `key` against
+ * prepared `rules`, answered at once into the checker's numbers. Nothing is copied or kept: the key
+ * and the rules are borrowed for the call.
+ *
+ * It is made by hand rather than by `#[napi]`: napi-rs wraps every function of one or more arguments
+ * in a borrow scope (an `Arc` and a mutex allocated, pushed on a thread-local stack and freed, per
+ * call), which this call needs none of: its arguments are read and dropped before it returns, and it
+ * starts nothing that outlives it. The arguments are read with the same conversions napi-rs uses, and
+ * an error is thrown as napi-rs throws one.
+ */
+export declare function memoryCheckFunction(): (checker: ExternalObject<MemoryChecker>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean) => void
 
 /**
  * Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O

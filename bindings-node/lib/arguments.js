@@ -23,8 +23,17 @@ function describe(value) {
 }
 
 /** A UTF-16 unit of a surrogate pair with no partner (with `u`, a whole pair is one code point outside
- * this range): UTF-8 cannot encode it. Node 18 has no `String.prototype.isWellFormed`. */
+ * this range): UTF-8 cannot encode it. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+
+/** `String.prototype.isWellFormed` (Node 20: several times cheaper than the pattern); none on Node 18. */
+const isWellFormed = /** @type {{ isWellFormed?: (this: string) => boolean }} */ (String.prototype).isWellFormed
+
+/** Whether `text` holds a lone surrogate. */
+const hasLoneSurrogate =
+  isWellFormed === undefined
+    ? (/** @type {string} */ text) => LONE_SURROGATE.test(text)
+    : (/** @type {string} */ text) => !isWellFormed.call(text)
 
 /**
  * A key or name: a string or a Buffer. A string holding a lone surrogate is refused: converting it to
@@ -32,7 +41,7 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u
  */
 function key(name, value) {
   if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) {
+    if (hasLoneSurrogate(value)) {
       throw invalidArgument(
         name,
         'not valid Unicode text (it holds a lone surrogate); pass a Buffer for a key that is not text',

@@ -13,6 +13,9 @@ const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire-socket')
 
+/** A memory-store check, answered into the checker's numbers (the addon makes this function once). */
+const checkInMemory = native.memoryCheckFunction()
+
 /** Distinct rule texts remembered per limiter before the memo starts over (the core's own bound). */
 const RULES_CACHE_LIMIT = 1024
 /** Each store call's timeout when `timeoutMs` is not given (the addon's default too). */
@@ -273,7 +276,7 @@ class Limiter {
     try {
       ;({ cost, nowMs, parsed } = this.#arguments(key, rules, options))
       if (this.#memory !== null) {
-        native.checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
+        checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
         return Promise.resolve(decision(this.#out, 0, parsed))
       }
       if (this.#wire !== null) return this.#wire.call(key, parsed, cost, nowMs, spend)
@@ -307,7 +310,7 @@ class Limiter {
       if (this.#native === null) this.#openNow(method)
       if (this.#memory === null) throw notInMemory(method)
       const { cost, nowMs, parsed } = this.#arguments(key, rules, options)
-      native.checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
+      checkInMemory(this.#memory, key, parsed.rules, cost, nowMs, spend)
       return decision(this.#out, 0, parsed)
     } catch (error) {
       throw fromNative(error)

@@ -7,6 +7,8 @@ const assert = require('node:assert/strict')
 const { after, before, test } = require('node:test')
 
 const native = require('../../bindings-node/lib/native')
+
+const checkInMemory = native.memoryCheckFunction()
 const { RedisServer } = require('./redis-server')
 
 let redis
@@ -36,7 +38,7 @@ function refuses(call, kind) {
 
 test('each handle works where its own kind is expected', () => {
   const { checker, rules, codec, out } = handles()
-  native.checkInMemory(checker, 'handles:own', rules, 1, undefined, true)
+  checkInMemory(checker, 'handles:own', rules, 1, undefined, true)
   assert.equal(out[0], 1)
   assert.equal(native.wireAdmit(codec), true)
   assert.equal(native.wireNextDeadline(codec), null)
@@ -44,10 +46,10 @@ test('each handle works where its own kind is expected', () => {
 
 test('a handle of another kind is refused, not read as the kind expected', () => {
   const { checker, rules, codec } = handles()
-  refuses(() => native.checkInMemory(codec, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
-  refuses(() => native.checkInMemory(rules, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
-  refuses(() => native.checkInMemory(checker, 'handles:k', checker, 1, undefined, true), 'Arc<PreparedRules>')
-  refuses(() => native.checkInMemory(checker, 'handles:k', codec, 1, undefined, true), 'Arc<PreparedRules>')
+  refuses(() => checkInMemory(codec, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
+  refuses(() => checkInMemory(rules, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
+  refuses(() => checkInMemory(checker, 'handles:k', checker, 1, undefined, true), 'Arc<PreparedRules>')
+  refuses(() => checkInMemory(checker, 'handles:k', codec, 1, undefined, true), 'Arc<PreparedRules>')
   refuses(() => native.wireAdmit(checker), 'WireCodec')
   refuses(() => native.wireTakeOutput(rules), 'WireCodec')
   refuses(() => native.wireFeedInto(checker, Buffer.from('+OK\r\n'), 0), 'WireCodec')
@@ -57,7 +59,7 @@ test('a handle of another kind is refused, not read as the kind expected', () =>
 test('a value that is no handle is refused', () => {
   const { checker, rules } = handles()
   for (const value of [{}, null, undefined, 7, 'codec', Buffer.from('x'), [checker]]) {
-    refuses(() => native.checkInMemory(value, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
+    refuses(() => checkInMemory(value, 'handles:k', rules, 1, undefined, true), 'MemoryChecker')
     refuses(() => native.wireAdmit(value), 'WireCodec')
   }
 })
@@ -69,7 +71,18 @@ test('a handle stays valid while JavaScript holds it, across collections', async
     for (let i = 0; i < 2000; i++) handles()
     if (global.gc) global.gc()
     await new Promise((resolve) => setImmediate(resolve))
-    native.checkInMemory(checker, 'handles:held', rules, 1, undefined, true)
+    checkInMemory(checker, 'handles:held', rules, 1, undefined, true)
     assert.equal(out[0], 1)
   }
+})
+
+test('the memory check reads its arguments as the other functions do: a wrong or missing one throws, naming it', () => {
+  const { checker, rules, out } = handles()
+  checkInMemory(checker, 'handles:arguments', rules, undefined, null, true)
+  assert.equal(out[0], 1, 'a missing cost and clock are the defaults')
+  assert.throws(() => checkInMemory(checker, 'handles:arguments', rules, 'one', undefined, true), /f64|number/i)
+  assert.throws(() => checkInMemory(checker, 42, rules, 1, undefined, true), /`key`/)
+  assert.throws(() => checkInMemory(checker, 'handles:arguments', rules, 1, undefined), /bool/i)
+  assert.throws(() => checkInMemory(), /MemoryChecker/)
+  assert.throws(() => checkInMemory(checker, 'handles:arguments', rules, 0, undefined, true), /ERR_RATELOCK_INVALID_ARGUMENT/)
 })
