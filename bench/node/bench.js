@@ -25,6 +25,8 @@ const overhead = require('./overhead')
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
 const WARMUP_SECONDS = 0.5
+/** Rounds of an alternating comparison (`alternating`): each variant measured this many times, in turn. */
+const ROUNDS = 3
 const CONCURRENT = 100
 const HTTP_CONNECTIONS = 16
 const RESULTS = path.join(__dirname, 'RESULTS.md')
@@ -34,14 +36,42 @@ const RULE = '1000000/second' // ratelock's rule for the same: no hit here is de
 // --------------------------------------------------------------------------------------------
 // Measuring
 
-/** Calls `call` one at a time: a warm-up, then `SECONDS`; rate and p50/p99 latency. */
+/** Calls `call` one at a time: a warm-up, then `seconds`; rate, p50/p99 latency and the latencies (ns). */
 async function sequential(call, seconds = SECONDS) {
   await run(call, WARMUP_SECONDS, () => {})
   const latencies = []
   const { count, elapsed } = await run(call, seconds, (ns) => latencies.push(ns))
+  return { rate: count / elapsed, ...latencyFigures(latencies), latencies }
+}
+
+/** p50 and p99, in µs, of latencies in ns (sorted here). */
+function latencyFigures(latencies) {
   latencies.sort((a, b) => a - b)
   const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] / 1000
-  return { rate: count / elapsed, p50: at(0.5), p99: at(0.99) }
+  return { p50: at(0.5), p99: at(0.99) }
+}
+
+/**
+ * `variants` (name → what `measure` takes) each measured `ROUNDS` times, taking turns, so that a slow
+ * spell of this VM falls on every variant alike rather than on whichever ran then. Per variant: the
+ * median round's rate, p50/p99 over every round's calls pooled, and `spread`, the slowest and fastest
+ * round's rates. `measure(variant, seconds)` answers one round's figure (with its `latencies`).
+ */
+async function alternating(variants, measure, seconds = SECONDS) {
+  const rounds = Object.fromEntries(Object.keys(variants).map((name) => [name, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, variant] of Object.entries(variants)) rounds[name].push(await measure(variant, seconds / ROUNDS))
+  }
+  const pooled = (figures) => {
+    const rates = figures.map((figure) => figure.rate).sort((a, b) => a - b)
+    const latencies = figures.flatMap((figure) => figure.latencies ?? [])
+    return {
+      rate: rates[Math.floor(rates.length / 2)],
+      spread: [rates[0], rates[rates.length - 1]],
+      ...(latencies.length > 0 ? latencyFigures(latencies) : {}),
+    }
+  }
+  return Object.fromEntries(Object.entries(rounds).map(([name, figures]) => [name, pooled(figures)]))
 }
 
 /** `sequential` for a synchronous `call` (no Promise, no await between calls). */
@@ -63,9 +93,7 @@ function sequentialSync(call, seconds = SECONDS) {
   loop(WARMUP_SECONDS, () => {})
   const latencies = []
   const { count, elapsed } = loop(seconds, (ns) => latencies.push(ns))
-  latencies.sort((a, b) => a - b)
-  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] / 1000
-  return { rate: count / elapsed, p50: at(0.5), p99: at(0.99) }
+  return { rate: count / elapsed, ...latencyFigures(latencies), latencies }
 }
 
 async function run(call, seconds, record) {
@@ -184,7 +212,7 @@ async function serve(app) {
 }
 
 /** `connections` keep-alive clients requesting GET /item in loops; requests/s and per-request ms. */
-async function httpRate(server, connections) {
+async function httpRate(server, connections, seconds = SECONDS) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
   const { port } = server.address()
   const request = () =>
@@ -197,7 +225,7 @@ async function httpRate(server, connections) {
         })
         .on('error', reject)
     })
-  const figure = connections === 1 ? await sequential(request) : await concurrent(request, connections)
+  const figure = connections === 1 ? await sequential(request, seconds) : await concurrent(request, connections, seconds)
   agent.destroy()
   return figure
 }
@@ -253,9 +281,13 @@ const tailTables = []
 function record(name, figure) {
   measurements.push([name, figure])
   const latency = figure.p50 === undefined ? '' : `   p50 ${figure.p50.toFixed(1)} µs   p99 ${figure.p99.toFixed(1)} µs`
-  console.log(`  ${name.padEnd(62)} ${Math.round(figure.rate).toLocaleString('en-US').padStart(12)}/s${latency}`)
+  const spread = figure.spread === undefined ? '' : `   (${ROUNDS} rounds: ${spreadText(figure.spread)})`
+  console.log(`  ${name.padEnd(62)} ${Math.round(figure.rate).toLocaleString('en-US').padStart(12)}/s${latency}${spread}`)
   return figure
 }
+
+/** The slowest and fastest round's rates. */
+const spreadText = ([low, high]) => `${Math.round(low).toLocaleString('en-US')}–${Math.round(high).toLocaleString('en-US')}/s`
 
 function compare(name, ours, theirs, target, { lowerIsBetter = false, unit = '/s' } = {}) {
   const ratio = ours / theirs
@@ -290,11 +322,14 @@ function writeResults(started, redisVersion) {
     '',
     '## Every measurement',
     '',
-    '| measurement | rate | p50 | p99 |',
-    '|:--|--:|--:|--:|',
-    ...measurements.map(([name, f]) => `| ${name} | ${Math.round(f.rate).toLocaleString('en-US')}/s | ${f.p50 === undefined ? '-' : `${f.p50.toFixed(1)} µs`} | ${f.p99 === undefined ? '-' : `${f.p99.toFixed(1)} µs`} |`),
+    '| measurement | rate | rounds (slowest–fastest) | p50 | p99 |',
+    '|:--|--:|--:|--:|--:|',
+    ...measurements.map(([name, f]) => `| ${name} | ${Math.round(f.rate).toLocaleString('en-US')}/s | ${f.spread === undefined ? '-' : spreadText(f.spread)} | ${f.p50 === undefined ? '-' : `${f.p50.toFixed(1)} µs`} | ${f.p99 === undefined ? '-' : `${f.p99.toFixed(1)} µs`} |`),
     '',
     '- Express added time per request = 1/rate(limited) − 1/rate(bare), one keep-alive connection, one request at a time.',
+    `- A row with rounds: the variants it compares took turns, ${ROUNDS} rounds of ${(SECONDS / ROUNDS).toFixed(2)} s each (after a ` +
+      `${WARMUP_SECONDS} s warm-up), so a slow spell of the machine falls on all of them; its rate is the median round's, its ` +
+      'p50 and p99 pool every round\'s calls.',
     '',
     ...(tailTables.length ? ['## Client overhead and tails (section 1b)', '',
       'Each call timed right after a raw-socket PING; µs. overhead = call − PING − server, at p50 and at p99; the last ' +
@@ -367,12 +402,16 @@ async function main() {
   const redis = await startRedis()
   const redisVersion = execFileSync('redis-server', ['--version']).toString().trim()
   const client = new Redis(redis.port, '127.0.0.1', { enableAutoPipelining: false })
-  console.log(`redis-server pid ${redis.child.pid} on 127.0.0.1:${redis.port}; each figure: ${SECONDS} s after a ${WARMUP_SECONDS} s warm-up`)
+  console.log(`redis-server pid ${redis.child.pid} on 127.0.0.1:${redis.port}; each figure: ${SECONDS} s after a ${WARMUP_SECONDS} s warm-up (in ${ROUNDS} turns where variants alternate)`)
   try {
     console.log('1. Redis hits, sequential')
-    const seqOurs = record('ratelock Limiter({ url }).hit (gcra)', await sequential(ratelockHit(redis.url, 'bench:seq')))
-    const seqFlex = record('rate-limiter-flexible RateLimiterRedis.consume (ioredis)', await sequential(flexibleHit(client, 'bench:seq')))
-    const seqRlr = record('rate-limit-redis RedisStore.increment (ioredis)', await sequential(rateLimitRedisHit(client, 'bench:seq')))
+    const seq = await alternating(
+      { ours: ratelockHit(redis.url, 'bench:seq'), flex: flexibleHit(client, 'bench:seq'), rlr: rateLimitRedisHit(client, 'bench:seq') },
+      sequential,
+    )
+    const seqOurs = record('ratelock Limiter({ url }).hit (gcra)', seq.ours)
+    const seqFlex = record('rate-limiter-flexible RateLimiterRedis.consume (ioredis)', seq.flex)
+    const seqRlr = record('rate-limit-redis RedisStore.increment (ioredis)', seq.rlr)
     compare('Redis hit, sequential vs rate-limiter-flexible', seqOurs.rate, seqFlex.rate, 1.1)
     compare('Redis hit, sequential vs rate-limit-redis store', seqOurs.rate, seqRlr.rate)
 
@@ -451,10 +490,10 @@ async function main() {
     apps.floor = expressApp((_req, _res, next) => floorSocket.ping().then(() => next(), next))
     const servers = {}
     for (const [name, app] of Object.entries(apps)) servers[name] = await serve(app)
-    const one = {}
+    const one = await alternating(servers, (server, seconds) => httpRate(server, 1, seconds))
     for (const [name, label] of [['bare', 'Express, no limiter'], ['ratelock', 'Express + ratelock/express'], ['peer', 'Express + express-rate-limit + rate-limit-redis'],
       ['floor', 'Express, no limiter, a raw-socket PING per request (the floor)']]) {
-      one[name] = record(`${label}, 1 connection`, await httpRate(servers[name], 1))
+      record(`${label}, 1 connection`, one[name])
     }
     floorSocket.close()
     servers.floor.close()
@@ -478,10 +517,10 @@ async function main() {
       ['Fastify', await frameworks.fastifyVariants(redis.url, client, RULE, HUGE), '@fastify/rate-limit (ioredis)'],
       ['Hono', frameworks.honoVariants(redis.url, client, RULE, HUGE), 'hono-rate-limiter (RedisStore over ioredis)'],
     ]) {
-      const figures = {}
+      for (const server of Object.values(variants)) await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const figures = await alternating(variants, (server, seconds) => httpRate(server, 1, seconds))
       for (const [name, server] of Object.entries(variants)) {
-        await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-        figures[name] = record(`${label}${name === 'bare' ? ', no limiter' : name === 'ratelock' ? ' + ratelock' : ` + ${peer}`}, 1 connection`, await httpRate(server, 1))
+        record(`${label}${name === 'bare' ? ', no limiter' : name === 'ratelock' ? ' + ratelock' : ` + ${peer}`}, 1 connection`, figures[name])
         server.close()
       }
       const addedTo = (figure) => (1 / figure.rate - 1 / figures.bare.rate) * 1e6
@@ -491,18 +530,22 @@ async function main() {
     }
 
     console.log('4. Lock acquire+release pairs, sequential')
-    const lockOurs = record('ratelock DistributedLock (autoRenew: false)', await sequential(ratelockLockPair(redis.url)))
-    const lockPeer = record('redlock 4 (one Redis, ioredis)', await sequential(redlockPair(client)))
+    const locks = await alternating({ ours: ratelockLockPair(redis.url), peer: redlockPair(client) }, sequential)
+    const lockOurs = record('ratelock DistributedLock (autoRenew: false)', locks.ours)
+    const lockPeer = record('redlock 4 (one Redis, ioredis)', locks.peer)
     compare('Lock acquire+release vs redlock', lockOurs.rate, lockPeer.rate, 1)
 
     console.log('5. Memory store hits, sequential')
     const [ours, theirs] = memoryHits()
-    const memOurs = record('ratelock Limiter() (embedded memory store)', await sequential(ours))
-    const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', await sequential(theirs))
-    compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
     const syncLimiter = new ratelock.Limiter()
-    const memSync = record('ratelock Limiter.hitSync (memory store, no Promise)',
-      sequentialSync(() => syncLimiter.hitSync('bench:memory-sync', RULE)))
+    const memory = await alternating(
+      { ours: { call: ours }, peer: { call: theirs }, sync: { call: () => syncLimiter.hitSync('bench:memory-sync', RULE), sync: true } },
+      ({ call, sync }, seconds) => (sync ? sequentialSync(call, seconds) : sequential(call, seconds)),
+    )
+    const memOurs = record('ratelock Limiter() (embedded memory store)', memory.ours)
+    const memPeer = record('rate-limiter-flexible RateLimiterMemory.consume', memory.peer)
+    compare('Memory store hit vs RateLimiterMemory', memOurs.rate, memPeer.rate)
+    const memSync = record('ratelock Limiter.hitSync (memory store, no Promise)', memory.sync)
     compare('Memory store hitSync vs RateLimiterMemory', memSync.rate, memPeer.rate, 1)
 
     console.log('5b. OpenTelemetry metrics per hit (memory store, an SDK provider)')
