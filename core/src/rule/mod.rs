@@ -73,6 +73,10 @@ pub struct Rule {
     /// A hash of [`storage_id`](Self::storage_id), the same in every process: the memory store finds
     /// the rule's state by it and the user key's hash, without hashing the whole storage key.
     storage_hash: u64,
+    /// The rule's five arguments of a limit call (code, limit, period, burst, block) as RESP bytes,
+    /// written by the Redis store on its first call with the rule and reused by every later one.
+    #[cfg(feature = "redis")]
+    call_args: CallArgs,
     /// Derived once at build time: GCRA/leaky emission interval (µs per unit).
     emission_interval_us: u64,
     /// Derived once at build time: token-bucket (scale, rate), see `token_scale`.
@@ -272,6 +276,10 @@ impl Rule {
     /// `self` with `other`'s ban and shadow (a rule rebuilt from another keeps what it said; an
     /// override keeps the overridden rule's).
     pub(crate) fn keep_policies(mut self, other: &Rule) -> Self {
+        #[cfg(feature = "redis")]
+        {
+            self.call_args = CallArgs::default();
+        }
         self.block_us = other.block_us;
         self.shadow = other.shadow;
         self
@@ -362,6 +370,8 @@ impl Rule {
             id: Arc::from(""),
             stored_as: None,
             storage_hash: 0,
+            #[cfg(feature = "redis")]
+            call_args: CallArgs::default(),
             emission_interval_us: period_us.div_ceil(limit),
             token_scale: (period_us / g, limit / g),
         };
@@ -466,6 +476,12 @@ impl Rule {
         self.stored_as.as_deref().unwrap_or(&self.id)
     }
 
+    /// The rule's limit-call arguments as RESP bytes, written by `write` the first time.
+    #[cfg(feature = "redis")]
+    pub(crate) fn call_args(&self, write: impl FnOnce() -> Box<[u8]>) -> &[u8] {
+        self.call_args.0.get_or_init(write)
+    }
+
     /// [`storage_id`](Self::storage_id)'s hash (see the field).
     #[inline]
     pub(crate) fn storage_hash(&self) -> u64 {
@@ -540,4 +556,18 @@ impl std::str::FromStr for Rule {
 fn hash_of_id(id: &str) -> u64 {
     use std::hash::BuildHasher;
     foldhash::fast::FixedState::with_seed(0x5241_5445_4c4f_434b).hash_one(id)
+}
+
+/// A rule's limit-call arguments once written (see `Rule::call_args`). A clone starts empty: a clone
+/// is how a rule with other figures is made (`with_block`, `keep_policies`), and it must not keep the
+/// bytes of the rule it came from.
+#[cfg(feature = "redis")]
+#[derive(Debug, Default)]
+struct CallArgs(std::sync::OnceLock<Box<[u8]>>);
+
+#[cfg(feature = "redis")]
+impl Clone for CallArgs {
+    fn clone(&self) -> Self {
+        CallArgs::default()
+    }
 }

@@ -13,6 +13,7 @@ use crate::algorithm::standing::{Reason, StandingCall, Verdict, KEY_SUFFIX};
 use crate::algorithm::{Outcome, Outcomes};
 use crate::error::{Error, Result};
 use crate::key::write_base;
+use crate::rule::Rule;
 use crate::store::roles::{EntryChange, LimitRequest};
 
 /// `EVALSHA <sha> <n> keys...`, ready for the script's arguments.
@@ -100,12 +101,7 @@ fn write_limit_args(request: &LimitRequest<'_>, mode: &str, sink: &mut impl ArgS
     }
     sink.number(request.cost);
     for rule in rules {
-        let (code, period) = rule.wire_code_and_period();
-        sink.bytes(code.as_bytes());
-        sink.number(rule.limit());
-        sink.signed(period);
-        sink.number(rule.burst());
-        sink.number(rule.block_us().unwrap_or(0));
+        sink.rule(rule);
     }
     if let (true, Some(max_wait)) = (request.spend, request.max_wait_us) {
         sink.number(max_wait);
@@ -119,6 +115,21 @@ trait ArgSink {
     fn joined(&mut self, first: &[u8], second: &[u8]);
     fn number(&mut self, value: u64);
     fn signed(&mut self, value: i64);
+
+    /// A rule's five arguments: its code, limit, period, burst and block.
+    fn rule(&mut self, rule: &Rule) {
+        write_rule_args(rule, self);
+    }
+}
+
+/// `rule`'s five arguments of a limit call, into `sink`.
+fn write_rule_args(rule: &Rule, sink: &mut (impl ArgSink + ?Sized)) {
+    let (code, period) = rule.wire_code_and_period();
+    sink.bytes(code.as_bytes());
+    sink.number(rule.limit());
+    sink.signed(period);
+    sink.number(rule.burst());
+    sink.number(rule.block_us().unwrap_or(0));
 }
 
 impl ArgSink for Cmd {
@@ -162,6 +173,16 @@ impl ArgSink for Resp<'_> {
 
     fn signed(&mut self, value: i64) {
         packing::write_bulk_number(i128::from(value), self.0);
+    }
+
+    /// The rule's arguments as the rule keeps them written (the same bytes every call).
+    fn rule(&mut self, rule: &Rule) {
+        let written = rule.call_args(|| {
+            let mut bytes = Vec::with_capacity(80);
+            write_rule_args(rule, &mut Resp(&mut bytes));
+            bytes.into_boxed_slice()
+        });
+        self.0.extend_from_slice(written);
     }
 }
 
@@ -363,6 +384,40 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A rule keeps its arguments written after its first call; a rule made from it with another
+    /// block (a clone changed) writes its own, not the bytes of the rule it came from.
+    #[test]
+    fn a_rule_made_from_a_used_one_writes_its_own_arguments() {
+        let used: Rules = "5/second".parse().unwrap();
+        let mut first = Vec::new();
+        write_limit_call(&request(&used), Route::Script, CallTag::next(), &mut first);
+        let blocking = Rules::new(vec![used[0]
+            .with_block(std::time::Duration::from_secs(60))
+            .unwrap()])
+        .unwrap();
+        let kept = Rules::new(vec![Rule::new(5, std::time::Duration::from_secs(1))
+            .unwrap()
+            .keep_policies(&blocking[0])])
+        .unwrap();
+        for rules in [&blocking, &kept] {
+            let tag = CallTag::next();
+            let mut command = limit_command(&request(rules));
+            tag.append(&mut command);
+            let mut expected = Vec::new();
+            packing::write_call_on(Route::Script, &LIMIT, &command, &mut expected);
+            let mut written = Vec::new();
+            write_limit_call(&request(rules), Route::Script, tag, &mut written);
+            assert_eq!(
+                String::from_utf8_lossy(&written),
+                String::from_utf8_lossy(&expected)
+            );
+            assert!(
+                String::from_utf8_lossy(&written).contains("60000000"),
+                "the block is sent"
+            );
         }
     }
 
