@@ -279,7 +279,9 @@ const measurements = []
 const tailTables = []
 
 function record(name, figure) {
-  measurements.push([name, figure])
+  // The raw latencies stay with the caller (`alternating` pools them); the report keeps the figures.
+  const { latencies: _latencies, ...figures } = figure
+  measurements.push([name, figures])
   const latency = figure.p50 === undefined ? '' : `   p50 ${figure.p50.toFixed(1)} µs   p99 ${figure.p99.toFixed(1)} µs`
   const spread = figure.spread === undefined ? '' : `   (${ROUNDS} rounds: ${spreadText(figure.spread)})`
   console.log(`  ${name.padEnd(62)} ${Math.round(figure.rate).toLocaleString('en-US').padStart(12)}/s${latency}${spread}`)
