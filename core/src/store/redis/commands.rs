@@ -388,7 +388,8 @@ mod tests {
     }
 
     /// A rule keeps its arguments written after its first call; a rule made from it with another
-    /// block (a clone changed) writes its own, not the bytes of the rule it came from.
+    /// block (a clone changed) writes its own, not the bytes of the rule it came from. A rule given
+    /// another's block by `keep_policies` writes that block too.
     #[test]
     fn a_rule_made_from_a_used_one_writes_its_own_arguments() {
         let used: Rules = "5/second".parse().unwrap();
