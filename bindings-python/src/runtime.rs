@@ -113,19 +113,34 @@ pub(crate) fn catch_panic<T>(call: impl FnOnce() -> T) -> PyResult<T> {
     std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(internal_error)
 }
 
-/// Starts `future` on the shared runtime and returns an asyncio awaitable of its result.
+/// Starts `future` and returns an asyncio awaitable of its result. Like [`run`], it is polled once on
+/// the calling thread first, so calls reach a connection in the order the event loop made them (two
+/// `reserve` calls book their slots in call order); what is still pending goes on on the shared runtime.
 pub(crate) fn spawn<'py, T, F>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
     live()?;
-    pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
-        match AssertUnwindSafe(future).catch_unwind().await {
-            Ok(result) => result,
-            Err(panic) => Err(internal_error(panic)),
+    let mut future = Box::pin(AssertUnwindSafe(future).catch_unwind());
+    let first = {
+        let _context = runtime().enter();
+        future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    };
+    let settle = |outcome: std::thread::Result<PyResult<T>>| {
+        outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
+    };
+    match first {
+        Poll::Ready(outcome) => {
+            let answer = settle(outcome);
+            pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move { answer })
         }
-    })
+        Poll::Pending => {
+            pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
+                settle(future.await)
+            })
+        }
+    }
 }
 
 /// Starts the core call `call` on the shared runtime and returns an asyncio awaitable of its answer: the
