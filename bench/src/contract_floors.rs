@@ -3,7 +3,7 @@
 //! what the contract itself costs. Three functions written for this bench, in a library of their own,
 //! each called with the very KEYS and ARGV of limit.lua's one-rule call (call tag included):
 //! - the minimal GCRA's work (TIME, GET, SET PX) in the contract's shape: the tag taken off ARGV, and
-//!   the reply (the reason and five integers) sent back under the tag;
+//!   the reply (the reason and five integers) sent back with the tag appended (contract 4);
 //! - the same, reading the key's ban or list entry, its override and the state in one MGET, as every
 //!   ratelock call does (bans, lists and overrides answer in the same call as the rule);
 //! - the INCR + PEXPIRE counter of rate-limiter-flexible and limits, with the clock (a window that
@@ -24,14 +24,16 @@ redis.register_function('floor_gcra_shape', function(KEYS, ARGV)
   local tag = table.remove(ARGV)
   local now = now_us()
   local reply = gcra(KEYS[1], tonumber(redis.call('GET', KEYS[1]) or now), now)
-  return { tag, reply }
+  reply[#reply + 1] = tag
+  return reply
 end)
 redis.register_function('floor_gcra_reads', function(KEYS, ARGV)
   local tag = table.remove(ARGV)
   local now = now_us()
   local held = redis.call('MGET', KEYS[2], KEYS[3], KEYS[1])
   local reply = gcra(KEYS[1], tonumber(held[3] or now), now)
-  return { tag, reply }
+  reply[#reply + 1] = tag
+  return reply
 end)
 redis.register_function('floor_counter_reads', function(KEYS, ARGV)
   local tag = table.remove(ARGV)
@@ -39,7 +41,7 @@ redis.register_function('floor_counter_reads', function(KEYS, ARGV)
   local held = redis.call('MGET', KEYS[2], KEYS[3])
   local n = redis.call('INCR', KEYS[1])
   if n == 1 then redis.call('PEXPIRE', KEYS[1], 60000) end
-  return { tag, { 0, 1, 100, 100 - n, 60000000 - now % 60000000, 0 } }
+  return { 0, 1, 100, 100 - n, 60000000 - now % 60000000, 0, tag }
 end)
 ";
 

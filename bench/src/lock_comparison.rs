@@ -11,7 +11,7 @@ use ratelock_testkit::RedisServer;
 use crate::client_throughput::Window;
 use crate::lock_scripts::{self, ScriptWords, ACQUIRE_SCRIPT, RELEASE_SCRIPT};
 use crate::redis_benchmark::{self, BenchmarkRun};
-use crate::redis_comparison::{query, requests_lasting};
+use crate::redis_comparison::{query, query_tagged, requests_lasting};
 use crate::report::{Row, Target, Unit};
 use crate::{lock_handoff, lock_throughput};
 
@@ -180,17 +180,15 @@ async fn check_client_sends(store: &Store, connection: &mut redis::Connection) -
     // The baseline's acquire on one concrete random key is a grant, and that lease releases for real.
     let sample_lease = random_lease.replace("__rand_int__", "000000000042");
     let sample = lock_scripts::acquire(&acquire_sha, &sample_lease, &fence, &owner, ttl_us);
-    let (_tag, reply): (String, Vec<i64>) =
-        query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
+    let reply = query_tagged(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
     assert!(
         reply.len() == 3 && reply[0] == 1,
         "the baseline acquire is not a grant: {reply:?}"
     );
     let sample = lock_scripts::release(&release_sha, &sample_lease, &owner, &absent_channel, reply[1]);
-    let (_tag, reply): (String, Vec<i64>) =
-        query(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
+    let reply = query_tagged(connection, redis::cmd("EVALSHA").arg(&sample.command()[1..]));
     assert_eq!(reply, [1, 0], "the baseline lease does not release");
-    let (_tag, reply): (String, Vec<i64>) = query(
+    let reply = query_tagged(
         connection,
         redis::cmd("EVALSHA").arg(&calls.release.command()[1..]),
     );

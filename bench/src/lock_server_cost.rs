@@ -267,7 +267,7 @@ fn check_family(connection: &mut redis::Connection, family: &PairFamily) {
     let [lease, ..] = lock_scripts::keys_of(LOCK_NAME);
     let (taken, written) = (drawn(&lease, 42), drawn(&lease, 43));
     let _: redis::Value = query(connection, &mut command(&drawn_command(&family.acquire, 42)));
-    write_held_locks(connection, family.held, 43, 43);
+    write_held_locks(connection, family.held, 43, 43, LEASE_MS);
     assert_eq!(
         lock_state(connection, family.held, &taken),
         lock_state(connection, family.held, &written),
@@ -305,7 +305,15 @@ fn lock_state(connection: &mut redis::Connection, held: Held, key: &str) -> Vec<
     state
 }
 
-pub(crate) fn write_held_locks(connection: &mut redis::Connection, held: Held, first: u64, last: u64) {
+/// Writes locks `first..=last` as `held` leaves them, with `lease_ms` left (the work of a release does not
+/// depend on it; a run under callgrind needs it longer than its own length).
+pub(crate) fn write_held_locks(
+    connection: &mut redis::Connection,
+    held: Held,
+    first: u64,
+    last: u64,
+    lease_ms: u64,
+) {
     let [lease, ..] = lock_scripts::keys_of(LOCK_NAME);
     let (before, after) = lease
         .split_once("__rand_int__")
@@ -322,7 +330,7 @@ pub(crate) fn write_held_locks(connection: &mut redis::Connection, held: Held, f
             .arg(after)
             .arg(OWNER)
             .arg(HELD_FENCE)
-            .arg(LEASE_MS)
+            .arg(lease_ms)
             .arg(kind),
     );
 }
@@ -332,7 +340,7 @@ fn write_every_held_lock(connection: &mut redis::Connection, held: Held) {
     let mut first = 0;
     while first < HELD_LOCKS {
         let last = (first + WRITE_CHUNK).min(HELD_LOCKS) - 1;
-        write_held_locks(connection, held, first, last);
+        write_held_locks(connection, held, first, last, LEASE_MS);
         first = last + 1;
     }
 }

@@ -127,8 +127,7 @@ async fn check_limiter_sends(
 
     let sha = redis_benchmark::load_script(connection, &LIMIT_SCRIPT);
     assert_eq!(sha, local_sha, "SCRIPT LOAD returned another SHA1");
-    let (_tag, reply): (String, Vec<i64>) =
-        query(connection, redis::cmd("EVALSHA").arg(call.evalsha_args(&sha)));
+    let reply = query_tagged(connection, redis::cmd("EVALSHA").arg(call.evalsha_args(&sha)));
     // The reason (0: the rules decided), then the rule's five figures, allowed first.
     assert!(
         reply.len() == 6 && reply[0] == 0 && reply[1] == 1,
@@ -173,4 +172,21 @@ pub fn requests_lasting(rate: f64, seconds: f64) -> u64 {
 pub fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, cmd: &mut redis::Cmd) -> T {
     cmd.query(connection)
         .unwrap_or_else(|e| panic!("bench redis command failed: {e}"))
+}
+
+/// The integers of a tagged script call's reply (a table reply comes back with the call tag appended:
+/// it is checked to be there and taken off).
+pub fn query_tagged(connection: &mut redis::Connection, cmd: &mut redis::Cmd) -> Vec<i64> {
+    let mut reply: Vec<redis::Value> = query(connection, cmd);
+    assert!(
+        matches!(reply.pop(), Some(redis::Value::BulkString(_))),
+        "a tagged reply without its tag: {reply:?}"
+    );
+    reply
+        .into_iter()
+        .map(|item| match item {
+            redis::Value::Int(n) => n,
+            other => panic!("a tagged reply with {other:?} among its integers"),
+        })
+        .collect()
 }

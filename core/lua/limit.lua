@@ -62,8 +62,9 @@
 -- path below, which also gives every error.
 --
 -- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
--- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
--- error goes back as {tag, reply}, so a reply can never be taken for another call's.
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); the reply goes back
+-- with it (appended to a table reply, else as {tag, reply}; an error as it is), so a reply can never be taken for
+-- another call's.
 
 -- The longest ban or list entry: 366 days in µs (ratelock::MAX_PERIOD).
 local MAX_BLOCK = 31622400000000

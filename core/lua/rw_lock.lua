@@ -27,8 +27,9 @@
 -- Mirrors: ratelock::algorithm::rwlock::apply (core/src/algorithm/rwlock.rs).
 --
 -- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
--- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
--- error goes back as {tag, reply}, so a reply can never be taken for another call's.
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); the reply goes back
+-- with it (appended to a table reply, else as {tag, reply}; an error as it is), so a reply can never be taken for
+-- another call's.
 
 local readers, writer_key, waiting, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, id, mode = ARGV[1], ARGV[3], ARGV[4]

@@ -11,8 +11,9 @@
 -- Mirrors: ratelock::algorithm::permits::release (core/src/algorithm/permits.rs).
 --
 -- Sent in the call-tag envelope (ratelock::store::tagged_script): the client appends a per-call tag as
--- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); a reply that is not an
--- error goes back as {tag, reply}, so a reply can never be taken for another call's.
+-- the last ARGV, taken off before this code runs (the ARGV listed above do not include it); the reply goes back
+-- with it (appended to a table reply, else as {tag, reply}; an error as it is), so a reply can never be taken for
+-- another call's.
 
 local now = now_us(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))

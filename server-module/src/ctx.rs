@@ -162,6 +162,29 @@ impl Context {
         }
     }
 
+    /// Replies with `value` as a tagged call gets it (the scripts' call-tag envelope): an array with
+    /// `tag` appended, anything else as `[tag, value]`. Nothing is copied.
+    pub fn reply_tagged(&self, value: &Value, tag: &[u8]) -> c_int {
+        let api = api();
+        // SAFETY: the context is live; an array header is followed by exactly that many elements.
+        unsafe {
+            match value {
+                Value::Array(items) => {
+                    (api.reply_with_array)(self.ctx, (items.len() + 1) as std::ffi::c_long);
+                    items.iter().for_each(|item| {
+                        self.reply_value(item);
+                    });
+                }
+                other => {
+                    (api.reply_with_array)(self.ctx, 2);
+                    (api.reply_with_string_buffer)(self.ctx, tag.as_ptr().cast(), tag.len());
+                    return self.reply_value(other);
+                }
+            }
+            (api.reply_with_string_buffer)(self.ctx, tag.as_ptr().cast(), tag.len())
+        }
+    }
+
     /// Replies with an error; `message` starts with its code (`ERR ...`). Never fails: a message with
     /// a NUL byte is cut there.
     pub fn reply_error(&self, message: &str) -> c_int {

@@ -2,8 +2,9 @@
 //!
 //! Each RATELOCK command that stands in for a script takes that script's call as it is
 //! (`numkeys key... arg...`) and may carry one more argument at the end: the client's call tag (see
-//! `core/src/store/redis/call_tag.rs`). A tagged call is answered `[tag, reply]`, as the scripts'
-//! call-tag envelope answers it; an error reply is never wrapped. Whether the last argument is a tag
+//! `core/src/store/redis/call_tag.rs`). A tagged call is answered as the scripts' call-tag envelope
+//! answers it: an array reply with the tag appended, any other as `[tag, reply]` (contract 4; before
+//! it, every reply was `[tag, reply]`); an error reply is never wrapped. Whether the last argument is a tag
 //! is told by the count: one more than the script's contract expects.
 
 use std::ffi::c_int;
@@ -67,7 +68,7 @@ pub unsafe fn scripted(
         };
         match body(cx, keys, argv) {
             Ok(reply) => match tag {
-                Some(tag) => cx.reply_value(&Value::Array(vec![Value::Bytes(tag.to_vec()), reply])),
+                Some(tag) => cx.reply_tagged(&reply, tag),
                 None => cx.reply_value(&reply),
             },
             Err(message) => cx.reply_error(&message),

@@ -15,7 +15,8 @@ use redis::{Connection, PubSub, Value};
 mod common;
 
 use common::{
-    assert_replica_ran_absolute_expiry, connect, lua_script, run, start_replica, start_server, wall_us, Rng,
+    assert_replica_ran_absolute_expiry, connect, lua_script, run, start_replica, start_server, tagged,
+    wall_us, Rng,
 };
 
 /// Sequences per lock kind, and calls per sequence.
@@ -591,8 +592,8 @@ fn rw_lock_agrees_with_lua() {
     );
 }
 
-/// A call carrying the client's tag past the script's contract is answered `[tag, reply]`, the reply
-/// being the script's; an error is never wrapped.
+/// A call carrying the client's tag past the script's contract is answered with it, as the scripts'
+/// envelope answers (the script's array reply with the tag appended); an error is never wrapped.
 #[test]
 fn a_tagged_call_is_answered_with_its_tag() {
     let server = start_server();
@@ -623,11 +624,8 @@ fn a_tagged_call_is_answered_with_its_tag() {
             );
             calls.saw(&argv, &lua);
             match (&lua, module) {
-                (Ok(reply), Ok(tagged)) => {
-                    assert_eq!(
-                        tagged,
-                        Value::Array(vec![Value::BulkString(tag.into_bytes()), reply.clone()])
-                    );
+                (Ok(reply), Ok(answered)) => {
+                    assert_eq!(answered, tagged(&tag, reply.clone()));
                     wrapped += 1;
                 }
                 (Err(lua), Err(module)) if lua.contains("user_script") => {

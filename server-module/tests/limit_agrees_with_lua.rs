@@ -32,7 +32,7 @@ fn limit_agrees_with_lua() {
     let server = start_server();
     let mut con = connect(&server);
     let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let seed = std::env::var("RATELOCK_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -25,7 +25,7 @@ mod common;
 
 use common::{
     assert_replica_ran_absolute_expiry, connect, key_snapshot, key_snapshots, lua_script, run, start_replica,
-    start_server, wall_us, Rng, PTTL_SLACK_MS,
+    start_server, tagged, wall_us, Rng, PTTL_SLACK_MS,
 };
 
 /// Each script and the module command standing in for it.
@@ -513,14 +513,14 @@ fn server_clock_calls_agree() {
     }
 }
 
-/// A call carrying the client's tag past the contract is answered `[tag, reply]`; an error is never
-/// wrapped.
+/// A call carrying the client's tag past the contract is answered with it (an array reply with the
+/// tag appended); an error is never wrapped.
 #[test]
 fn a_tagged_call_is_answered_with_its_tag() {
     let server = start_server();
     let mut con = connect(&server);
     let now = wall_us();
-    let tagged = run(
+    let answered = run(
         &mut con,
         redis::cmd("RATELOCK.LOCK_ACQUIRE")
             .arg(2)
@@ -534,9 +534,15 @@ fn a_tagged_call_is_answered_with_its_tag() {
     );
     let granted = Value::Array(vec![Value::Int(1), Value::Int(now as i64), Value::Int(1)]);
     assert_eq!(
-        tagged,
-        Ok(Value::Array(vec![Value::BulkString(b"4242".to_vec()), granted]))
+        answered,
+        Ok(Value::Array(vec![
+            Value::Int(1),
+            Value::Int(now as i64),
+            Value::Int(1),
+            Value::BulkString(b"4242".to_vec())
+        ]))
     );
+    assert_eq!(answered, Ok(tagged("4242", granted)));
     let state = run(
         &mut con,
         redis::cmd("RATELOCK.SEMAPHORE_STATE")
@@ -548,8 +554,9 @@ fn a_tagged_call_is_answered_with_its_tag() {
     assert_eq!(
         state,
         Ok(Value::Array(vec![
-            Value::BulkString(b"7".to_vec()),
-            Value::Array(vec![Value::Int(0), Value::Int(0)])
+            Value::Int(0),
+            Value::Int(0),
+            Value::BulkString(b"7".to_vec())
         ]))
     );
     let refused = run(

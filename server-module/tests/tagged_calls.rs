@@ -1,10 +1,11 @@
 //! A RATELOCK command carries the client's call tag as one argument past its script's contract, and
-//! answers `[tag, reply]`, exactly as the scripts' call-tag envelope does; an error is never wrapped,
-//! and a call without the tag is answered as the script alone would answer it.
+//! answers with it exactly as the scripts' call-tag envelope does (an array reply with the tag
+//! appended, any other as `[tag, reply]`); an error is never wrapped, and a call without the tag is
+//! answered as the script alone would answer it.
 
 mod common;
 
-use common::{connect, run, start_server};
+use common::{connect, run, start_server, tagged};
 use redis::Value;
 
 fn limit_call(key: &str, tag: Option<&str>) -> redis::Cmd {
@@ -39,12 +40,18 @@ fn a_tagged_call_is_answered_with_its_tag() {
     assert_eq!(figures[0], Value::Int(0));
     assert_eq!(figures[1], Value::Int(1));
 
-    let tagged = run(&mut con, &limit_call("{a}:2", Some("90071992547"))).unwrap();
-    let Value::Array(parts) = tagged else {
-        panic!("tagged reply {tagged:?}")
+    let answered = run(&mut con, &limit_call("{a}:2", Some("90071992547"))).unwrap();
+    let Value::Array(ref parts) = answered else {
+        panic!("tagged reply {answered:?}")
     };
-    assert_eq!(parts[0], Value::BulkString(b"90071992547".to_vec()));
-    assert_eq!(parts[1], plain, "the tagged reply's body is the untagged reply");
+    // The tag appended: the untagged reply's six items, then the tag.
+    assert_eq!(parts.len(), 7, "{answered:?}");
+    assert_eq!(parts[6], Value::BulkString(b"90071992547".to_vec()));
+    assert_eq!(
+        answered,
+        tagged("90071992547", plain),
+        "the tagged reply is the untagged one, tag appended"
+    );
 }
 
 #[test]

@@ -126,6 +126,19 @@ pub fn run(con: &mut Connection, cmd: &redis::Cmd) -> Result<Value, String> {
         .map_err(|e| format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")))
 }
 
+/// `reply` as a tagged call gets it (contract 4, the scripts' call-tag envelope): an array with the
+/// tag appended, anything else as `[tag, reply]`.
+pub fn tagged(tag: &str, reply: Value) -> Value {
+    let tag = Value::BulkString(tag.as_bytes().to_vec());
+    match reply {
+        Value::Array(mut items) => {
+            items.push(tag);
+            Value::Array(items)
+        }
+        other => Value::Array(vec![tag, other]),
+    }
+}
+
 /// A small deterministic generator (xorshift64*), so a failure can be replayed from its seed.
 pub struct Rng(pub u64);
 

@@ -1,7 +1,7 @@
 //! Per-call reply tags. Every script call carries a tag as its last argument and every script reply
-//! echoes it (`{tag, reply}`), so a reply that belongs to another call — a connection shared across a
-//! fork, a reply read out of order, a proxy that mixed two clients — is a protocol error, never a
-//! decision. Tags are unique per process: a counter plus a random salt that a forked child draws anew.
+//! echoes it (appended to a table reply, else `{tag, reply}`), so a reply that belongs to another
+//! call — a connection shared across a fork, a reply read out of order, a proxy that mixed two
+//! clients — is a protocol error, never a decision. Tags are unique per process: a counter plus a random salt that a forked child draws anew.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -53,32 +53,46 @@ impl CallTag {
         self.0
     }
 
-    /// The reply a tagged script sent back (`{tag, reply}`), unwrapped: a missing or different tag is a
-    /// protocol error that names both.
+    /// The reply a tagged script sent back, unwrapped: a table reply with the tag as its last element
+    /// (`{a, b, tag}` answers `[a, b]`), any other reply as `{tag, reply}` (the form every reply had
+    /// before contract 4, which a previous version's script or module still sends). A missing or
+    /// different tag is a protocol error that names both.
     pub(crate) fn open(&self, reply: Value) -> Result<Value> {
         let mut items = match reply {
-            // A script that returned nothing: Lua drops the nil from the end of the table.
-            Value::Array(mut items) if items.len() == 1 => {
-                items.push(Value::Nil);
-                items
-            }
-            Value::Array(items) if items.len() == 2 => items,
+            Value::Array(items) => items,
             other => {
                 return Err(Error::Protocol(format!(
-                    "expected a tagged script reply {{tag, reply}}, got {}",
+                    "expected a tagged script reply, got {}",
                     excerpt(&other)
                 )))
             }
         };
-        let inner = items.pop().unwrap_or(Value::Nil);
-        match &items[0] {
-            Value::BulkString(tag) if number(tag) == Some(self.0) => Ok(inner),
-            other => Err(Error::Protocol(format!(
+        let ours = |item: Option<&Value>| matches!(item, Some(Value::BulkString(tag)) if number(tag) == Some(self.0));
+        // A table reply, the tag appended. (`{tag}` alone is a script that returned nothing: Lua drops a
+        // nil from the end of a table, and no ratelock script returns an empty table.)
+        if items.len() > 1 && ours(items.last()) {
+            items.pop();
+            return Ok(Value::Array(items));
+        }
+        // Any other reply, `{tag, reply}`; a table reply in that form too, from a previous version.
+        if items.len() <= 2 && ours(items.first()) {
+            return Ok(items.pop().filter(|_| items.len() == 1).unwrap_or(Value::Nil));
+        }
+        let theirs = [items.last(), items.first()]
+            .into_iter()
+            .flatten()
+            .find(|item| matches!(item, Value::BulkString(tag) if number(tag).is_some()));
+        Err(Error::Protocol(match theirs {
+            Some(other) => format!(
                 "a reply for another call arrived (tag {} instead of {})",
                 excerpt(other),
                 self.0
-            ))),
-        }
+            ),
+            None => format!(
+                "expected a tagged script reply, got {}",
+                excerpt(&Value::Array(items))
+            ),
+        }))
     }
 }
 
@@ -118,16 +132,41 @@ mod tests {
     fn tags_differ_and_open_only_their_own_reply() {
         let (first, second) = (CallTag::next(), CallTag::next());
         assert_ne!(first, second);
-        let reply = |tag: &CallTag| {
-            Value::Array(vec![
-                Value::BulkString(tag.number().to_string().into_bytes()),
-                Value::Int(7),
-            ])
-        };
-        assert_eq!(first.open(reply(&first)).unwrap(), Value::Int(7));
-        let crossed = first.open(reply(&second)).unwrap_err();
-        assert!(crossed.is_protocol(), "{crossed}");
+        let tag = |tag: &CallTag| Value::BulkString(tag.number().to_string().into_bytes());
+        let scalar = |of: &CallTag| Value::Array(vec![tag(of), Value::Int(7)]);
+        let table = |of: &CallTag| Value::Array(vec![Value::Int(1), Value::Int(2), tag(of)]);
+        assert_eq!(first.open(scalar(&first)).unwrap(), Value::Int(7));
+        assert_eq!(
+            first.open(table(&first)).unwrap(),
+            Value::Array(vec![Value::Int(1), Value::Int(2)])
+        );
+        for crossed in [first.open(scalar(&second)), first.open(table(&second))] {
+            let crossed = crossed.unwrap_err();
+            assert!(
+                crossed.is_protocol() && crossed.to_string().contains("another call"),
+                "{crossed}"
+            );
+        }
         assert!(first.open(Value::Int(7)).unwrap_err().is_protocol());
         assert!(!first.open(Value::Int(7)).unwrap_err().is_store_failure());
+        let untagged = first.open(Value::Array(vec![Value::Int(1), Value::Int(2)]));
+        assert!(untagged.unwrap_err().is_protocol());
+    }
+
+    #[test]
+    fn a_reply_in_the_previous_form_still_opens() {
+        // A previous version's script or module (contract 3) nests a table reply: `{tag, {a, b}}`.
+        let ours = CallTag::next();
+        let tag = Value::BulkString(ours.number().to_string().into_bytes());
+        let inner = Value::Array(vec![Value::Int(1), Value::Int(0)]);
+        assert_eq!(
+            ours.open(Value::Array(vec![tag.clone(), inner.clone()])).unwrap(),
+            inner
+        );
+        // A script that returned nothing: `{tag}`.
+        assert_eq!(ours.open(Value::Array(vec![tag.clone()])).unwrap(), Value::Nil);
+        // A one-element table reply with the tag appended is the table, not a scalar.
+        let one = Value::Array(vec![Value::Int(5), tag]);
+        assert_eq!(ours.open(one).unwrap(), Value::Array(vec![Value::Int(5)]));
     }
 }

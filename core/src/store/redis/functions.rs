@@ -48,8 +48,10 @@ fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
              redis.register_function('ratelock_{name}_{HASH_PLACE}', function(KEYS, ARGV)\n\
              \x20 local tag = table.remove(ARGV)\n\
              \x20 local reply = script_{index}(KEYS, ARGV)\n\
-             \x20 if type(reply) == 'table' and reply.err then return reply end\n\
-             \x20 return {{ tag, reply }}\n\
+             \x20 if type(reply) ~= 'table' then return {{ tag, reply }} end\n\
+             \x20 if reply.err then return reply end\n\
+             \x20 reply[#reply + 1] = tag\n\
+             \x20 return reply\n\
              end)\n"
         ));
     }
