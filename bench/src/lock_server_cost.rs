@@ -100,7 +100,7 @@ pub fn rows(
     with_module: bool,
     notes: &mut Vec<String>,
 ) -> Vec<Row> {
-    let families = families(connection, with_module);
+    let families = families(connection, with_module, LEASE_MS);
     let mut measured = Vec::new();
     for family in &families {
         check_family(connection, family);
@@ -189,10 +189,15 @@ pub fn rows(
     rows
 }
 
-pub(crate) fn families(connection: &mut redis::Connection, with_module: bool) -> Vec<PairFamily> {
+/// The lock pair of each family, every acquire taking a lease of `lease_ms`.
+pub(crate) fn families(
+    connection: &mut redis::Connection,
+    with_module: bool,
+    lease_ms: u64,
+) -> Vec<PairFamily> {
     let [lease, _, channel] = lock_scripts::keys_of(LOCK_NAME);
     let [_, fence_counter, _] = lock_scripts::keys_of(FENCE_COUNTER_NAME);
-    let ttl_us = u128::from(LEASE_MS) * 1000;
+    let ttl_us = u128::from(lease_ms) * 1000;
     let acquire_sha = load_script(connection, &ACQUIRE_SCRIPT);
     let release_sha = load_script(connection, &RELEASE_SCRIPT);
     let fence: i64 = HELD_FENCE.parse().expect("a fencing token");
@@ -227,7 +232,7 @@ pub(crate) fn families(connection: &mut redis::Connection, with_module: bool) ->
         held: Held::Hash,
     });
     let compare_and_delete = load_script(connection, COMPARE_AND_DELETE);
-    let ms = LEASE_MS.to_string();
+    let ms = lease_ms.to_string();
     families.push(PairFamily {
         label: REDLOCK_LABEL,
         acquire: words(&["SET", &lease, OWNER, "NX", "PX", &ms]),
