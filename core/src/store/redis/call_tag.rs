@@ -1,7 +1,8 @@
 //! Per-call reply tags. Every script call carries a tag as its last argument and every script reply
 //! echoes it (appended to a table reply, else `{tag, reply}`), so a reply that belongs to another
 //! call — a connection shared across a fork, a reply read out of order, a proxy that mixed two
-//! clients — is a protocol error, never a decision. Tags are unique per process: a counter plus a random salt that a forked child draws anew.
+//! clients — is a protocol error, never a decision. Tags are unique per process: a counter plus a
+//! random salt that a forked child draws anew.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
