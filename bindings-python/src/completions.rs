@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::panic::AssertUnwindSafe;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use futures_util::FutureExt;
 use parking_lot::Mutex;
@@ -15,8 +15,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 
 use crate::decision::PyDecision;
-use crate::errors::internal_error;
-use crate::runtime::runtime;
+use crate::runtime::{poll_here, runtime, settle};
 
 /// What a finished call delivers to its asyncio future: the limiter's decision, or its error.
 pub(crate) type Answer = PyResult<PyDecision>;
@@ -85,11 +84,7 @@ impl Completions {
     {
         let future = self.create_future.bind(py).call0()?;
         let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
-        let first = {
-            let _context = runtime().enter();
-            work.as_mut().poll(&mut Context::from_waker(Waker::noop()))
-        };
-        match first {
+        match poll_here(work.as_mut()) {
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
                 if let Err(exiting) = crate::runtime::live() {
@@ -120,11 +115,6 @@ impl Shared {
             let _ = (&self.wake_writer).write(&[1]);
         }
     }
-}
-
-/// A panic inside the call becomes a Python exception like any other failure.
-fn settle(outcome: std::thread::Result<Answer>) -> Answer {
-    outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
 }
 
 fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, answer: Answer) -> PyResult<()> {

@@ -89,11 +89,7 @@ where
     F: Future<Output = ratelock::Result<T>> + Send,
 {
     let mut future = std::pin::pin!(future);
-    let first = {
-        let _context = runtime().enter();
-        let mut context = Context::from_waker(Waker::noop());
-        std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut context)))
-    };
+    let first = std::panic::catch_unwind(AssertUnwindSafe(|| poll_here(future.as_mut())));
     let outcome = match first {
         Ok(Poll::Ready(result)) => Ok(result),
         Ok(Poll::Pending) => {
@@ -106,6 +102,19 @@ where
         Ok(result) => result.map_err(to_py),
         Err(panic) => Err(internal_error(panic)),
     }
+}
+
+/// Polls `future` once on this thread, inside the runtime's context, with a waker that does nothing:
+/// a call that needs no I/O finishes here, and any other has sent what it could (in call order) before
+/// it goes on elsewhere, where its next poll gives it a real waker.
+pub(crate) fn poll_here<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
+    let _context = runtime().enter();
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// A call's outcome, a panic inside it as a Python exception like any other failure.
+pub(crate) fn settle<T>(outcome: std::thread::Result<PyResult<T>>) -> PyResult<T> {
+    outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
 }
 
 /// Runs `call` on this thread, turning a panic into a Python exception.
@@ -123,14 +132,7 @@ where
 {
     live()?;
     let mut future = Box::pin(AssertUnwindSafe(future).catch_unwind());
-    let first = {
-        let _context = runtime().enter();
-        future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
-    };
-    let settle = |outcome: std::thread::Result<PyResult<T>>| {
-        outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
-    };
-    match first {
+    match poll_here(future.as_mut()) {
         Poll::Ready(outcome) => {
             let answer = settle(outcome);
             pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move { answer })

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 
 use redis::Cmd;
 
-use super::script::{ALL, FENCE, PRELUDE};
+use super::script::{ALL, FENCE, PRELUDE, REPLY_WITH_TAG};
 
 /// The library: its name, its code, and the hash of that code its names carry.
 pub(crate) struct Library {
@@ -46,12 +46,9 @@ fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
         code.push_str(&format!(
             "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
              redis.register_function('ratelock_{name}_{HASH_PLACE}', function(KEYS, ARGV)\n\
-             \x20 local tag = table.remove(ARGV)\n\
-             \x20 local reply = script_{index}(KEYS, ARGV)\n\
-             \x20 if type(reply) ~= 'table' then return {{ tag, reply }} end\n\
-             \x20 if reply.err then return reply end\n\
-             \x20 reply[#reply + 1] = tag\n\
-             \x20 return reply\n\
+             local ratelock_call_tag = table.remove(ARGV)\n\
+             local ratelock_reply = script_{index}(KEYS, ARGV)\n\
+             {REPLY_WITH_TAG}\
              end)\n"
         ));
     }

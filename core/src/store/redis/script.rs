@@ -67,12 +67,18 @@ pub fn tagged_script(source: &str) -> String {
     format!(
         "local ratelock_call_tag = table.remove(ARGV)\n\
          local ratelock_reply = (function()\n{PRELUDE}\n{fence}\n{source}\nend)()\n\
-         if type(ratelock_reply) ~= 'table' then return {{ ratelock_call_tag, ratelock_reply }} end\n\
-         if ratelock_reply.err then return ratelock_reply end\n\
-         ratelock_reply[#ratelock_reply + 1] = ratelock_call_tag\n\
-         return ratelock_reply\n"
+         {REPLY_WITH_TAG}"
     )
 }
+
+/// The end of the call-tag envelope, in the EVALSHA text and in each function of the library: the
+/// reply in `ratelock_reply` goes back with the tag in `ratelock_call_tag` (see [`tagged_script`]).
+pub(crate) const REPLY_WITH_TAG: &str = "\
+if type(ratelock_reply) ~= 'table' then return { ratelock_call_tag, ratelock_reply } end
+if ratelock_reply.err then return ratelock_reply end
+ratelock_reply[#ratelock_reply + 1] = ratelock_call_tag
+return ratelock_reply
+";
 
 /// The script `name`, served by the module's command `module_command` where the server has it.
 fn script(name: &'static str, source: &'static str, module_command: &'static str) -> LuaScript {
