@@ -66,10 +66,10 @@
 -- with it (appended to a table reply, else as {tag, reply}; an error as it is), so a reply can never be taken for
 -- another call's.
 
+-- ratelock: definitions
 -- The longest ban or list entry: 366 days in µs (ratelock::MAX_PERIOD).
 local MAX_BLOCK = 31622400000000
 
--- ratelock: definitions
 -- The fast path's rules as read from their arguments, by those arguments' text (cost, code, limit,
 -- period, burst, block): what the numbers are and whether the fast path takes them. Only a Functions
 -- library keeps it from one call to the next: it runs this block once, when it loads, and
@@ -584,11 +584,11 @@ local function rule_gcra(key, now, cost, limit, period, burst)
   if tat < now then tat = now end
   local new_tat = tat + cost * t
   local allow_at = new_tat - tau
-  local standing = { 1, limit, idiv(math.max(now + tau - tat, 0), t), tat - now, 0 }
+  local remaining = idiv(math.max(now + tau - tat, 0), t)
   if allow_at > now then
-    return { 0, limit, standing[3], standing[4], allow_at - now }
+    return { 0, limit, remaining, tat - now, allow_at - now }
   end
-  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0 }, standing, function()
+  return { 1, limit, idiv(now + tau - new_tat, t), new_tat - now, 0, remaining, tat - now }, function()
     redis.call('SET', key, new_tat, 'PX', px(new_tat - now))
   end
 end
@@ -620,16 +620,16 @@ local function rule_token(key, now, cost, limit, period, burst, _, tf, lf)
     if ahead <= idiv(held, rate) then return held - ahead * rate end
     return 0
   end
-  local standing = { 1, limit, idiv(available(tokens), scale), ahead + cdiv(capacity - tokens, rate), 0 }
+  local remaining, wait = idiv(available(tokens), scale), ahead + cdiv(capacity - tokens, rate)
   if tokens < need then
-    return { 0, limit, standing[3], standing[4], ahead + cdiv(need - tokens, rate) }
+    return { 0, limit, remaining, wait, ahead + cdiv(need - tokens, rate) }
   end
   if idiv(tokens - need, rate) < ahead then
-    return { 0, limit, standing[3], standing[4], ahead - idiv(tokens - need, rate) }
+    return { 0, limit, remaining, wait, ahead - idiv(tokens - need, rate) }
   end
   tokens = tokens - need
   local reset = ahead + cdiv(capacity - tokens, rate)
-  return { 1, limit, idiv(available(tokens), scale), reset, 0 }, standing, function()
+  return { 1, limit, idiv(available(tokens), scale), reset, 0, remaining, wait }, function()
     redis.call('HSET', key, tf, tokens, lf, last)
     redis.call('PEXPIRE', key, px(reset))
   end
@@ -648,12 +648,12 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   -- until then.
   if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
   last = now
-  local standing = { 1, limit, idiv(math.max(capacity - level, 0), t), level, 0 }
+  local remaining, drained = idiv(math.max(capacity - level, 0), t), level
   if level + pour > capacity then
-    return { 0, limit, standing[3], standing[4], level + pour - capacity }
+    return { 0, limit, remaining, level, level + pour - capacity }
   end
   level = level + pour
-  return { 1, limit, idiv(capacity - level, t), level, 0 }, standing, function()
+  return { 1, limit, idiv(capacity - level, t), level, 0, remaining, drained }, function()
     redis.call('HSET', key, 'v', level, 'l', last)
     redis.call('PEXPIRE', key, px(level))
   end
@@ -666,12 +666,12 @@ local function count_in_window(key, now, cost, limit, window, ends)
   local w, c = stored(v[1], key), stored(v[2], key)
   if w == window then count = c or 0 end
   local reset = ends - now
-  local standing = { 1, limit, math.max(limit - count, 0), reset, 0 }
+  local remaining = math.max(limit - count, 0)
   if count + cost > limit then
-    return { 0, limit, standing[3], reset, reset }
+    return { 0, limit, remaining, reset, reset }
   end
   count = count + cost
-  return { 1, limit, limit - count, reset, 0 }, standing, function(alone)
+  return { 1, limit, limit - count, reset, 0, remaining, reset }, function(alone)
     if alone and w == window then
       -- The window's first hit set the expiry (its end, or a second on): it stands.
       redis.call('HSET', key, 'c', count)
@@ -716,7 +716,7 @@ local function rule_sliding(key, now, cost, limit, period)
   local function reset_for(c)
     if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
   end
-  local standing = { 1, limit, math.max(math.floor(limit - used), 0), reset_for(cur), 0 }
+  local remaining, wait = math.max(math.floor(limit - used), 0), reset_for(cur)
   if used + cost > limit then
     local retry
     if cur + cost <= limit then
@@ -732,11 +732,11 @@ local function rule_sliding(key, now, cost, limit, period)
         return cur * (period - into) / period + cost <= limit
       end)
     end
-    return { 0, limit, standing[3], standing[4], retry }
+    return { 0, limit, remaining, wait, retry }
   end
   local count = cur + cost
   local reset = reset_for(count)
-  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0 }, standing, function(alone)
+  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0, remaining, wait }, function(alone)
     if alone and w == window then
       -- The window's first hit set the expiry (the next window's end, or a second on): it stands.
       redis.call('HSET', key, 'c', count)
@@ -753,17 +753,17 @@ local function rule_log(key, now, cost, limit, period)
   local count = redis.call('ZCARD', key)
   local newest = nil
   if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
-  local standing = { 1, limit, math.max(limit - count, 0), 0, 0 }
-  if newest ~= nil then standing[4] = math.max(newest + period - now, 0) end
+  local remaining, wait = math.max(limit - count, 0), 0
+  if newest ~= nil then wait = math.max(newest + period - now, 0) end
   if count + cost > limit then
     local k = count + cost - limit
     local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
-    return { 0, limit, standing[3], standing[4], kth + period - now }
+    return { 0, limit, remaining, wait, kth + period - now }
   end
   local latest = now
   if newest ~= nil and newest > now then latest = newest end
   local reset = latest + period - now
-  return { 1, limit, limit - count - cost, reset, 0 }, standing, function()
+  return { 1, limit, limit - count - cost, reset, 0, remaining, wait }, function()
     local stamp = int(now)
     local taken = redis.call('ZCOUNT', key, stamp, stamp)
     local args = {}
@@ -781,6 +781,35 @@ local rules_by_code = {
   fw = rule_fixed, sw = rule_sliding, sl = rule_log,
   ch = rule_calendar, cd = rule_calendar, cw = rule_calendar, cm = rule_calendar, cy = rule_calendar,
 }
+
+-- The calendar windows' codes (ratelock::CalendarUnit::code).
+local CALENDAR_UNITS = { ch = true, cd = true, cw = true, cm = true, cy = true }
+
+-- Rule i's code, limit, period, burst and block as the call's arguments `argv` give them, checked,
+-- also against the call's `cost`; an error reply in place of the code when bad.
+local function checked_rule(argv, i, cost)
+  local at = 3 + 5 * (i - 1)
+  local code = argv[at + 1]
+  local limit, period, burst = tonumber(argv[at + 2]), tonumber(argv[at + 3]), tonumber(argv[at + 4])
+  local block = tonumber(argv[at + 5])
+  -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
+  local bucket = code == 'g' or code == 'tb' or code == 'lb'
+  local window = code == 'fw' or code == 'sw' or code == 'sl'
+  -- A calendar window's "period" is its offset from UTC in minutes.
+  local calendar = CALENDAR_UNITS[code] ~= nil and period ~= nil and period % 1 == 0 and period >= -1439
+    and period <= 1439
+  if not (bucket or window or calendar) or limit == nil or period == nil or burst == nil or limit < 1
+    or (period < 1 and not calendar) or burst < 1 or block == nil or block < 0 or block % 1 ~= 0
+    or block > MAX_BLOCK then
+    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
+  end
+  local capacity = limit
+  if bucket then capacity = burst end
+  if cost > capacity then
+    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
+  end
+  return code, limit, period, burst, block
+end
 -- ratelock: end of definitions
 
 -- The call's own arguments, checked before any rule is looked at.
@@ -806,35 +835,17 @@ if rules > 100 then
   return redis.error_reply('ERR ratelock: at most 100 rules in one call (ratelock::MAX_RULES)')
 end
 
--- The calendar windows' codes (ratelock::CalendarUnit::code).
-local CALENDAR_UNITS = { ch = true, cd = true, cw = true, cm = true, cy = true }
-
 -- Under an override, replaced[i] = { limit, burst, token fields or nil } for each rule it replaces.
 local replaced = nil
 
--- Rule i's code, limit, period, burst and block, checked; an error reply in place of the code when bad.
--- Under an override, the replaced limit and burst (checked when the override was read).
+-- Every rule's code, limit, period, burst and block as given, checked once (five entries per rule).
+local given = {}
+
+-- Rule i's code, limit, period, burst and block; under an override, the replaced limit and burst
+-- (checked when the override was read).
 local function rule_arguments(i)
-  local at = 3 + 5 * (i - 1)
-  local code = ARGV[at + 1]
-  local limit, period, burst = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
-  local block = tonumber(ARGV[at + 5])
-  -- A bucket's burst bounds one call's cost, a window's limit does (no table: none is built per call).
-  local bucket = code == 'g' or code == 'tb' or code == 'lb'
-  local window = code == 'fw' or code == 'sw' or code == 'sl'
-  -- A calendar window's "period" is its offset from UTC in minutes.
-  local calendar = CALENDAR_UNITS[code] ~= nil and period ~= nil and period % 1 == 0 and period >= -1439
-    and period <= 1439
-  if not (bucket or window or calendar) or limit == nil or period == nil or burst == nil or limit < 1
-    or (period < 1 and not calendar) or burst < 1 or block == nil or block < 0 or block % 1 ~= 0
-    or block > MAX_BLOCK then
-    return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
-  end
-  local capacity = limit
-  if bucket then capacity = burst end
-  if cost > capacity then
-    return redis.error_reply('ERR ratelock: cost exceeds capacity of rule ' .. i)
-  end
+  local at = 5 * (i - 1)
+  local code, limit, period, burst, block = given[at + 1], given[at + 2], given[at + 3], given[at + 4], given[at + 5]
   if replaced and replaced[i] then limit, burst = replaced[i][1], replaced[i][2] end
   return code, limit, period, burst, block
 end
@@ -845,8 +856,10 @@ local function token_fields(i)
   return 't', 'l'
 end
 for i = 1, rules do
-  local bad = rule_arguments(i)
-  if type(bad) == 'table' then return bad end
+  local code, limit, period, burst, block = checked_rule(ARGV, i, cost)
+  if type(code) == 'table' then return code end
+  local at = 5 * (i - 1)
+  given[at + 1], given[at + 2], given[at + 3], given[at + 4], given[at + 5] = code, limit, period, burst, block
 end
 
 -- "reserve" (ratelock::algorithm::reserve): the last ARGV is the longest wait in µs; only the bucket
@@ -991,21 +1004,15 @@ if entry then
 end
 
 
--- Decides rule i: its outcome, its figures as they stand, and the write that spends it.
-local function decide_rule(i)
+-- Every rule decided: its outcome (an allowed one also carries its remaining and reset as they stand,
+-- in fields 6 and 7), and the write that spends it.
+local outcomes, writes, all_allowed = {}, {}, true
+for i = 1, rules do
   local code, limit, period, burst = rule_arguments(i)
   local tf, lf = token_fields(i)
-  return rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code, tf, lf)
-end
-
-local outcomes, standings, writes, all_allowed = {}, {}, {}, true
-for i = 1, rules do
-  local outcome, standing, write = decide_rule(i)
-  if outcome[1] == 0 then
-    all_allowed = false
-    standing = outcome
-  end
-  outcomes[i], standings[i], writes[i] = outcome, standing, write
+  local outcome, write = rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code, tf, lf)
+  if outcome[1] == 0 then all_allowed = false end
+  outcomes[i], writes[i] = outcome, write
 end
 -- A reservation that must wait, and may: every rule decided again at the slot and spent there, its
 -- figures seen from now (reserve::booked); the keys live until their reset from now.
@@ -1019,7 +1026,7 @@ if reserving and not all_allowed then
     for i = 1, rules do
       local code, limit, period, burst = rule_arguments(i)
       local tf, lf = token_fields(i)
-      local outcome, _, write = rules_by_code[code](KEYS[i], slot, cost, limit, period, burst, code, tf, lf)
+      local outcome, write = rules_by_code[code](KEYS[i], slot, cost, limit, period, burst, code, tf, lf)
       booked[i], booked_writes[i] = outcome, write
       if outcome[1] == 0 then fits = false end
     end
@@ -1065,8 +1072,11 @@ end
 -- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
 for i = 1, rules do
   local answer = outcomes[i]
-  if not all_allowed then answer = standings[i] end
-  for j = 1, 5 do reply[n + j] = answer[j] end
+  if all_allowed or answer[1] == 0 then
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = answer[1], answer[2], answer[3], answer[4], answer[5]
+  else
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = 1, answer[2], answer[6], answer[7], 0
+  end
   n = n + 5
 end
 return reply
