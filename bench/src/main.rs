@@ -30,6 +30,7 @@ mod report;
 mod script_call;
 mod server_cost;
 mod server_instructions;
+mod server_tails;
 
 use std::time::Duration;
 
@@ -118,7 +119,9 @@ async fn main() {
         rows.extend(module_throughput::rows(&rules, window, &mut notes).await);
     }
     if runs("server-cost") {
-        rows.extend(server_cost::rows(&mut notes));
+        let (cost_rows, tails) = server_cost::rows(&mut notes);
+        rows.extend(cost_rows);
+        tables.push(("Server time per call, as the server's latency histogram shows it (µs)", tails));
     }
     if runs("server-instructions") {
         rows.extend(server_instructions::rows(&mut notes));

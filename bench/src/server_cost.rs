@@ -17,6 +17,7 @@ use crate::native_floor;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
+use crate::server_tails::{self, ServerTail};
 
 /// A minimal GCRA in Lua, the floor for any GCRA script: read the theoretical arrival time, read the
 /// clock, write the next one with a PX expiry. (Written for this bench; it denies nothing.)
@@ -145,9 +146,7 @@ pub(crate) fn paths(connection: &mut redis::Connection, with_module: bool, with_
     let minimal = load_script(connection, MINIMAL_GCRA);
     paths.push(Path {
         name: MINIMAL_GCRA_LABEL.into(),
-        command: ["EVALSHA", &minimal, "1", "gcra:__rand_int__", "600000", "60000"]
-            .map(str::to_owned)
-            .to_vec(),
+        command: minimal_gcra_command(&minimal),
         stat: "evalsha",
     });
     let shaped = load_script(
@@ -213,15 +212,19 @@ fn saturating_run() -> BenchmarkRun {
     }
 }
 
-/// Saturates `server` with each path in turn and reads its commandstats.
+/// One path's server time per call as a histogram: its name, mean µs and buckets.
+pub(crate) type Tail = (String, Option<f64>, ServerTail);
+
+/// Saturates `server` with each path in turn and reads its commandstats and latency histogram.
 fn measure(
     server: &RedisServer,
     connection: &mut redis::Connection,
     paths: Vec<Path>,
     notes: &mut Vec<String>,
-) -> Vec<Figure> {
+) -> (Vec<Figure>, Vec<Tail>) {
     let run = saturating_run();
     let mut figures = Vec::new();
+    let mut tails = Vec::new();
     for path in paths {
         let _: () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
@@ -232,9 +235,36 @@ fn measure(
         if let Err(problem) = &per_second {
             notes.push(format!("server cost, {}: {problem}", path.name));
         }
+        if let Some(tail) = server_tails::read(connection, path.stat) {
+            tails.push((path.name.clone(), micros, tail));
+        }
         figures.push((path.name, per_second.ok(), micros));
     }
-    figures
+    (figures, tails)
+}
+
+/// `EVALSHA` of the minimal GCRA script (loaded as `sha`) on a random key of 10,000.
+fn minimal_gcra_command(sha: &str) -> Vec<String> {
+    ["EVALSHA", sha, "1", "gcra:__rand_int__", "600000", "60000"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+/// The minimal GCRA script on a server of its own, with no other script or library loaded: its
+/// histogram beside the same script's on the section's server shows what the scripts and the library
+/// loaded beside it cost its tail (Redis steps the Lua garbage collector every 50 script calls, over
+/// everything its Lua state holds).
+fn minimal_gcra_alone(notes: &mut Vec<String>) -> Option<Tail> {
+    let server = RedisServer::start();
+    let mut connection = server.connection();
+    let sha = load_script(&mut connection, MINIMAL_GCRA);
+    let path = Path {
+        name: format!("{MINIMAL_GCRA_LABEL}, on a server with no other script or library"),
+        command: minimal_gcra_command(&sha),
+        stat: "evalsha",
+    };
+    let (_, mut tails) = measure(&server, &mut connection, vec![path], notes);
+    tails.pop()
 }
 
 /// Only the single GCRA rule of the module (when built) and of limit.lua, measured as the section
@@ -250,10 +280,11 @@ pub(crate) fn single_gcra_figures(notes: &mut Vec<String>) -> Vec<Figure> {
         .into_iter()
         .filter(|path| path.name == MODULE_GCRA_NAME || path.name == LUA_GCRA_NAME)
         .collect();
-    measure(&server, &mut connection, wanted, notes)
+    measure(&server, &mut connection, wanted, notes).0
 }
 
-pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
+/// The section's rows, and the table of each path's server time per call as a histogram.
+pub fn rows(notes: &mut Vec<String>) -> (Vec<Row>, String) {
     let (module, cell) = (module_path(), redis_cell_path());
     let mut arguments: Vec<String> = Vec::new();
     for so in [&module, &cell].into_iter().flatten() {
@@ -271,7 +302,8 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
     }
     let run = saturating_run();
     let all_paths = paths(&mut connection, module.is_some(), cell.is_some());
-    let figures = measure(&server, &mut connection, all_paths, notes);
+    let (figures, mut tails) = measure(&server, &mut connection, all_paths, notes);
+    tails.extend(minimal_gcra_alone(notes));
     notes.push(format!(
         "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script (the fixed window's by FCALL: INCR + PEXPIRE), the others' CL.THROTTLE; the contract's floors are functions of a bench library called with limit.lua's own KEYS and ARGV (bench/src/contract_floors.rs)",
         run.describe(),
@@ -361,7 +393,7 @@ pub fn rows(notes: &mut Vec<String>) -> Vec<Row> {
         module.is_some(),
         notes,
     ));
-    rows
+    (rows, server_tails::table(&tails))
 }
 
 /// How a call's server µs grows with its rules, for the module and for limit.lua: several rules, or a
