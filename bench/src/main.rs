@@ -121,7 +121,10 @@ async fn main() {
     if runs("server-cost") {
         let (cost_rows, tails) = server_cost::rows(&mut notes);
         rows.extend(cost_rows);
-        tables.push(("Server time per call, as the server's latency histogram shows it (µs)", tails));
+        tables.push((
+            "Server time per call, as the server's latency histogram shows it (µs)",
+            tails,
+        ));
     }
     if runs("server-instructions") {
         rows.extend(server_instructions::rows(&mut notes));

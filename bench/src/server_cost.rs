@@ -5,7 +5,10 @@
 //! and in limit.lua's call shape: the floor of any script under ratelock's contract) and the
 //! INCR + PEXPIRE script that peers run; redis-cell's `CL.THROTTLE`; a plain `SET`. The Lua rows' µs
 //! are set against the minimal GCRA script's (what a server without modules can do at best); the
-//! module's against CL.THROTTLE's. Then the lock acquire+release pairs (lock_server_cost.rs). Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
+//! module's against CL.THROTTLE's. Then the lock acquire+release pairs (lock_server_cost.rs). Each
+//! limit path's server time per call is also read as a histogram (server_tails.rs), and the minimal
+//! GCRA script's once more on a server with nothing else loaded.
+//! Run alone: `cargo run --release -p ratelock-bench -- server-cost`.
 
 use std::path::PathBuf;
 

@@ -48,8 +48,10 @@ pub(crate) fn read(connection: &mut redis::Connection, command: &str) -> Option<
     let field = |name: &str| {
         fields
             .iter()
-            .find(|(key, _)| matches!(key, Value::BulkString(bytes) if bytes == name.as_bytes())
-                || matches!(key, Value::SimpleString(text) if text == name))
+            .find(|(key, _)| {
+                matches!(key, Value::BulkString(bytes) if bytes == name.as_bytes())
+                    || matches!(key, Value::SimpleString(text) if text == name)
+            })
             .map(|(_, value)| *value)
     };
     let calls = number(field("calls")?)?;
@@ -81,19 +83,21 @@ fn number(value: &Value) -> Option<u64> {
 }
 
 /// How far above its mean a call counts as the tail.
-pub(crate) const TAIL_OVER_MEAN: f64 = 3.0;
+const TAIL_OVER_MEAN: f64 = 3.0;
 
 /// The table: one line per path with its name, mean µs and histogram.
 pub(crate) fn table(paths: &[(String, Option<f64>, ServerTail)]) -> String {
-    let mut out = String::from(
-        "| path | calls | mean µs | p50 ≤ µs | p99 ≤ µs | p99.9 ≤ µs | calls above 3× the mean (bucket bound) |\n\
+    let mut out = format!(
+        "| path | calls | mean µs | p50 ≤ µs | p99 ≤ µs | p99.9 ≤ µs | calls above {TAIL_OVER_MEAN}× the mean (bucket bound) |\n\
          |:--|--:|--:|--:|--:|--:|--:|\n",
     );
     let bound = |tail: &ServerTail, q: f64| tail.bound_at(q).map_or("-".into(), |b| b.to_string());
     for (name, mean, tail) in paths {
         let above = mean
             .and_then(|mean| tail.share_above(mean * TAIL_OVER_MEAN))
-            .map_or("-".into(), |(bound, share)| format!("{:.2}% (> {bound} µs)", share * 100.0));
+            .map_or("-".into(), |(bound, share)| {
+                format!("{:.2}% (> {bound} µs)", share * 100.0)
+            });
         out.push_str(&format!(
             "| {name} | {} | {} | {} | {} | {} | {above} |\n",
             tail.calls,
