@@ -1,9 +1,9 @@
 //! The server's own time per call, as a ladder: each command's latency histogram (`LATENCY HISTOGRAM`,
 //! Redis ≥ 7), which times every call's execution alone (no queueing, no network) in buckets bounded by
 //! powers of two. Read right after a path's saturating run, since `CONFIG RESETSTAT` clears it; shown
-//! as a table of each path's mean (from `INFO commandstats`), its p50, p99 and p99.9 bucket bounds, and
-//! the share of its calls above three times its mean: the calls a client sees in its own tail whatever
-//! it does.
+//! as a table of each path's mean (from `INFO commandstats`), its p50, p99 and p99.9 bucket bounds, the
+//! share of its calls above three times its mean (the calls a client sees in its own tail whatever it
+//! does), and the share above one bound for every path (66 µs), which compares paths within a run.
 
 use redis::Value;
 
@@ -25,7 +25,19 @@ impl ServerTail {
             .map(|(bound, _)| *bound)
     }
 
-    /// The first bucket bound at or above `floor_us`, and the share of calls above it.
+    /// The share of calls above `bound_us`, one of Redis's bucket bounds. A bucket no call fell in is
+    /// left out of the reply, so the calls at or under it are those of the last bound listed under it.
+    pub(crate) fn share_above_bound(&self, bound_us: u64) -> f64 {
+        let under = self
+            .cumulative
+            .iter()
+            .rev()
+            .find(|(bound, _)| *bound <= bound_us)
+            .map_or(0, |(_, calls)| *calls);
+        (self.calls - under) as f64 / self.calls.max(1) as f64
+    }
+
+    /// The first bucket bound listed at or above `floor_us`, and the share of calls above it.
     pub(crate) fn share_above(&self, floor_us: f64) -> Option<(u64, f64)> {
         let (bound, under) = *self
             .cumulative
@@ -85,11 +97,15 @@ fn number(value: &Value) -> Option<u64> {
 /// How far above its mean a call counts as the tail.
 const TAIL_OVER_MEAN: f64 = 3.0;
 
+/// One bucket bound every path is read against too (Redis's bucket for 2^16 ns), so that paths of
+/// different means compare within a run; where it falls against a path's mean depends on the machine.
+const FIXED_BOUND_US: u64 = 66;
+
 /// The table: one line per path with its name, mean µs and histogram.
 pub(crate) fn table(paths: &[(String, Option<f64>, ServerTail)]) -> String {
     let mut out = format!(
-        "| path | calls | mean µs | p50 ≤ µs | p99 ≤ µs | p99.9 ≤ µs | calls above {TAIL_OVER_MEAN}× the mean (bucket bound) |\n\
-         |:--|--:|--:|--:|--:|--:|--:|\n",
+        "| path | calls | mean µs | p50 ≤ µs | p99 ≤ µs | p99.9 ≤ µs | calls above {TAIL_OVER_MEAN}× the mean (bucket bound) | calls above {FIXED_BOUND_US} µs |\n\
+         |:--|--:|--:|--:|--:|--:|--:|--:|\n",
     );
     let bound = |tail: &ServerTail, q: f64| tail.bound_at(q).map_or("-".into(), |b| b.to_string());
     for (name, mean, tail) in paths {
@@ -98,8 +114,9 @@ pub(crate) fn table(paths: &[(String, Option<f64>, ServerTail)]) -> String {
             .map_or("-".into(), |(bound, share)| {
                 format!("{:.2}% (> {bound} µs)", share * 100.0)
             });
+        let above_fixed = format!("{:.2}%", tail.share_above_bound(FIXED_BOUND_US) * 100.0);
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {above} |\n",
+            "| {name} | {} | {} | {} | {} | {} | {above} | {above_fixed} |\n",
             tail.calls,
             mean.map_or("-".into(), |m| format!("{m:.1}")),
             bound(tail, 0.5),
@@ -134,6 +151,19 @@ mod tests {
         assert_eq!(tail().share_above(30.0), Some((33, 0.02)));
         assert_eq!(tail().share_above(33.0), Some((33, 0.02)));
         assert_eq!(tail().share_above(500.0), None);
+    }
+
+    #[test]
+    fn a_bucket_left_out_of_the_reply_counts_as_empty() {
+        // Nothing fell between 33 and 66 µs, so Redis lists no 66 bucket: 20 calls are above 66 µs.
+        let sparse = ServerTail {
+            calls: 1000,
+            cumulative: vec![(16, 900), (33, 980), (132, 1000)],
+        };
+        assert_eq!(sparse.share_above_bound(66), 0.02);
+        assert_eq!(sparse.share_above_bound(132), 0.0);
+        assert_eq!(sparse.share_above_bound(8), 1.0);
+        assert_eq!(tail().share_above_bound(66), 0.005);
     }
 
     #[test]
