@@ -20,7 +20,7 @@ use crate::native_floor;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, LIMIT_SCRIPT};
-use crate::server_tails::{self, ServerTail};
+use crate::server_tails::{self, Tail};
 
 /// A minimal GCRA in Lua, the floor for any GCRA script: read the theoretical arrival time, read the
 /// clock, write the next one with a PX expiry. (Written for this bench; it denies nothing.)
@@ -215,9 +215,6 @@ fn saturating_run() -> BenchmarkRun {
     }
 }
 
-/// One path's server time per call as a histogram: its name, mean µs and buckets.
-pub(crate) type Tail = (String, Option<f64>, ServerTail);
-
 /// Saturates `server` with each path in turn and reads its commandstats and latency histogram.
 fn measure(
     server: &RedisServer,
@@ -238,8 +235,12 @@ fn measure(
         if let Err(problem) = &per_second {
             notes.push(format!("server cost, {}: {problem}", path.name));
         }
-        if let Some(tail) = server_tails::read(connection, path.stat) {
-            tails.push((path.name.clone(), micros, tail));
+        match server_tails::read(connection, path.stat) {
+            Some(tail) => tails.push((path.name.clone(), micros, tail)),
+            None => notes.push(format!(
+                "server cost, {}: no latency histogram for {} (LATENCY HISTOGRAM needs Redis >= 7 and a call)",
+                path.name, path.stat
+            )),
         }
         figures.push((path.name, per_second.ok(), micros));
     }

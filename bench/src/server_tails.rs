@@ -39,11 +39,12 @@ impl ServerTail {
 
     /// The first bucket bound listed at or above `floor_us`, and the share of calls above it.
     pub(crate) fn share_above(&self, floor_us: f64) -> Option<(u64, f64)> {
-        let (bound, under) = *self
+        let bound = self
             .cumulative
             .iter()
-            .find(|(bound, _)| *bound as f64 >= floor_us)?;
-        Some((bound, (self.calls - under) as f64 / self.calls.max(1) as f64))
+            .map(|(bound, _)| *bound)
+            .find(|bound| *bound as f64 >= floor_us)?;
+        Some((bound, self.share_above_bound(bound)))
     }
 }
 
@@ -101,8 +102,12 @@ const TAIL_OVER_MEAN: f64 = 3.0;
 /// different means compare within a run; where it falls against a path's mean depends on the machine.
 const FIXED_BOUND_US: u64 = 66;
 
+/// One path's server time per call as a histogram: its name, mean µs (from `INFO commandstats`) and
+/// buckets.
+pub(crate) type Tail = (String, Option<f64>, ServerTail);
+
 /// The table: one line per path with its name, mean µs and histogram.
-pub(crate) fn table(paths: &[(String, Option<f64>, ServerTail)]) -> String {
+pub(crate) fn table(paths: &[Tail]) -> String {
     let mut out = format!(
         "| path | calls | mean µs | p50 ≤ µs | p99 ≤ µs | p99.9 ≤ µs | calls above {TAIL_OVER_MEAN}× the mean (bucket bound) | calls above {FIXED_BOUND_US} µs |\n\
          |:--|--:|--:|--:|--:|--:|--:|--:|\n",
