@@ -203,6 +203,23 @@ def test_limit_and_exempt_work_above_the_route_decorator(store_url):
     assert all(client.get("/above-exempt").status_code == 200 for _ in range(3))
 
 
+def test_a_mark_put_after_the_first_request_applies(store_url):
+    # The marks of a view are looked up once per view; marking a view later must still count.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="1/minute")
+
+    def late():
+        return jsonify(ok=True)
+
+    app.add_url_rule("/late", "late", late)
+    client = app.test_client()
+    assert [client.get("/late").status_code for _ in range(2)] == [200, 429], "the default limit"
+    limits.exempt(late)
+    assert client.get("/late").status_code == 200, "exempted after the first requests"
+    limits.limit("3/minute", scope="late-own")(late)
+    assert client.get("/late").headers["RateLimit-Policy"] == '"3/minute";q=3;w=60', "its own limit now"
+
+
 def test_marks_are_per_view_not_per_function_name(store_url):
     app = Flask(__name__)
     limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")

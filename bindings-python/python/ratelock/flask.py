@@ -13,12 +13,14 @@ limited response carries the chosen rate-limit headers (the latest IETF draft by
     def login(): ...
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar, Union
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar, Union, cast
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Request, Response, g, request
+from werkzeug.local import LocalProxy
 
 from ratelock._native import Decision
-from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, response_headers
+from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -27,6 +29,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Flask's own idiom: functions of no arguments that read ``flask.request``.
 KeyFunc = Callable[[], Union[str, bytes, None]]
 RulesFunc = Callable[[], str]
+
+#: A limit on a view: the limit, the HTTP methods it applies to (None: all), and its own scope if given.
+_Mark = Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]
 
 #: How many ``__wrapped__`` layers of a registered view are searched for marks.
 _MAX_WRAPPED_DEPTH = 32
@@ -76,7 +81,9 @@ class RateLimiter:
         self.limiter = self.http.limiter
         self.default_limit = None if default_limits is None else self._limit(default_limits, "default", None, 1, None)
         self._exempt: Set[Callable[..., Any]] = set()
-        self._limits: Dict[Callable[..., Any], List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]]] = {}
+        self._limits: Dict[Callable[..., Any], List[_Mark]] = {}
+        # Each registered view's marks as `_marks` found them, so a request looks them up once.
+        self._found_marks: Dict[Optional[Callable[..., Any]], Tuple[List[_Mark], bool]] = {}
         self._endpoint_limits: Dict[Tuple[int, str], Limit] = {}
         if app is not None:
             self.init_app(app)
@@ -84,7 +91,8 @@ class RateLimiter:
     def init_app(self, app: Flask) -> None:
         """Registers the view limits, the default limits and the response headers on `app`."""
         app.extensions["ratelock"] = self
-        app.before_request(self._check_limits)
+        # The hook holds its app: reading `current_app` on every request costs a context lookup.
+        app.before_request(functools.partial(self._check_limits, app))
         app.after_request(self._add_headers)
 
     def limit(
@@ -107,6 +115,7 @@ class RateLimiter:
 
         def decorate(view: F) -> F:
             self._limits.setdefault(view, []).insert(0, (mark, only, scope))
+            self._found_marks.clear()
             return view
 
         return decorate
@@ -114,6 +123,7 @@ class RateLimiter:
     def exempt(self, view: F) -> F:
         """Exempts a view from the default limits (above or below its route decorator)."""
         self._exempt.add(view)
+        self._found_marks.clear()
         return view
 
     def _limit(
@@ -132,28 +142,38 @@ class RateLimiter:
             skip=_of_request(skip),
         )
 
-    def _check_limits(self) -> Optional[Response]:
-        endpoint = request.endpoint
+    def _check_limits(self, app: Flask) -> Optional[Response]:
+        # The request behind Flask's proxy, taken once: each read through the proxy costs a lookup.
+        current = cast("LocalProxy[Request]", request)._get_current_object()
+        endpoint = current.endpoint
         if endpoint is None:
             return None
-        marks, exempt = self._marks(current_app.view_functions.get(endpoint))
+        marks, exempt = self._marks_of(app.view_functions.get(endpoint))
         if marks:
             for mark, only, scope in marks:
-                if only is not None and request.method not in only:
+                if only is not None and current.method not in only:
                     continue
-                refusal = self._check(mark if scope else self._scoped(mark, endpoint))
+                refusal = self._check(mark if scope else self._scoped(mark, endpoint), current)
                 if refusal is not None:
                     return refusal
             return None
         if self.default_limit is None or exempt or endpoint == "static":
             return None
-        return self._check(self.default_limit)
+        return self._check(self.default_limit, current)
 
-    def _marks(
-        self, view: Optional[Callable[..., Any]]
-    ) -> "tuple[List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]], bool]":
+    def _marks_of(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
+        """`_marks` of `view`, found once per view (``limit`` and ``exempt`` forget what was found)."""
+        try:
+            found = self._found_marks.get(view)
+        except TypeError:  # an unhashable callable: looked through on every request
+            return self._marks(view)
+        if found is None:
+            found = self._found_marks[view] = self._marks(view)
+        return found
+
+    def _marks(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
         """The limits on `view` and on the functions it wraps, outermost first, and whether any is exempt."""
-        limits: List[Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]] = []
+        limits: List[_Mark] = []
         exempt = False
         for _ in range(_MAX_WRAPPED_DEPTH):
             if view is None:
@@ -166,15 +186,21 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(self, limit: Limit) -> Optional[Response]:
-        forwarded = request.headers.get(self.http.proxy_header) if self.http.proxy_header else None
-        checked = self.http.check(limit, request, peer=request.remote_addr, forwarded=forwarded)
-        if checked.answer is None:
+    def _check(self, limit: Limit, current: Any) -> Optional[Response]:
+        proxy_header = self.http.proxy_header
+        forwarded = current.headers.get(proxy_header) if proxy_header else None
+        checked = self.http.check(limit, current, peer=current.remote_addr, forwarded=forwarded)
+        answer = checked.answer
+        if answer is None:
             return None
-        g.ratelock_checked = checked
+        # The request's globals behind Flask's proxy, taken once (as the request above).
+        store = g._get_current_object()
         if checked.decision is not None:
-            g.ratelock_decision = checked.decision
-        return None if checked.answer.proceed else refusal(checked.answer)
+            store.ratelock_decision = checked.decision
+        if answer.proceed:
+            store.ratelock_headers = answer.headers
+            return None
+        return refusal(answer)
 
     def _scoped(self, limit: Limit, endpoint: str) -> Limit:
         """`limit` under the view's endpoint, when it was given no scope of its own (made once)."""
@@ -185,9 +211,9 @@ class RateLimiter:
         return scoped
 
     def _add_headers(self, response: Response) -> Response:
-        checked: Optional[Checked] = g.pop("ratelock_checked", None)
-        if checked is not None and checked.answer is not None and checked.answer.proceed:
-            for name, value in response_headers(checked):
+        headers: Optional[List[Tuple[str, str]]] = g._get_current_object().pop("ratelock_headers", None)
+        if headers:
+            for name, value in headers:
                 response.headers[name] = value
         return response
 

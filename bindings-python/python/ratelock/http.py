@@ -186,6 +186,17 @@ class HttpLimiter:
     def check(self, limit: Limit, request: Any, *, peer: Optional[str], forwarded: Optional[str] = None) -> Checked:
         """Decides one request of a sync app: ``peer`` is the connection's address, ``forwarded`` the value
         of ``proxy_header`` (read only when a proxy is trusted)."""
+        if self._is_fixed(limit):
+            # Nothing to ask of the request: the same steps, without a generator to drive.
+            key = self.client_address.key(peer, forwarded)
+            joined = self._joined(limit.scope, key)
+            if not isinstance(joined, (str, bytes)):
+                return joined
+            try:
+                decision = self.limiter.hit(joined, limit.rules, limit.cost)
+            except RatelockError as error:
+                return self._failed(error)
+            return Checked(self.options.answer(decision, key), decision)
         steps = self._steps(limit, request, peer, forwarded)
         sent: Any = None
         thrown: Optional[BaseException] = None
@@ -227,6 +238,17 @@ class HttpLimiter:
             except RatelockError as error:
                 thrown = error
 
+    def _is_fixed(self, limit: Limit) -> bool:
+        """True when `limit` asks nothing of the request: no skip, no key function, fixed rules and cost."""
+        return (
+            limit.skip is None
+            and self.skip is None
+            and limit.key_func is None
+            and self.key_func is None
+            and isinstance(limit.rules, str)
+            and isinstance(limit.cost, int)
+        )
+
     def _steps(
         self, limit: Limit, request: Any, peer: Optional[str], forwarded: Optional[str]
     ) -> Generator[Any, Any, Checked]:
@@ -240,22 +262,33 @@ class HttpLimiter:
         if not isinstance(key, (str, bytes)):
             log.warning("ratelock: the key function answered %s, not str or bytes: answering 400", type(key).__name__)
             return Checked(self.options.bad_key(), None)
-        try:
-            joined = scoped_key(limit.scope, key)
-        except InvalidArgument as error:
-            log.warning("ratelock: the request's key is not usable (%s): answering 400", error)
-            return Checked(self.options.bad_key(), None)
+        joined = self._joined(limit.scope, key)
+        if not isinstance(joined, (str, bytes)):
+            return joined
         rules = limit.rules if isinstance(limit.rules, str) else (yield from _value(limit.rules(request)))
         cost = limit.cost if isinstance(limit.cost, int) else (yield from _value(limit.cost(request)))
         try:
             decision: Decision = yield (joined, rules, cost)
         except RatelockError as error:
-            answer = self.options.failure(getattr(error, "code", None) or "")
-            if answer is None:
-                raise
-            log.warning("ratelock: the store failed (%s): answering %d", error, answer.status)
-            return Checked(answer, None)
+            return self._failed(error)
         return Checked(self.options.answer(decision, key), decision)
+
+    def _joined(self, scope: str, key: Union[str, bytes]) -> Union[str, bytes, Checked]:
+        """The bucket's key, `scope` joined to `key`; or the 400 answer when the key is not usable."""
+        try:
+            joined: Union[str, bytes] = scoped_key(scope, key)
+            return joined
+        except InvalidArgument as error:
+            log.warning("ratelock: the request's key is not usable (%s): answering 400", error)
+            return Checked(self.options.bad_key(), None)
+
+    def _failed(self, error: RatelockError) -> Checked:
+        """The answer to a store failure (an outage's status), or `error` raised again when it has none."""
+        answer = self.options.failure(getattr(error, "code", None) or "")
+        if answer is None:
+            raise error
+        log.warning("ratelock: the store failed (%s): answering %d", error, answer.status)
+        return Checked(answer, None)
 
 
 def _value(given: Maybe) -> Generator[Any, Any, Any]:
