@@ -2,6 +2,7 @@
 //! `RateLimit-Policy` and `RateLimit` fields (drafts 6, 7, 8 and 11, the latest) and the legacy
 //! `X-RateLimit-*` trio. Seconds are always rounded up, so a client that waits as told is never early.
 
+use std::fmt::Write as _;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -131,14 +132,16 @@ impl HeaderOptions {
         if let Some(style) = self.standard {
             let pk = (self.partition_key && matches!(style, HeaderStyle::Draft8 | HeaderStyle::Draft11))
                 .then(|| structured::partition_key(key));
-            out.push(("RateLimit-Policy", policies(style, rules, pk.as_deref())));
+            let (policy, named) = policies(style, rules, decision.rule_index, pk.as_deref());
             match style {
                 HeaderStyle::Draft6 => {
+                    out.push(("RateLimit-Policy", policy));
                     out.push(("RateLimit-Limit", limit.to_string()));
                     out.push(("RateLimit-Remaining", remaining.to_string()));
                     out.push(("RateLimit-Reset", reset.to_string()));
                 }
                 HeaderStyle::Draft7 => {
+                    out.push(("RateLimit-Policy", policy));
                     out.push((
                         "RateLimit",
                         format!("limit={limit}, remaining={remaining}, reset={reset}"),
@@ -150,11 +153,15 @@ impl HeaderOptions {
                     } else {
                         reset
                     };
-                    let mut item = format!("{};r={remaining};t={t}", structured::string(&rule.to_string()));
+                    // The deciding rule's name, as the policy field already spells it.
+                    let mut item = String::with_capacity(named.len() + 32);
+                    item.push_str(&policy[named]);
+                    let _ = write!(item, ";r={remaining};t={t}");
                     if let Some(pk) = &pk {
                         item.push_str(";pk=");
                         item.push_str(pk);
                     }
+                    out.push(("RateLimit-Policy", policy));
                     out.push(("RateLimit", item));
                 }
             }
@@ -169,30 +176,40 @@ impl HeaderOptions {
     }
 }
 
-/// `RateLimit-Policy`: every rule checked, in the order given.
-fn policies(style: HeaderStyle, rules: &Rules, pk: Option<&str>) -> String {
-    let items: Vec<String> = rules
-        .iter()
-        .map(|rule| {
-            let window = window_seconds(rule);
-            match style {
-                HeaderStyle::Draft6 | HeaderStyle::Draft7 => format!("{};w={window}", rule.limit()),
-                HeaderStyle::Draft8 | HeaderStyle::Draft11 => {
-                    let mut item = format!(
-                        "{};q={};w={window}",
-                        structured::string(&rule.to_string()),
-                        rule.limit()
-                    );
-                    if let Some(pk) = pk {
-                        item.push_str(";pk=");
-                        item.push_str(pk);
-                    }
-                    item
+/// `RateLimit-Policy`: every rule checked, in the order given, written in one string; with the place in
+/// it of the rule at `named` (its quoted name in drafts 8 and 11, which the `RateLimit` field repeats).
+fn policies(
+    style: HeaderStyle,
+    rules: &Rules,
+    named: usize,
+    pk: Option<&str>,
+) -> (String, std::ops::Range<usize>) {
+    let mut policy = String::with_capacity(48 * rules.len());
+    let mut name_at = 0..0;
+    for (index, rule) in rules.iter().enumerate() {
+        if index > 0 {
+            policy.push_str(", ");
+        }
+        let window = window_seconds(rule);
+        match style {
+            HeaderStyle::Draft6 | HeaderStyle::Draft7 => {
+                let _ = write!(policy, "{};w={window}", rule.limit());
+            }
+            HeaderStyle::Draft8 | HeaderStyle::Draft11 => {
+                let start = policy.len();
+                structured::push_string_of(&mut policy, rule);
+                if index == named {
+                    name_at = start..policy.len();
+                }
+                let _ = write!(policy, ";q={};w={window}", rule.limit());
+                if let Some(pk) = pk {
+                    policy.push_str(";pk=");
+                    policy.push_str(pk);
                 }
             }
-        })
-        .collect();
-    items.join(", ")
+        }
+    }
+    (policy, name_at)
 }
 
 #[cfg(test)]

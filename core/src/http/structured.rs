@@ -3,10 +3,9 @@
 
 use sha2::{Digest, Sha256};
 
-/// A structured-field String: `"` + the text with `"` and `\` escaped + `"`. The text must be printable
-/// ASCII (policy names come from rule texts, which are).
-pub(crate) fn string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+/// A structured-field String, appended to `out`: `"` + the text with `"` and `\` escaped + `"`. The
+/// text must be printable ASCII (policy names come from rule texts, which are).
+fn push_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
         if matches!(c, '"' | '\\') {
@@ -15,7 +14,23 @@ pub(crate) fn string(text: &str) -> String {
         out.push(if (' '..='~').contains(&c) { c } else { '?' });
     }
     out.push('"');
-    out
+}
+
+/// [`push_string`] of `value`'s text, without a string of its own in between: the text is
+/// written in place and escaped only when it has to be (a rule's text never has to).
+pub(crate) fn push_string_of(out: &mut String, value: &impl std::fmt::Display) {
+    use std::fmt::Write as _;
+    let start = out.len();
+    let _ = write!(out, "\"{value}\"");
+    let text = &out[start + 1..out.len() - 1];
+    if text
+        .bytes()
+        .any(|b| matches!(b, b'"' | b'\\') || !(b' '..=b'~').contains(&b))
+    {
+        let text = text.to_owned();
+        out.truncate(start);
+        push_string(out, &text);
+    }
 }
 
 /// A structured-field Byte Sequence: `:` + base64 (with padding) + `:`.
@@ -50,11 +65,26 @@ pub(crate) fn partition_key(key: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    fn string(text: &str) -> String {
+        let mut out = String::new();
+        push_string(&mut out, text);
+        out
+    }
+
     #[test]
     fn strings_escape_quotes_and_backslashes() {
         assert_eq!(string(r#"a"b\c"#), r#""a\"b\\c""#);
         assert_eq!(string("10/second"), "\"10/second\"");
         assert_eq!(string("é"), "\"?\"");
+    }
+
+    #[test]
+    fn text_written_in_place_is_escaped_as_a_string_is() {
+        for text in ["10/second", r#"a"b\c"#, "é", ""] {
+            let mut out = String::from("x=");
+            push_string_of(&mut out, &text);
+            assert_eq!(out, format!("x={}", string(text)), "{text:?}");
+        }
     }
 
     #[test]
