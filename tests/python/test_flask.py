@@ -220,6 +220,25 @@ def test_a_mark_put_after_the_first_request_applies(store_url):
     assert client.get("/late").headers["RateLimit-Policy"] == '"3/minute";q=3;w=60', "its own limit now"
 
 
+def test_a_refusal_carries_the_refusing_limits_headers(store_url):
+    # The outer limit passes and the inner one refuses: the 429 names the inner limit, not the outer.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/two")
+    @limits.limit("10/minute", scope="outer")
+    @limits.limit("1/minute", scope="inner")
+    def two():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert client.get("/two").status_code == 200
+    refused = client.get("/two")
+    assert refused.status_code == 429
+    assert refused.headers["RateLimit-Policy"] == '"1/minute";q=1;w=60'
+    assert refused.headers["RateLimit"].startswith('"1/minute";r=0;')
+
+
 def test_marks_are_per_view_not_per_function_name(store_url):
     app = Flask(__name__)
     limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")

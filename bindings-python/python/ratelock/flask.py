@@ -186,7 +186,7 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(self, limit: Limit, current: Any) -> Optional[Response]:
+    def _check(self, limit: Limit, current: Request) -> Optional[Response]:
         proxy_header = self.http.proxy_header
         forwarded = current.headers.get(proxy_header) if proxy_header else None
         checked = self.http.check(limit, current, peer=current.remote_addr, forwarded=forwarded)
@@ -200,6 +200,8 @@ class RateLimiter:
         if answer.proceed:
             store.ratelock_headers = answer.headers
             return None
+        # The refusal carries its own headers: an earlier limit's must not be added over them.
+        store.ratelock_headers = None
         return refusal(answer)
 
     def _scoped(self, limit: Limit, endpoint: str) -> Limit:
