@@ -29,6 +29,6 @@ pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> napi::Error {
     )
 }
 
-fn coded(code: &str, message: impl Display) -> napi::Error {
+pub(crate) fn coded(code: &str, message: impl Display) -> napi::Error {
     napi::Error::from_reason(format!("[{code}] {message}"))
 }

@@ -11,7 +11,7 @@ use napi_derive::napi;
 
 use crate::convert;
 use crate::errors::to_js;
-use crate::runtime::promise_of;
+use crate::runtime::{promise_of, spawn};
 
 /// One hold of a lock, a semaphore, a fair lock or a read-write lock.
 #[napi]
@@ -74,9 +74,10 @@ impl NativeGuard {
 
     /// Resolves `true` when the hold is lost, `false` when it is given back first (the pending promise
     /// keeps the process alive meanwhile).
-    #[napi]
-    pub async fn wait_lost(&self) -> bool {
-        self.guard.wait_lost(None).await
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn wait_lost<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        let watch = self.guard.wait_lost(None);
+        promise_of(env, async move { Ok(watch.await) })
     }
 
     /// Calls `callback()` once if the hold is lost before it is given back. Unlike `waitLost`, the watch
@@ -88,12 +89,11 @@ impl NativeGuard {
             .weak::<true>()
             .build()?;
         let watch = self.guard.wait_lost(None);
-        napi::bindgen_prelude::spawn(async move {
+        spawn(async move {
             if watch.await {
                 notify.call((), ThreadsafeFunctionCallMode::NonBlocking);
             }
-        });
-        Ok(())
+        })
     }
 
     /// Moves the end of the lease to `ttlMs` from now (none: the lock's lease length). Never re-takes

@@ -15,7 +15,7 @@ use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
 use crate::errors::{invalid_argument, to_js};
 use crate::handle::{Handed, Handle, RulesArg};
-use crate::runtime::{guarded, guarded_sync, promise_of};
+use crate::runtime::{guarded, guarded_sync, promise_of, spawn};
 use crate::stores::StoreSettings;
 
 /// How a limiter is made (all optional).
@@ -77,9 +77,12 @@ pub struct NativeLimiter {
 }
 
 /// Opens (or reuses) the store and makes a limiter.
-#[napi]
-pub async fn connect_limiter(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
-    guarded(async move {
+#[napi(ts_return_type = "Promise<NativeLimiter>")]
+pub fn connect_limiter(
+    env: &Env,
+    mut options: LimiterOptions,
+) -> napi::Result<PromiseRaw<'_, NativeLimiter>> {
+    promise_of(env, async move {
         let settings = limiter_options(&mut options)?;
         let store = crate::stores::shared(options.store.url, settings.store.timeout)
             .await
@@ -90,7 +93,6 @@ pub async fn connect_limiter(mut options: LimiterOptions) -> napi::Result<Native
             completions: Arc::default(),
         })
     })
-    .await
 }
 
 /// Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O
@@ -131,10 +133,10 @@ impl NativeLimiter {
 
     /// Reaches the store now (connecting first if needed): rejects with configuration errors and
     /// outages alike, whatever `onError` says.
-    #[napi]
-    pub async fn ping(&self) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        guarded(async move { inner.ping().await.map_err(to_js) }).await
+        promise_of(env, async move { inner.ping().await.map_err(to_js) })
     }
 
     /// Where the store's circuit breaker stands in this process: `closed`, `open` or `half-open`;
@@ -181,19 +183,19 @@ impl NativeLimiter {
     ) -> napi::Result<()> {
         let check = self.check(key, &rules, cost, now_ms, spend)?;
         let completions = self.completions.clone();
-        napi::bindgen_prelude::spawn(async move {
+        spawn(async move {
             match guarded(check.decide()).await {
                 Ok(answer) => completions.answer(id, answer),
                 Err(error) => completions.fail(id, error),
             }
-        });
-        Ok(())
+        })
     }
 
     /// The answers of submitted calls, as soon as there is at least one.
-    #[napi]
-    pub async fn next_batch(&self) -> Batch {
-        self.completions.next_batch().await
+    #[napi(ts_return_type = "Promise<Batch>")]
+    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Batch>> {
+        let completions = self.completions.clone();
+        promise_of(env, async move { Ok(completions.next_batch().await) })
     }
 
     /// Forgets the state of every given rule for `key`.

@@ -121,19 +121,19 @@ macro_rules! lock_handle {
 
         /// Opens (or reuses) the store and makes the handle (`lib/` calls it on first use).
         #[napi_derive::napi]
-        pub async fn $connect(
+        pub fn $connect(
+            env: &napi::Env,
             name: napi::bindgen_prelude::Either<String, napi::bindgen_prelude::Buffer>,
             $($arg: $arg_type,)?
             settings: $crate::lock_handle::LockSettings,
-        ) -> napi::Result<$class> {
+        ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'_, $class>> {
             let name = $crate::convert::key(name);
-            $crate::runtime::guarded(async move {
+            $crate::runtime::promise_of(env, async move {
                 $(let $arg = $checked;)?
                 let (store, options) = $crate::lock_handle::open(settings)?;
                 let inner = ($make)(store, name, options).map_err($crate::errors::to_js)?;
                 Ok($class { inner })
             })
-            .await
         }
 
         #[napi_derive::napi]

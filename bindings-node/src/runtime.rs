@@ -1,28 +1,58 @@
-//! The addon's tokio runtime (handed to napi-rs, so every exported `async fn` runs on it), `guarded`,
-//! which turns a panic inside a call into a rejected promise instead of an abort, and `promise_of`,
-//! which settles a call's promise at once when its future needs no I/O.
+//! The addon's own tokio runtime, which lives as long as the process, and the bridges to it: `promise_of`
+//! (a future's answer as a Promise), `spawn` (a task whose answer goes elsewhere), `guarded` and
+//! `guarded_sync` (a panic becomes a rejected promise or a thrown error instead of an abort).
+//!
+//! Why not napi-rs's runtime: napi-rs shuts its runtime down when the last Node environment that loaded
+//! the addon exits (the last `worker_threads` thread, when the main thread never loaded it), and makes a
+//! new one for the next. But the stores are the process's (the core's registry), and their connections'
+//! tasks ran on the old runtime: every later call on them timed out. The stores and the runtime their
+//! tasks run on now live equally long.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt;
-use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::bindgen_prelude::{JsValue, PromiseRaw, ToNapiValue};
 use napi::Env;
+use tokio::runtime::Runtime;
 
-use crate::errors::internal;
+use crate::errors::{coded, internal};
 
-/// One worker thread: every Redis round trip is I/O on a shared connection, and a second worker on a
-/// small machine mostly adds a thread to wake; the JavaScript thread is the other busy one.
+static RUNTIME: OnceLock<std::io::Result<Runtime>> = OnceLock::new();
+
+/// The process's runtime, made on first use. One worker thread: every Redis round trip is I/O on a
+/// shared connection, and a second worker on a small machine mostly adds a thread to wake; the
+/// JavaScript thread is the other busy one.
+fn runtime() -> napi::Result<&'static Runtime> {
+    let made = RUNTIME.get_or_init(|| {
+        // The runtime's thread outlives any one Node environment: keep the addon's code mapped after
+        // the environment that loaded it unloads it.
+        napi::bindgen_prelude::retain_current_module_for_unload_safety();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ratelock")
+            .enable_all()
+            .build()
+    });
+    made.as_ref().map_err(|error| {
+        coded(
+            "ERR_RATELOCK_INTERNAL",
+            format!("could not start the addon's runtime: {error}"),
+        )
+    })
+}
+
+/// Starts the runtime at module load, so that the first call does not pay for it.
 pub(crate) fn install() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("ratelock")
-        .enable_all()
-        .build();
-    if let Ok(runtime) = runtime {
-        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
-    }
+    let _ = runtime();
+}
+
+/// Runs `task` on the runtime; its outcome goes wherever the task sends it.
+pub(crate) fn spawn(task: impl Future<Output = ()> + Send + 'static) -> napi::Result<()> {
+    runtime()?.spawn(task);
+    Ok(())
 }
 
 /// `future`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.
@@ -39,24 +69,36 @@ pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> napi::Result<T>) -> napi::R
 }
 
 /// `future`'s answer as a Promise. The future is polled once here, on the JavaScript thread (inside the
-/// runtime, so that what it spawns runs there): when that poll finishes it (the memory store: a lock
-/// call that waits for nothing), the promise is resolved at once, with no hop to the runtime's thread
-/// and back (two thread wake-ups, tens of µs on a small VM). Otherwise the future goes on on the
-/// runtime, polled there from then on, as an `async fn`'s would be. An error rejects the promise with
-/// the JavaScript error napi-rs makes of it for an `async fn` (the one the binding's error classes
-/// read). Check arguments inside `future`, so that a bad one rejects instead of throwing.
-pub(crate) fn promise_of<T, F>(env: &Env, future: F) -> napi::Result<PromiseRaw<'_, T>>
+/// runtime, so that what it spawns and the timers it sets run there): when that poll finishes it (the
+/// memory store, a lock call that waits for nothing, answers already queued), the promise is settled at
+/// once, with no hop to the runtime's thread and back (two thread wake-ups, tens of µs on a small VM).
+/// Otherwise the future goes on as a task on the runtime, which settles the promise through a
+/// thread-safe call when it ends. An error rejects the promise with the JavaScript error napi-rs makes
+/// of it (the one the binding's error classes read). Check arguments inside `future`, so that a bad one
+/// rejects instead of throwing.
+pub(crate) fn promise_of<'env, T, F>(env: &'env Env, future: F) -> napi::Result<PromiseRaw<'env, T>>
 where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = napi::Result<T>> + Send + 'static,
 {
+    let runtime = runtime()?;
     let mut future = Box::pin(guarded(future));
-    let first = napi::bindgen_prelude::within_runtime_if_available(|| {
+    let first = {
+        let _inside = runtime.enter();
         future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
-    });
+    };
     match first {
         Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, value),
         Poll::Ready(Err(error)) => PromiseRaw::reject(env, error),
-        Poll::Pending => env.spawn_future(future),
+        Poll::Pending => {
+            let (deferred, promise) = env.create_deferred::<T, _>()?;
+            runtime.spawn(async move {
+                match future.await {
+                    Ok(value) => deferred.resolve(move |_| Ok(value)),
+                    Err(error) => deferred.reject(error),
+                }
+            });
+            Ok(PromiseRaw::new(env.raw(), promise.raw()))
+        }
     }
 }

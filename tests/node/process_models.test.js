@@ -103,14 +103,14 @@ test('a cluster of 4 Express workers shares one limit exactly, with no crossed r
   }
 })
 
-function runThreads(url, prefix, threads) {
+function runThreads(url, prefix, threads, work = { shared: 30, own: 100, locks: 10 }) {
   return Promise.all(
     Array.from(
       { length: threads },
       (_, index) =>
         new Promise((resolve, reject) => {
           const worker = new Worker(path.join(__dirname, 'thread-worker.js'), {
-            workerData: { url, prefix, sharedRules: `${LIMIT}/hour`, index, shared: 30, own: 100, locks: 10 },
+            workerData: { url, prefix, sharedRules: `${LIMIT}/hour`, index, ...work },
           })
           let result = null
           worker.once('message', (message) => (result = message))
@@ -139,4 +139,25 @@ test('worker_threads with one Limiter each share one Redis limit exactly, with n
   assert.deepEqual(crossed, [])
   assert.equal(admitted, LIMIT)
   assert.equal(new Set(tokens).size, 40)
+})
+
+// The addon's stores are the process's, and outlive the threads that made them. This test file never
+// loads the addon itself, so between rounds no Node environment holds it: the store the first round
+// made must still work for the second (it did not while the stores' connections ran on napi-rs's
+// runtime, which is shut down when the last environment that loaded the addon exits).
+test('worker_threads: a second round of threads, after every thread that loaded the addon exited, works on the same stores', async () => {
+  assert.ok(
+    !Object.keys(require.cache).some((file) => file.includes('bindings-node')),
+    'the main thread must not load the addon for this test to mean anything',
+  )
+  const prefix = `nr${randomUUID().slice(0, 8)}`
+  const work = { shared: 5, own: 10, locks: 3 }
+  const rounds = []
+  for (let round = 0; round < 3; round++) rounds.push(await runThreads(redis.url, prefix, 2, work))
+  const tokens = rounds.flat().flatMap((r) => r.tokens)
+  assert.equal(new Set(tokens).size, 3 * 2 * 3, 'every lock grant of every round its own token')
+  assert.deepEqual(
+    rounds.flat().flatMap((r) => r.crossed),
+    [],
+  )
 })
