@@ -24,6 +24,11 @@ impl HoldEvents {
         }
     }
 
+    /// Whether any hook listens (else there is nobody to tell when the hold is lost).
+    pub(crate) fn heard(&self) -> bool {
+        !self.hooks.is_empty()
+    }
+
     pub(crate) fn acquired(&self, fencing_token: Option<u64>) {
         if !self.hooks.is_empty() {
             self.hooks.on_lock_event(&LockEvent::Acquired {

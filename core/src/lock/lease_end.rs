@@ -1,5 +1,7 @@
 //! When a hold's lease ends as far as this process can tell: set from the request that granted or
 //! renewed it, moved by manual extensions, and given back on release (its end then no longer counts).
+//! Two notifiers tell of changes: `moved` the watchdog (one task, which keeps a wake-up it has not
+//! yet waited for), `changed` every waiter of the lost signal.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,11 +11,14 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// When the lease ends as far as this process can tell (the time the request that set it was sent,
-/// plus its ttl), a notifier for changes made outside the watchdog (a manual extension), and whether
-/// the hold was given back (its end then no longer counts).
+/// plus its ttl), the notifiers of its changes, and whether the hold was given back (its end then no
+/// longer counts).
 pub(crate) struct LeaseEnd {
     at: Mutex<Instant>,
+    /// Wakes the watchdog on a change made outside it (a manual extension).
     pub(crate) moved: Notify,
+    /// Wakes every waiter of the lost signal on any change (renewal, extension, give-back).
+    pub(crate) changed: Notify,
     given_back: AtomicBool,
 }
 
@@ -28,6 +33,7 @@ impl LeaseEnd {
         Arc::new(LeaseEnd {
             at: Mutex::new(at),
             moved: Notify::new(),
+            changed: Notify::new(),
             given_back: AtomicBool::new(false),
         })
     }
@@ -41,15 +47,23 @@ impl LeaseEnd {
     /// Marks the hold given back: its end no longer makes it lost.
     pub(crate) fn give_back(&self) {
         self.given_back.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// True once the hold was given back.
+    pub(crate) fn is_given_back(&self) -> bool {
+        self.given_back.load(Ordering::Acquire)
     }
 
     pub(crate) fn get(&self) -> Instant {
         *self.at.lock()
     }
 
-    /// Moves the end (earlier or later) and wakes the watchdog to take it into account.
+    /// Moves the end (earlier or later) and wakes the watchdog and the lost signal's waiters to take it
+    /// into account.
     pub(crate) fn set(&self, at: Instant) {
         *self.at.lock() = at;
         self.moved.notify_one();
+        self.changed.notify_waiters();
     }
 }

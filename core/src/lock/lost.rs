@@ -1,6 +1,8 @@
 //! The lost-lock signal: set once, by the watchdog, when a lease is found gone or taken by another, or
 //! when a renewal fails in a way no retry mends; and true from the lease's end on, compared with the
-//! clock when asked rather than waiting for a timer. It says why ([`LostReason`]).
+//! clock when asked rather than waiting for a timer. Its waiters watch the lease's end themselves, so a
+//! hold with no watchdog (no renewal and no hooks to tell) is still signalled lost when its lease runs
+//! out. It says why ([`LostReason`]).
 
 use std::sync::Arc;
 
@@ -68,8 +70,28 @@ impl LostSignal {
     /// released normally.
     pub async fn wait(&self) {
         let mut receiver = self.receiver.clone();
-        if receiver.wait_for(Option::is_some).await.is_err() {
-            std::future::pending::<()>().await;
+        let mut sender_alive = true;
+        loop {
+            // Listening before looking: a change made after the look still wakes this waiter.
+            let changed = self.lease_end.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if receiver.borrow_and_update().is_some() || self.lease_end.passed() {
+                return;
+            }
+            // A hold given back can only be marked lost by its release's answer, not by its end.
+            let end = (!self.lease_end.is_given_back()).then(|| self.lease_end.get());
+            let until_end = async move {
+                match end {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                sent = receiver.changed(), if sender_alive => sender_alive = sent.is_ok(),
+                () = until_end => {}
+                () = &mut changed => {}
+            }
         }
     }
 }
@@ -112,6 +134,52 @@ mod tests {
         });
     }
 
+    /// No renewal and no hooks: the hold starts no task, yet its lost signal's waiter hears the lease's
+    /// end; a hold that renews has its watchdog.
+    #[test]
+    fn a_hold_that_is_not_renewed_runs_no_task_and_its_waiter_still_hears_the_lease_end() {
+        on_one_thread(async {
+            let runtime = tokio::runtime::Handle::current();
+            let store = Store::connect("memory://", &Default::default()).await.unwrap();
+            let lock = DistributedLock::new(&store, "no-watchdog", lock_options()).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            assert_eq!(runtime.metrics().num_alive_tasks(), 0);
+            let waited = tokio::time::timeout(Duration::from_secs(2), guard.lost_signal().wait()).await;
+            assert!(waited.is_ok(), "the waiter did not hear the lease's end");
+            assert_eq!(guard.lost_reason(), Some(crate::LostReason::Expired));
+
+            let renewed = LockOptions {
+                auto_renew: true,
+                ..lock_options()
+            };
+            let lock = DistributedLock::new(&store, "watchdog", renewed).unwrap();
+            let _held = lock.try_acquire().await.unwrap().unwrap();
+            assert_eq!(runtime.metrics().num_alive_tasks(), 1);
+        });
+    }
+
+    /// A waiter that started before an extension follows the lease's new end.
+    #[test]
+    fn a_waiter_follows_an_extension() {
+        on_one_thread(async {
+            let store = Store::connect("memory://", &Default::default()).await.unwrap();
+            let lock = DistributedLock::new(&store, "extended", lock_options()).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let lost = guard.lost_signal();
+            let waiter = tokio::spawn(async move { lost.wait().await });
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            guard.extend(Duration::from_millis(200)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(80)).await;
+            assert!(!waiter.is_finished(), "the waiter took the old lease end");
+            assert!(!guard.is_lost());
+            tokio::time::timeout(Duration::from_secs(2), waiter)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(guard.is_lost());
+        });
+    }
+
     #[test]
     fn a_hold_given_back_is_never_lost_by_its_lease_end() {
         on_one_thread(async {
@@ -119,9 +187,15 @@ mod tests {
             let lock = DistributedLock::new(&store, "given-back", lock_options()).unwrap();
             let guard = lock.try_acquire().await.unwrap().unwrap();
             let lost = guard.lost_signal();
+            let waiter = lost.clone();
+            let waiter = tokio::spawn(async move { waiter.wait().await });
             guard.release().await.unwrap();
             tokio::time::sleep(Duration::from_millis(60)).await;
             assert!(!lost.is_lost());
+            assert!(
+                !waiter.is_finished(),
+                "a waiter heard a lease end after the release"
+            );
         });
     }
 }

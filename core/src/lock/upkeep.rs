@@ -1,6 +1,6 @@
 //! A guard's upkeep, what every guard (lock or permit) carries besides its lease: the lease's end as this
-//! process sees it, the lost signal, the watchdog task (started with the guard, stopped before release,
-//! resumed if a release fails on the way), the runtime the hold was taken on (a guard dropped outside any
+//! process sees it, the lost signal, the watchdog task (started with the guard when it renews or has
+//! hooks to tell, stopped before release, resumed if a release fails on the way), the runtime the hold was taken on (a guard dropped outside any
 //! runtime gives its hold back there), and the process that took the hold (a forked child cannot use it).
 
 use std::sync::Arc;
@@ -93,9 +93,12 @@ impl Upkeep {
         }
     }
 
-    /// Starts the watchdog again (after a release that failed on the way: the hold is still ours).
+    /// Starts the watchdog again (after a release that failed on the way: the hold is still ours). A
+    /// hold that is not renewed and has no hooks to tell needs none: its lost signal compares with the
+    /// lease's end itself, and its waiters wait for that end. Not spawning one saves a task and, from
+    /// outside the runtime (the memory store, Python's blocking lane), a wake-up of its thread per hold.
     pub(crate) fn resume(&mut self) {
-        if self.watchdog.is_some() || self.lost.is_lost() {
+        if self.watchdog.is_some() || self.lost.is_lost() || !(self.auto_renew || self.events.heard()) {
             return;
         }
         self.watchdog = self.runtime_here().map(|runtime| {
