@@ -134,8 +134,9 @@ mod tests {
         });
     }
 
-    /// No renewal and no hooks: the hold starts no task, yet its lost signal's waiter hears the lease's
-    /// end; a hold that renews has its watchdog.
+    /// No renewal and no hooks: the hold books no watchdog and starts no task, yet its lost signal's
+    /// waiter hears the lease's end. Holds that renew book their watchdogs with the runtime's starter,
+    /// whose task is the only one until their first renewals.
     #[test]
     fn a_hold_that_is_not_renewed_runs_no_task_and_its_waiter_still_hears_the_lease_end() {
         on_one_thread(async {
@@ -152,8 +153,12 @@ mod tests {
                 auto_renew: true,
                 ..lock_options()
             };
-            let lock = DistributedLock::new(&store, "watchdog", renewed).unwrap();
-            let _held = lock.try_acquire().await.unwrap().unwrap();
+            let mut held = Vec::new();
+            for name in ["renewed-1", "renewed-2", "renewed-3"] {
+                let lock = DistributedLock::new(&store, name, renewed.clone()).unwrap();
+                held.push(lock.try_acquire().await.unwrap().unwrap());
+            }
+            // Three holds before their first renewal: no watchdog task yet, only the starter's.
             assert_eq!(runtime.metrics().num_alive_tasks(), 1);
         });
     }

@@ -27,6 +27,7 @@ mod shared;
 mod upkeep;
 mod wait;
 mod watchdog;
+mod watchdog_start;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,18 +1,19 @@
 //! A guard's upkeep, what every guard (lock or permit) carries besides its lease: the lease's end as this
-//! process sees it, the lost signal, the watchdog task (started with the guard when it renews or has
-//! hooks to tell, stopped before release, resumed if a release fails on the way), the runtime the hold was taken on (a guard dropped outside any
+//! process sees it, the lost signal, the watchdog (booked with the guard when it renews or has hooks to
+//! tell, its task started when first needed, stopped before release, resumed if a release fails on
+//! the way), the runtime the hold was taken on (a guard dropped outside any
 //! runtime gives its hold back there), and the process that took the hold (a forked child cannot use it).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::hold_events::HoldEvents;
 use super::lease_end::LeaseEnd;
 use super::lost::{LostReason, LostSender, LostSignal};
 use super::watchdog::{self, Renew};
+use super::watchdog_start::Watchdog;
 use crate::algorithm::lease::Released;
 use crate::error::{Error, Result};
 
@@ -20,7 +21,7 @@ pub(crate) struct Upkeep {
     lease_end: Arc<LeaseEnd>,
     lost_sender: Arc<LostSender>,
     lost: LostSignal,
-    watchdog: Option<JoinHandle<()>>,
+    watchdog: Option<Arc<Watchdog>>,
     renew: Renew,
     ttl: Duration,
     auto_renew: bool,
@@ -79,6 +80,10 @@ impl Upkeep {
     pub(crate) fn extended(&self, still_held: bool, sent: Instant, ttl: Duration) {
         if still_held {
             self.lease_end.set(sent + ttl);
+            // A watchdog only booked would not see the new end until it starts: start it now.
+            if let Some(watchdog) = &self.watchdog {
+                watchdog.start_now();
+            }
         } else {
             self.events.lost(&self.lost_sender, LostReason::Taken);
         }
@@ -88,7 +93,7 @@ impl Upkeep {
     /// thread per release): a renewal already on the wire can only land after the release as a no-op,
     /// since extending never re-creates a lease that is gone.
     pub(crate) fn stop(&mut self) {
-        if let Some(task) = self.watchdog.take() {
+        if let Some(task) = self.watchdog.take().and_then(|watchdog| watchdog.stop()) {
             task.abort();
         }
     }
@@ -101,15 +106,34 @@ impl Upkeep {
         if self.watchdog.is_some() || self.lost.is_lost() || !(self.auto_renew || self.events.heard()) {
             return;
         }
+        let first_renewal = if self.auto_renew {
+            Instant::now() + watchdog::renewal_period(self.ttl)
+        } else {
+            self.lease_end.get()
+        };
+        let (renew, ttl, auto_renew) = (self.renew.clone(), self.ttl, self.auto_renew);
+        let (lease_end, lost, events) = (
+            self.lease_end.clone(),
+            self.lost_sender.clone(),
+            self.events.clone(),
+        );
+        let starts_at = first_renewal.min(lease_end.get());
         self.watchdog = self.runtime_here().map(|runtime| {
-            runtime.spawn(watchdog::run(
-                self.renew.clone(),
-                self.ttl,
-                self.auto_renew,
-                self.lease_end.clone(),
-                self.lost_sender.clone(),
-                self.events.clone(),
-            ))
+            Watchdog::book(
+                runtime,
+                starts_at,
+                Box::new(move |runtime: &tokio::runtime::Handle| {
+                    runtime.spawn(watchdog::run(
+                        first_renewal,
+                        renew,
+                        ttl,
+                        auto_renew,
+                        lease_end,
+                        lost,
+                        events,
+                    ))
+                }),
+            )
         });
     }
 
@@ -169,7 +193,7 @@ impl Upkeep {
     where
         F: std::future::Future<Output = Result<Released>> + Send + 'static,
     {
-        let watchdog = self.watchdog.take();
+        let watchdog = self.watchdog.take().and_then(|watchdog| watchdog.stop());
         let was_lost = self.lost.is_lost();
         let Some(runtime) = self.runtime_here() else {
             if let Some(task) = watchdog {

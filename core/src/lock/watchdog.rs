@@ -24,7 +24,15 @@ pub(crate) type Renew = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool>
 /// How soon to try again after a renewal that failed for lack of the store.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(100);
 
+/// How often a lease of `ttl` is renewed.
+pub(crate) fn renewal_period(ttl: Duration) -> Duration {
+    (ttl / 3).max(Duration::from_millis(1))
+}
+
+/// The watchdog of one hold, whose next renewal is due at `first_renewal` (it is started then, or
+/// earlier after a manual extension: see `watchdog_start.rs`).
 pub(crate) async fn run(
+    first_renewal: Instant,
     renew: Renew,
     ttl: Duration,
     auto_renew: bool,
@@ -32,8 +40,8 @@ pub(crate) async fn run(
     lost: Arc<LostSender>,
     events: HoldEvents,
 ) {
-    let every = (ttl / 3).max(Duration::from_millis(1));
-    let mut next = Instant::now() + every;
+    let every = renewal_period(ttl);
+    let mut next = first_renewal;
     loop {
         let end = lease_end.get();
         if Instant::now() >= end {
