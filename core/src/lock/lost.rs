@@ -185,6 +185,27 @@ mod tests {
         });
     }
 
+    /// A guard dropped while held is given back in the background: its waiters are not told "lost"
+    /// when its lease would have ended.
+    #[test]
+    fn a_dropped_guard_is_never_lost_by_its_lease_end() {
+        on_one_thread(async {
+            let store = Store::connect("memory://", &Default::default()).await.unwrap();
+            let lock = DistributedLock::new(&store, "dropped", lock_options()).unwrap();
+            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let lost = guard.lost_signal();
+            let waiter = lost.clone();
+            let waiter = tokio::spawn(async move { waiter.wait().await });
+            drop(guard);
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            assert!(!lost.is_lost());
+            assert!(
+                !waiter.is_finished(),
+                "a waiter heard a lease end after the guard was dropped"
+            );
+        });
+    }
+
     #[test]
     fn a_hold_given_back_is_never_lost_by_its_lease_end() {
         on_one_thread(async {

@@ -195,6 +195,9 @@ impl Upkeep {
     {
         let watchdog = self.watchdog.take().and_then(|watchdog| watchdog.stop());
         let was_lost = self.lost.is_lost();
+        // Given back, as far as the lost signal goes: its end no longer counts (only the release's
+        // answer can still say the hold was lost).
+        self.lease_end.give_back();
         let Some(runtime) = self.runtime_here() else {
             if let Some(task) = watchdog {
                 task.abort();

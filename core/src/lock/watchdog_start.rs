@@ -16,6 +16,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::process::PerProcess;
+
 /// What spawns a hold's watchdog task on the runtime it is given.
 pub(crate) type Spawn = Box<dyn FnOnce(&Handle) -> JoinHandle<()> + Send>;
 
@@ -63,7 +65,8 @@ impl Watchdog {
 
     /// Stops the watchdog: a booking is taken back; a running task is handed over to be aborted.
     pub(crate) fn stop(&self) -> Option<JoinHandle<()>> {
-        match std::mem::replace(&mut *self.state.lock(), State::Stopped) {
+        let mut state = self.state.lock();
+        match std::mem::replace(&mut *state, State::Stopped) {
             State::Booked { key, .. } => {
                 self.starter.unbook(key);
                 None
@@ -166,25 +169,38 @@ impl Starter {
 }
 
 /// The starters of the runtimes holds were taken on, by runtime (a runtime's task keeps its starter
-/// alive; the entries of runtimes that ended are dropped at the next look).
-static STARTERS: Mutex<Vec<(Id, Weak<Starter>)>> = Mutex::new(Vec::new());
+/// alive; the entries of runtimes that ended are dropped at the next look). Per process: a forked child
+/// never waits on a lock its parent held at the fork, nor uses the parent's starters.
+static STARTERS: PerProcess<Starters> = PerProcess::new();
+
+/// Each runtime's starter, by the runtime's id.
+type Starters = Mutex<Vec<(Id, Weak<Starter>)>>;
+
+/// This process's starters.
+fn starters() -> &'static Starters {
+    STARTERS.get_or_init(Mutex::default)
+}
 
 /// `runtime`'s starter, made (and its task spawned) on first use.
 fn starter_of(runtime: &Handle) -> Arc<Starter> {
     let id = runtime.id();
-    let mut starters = STARTERS.lock();
-    starters.retain(|(_, starter)| starter.strong_count() > 0);
-    if let Some(starter) = starters
-        .iter()
-        .find(|(of, _)| *of == id)
-        .and_then(|(_, starter)| starter.upgrade())
-    {
-        return starter;
-    }
-    let starter = Arc::new(Starter::default());
-    starters.push((id, Arc::downgrade(&starter)));
-    runtime.spawn(starter.clone().run());
-    starter
+    let made = {
+        let mut starters = starters().lock();
+        starters.retain(|(_, starter)| starter.strong_count() > 0);
+        if let Some(starter) = starters
+            .iter()
+            .find(|(of, _)| *of == id)
+            .and_then(|(_, starter)| starter.upgrade())
+        {
+            return starter;
+        }
+        let starter = Arc::new(Starter::default());
+        starters.push((id, Arc::downgrade(&starter)));
+        starter
+    };
+    // Spawned after the registry's lock is let go: a spawn from outside the runtime wakes a thread.
+    runtime.spawn(made.clone().run());
+    made
 }
 
 #[cfg(test)]
@@ -217,6 +233,27 @@ mod tests {
         assert_eq!(started.load(Ordering::SeqCst), 1);
         let task = kept.stop().expect("the kept watchdog runs");
         task.abort();
+    }
+
+    /// A child forked while this process's starters were locked (another thread booking a watchdog)
+    /// has starters of its own, free, instead of a lock nobody will let go.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_does_not_inherit_a_locked_registry() {
+        let held = starters().lock();
+        // SAFETY: the child only tries a lock and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let free = starters().try_lock().is_some();
+            // SAFETY: leaves the child at once, running no destructor of the parent's state.
+            unsafe { libc::_exit(if free { 0 } else { 1 }) };
+        }
+        drop(held);
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
 
     /// A booking earlier than every other one wakes the starter, which would otherwise sleep past it.
