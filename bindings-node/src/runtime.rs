@@ -44,7 +44,8 @@ fn runtime() -> napi::Result<&'static Runtime> {
     })
 }
 
-/// Starts the runtime at module load, so that the first call does not pay for it.
+/// Starts the runtime at module load, so that the first call does not pay for it. A runtime that
+/// cannot start is not forgotten: every call that needs it rejects with the reason.
 pub(crate) fn install() {
     let _ = runtime();
 }

@@ -1,7 +1,7 @@
 //! When a hold's lease ends as far as this process can tell: set from the request that granted or
 //! renewed it, moved by manual extensions, and given back on release (its end then no longer counts).
-//! Two notifiers tell of changes: `moved` the watchdog (one task, which keeps a wake-up it has not
-//! yet waited for), `changed` every waiter of the lost signal.
+//! One notifier tells of every change; whoever waits for it (the watchdog, the lost signal's waiters)
+//! listens before it reads the end, so no change is missed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,9 +15,7 @@ use tokio::time::Instant;
 /// longer counts).
 pub(crate) struct LeaseEnd {
     at: Mutex<Instant>,
-    /// Wakes the watchdog on a change made outside it (a manual extension).
-    pub(crate) moved: Notify,
-    /// Wakes every waiter of the lost signal on any change (renewal, extension, give-back).
+    /// Wakes everyone waiting on the end at any change (renewal, extension, give-back).
     pub(crate) changed: Notify,
     given_back: AtomicBool,
 }
@@ -32,7 +30,6 @@ impl LeaseEnd {
     pub(crate) fn new(at: Instant) -> Arc<Self> {
         Arc::new(LeaseEnd {
             at: Mutex::new(at),
-            moved: Notify::new(),
             changed: Notify::new(),
             given_back: AtomicBool::new(false),
         })
@@ -59,11 +56,9 @@ impl LeaseEnd {
         *self.at.lock()
     }
 
-    /// Moves the end (earlier or later) and wakes the watchdog and the lost signal's waiters to take it
-    /// into account.
+    /// Moves the end (earlier or later) and wakes everyone waiting on it to take it into account.
     pub(crate) fn set(&self, at: Instant) {
         *self.at.lock() = at;
-        self.moved.notify_one();
         self.changed.notify_waiters();
     }
 }

@@ -100,7 +100,8 @@ impl LostSignal {
 mod tests {
     use std::time::Duration;
 
-    use crate::{DistributedLock, LockOptions, Store};
+    use super::LostSignal;
+    use crate::{DistributedLock, LockGuard, LockOptions, Store};
 
     fn lock_options() -> LockOptions {
         LockOptions {
@@ -108,6 +109,22 @@ mod tests {
             auto_renew: false,
             ..Default::default()
         }
+    }
+
+    /// A hold of the lock `name` on `store`, made with `options`.
+    async fn held(store: &Store, name: &str, options: LockOptions) -> LockGuard {
+        let lock = DistributedLock::new(store, name, options).unwrap();
+        lock.try_acquire().await.unwrap().unwrap()
+    }
+
+    /// A task waiting on `lost`.
+    fn waiting_on(lost: &LostSignal) -> tokio::task::JoinHandle<()> {
+        let lost = lost.clone();
+        tokio::spawn(async move { lost.wait().await })
+    }
+
+    async fn memory() -> Store {
+        Store::connect("memory://", &Default::default()).await.unwrap()
     }
 
     /// Runs `test` on a runtime with one thread (the test's own), so blocking it stops the watchdog.
@@ -123,9 +140,7 @@ mod tests {
     #[test]
     fn a_hold_past_its_lease_end_is_lost_before_the_watchdog_wakes() {
         on_one_thread(async {
-            let store = Store::connect("memory://", &Default::default()).await.unwrap();
-            let lock = DistributedLock::new(&store, "lost-by-the-clock", lock_options()).unwrap();
-            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let guard = held(&memory().await, "lost-by-the-clock", lock_options()).await;
             let lost = guard.lost_signal();
             assert!(!guard.is_lost());
             std::thread::sleep(Duration::from_millis(60));
@@ -141,9 +156,8 @@ mod tests {
     fn a_hold_that_is_not_renewed_runs_no_task_and_its_waiter_still_hears_the_lease_end() {
         on_one_thread(async {
             let runtime = tokio::runtime::Handle::current();
-            let store = Store::connect("memory://", &Default::default()).await.unwrap();
-            let lock = DistributedLock::new(&store, "no-watchdog", lock_options()).unwrap();
-            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let store = memory().await;
+            let guard = held(&store, "no-watchdog", lock_options()).await;
             assert_eq!(runtime.metrics().num_alive_tasks(), 0);
             let waited = tokio::time::timeout(Duration::from_secs(2), guard.lost_signal().wait()).await;
             assert!(waited.is_ok(), "the waiter did not hear the lease's end");
@@ -153,10 +167,9 @@ mod tests {
                 auto_renew: true,
                 ..lock_options()
             };
-            let mut held = Vec::new();
+            let mut holds = Vec::new();
             for name in ["renewed-1", "renewed-2", "renewed-3"] {
-                let lock = DistributedLock::new(&store, name, renewed.clone()).unwrap();
-                held.push(lock.try_acquire().await.unwrap().unwrap());
+                holds.push(held(&store, name, renewed.clone()).await);
             }
             // Three holds before their first renewal: no watchdog task yet, only the starter's.
             assert_eq!(runtime.metrics().num_alive_tasks(), 1);
@@ -167,11 +180,8 @@ mod tests {
     #[test]
     fn a_waiter_follows_an_extension() {
         on_one_thread(async {
-            let store = Store::connect("memory://", &Default::default()).await.unwrap();
-            let lock = DistributedLock::new(&store, "extended", lock_options()).unwrap();
-            let guard = lock.try_acquire().await.unwrap().unwrap();
-            let lost = guard.lost_signal();
-            let waiter = tokio::spawn(async move { lost.wait().await });
+            let guard = held(&memory().await, "extended", lock_options()).await;
+            let waiter = waiting_on(&guard.lost_signal());
             tokio::time::sleep(Duration::from_millis(10)).await;
             guard.extend(Duration::from_millis(200)).await.unwrap();
             tokio::time::sleep(Duration::from_millis(80)).await;
@@ -190,12 +200,9 @@ mod tests {
     #[test]
     fn a_dropped_guard_is_never_lost_by_its_lease_end() {
         on_one_thread(async {
-            let store = Store::connect("memory://", &Default::default()).await.unwrap();
-            let lock = DistributedLock::new(&store, "dropped", lock_options()).unwrap();
-            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let guard = held(&memory().await, "dropped", lock_options()).await;
             let lost = guard.lost_signal();
-            let waiter = lost.clone();
-            let waiter = tokio::spawn(async move { waiter.wait().await });
+            let waiter = waiting_on(&lost);
             drop(guard);
             tokio::time::sleep(Duration::from_millis(60)).await;
             assert!(!lost.is_lost());
@@ -209,12 +216,9 @@ mod tests {
     #[test]
     fn a_hold_given_back_is_never_lost_by_its_lease_end() {
         on_one_thread(async {
-            let store = Store::connect("memory://", &Default::default()).await.unwrap();
-            let lock = DistributedLock::new(&store, "given-back", lock_options()).unwrap();
-            let guard = lock.try_acquire().await.unwrap().unwrap();
+            let guard = held(&memory().await, "given-back", lock_options()).await;
             let lost = guard.lost_signal();
-            let waiter = lost.clone();
-            let waiter = tokio::spawn(async move { waiter.wait().await });
+            let waiter = waiting_on(&lost);
             guard.release().await.unwrap();
             tokio::time::sleep(Duration::from_millis(60)).await;
             assert!(!lost.is_lost());

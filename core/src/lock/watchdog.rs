@@ -43,6 +43,10 @@ pub(crate) async fn run(
     let every = renewal_period(ttl);
     let mut next = first_renewal;
     loop {
+        // Listening before looking: an extension made after the look still wakes this task.
+        let moved = lease_end.changed.notified();
+        tokio::pin!(moved);
+        moved.as_mut().enable();
         let end = lease_end.get();
         if Instant::now() >= end {
             events.lost(&lost, LostReason::Expired);
@@ -51,7 +55,7 @@ pub(crate) async fn run(
         let wake = if auto_renew { next.min(end) } else { end };
         tokio::select! {
             _ = sleep_until(wake) => {}
-            _ = lease_end.moved.notified() => continue,
+            _ = &mut moved => continue,
         }
         if !auto_renew || Instant::now() >= lease_end.get() {
             continue;

@@ -41,18 +41,17 @@ impl Watchdog {
     /// A watchdog that `spawn` starts on `runtime` at `at` (at once if `at` has passed).
     pub(crate) fn book(runtime: Handle, at: Instant, spawn: Spawn) -> Arc<Self> {
         let starter = starter_of(&runtime);
-        let key = starter.reserve(at);
-        let watchdog = Arc::new(Watchdog {
-            state: Mutex::new(State::Booked { key, spawn }),
-            starter,
-            runtime,
-        });
-        watchdog.starter.book(key, Arc::downgrade(&watchdog));
-        watchdog
+        starter.book(at, |key| {
+            Arc::new(Watchdog {
+                state: Mutex::new(State::Booked { key, spawn }),
+                starter: starter.clone(),
+                runtime,
+            })
+        })
     }
 
-    /// Starts the watchdog now if it is only booked (a manual extension moved the lease's end, which
-    /// the running watchdog follows).
+    /// Starts the watchdog now if it is only booked: when its booking comes due, or when a manual
+    /// extension moved the lease's end, which a running watchdog follows.
     pub(crate) fn start_now(&self) {
         let mut state = self.state.lock();
         if let State::Booked { key, .. } = &*state {
@@ -75,16 +74,6 @@ impl Watchdog {
             State::Stopped => None,
         }
     }
-
-    /// The starter's call when the booking comes due.
-    fn start_booked(&self) {
-        let mut state = self.state.lock();
-        if let State::Booked { .. } = &*state {
-            if let State::Booked { spawn, .. } = std::mem::replace(&mut *state, State::Stopped) {
-                *state = State::Running(spawn(&self.runtime));
-            }
-        }
-    }
 }
 
 /// The starter of one runtime: the bookings, in order, and the wake-up of its task.
@@ -103,27 +92,25 @@ struct Queue {
 }
 
 impl Starter {
-    /// A place in the queue for a booking at `at`.
-    fn reserve(&self, at: Instant) -> Booking {
-        let mut queue = self.queue.lock();
-        queue.next_order += 1;
-        (at, queue.next_order)
-    }
-
-    /// Books `watchdog` at `key`, waking the task only when it would otherwise sleep past it.
-    fn book(&self, key: Booking, watchdog: Weak<Watchdog>) {
-        let wake = {
+    /// Books the watchdog `make` builds for its place in the queue at `at`, waking the task only when
+    /// it would otherwise sleep past it.
+    fn book(&self, at: Instant, make: impl FnOnce(Booking) -> Arc<Watchdog>) -> Arc<Watchdog> {
+        let (watchdog, wake) = {
             let mut queue = self.queue.lock();
-            queue.booked.insert(key, watchdog);
-            let earlier = queue.waking_at.is_none_or(|waking| key.0 < waking);
+            queue.next_order += 1;
+            let key = (at, queue.next_order);
+            let watchdog = make(key);
+            queue.booked.insert(key, Arc::downgrade(&watchdog));
+            let earlier = queue.waking_at.is_none_or(|waking| at < waking);
             if earlier {
-                queue.waking_at = Some(key.0);
+                queue.waking_at = Some(at);
             }
-            earlier
+            (watchdog, earlier)
         };
         if wake {
             self.wake.notify_one();
         }
+        watchdog
     }
 
     /// Takes a booking back (the task may still wake at its time, and finds nothing to do).
@@ -155,7 +142,7 @@ impl Starter {
             woken.as_mut().enable();
             let (due, next) = self.take_due(Instant::now());
             for watchdog in due.iter().filter_map(Weak::upgrade) {
-                watchdog.start_booked();
+                watchdog.start_now();
             }
             match next {
                 Some(at) => tokio::select! {
