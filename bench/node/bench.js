@@ -144,6 +144,24 @@ function ratelockHit(url, key) {
   return () => limiter.hit(key, RULE)
 }
 
+/**
+ * The same hit on the addon's runtime, the path TLS, cluster and Sentinel URLs take (a socket on the
+ * runtime's thread, two thread hand-offs per call), for a plain URL: the limiter opens while the
+ * package's JS-socket client declines every URL. Resolves once the first hit has gone that way.
+ */
+async function ratelockRuntimeHit(url, key) {
+  const { WireClient } = require(path.join(path.dirname(require.resolve('ratelock')), 'lib', 'wire-socket.js'))
+  const open = WireClient.open
+  WireClient.open = () => null
+  const limiter = new ratelock.Limiter({ url })
+  try {
+    await limiter.hit(key, RULE)
+  } finally {
+    WireClient.open = open
+  }
+  return () => limiter.hit(key, RULE)
+}
+
 function flexibleHit(client, key) {
   const limiter = new RateLimiterRedis({ storeClient: client, points: HUGE, duration: 1, keyPrefix: 'rlf' })
   return () => limiter.consume(key)
@@ -333,9 +351,9 @@ function writeResults(started, redisVersion) {
       `${WARMUP_SECONDS} s warm-up), so a slow spell of the machine falls on all of them; its rate is the median round's, its ` +
       'p50 and p99 pool every round\'s calls.',
     '',
-    ...(tailTables.length ? ['## Client overhead and tails (section 1b)', '',
-      'Each call timed right after a raw-socket PING; µs. overhead = call − PING − server, at p50 and at p99; the last ' +
-      'columns are the share of calls in each latency band.', '', ...tailTables, ''] : []),
+    ...(tailTables.length ? ['## Client overhead and tails (sections 1b and 4)', '',
+      'Each call timed right after a raw-socket PING; µs. overhead = call − PING × round trips (a lock pair makes two) − ' +
+      'server, at p50 and at p99; the last columns are the share of calls in each latency band.', '', ...tailTables, ''] : []),
   ]
   fs.writeFileSync(RESULTS, lines.join('\n'))
 }
@@ -430,8 +448,14 @@ async function main() {
         `${measured.pingUs(0.99).toFixed(1)}, server ${measured.serverUs.toFixed(1)})`)
       tails.push(measured)
     }
-    tailTables.push(...overhead.ladderTable(tails))
+    const runtimeTails = await overhead.measure('ratelock Limiter({ url }).hit (gcra) on the addon\'s runtime',
+      await ratelockRuntimeHit(redis.url, 'bench:tails'), redis.port)
+    tailTables.push(...overhead.ladderTable([...tails, runtimeTails]))
     const [ourTails, ...peerTails] = tails
+    // What a call on the JS thread's socket saves against the addon's runtime (thread hand-offs), the
+    // path of rediss://, cluster and Sentinel URLs; lock calls run there too, written from the JS thread.
+    compare('Redis hit, client overhead p50: through the addon\'s runtime (rediss://, cluster, Sentinel) vs on the JS socket',
+      runtimeTails.overheadUs(0.5), ourTails.overheadUs(0.5), undefined, { lowerIsBetter: true, unit: 'µs' })
     for (const [label, fraction] of [['p50', 0.5], ['p99', 0.99]]) {
       const best = peerTails.reduce((a, b) => (b.overheadUs(fraction) < a.overheadUs(fraction) ? b : a))
       compare(`Redis hit, client overhead ${label} vs the best peer's (${best.name})`, ourTails.overheadUs(fraction),
@@ -536,6 +560,18 @@ async function main() {
     const lockOurs = record('ratelock DistributedLock (autoRenew: false)', locks.ours)
     const lockPeer = record('redlock 4 (one Redis, ioredis)', locks.peer)
     compare('Lock acquire+release vs redlock', lockOurs.rate, lockPeer.rate, 1)
+    // Where a pair's time goes: the client's own µs (the pair less two PINGs and the server's work) and
+    // the server's, each beside redlock's.
+    const lockTails = []
+    for (const [name, call] of [['ratelock DistributedLock pair', ratelockLockPair(redis.url)], ['redlock pair', redlockPair(client)]]) {
+      lockTails.push(await overhead.measure(name, call, redis.port, 2))
+    }
+    tailTables.push('', ...overhead.ladderTable(lockTails))
+    const [ourPair, peerPair] = lockTails
+    compare('Lock pair, client overhead p50 (− 2 PINGs − server) vs redlock\'s', ourPair.overheadUs(0.5), peerPair.overheadUs(0.5),
+      undefined, { lowerIsBetter: true, unit: 'µs' })
+    compare('Lock pair, server µs (INFO commandstats, sequential) vs redlock\'s', ourPair.serverUs, peerPair.serverUs, undefined,
+      { lowerIsBetter: true, unit: 'µs' })
 
     console.log('5. Memory store hits, sequential')
     const [ours, theirs] = memoryHits()

@@ -4,7 +4,10 @@
 // moment), and the server's µs per call from INFO commandstats over the same loop, counting only the
 // commands the client sent (a short MONITOR sample tells them from the commands a script ran).
 //
-//   overhead(p) = call latency at p − PING latency at p − server µs per call
+//   overhead(p) = call latency at p − round trips × PING latency at p − server µs per call
+//
+// A call of several round trips (a lock's acquire and release) passes `roundTrips`: each of its round
+// trips costs one PING's time at least.
 
 const net = require('node:net')
 
@@ -117,19 +120,20 @@ const percentileUs = (sorted, fraction) => sorted[Math.min(sorted.length - 1, Ma
 
 /** One path's call latencies, the PING latencies interleaved with them, and its server µs per call. */
 class Tails {
-  constructor(name, callsNs, pingsNs, serverUs) {
+  constructor(name, callsNs, pingsNs, serverUs, roundTrips) {
     this.name = name
     this.calls = Float64Array.from(callsNs).sort()
     this.pings = Float64Array.from(pingsNs).sort()
     this.serverUs = serverUs
+    this.roundTrips = roundTrips
   }
 
   callUs(fraction) { return percentileUs(this.calls, fraction) }
 
   pingUs(fraction) { return percentileUs(this.pings, fraction) }
 
-  /** The client's own µs at `fraction`: the call less the round trip and the server's work. */
-  overheadUs(fraction) { return this.callUs(fraction) - this.pingUs(fraction) - this.serverUs }
+  /** The client's own µs at `fraction`: the call less its round trips and the server's work. */
+  overheadUs(fraction) { return this.callUs(fraction) - this.roundTrips * this.pingUs(fraction) - this.serverUs }
 
   /** The share of calls in each band of BANDS_US, and one more above the last edge. */
   bandShares() {
@@ -142,8 +146,9 @@ class Tails {
   }
 }
 
-/** Times CALLS calls of `call`, each right after a raw PING, and reads the server's µs for them. */
-async function measure(name, call, port) {
+/** Times CALLS calls of `call` (each `roundTrips` round trips long), each right after a raw PING, and
+ * reads the server's µs for them. */
+async function measure(name, call, port, roundTrips = 1) {
   const floor = await RawConnection.open(port)
   const stats = await RawConnection.open(port)
   try {
@@ -171,7 +176,7 @@ async function measure(name, call, port) {
     for (const [command, spent] of await stats.serverUsec()) {
       if (!NOT_SERVER_WORK.has(command)) usec += spent * (shares.get(command.split('|')[0]) ?? 1)
     }
-    return new Tails(name, calls, pings, usec / calls.length)
+    return new Tails(name, calls, pings, usec / calls.length, roundTrips)
   } finally {
     floor.close()
     stats.close()
