@@ -45,11 +45,26 @@ export type MetricsRecorder =
   | { record(name: string, value: number, attributes: Record<string, string>): void }
   | ((name: string, value: number, attributes: Record<string, string>) => void)
 
-export interface LimiterOptions {
+/** Where a limiter's or a lock's keys live: the options every kind takes. Equal options share one
+ * store (one connection per Redis URL) in the process. */
+export interface StoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://...`; none: the embedded memory store. */
   url?: string
   /** Key prefix (default `"rl"`); the same prefix, key and rule share one limit in every language. */
   prefix?: string
+  /** Each store call's timeout in milliseconds (default 1000). */
+  timeoutMs?: number
+  /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA, as
+   * GCP Memorystore's in-transit encryption uses). */
+  tlsRootCa?: string | Buffer
+  /** The memory store: the most live keys it keeps (default: no bound but memory). */
+  maxKeys?: number
+  /** The memory store, with `maxKeys`: a new key past the bound fails as an outage (`'refuse'`, the
+   * default), or the live key nearest its expiry makes room (`'evict'`). */
+  whenFull?: 'refuse' | 'evict'
+}
+
+export interface LimiterOptions extends StoreOptions {
   /**
    * What an outage answers: reject (`'raise'`, the default), a degraded allow or deny, or (`'local'`)
    * a degraded decision made in this process on its share of each rule (see `instances`).
@@ -72,8 +87,6 @@ export interface LimiterOptions {
   denyCacheMaxAgeMs?: number
   /** Where every decision and round trip is measured: a `Metrics` of `ratelock/otel`. */
   metrics?: MetricsRecorder
-  /** Each store call's timeout (default 1000). */
-  timeoutMs?: number
   /** Algorithm of rules that name none (default `'gcra'`). */
   defaultAlgorithm?: 'gcra' | 'token_bucket' | 'leaky_bucket' | 'fixed_window' | 'sliding_window' | 'sliding_log'
   /** Whose clock decides: the store's (default) or this process's. */
@@ -167,17 +180,11 @@ export declare class Limiter {
 }
 
 /** What a lock of every kind is made with. */
-interface LockKindOptions {
-  /** `redis://...`; none: the embedded memory store (locks within this process). */
-  url?: string
+interface LockKindOptions extends StoreOptions {
   /** Each hold's lease length (default 30000). */
   ttlMs?: number
   /** Renew each hold's lease while held (default true). */
   autoRenew?: boolean
-  /** Key prefix (default `"rl"`). */
-  prefix?: string
-  /** Each store call's timeout (default 1000). */
-  timeoutMs?: number
   /** Where every wait, hold and loss is measured: a `Metrics` of `ratelock/otel`. */
   metrics?: MetricsRecorder
 }

@@ -447,8 +447,8 @@ export declare const STATUS_IDLE: number
 export declare const STATUS_OUTPUT: number
 
 /**
- * Where a limiter's or a lock's keys live, the same three settings for every kind (all optional);
- * `lib/` passes them as each kind's `store`.
+ * Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
+ * passes them as each kind's `store`.
  */
 export interface StoreSettings {
   /** `redis://...` or `rediss://...`; none: the embedded memory store. */
@@ -457,6 +457,12 @@ export interface StoreSettings {
   prefix?: string
   /** Each store call's timeout in milliseconds (default 1000). */
   timeoutMs?: number
+  /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA). */
+  tlsRootCa?: string | Buffer
+  /** The memory store: the most keys it keeps (none: no bound but memory). */
+  maxKeys?: number
+  /** The memory store, with `maxKeys`: `refuse` (the default) or `evict`. */
+  whenFull?: string
 }
 
 /**

@@ -126,17 +126,31 @@ function settings(name, value, checks) {
   return Object.fromEntries(Object.entries(checks).map(([field, checkField]) => [field, checkField(field, given[field])]))
 }
 
+/** PEM text: a string or a Buffer (`undefined` when not given). */
+function optionalPem(name, value) {
+  if (value === undefined || typeof value === 'string' || Buffer.isBuffer(value)) return value
+  throw invalidArgument(name, `expected PEM text (a string or a Buffer), got ${describe(value)}`)
+}
+
 /** Where a limiter's or a lock's keys live: the options every kind takes, with their type checks. */
-const STORE_OPTIONS = { url: optionalString, prefix: optionalString, timeoutMs: optionalNumber }
+const STORE_OPTIONS = {
+  url: optionalString,
+  prefix: optionalString,
+  timeoutMs: optionalNumber,
+  tlsRootCa: optionalPem,
+  maxKeys: optionalNumber,
+  whenFull: optionalString,
+}
 
 /**
  * The options of a kind (`STORE_OPTIONS` and the kind's own `checks`), type-checked, with the store's
- * three under `store` as the addon takes them.
- * @returns {{ store: { url?: string, prefix?: string, timeoutMs?: number } } & Record<string, any>}
+ * under `store` as the addon takes them.
+ * @returns {{ store: { url?: string, prefix?: string, timeoutMs?: number, tlsRootCa?: string | Buffer,
+ *   maxKeys?: number, whenFull?: string } } & Record<string, any>}
  */
 function kindSettings(name, value, checks) {
-  const { url, prefix, timeoutMs, ...own } = settings(name, value, { ...STORE_OPTIONS, ...checks })
-  return { store: { url, prefix, timeoutMs }, ...own }
+  const { url, prefix, timeoutMs, tlsRootCa, maxKeys, whenFull, ...own } = settings(name, value, { ...STORE_OPTIONS, ...checks })
+  return { store: { url, prefix, timeoutMs, tlsRootCa, maxKeys, whenFull }, ...own }
 }
 
 module.exports = {

@@ -22,8 +22,9 @@ class HttpLimiter {
 
   /**
    * @param {object} [options] `limiter` (a ratelock `Limiter`), or `url`, `prefix`, `timeoutMs`,
-   *   `onError`, `instances`, `defaultAlgorithm` to make one; `keyGenerator(...request)` and
-   *   `skip(...request)`, the defaults of every limit; the answer options `standardHeaders`
+   *   `tlsRootCa`, `maxKeys`, `whenFull`, `onError`, `instances`, `defaultAlgorithm` to make one;
+   *   `keyGenerator(...request)` and `skip(...request)`, the defaults of every limit; the answer
+   *   options `standardHeaders`
    *   ('draft-6' | 'draft-7' | 'draft-8' | 'draft-11' | 'latest', true = the latest, false = none; default
    *   the latest), `legacyHeaders`, `partitionKey`, `deniedBody` ('text' | 'json' | 'problem'),
    *   `statusCode`; the client address options `ipv6Subnet` (56), `trustedProxies` (a hop count or
@@ -41,6 +42,9 @@ class HttpLimiter {
         url: options.url,
         prefix: options.prefix,
         timeoutMs: options.timeoutMs,
+        tlsRootCa: options.tlsRootCa,
+        maxKeys: options.maxKeys,
+        whenFull: options.whenFull,
         onError: options.onError,
         instances: options.instances,
         defaultAlgorithm: options.defaultAlgorithm,

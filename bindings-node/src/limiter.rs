@@ -84,9 +84,8 @@ pub fn connect_limiter(
 ) -> napi::Result<PromiseRaw<'_, NativeLimiter>> {
     promise_of(env, async move {
         let settings = limiter_options(&mut options)?;
-        let store = crate::stores::shared(options.store.url, settings.store.timeout)
-            .await
-            .map_err(to_js)?;
+        let store =
+            crate::stores::shared_now(options.store.url.as_deref(), &settings.store).map_err(to_js)?;
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
         Ok(NativeLimiter {
             inner,
@@ -102,7 +101,7 @@ pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimit
     guarded_sync(|| {
         let settings = limiter_options(&mut options)?;
         let store =
-            crate::stores::shared_now(options.store.url.as_deref(), settings.store.timeout).map_err(to_js)?;
+            crate::stores::shared_now(options.store.url.as_deref(), &settings.store).map_err(to_js)?;
         let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
         Ok(NativeLimiter {
             inner,
@@ -117,8 +116,8 @@ pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimit
 #[napi]
 pub fn breaker_state_of(store: StoreSettings) -> napi::Result<Option<&'static str>> {
     guarded_sync(|| {
-        let timeout = store.timeout()?;
-        let store = crate::stores::shared_now(store.url.as_deref(), timeout).map_err(to_js)?;
+        let options = store.options()?;
+        let store = crate::stores::shared_now(store.url.as_deref(), &options).map_err(to_js)?;
         Ok(store.breaker_state().map(|state| state.as_str()))
     })
 }
@@ -357,7 +356,7 @@ impl NativeLimiter {
 
 /// Limiter options from the JavaScript ones.
 fn limiter_options(options: &mut LimiterOptions) -> napi::Result<ratelock::LimiterOptions> {
-    let mut settings = ratelock::LimiterOptions::default().with_timeout(options.store.timeout()?);
+    let mut settings = ratelock::LimiterOptions::default().with_store(options.store.options()?);
     if let Some(prefix) = &options.store.prefix {
         settings = settings.with_prefix(prefix.as_str());
     }

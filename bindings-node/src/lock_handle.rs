@@ -76,9 +76,9 @@ impl LockSettings {
 pub(crate) fn open(
     mut settings: LockSettings,
 ) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
-    let (timeout, options) = (settings.store.timeout()?, settings.options()?);
+    let (store, options) = (settings.store.options()?, settings.options()?);
     Ok((
-        crate::stores::StoreChoice::new(settings.store.url, timeout),
+        crate::stores::StoreChoice::new(settings.store.url, store),
         options,
     ))
 }

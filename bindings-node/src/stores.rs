@@ -2,14 +2,14 @@
 //! and options, shared by every Limiter, lock and semaphore that names it. A Redlock URL gives a store
 //! for distributed locks only.
 
-use std::time::Duration;
-
+use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 use crate::convert;
+use crate::errors::to_js;
 
-/// Where a limiter's or a lock's keys live, the same three settings for every kind (all optional);
-/// `lib/` passes them as each kind's `store`.
+/// Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
+/// passes them as each kind's `store`.
 #[napi(object)]
 pub struct StoreSettings {
     /// `redis://...` or `rediss://...`; none: the embedded memory store.
@@ -18,50 +18,61 @@ pub struct StoreSettings {
     pub prefix: Option<String>,
     /// Each store call's timeout in milliseconds (default 1000).
     pub timeout_ms: Option<f64>,
+    /// `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA).
+    pub tls_root_ca: Option<Either<String, Buffer>>,
+    /// The memory store: the most keys it keeps (none: no bound but memory).
+    pub max_keys: Option<f64>,
+    /// The memory store, with `maxKeys`: `refuse` (the default) or `evict`.
+    pub when_full: Option<String>,
 }
 
 impl StoreSettings {
-    /// Each store call's timeout (the core's default unless given).
-    pub(crate) fn timeout(&self) -> napi::Result<Duration> {
-        match self.timeout_ms {
-            Some(ms) => convert::millis("timeoutMs", ms),
-            None => Ok(ratelock::StoreOptions::default().timeout),
+    /// The core's store options of these settings (its defaults, with what was given), checked.
+    pub(crate) fn options(&self) -> napi::Result<ratelock::StoreOptions> {
+        let mut options = ratelock::StoreOptions::default();
+        if let Some(ms) = self.timeout_ms {
+            options = options.with_timeout(convert::millis("timeoutMs", ms)?);
         }
+        if let Some(pem) = &self.tls_root_ca {
+            let pem = match pem {
+                Either::A(text) => text.as_bytes().to_vec(),
+                Either::B(bytes) => bytes.to_vec(),
+            };
+            options = options.with_tls_root_ca(pem);
+        }
+        options
+            .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])
+            .map_err(to_js)
     }
 }
 
-/// The process's store for `url` (`None`: the embedded memory store), connecting on first use.
-pub(crate) async fn shared(url: Option<String>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    shared_now(url.as_deref(), timeout)
+/// The process's store for `url` (`None`: the embedded memory store) with `options`; making a store
+/// does no I/O (a Redis store connects on its first call).
+pub(crate) fn shared_now(
+    url: Option<&str>,
+    options: &ratelock::StoreOptions,
+) -> ratelock::Result<ratelock::Store> {
+    ratelock::Store::shared_now(url, options)
 }
 
-/// [`shared`] without the `async`: making a store does no I/O.
-pub(crate) fn shared_now(url: Option<&str>, timeout: Duration) -> ratelock::Result<ratelock::Store> {
-    ratelock::Store::shared_now(url, &options(timeout))
-}
-
-fn options(timeout: Duration) -> ratelock::StoreOptions {
-    ratelock::StoreOptions::default().with_timeout(timeout)
-}
-
-/// A lock handle's store, not yet chosen by role: its URL and each call's timeout.
+/// A lock handle's store, not yet chosen by role: its URL and options.
 pub(crate) struct StoreChoice {
     url: Option<String>,
-    timeout: Duration,
+    options: ratelock::StoreOptions,
 }
 
 impl StoreChoice {
-    pub(crate) fn new(url: Option<String>, timeout: Duration) -> Self {
-        StoreChoice { url, timeout }
+    pub(crate) fn new(url: Option<String>, options: ratelock::StoreOptions) -> Self {
+        StoreChoice { url, options }
     }
 
     /// The store of every role (what a semaphore, fair or read-write lock runs on).
     pub(crate) fn store(self) -> ratelock::Result<ratelock::Store> {
-        ratelock::Store::shared_now(self.url.as_deref(), &options(self.timeout))
+        ratelock::Store::shared_now(self.url.as_deref(), &self.options)
     }
 
     /// The store a `DistributedLock` runs on (Redlock too).
     pub(crate) fn lock_store(self) -> ratelock::Result<ratelock::AnyLockStore> {
-        ratelock::AnyLockStore::shared_now(self.url.as_deref(), &options(self.timeout))
+        ratelock::AnyLockStore::shared_now(self.url.as_deref(), &self.options)
     }
 }

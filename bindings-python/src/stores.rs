@@ -26,13 +26,26 @@ pub(crate) struct PyClient {
 impl PyClient {
     /// A client for `url` (as for `Limiter`; `None` for a memory store of its own). Nothing is opened
     /// until the first call (lazy start); `ping()` reaches the store now, to fail at boot.
+    /// `tls_root_ca`: for `rediss://`, the PEM certificate(s) to trust instead of the public roots (a
+    /// private CA). `max_keys`: a memory store's bound (none by default), and `when_full` what a new key
+    /// past it does: `"refuse"` (an outage the failure policy answers; the default) or `"evict"`.
     #[new]
-    #[pyo3(signature = (url=None, *, timeout=1.0))]
-    fn new(py: Python<'_>, url: Option<&str>, timeout: f64) -> PyResult<Self> {
-        let (url, timeout) = (normalized(url), convert::seconds("timeout", timeout)?);
-        let store = open(&url, timeout).map_err(to_py)?;
-        let _ = py;
-        Ok(PyClient { store, url, timeout })
+    #[pyo3(signature = (url=None, *, timeout=1.0, tls_root_ca=None, max_keys=None, when_full=None))]
+    fn new(
+        url: Option<&str>,
+        timeout: f64,
+        tls_root_ca: Option<Pem>,
+        max_keys: Option<u64>,
+        when_full: Option<&str>,
+    ) -> PyResult<Self> {
+        let url = normalized(url);
+        let options = client_options(timeout, tls_root_ca, max_keys, when_full)?;
+        let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
+        Ok(PyClient {
+            store,
+            url,
+            timeout: options.timeout,
+        })
     }
 
     /// Reaches the store now (blocking, the GIL released): raises configuration errors and outages.
@@ -41,13 +54,19 @@ impl PyClient {
         run(py, async move { ratelock::LockStore::ping(&store).await })
     }
 
-    /// Makes a `Client` without blocking the event loop; awaits to it.
+    /// Makes a `Client` (the same arguments) without blocking the event loop; awaits to it.
     #[staticmethod]
-    #[pyo3(signature = (url=None, *, timeout=1.0))]
-    fn connect_async<'py>(py: Python<'py>, url: Option<&str>, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
-        let (url, timeout) = (normalized(url), convert::seconds("timeout", timeout)?);
-        let store = open(&url, timeout).map_err(to_py)?;
-        spawn(py, async move { Ok(PyClient { store, url, timeout }) })
+    #[pyo3(signature = (url=None, *, timeout=1.0, tls_root_ca=None, max_keys=None, when_full=None))]
+    fn connect_async<'py>(
+        py: Python<'py>,
+        url: Option<&str>,
+        timeout: f64,
+        tls_root_ca: Option<Pem>,
+        max_keys: Option<u64>,
+        when_full: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = PyClient::new(url, timeout, tls_root_ca, max_keys, when_full)?;
+        spawn(py, async move { Ok(client) })
     }
 
     /// The URL connected to (`memory://` for a memory store).
@@ -149,9 +168,34 @@ fn options(timeout: Duration) -> ratelock::StoreOptions {
     ratelock::StoreOptions::default().with_timeout(timeout)
 }
 
-/// A client's own store for `url` (made now; no I/O until the first call).
-fn open(url: &str, timeout: Duration) -> ratelock::Result<ratelock::AnyLockStore> {
-    ratelock::AnyLockStore::new(url, &options(timeout))
+/// PEM text as Python gives it: `str` or `bytes`.
+#[derive(FromPyObject)]
+pub(crate) enum Pem {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+/// A client's store options: the core's defaults, with what was given, checked.
+fn client_options(
+    timeout: f64,
+    tls_root_ca: Option<Pem>,
+    max_keys: Option<u64>,
+    when_full: Option<&str>,
+) -> PyResult<ratelock::StoreOptions> {
+    let mut options = options(convert::seconds("timeout", timeout)?);
+    if let Some(pem) = tls_root_ca {
+        options = options.with_tls_root_ca(match pem {
+            Pem::Text(text) => text.into_bytes(),
+            Pem::Bytes(bytes) => bytes,
+        });
+    }
+    options
+        .with_memory_bound(
+            max_keys.map(|keys| keys as f64),
+            when_full,
+            ["max_keys", "when_full"],
+        )
+        .map_err(to_py)
 }
 
 fn normalized(url: Option<&str>) -> String {

@@ -86,25 +86,13 @@ impl Limiter {
             if let Some(algorithm) = option_string(&options, "defaultAlgorithm")? {
                 settings = settings.with_default_algorithm(algorithm.parse().map_err(to_js)?);
             }
-            if let Some(keys) = option_number(&options, "maxKeys")? {
-                if keys.fract() != 0.0 || !(1.0..=1e9).contains(&keys) {
-                    return Err(invalid_argument(
-                        "maxKeys",
-                        format!("expected an integer >= 1, got {keys}"),
-                    ));
-                }
-                let when_full = match option_string(&options, "whenFull")? {
-                    None => ratelock::store::WhenFull::default(),
-                    Some(policy) => policy.parse().map_err(to_js)?,
-                };
-                store = store.with_max_keys(keys as usize, when_full);
-            } else if option_string(&options, "whenFull")?.is_some() {
-                // Unbounded, the store is never full: a `whenFull` alone would be ignored silently.
-                return Err(invalid_argument(
-                    "whenFull",
-                    "applies only with `maxKeys` (the store is unbounded without it)".to_owned(),
-                ));
-            }
+            store = store
+                .with_memory_bound(
+                    option_number(&options, "maxKeys")?,
+                    option_string(&options, "whenFull")?.as_deref(),
+                    ["maxKeys", "whenFull"],
+                )
+                .map_err(to_js)?;
         }
         let store = ratelock::Store::Memory(ratelock::store::MemoryStore::for_options(&store));
         Ok(Limiter {

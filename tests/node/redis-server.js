@@ -71,6 +71,32 @@ class RedisServer {
     throw new Error('could not start redis-server on a free port after 5 attempts')
   }
 
+  /**
+   * Starts a server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by
+   * a private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
+   */
+  static async startWithTls() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-tls-'))
+    const openssl = (...args) => {
+      const made = spawnSync('openssl', args, { cwd: dir, stdio: 'ignore' })
+      if (made.error || made.status !== 0) throw new Error(`openssl ${args.join(' ')} failed (apt-get install -y openssl)`)
+    }
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock test CA', '-keyout', 'ca.key', '-out', 'ca.pem')
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
+    fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n')
+    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
+      '-extfile', 'san.ext', '-out', 'cert.pem')
+    const tlsPort = await freePort()
+    const server = await RedisServer.start({
+      extraArgs: ['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file',
+        path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'],
+    })
+    server.tlsUrl = `rediss://localhost:${tlsPort}/`
+    server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
+    fs.rmSync(dir, { recursive: true, force: true })
+    return server
+  }
+
   #process = null
   #dir
   #password

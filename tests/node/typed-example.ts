@@ -15,6 +15,7 @@ import {
   type FairLockState,
   type LeaseGuard,
   type RwLockState,
+  type StoreOptions,
 } from 'ratelock'
 import { rateLimit } from 'ratelock/express'
 import { Metrics } from 'ratelock/otel'
@@ -25,6 +26,11 @@ async function main(): Promise<void> {
   const decision: Decision = await limiter.hit('user:42', '10/second; 1000/hour', { cost: 2 })
   const wait: number = decision.allowed ? 0 : decision.retryAfterMs
   console.log(wait, decision.rule.toUpperCase())
+
+  // A private CA for rediss://, and a bounded memory store: options every kind takes.
+  const managed: StoreOptions = { url: process.env.REDIS_TLS_URL, tlsRootCa: Buffer.from(process.env.REDIS_CA ?? '') }
+  const bounded = new Limiter({ maxKeys: 100_000, whenFull: 'evict' })
+  console.log((await bounded.hit('user:42', '5/second')).remaining, new Semaphore('exports', 4, managed))
 
   const lock = new DistributedLock('orders:42', { ttlMs: 10_000 })
   const total: number = await lock.using(async (signal: AbortSignal) => {

@@ -117,6 +117,42 @@ def redis_server():
     server.stop()
 
 
+class TlsRedisServer(RedisServer):
+    """A server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by a
+    private CA made here (openssl): ``tls_url`` is its ``rediss://`` URL, ``ca_pem`` the CA to trust."""
+
+    def __init__(self) -> None:
+        certs = pathlib.Path(tempfile.mkdtemp(prefix="ratelock-py-tls-"))
+
+        def openssl(*args: str) -> None:
+            subprocess.run(["openssl", *args], cwd=certs, check=True, capture_output=True)
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=ratelock test CA",
+                "-keyout", "ca.key", "-out", "ca.pem")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "key.pem",
+                "-out", "server.csr")
+        (certs / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "1", "-extfile", "san.ext", "-out", "cert.pem")
+        self.tls_port = _free_port()
+        super().__init__("--tls-port", str(self.tls_port), "--tls-cert-file", str(certs / "cert.pem"),
+                         "--tls-key-file", str(certs / "key.pem"), "--tls-ca-cert-file", str(certs / "ca.pem"),
+                         "--tls-auth-clients", "no")
+        self.ca_pem = (certs / "ca.pem").read_text()
+        shutil.rmtree(certs, ignore_errors=True)
+
+    @property
+    def tls_url(self) -> str:
+        return f"rediss://localhost:{self.tls_port}/"
+
+
+@pytest.fixture(scope="session")
+def tls_redis_server():
+    server = TlsRedisServer()
+    yield server
+    server.stop()
+
+
 class RedisCluster:
     """Three masters with a replica each, joined by `redis-cli --cluster create`."""
 

@@ -71,9 +71,24 @@ class ConfigurationError(RatelockError): ...
 
 @final
 class Client:
-    def __new__(cls, url: Optional[str] = None, *, timeout: float = 1.0) -> Client: ...
+    def __new__(
+        cls,
+        url: Optional[str] = None,
+        *,
+        timeout: float = 1.0,
+        tls_root_ca: Union[str, bytes, None] = None,
+        max_keys: Optional[int] = None,
+        when_full: Optional[Literal["refuse", "evict"]] = None,
+    ) -> Client: ...
     @staticmethod
-    def connect_async(url: Optional[str] = None, *, timeout: float = 1.0) -> Awaitable[Client]: ...
+    def connect_async(
+        url: Optional[str] = None,
+        *,
+        timeout: float = 1.0,
+        tls_root_ca: Union[str, bytes, None] = None,
+        max_keys: Optional[int] = None,
+        when_full: Optional[Literal["refuse", "evict"]] = None,
+    ) -> Awaitable[Client]: ...
     def ping(self) -> None: ...
     @property
     def url(self) -> str: ...

@@ -61,6 +61,58 @@ impl StoreOptions {
         self
     }
 
+    /// The same options with the memory store's bound as a binding receives it: `max_keys` (an integer
+    /// from 1 to 10^9, or `None` for no bound) and `when_full` (`"refuse"`, the default, or `"evict"`;
+    /// refused without `max_keys`, since an unbounded store is never full and the choice would be
+    /// ignored silently). `names` are the two options as the caller's language spells them, for the
+    /// error naming a wrong one.
+    ///
+    /// ```
+    /// use ratelock::store::{StoreOptions, WhenFull};
+    /// let names = ["maxKeys", "whenFull"];
+    /// let bounded = StoreOptions::default().with_memory_bound(Some(1000.0), Some("evict"), names)?;
+    /// assert_eq!((bounded.max_keys, bounded.when_full), (Some(1000), WhenFull::Evict));
+    /// let alone = StoreOptions::default().with_memory_bound(None, Some("evict"), names).unwrap_err();
+    /// assert!(alone.to_string().contains("whenFull"));
+    /// # Ok::<(), ratelock::Error>(())
+    /// ```
+    pub fn with_memory_bound(
+        self,
+        max_keys: Option<f64>,
+        when_full: Option<&str>,
+        names: [&'static str; 2],
+    ) -> Result<Self> {
+        let [keys_name, full_name] = names;
+        let Some(keys) = max_keys else {
+            return match when_full {
+                None => Ok(self),
+                Some(_) => Err(Error::invalid_argument(
+                    full_name,
+                    format!("applies only with `{keys_name}` (the store is unbounded without it)"),
+                )),
+            };
+        };
+        if keys.fract() != 0.0 || !(1.0..=1e9).contains(&keys) {
+            return Err(Error::invalid_argument(
+                keys_name,
+                format!("expected an integer from 1 to 10^9, got {keys}"),
+            ));
+        }
+        let when_full = match when_full {
+            None => WhenFull::default(),
+            Some(text) => text.parse().map_err(|_| {
+                Error::invalid_argument(
+                    full_name,
+                    format!(
+                        "expected \"refuse\" or \"evict\", got {:?}",
+                        crate::excerpt::of(text)
+                    ),
+                )
+            })?,
+        };
+        Ok(self.with_max_keys(keys as usize, when_full))
+    }
+
     /// The same options with another choice of server code (module or Lua).
     pub fn with_server_code(mut self, server_code: ServerCode) -> Self {
         self.server_code = server_code;

@@ -1,0 +1,98 @@
+'use strict'
+// The store options every kind takes beside `url`: `tlsRootCa` (a private CA for `rediss://`, against a
+// real TLS redis-server whose certificate that CA signed) and the memory store's bound (`maxKeys`,
+// `whenFull`), with what a full store answers under each failure policy.
+
+const assert = require('node:assert/strict')
+const { randomUUID } = require('node:crypto')
+const { after, before, test } = require('node:test')
+
+const ratelock = require('../../bindings-node')
+const { RedisServer } = require('./redis-server')
+
+let redis
+before(async () => {
+  redis = await RedisServer.startWithTls()
+})
+after(() => redis.close())
+
+const fresh = () => `node:${randomUUID()}`
+
+test('rediss:// with tlsRootCa: limits and locks work over TLS on a private CA, as a string or a Buffer', async () => {
+  const limiter = new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa: redis.caPem })
+  const key = fresh()
+  assert.equal((await limiter.hit(key, '2/minute')).remaining, 1)
+  // The same key through the plain port: one server, one limit.
+  assert.equal((await new ratelock.Limiter({ url: redis.url }).hit(key, '2/minute')).remaining, 0)
+
+  const lock = new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl, tlsRootCa: Buffer.from(redis.caPem), autoRenew: false })
+  assert.ok((await lock.acquire({ timeoutMs: 1000 })) > 0)
+  assert.equal(await lock.isLocked(), true)
+  assert.equal(await lock.release(), 'released')
+})
+
+test('rediss:// without the CA is refused as a ConfigurationError, whatever onError says', async () => {
+  for (const onError of ['raise', 'allow']) {
+    const limiter = new ratelock.Limiter({ url: redis.tlsUrl, onError })
+    await assert.rejects(limiter.hit(fresh(), '2/minute'), (error) => {
+      assert.ok(error instanceof ratelock.ConfigurationError, `${onError}: ${error}`)
+      return true
+    })
+  }
+  const lock = new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl, tlsRootCa: 'not a certificate' })
+  await assert.rejects(lock.tryAcquire(), ratelock.ConfigurationError)
+})
+
+test('maxKeys bounds the memory store: a new key past it fails as an outage, which the failure policy answers', async () => {
+  // The bound is spread over the store's 64 shards (64 keys: one each), so a few hundred new keys fill it.
+  // Each bound makes a store of its own (equal options share one), so these keys meet only each other.
+  const refusing = new ratelock.Limiter({ maxKeys: 64 })
+  const served = []
+  let refused = 0
+  for (let i = 0; i < 300; i++) {
+    const key = fresh()
+    try {
+      await refusing.hit(key, '10/minute')
+      served.push(key)
+    } catch (error) {
+      assert.ok(error instanceof ratelock.StoreUnavailableError, String(error))
+      assert.match(error.message, /memory store is full/)
+      refused++
+    }
+  }
+  assert.ok(served.length <= 64 && refused === 300 - served.length, `${served.length} served`)
+  // A key it holds is still served, and its limit is not forgotten.
+  assert.equal((await refusing.hit(served[0], '10/minute')).remaining, 8)
+  assert.equal(refusing.hitSync(served[0], '10/minute').remaining, 7)
+
+  const allowing = new ratelock.Limiter({ maxKeys: 65, onError: 'allow' })
+  const decisions = []
+  for (let i = 0; i < 300; i++) decisions.push(await allowing.hit(fresh(), '10/minute'))
+  assert.ok(decisions.every((decision) => decision.allowed))
+  // 65 keys are two per shard: at most 128 kept.
+  assert.ok(decisions.filter((decision) => decision.degraded).length >= 300 - 128)
+})
+
+test("whenFull: 'evict' keeps serving new keys past maxKeys", async () => {
+  const limiter = new ratelock.Limiter({ maxKeys: 66, whenFull: 'evict' })
+  for (let i = 0; i < 300; i++) {
+    const decision = await limiter.hit(fresh(), '10/minute')
+    assert.equal(decision.degraded, false)
+    assert.equal(decision.remaining, 9)
+  }
+})
+
+test('bad store options are named', async () => {
+  const named = (options, pattern) =>
+    assert.rejects(new ratelock.Limiter(options).hit(fresh(), '1/second'), (error) => {
+      assert.ok(error instanceof ratelock.InvalidArgumentError, String(error))
+      assert.match(error.message, pattern)
+      return true
+    })
+  await named({ maxKeys: 0 }, /maxKeys/)
+  await named({ maxKeys: 2.5 }, /maxKeys/)
+  await named({ whenFull: 'evict' }, /whenFull.*maxKeys/)
+  await named({ maxKeys: 10, whenFull: 'drop' }, /whenFull/)
+  assert.throws(() => new ratelock.Limiter({ tlsRootCa: 42 }), /tlsRootCa/)
+  assert.throws(() => new ratelock.Semaphore('s', 2, { maxKeys: '10' }), /maxKeys/)
+})

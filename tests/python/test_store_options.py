@@ -1,0 +1,85 @@
+"""What a ``ratelock.Client`` takes beside its URL: ``tls_root_ca`` (a private CA for ``rediss://``,
+against a real TLS redis-server whose certificate that CA signed) and a memory store's bound
+(``max_keys``, ``when_full``), with what a full store answers under each failure policy."""
+
+import asyncio
+import uuid
+
+import pytest
+
+import ratelock
+import ratelock.asyncio
+
+
+def fresh(kind: str) -> str:
+    return f"{kind}:{uuid.uuid4().hex}"
+
+
+def test_rediss_with_a_private_ca_serves_limits_and_locks(tls_redis_server):
+    client = ratelock.Client(tls_redis_server.tls_url, tls_root_ca=tls_redis_server.ca_pem)
+    key = fresh("tls")
+    assert ratelock.Limiter(client).hit(key, "2/minute").remaining == 1
+    # The same key through the plain port: one server, one limit.
+    assert ratelock.Limiter(tls_redis_server.url).hit(key, "2/minute").remaining == 0
+    bytes_client = ratelock.Client(tls_redis_server.tls_url, tls_root_ca=tls_redis_server.ca_pem.encode())
+    with ratelock.DistributedLock(fresh("tls"), url=bytes_client) as lock:
+        assert lock.fencing_token is not None and lock.locked()
+
+
+def test_rediss_with_a_private_ca_on_asyncio(tls_redis_server):
+    async def main() -> int:
+        client = await ratelock.Client.connect_async(tls_redis_server.tls_url, tls_root_ca=tls_redis_server.ca_pem)
+        return (await ratelock.asyncio.Limiter(client).hit(fresh("tls"), "3/minute")).remaining
+
+    assert asyncio.run(main()) == 2
+
+
+@pytest.mark.parametrize("on_error", ["raise", "allow"])
+def test_rediss_without_the_ca_is_a_configuration_error_whatever_on_error_says(tls_redis_server, on_error):
+    limiter = ratelock.Limiter(ratelock.Client(tls_redis_server.tls_url), on_error=on_error)
+    with pytest.raises(ratelock.ConfigurationError):
+        limiter.hit(fresh("tls"), "2/minute")
+    wrong = ratelock.Client(tls_redis_server.tls_url, tls_root_ca="not a certificate")
+    with pytest.raises(ratelock.ConfigurationError):
+        ratelock.Limiter(wrong, on_error=on_error).hit(fresh("tls"), "2/minute")
+
+
+def test_max_keys_bounds_a_memory_client_and_a_full_store_is_an_outage():
+    # The bound is spread over the store's 64 shards (64 keys: one each), so a few hundred new keys fill it.
+    limiter = ratelock.Limiter(ratelock.Client(max_keys=64))
+    served, refused = [], 0
+    for _ in range(300):
+        key = fresh("bounded")
+        try:
+            limiter.hit(key, "10/minute")
+            served.append(key)
+        except ratelock.StoreUnavailable as error:
+            assert "memory store is full" in str(error)
+            refused += 1
+    assert len(served) <= 64 and refused == 300 - len(served)
+    # A key it holds is still served, and its limit is not forgotten.
+    assert limiter.hit(served[0], "10/minute").remaining == 8
+
+    allowing = ratelock.Limiter(ratelock.Client(max_keys=64), on_error="allow")
+    decisions = [allowing.hit(fresh("bounded"), "10/minute") for _ in range(300)]
+    assert all(decisions) and sum(decision.degraded for decision in decisions) >= 300 - 64
+
+
+def test_when_full_evict_keeps_serving_new_keys():
+    limiter = ratelock.Limiter(ratelock.Client(max_keys=64, when_full="evict"))
+    for _ in range(300):
+        decision = limiter.hit(fresh("evict"), "10/minute")
+        assert decision.remaining == 9 and not decision.degraded
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"max_keys": 0}, "max_keys"),
+        ({"when_full": "evict"}, "when_full"),
+        ({"max_keys": 10, "when_full": "drop"}, "when_full"),
+    ],
+)
+def test_bad_store_options_are_named(arguments, named):
+    with pytest.raises(ratelock.InvalidArgument, match=named):
+        ratelock.Client(**arguments)
