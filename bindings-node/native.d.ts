@@ -369,8 +369,8 @@ export declare function openLimiterNow(options: LimiterOptions): NativeLimiter
 
 /**
  * A connection of `limiter` to `url`, writing settled calls into `out` (room for at least one), or
- * `null` when the URL is not one plain `redis://` server (TLS, cluster, Sentinel, Redlock, memory):
- * those stay on the runtime.
+ * `null` when the URL is not one `redis://` or `rediss://` server (cluster, Sentinel, Redlock, Unix
+ * socket, memory): those stay on the runtime.
  */
 export declare function openWire(limiter: NativeLimiter, url: string, out: Float64Array): WireOpened | null
 
@@ -524,6 +524,10 @@ export interface WireOpened {
   host: string
   /** The TCP port. */
   port: number
+  /** `rediss://`: the socket is TLS, verifying the server's certificate and name (`host`). */
+  tls: boolean
+  /** With `tls`: the PEM certificate(s) to trust in place of the public roots, or `null`. */
+  tlsRootCa?: Buffer
 }
 
 /**

@@ -139,21 +139,21 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // --------------------------------------------------------------------------------------------
 // The contenders
 
-function ratelockHit(url, key) {
-  const limiter = new ratelock.Limiter({ url })
+function ratelockHit(url, key, options = {}) {
+  const limiter = new ratelock.Limiter({ url, ...options })
   return () => limiter.hit(key, RULE)
 }
 
 /**
- * The same hit on the addon's runtime, the path TLS, cluster and Sentinel URLs take (a socket on the
- * runtime's thread, two thread hand-offs per call), for a plain URL: the limiter opens while the
- * package's JS-socket client declines every URL. Resolves once the first hit has gone that way.
+ * The same hit on the addon's runtime, the path cluster and Sentinel URLs take (a socket on the
+ * runtime's thread, two thread hand-offs per call): the limiter opens while the package's JS-socket
+ * client declines every URL. Resolves once the first hit has gone that way.
  */
-async function ratelockRuntimeHit(url, key) {
+async function ratelockRuntimeHit(url, key, options = {}) {
   const { WireClient } = require(path.join(path.dirname(require.resolve('ratelock')), 'lib', 'wire-socket.js'))
   const open = WireClient.open
   WireClient.open = () => null
-  const limiter = new ratelock.Limiter({ url })
+  const limiter = new ratelock.Limiter({ url, ...options })
   try {
     await limiter.hit(key, RULE)
   } finally {
@@ -262,6 +262,26 @@ async function freePort() {
 
 async function startRedis(extraArgs = []) {
   return startRedisOn(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-node-')), extraArgs)
+}
+
+/**
+ * A server that also listens for TLS, its certificate (for localhost) signed by a private CA made here
+ * with openssl: `tlsPort`, and `ca` (the CA's PEM) to trust.
+ */
+async function startTlsRedis() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-tls-'))
+  const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock bench CA', '-keyout', 'ca.key', '-out', 'ca.pem')
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
+  fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n')
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
+    '-extfile', 'san.ext', '-out', 'cert.pem')
+  const tlsPort = await freePort()
+  const redis = await startRedis(['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'),
+    '--tls-key-file', path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'])
+  const ca = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
+  fs.rmSync(dir, { recursive: true, force: true })
+  return { ...redis, tlsPort, ca }
 }
 
 /** The ratelock module `make bench` built (RATELOCK_MODULE_SO); the module rows need it. */
@@ -453,8 +473,8 @@ async function main() {
     tailTables.push(...overhead.ladderTable([...tails, runtimeTails]))
     const [ourTails, ...peerTails] = tails
     // What a call on the JS thread's socket saves against the addon's runtime (thread hand-offs), the
-    // path of rediss://, cluster and Sentinel URLs; lock calls run there too, written from the JS thread.
-    compare('Redis hit, client overhead p50: through the addon\'s runtime (rediss://, cluster, Sentinel) vs on the JS socket',
+    // path of cluster and Sentinel URLs; lock calls run there too, written from the JS thread.
+    compare('Redis hit, client overhead p50: through the addon\'s runtime (cluster, Sentinel) vs on the JS socket',
       runtimeTails.overheadUs(0.5), ourTails.overheadUs(0.5), undefined, { lowerIsBetter: true, unit: 'µs' })
     for (const [label, fraction] of [['p50', 0.5], ['p99', 0.99]]) {
       const best = peerTails.reduce((a, b) => (b.overheadUs(fraction) < a.overheadUs(fraction) ? b : a))
@@ -493,6 +513,27 @@ async function main() {
     } finally {
       moduleClient.disconnect()
       stopRedis(withModule)
+    }
+
+    console.log('2c. Redis hits over TLS (rediss://, a private CA), sequential')
+    const secured = await startTlsRedis()
+    const tlsUrl = `rediss://localhost:${secured.tlsPort}/`
+    const tlsClient = new Redis({ host: 'localhost', port: secured.tlsPort, tls: { ca: secured.ca }, enableAutoPipelining: false })
+    try {
+      const tlsHits = await alternating({
+        ours: ratelockHit(tlsUrl, 'bench:tls', { tlsRootCa: secured.ca }),
+        runtime: await ratelockRuntimeHit(tlsUrl, 'bench:tls', { tlsRootCa: secured.ca }),
+        flex: flexibleHit(tlsClient, 'bench:tls'),
+      }, sequential)
+      const tlsOurs = record('ratelock Limiter({ url: rediss }).hit (gcra), node:tls on the JS thread', tlsHits.ours)
+      const tlsRuntime = record('ratelock Limiter({ url: rediss }).hit (gcra), rustls on the addon\'s runtime', tlsHits.runtime)
+      const tlsFlex = record('rate-limiter-flexible RateLimiterRedis.consume (ioredis over TLS)', tlsHits.flex)
+      compare('Redis hit over TLS, sequential vs rate-limiter-flexible (ioredis over TLS)', tlsOurs.rate, tlsFlex.rate)
+      compare('Redis hit over TLS, sequential: on the JS thread\'s TLS socket vs through the addon\'s runtime (rustls)',
+        tlsOurs.rate, tlsRuntime.rate)
+    } finally {
+      tlsClient.disconnect()
+      stopRedis(secured)
     }
 
     console.log('3. Express through HTTP (keep-alive)')

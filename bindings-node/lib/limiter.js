@@ -1,10 +1,11 @@
 'use strict'
 // `Limiter`: every rule of a key checked in one round trip, all or nothing. Connects on first use.
 // Rule texts are parsed once per limiter by the core; `#rules` only finds the core's prepared rules
-// (and their texts and periods, read once) by the JavaScript string, without crossing into the addon. Memory-store calls answer at once; calls on
-// one plain `redis://` server go over a socket on this thread (`wire-socket.js`); other Redis calls (TLS,
-// cluster, Sentinel) are submitted to the addon's runtime and their answers come back in batches
-// through one pending `nextBatch()` at a time, so many answers share one hop back to this thread.
+// (and their texts and periods, read once) by the JavaScript string, without crossing into the addon.
+// Memory-store calls answer at once; calls on one `redis://` or `rediss://` server go over a socket on
+// this thread (`wire-socket.js`, TLS through node:tls); other Redis calls (cluster, Sentinel, Unix
+// sockets) are submitted to the addon's runtime and their answers come back in batches through one
+// pending `nextBatch()` at a time, so many answers share one hop back to this thread.
 
 const native = require('./native')
 const check = require('./arguments')

@@ -1,6 +1,6 @@
 'use strict'
-// `Limiter` calls on one plain `redis://` server over a socket on this thread: one call is one
-// loopback round trip, with no hop to the addon's runtime and back. This file moves bytes and keeps
+// `Limiter` calls on one `redis://` or `rediss://` server over a socket on this thread (TLS through
+// node:tls for `rediss://`): one call is one round trip, with no hop to the addon's runtime and back. This file moves bytes and keeps
 // time; the addon's wire codec (the core's `WireConnection`, an external value its `wire…` functions
 // take) decides the rest: what to write (the preamble, the module check, each call on the connection's
 // route, a retry after NOSCRIPT or a refused module command), what each reply means, a call's answer
@@ -12,6 +12,7 @@
 
 const net = require('node:net')
 const { performance } = require('node:perf_hooks')
+const tls = require('node:tls')
 
 const native = require('./native')
 const { fromNative } = require('./errors')
@@ -39,7 +40,7 @@ class WireClient {
   #waiting = new Map()
   #nextId = 0
 
-  /** A client for `url` if it is one plain `redis://` server (else `null`: use the runtime). */
+  /** A client for `url` if it is one `redis://` or `rediss://` server (else `null`: use the runtime). */
   static open(limiter, url, timeoutMs) {
     const out = new Float64Array(SETTLED * BATCH)
     const opened = native.openWire(limiter, url, out)
@@ -126,21 +127,26 @@ class Link {
   #retired = false
   #ended = false
 
-  constructor({ codec, host, port }, client, timeoutMs, onEnd, onUnsent) {
+  constructor({ codec, host, port, tls: secure, tlsRootCa }, client, timeoutMs, onEnd, onUnsent) {
     this.#codec = codec
     this.#client = client
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
     this.#onUnsent = onUnsent
-    const socket = net.connect({ host, port, noDelay: true })
+    // TLS verifies the certificate against the store's CA (else Node's public roots) and its name
+    // against the host; a refusal's words name the certificate, which the codec reads as a
+    // configuration error. A host given as an address is verified as one (no SNI for an address).
+    const socket = secure
+      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ca: tlsRootCa ?? undefined }).setNoDelay(true)
+      : net.connect({ host, port, noDelay: true })
     this.#socket = socket
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
     let failure = null
     const connecting = setTimeout(() => {
-      if (socket.connecting) socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms`))
+      if (!this.#connected) socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms`))
     }, timeoutMs).unref()
-    socket.once('connect', () => {
+    socket.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(connecting)
       this.#connected = true
     })

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{BufferSlice, Float64Array};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Float64Array};
 use napi::Env;
 use napi_derive::napi;
 use ratelock::store::wire::{Settled, WireCall, WireConnection};
@@ -83,11 +83,15 @@ pub struct WireOpened {
     pub host: String,
     /// The TCP port.
     pub port: u32,
+    /// `rediss://`: the socket is TLS, verifying the server's certificate and name (`host`).
+    pub tls: bool,
+    /// With `tls`: the PEM certificate(s) to trust in place of the public roots, or `null`.
+    pub tls_root_ca: Option<Buffer>,
 }
 
 /// A connection of `limiter` to `url`, writing settled calls into `out` (room for at least one), or
-/// `null` when the URL is not one plain `redis://` server (TLS, cluster, Sentinel, Redlock, memory):
-/// those stay on the runtime.
+/// `null` when the URL is not one `redis://` or `rediss://` server (cluster, Sentinel, Redlock, Unix
+/// socket, memory): those stay on the runtime.
 #[napi]
 pub fn open_wire(
     limiter: &NativeLimiter,
@@ -104,6 +108,8 @@ pub fn open_wire(
     Ok(connection.map(|connection| WireOpened {
         host: connection.host().to_owned(),
         port: u32::from(connection.port()),
+        tls: connection.tls(),
+        tls_root_ca: connection.tls_root_ca().map(|pem| Buffer::from(pem.to_vec())),
         codec: Handed(WireCodec {
             connection,
             out,

@@ -8,6 +8,7 @@ const { randomUUID } = require('node:crypto')
 const { after, before, test } = require('node:test')
 
 const ratelock = require('../../bindings-node')
+const { WireClient } = require('../../bindings-node/lib/wire-socket')
 const { RedisServer } = require('./redis-server')
 
 let redis
@@ -19,9 +20,22 @@ after(() => redis.close())
 const fresh = () => `node:${randomUUID()}`
 
 test('rediss:// with tlsRootCa: limits and locks work over TLS on a private CA, as a string or a Buffer', async () => {
+  // A limiter's calls go over a TLS socket on this thread (the wire client), not through the runtime.
+  const opened = []
+  const open = WireClient.open
+  WireClient.open = (...args) => {
+    const client = open(...args)
+    opened.push(client !== null)
+    return client
+  }
   const limiter = new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa: redis.caPem })
   const key = fresh()
-  assert.equal((await limiter.hit(key, '2/minute')).remaining, 1)
+  try {
+    assert.equal((await limiter.hit(key, '2/minute')).remaining, 1)
+  } finally {
+    WireClient.open = open
+  }
+  assert.deepEqual(opened, [true])
   // The same key through the plain port: one server, one limit.
   assert.equal((await new ratelock.Limiter({ url: redis.url }).hit(key, '2/minute')).remaining, 0)
 
@@ -39,8 +53,11 @@ test('rediss:// without the CA is refused as a ConfigurationError, whatever onEr
       return true
     })
   }
+  // A CA that holds no certificate is bad input, named before any connection.
   const lock = new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl, tlsRootCa: 'not a certificate' })
-  await assert.rejects(lock.tryAcquire(), ratelock.ConfigurationError)
+  await assert.rejects(lock.tryAcquire(), (error) => error instanceof ratelock.InvalidArgumentError && /tls_root_ca/.test(error.message))
+  const limiter = new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa: 'not a certificate', onError: 'allow' })
+  await assert.rejects(limiter.hit(fresh(), '1/second'), ratelock.InvalidArgumentError)
 })
 
 test('maxKeys bounds the memory store: a new key past it fails as an outage, which the failure policy answers', async () => {

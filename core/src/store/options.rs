@@ -45,6 +45,10 @@ impl StoreOptions {
                 format!("expected at least 1 ms, got {:?}", self.timeout),
             ));
         }
+        #[cfg(feature = "tls")]
+        if let Some(pem) = &self.tls_root_ca {
+            check_certificates(pem)?;
+        }
         Ok(())
     }
 
@@ -124,6 +128,29 @@ impl StoreOptions {
         self.tls_root_ca = Some(pem);
         self
     }
+}
+
+/// `Ok` when `pem` holds at least one certificate and nothing that fails to read as one: a CA given as
+/// anything else would trust nothing, and every TLS connection would fail later with a less clear error
+/// (or, in a TLS stack that skips what it cannot read, with none at all until a server is reached).
+#[cfg(feature = "tls")]
+fn check_certificates(pem: &[u8]) -> Result<()> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut found = 0;
+    for certificate in CertificateDer::pem_slice_iter(pem) {
+        certificate.map_err(|err| {
+            Error::invalid_argument("tls_root_ca", format!("a certificate in it does not read: {err}"))
+        })?;
+        found += 1;
+    }
+    if found == 0 {
+        return Err(Error::invalid_argument(
+            "tls_root_ca",
+            "holds no PEM certificate (a block from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----)",
+        ));
+    }
+    Ok(())
 }
 
 impl Default for StoreOptions {
@@ -219,5 +246,38 @@ impl std::str::FromStr for ServerCode {
                 format!("expected \"auto\", \"module\", \"lua\" or \"scripts\", got {other:?}"),
             )),
         }
+    }
+}
+
+#[cfg(all(test, feature = "tls"))]
+mod tests {
+    use super::*;
+
+    /// A PEM block of the certificate kind (its bytes are no real certificate: only reading PEM is
+    /// checked here; the TLS tests use real ones).
+    const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----
+MIIBeTCCAR+gAwIBAgIUBn4lYNGa5AFsEjX7x3Ef4oY1s7EwCgYIKoZIzj0EAwIw
+EjEQMA4GA1UEAwwHdGVzdCBjYTAeFw0yNjAxMDEwMDAwMDBaFw0zNjAxMDEwMDAw
+MDBaMBIxEDAOBgNVBAMMB3Rlc3QgY2EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC
+AAQ3Nf1d6WqJ0E3C0k8m6s9iP2kS8xk2wMfr5dY2a8y8q3m1hQ7S1Xx6nC9M8l2p
+o6v7bK0y7m5eQ2vW1Z0d4w1oo1MwUTAdBgNVHQ4EFgQU5y9m3nq0bq0Jq8m9gqkS
+7v0l9XQwHwYDVR0jBBgwFoAU5y9m3nq0bq0Jq8m9gqkS7v0l9XQwDwYDVR0TAQH/
+BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA0mU3m0f8zJ2y8W9qz4l0p1kQ0b6C
+-----END CERTIFICATE-----
+";
+
+    #[test]
+    fn a_root_ca_that_holds_no_certificate_is_named() {
+        for pem in [
+            "not a certificate",
+            "",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        ] {
+            let options = StoreOptions::default().with_tls_root_ca(pem.as_bytes().to_vec());
+            let err = options.check().unwrap_err();
+            assert!(err.to_string().contains("tls_root_ca"), "{pem:?}: {err}");
+        }
+        let options = StoreOptions::default().with_tls_root_ca(CERTIFICATE.as_bytes().to_vec());
+        assert!(options.check().is_ok());
     }
 }

@@ -138,10 +138,26 @@ pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration)
         ErrorKind::AuthenticationFailed => Error::configuration(SETTING_CREDENTIALS, err.to_string()),
         ErrorKind::InvalidClientConfig => Error::configuration("url", err.to_string()),
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => Error::Protocol(err.to_string()),
-        // A certificate the client does not trust fails every handshake until the setting changes.
-        _ if err.to_string().contains("certificate") => Error::configuration(SETTING_TLS, err.to_string()),
-        _ => Error::StoreUnavailable(err.to_string()),
+        _ => connection_failure(&err.to_string()),
     }
+}
+
+/// A connection that failed for the reason `why` (a socket's or a TLS handshake's words): an outage,
+/// unless the handshake refused the server's certificate (not signed by a trusted root, expired, or not
+/// naming the host), which fails every handshake until the setting changes: a configuration error.
+/// The TLS stacks ratelock runs on (rustls here, Node's OpenSSL on the wire path) all say
+/// "certificate" then.
+///
+/// ```
+/// use ratelock::store::connection_core::connection_failure;
+/// assert!(connection_failure("unable to verify the first certificate").is_configuration());
+/// assert!(connection_failure("connect ECONNREFUSED 127.0.0.1:6379").is_store_failure());
+/// ```
+pub fn connection_failure(why: &str) -> Error {
+    if why.contains("certificate") {
+        return Error::configuration(SETTING_TLS, why);
+    }
+    Error::StoreUnavailable(why.to_owned())
 }
 
 /// A transport failure while `doing` something (connecting, sending, reading): always an outage.

@@ -15,6 +15,6 @@ pub(crate) use error_table::redis_error;
 #[cfg(feature = "redis")]
 pub(crate) use error_table::transport_error;
 pub use error_table::{
-    noscript_after_load, server_error, PROXY_OUTAGES, SETTING_ACL, SETTING_CLUSTER_URL, SETTING_COMMANDS,
-    SETTING_CREDENTIALS, SETTING_DB, SETTING_SCRIPT_CACHE, SETTING_TLS,
+    connection_failure, noscript_after_load, server_error, PROXY_OUTAGES, SETTING_ACL, SETTING_CLUSTER_URL,
+    SETTING_COMMANDS, SETTING_CREDENTIALS, SETTING_DB, SETTING_SCRIPT_CACHE, SETTING_TLS,
 };

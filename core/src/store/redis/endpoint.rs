@@ -1,6 +1,6 @@
-//! Where a plain single-server `redis://` URL points, and the preamble (`AUTH`, `SELECT`) every new
-//! connection to it sends first: shared by the pipelined connection, the blocking lane, the breaker's
-//! probe and the wire path.
+//! Where a single-server `redis://` (or, for the wire path, `rediss://`) URL points, and the preamble
+//! (`AUTH`, `SELECT`) every new connection to it sends first: shared by the pipelined connection, the
+//! blocking lane, the breaker's probe and the wire path.
 
 use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 
@@ -15,7 +15,8 @@ use crate::store::ServerCode;
 /// let endpoint = Endpoint::from_url("redis://app:s3cret@10.0.0.5:6380/2")?.expect("served");
 /// assert_eq!((endpoint.host(), endpoint.port()), ("10.0.0.5", 6380));
 /// assert_eq!(endpoint.preamble_replies(), 2); // AUTH app s3cret, SELECT 2
-/// assert!(Endpoint::from_url("rediss://10.0.0.5/")?.is_none()); // TLS: not for the wire path
+/// assert!(Endpoint::from_url("rediss://10.0.0.5/")?.is_none()); // TLS: not on a plain socket
+/// assert!(Endpoint::for_wire("rediss://10.0.0.5/")?.expect("served").tls()); // the wire path's TLS socket
 /// let forced = Endpoint::from_url("redis://10.0.0.5/?server_code=scripts")?.expect("served");
 /// assert_eq!(forced.server_code(), ratelock::store::ServerCode::Scripts);
 /// # Ok::<(), ratelock::Error>(())
@@ -28,6 +29,7 @@ pub struct Endpoint {
     preamble: Vec<u8>,
     preamble_replies: usize,
     server_code: ServerCode,
+    tls: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -38,6 +40,7 @@ impl std::fmt::Debug for Endpoint {
             .field("port", &self.port)
             .field("preamble_replies", &self.preamble_replies)
             .field("server_code", &self.server_code)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -50,8 +53,15 @@ impl Endpoint {
     /// query parameter other than `auto`, `module`, `lua` or `scripts` (read as the Redis store reads
     /// it: see [`server_code`](Self::server_code)).
     pub fn from_url(url: &str) -> Result<Option<Endpoint>> {
+        Ok(Self::for_wire(url)?.filter(|endpoint| !endpoint.tls))
+    }
+
+    /// The endpoint the wire path serves: as [`from_url`](Self::from_url), and `rediss://` too, whose TLS
+    /// the wire path's own socket does (verifying the server's certificate and name; a `rediss://` URL
+    /// that turns verification off, `#insecure`, keeps the store's connection).
+    pub fn for_wire(url: &str) -> Result<Option<Endpoint>> {
         let url = url.trim();
-        if !url.starts_with("redis://") {
+        if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Ok(None);
         }
         let (url, server_code) = take_from_url(url)?;
@@ -59,8 +69,15 @@ impl Endpoint {
             .as_str()
             .into_connection_info()
             .map_err(|err| Error::invalid_argument("url", err))?;
-        let ConnectionAddr::Tcp(host, port) = info.addr() else {
-            return Ok(None);
+        let (host, port, tls) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => (host, port, false),
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                ..
+            } => (host, port, true),
+            _ => return Ok(None),
         };
         let settings = info.redis_settings();
         if settings.protocol() != ProtocolVersion::RESP2 {
@@ -88,6 +105,7 @@ impl Endpoint {
             preamble,
             preamble_replies,
             server_code: server_code.unwrap_or_default(),
+            tls,
         }))
     }
 
@@ -99,6 +117,13 @@ impl Endpoint {
     /// The TCP port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Whether the connection is TLS (`rediss://`): the socket verifies the server's certificate against
+    /// the store's trusted roots (`tls_root_ca`, else the public ones) and its name against
+    /// [`host`](Self::host).
+    pub fn tls(&self) -> bool {
+        self.tls
     }
 
     /// The commands to write first on every new connection (`AUTH`, `SELECT`; empty when none).
@@ -135,6 +160,21 @@ mod tests {
             assert_eq!(Endpoint::from_url(url).unwrap(), None, "{url}");
         }
         assert!(Endpoint::from_url("redis://h:notaport/").is_err());
+    }
+
+    #[test]
+    fn the_wire_path_serves_rediss_with_verification_on() {
+        let tls = Endpoint::for_wire("rediss://app:pw@cache.example:6380/1")
+            .unwrap()
+            .unwrap();
+        assert!(tls.tls());
+        assert_eq!(
+            (tls.host(), tls.port(), tls.preamble_replies()),
+            ("cache.example", 6380, 2)
+        );
+        assert!(!Endpoint::for_wire("redis://h/").unwrap().unwrap().tls());
+        // Verification off stays on the store's connection, which does what the URL asks.
+        assert_eq!(Endpoint::for_wire("rediss://h/#insecure").unwrap(), None);
     }
 
     #[test]

@@ -36,7 +36,9 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
 use crate::rule::Rules;
-use crate::store::connection_core::{noscript_after_load, CallAttempt, Next, Written, SETTING_SCRIPT_CACHE};
+use crate::store::connection_core::{
+    connection_failure, noscript_after_load, CallAttempt, Next, Written, SETTING_SCRIPT_CACHE,
+};
 use crate::store::Store;
 
 /// A call's number, chosen by the caller (unique among the calls it has in flight).
@@ -141,11 +143,11 @@ pub struct WireConnection {
 }
 
 impl WireConnection {
-    /// A connection of `limiter` to `url`, or `None` when the URL is not one plain `redis://` server
-    /// (TLS, cluster, Sentinel, Redlock, memory). Its output starts with the preamble and the module
+    /// A connection of `limiter` to `url`, or `None` when the URL is not one `redis://` or `rediss://`
+    /// server (cluster, Sentinel, Redlock, Unix socket, memory). Its output starts with the preamble and the module
     /// check.
     pub fn open(limiter: &Limiter, url: &str) -> Result<Option<Self>> {
-        let Some(endpoint) = Endpoint::from_url(url)? else {
+        let Some(endpoint) = Endpoint::for_wire(url)? else {
             return Ok(None);
         };
         let gate = match limiter.store() {
@@ -186,6 +188,19 @@ impl WireConnection {
     /// The host to connect to.
     pub fn host(&self) -> &str {
         self.endpoint.host()
+    }
+
+    /// Whether the socket must be TLS (`rediss://`), verifying the server's certificate against the
+    /// store's `tls_root_ca` (else the public roots) and its name against [`host`](Self::host). A
+    /// handshake that refuses the server closes the socket with words that say "certificate", which
+    /// [`closed`](Self::closed) reads as a configuration error.
+    pub fn tls(&self) -> bool {
+        self.endpoint.tls()
+    }
+
+    /// The PEM certificate(s) the store trusts for TLS in place of the public roots, if any.
+    pub fn tls_root_ca(&self) -> Option<&[u8]> {
+        self.limiter.options().store.tls_root_ca.as_deref()
     }
 
     /// The TCP port.
@@ -556,9 +571,14 @@ impl WireConnection {
     }
 
     /// The socket closed (`connected`: it had opened; a connection that never opened is an outage):
-    /// every call still waiting is answered (never sent again: it may have run).
+    /// every call still waiting is answered (never sent again: it may have run). A TLS handshake that
+    /// refused the server's certificate (`why` says so, as the store's own connections read it) is
+    /// every call's configuration error instead, whatever the failure policy says.
     pub fn closed(&mut self, connected: bool, why: &str) -> Vec<Settled> {
-        if !connected {
+        let failure = connection_failure(why);
+        if failure.is_configuration() {
+            self.fatal.get_or_insert(failure);
+        } else if !connected {
             if let Some(gate) = &self.gate {
                 gate.outage();
             }
@@ -831,6 +851,25 @@ mod tests {
             matches!(&settled[..], [Settled::Failed(1, err)] if err.is_protocol()),
             "{settled:?}"
         );
+    }
+
+    #[test]
+    fn a_certificate_the_handshake_refused_fails_every_call_whatever_the_policy() {
+        let mut connection = connection_to(
+            "rediss://localhost:6380/?server_code=scripts",
+            policy(FailurePolicy::Allow),
+        );
+        assert!(connection.tls());
+        submit(&mut connection, 1, 1000.0);
+        submit(&mut connection, 2, 1000.0);
+        let settled = connection.closed(false, "self-signed certificate in certificate chain");
+        assert_eq!(settled.len(), 2);
+        for answer in &settled {
+            assert!(
+                matches!(answer, Settled::Failed(_, err) if err.is_configuration() && err.to_string().contains("tls_root_ca")),
+                "never the policy's allow: {answer:?}"
+            );
+        }
     }
 
     #[test]
