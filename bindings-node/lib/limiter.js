@@ -42,7 +42,9 @@ class Limiter {
    *   is let through with `wouldDeny` set: for rolling a limit out), `denyCache` (a local deny cache
    *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`),
    *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then),
-   *   `metrics` (a `Metrics` of `ratelock/otel`: every decision and round trip is recorded).
+   *   `metrics` (a `Metrics` of `ratelock/otel`: every decision and round trip is recorded), and the
+   *   store options every kind takes: `tlsRootCa` (PEM: a private CA for `rediss://`), `maxKeys` and
+   *   `whenFull` (the memory store's bound, and 'refuse' or 'evict' past it).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {

@@ -16,7 +16,8 @@ class ReadWriteLock {
    * @param {object} [options] `url` (none: the embedded memory store), `ttlMs` (each hold's lease,
    *   30000), `waiterTtlMs` (how long a dead waiting writer can hold back readers, 5000),
    *   `preferWriters` (a waiting writer holds back new readers, true), `autoRenew` (true), `prefix`,
-   *   `timeoutMs` (each store call, 1000).
+   *   `timeoutMs` (each store call, 1000),
+   *   and the store options `tlsRootCa`, `maxKeys`, `whenFull` (see `Limiter`).
    */
   constructor(name, options) {
     check.key('name', name)
