@@ -21,6 +21,7 @@ const Redlock = require('redlock')
 const ratelock = require('ratelock')
 const { rateLimit: ratelockRateLimit } = require('ratelock/express')
 const frameworks = require('./frameworks')
+const { RedisServer: TestRedisServer } = require('../../tests/node/redis-server')
 const overhead = require('./overhead')
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5)
@@ -264,26 +265,6 @@ async function startRedis(extraArgs = []) {
   return startRedisOn(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-node-')), extraArgs)
 }
 
-/**
- * A server that also listens for TLS, its certificate (for localhost) signed by a private CA made here
- * with openssl: `tlsPort`, and `ca` (the CA's PEM) to trust.
- */
-async function startTlsRedis() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-bench-tls-'))
-  const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock bench CA', '-keyout', 'ca.key', '-out', 'ca.pem')
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
-  fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n')
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
-    '-extfile', 'san.ext', '-out', 'cert.pem')
-  const tlsPort = await freePort()
-  const redis = await startRedis(['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'),
-    '--tls-key-file', path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'])
-  const ca = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
-  fs.rmSync(dir, { recursive: true, force: true })
-  return { ...redis, tlsPort, ca }
-}
-
 /** The ratelock module `make bench` built (RATELOCK_MODULE_SO); the module rows need it. */
 function moduleLibrary() {
   const library = process.env.RATELOCK_MODULE_SO
@@ -516,13 +497,14 @@ async function main() {
     }
 
     console.log('2c. Redis hits over TLS (rediss://, a private CA), sequential')
-    const secured = await startTlsRedis()
-    const tlsUrl = `rediss://localhost:${secured.tlsPort}/`
-    const tlsClient = new Redis({ host: 'localhost', port: secured.tlsPort, tls: { ca: secured.ca }, enableAutoPipelining: false })
+    // The test kit's TLS server: its certificate, for localhost, signed by a private CA made with openssl.
+    const secured = await TestRedisServer.startWithTls()
+    const tlsPort = Number(new URL(secured.tlsUrl).port)
+    const tlsClient = new Redis({ host: 'localhost', port: tlsPort, tls: { ca: secured.caPem }, enableAutoPipelining: false })
     try {
       const tlsHits = await alternating({
-        ours: ratelockHit(tlsUrl, 'bench:tls', { tlsRootCa: secured.ca }),
-        runtime: await ratelockRuntimeHit(tlsUrl, 'bench:tls', { tlsRootCa: secured.ca }),
+        ours: ratelockHit(secured.tlsUrl, 'bench:tls', { tlsRootCa: secured.caPem }),
+        runtime: await ratelockRuntimeHit(secured.tlsUrl, 'bench:tls', { tlsRootCa: secured.caPem }),
         flex: flexibleHit(tlsClient, 'bench:tls'),
       }, sequential)
       const tlsOurs = record('ratelock Limiter({ url: rediss }).hit (gcra), node:tls on the JS thread', tlsHits.ours)
@@ -533,7 +515,7 @@ async function main() {
         tlsOurs.rate, tlsRuntime.rate)
     } finally {
       tlsClient.disconnect()
-      stopRedis(secured)
+      await secured.close()
     }
 
     console.log('3. Express through HTTP (keep-alive)')
