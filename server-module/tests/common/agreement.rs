@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use redis::{Connection, Value};
 
-use super::{key_snapshot, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
+use super::{key_snapshots, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
 
 /// One rule as the script takes it: code, limit, period µs (a calendar window's offset from UTC in
 /// minutes), burst, block µs (0: no ban).
@@ -280,8 +280,16 @@ pub fn agree_with_lua(con: &mut Connection, calls: usize, seed: u64) -> Tally {
             Err(_) => errors += 1,
         }
         for (lua_key, module_key) in lua_keys.iter().zip(&module_keys) {
-            let (a, b) = (key_snapshot(con, lua_key), key_snapshot(con, module_key));
+            // Both copies in one MULTI: no copy can end between the two looks.
+            let mut both = key_snapshots(con, &[lua_key, module_key]).into_iter();
+            let (a, b) = (both.next().unwrap(), both.next().unwrap());
             let slack = PTTL_SLACK_MS.max(started.elapsed().as_millis() as i64 + 2);
+            // The module's copy was written a moment after Lua's: a key whose TTL ran out within that
+            // moment is gone from Lua's copy only (a loaded machine once showed it, with the module's
+            // copy about to end). That is time, not a difference.
+            if a.kind == "none" && b.kind != "none" && (0..=slack).contains(&b.pttl) {
+                continue;
+            }
             assert_eq!(
                 (&a.kind, &a.contents),
                 (&b.kind, &b.contents),
