@@ -526,7 +526,7 @@ export interface WireOpened {
   port: number
   /** `rediss://`: the socket is TLS, verifying the server's certificate and name (`host`). */
   tls: boolean
-  /** With `tls`: the PEM certificate(s) to trust in place of the public roots, or `null`. */
+  /** With `tls`: the PEM certificate(s) to trust in place of the public roots (absent: those). */
   tlsRootCa?: Buffer
 }
 

@@ -1,7 +1,7 @@
 'use strict'
 // `Limiter` calls on one `redis://` or `rediss://` server over a socket on this thread (TLS through
-// node:tls for `rediss://`): one call is one round trip, with no hop to the addon's runtime and back. This file moves bytes and keeps
-// time; the addon's wire codec (the core's `WireConnection`, an external value its `wire…` functions
+// node:tls for `rediss://`): one call is one round trip, with no hop to the addon's runtime and back.
+// This file moves bytes and keeps time; the addon's wire codec (the core's `WireConnection`, an external value its `wire…` functions
 // take) decides the rest: what to write (the preamble, the module check, each call on the connection's
 // route, a retry after NOSCRIPT or a refused module command), what each reply means, a call's answer
 // at its timeout or when its connection is lost (the failure policy; never sent again: it may have
@@ -30,7 +30,8 @@ class WireClient {
   #url
   #timeoutMs
   #link = null
-  /** The connection the next link uses: `{ codec, host, port }` (a new one per connection). */
+  /** The connection the next link uses: `{ codec, host, port, tls, tlsRootCa }` (a new one per
+   * connection). */
   #opened
   #openedUsed = false
   /** Decisions from the addon (every codec of this client writes here): one at the start (a call
@@ -133,11 +134,23 @@ class Link {
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
     this.#onUnsent = onUnsent
-    // TLS verifies the certificate against the store's CA (else Node's public roots) and its name
-    // against the host; a refusal's words name the certificate, which the codec reads as a
-    // configuration error. A host given as an address is verified as one (no SNI for an address).
+    // TLS always verifies (whatever NODE_TLS_REJECT_UNAUTHORIZED says: only a URL's #insecure turns
+    // verification off, and such a URL stays on the runtime) the certificate against the store's CA,
+    // else Node's bundled public roots alone (Mozilla's set, as the runtime's rustls trusts; not
+    // NODE_EXTRA_CA_CERTS nor the system store, so a limiter and a lock on one URL trust the same), and
+    // its name against the host (an address is checked as one, with no SNI). A refusal's words name the
+    // certificate, which the codec reads as a configuration error.
     const socket = secure
-      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ca: tlsRootCa ?? undefined }).setNoDelay(true)
+      ? tls
+          .connect({
+            host,
+            port,
+            servername: net.isIP(host) ? undefined : host,
+            ca: tlsRootCa ?? tls.rootCertificates,
+            rejectUnauthorized: true,
+            checkServerIdentity: tls.checkServerIdentity,
+          })
+          .setNoDelay(true)
       : net.connect({ host, port, noDelay: true })
     this.#socket = socket
     // An idle connection does not keep the process alive; a call in flight does (its timer).

