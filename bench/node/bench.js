@@ -499,8 +499,7 @@ async function main() {
     console.log('2c. Redis hits over TLS (rediss://, a private CA), sequential')
     // The test kit's TLS server: its certificate, for localhost, signed by a private CA made with openssl.
     const secured = await TestRedisServer.startWithTls()
-    const tlsPort = Number(new URL(secured.tlsUrl).port)
-    const tlsClient = new Redis({ host: 'localhost', port: tlsPort, tls: { ca: secured.caPem }, enableAutoPipelining: false })
+    const tlsClient = new Redis({ host: 'localhost', port: secured.tlsPort, tls: { ca: secured.caPem }, enableAutoPipelining: false })
     try {
       const tlsHits = await alternating({
         ours: ratelockHit(secured.tlsUrl, 'bench:tls', { tlsRootCa: secured.caPem }),
