@@ -39,6 +39,8 @@ impl StoreSettings {
                 Either::B(bytes) => bytes.to_vec(),
             };
             options = options.with_tls_root_ca_read(pem, "tlsRootCa").map_err(to_js)?;
+            let url = self.url.as_deref().unwrap_or("memory://");
+            options.check_for_url(url, "tlsRootCa").map_err(to_js)?;
         }
         options
             .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])

@@ -222,7 +222,9 @@ pymethods_with_async_twins! {
             if let Some(hook) = crate::metrics::hook_of(metrics)? {
                 options = options.with_hook(hook);
             }
-            let store = crate::stores::Target::of(url)?.store(options.store.timeout)?;
+            let target = crate::stores::Target::of(url)?;
+            let options = target.bound_fallback(options);
+            let store = target.store(options.store.timeout)?;
             Self::with_store(store, options)
         }
 

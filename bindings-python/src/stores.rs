@@ -19,7 +19,8 @@ use crate::runtime::{run, spawn};
 pub(crate) struct PyClient {
     store: ratelock::AnyLockStore,
     url: String,
-    timeout: Duration,
+    /// What the store was made with; a limiter on this client bounds its local fallback the same way.
+    options: ratelock::StoreOptions,
 }
 
 #[pymethods]
@@ -41,11 +42,7 @@ impl PyClient {
         let url = normalized(url);
         let options = client_options(timeout, tls_root_ca, max_keys, when_full)?;
         let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
-        Ok(PyClient {
-            store,
-            url,
-            timeout: options.timeout,
-        })
+        Ok(PyClient { store, url, options })
     }
 
     /// Reaches the store now (blocking, the GIL released): raises configuration errors and outages.
@@ -78,21 +75,22 @@ impl PyClient {
     /// Each call's timeout, in seconds.
     #[getter]
     fn timeout(&self) -> f64 {
-        self.timeout.as_secs_f64()
+        self.options.timeout.as_secs_f64()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Client('{}', timeout={:?})",
             redacted(&self.url),
-            self.timeout.as_secs_f64()
+            self.options.timeout.as_secs_f64()
         )
     }
 }
 
-/// What a constructor was given: a `Client`'s store, or a URL (`None`: memory) to share per process.
+/// What a constructor was given: a `Client`'s store (and the options it was made with), or a URL
+/// (`None`: memory) to share per process.
 pub(crate) enum Target {
-    Store(ratelock::AnyLockStore),
+    Store(ratelock::AnyLockStore, ratelock::StoreOptions),
     Url(Option<String>),
 }
 
@@ -103,7 +101,8 @@ impl Target {
             return Ok(Target::Url(None));
         };
         if let Ok(client) = value.cast::<PyClient>() {
-            return Ok(Target::Store(client.get().store.clone()));
+            let client = client.get();
+            return Ok(Target::Store(client.store.clone(), client.options.clone()));
         }
         if let Ok(text) = value.cast::<PyString>() {
             return Ok(Target::Url(Some(text.to_cow()?.into_owned())));
@@ -112,6 +111,16 @@ impl Target {
             "invalid argument `url`: expected a URL (str), a ratelock.Client or None, got {}",
             value.get_type().name()?
         )))
+    }
+
+    /// `options` bounding their local fallback as this target's client bounds its memory store
+    /// (`max_keys`, `when_full`); a URL leaves them as they are.
+    pub(crate) fn bound_fallback(&self, mut options: ratelock::LimiterOptions) -> ratelock::LimiterOptions {
+        if let Target::Store(_, client) = self {
+            options.store.max_keys = client.max_keys;
+            options.store.when_full = client.when_full;
+        }
+        options
     }
 
     /// The store of every role: the client's own, or the process's shared store for the URL (made on
@@ -131,7 +140,7 @@ impl Target {
     /// The store a `DistributedLock` runs on: as [`store`](Self::store), and Redlock too.
     pub(crate) fn lock_store(self, timeout: Duration) -> PyResult<ratelock::AnyLockStore> {
         match self {
-            Target::Store(store) => Ok(store),
+            Target::Store(store, _) => Ok(store),
             Target::Url(url) => {
                 ratelock::AnyLockStore::shared_now(url.as_deref(), &options(timeout)).map_err(to_py)
             }
@@ -140,7 +149,7 @@ impl Target {
 
     pub(crate) fn store_now(self, timeout: Duration) -> ratelock::Result<ratelock::Store> {
         match self {
-            Target::Store(store) => store.into_store(),
+            Target::Store(store, _) => store.into_store(),
             Target::Url(url) => ratelock::Store::shared_now(url.as_deref(), &options(timeout)),
         }
     }

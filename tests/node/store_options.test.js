@@ -77,6 +77,15 @@ test('a CA that holds no certificate is bad input, named before any connection',
   }
 })
 
+test('tlsRootCa is refused where nothing would read it: any URL but rediss://', async () => {
+  const named = (error) =>
+    error instanceof ratelock.InvalidArgumentError && /tlsRootCa/.test(error.message) && /rediss:\/\//.test(error.message)
+  for (const url of [redis.url, undefined]) {
+    await assert.rejects(new ratelock.Limiter({ url, tlsRootCa: redis.caPem, onError: 'allow' }).hit(fresh(), '1/second'), named)
+    await assert.rejects(new ratelock.DistributedLock(fresh(), { url, tlsRootCa: redis.caPem }).tryAcquire(), named)
+  }
+})
+
 test('maxKeys bounds the memory store: a new key past it fails as an outage, which the failure policy answers', async () => {
   // The bound is spread over the store's 64 shards (64 keys: one each), so a few hundred new keys fill it.
   // Each bound makes a store of its own (equal options share one), so these keys meet only each other.

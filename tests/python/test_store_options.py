@@ -9,6 +9,7 @@ import pytest
 
 import ratelock
 import ratelock.asyncio
+from conftest import RedisServer
 
 
 def fresh(kind: str) -> str:
@@ -70,6 +71,29 @@ def test_when_full_evict_keeps_serving_new_keys():
     for _ in range(300):
         decision = limiter.hit(fresh("evict"), "10/minute")
         assert decision.remaining == 9 and not decision.degraded
+
+
+def test_a_clients_max_keys_bounds_a_limiters_local_fallback():
+    # A stopped server: every call is an outage, which `local` answers from the limiter's own memory.
+    server = RedisServer()
+    server.stop()
+    client = ratelock.Client(server.url, timeout=0.2, max_keys=64)
+    limiter = ratelock.Limiter(client, on_error="local")
+    served, refused = 0, 0
+    for _ in range(300):
+        try:
+            assert limiter.hit(fresh("fallback"), "10/minute").degraded
+            served += 1
+        except ratelock.StoreUnavailable as error:
+            assert "memory store is full" in str(error)
+            refused += 1
+    assert served <= 64 and refused > 0
+
+
+def test_tls_root_ca_is_refused_where_nothing_would_read_it(redis_server, tls_redis_server):
+    for url in [redis_server.url, None, "memory://"]:
+        with pytest.raises(ratelock.InvalidArgument, match="tls_root_ca.*rediss://"):
+            ratelock.Client(url, tls_root_ca=tls_redis_server.ca_pem)
 
 
 @pytest.mark.parametrize(

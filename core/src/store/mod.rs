@@ -74,6 +74,7 @@ impl Store {
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
         options.check()?;
+        options.check_for_url(url, "tls_root_ca")?;
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
             return Ok(Store::Memory(MemoryStore::for_options(options)));
@@ -167,6 +168,7 @@ impl AnyLockStore {
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<AnyLockStore> {
         options.check()?;
+        options.check_for_url(url, "tls_root_ca")?;
         #[cfg(feature = "redis")]
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(

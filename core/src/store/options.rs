@@ -53,6 +53,33 @@ impl StoreOptions {
         Ok(())
     }
 
+    /// `Ok` when every option given applies to a store for `url`; else the invalid argument naming the
+    /// option that would be ignored: `tls_root_ca` (spelled `tls_name` in the caller's language) on
+    /// any URL but `rediss://`, whose TLS is the only one that reads it. [`Store::new`](crate::Store::new)
+    /// checks this, naming `tls_root_ca`; a binding checks first with its own name.
+    ///
+    /// ```
+    /// let options = ratelock::StoreOptions::default().with_tls_root_ca(b"...".to_vec());
+    /// let err = options.check_for_url("redis://cache:6379/", "tlsRootCa").unwrap_err();
+    /// assert!(err.to_string().contains("tlsRootCa"));
+    /// assert!(options.check_for_url("rediss://cache:6380/", "tlsRootCa").is_ok());
+    /// ```
+    pub fn check_for_url(&self, url: &str, tls_name: &'static str) -> Result<()> {
+        let url = url.trim();
+        if self.tls_root_ca.is_some() && !url.starts_with("rediss://") {
+            let scheme = url.split_once("://").map_or("memory", |(scheme, _)| scheme);
+            return Err(Error::invalid_argument(
+                tls_name,
+                format!(
+                    "only a rediss:// URL (TLS to one server) reads it, and this store is {}://; \
+                     leave it out, or use rediss://",
+                    crate::excerpt::of(scheme)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The same options with another timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
