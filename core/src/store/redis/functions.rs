@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 
 use redis::Cmd;
 
-use super::script::{ALL, FENCE, PRELUDE, REPLY_WITH_TAG};
+use super::script::{LuaScript, ALL, FENCE, PRELUDE, REPLY_WITH_TAG};
 
 /// The library: its name, its code, and the hash of that code its names carry.
 pub(crate) struct Library {
@@ -63,9 +63,14 @@ fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
     }
 }
 
-/// The name of script `name`'s function in the library: `ratelock_<name>_<first 8 of the code's hash>`.
-pub(crate) fn function_name(name: &str) -> String {
-    format!("ratelock_{name}_{}", &LIBRARY.code_hash[..8])
+impl LuaScript {
+    /// Its function's name in the library: `ratelock_<name>_<first 8 of the hash of the library's
+    /// whole code>`, so that two builds whose code differs in any script share no function name and
+    /// their libraries load side by side. (The library names it: a script alone cannot know it.)
+    pub(crate) fn function(&self) -> &str {
+        self.function
+            .get_or_init(|| format!("ratelock_{}_{}", self.name, &LIBRARY.code_hash[..8]))
+    }
 }
 
 /// The line that opens a script's definitions, and the one that closes them.

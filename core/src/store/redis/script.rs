@@ -19,7 +19,8 @@ pub(crate) struct LuaScript {
     pub(crate) sha: String,
     /// The ratelock module's command that stands in for it (same arguments and reply), if any.
     pub(crate) module_command: Option<&'static str>,
-    function: OnceLock<String>,
+    /// Its function's name in the library, made on first use (see `functions.rs`, which names it).
+    pub(super) function: OnceLock<String>,
 }
 
 impl LuaScript {
@@ -40,14 +41,6 @@ impl LuaScript {
     fn with_module_command(mut self, name: &'static str) -> Self {
         self.module_command = Some(name);
         self
-    }
-
-    /// Its function's name in the `ratelock` library: `ratelock_<name>_<code>`, where `<code>` stands
-    /// for the library's whole code (see `functions.rs`), so that two builds whose code differs in
-    /// any script share no function name and their libraries load side by side.
-    pub(crate) fn function(&self) -> &str {
-        self.function
-            .get_or_init(|| super::functions::function_name(self.name))
     }
 }
 
