@@ -39,6 +39,8 @@ pub mod process;
 mod rule;
 pub mod store;
 
+#[cfg(feature = "runtime")]
+pub use algorithm::lease::{Extended, Released};
 pub use algorithm::standing::Reason;
 pub use decision::{Decision, RuleDecision};
 pub use deny_cache::DenyCache;
@@ -47,9 +49,9 @@ pub use key::MAX_KEY_BYTES;
 pub use limiter::{ClockSource, FailurePolicy, Limiter, LimiterOptions, MAX_INSTANCES};
 #[cfg(feature = "runtime")]
 pub use lock::{
-    AnyGuard, ConcurrencyLimiter, DistributedLock, Extended, FairLock, FairLockState, Guard, HeldLease,
-    Lease, LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
-    ReadWriteLock, Released, RwLockState, Semaphore, MAX_LEASE,
+    AnyGuard, ConcurrencyLimiter, DistributedLock, FairLock, FairLockState, Guard, HeldLease, Lease,
+    LeaseGuard, LockGuard, LockLease, LockOptions, LostReason, LostSignal, PermitGuard, PermitLease,
+    ReadWriteLock, RwLockState, Semaphore, MAX_LEASE,
 };
 pub use rule::{
     Algorithm, Calendar, CalendarUnit, PreparedRules, Rule, RuleCache, Rules, MAX_LIMIT, MAX_OFFSET_MINUTES,

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::options::LockOptions;
 use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
+use super::reply::unexpected;
 use super::shared::FairShared;
 use super::wait::{self, Attempt};
-use super::{unexpected, LockOptions};
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::error::Result;
 use crate::key::FairLockKeys;

@@ -11,8 +11,8 @@ use tokio::time::Instant;
 
 use super::hold_events::HoldEvents;
 use super::lost::LostSignal;
+use super::options::{check_lease, LockOptions};
 use super::upkeep::Upkeep;
-use super::{check_lease, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
 use crate::error::Result;
 
@@ -105,7 +105,7 @@ impl<L: Lease> Guard<L> {
     }
 
     /// Why the lease was lost, or `None` while it is not.
-    pub fn lost_reason(&self) -> Option<super::LostReason> {
+    pub fn lost_reason(&self) -> Option<super::lost::LostReason> {
         self.upkeep.lost().reason()
     }
 

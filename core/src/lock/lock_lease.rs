@@ -7,7 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
-use super::{LockOptions, Shared};
+use super::options::LockOptions;
+use super::shared::DistributedShared;
 use crate::algorithm::lease::{Extended, LockCall, LockReply, Released};
 use crate::error::Result;
 use crate::store::{AnyLockStore, Store};
@@ -15,7 +16,7 @@ use crate::store::{AnyLockStore, Store};
 /// One grant of a distributed lock (see [`LockGuard`]).
 #[derive(Clone)]
 pub struct LockLease {
-    shared: Arc<Shared>,
+    shared: Arc<DistributedShared>,
     fence: u64,
     holds: u64,
 }
@@ -34,7 +35,7 @@ impl std::fmt::Debug for LockLease {
 }
 
 /// A guard over a grant whose request was sent at `sent`.
-pub(crate) fn lock_guard(shared: Arc<Shared>, fence: u64, holds: u64, sent: Instant) -> LockGuard {
+pub(crate) fn lock_guard(shared: Arc<DistributedShared>, fence: u64, holds: u64, sent: Instant) -> LockGuard {
     Guard::start(LockLease { shared, fence, holds }, sent)
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
+use super::options::LockOptions;
 use super::shared::{FairShared, RwShared};
-use super::LockOptions;
 use crate::algorithm::fair::{FairCall, FairReply};
 use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};

@@ -9,8 +9,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
+use super::options::{check_lease, LockOptions};
+use super::owner::owner_token;
 use super::wait::{self, Attempt};
-use super::{check_lease, owner_token, LockOptions};
 use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::permits::{PermitAcquired, SemaphoreCall, SemaphoreReply};
 use crate::error::{Error, Result};
@@ -136,7 +137,7 @@ impl Semaphore {
     pub async fn in_use(&self) -> Result<u64> {
         match self.shared.call(SemaphoreCall::State).await? {
             SemaphoreReply::State { in_use, .. } => Ok(in_use),
-            other => Err(super::unexpected(other)),
+            other => Err(super::reply::unexpected(other)),
         }
     }
 

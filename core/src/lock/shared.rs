@@ -1,13 +1,15 @@
-//! What every handle of one fair or read-write lock shares: its store, keys and options, the owner
-//! token of this handle's grants and their count. The lock kinds and the guard over their holds both
-//! read it, so it lives below both.
+//! What every handle of one lock shares: its store, keys and options, and the owner token of this
+//! handle's grants (with their count, for fair and read-write locks). The lock kinds and the guards
+//! over their holds both read it, so it lives below both.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{check_lease, check_waiter_ttl, owner_token, LockOptions};
+use super::options::{check_lease, check_waiter_ttl, LockOptions};
+use super::owner::owner_token;
+use crate::algorithm::lease::{LockCall, LockReply};
 use crate::error::Result;
-use crate::key::{check_key, check_prefix, FairLockKeys, RwLockKeys};
-use crate::store::Store;
+use crate::key::{check_key, check_prefix, FairLockKeys, LockKeys, RwLockKeys};
+use crate::store::{AnyLockStore, LockState, LockStore, Store};
 
 /// The shared part of one lock handle, over the keys of its kind.
 pub(crate) struct LockShared<Keys> {
@@ -50,5 +52,28 @@ impl<Keys> LockShared<Keys> {
     pub(crate) fn next_id(&self) -> String {
         let n = self.grants.fetch_add(1, Ordering::Relaxed);
         format!("{}:{n}", self.owner)
+    }
+}
+
+/// The shared part of one [`DistributedLock`](super::DistributedLock) handle (on any lock store,
+/// Redlock included).
+pub(crate) struct DistributedShared {
+    pub(crate) store: AnyLockStore,
+    pub(crate) keys: LockKeys,
+    pub(crate) owner: String,
+    pub(crate) options: LockOptions,
+    /// The lock's name as given (for `Debug`).
+    pub(crate) name: String,
+}
+
+impl DistributedShared {
+    /// One call on this lock's keys.
+    pub(crate) async fn call(&self, call: LockCall<'_>) -> Result<LockReply> {
+        self.store.lock(&self.keys, call).await
+    }
+
+    /// The lock as it stands.
+    pub(crate) async fn state(&self) -> Result<LockState> {
+        reply_as!(self.call(LockCall::State).await?, LockReply::State)
     }
 }

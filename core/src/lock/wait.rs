@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Jitter;
+use super::owner::Jitter;
 use crate::error::{Error, Result};
 use crate::store::LockStore;
 

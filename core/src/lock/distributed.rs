@@ -1,0 +1,159 @@
+//! `DistributedLock`: a lease with an owner token per handle, a fencing token per grant, optional
+//! re-entry, waiting with a deadline (woken by releases, capped by the holder's lease) and a guard that
+//! renews itself and says at once when the lock was lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::lock_lease::{lock_guard, LockGuard};
+use super::options::{check_lease, LockOptions};
+use super::owner::owner_token;
+use super::shared::DistributedShared;
+use super::wait::{self, Attempt};
+use crate::algorithm::lease::{Acquired, LockCall, LockReply};
+use crate::error::Result;
+use crate::key::{check_key, check_prefix, LockKeys};
+use crate::store::{AnyLockStore, LockState};
+
+/// A distributed lock. Each handle has its own 128-bit owner token (clones share it); each grant has a
+/// fencing token that rises strictly, which the protected resource should check.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use ratelock::{DistributedLock, LockOptions, Store};
+///
+/// let store = Store::connect("memory://", &Default::default()).await?;
+/// let lock = DistributedLock::new(&store, "orders:42", LockOptions::default())?;
+/// let guard = lock.acquire(Duration::from_secs(5)).await?;
+/// let token = guard.fencing_token(); // send it with every write to the protected resource
+/// assert!(lock.is_locked().await?);
+///
+/// let other = DistributedLock::new(&store, "orders:42", LockOptions::default())?;
+/// assert!(other.try_acquire().await?.is_none());
+/// guard.release().await?;
+/// let next = other.try_acquire().await?.expect("free now");
+/// assert!(next.fencing_token() > token);
+/// # next.release().await?;
+/// # Ok::<(), ratelock::Error>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct DistributedLock {
+    shared: Arc<DistributedShared>,
+}
+
+impl std::fmt::Debug for DistributedLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedLock")
+            .field("name", &self.shared.name)
+            .field("ttl", &self.shared.options.ttl)
+            .finish()
+    }
+}
+
+impl DistributedLock {
+    /// A handle on lock `name` in `store` (a [`Store`](crate::Store) or an [`AnyLockStore`], by
+    /// reference or by value), with a fresh random owner token.
+    /// A name longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) (64 KiB) is an invalid argument (`name`).
+    pub fn new(store: impl Into<AnyLockStore>, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Self> {
+        check_key("name", name.as_ref())?;
+        check_prefix(&options.prefix)?;
+        check_lease(options.ttl)?;
+        let name = name.as_ref();
+        Ok(DistributedLock {
+            shared: Arc::new(DistributedShared {
+                keys: LockKeys::new(&options.prefix, name),
+                store: store.into(),
+                owner: owner_token()?,
+                name: String::from_utf8_lossy(name).into_owned(),
+                options,
+            }),
+        })
+    }
+
+    /// This handle's owner token (32 hex digits).
+    pub fn owner_token(&self) -> &str {
+        &self.shared.owner
+    }
+
+    /// Takes the lock if it is free (or re-enters it); `None` if someone else holds it.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let sent = Instant::now();
+        match self.attempt().await? {
+            Acquired::Granted { fence, holds } => {
+                Ok(Some(lock_guard(self.shared.clone(), fence, holds, sent)))
+            }
+            Acquired::Busy { .. } => Ok(None),
+        }
+    }
+
+    /// Waits up to `timeout` for the lock. Releases wake waiters at once (Redis pub/sub, one subscriber
+    /// connection per store); each wait is also capped at the holder's remaining lease, so a missed
+    /// message cannot hang a waiter. Fails with [`Error::WaitTimeout`](crate::Error::WaitTimeout) when
+    /// the deadline passes.
+    pub async fn acquire(&self, timeout: Duration) -> Result<LockGuard> {
+        wait::reported(&self.shared.options.hooks, "lock", self.wait(timeout)).await
+    }
+
+    async fn wait(&self, timeout: Duration) -> Result<LockGuard> {
+        let shared = &self.shared;
+        wait::until_granted(
+            &shared.store,
+            &shared.keys.channel,
+            &shared.owner,
+            timeout,
+            || async {
+                let sent = Instant::now();
+                Ok(match self.attempt().await? {
+                    Acquired::Granted { fence, holds } => {
+                        Attempt::Got(lock_guard(shared.clone(), fence, holds, sent))
+                    }
+                    Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
+                })
+            },
+        )
+        .await
+    }
+
+    /// Whether anyone holds the lock now.
+    pub async fn is_locked(&self) -> Result<bool> {
+        Ok(self.state().await?.held)
+    }
+
+    /// How long the current lease still runs (`None` when the lock is free).
+    pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+        let state = self.state().await?;
+        Ok(state.held.then(|| Duration::from_micros(state.remaining_us)))
+    }
+
+    /// The current holder's fencing token (`None` when the lock is free).
+    pub async fn fencing_token(&self) -> Result<Option<u64>> {
+        let state = self.state().await?;
+        Ok(state.held.then_some(state.holder_fence))
+    }
+
+    /// The lock as it stands: holder, lease, last token minted.
+    pub async fn state(&self) -> Result<LockState> {
+        self.shared.state().await
+    }
+
+    /// Deletes the lease whoever holds it (an operator's tool); the holder's guard will see it lost.
+    pub async fn force_release(&self) -> Result<bool> {
+        reply_as!(
+            self.shared.call(LockCall::ForceRelease).await?,
+            LockReply::ForceReleased
+        )
+    }
+
+    async fn attempt(&self) -> Result<Acquired> {
+        let shared = &self.shared;
+        let call = LockCall::Acquire {
+            owner: &shared.owner,
+            ttl_us: shared.options.ttl.as_micros() as u64,
+            reentrant: shared.options.reentrant,
+        };
+        reply_as!(shared.call(call).await?, LockReply::Acquired)
+    }
+}
