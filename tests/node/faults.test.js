@@ -2,9 +2,9 @@
 // The fault suite from Node: clients with their own limiters and locks (the JavaScript wire client for a
 // plain redis:// server) run through the test kit's fault proxy while it plays a seeded plan of every
 // proxy fault, or straight at a server that is frozen, has its scripts and functions flushed and its
-// clients killed (the Rust suite's faults that keep server state), write their history in the suite's
-// one JSON-lines format, and the Rust checker (`check_history`) reads it against the same invariants as
-// the Rust and Python clients'.
+// clients killed (the Rust suite's faults that keep server state) or restarted empty (state lost once),
+// write their history in the suite's one JSON-lines format, and the Rust checker (`check_history`) reads
+// it against the same invariants as the Rust and Python clients'.
 
 const assert = require('node:assert/strict')
 const { spawn, execFileSync, spawnSync } = require('node:child_process')
@@ -127,9 +127,21 @@ async function serverFaultsKeepingState(server) {
   await sleep(450)
 }
 
+/**
+ * The Rust suite's restart without persistence: the server stopped and started again on its port,
+ * empty. Its state is lost once: a limit may admit one more limit's worth, and a fencing token must
+ * still rise (it comes from the server's clock).
+ */
+async function serverRestartedEmpty(server) {
+  await sleep(400)
+  await server.restart()
+  await sleep(600)
+}
+
 /** The clients and the faults of one run: through the proxy's plan, or the server's own faults. */
 async function underFaults(kind, binaries, server, seed, work) {
   if (kind === 'server') return runClientsOn([server.port], 4, work, () => serverFaultsKeepingState(server))
+  if (kind === 'restart') return runClientsOn([server.port], 4, work, () => serverRestartedEmpty(server))
   const proxy = await Proxy.start(binaries, server.port, 2, seed)
   try {
     await runClients(proxy, work)
@@ -138,7 +150,7 @@ async function underFaults(kind, binaries, server, seed, work) {
   }
 }
 
-for (const kind of ['proxy', 'server']) {
+for (const kind of ['proxy', 'server', 'restart']) {
   test(`limits hold their bounds under every ${kind} fault`, async () => {
     const binaries = kitBinaries()
     const server = await RedisServer.start()
@@ -165,7 +177,8 @@ for (const kind of ['proxy', 'server']) {
       await server.close()
     }
     assert.ok(history.ops.length > 100 && history.ops.filter((op) => op.allowed).length > 20)
-    check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`)])
+    const losses = kind === 'restart' ? ['--state-losses', '1'] : []
+    check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`), ...losses])
   })
 
   test(`one lock holder at a time under every ${kind} fault`, async () => {
@@ -212,7 +225,7 @@ for (const kind of ['proxy', 'server']) {
       await server.close()
     }
     assert.ok(history.ops.filter((op) => op.op === 'acquire' && op.outcome === 'ok').length > 20)
-    check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs)])
+    check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs), ...(kind === 'restart' ? ['--state-lost'] : [])])
   })
 }
 

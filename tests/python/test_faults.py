@@ -1,7 +1,7 @@
 """The fault suite from Python: threads with their own limiters and locks (the blocking lane) run through
 the test kit's fault proxy while it plays a seeded plan of every proxy fault, or straight at a server
 that is frozen, has its scripts and functions flushed and its clients killed (the Rust suite's faults
-that keep server state), write their history in the suite's one JSON-lines format, and the Rust checker
+that keep server state) or is restarted empty (state lost once), write their history in the suite's one JSON-lines format, and the Rust checker
 (`check_history`) reads it against the same invariants as the Rust clients' (tests/faults/README.md)."""
 
 import asyncio
@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
@@ -154,7 +154,24 @@ def server_faults_keeping_state(server: RedisServer) -> None:
     time.sleep(0.45)
 
 
-@pytest.mark.parametrize("faults", ["proxy", "server"])
+def server_restarted_empty(server: RedisServer) -> None:
+    """The Rust suite's restart without persistence (`server_restarted_empty`): the server stopped and
+    started again on its port, empty. Its state is lost once: a limit may admit one more limit's worth,
+    and a fencing token must still rise (it comes from the server's clock)."""
+    time.sleep(0.4)
+    server.halt()
+    server.start_again()
+    time.sleep(0.6)
+
+
+def faults_of(kind: str, server: RedisServer) -> Callable[[], None]:
+    """The server faults of a run's kind: those that keep state, or a restart that loses it."""
+    if kind == "restart":
+        return lambda: server_restarted_empty(server)
+    return lambda: server_faults_keeping_state(server)
+
+
+@pytest.mark.parametrize("faults", ["proxy", "server", "restart"])
 def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
     server = RedisServer()
     proxy = Proxy(binaries, server.port, 2, SEED) if faults == "proxy" else None
@@ -182,17 +199,18 @@ def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Pa
         if proxy is not None:
             run_clients(proxy, work, 2)
         else:
-            run_clients_on([server.port], work, 4, lambda: server_faults_keeping_state(server))
+            run_clients_on([server.port], work, 4, faults_of(faults, server))
     finally:
         if proxy is not None:
             proxy.stop()
         server.stop()
     admitted = sum(1 for op in history.ops if op.get("allowed"))
     assert len(history.ops) > 100 and admitted > 20
-    check(binaries, history, tmp_path / "limits.jsonl", "--limits", *(f"{k}={v}" for k, v in RULES.items()))
+    losses = ["--state-losses", "1"] if faults == "restart" else []
+    check(binaries, history, tmp_path / "limits.jsonl", "--limits", *(f"{k}={v}" for k, v in RULES.items()), *losses)
 
 
-@pytest.mark.parametrize("faults", ["proxy", "server"])
+@pytest.mark.parametrize("faults", ["proxy", "server", "restart"])
 def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
     server = RedisServer()
     proxy = Proxy(binaries, server.port, 2, SEED + 1) if faults == "proxy" else None
@@ -246,14 +264,15 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
         if proxy is not None:
             run_clients(proxy, work, 2)
         else:
-            run_clients_on([server.port], work, 4, lambda: server_faults_keeping_state(server))
+            run_clients_on([server.port], work, 4, faults_of(faults, server))
     finally:
         if proxy is not None:
             proxy.stop()
         server.stop()
     grants = sum(1 for op in history.ops if op["op"] == "acquire" and op["outcome"] == "ok")
     assert grants > 20
-    check(binaries, history, tmp_path / "locks.jsonl", "--locks", str(int(ttl * 1000)))
+    lost = ["--state-lost"] if faults == "restart" else []
+    check(binaries, history, tmp_path / "locks.jsonl", "--locks", str(int(ttl * 1000)), *lost)
 
 
 def test_an_idle_reset_fails_no_call(binaries: Path) -> None:

@@ -83,7 +83,7 @@ fn run(clock: ClockSource) -> (History, BTreeMap<String, Rule>) {
 #[test]
 fn the_client_clock_does_not_matter_when_the_server_clock_decides() {
     let (history, rules) = run(ClockSource::Store);
-    let ops = history.ops();
+    let ops = history.kept("clock jumps, server clock");
     let findings = check_limits(&ops, &rules, 0).and(check_calls(&ops, 200_000_000));
     let admitted = ops.iter().filter(|op| op.allowed == Some(true)).count();
     eprintln!(
@@ -95,7 +95,7 @@ fn the_client_clock_does_not_matter_when_the_server_clock_decides() {
     assert!(findings.violations.is_empty(), "{:#?}", findings.violations);
 
     let (history, rules) = run(ClockSource::Local);
-    let ops = history.ops();
+    let ops = history.kept("clock jumps, client clock");
     let findings = check_limits(&ops, &rules, 0);
     eprintln!(
         "client clock deciding, the same jumps: {} violations, e.g. {:?}",
