@@ -55,9 +55,10 @@ export interface StoreOptions {
   /** Each store call's timeout in milliseconds (default 1000). */
   timeoutMs?: number
   /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA, as
-   * GCP Memorystore's in-transit encryption uses). */
+   * GCP Memorystore's in-transit encryption uses); refused with any other URL. */
   tlsRootCa?: string | Buffer
-  /** The memory store: the most live keys it keeps (default: no bound but memory). */
+  /** The memory store: the most live keys it keeps (default: no bound but memory). With a Redis URL, a
+   * limiter's local fallback (`onError: 'local'`); a lock kind refuses it there. */
   maxKeys?: number
   /** The memory store, with `maxKeys`: a new key past the bound fails as an outage (`'refuse'`, the
    * default), or the live key nearest its expiry makes room (`'evict'`). */
