@@ -57,8 +57,9 @@ export interface StoreOptions {
   /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA, as
    * GCP Memorystore's in-transit encryption uses); refused with any other URL. */
   tlsRootCa?: string | Buffer
-  /** The memory store: the most live keys it keeps (default: no bound but memory). With a Redis URL, a
-   * limiter's local fallback (`onError: 'local'`); a lock kind refuses it there. */
+  /** The memory store: the most live keys it keeps (default: no bound but memory). With a Redis URL, it
+   * bounds a limiter's local fallback (`onError: 'local'`); a lock keeps its state in Redis, so for a
+   * lock kind on Redis it has no effect. */
   maxKeys?: number
   /** The memory store, with `maxKeys`: a new key past the bound fails as an outage (`'refuse'`, the
    * default), or the live key nearest its expiry makes room (`'evict'`). */

@@ -25,16 +25,17 @@ const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
 /**
  * One TLS context per trusted set, made at its first connection and shared by every later one in the
  * process: reading Node's bundled roots into a context takes tens of milliseconds on the event loop
- * (47 ms measured), which every new connection would pay again. Keyed by the PEM text (`''` for the
- * bundled roots); a process trusts few distinct sets.
+ * (47 ms measured), which every new connection would pay again. Keyed by the CA's PEM text, or `null`
+ * for the bundled roots. An entry lives as long as the process: one per distinct CA a store was given
+ * (a rotated CA adds one).
  */
 const secureContexts = new Map()
 
 function secureContextFor(tlsRootCa) {
-  const key = tlsRootCa === undefined || tlsRootCa === null ? '' : String(tlsRootCa)
+  const key = tlsRootCa == null ? null : String(tlsRootCa)
   let context = secureContexts.get(key)
   if (context === undefined) {
-    context = tls.createSecureContext({ ca: key === '' ? tls.rootCertificates : tlsRootCa })
+    context = tls.createSecureContext({ ca: key === null ? tls.rootCertificates : tlsRootCa })
     secureContexts.set(key, context)
   }
   return context

@@ -82,19 +82,19 @@ pub fn connect_limiter(
     env: &Env,
     mut options: LimiterOptions,
 ) -> napi::Result<PromiseRaw<'_, NativeLimiter>> {
-    promise_of(env, async move { made_limiter(&mut options) })
+    promise_of(env, async move { new_limiter(&mut options) })
 }
 
 /// Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O
 /// (the memory store answers at once; a Redis store would connect on its first call). For `hitSync`.
 #[napi]
 pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
-    guarded_sync(|| made_limiter(&mut options))
+    guarded_sync(|| new_limiter(&mut options))
 }
 
 /// A limiter on the process's shared store for `options` (no I/O: a Redis store connects on its first
 /// call).
-fn made_limiter(options: &mut LimiterOptions) -> napi::Result<NativeLimiter> {
+fn new_limiter(options: &mut LimiterOptions) -> napi::Result<NativeLimiter> {
     let settings = limiter_options(options)?;
     let store = crate::stores::shared_now(options.store.url.as_deref(), &settings.store).map_err(to_js)?;
     let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;

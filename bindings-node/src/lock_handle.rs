@@ -77,14 +77,6 @@ pub(crate) fn open(
     mut settings: LockSettings,
 ) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
     let (store, options) = (settings.store.options()?, settings.options()?);
-    // A limiter's `maxKeys` on a Redis URL bounds its local fallback; a lock has none.
-    let url = settings.store.url.as_deref().map(str::trim).unwrap_or("");
-    if store.max_keys.is_some() && !matches!(url, "" | "memory" | "memory://") {
-        return Err(crate::errors::invalid_argument(
-            "maxKeys",
-            "it bounds the memory store, and a lock on a Redis URL keeps its state in Redis: leave it out",
-        ));
-    }
     Ok((
         crate::stores::StoreChoice::new(settings.store.url, store),
         options,

@@ -19,17 +19,29 @@ use crate::runtime::{run, spawn};
 pub(crate) struct PyClient {
     store: ratelock::AnyLockStore,
     url: String,
-    /// What the store was made with; a limiter on this client bounds its local fallback the same way.
-    options: ratelock::StoreOptions,
+    /// Each call's timeout.
+    timeout: Duration,
+    /// The memory bound it was given (`max_keys`, `when_full`): a limiter on this client bounds its
+    /// local fallback by it.
+    bound: MemoryBound,
+}
+
+/// A memory store's bound as a store's options hold it: the most keys, and what a full store does.
+#[derive(Clone, Copy)]
+pub(crate) struct MemoryBound {
+    max_keys: Option<usize>,
+    when_full: ratelock::store::WhenFull,
 }
 
 #[pymethods]
 impl PyClient {
     /// A client for `url` (as for `Limiter`; `None` for a memory store of its own). Nothing is opened
     /// until the first call (lazy start); `ping()` reaches the store now, to fail at boot.
-    /// `tls_root_ca`: for `rediss://`, the PEM certificate(s) to trust instead of the public roots (a
-    /// private CA). `max_keys`: a memory store's bound (none by default), and `when_full` what a new key
-    /// past it does: `"refuse"` (an outage the failure policy answers; the default) or `"evict"`.
+    /// `tls_root_ca`: for `rediss://` (refused with any other URL), the PEM certificate(s) to trust
+    /// instead of the public roots (a private CA). `max_keys`: a memory store's bound (none by default),
+    /// and `when_full` what a new key past it does: `"refuse"` (an outage the failure policy answers;
+    /// the default) or `"evict"`. With a Redis URL, they bound the local fallback of a limiter given
+    /// this client (`on_error="local"`).
     #[new]
     #[pyo3(signature = (url=None, *, timeout=1.0, tls_root_ca=None, max_keys=None, when_full=None))]
     fn new(
@@ -42,7 +54,16 @@ impl PyClient {
         let url = normalized(url);
         let options = client_options(timeout, tls_root_ca, max_keys, when_full)?;
         let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
-        Ok(PyClient { store, url, options })
+        let bound = MemoryBound {
+            max_keys: options.max_keys,
+            when_full: options.when_full,
+        };
+        Ok(PyClient {
+            store,
+            url,
+            timeout: options.timeout,
+            bound,
+        })
     }
 
     /// Reaches the store now (blocking, the GIL released): raises configuration errors and outages.
@@ -75,22 +96,22 @@ impl PyClient {
     /// Each call's timeout, in seconds.
     #[getter]
     fn timeout(&self) -> f64 {
-        self.options.timeout.as_secs_f64()
+        self.timeout.as_secs_f64()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Client('{}', timeout={:?})",
             redacted(&self.url),
-            self.options.timeout.as_secs_f64()
+            self.timeout.as_secs_f64()
         )
     }
 }
 
-/// What a constructor was given: a `Client`'s store (and the options it was made with), or a URL
-/// (`None`: memory) to share per process.
+/// What a constructor was given: a `Client`'s store (and its memory bound), or a URL (`None`: memory)
+/// to share per process.
 pub(crate) enum Target {
-    Store(ratelock::AnyLockStore, ratelock::StoreOptions),
+    Store(ratelock::AnyLockStore, MemoryBound),
     Url(Option<String>),
 }
 
@@ -102,7 +123,7 @@ impl Target {
         };
         if let Ok(client) = value.cast::<PyClient>() {
             let client = client.get();
-            return Ok(Target::Store(client.store.clone(), client.options.clone()));
+            return Ok(Target::Store(client.store.clone(), client.bound));
         }
         if let Ok(text) = value.cast::<PyString>() {
             return Ok(Target::Url(Some(text.to_cow()?.into_owned())));
@@ -116,9 +137,9 @@ impl Target {
     /// `options` bounding their local fallback as this target's client bounds its memory store
     /// (`max_keys`, `when_full`); a URL leaves them as they are.
     pub(crate) fn bound_fallback(&self, mut options: ratelock::LimiterOptions) -> ratelock::LimiterOptions {
-        if let Target::Store(_, client) = self {
-            options.store.max_keys = client.max_keys;
-            options.store.when_full = client.when_full;
+        if let Target::Store(_, bound) = self {
+            options.store.max_keys = bound.max_keys;
+            options.store.when_full = bound.when_full;
         }
         options
     }

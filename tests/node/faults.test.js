@@ -2,9 +2,9 @@
 // The fault suite from Node: clients with their own limiters and locks (the JavaScript wire client for a
 // plain redis:// server) run through the test kit's fault proxy while it plays a seeded plan of every
 // proxy fault, or straight at a server that is frozen, has its scripts and functions flushed and its
-// clients killed (the Rust suite's faults that keep server state) or restarted empty (state lost once),
-// write their history in the suite's one JSON-lines format, and the Rust checker (`check_history`) reads
-// it against the same invariants as the Rust and Python clients'.
+// clients killed (the Rust suite's faults that keep server state) or is killed and restarted empty
+// (state lost once), write their history in the suite's one JSON-lines format, and the Rust checker
+// (`check_history`) reads it against the same invariants as the Rust and Python clients'.
 
 const assert = require('node:assert/strict')
 const { spawn, execFileSync, spawnSync } = require('node:child_process')
@@ -128,13 +128,14 @@ async function serverFaultsKeepingState(server) {
 }
 
 /**
- * The Rust suite's restart without persistence: the server stopped and started again on its port,
- * empty. Its state is lost once: a limit may admit one more limit's worth, and a fencing token must
- * still rise (it comes from the server's clock).
+ * The Rust suite's restart without persistence: the server killed (SIGKILL) and started again on its
+ * port, empty. Its state is lost once: a limit may admit one more limit's worth, and a fencing token
+ * must still rise (it comes from the server's clock).
  */
 async function serverRestartedEmpty(server) {
   await sleep(400)
-  await server.restart()
+  await server.kill()
+  await server.startAgain()
   await sleep(600)
 }
 

@@ -137,9 +137,28 @@ class RedisServer {
     return new Promise((resolve) => child.on('close', () => resolve(output.trim())))
   }
 
-  /** Starts the server again on its port after `stop()` (empty: no persistence). */
+  /**
+   * Starts the server again on its port after `stop()` or `kill()` (empty: no persistence). The port
+   * may be held for a moment (a client's connection to itself on a freed port): it tries for 10 s, as
+   * the Rust test kit does.
+   */
   async startAgain() {
-    if (!(await this.#spawn())) throw new Error(`redis-server could not start again on port ${this.port}`)
+    const deadline = Date.now() + 10_000
+    while (!(await this.#spawn())) {
+      if (Date.now() > deadline) throw new Error(`redis-server could not start again on port ${this.port}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  /** Kills the server (SIGKILL: calls in flight are cut off, nothing is flushed); `startAgain` follows. */
+  async kill() {
+    const child = this.#process
+    this.#process = null
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      process.kill(child.pid, 'SIGKILL')
+      await exited
+    }
   }
 
   /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */

@@ -160,11 +160,4 @@ test('bad store options are named', async () => {
   await named({ maxKeys: 10, whenFull: 'drop' }, /whenFull/)
   assert.throws(() => new ratelock.Limiter({ tlsRootCa: 42 }), /tlsRootCa/)
   assert.throws(() => new ratelock.Semaphore('s', 2, { maxKeys: '10' }), /maxKeys/)
-  // A lock keeps its state in Redis: a bound there would be ignored, so it is refused.
-  const onRedis = (error) => error instanceof ratelock.InvalidArgumentError && /maxKeys/.test(error.message)
-  await assert.rejects(new ratelock.DistributedLock(fresh(), { url: redis.url, maxKeys: 10 }).tryAcquire(), onRedis)
-  await assert.rejects(new ratelock.Semaphore(fresh(), 2, { url: redis.url, maxKeys: 10 }).tryAcquire(), onRedis)
-  const permit = await new ratelock.Semaphore(fresh(), 2, { maxKeys: 10 }).tryAcquire()
-  assert.ok(permit, 'on the memory store, the bound applies')
-  await permit.release()
 })

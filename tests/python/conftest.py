@@ -93,10 +93,22 @@ class RedisServer:
             os.kill(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=10)
 
+    def crash(self) -> None:
+        """Kills the server by PID (SIGKILL: calls in flight are cut off, nothing is flushed), keeping its
+        port and directory for ``start_again``."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
     def start_again(self) -> None:
-        """Starts the server again on its port after ``halt`` (empty: no persistence)."""
-        if not self._spawn():
-            raise RuntimeError(f"redis-server could not start again on port {self.port}")
+        """Starts the server again on its port after ``halt`` or ``crash`` (empty: no persistence). The
+        port may be held for a moment (a client's connection to itself on a freed port): it tries for
+        10 s, as the Rust test kit does."""
+        deadline = time.monotonic() + 10
+        while not self._spawn():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server could not start again on port {self.port}")
+            time.sleep(0.05)
 
     def pause(self) -> None:
         """Freezes the server (SIGSTOP): connections stay open, nothing is answered."""

@@ -1,8 +1,9 @@
 """The fault suite from Python: threads with their own limiters and locks (the blocking lane) run through
 the test kit's fault proxy while it plays a seeded plan of every proxy fault, or straight at a server
 that is frozen, has its scripts and functions flushed and its clients killed (the Rust suite's faults
-that keep server state) or is restarted empty (state lost once), write their history in the suite's one JSON-lines format, and the Rust checker
-(`check_history`) reads it against the same invariants as the Rust clients' (tests/faults/README.md)."""
+that keep server state) or is killed and restarted empty (state lost once), write their history in the
+suite's one JSON-lines format, and the Rust checker (`check_history`) reads it against the same
+invariants as the Rust clients' (tests/faults/README.md)."""
 
 import asyncio
 import json
@@ -155,11 +156,11 @@ def server_faults_keeping_state(server: RedisServer) -> None:
 
 
 def server_restarted_empty(server: RedisServer) -> None:
-    """The Rust suite's restart without persistence (`server_restarted_empty`): the server stopped and
-    started again on its port, empty. Its state is lost once: a limit may admit one more limit's worth,
-    and a fencing token must still rise (it comes from the server's clock)."""
+    """The Rust suite's restart without persistence (`server_restarted_empty`): the server killed
+    (SIGKILL) and started again on its port, empty. Its state is lost once: a limit may admit one more
+    limit's worth, and a fencing token must still rise (it comes from the server's clock)."""
     time.sleep(0.4)
-    server.halt()
+    server.crash()
     server.start_again()
     time.sleep(0.6)
 

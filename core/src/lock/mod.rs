@@ -1,6 +1,7 @@
-//! Locks of every kind over any lock store: [`DistributedLock`] (`distributed.rs`), [`Semaphore`],
-//! [`FairLock`] and [`ReadWriteLock`], their guards and leases, and the upkeep a held lease gets (the
-//! watchdog that renews it, the lost signal that says when it ended). This file only names the parts.
+//! Locks of every kind: [`DistributedLock`] (`distributed.rs`; on any lock store, Redlock included),
+//! [`Semaphore`], [`FairLock`] and [`ReadWriteLock`], their guards and leases, and the upkeep a held
+//! lease gets (the watchdog that renews it, the lost signal that says when it ended). This file only
+//! names the parts.
 
 // First: its `reply_as!` serves the files after it.
 #[macro_use]

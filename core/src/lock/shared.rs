@@ -1,6 +1,7 @@
-//! What every handle of one lock shares: its store, keys and options, and the owner token of this
-//! handle's grants (with their count, for fair and read-write locks). The lock kinds and the guards
-//! over their holds both read it, so it lives below both.
+//! What every handle of a distributed, fair or read-write lock shares: its store, keys and options,
+//! and the owner token of this handle's grants (with their count, for fair and read-write locks). The
+//! lock kinds and the guards over their holds both read it, so it lives below both. (A semaphore's is
+//! in `semaphore.rs`, beside the only kind that uses it.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -53,27 +53,44 @@ impl StoreOptions {
         Ok(())
     }
 
-    /// `Ok` when every option given applies to a store for `url`; else the invalid argument naming the
-    /// option that would be ignored: `tls_root_ca` (spelled `tls_name` in the caller's language) on
-    /// any URL but `rediss://`, whose TLS is the only one that reads it. [`Store::new`](crate::Store::new)
-    /// checks this, naming `tls_root_ca`; a binding checks first with its own name.
+    /// `Ok` unless an option given would be ignored by the store `url` names; then the invalid argument
+    /// naming it: `tls_root_ca` (`tls_name` is how the caller's language spells it) with the memory
+    /// store or a `redis://`, `redis+unix://`, `redis+cluster://`, `redis+sentinel://` or `redlock://`
+    /// URL, since only `rediss://` connects with TLS. A URL of no known form passes here, for the store
+    /// to refuse as such. [`Store::new`](crate::Store::new) checks this, naming `tls_root_ca`; a binding
+    /// checks first with its own name.
     ///
     /// ```
     /// let options = ratelock::StoreOptions::default().with_tls_root_ca(b"...".to_vec());
     /// let err = options.check_for_url("redis://cache:6379/", "tlsRootCa").unwrap_err();
     /// assert!(err.to_string().contains("tlsRootCa"));
     /// assert!(options.check_for_url("rediss://cache:6380/", "tlsRootCa").is_ok());
+    /// assert!(options.check_for_url("", "tlsRootCa").is_err()); // the memory store
     /// ```
     pub fn check_for_url(&self, url: &str, tls_name: &'static str) -> Result<()> {
+        const WITHOUT_TLS: [&str; 6] = [
+            "memory://",
+            "redis://",
+            "redis+unix://",
+            "redis+cluster://",
+            "redis+sentinel://",
+            "redlock://",
+        ];
         let url = url.trim();
-        if self.tls_root_ca.is_some() && !url.starts_with("rediss://") {
-            let scheme = url.split_once("://").map_or("memory", |(scheme, _)| scheme);
+        let memory = matches!(url, "" | "memory");
+        let Some(scheme) = WITHOUT_TLS
+            .iter()
+            .find(|scheme| memory || url.starts_with(**scheme))
+        else {
+            return Ok(());
+        };
+        if self.tls_root_ca.is_some() {
             return Err(Error::invalid_argument(
                 tls_name,
                 format!(
-                    "only a rediss:// URL (TLS to one server) reads it, and this store is {}://; \
+                    "only a rediss:// URL (TLS to one server) reads it, and this store is {}; \
                      leave it out, or use rediss://",
-                    crate::excerpt::of(scheme)
+                    scheme
                 ),
             ));
         }
@@ -326,5 +343,32 @@ TZ7LmbIYKNKg0M9xbzNBXTMv15PqOrCcvsA=
         }
         let options = StoreOptions::default().with_tls_root_ca(CERTIFICATE.as_bytes().to_vec());
         assert!(options.check().is_ok());
+    }
+
+    #[test]
+    #[cfg(all(feature = "redis", feature = "tls"))]
+    fn a_root_ca_is_refused_by_every_store_that_would_not_read_it() {
+        let options = StoreOptions::default().with_tls_root_ca(CERTIFICATE.as_bytes().to_vec());
+        for url in [
+            "",
+            " memory ",
+            "memory://",
+            "redis://h:6379/",
+            "redis+unix:///tmp/redis.sock",
+            "redis+cluster://a:1,b:2",
+            "redis+sentinel://s:26379/mymaster",
+            "redlock://a:1,b:2,c:3",
+        ] {
+            let refused = crate::AnyLockStore::new(url, &options).unwrap_err();
+            assert!(refused.to_string().contains("tls_root_ca"), "{url:?}: {refused}");
+            if !url.starts_with("redlock") {
+                let refused = crate::Store::new(url, &options).unwrap_err();
+                assert!(refused.to_string().contains("tls_root_ca"), "{url:?}: {refused}");
+            }
+        }
+        assert!(crate::Store::new("rediss://h:6380/", &options).is_ok());
+        // A URL of no known form is named as such, not blamed on the CA.
+        let unknown = crate::Store::new("localhost:6380", &options).unwrap_err();
+        assert!(unknown.to_string().contains("unsupported URL"), "{unknown}");
     }
 }
