@@ -134,7 +134,7 @@ async function serverFaultsKeepingState(server) {
  */
 async function serverRestartedEmpty(server) {
   await sleep(400)
-  await server.kill()
+  await server.stop('SIGKILL')
   await server.startAgain()
   await sleep(600)
 }

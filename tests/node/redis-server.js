@@ -138,7 +138,7 @@ class RedisServer {
   }
 
   /**
-   * Starts the server again on its port after `stop()` or `kill()` (empty: no persistence). The port
+   * Starts the server again on its port after `stop()` (empty: no persistence). The port
    * may be held for a moment (a client's connection to itself on a freed port): it tries for 10 s, as
    * the Rust test kit does.
    */
@@ -147,17 +147,6 @@ class RedisServer {
     while (!(await this.#spawn())) {
       if (Date.now() > deadline) throw new Error(`redis-server could not start again on port ${this.port}`)
       await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
-
-  /** Kills the server (SIGKILL: calls in flight are cut off, nothing is flushed); `startAgain` follows. */
-  async kill() {
-    const child = this.#process
-    this.#process = null
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      process.kill(child.pid, 'SIGKILL')
-      await exited
     }
   }
 
@@ -171,13 +160,17 @@ class RedisServer {
     process.kill(this.#process.pid, 'SIGCONT')
   }
 
-  async stop() {
+  /**
+   * Stops the server (`how`: 'SIGTERM' lets it finish the calls in flight; 'SIGKILL' cuts them off);
+   * `startAgain` may follow.
+   */
+  async stop(how = 'SIGTERM') {
     const child = this.#process
     this.#process = null
-    if (child && child.exitCode === null) {
+    if (child && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve))
       process.kill(child.pid, 'SIGCONT')
-      process.kill(child.pid, 'SIGTERM')
+      process.kill(child.pid, how)
       await exited
     }
   }

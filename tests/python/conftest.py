@@ -86,22 +86,16 @@ class RedisServer:
             ["redis-cli", "-p", str(self.port), *words], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
 
-    def halt(self) -> None:
-        """Stops the server by PID, keeping its port and directory for ``start_again``."""
+    def halt(self, how: signal.Signals = signal.SIGTERM) -> None:
+        """Stops the server by PID (``how``: SIGTERM lets it finish the calls in flight; SIGKILL cuts them
+        off), keeping its port and directory for ``start_again``."""
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGCONT)
-            os.kill(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=10)
-
-    def crash(self) -> None:
-        """Kills the server by PID (SIGKILL: calls in flight are cut off, nothing is flushed), keeping its
-        port and directory for ``start_again``."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
+            os.kill(self.process.pid, how)
             self.process.wait(timeout=10)
 
     def start_again(self) -> None:
-        """Starts the server again on its port after ``halt`` or ``crash`` (empty: no persistence). The
+        """Starts the server again on its port after ``halt`` (empty: no persistence). The
         port may be held for a moment (a client's connection to itself on a freed port): it tries for
         10 s, as the Rust test kit does."""
         deadline = time.monotonic() + 10

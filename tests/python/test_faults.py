@@ -7,6 +7,7 @@ invariants as the Rust clients' (tests/faults/README.md)."""
 
 import asyncio
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -160,7 +161,7 @@ def server_restarted_empty(server: RedisServer) -> None:
     (SIGKILL) and started again on its port, empty. Its state is lost once: a limit may admit one more
     limit's worth, and a fencing token must still rise (it comes from the server's clock)."""
     time.sleep(0.4)
-    server.crash()
+    server.halt(signal.SIGKILL)
     server.start_again()
     time.sleep(0.6)
 

@@ -167,10 +167,11 @@ impl AnyLockStore {
 
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<AnyLockStore> {
-        options.check()?;
-        options.check_for_url(url, "tls_root_ca")?;
+        // Every other URL is checked by `Store::new`.
         #[cfg(feature = "redis")]
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
+            options.check()?;
+            options.check_for_url(url, "tls_root_ca")?;
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(
                 url.trim(),
                 options,
