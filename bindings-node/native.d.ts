@@ -46,10 +46,10 @@ export declare class NativeGuard {
   /** Why the hold was lost, in the core's words (`null` while it is not lost). */
   get lostDescription(): string | null
   /**
-   * When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
-   * message`, typed by the JavaScript side); else `null`.
+   * When `lostReason` is "failed": the refusal's code and message (typed by the JavaScript side);
+   * else `null`.
    */
-  get lostError(): string | null
+  get lostError(): Failure | null
   /**
    * Resolves `true` when the hold is lost, `false` when it is given back first (the pending promise
    * keeps the process alive meanwhile).
@@ -187,9 +187,9 @@ export declare class NativeSemaphore {
 export interface Batch {
   /** Per answered call: its id, then the `DECISION_FIELDS` numbers of its decision. */
   answers: Float64Array
-  /** Ids of the calls that failed, with their errors (`[ERR_RATELOCK_...] message`) in `failures`. */
+  /** Ids of the calls that failed, with their errors in `failures`. */
   failed: Array<number>
-  failures: Array<string>
+  failures: Array<Failure>
 }
 
 /**
@@ -229,6 +229,15 @@ export declare function connectSemaphore(name: string | Buffer, permits: number,
 
 /** The names of a decision's numbers, in the order the addon writes them. */
 export declare function decisionLayout(): Array<string>
+
+/**
+ * An error handed to JavaScript as a value rather than thrown: the failure of a call settled in a
+ * batch, or the refusal that lost a hold. `fromCode` in `lib/errors.js` makes it the typed error.
+ */
+export interface Failure {
+  code: string
+  message: string
+}
 
 /** A fair lock as it stands. */
 export interface FairLockState {
@@ -552,8 +561,8 @@ export declare function wireRetire(codec: ExternalObject<WireCodec>): ExternalOb
  */
 export declare function wireSubmitInto(codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number): boolean
 
-/** The error of the next failed call handed over (`[ERR_RATELOCK_...] message`). */
-export declare function wireTakeFailure(codec: ExternalObject<WireCodec>): string
+/** The error of the next failed call handed over (`null` when there is none left). */
+export declare function wireTakeFailure(codec: ExternalObject<WireCodec>): Failure | null
 
 /**
  * The bytes to write now, or `null` when there are none. A copy into a Buffer of the engine's own:

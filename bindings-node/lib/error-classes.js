@@ -1,6 +1,6 @@
 'use strict'
 // The error classes of the public API: one base `RatelockError` with a stable `code`, a subclass per
-// kind. `errors.js` turns the addon's coded errors (`[ERR_RATELOCK_...] message`) into them.
+// kind. `errors.js` turns the addon's errors, whose `code` is one of these, into them.
 
 class RatelockError extends Error {
   static code = 'ERR_RATELOCK'

@@ -1,7 +1,9 @@
 'use strict'
-// Native errors into the error classes: the addon throws `[ERR_RATELOCK_...] message`, and
-// `rethrow`/`fromNative` turn it into the class of that code (`error-classes.js`, re-exported here for
-// the rest of lib/), as `invalidArgument` makes one for an argument checked in JavaScript.
+// The addon's errors into the error classes. The addon throws (or rejects with) errors whose `code`
+// is the stable code (`ERR_RATELOCK_INVALID_RULE`) and hands failures settled in a batch over as
+// `{ code, message }`; `fromNative` and `fromCode` make the class of that code (`error-classes.js`,
+// re-exported here for the rest of lib/), as `invalidArgument` makes one for an argument checked in
+// JavaScript.
 
 const classes = require('./error-classes')
 
@@ -10,17 +12,25 @@ const { RatelockError, InvalidArgumentError } = classes
 /** Each error class by its code. */
 const byCode = new Map(Object.values(classes).map((Class) => [Class.code, Class]))
 
-const CODED = /^\[(ERR_RATELOCK_[A-Z_]+)\] ([\s\S]*)$/
-
-/** The typed error for an error thrown by the addon (anything else is returned unchanged). */
-function fromNative(error) {
-  const match = error instanceof Error && !(error instanceof RatelockError) ? CODED.exec(error.message) : null
-  if (!match) return error
-  const Class = byCode.get(match[1])
-  if (Class) return new Class(match[2])
-  const unknown = new RatelockError(match[2])
-  unknown.code = match[1]
+/** The typed error for the code and message the addon gave. */
+function fromCode(code, message) {
+  const Class = byCode.get(code)
+  if (Class) return new Class(message)
+  const unknown = new RatelockError(message)
+  unknown.code = code
   return unknown
+}
+
+/**
+ * The typed error for an error thrown by the addon (anything else is returned unchanged).
+ * @template T
+ * @param {T} error
+ * @returns {T | InstanceType<typeof RatelockError>}
+ */
+function fromNative(error) {
+  if (!(error instanceof Error) || error instanceof RatelockError) return error
+  const code = /** @type {{ code?: unknown }} */ (error).code
+  return typeof code === 'string' && code.startsWith(RatelockError.code) ? fromCode(code, error.message) : error
 }
 
 /** A rejection handler: rethrows the typed error. */
@@ -33,4 +43,4 @@ function invalidArgument(name, problem) {
   return new InvalidArgumentError(`invalid argument \`${name}\`: ${problem}`)
 }
 
-module.exports = { ...classes, fromNative, rethrow, invalidArgument }
+module.exports = { ...classes, fromCode, fromNative, rethrow, invalidArgument }

@@ -5,7 +5,7 @@
 // be called again. Also `using`, the body of every lock kind's `using()`.
 
 const check = require('./arguments')
-const { LockLostError, fromNative, rethrow } = require('./errors')
+const { LockLostError, fromCode, fromNative, rethrow } = require('./errors')
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
 class Guard {
@@ -39,8 +39,8 @@ class Guard {
    * @returns {Error | null}
    */
   get lostError() {
-    const text = this.#native.lostError
-    return text === null ? null : fromNative(new Error(text))
+    const failure = this.#native.lostError
+    return failure === null ? null : fromCode(failure.code, failure.message)
   }
 
   /**

@@ -9,7 +9,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { ConfigurationError, fromNative, invalidArgument, rethrow } = require('./errors')
+const { ConfigurationError, fromCode, fromNative, invalidArgument, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient } = require('./wire-socket')
@@ -339,7 +339,7 @@ class Limiter {
         }
         for (let i = 0; i < failed.length; i++) {
           const waiting = this.#take(failed[i])
-          if (waiting) waiting.reject(fromNative(new Error(failures[i])))
+          if (waiting) waiting.reject(fromCode(failures[i].code, failures[i].message))
         }
       }
     } finally {

@@ -15,13 +15,15 @@ const { performance } = require('node:perf_hooks')
 const tls = require('node:tls')
 
 const native = require('./native')
-const { fromNative } = require('./errors')
+const { InternalError, fromCode, fromNative } = require('./errors')
 const { FIELDS, decision } = require('./decision')
 
 /** Numbers per settled call in the addon's answers: its id, decided (1) or failed (0), its decision. */
 const SETTLED = 2 + FIELDS
 /** What the codec's `...Into` calls answer: a count, and bits for the connection's state after it. */
 const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
+/** A failed call whose error the codec did not hand over: a bug, still raised. */
+const UNTOLD = { code: InternalError.code, message: 'a call failed and its error was not handed over (a bug)' }
 /**
  * One TLS context per trusted set, made at its first connection and shared by every later one in the
  * process: reading Node's bundled roots into a context takes tens of milliseconds on the event loop
@@ -108,8 +110,8 @@ class WireClient {
       if (out[at + 1] === 1) {
         waiting?.resolve(decision(out, at + 2, waiting.parsed))
       } else {
-        const failure = native.wireTakeFailure(codec)
-        waiting?.reject(fromNative(new Error(failure)))
+        const failure = native.wireTakeFailure(codec) ?? UNTOLD
+        waiting?.reject(fromCode(failure.code, failure.message))
       }
     }
     return count

@@ -9,15 +9,16 @@ use napi_derive::napi;
 use tokio::sync::Notify;
 
 use crate::decision_numbers::DECISION_FIELDS;
+use crate::errors::{Error, Failure};
 
 /// What one `nextBatch()` hands over.
 #[napi(object)]
 pub struct Batch {
     /// Per answered call: its id, then the `DECISION_FIELDS` numbers of its decision.
     pub answers: Float64Array,
-    /// Ids of the calls that failed, with their errors (`[ERR_RATELOCK_...] message`) in `failures`.
+    /// Ids of the calls that failed, with their errors in `failures`.
     pub failed: Vec<u32>,
-    pub failures: Vec<String>,
+    pub failures: Vec<Failure>,
 }
 
 #[derive(Default)]
@@ -30,7 +31,7 @@ pub(crate) struct Completions {
 struct Queued {
     answers: Vec<f64>,
     failed: Vec<u32>,
-    failures: Vec<String>,
+    failures: Vec<Failure>,
 }
 
 impl Completions {
@@ -44,10 +45,10 @@ impl Completions {
     }
 
     /// Queues the failure of call `id`.
-    pub(crate) fn fail(&self, id: u32, error: napi::Error) {
+    pub(crate) fn fail(&self, id: u32, error: Error) {
         let mut queued = self.lock();
         queued.failed.push(id);
-        queued.failures.push(error.reason.clone());
+        queued.failures.push(error.into());
         drop(queued);
         self.ready.notify_one();
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{Buffer, Either};
 
-use crate::errors::invalid_argument;
+use crate::errors::{invalid_argument, Result};
 
 /// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -19,7 +19,7 @@ pub(crate) fn key(value: Either<String, Buffer>) -> Vec<u8> {
 }
 
 /// A cost: a safe integer >= 1 (default 1).
-pub(crate) fn cost(value: Option<f64>) -> napi::Result<u64> {
+pub(crate) fn cost(value: Option<f64>) -> Result<u64> {
     match value {
         None => Ok(1),
         Some(n) if n.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&n) => Ok(n as u64),
@@ -31,7 +31,7 @@ pub(crate) fn cost(value: Option<f64>) -> napi::Result<u64> {
 }
 
 /// A count (permits): a safe integer >= 1.
-pub(crate) fn count(name: &str, value: f64) -> napi::Result<u64> {
+pub(crate) fn count(name: &str, value: f64) -> Result<u64> {
     if value.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&value) {
         Ok(value as u64)
     } else {
@@ -43,7 +43,7 @@ pub(crate) fn count(name: &str, value: f64) -> napi::Result<u64> {
 }
 
 /// An explicit time in milliseconds since the Unix epoch (fractions allowed), as µs.
-pub(crate) fn now_us(value: Option<f64>) -> napi::Result<Option<u64>> {
+pub(crate) fn now_us(value: Option<f64>) -> Result<Option<u64>> {
     match value {
         None => Ok(None),
         Some(ms) if ms.is_finite() && ms >= 0.0 && ms * 1000.0 <= ratelock::clock::MAX_NOW_US as f64 => {
@@ -60,7 +60,7 @@ pub(crate) fn now_us(value: Option<f64>) -> napi::Result<Option<u64>> {
 }
 
 /// A positive duration in milliseconds.
-pub(crate) fn millis(name: &str, value: f64) -> napi::Result<Duration> {
+pub(crate) fn millis(name: &str, value: f64) -> Result<Duration> {
     if value.is_finite() && value > 0.0 && value < 1e12 {
         Ok(Duration::from_secs_f64(value / 1000.0))
     } else {
@@ -75,7 +75,7 @@ pub(crate) fn millis(name: &str, value: f64) -> napi::Result<Duration> {
 }
 
 /// A reservation's longest wait in milliseconds: finite, from 0, to the nearest µs.
-pub(crate) fn max_wait(value: f64) -> napi::Result<Duration> {
+pub(crate) fn max_wait(value: f64) -> Result<Duration> {
     if value == 0.0 {
         return Ok(Duration::ZERO);
     }

@@ -1,15 +1,54 @@
-//! Core errors as napi errors whose message starts with the stable code in brackets
-//! (`[ERR_RATELOCK_INVALID_RULE] ...`); `index.js` turns them into the `RatelockError` subclasses.
+//! Errors for JavaScript, typed by their stable code: a napi-rs error whose status is the code
+//! (`ERR_RATELOCK_INVALID_RULE`), which napi-rs writes into the JavaScript error's `code` property,
+//! and whose reason is the core's message. `lib/errors.js` picks the `RatelockError` subclass by that
+//! code; nothing parses a message.
 
 use std::fmt::Display;
 
+use napi::bindgen_prelude::{JsError, Unknown};
+use napi::{sys, Env};
+use napi_derive::napi;
+
+/// The stable code of an error (`ERR_RATELOCK_` and the core's `Error::code`).
+#[derive(Clone, Debug)]
+pub struct Code(String);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An error for JavaScript, its code as its status.
+pub type Error = napi::Error<Code>;
+
+/// What the addon's exports answer.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// An error handed to JavaScript as a value rather than thrown: the failure of a call settled in a
+/// batch, or the refusal that lost a hold. `fromCode` in `lib/errors.js` makes it the typed error.
+#[napi(object)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure {
+            code: error.status.0,
+            message: error.reason,
+        }
+    }
+}
+
 /// A core error for JavaScript.
-pub(crate) fn to_js(err: ratelock::Error) -> napi::Error {
+pub(crate) fn to_js(err: ratelock::Error) -> Error {
     coded(&format!("ERR_RATELOCK_{}", err.code()), err)
 }
 
 /// An invalid argument of a call, named.
-pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> napi::Error {
+pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> Error {
     coded(
         "ERR_RATELOCK_INVALID_ARGUMENT",
         format!("invalid argument `{name}`: {problem}"),
@@ -17,7 +56,7 @@ pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> napi::Error
 }
 
 /// A panic inside the core, caught before it reaches JavaScript.
-pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> napi::Error {
+pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> Error {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -29,6 +68,24 @@ pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> napi::Error {
     )
 }
 
-pub(crate) fn coded(code: &str, message: impl Display) -> napi::Error {
-    napi::Error::from_reason(format!("[{code}] {message}"))
+/// A failed napi call (making a value, a promise, a function) inside the addon: a bug or an
+/// environment shutting down, never the caller's fault.
+pub(crate) fn from_napi(error: napi::Error) -> Error {
+    coded(
+        "ERR_RATELOCK_INTERNAL",
+        format!("a Node-API call failed: {}", error.reason),
+    )
+}
+
+/// An error with the given code and message.
+pub(crate) fn coded(code: &str, message: impl Display) -> Error {
+    napi::Error::new(Code(code.to_owned()), message)
+}
+
+/// `error` made into its JavaScript value here, on the JavaScript thread, and wrapped so that a place
+/// napi-rs only lets answer its own kind of error (a promise settled later, an argument's conversion)
+/// hands over that value, code included.
+pub(crate) fn made_here(env: sys::napi_env, error: Error) -> napi::Error {
+    let value: Unknown = JsError::from(error).into_unknown(Env::from_raw(env));
+    napi::Error::from(value)
 }

@@ -5,6 +5,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::errors::Result;
 use crate::lock_handle::{ask, lock_handle};
 use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
@@ -34,7 +35,7 @@ lock_handle! {
 impl NativeFairLock {
     /// The lock as it stands: holder, lease, last token, queue length.
     #[napi(ts_return_type = "Promise<FairLockState>")]
-    pub fn state<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, FairLockState>> {
+    pub fn state<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, FairLockState>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             let state = ask(&lock, |lock| async move { lock.state().await }).await?;
@@ -50,7 +51,7 @@ impl NativeFairLock {
 
     /// Whether anyone holds the lock now.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn is_locked<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+    pub fn is_locked<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             ask(&lock, |lock| async move { lock.is_locked().await }).await

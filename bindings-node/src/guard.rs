@@ -10,7 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::convert;
-use crate::errors::to_js;
+use crate::errors::{from_napi, to_js, Failure, Result};
 use crate::runtime::{promise_of, spawn};
 
 /// One hold of a lock, a semaphore, a fair lock or a read-write lock.
@@ -62,12 +62,12 @@ impl NativeGuard {
         self.guard.lost_reason().map(|reason| reason.to_string())
     }
 
-    /// When `lostReason` is "failed": the refusal as the addon throws errors (`[ERR_RATELOCK_...]
-    /// message`, typed by the JavaScript side); else `null`.
+    /// When `lostReason` is "failed": the refusal's code and message (typed by the JavaScript side);
+    /// else `null`.
     #[napi(getter)]
-    pub fn lost_error(&self) -> Option<String> {
+    pub fn lost_error(&self) -> Option<Failure> {
         match self.guard.lost_reason()? {
-            ratelock::LostReason::Failed(error) => Some(crate::errors::to_js(error).reason),
+            ratelock::LostReason::Failed(error) => Some(to_js(error).into()),
             _ => None,
         }
     }
@@ -75,7 +75,7 @@ impl NativeGuard {
     /// Resolves `true` when the hold is lost, `false` when it is given back first (the pending promise
     /// keeps the process alive meanwhile).
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn wait_lost<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+    pub fn wait_lost<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
         let watch = self.guard.wait_lost(None);
         promise_of(env, async move { Ok(watch.await) })
     }
@@ -83,11 +83,12 @@ impl NativeGuard {
     /// Calls `callback()` once if the hold is lost before it is given back. Unlike `waitLost`, the watch
     /// does not keep the process alive.
     #[napi]
-    pub fn on_lost(&self, callback: Function<(), ()>) -> napi::Result<()> {
+    pub fn on_lost(&self, callback: Function<(), ()>) -> Result<()> {
         let notify = callback
             .build_threadsafe_function::<()>()
             .weak::<true>()
-            .build()?;
+            .build()
+            .map_err(from_napi)?;
         let watch = self.guard.wait_lost(None);
         spawn(async move {
             if watch.await {
@@ -99,7 +100,7 @@ impl NativeGuard {
     /// Moves the end of the lease to `ttlMs` from now (none: the lock's lease length). Never re-takes
     /// a lost hold: rejects with LOCK_LOST then.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn extend<'env>(&self, env: &'env Env, ttl_ms: Option<f64>) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn extend<'env>(&self, env: &'env Env, ttl_ms: Option<f64>) -> Result<PromiseRaw<'env, ()>> {
         let guard = self.guard.clone();
         promise_of(env, async move {
             // Checked in the future: a bad argument rejects, as every error does.
@@ -112,7 +113,7 @@ impl NativeGuard {
     /// holds; rejects with LOCK_LOST if it had been lost meanwhile (`lostReason` then says how). A
     /// release that fails on the transport keeps the hold, so it can be called again.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, &'static str>> {
+    pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, &'static str>> {
         let guard = self.guard.clone();
         promise_of(
             env,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
 use napi::sys;
 
-use crate::errors::invalid_argument;
+use crate::errors::{coded, invalid_argument, made_here};
 
 /// What an external value points to: the value, after its type's id.
 #[repr(C)]
@@ -83,10 +83,8 @@ impl<T: 'static> ToNapiValue for Handed<T> {
         if status != sys::Status::napi_ok {
             // SAFETY: the external was not made, so nothing else holds `slot`.
             drop(unsafe { Box::from_raw(slot) });
-            return Err(napi::Error::new(
-                napi::Status::GenericFailure,
-                "napi_create_external failed",
-            ));
+            let error = coded("ERR_RATELOCK_INTERNAL", "napi_create_external failed");
+            return Err(made_here(env, error));
         }
         LIVE.with(|live| live.borrow_mut().insert(slot as usize));
         Ok(external)
@@ -116,10 +114,8 @@ impl<T: 'static> FromNapiValue for Handle<T> {
             && LIVE.with(|live| live.borrow().contains(&(data as usize)));
         // SAFETY: a registered address is a live slot made here; every slot starts with its type id.
         if !ours || unsafe { *data.cast::<TypeId>() } != TypeId::of::<T>() {
-            return Err(invalid_argument(
-                "handle",
-                format!("expected the addon's {} value", short_type_name::<T>()),
-            ));
+            let problem = format!("expected the addon's {} value", short_type_name::<T>());
+            return Err(made_here(env, invalid_argument("handle", problem)));
         }
         let slot = data.cast::<Slot<T>>();
         // SAFETY: checked above: `slot` is a live `Slot<T>`.

@@ -11,7 +11,7 @@ use ratelock::http::{ClientAddress, HeaderStyle, HttpAnswer, HttpOptions, Truste
 use ratelock::{Algorithm, RuleCache, Rules};
 
 use crate::convert;
-use crate::errors::{invalid_argument, to_js};
+use crate::errors::{invalid_argument, to_js, Error, Result};
 use crate::runtime::guarded_sync;
 
 /// How an adapter answers (all optional).
@@ -71,7 +71,7 @@ pub struct NativeHttpOptions {
 #[napi]
 impl NativeHttpOptions {
     #[napi(constructor)]
-    pub fn new(init: HttpOptionsInit) -> napi::Result<Self> {
+    pub fn new(init: HttpOptionsInit) -> Result<Self> {
         let status = init.status_code.unwrap_or(429);
         let status = u16::try_from(status)
             .map_err(|_| invalid_argument("statusCode", format!("expected an HTTP status, got {status}")))?;
@@ -115,7 +115,7 @@ impl NativeHttpOptions {
         degraded: bool,
         key: Either<String, Buffer>,
         now_ms: f64,
-    ) -> napi::Result<HttpAnswerJs> {
+    ) -> Result<HttpAnswerJs> {
         guarded_sync(|| {
             let mut cache = self.rules.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let algorithm = self.algorithm;
@@ -160,7 +160,7 @@ impl NativeHttpOptions {
 }
 
 /// A core error about an option, naming the option as JavaScript spells it.
-fn option_error(name: &str) -> impl Fn(ratelock::Error) -> napi::Error + '_ {
+fn option_error(name: &str) -> impl Fn(ratelock::Error) -> Error + '_ {
     move |error| match error {
         ratelock::Error::InvalidArgument { reason, .. } => invalid_argument(name, reason),
         other => to_js(other),
@@ -198,7 +198,7 @@ pub struct NativeClientAddress {
 #[napi]
 impl NativeClientAddress {
     #[napi(constructor)]
-    pub fn new(init: ClientAddressInit) -> napi::Result<Self> {
+    pub fn new(init: ClientAddressInit) -> Result<Self> {
         let subnet = init.ipv6_subnet.unwrap_or(56);
         let subnet = u8::try_from(subnet)
             .map_err(|_| invalid_argument("ipv6Subnet", format!("expected 1 to 128, got {subnet}")))?;
@@ -236,7 +236,7 @@ impl NativeClientAddress {
 /// `<scope>:<key>` with the scope's `%` and `:` escaped, so no two (scope, key) pairs meet: a string
 /// for a string key, a Buffer for a Buffer key.
 #[napi]
-pub fn scoped_key(scope: String, key: Either<String, Buffer>) -> napi::Result<Either<String, Buffer>> {
+pub fn scoped_key(scope: String, key: Either<String, Buffer>) -> Result<Either<String, Buffer>> {
     let text = matches!(key, Either::A(_));
     let joined = ratelock::http::scoped_key(&scope, &convert::key(key)).map_err(to_js)?;
     Ok(if text {
@@ -250,7 +250,7 @@ pub fn scoped_key(scope: String, key: Either<String, Buffer>) -> napi::Result<Ei
 /// The canonical text of each rule in `text`, rules without `using` taking `defaultAlgorithm`; throws
 /// `ERR_RATELOCK_INVALID_RULE` naming the bad part. For checking rules when an app starts.
 #[napi]
-pub fn parse_rules(text: String, default_algorithm: Option<String>) -> napi::Result<Vec<String>> {
+pub fn parse_rules(text: String, default_algorithm: Option<String>) -> Result<Vec<String>> {
     let algorithm = match default_algorithm {
         None => Algorithm::Gcra,
         Some(algorithm) => algorithm.parse().map_err(to_js)?,

@@ -6,7 +6,7 @@
 use napi::bindgen_prelude::FromNapiValue;
 use napi::sys;
 
-use crate::errors::invalid_argument;
+use crate::errors::{coded, invalid_argument, made_here, Result};
 
 /// Keys up to this many bytes of UTF-8 stay on the stack.
 const INLINE: usize = 256;
@@ -43,12 +43,12 @@ impl KeyArg {
 }
 
 /// A status other than `napi_ok` as an error naming what failed.
-fn checked(status: sys::napi_status, what: &str) -> napi::Result<()> {
+fn checked(status: sys::napi_status, what: &str) -> Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
-        Err(napi::Error::new(
-            napi::Status::GenericFailure,
+        Err(coded(
+            "ERR_RATELOCK_INTERNAL",
             format!("reading the key: {what} failed"),
         ))
     }
@@ -56,6 +56,17 @@ fn checked(status: sys::napi_status, what: &str) -> napi::Result<()> {
 
 impl FromNapiValue for KeyArg {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        // SAFETY: as this function's.
+        unsafe { KeyArg::read(env, value) }.map_err(|error| made_here(env, error))
+    }
+}
+
+impl KeyArg {
+    /// The key `value` holds.
+    ///
+    /// # Safety
+    /// `env` and `value` must be those napi-rs hands a callback's argument.
+    unsafe fn read(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
         let mut kind = 0;
         // SAFETY (every call below): `env` and `value` are the ones napi-rs hands a callback's argument.
         checked(unsafe { sys::napi_typeof(env, value, &mut kind) }, "napi_typeof")?;

@@ -13,7 +13,7 @@ use ratelock::algorithm::standing::StandingCall;
 use crate::completions::{Batch, Completions};
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
-use crate::errors::{invalid_argument, to_js};
+use crate::errors::{invalid_argument, to_js, Result};
 use crate::handle::{Handed, Handle, RulesArg};
 use crate::runtime::{guarded, guarded_sync, promise_of, spawn};
 use crate::stores::StoreSettings;
@@ -78,23 +78,20 @@ pub struct NativeLimiter {
 
 /// Opens (or reuses) the store and makes a limiter.
 #[napi(ts_return_type = "Promise<NativeLimiter>")]
-pub fn connect_limiter(
-    env: &Env,
-    mut options: LimiterOptions,
-) -> napi::Result<PromiseRaw<'_, NativeLimiter>> {
+pub fn connect_limiter(env: &Env, mut options: LimiterOptions) -> Result<PromiseRaw<'_, NativeLimiter>> {
     promise_of(env, async move { new_limiter(&mut options) })
 }
 
 /// Makes a limiter now, without waiting: on the process's shared store for the URL, opened without I/O
 /// (the memory store answers at once; a Redis store would connect on its first call). For `hitSync`.
 #[napi]
-pub fn open_limiter_now(mut options: LimiterOptions) -> napi::Result<NativeLimiter> {
+pub fn open_limiter_now(mut options: LimiterOptions) -> Result<NativeLimiter> {
     guarded_sync(|| new_limiter(&mut options))
 }
 
 /// A limiter on the process's shared store for `options` (no I/O: a Redis store connects on its first
 /// call).
-fn new_limiter(options: &mut LimiterOptions) -> napi::Result<NativeLimiter> {
+fn new_limiter(options: &mut LimiterOptions) -> Result<NativeLimiter> {
     let settings = limiter_options(options)?;
     let store = crate::stores::shared_now(options.store.url.as_deref(), &settings.store).map_err(to_js)?;
     let inner = ratelock::Limiter::with_store(store, settings).map_err(to_js)?;
@@ -108,7 +105,7 @@ fn new_limiter(options: &mut LimiterOptions) -> napi::Result<NativeLimiter> {
 /// is connected: `closed`, `open` or `half-open`, `null` for the memory store. The store is the
 /// process's shared one (made here if it is not yet: no I/O).
 #[napi]
-pub fn breaker_state_of(store: StoreSettings) -> napi::Result<Option<&'static str>> {
+pub fn breaker_state_of(store: StoreSettings) -> Result<Option<&'static str>> {
     guarded_sync(|| {
         let options = store.options()?;
         let store = crate::stores::shared_now(store.url.as_deref(), &options).map_err(to_js)?;
@@ -127,7 +124,7 @@ impl NativeLimiter {
     /// Reaches the store now (connecting first if needed): rejects with configuration errors and
     /// outages alike, whatever `onError` says.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn ping<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
         promise_of(env, async move { inner.ping().await.map_err(to_js) })
     }
@@ -148,7 +145,7 @@ impl NativeLimiter {
     /// The rules of `text`, parsed once per limiter by the core; throws `ERR_RATELOCK_INVALID_RULE`
     /// naming the bad part.
     #[napi]
-    pub fn prepare_rules(&self, text: String) -> napi::Result<RulesInfo> {
+    pub fn prepare_rules(&self, text: String) -> Result<RulesInfo> {
         guarded_sync(|| {
             let prepared = self.inner.prepared(&text).map_err(to_js)?;
             let rules = prepared.rules();
@@ -173,7 +170,7 @@ impl NativeLimiter {
         now_ms: Option<f64>,
         spend: bool,
         id: u32,
-    ) -> napi::Result<()> {
+    ) -> Result<()> {
         let check = self.check(key, &rules, cost, now_ms, spend)?;
         let completions = self.completions.clone();
         spawn(async move {
@@ -186,7 +183,7 @@ impl NativeLimiter {
 
     /// The answers of submitted calls, as soon as there is at least one.
     #[napi(ts_return_type = "Promise<Batch>")]
-    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Batch>> {
+    pub fn next_batch<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Batch>> {
         let completions = self.completions.clone();
         promise_of(env, async move { Ok(completions.next_batch().await) })
     }
@@ -198,7 +195,7 @@ impl NativeLimiter {
         env: &'env Env,
         key: Either<String, Buffer>,
         #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
         promise_of(
             env,
@@ -216,7 +213,7 @@ impl NativeLimiter {
         #[napi(ts_arg_type = "ExternalObject<PreparedRules>")] rules: RulesArg,
         cost: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<PromiseRaw<'env, Vec<f64>>> {
+    ) -> Result<PromiseRaw<'env, Vec<f64>>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
         promise_of(env, async move {
             let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
@@ -237,7 +234,7 @@ impl NativeLimiter {
         cost: Option<f64>,
         max_wait_ms: f64,
         now_ms: Option<f64>,
-    ) -> napi::Result<PromiseRaw<'env, Vec<f64>>> {
+    ) -> Result<PromiseRaw<'env, Vec<f64>>> {
         let (key, parsed, limiter) = (convert::key(key), rules.rules().clone(), self.inner.clone());
         promise_of(env, async move {
             let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
@@ -260,7 +257,7 @@ impl NativeLimiter {
         #[napi(ts_arg_type = "ExternalObject<PreparedRules> | undefined | null")] rules: Option<RulesArg>,
         ttl_ms: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<PromiseRaw<'env, bool>> {
+    ) -> Result<PromiseRaw<'env, bool>> {
         let rules = rules.map(|rules| rules.rules().clone());
         let (key, limiter) = (convert::key(key), self.inner.clone());
         promise_of(env, async move {
@@ -287,7 +284,7 @@ impl NativeLimiter {
         key: Either<String, Buffer>,
         span_ms: Option<f64>,
         now_ms: Option<f64>,
-    ) -> napi::Result<PromiseRaw<'env, bool>> {
+    ) -> Result<PromiseRaw<'env, bool>> {
         let (key, limiter) = (convert::key(key), self.inner.clone());
         promise_of(env, async move {
             // The argument as the public methods name it (`block`'s durationMs, `deny`'s and `allow`'s
@@ -316,7 +313,7 @@ struct Check {
 }
 
 impl Check {
-    async fn decide(self) -> napi::Result<[f64; DECISION_FIELDS]> {
+    async fn decide(self) -> Result<[f64; DECISION_FIELDS]> {
         let (limiter, key, rules, cost) = (&self.limiter, &self.key, &*self.rules, self.cost);
         let decision = limiter.check(key, rules, cost, self.spend, self.now_us).await;
         decision.map(|decision| numbers(&decision)).map_err(to_js)
@@ -336,7 +333,7 @@ impl NativeLimiter {
         cost: Option<f64>,
         now_ms: Option<f64>,
         spend: bool,
-    ) -> napi::Result<Check> {
+    ) -> Result<Check> {
         Ok(Check {
             limiter: self.inner.clone(),
             key: convert::key(key),
@@ -349,7 +346,7 @@ impl NativeLimiter {
 }
 
 /// Limiter options from the JavaScript ones.
-fn limiter_options(options: &mut LimiterOptions) -> napi::Result<ratelock::LimiterOptions> {
+fn limiter_options(options: &mut LimiterOptions) -> Result<ratelock::LimiterOptions> {
     let mut settings = ratelock::LimiterOptions::default().with_store(options.store.options()?);
     if let Some(prefix) = &options.store.prefix {
         settings = settings.with_prefix(prefix.as_str());

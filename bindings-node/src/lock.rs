@@ -5,6 +5,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::errors::Result;
 use crate::lock_handle::{ask, lock_handle};
 use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
@@ -19,7 +20,7 @@ lock_handle! {
 impl NativeLock {
     /// Whether anyone holds the lock now.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn is_locked<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+    pub fn is_locked<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             ask(&lock, |lock| async move { lock.is_locked().await }).await
@@ -28,7 +29,7 @@ impl NativeLock {
 
     /// Milliseconds left on the current lease, or `null` when free.
     #[napi(ts_return_type = "Promise<number | null>")]
-    pub fn remaining_ttl_ms<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+    pub fn remaining_ttl_ms<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Option<f64>>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             let remaining = ask(&lock, |lock| async move { lock.remaining_ttl().await }).await?;
@@ -38,7 +39,7 @@ impl NativeLock {
 
     /// Deletes the lease whoever holds it; `true` if it was held.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn force_release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+    pub fn force_release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             ask(&lock, |lock| async move { lock.force_release().await }).await

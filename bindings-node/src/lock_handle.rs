@@ -16,7 +16,7 @@ use std::time::Duration;
 use napi_derive::napi;
 
 use crate::convert;
-use crate::errors::to_js;
+use crate::errors::{to_js, Result};
 use crate::runtime::guarded;
 use crate::stores::StoreSettings;
 
@@ -44,7 +44,7 @@ pub struct LockSettings {
 
 impl LockSettings {
     /// The core's lock options: its defaults, with what was given.
-    fn options(&mut self) -> napi::Result<ratelock::LockOptions> {
+    fn options(&mut self) -> Result<ratelock::LockOptions> {
         let mut options = ratelock::LockOptions::default();
         if let Some(ms) = self.ttl_ms {
             options = options.with_ttl(convert::millis("ttlMs", ms)?);
@@ -75,7 +75,7 @@ impl LockSettings {
 /// as the store of every role, or a `DistributedLock` as a lock store, Redlock too; no I/O).
 pub(crate) fn open(
     mut settings: LockSettings,
-) -> napi::Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
+) -> Result<(crate::stores::StoreChoice, ratelock::LockOptions)> {
     let (store, options) = (settings.store.options()?, settings.options()?);
     Ok((
         crate::stores::StoreChoice::new(settings.store.url, store),
@@ -84,13 +84,13 @@ pub(crate) fn open(
 }
 
 /// A wait limit in milliseconds (none: no limit).
-pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> napi::Result<Duration> {
+pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> Result<Duration> {
     timeout_ms.map_or(Ok(Duration::MAX), |ms| convert::millis("timeoutMs", ms))
 }
 
 /// `call` on a clone of the core handle `inner`, on the runtime: a panic is caught and a core error
 /// becomes its coded JavaScript error.
-pub(crate) async fn ask<H, T, F>(inner: &H, call: impl FnOnce(H) -> F) -> napi::Result<T>
+pub(crate) async fn ask<H, T, F>(inner: &H, call: impl FnOnce(H) -> F) -> Result<T>
 where
     H: Clone,
     F: Future<Output = ratelock::Result<T>>,
@@ -126,7 +126,7 @@ macro_rules! lock_handle {
             name: napi::bindgen_prelude::Either<String, napi::bindgen_prelude::Buffer>,
             $($arg: $arg_type,)?
             settings: $crate::lock_handle::LockSettings,
-        ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'_, $class>> {
+        ) -> Result<napi::bindgen_prelude::PromiseRaw<'_, $class>> {
             let name = $crate::convert::key(name);
             $crate::runtime::promise_of(env, async move {
                 $(let $arg = $checked;)?
@@ -144,7 +144,7 @@ macro_rules! lock_handle {
                 pub fn $try<'env>(
                     &self,
                     env: &'env napi::Env,
-                ) -> napi::Result<
+                ) -> Result<
                     napi::bindgen_prelude::PromiseRaw<'env, Option<$crate::guard::NativeGuard>>,
                 > {
                     let lock = self.inner.clone();
@@ -161,7 +161,7 @@ macro_rules! lock_handle {
                     &self,
                     env: &'env napi::Env,
                     timeout_ms: Option<f64>,
-                ) -> napi::Result<napi::bindgen_prelude::PromiseRaw<'env, $crate::guard::NativeGuard>> {
+                ) -> Result<napi::bindgen_prelude::PromiseRaw<'env, $crate::guard::NativeGuard>> {
                     let lock = self.inner.clone();
                     $crate::runtime::promise_of(env, async move {
                         // Checked in the future: a bad argument rejects, as every error does.

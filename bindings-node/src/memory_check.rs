@@ -14,7 +14,7 @@ use napi_derive::napi;
 
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
-use crate::errors::{invalid_argument, to_js};
+use crate::errors::{coded, invalid_argument, made_here, to_js, Result};
 use crate::handle::{Handed, Handle};
 use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
@@ -40,7 +40,7 @@ mod declaration {
 /// (allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded, ruleIndex, …: `decisionLayout()`).
 /// Only for a limiter on the memory store.
 #[napi(ts_return_type = "ExternalObject<MemoryChecker>")]
-pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Result<Handed<MemoryChecker>> {
+pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> Result<Handed<MemoryChecker>> {
     if !limiter.is_local() {
         return Err(invalid_argument(
             "store",
@@ -72,7 +72,7 @@ pub fn memory_checker(limiter: &NativeLimiter, out: Float64Array) -> napi::Resul
 #[napi(
     ts_return_type = "(checker: ExternalObject<MemoryChecker>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean) => void"
 )]
-pub fn memory_check_function(env: &Env) -> napi::Result<RawFunction> {
+pub fn memory_check_function(env: &Env) -> Result<RawFunction> {
     let name = "checkInMemory";
     let mut function = std::ptr::null_mut();
     // SAFETY: `env` is this call's; the name is valid UTF-8 of the length given, and the callback
@@ -88,8 +88,8 @@ pub fn memory_check_function(env: &Env) -> napi::Result<RawFunction> {
         )
     };
     if status != sys::Status::napi_ok {
-        return Err(napi::Error::new(
-            napi::Status::GenericFailure,
+        return Err(coded(
+            "ERR_RATELOCK_INTERNAL",
             "napi_create_function failed for checkInMemory",
         ));
     }
@@ -113,7 +113,8 @@ const CHECK_ARGUMENTS: usize = 6;
 unsafe extern "C" fn check_in_memory(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: `env` and `info` are the ones the engine hands this callback; the arguments it reads
     // are alive for the call, which returns before any JavaScript runs.
-    let answered = guarded_sync(|| unsafe { check_with_arguments(env, info) });
+    let answered = guarded_sync(|| Ok(unsafe { check_with_arguments(env, info) }))
+        .unwrap_or_else(|panic| Err(made_here(env, panic)));
     if let Err(error) = answered {
         // SAFETY: as above; the engine takes over the pending exception when the callback returns.
         unsafe { napi::JsError::from(error).throw_into(env) };
@@ -140,10 +141,11 @@ unsafe fn check_with_arguments(env: sys::napi_env, info: sys::napi_callback_info
         )
     };
     if status != sys::Status::napi_ok {
-        return Err(napi::Error::new(
-            napi::Status::GenericFailure,
+        let error = coded(
+            "ERR_RATELOCK_INTERNAL",
             "napi_get_cb_info failed for checkInMemory",
-        ));
+        );
+        return Err(made_here(env, error));
     }
     let [checker, key, rules, cost, now_ms, spend] = values;
     unsafe {
@@ -156,6 +158,7 @@ unsafe fn check_with_arguments(env: sys::napi_env, info: sys::napi_callback_info
             bool::from_napi_value(env, spend)?,
         )
     }
+    .map_err(|error| made_here(env, error))
 }
 
 /// One check, its decision's numbers written into the checker's `out`.
@@ -166,7 +169,7 @@ fn check(
     cost: Option<f64>,
     now_ms: Option<f64>,
     spend: bool,
-) -> napi::Result<()> {
+) -> Result<()> {
     let key = key.bytes();
     let (cost, now_us) = (convert::cost(cost)?, convert::now_us(now_ms)?);
     let checker = &mut *checker;

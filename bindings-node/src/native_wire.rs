@@ -20,7 +20,7 @@ use ratelock::store::wire::{Settled, WireCall, WireConnection};
 
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
-use crate::errors::{invalid_argument, to_js};
+use crate::errors::{from_napi, invalid_argument, to_js, Failure, Result};
 use crate::handle::{Handed, Handle};
 use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
@@ -61,7 +61,7 @@ pub struct WireCodec {
     /// Settled calls not yet handed over (more than one `out` holds).
     ready: VecDeque<Settled>,
     /// The errors of failed calls handed over, for `takeFailure`, in order.
-    failures: VecDeque<String>,
+    failures: VecDeque<Failure>,
 }
 
 /// The TypeScript name of [`WireCodec`] inside `ExternalObject` (opaque to JavaScript).
@@ -93,11 +93,7 @@ pub struct WireOpened {
 /// `null` when the URL is not one `redis://` or `rediss://` server (cluster, Sentinel, Redlock, Unix
 /// socket, memory): those stay on the runtime.
 #[napi]
-pub fn open_wire(
-    limiter: &NativeLimiter,
-    url: String,
-    out: Float64Array,
-) -> napi::Result<Option<WireOpened>> {
+pub fn open_wire(limiter: &NativeLimiter, url: String, out: Float64Array) -> Result<Option<WireOpened>> {
     if out.len() < SETTLED_FIELDS {
         return Err(invalid_argument(
             "out",
@@ -137,7 +133,7 @@ pub fn wire_refused_into(
     rules: Handle<Arc<ratelock::PreparedRules>>,
     cost: Option<f64>,
     spend: bool,
-) -> napi::Result<()> {
+) -> Result<()> {
     guarded_sync(|| {
         let cost = convert::cost(cost)?;
         codec.answer_refused(key.bytes(), &rules, cost, spend)
@@ -162,7 +158,7 @@ pub fn wire_submit_into(
     now_ms: Option<f64>,
     spend: bool,
     deadline_ms: f64,
-) -> napi::Result<bool> {
+) -> Result<bool> {
     guarded_sync(|| {
         let (key, cost, now_us) = (key.bytes(), convert::cost(cost)?, convert::now_us(now_ms)?);
         let codec = &mut *codec;
@@ -186,12 +182,12 @@ pub fn wire_submit_into(
 pub fn wire_take_output<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
-) -> napi::Result<Option<BufferSlice<'env>>> {
+) -> Result<Option<BufferSlice<'env>>> {
     let bytes = codec.connection.take_output();
     if bytes.is_empty() {
         return Ok(None);
     }
-    BufferSlice::copy_from(env, bytes).map(Some)
+    BufferSlice::copy_from(env, bytes).map(Some).map_err(from_napi)
 }
 
 /// The earliest deadline of a call waiting (`performance.now()` time), `null` when none waits.
@@ -224,7 +220,7 @@ pub fn wire_feed_into(
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
     chunk: BufferSlice,
     now_ms: f64,
-) -> napi::Result<u32> {
+) -> Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.feed(&chunk, now_ms);
         codec.ready.extend(settled);
@@ -238,7 +234,7 @@ pub fn wire_feed_into(
 pub fn wire_expire_into(
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
     now_ms: f64,
-) -> napi::Result<u32> {
+) -> Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.expire(now_ms);
         codec.ready.extend(settled);
@@ -253,7 +249,7 @@ pub fn wire_closed_into(
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
     connected: bool,
     why: String,
-) -> napi::Result<u32> {
+) -> Result<u32> {
     guarded_sync(|| {
         let settled = codec.connection.closed(connected, &why);
         codec.ready.extend(settled);
@@ -265,16 +261,16 @@ pub fn wire_closed_into(
 #[napi]
 pub fn wire_drain_into(
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
-) -> napi::Result<u32> {
+) -> Result<u32> {
     guarded_sync(|| codec.hand_over())
 }
 
-/// The error of the next failed call handed over (`[ERR_RATELOCK_...] message`).
+/// The error of the next failed call handed over (`null` when there is none left).
 #[napi]
 pub fn wire_take_failure(
     #[napi(ts_arg_type = "ExternalObject<WireCodec>")] mut codec: Handle<WireCodec>,
-) -> String {
-    codec.failures.pop_front().unwrap_or_default()
+) -> Option<Failure> {
+    codec.failures.pop_front()
 }
 
 /// The server closed its side, or the stream broke: the calls not yet written, for a fresh connection
@@ -306,7 +302,7 @@ impl WireCodec {
         rules: &ratelock::PreparedRules,
         cost: u64,
         spend: bool,
-    ) -> napi::Result<()> {
+    ) -> Result<()> {
         let call = WireCall {
             key,
             rules: rules.rules(),
@@ -334,7 +330,7 @@ impl WireCodec {
 
     /// Writes as many ready calls into `out` as it holds; answers how many, with the connection's
     /// state bits (see [`STATUS_COUNT`]).
-    fn hand_over(&mut self) -> napi::Result<u32> {
+    fn hand_over(&mut self) -> Result<u32> {
         // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
         let room = (unsafe { self.out.as_mut() }.len() / SETTLED_FIELDS).min(STATUS_COUNT as usize);
         let mut count = 0;
@@ -346,7 +342,7 @@ impl WireCodec {
             let (id, decided, decision) = match settled {
                 Settled::Decided(id, decision) => (id, 1.0, numbers(&decision)),
                 Settled::Failed(id, error) => {
-                    self.failures.push_back(to_js(error).reason);
+                    self.failures.push_back(to_js(error).into());
                     (id, 0.0, [0.0; DECISION_FIELDS])
                 }
                 other => {
@@ -367,7 +363,7 @@ impl WireCodec {
     }
 
     /// Writes one decision's numbers into `out` from `at`.
-    fn write_decision(&mut self, at: usize, numbers: &[f64; DECISION_FIELDS]) -> napi::Result<()> {
+    fn write_decision(&mut self, at: usize, numbers: &[f64; DECISION_FIELDS]) -> Result<()> {
         // SAFETY: a synchronous call on the JavaScript thread: no JavaScript runs while we write.
         let out = unsafe { self.out.as_mut() };
         match out.get_mut(at..at + DECISION_FIELDS) {

@@ -18,14 +18,14 @@ use napi::bindgen_prelude::{JsValue, PromiseRaw, ToNapiValue};
 use napi::Env;
 use tokio::runtime::Runtime;
 
-use crate::errors::{coded, internal};
+use crate::errors::{coded, from_napi, internal, made_here, Result};
 
 static RUNTIME: OnceLock<std::io::Result<Runtime>> = OnceLock::new();
 
 /// The process's runtime, made on first use. One worker thread: every Redis round trip is I/O on a
 /// shared connection, and a second worker on a small machine mostly adds a thread to wake; the
 /// JavaScript thread is the other busy one.
-fn runtime() -> napi::Result<&'static Runtime> {
+fn runtime() -> Result<&'static Runtime> {
     let made = RUNTIME.get_or_init(|| {
         // The runtime's thread outlives any one Node environment: keep the addon's code mapped after
         // the environment that loaded it unloads it.
@@ -51,13 +51,13 @@ pub(crate) fn install() {
 }
 
 /// Runs `task` on the runtime; its outcome goes wherever the task sends it.
-pub(crate) fn spawn(task: impl Future<Output = ()> + Send + 'static) -> napi::Result<()> {
+pub(crate) fn spawn(task: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     runtime()?.spawn(task);
     Ok(())
 }
 
 /// `future`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.
-pub(crate) async fn guarded<T>(future: impl Future<Output = napi::Result<T>>) -> napi::Result<T> {
+pub(crate) async fn guarded<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
     AssertUnwindSafe(future)
         .catch_unwind()
         .await
@@ -65,7 +65,7 @@ pub(crate) async fn guarded<T>(future: impl Future<Output = napi::Result<T>>) ->
 }
 
 /// `call`, with a panic caught and mapped to `ERR_RATELOCK_INTERNAL`.
-pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
+pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|panic| Err(internal(panic)))
 }
 
@@ -74,13 +74,13 @@ pub(crate) fn guarded_sync<T>(call: impl FnOnce() -> napi::Result<T>) -> napi::R
 /// memory store, a lock call that waits for nothing, answers already queued), the promise is settled at
 /// once, with no hop to the runtime's thread and back (two thread wake-ups, tens of µs on a small VM).
 /// Otherwise the future goes on as a task on the runtime, which settles the promise through a
-/// thread-safe call when it ends. An error rejects the promise with the JavaScript error napi-rs makes
-/// of it (the one the binding's error classes read). Check arguments inside `future`, so that a bad one
+/// thread-safe call when it ends. An error rejects the promise with a JavaScript error whose `code` is
+/// the error's code (which the binding's error classes read). Check arguments inside `future`, so that a bad one
 /// rejects instead of throwing.
-pub(crate) fn promise_of<'env, T, F>(env: &'env Env, future: F) -> napi::Result<PromiseRaw<'env, T>>
+pub(crate) fn promise_of<'env, T, F>(env: &'env Env, future: F) -> Result<PromiseRaw<'env, T>>
 where
     T: ToNapiValue + Send + 'static,
-    F: Future<Output = napi::Result<T>> + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
 {
     let runtime = runtime()?;
     let mut future = Box::pin(guarded(future));
@@ -89,15 +89,15 @@ where
         future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
     };
     match first {
-        Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, value),
-        Poll::Ready(Err(error)) => PromiseRaw::reject(env, error),
+        Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, value).map_err(from_napi),
+        Poll::Ready(Err(error)) => PromiseRaw::reject(env, error).map_err(from_napi),
         Poll::Pending => {
-            let (deferred, promise) = env.create_deferred::<T, _>()?;
+            let (deferred, promise) = env.create_deferred::<T, _>().map_err(from_napi)?;
             runtime.spawn(async move {
-                match future.await {
-                    Ok(value) => deferred.resolve(move |_| Ok(value)),
-                    Err(error) => deferred.reject(error),
-                }
+                // napi-rs rejects a deferred only with its own kind of error, so the coded one is
+                // made into its JavaScript value on the JavaScript thread, in the resolver.
+                let answer = future.await;
+                deferred.resolve(move |env| answer.map_err(|error| made_here(env.raw(), error)));
             });
             Ok(PromiseRaw::new(env.raw(), promise.raw()))
         }

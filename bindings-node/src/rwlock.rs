@@ -6,6 +6,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::errors::Result;
 use crate::lock_handle::{ask, lock_handle};
 use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
@@ -37,7 +38,7 @@ lock_handle! {
 impl NativeReadWriteLock {
     /// The lock as it stands: readers, writer, waiting writers, last token.
     #[napi(ts_return_type = "Promise<RwLockState>")]
-    pub fn state<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, RwLockState>> {
+    pub fn state<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, RwLockState>> {
         let lock = self.inner.clone();
         promise_of(env, async move {
             let state = ask(&lock, |lock| async move { lock.state().await }).await?;

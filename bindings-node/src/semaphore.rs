@@ -5,6 +5,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::errors::Result;
 use crate::lock_handle::{ask, lock_handle};
 use crate::runtime::promise_of;
 use crate::stores::StoreChoice;
@@ -21,7 +22,7 @@ lock_handle! {
 impl NativeSemaphore {
     /// Permits in use now.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn in_use<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
+    pub fn in_use<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, f64>> {
         let semaphore = self.inner.clone();
         promise_of(env, async move {
             let in_use = ask(&semaphore, |semaphore| async move { semaphore.in_use().await }).await?;

@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 use crate::convert;
-use crate::errors::to_js;
+use crate::errors::{to_js, Result};
 
 /// Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
 /// passes them as each kind's `store`.
@@ -28,7 +28,7 @@ pub struct StoreSettings {
 
 impl StoreSettings {
     /// The core's store options of these settings (its defaults, with what was given), checked.
-    pub(crate) fn options(&self) -> napi::Result<ratelock::StoreOptions> {
+    pub(crate) fn options(&self) -> Result<ratelock::StoreOptions> {
         let mut options = ratelock::StoreOptions::default();
         if let Some(ms) = self.timeout_ms {
             options = options.with_timeout(convert::millis("timeoutMs", ms)?);
