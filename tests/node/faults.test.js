@@ -3,7 +3,8 @@
 // plain redis:// server) run through the test kit's fault proxy while it plays a seeded plan of every
 // proxy fault, or straight at a server that is frozen, has its scripts and functions flushed and its
 // clients killed (the Rust suite's faults that keep server state) or is killed and restarted empty
-// (state lost once), write their history in the suite's one JSON-lines format, and the Rust checker
+// (state lost once), or at a Sentinel group whose master is killed and whose replica is promoted (state
+// lost once), write their history in the suite's one JSON-lines format, and the Rust checker
 // (`check_history`) reads it against the same invariants as the Rust and Python clients'.
 
 const assert = require('node:assert/strict')
@@ -29,9 +30,10 @@ const RULES = {
 }
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Builds the test kit's fault proxy and checker (a no-op when fresh); their directory. */
+/** Builds the test kit's fault proxy, Sentinel group and checker (a no-op when fresh); their directory. */
 function kitBinaries() {
-  execFileSync('cargo', ['build', '--quiet', '-p', 'ratelock-testkit', '--bin', 'fault_proxy', '--bin', 'check_history'], {
+  const bins = ['fault_proxy', 'sentinel_group', 'check_history'].flatMap((bin) => ['--bin', bin])
+  execFileSync('cargo', ['build', '--quiet', '-p', 'ratelock-testkit', ...bins], {
     cwd: REPO,
     stdio: 'inherit',
   })
@@ -39,15 +41,17 @@ function kitBinaries() {
   return path.join(meta.target_directory, 'debug')
 }
 
-/** The `fault_proxy` process in front of one server, driven by its stdin commands. */
-class Proxy {
-  static async start(binaries, upstream, doors, seed) {
-    const proxy = new Proxy()
-    proxy.process = spawn(path.join(binaries, 'fault_proxy'), [String(upstream), String(doors), String(seed)])
-    proxy.lines = readline.createInterface({ input: proxy.process.stdout })[Symbol.asyncIterator]()
-    const first = (await proxy.lines.next()).value
-    proxy.ports = first.split(' ').slice(1).map(Number)
-    return proxy
+/**
+ * A test kit binary driven by commands on its stdin, each answered `ok`; it stops what it started when
+ * its stdin closes. `firstLine` holds the words of the line it prints when it is ready.
+ */
+class KitProcess {
+  static async start(binaries, name, args) {
+    const kit = new this()
+    kit.process = spawn(path.join(binaries, name), args.map(String))
+    kit.lines = readline.createInterface({ input: kit.process.stdout })[Symbol.asyncIterator]()
+    kit.firstLine = (await kit.lines.next()).value.split(' ')
+    return kit
   }
 
   async command(line) {
@@ -55,8 +59,25 @@ class Proxy {
     assert.equal((await this.lines.next()).value.trim(), 'ok')
   }
 
-  stop() {
+  /** Closes its stdin and waits (30 s at most) for it to stop what it started. */
+  async stop() {
+    const exited = new Promise((resolve) => this.process.once('exit', resolve))
     this.process.stdin.end()
+    if (this.process.exitCode === null) await Promise.race([exited, sleep(30_000)])
+  }
+}
+
+/** The `fault_proxy` process in front of one server (`ports`: its doors). */
+class Proxy extends KitProcess {
+  get ports() {
+    return this.firstLine.slice(1).map(Number)
+  }
+}
+
+/** The `sentinel_group` process: a master, its replica and three sentinels, reached by `url`. */
+class SentinelGroup extends KitProcess {
+  get url() {
+    return this.firstLine[1]
   }
 }
 
@@ -90,19 +111,21 @@ function check(binaries, history, name, args) {
   assert.equal(checked.status, 0, `seed ${SEED}: ${checked.stdout}${checked.stderr}`)
 }
 
-/** Runs `work(client, port, stopped)` for two clients per door while the proxy plays its plan. */
-async function runClients(proxy, work) {
-  await runClientsOn(proxy.ports, 2, work, () => proxy.command(`plan ${SEED} 8 400`))
-}
-
-/** Runs `work(client, port, stopped)` for `perPort` clients per port while `faults()` plays. */
-async function runClientsOn(ports, perPort, work, faults) {
+/**
+ * Runs `work(client, url, stopped)` for `perUrl` clients per URL while `faults()` plays. Calls begun
+ * after the faults must be served again: some of them succeed.
+ */
+async function runClientsOn(urls, perUrl, work, faults, history) {
   let stopped = false
-  const clients = ports.flatMap((port, at) => Array.from({ length: perPort }, (_, n) => work(`node-${at}-${n}`, port, () => stopped)))
+  const clients = urls.flatMap((url, at) => Array.from({ length: perUrl }, (_, n) => work(`node-${at}-${n}`, url, () => stopped)))
   await faults()
-  await sleep(200)
+  const over = history.nowNs()
+  await sleep(500)
   stopped = true
   await Promise.all(clients)
+  const served = history.ops.filter((op) => op.invoke_ns > over && op.outcome === 'ok').length
+  console.log(`calls served after the faults: ${served}`)
+  assert.ok(served > 0, 'no call was served after the faults were over')
 }
 
 /**
@@ -139,52 +162,75 @@ async function serverRestartedEmpty(server) {
   await sleep(600)
 }
 
-/** The clients and the faults of one run: through the proxy's plan, or the server's own faults. */
-async function underFaults(kind, binaries, server, seed, work) {
-  if (kind === 'server') return runClientsOn([server.port], 4, work, () => serverFaultsKeepingState(server))
-  if (kind === 'restart') return runClientsOn([server.port], 4, work, () => serverRestartedEmpty(server))
-  const proxy = await Proxy.start(binaries, server.port, 2, seed)
-  try {
-    await runClients(proxy, work)
-  } finally {
-    proxy.stop()
+/** The kinds of run, and those that lose the store's state once. */
+const KINDS = ['proxy', 'server', 'restart', 'failover']
+const LOSING_STATE = new Set(['restart', 'failover'])
+
+/**
+ * A run of one kind: the URLs its clients use, the clients per URL, the faults it plays and how it
+ * stops. `proxy`: two doors of the fault proxy playing a seeded plan; `server`: the faults that keep
+ * state; `restart`: killed and started empty; `failover`: a Sentinel group's master killed and its
+ * replica promoted.
+ */
+async function runOf(kind, binaries, seed) {
+  if (kind === 'failover') {
+    const group = await SentinelGroup.start(binaries, 'sentinel_group', [])
+    return { urls: [group.url], perUrl: 4, faults: () => group.command('failover'), stop: () => group.stop() }
+  }
+  const server = await RedisServer.start()
+  const direct = [`redis://127.0.0.1:${server.port}/`]
+  if (kind === 'server') return { urls: direct, perUrl: 4, faults: () => serverFaultsKeepingState(server), stop: () => server.close() }
+  if (kind === 'restart') return { urls: direct, perUrl: 4, faults: () => serverRestartedEmpty(server), stop: () => server.close() }
+  const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, 2, seed])
+  return {
+    urls: proxy.ports.map((port) => `redis://127.0.0.1:${port}/`),
+    perUrl: 2,
+    faults: () => proxy.command(`plan ${seed} 8 400`),
+    stop: async () => {
+      await proxy.stop()
+      await server.close()
+    },
   }
 }
 
-for (const kind of ['proxy', 'server', 'restart']) {
+/** Runs `work(client, url, stopped)` under a run of `kind`, and stops the run. */
+async function underFaults(kind, binaries, seed, history, work) {
+  const run = await runOf(kind, binaries, seed)
+  try {
+    await runClientsOn(run.urls, run.perUrl, work, run.faults, history)
+  } finally {
+    await run.stop()
+  }
+}
+
+for (const kind of KINDS) {
   test(`limits hold their bounds under every ${kind} fault`, async () => {
     const binaries = kitBinaries()
-    const server = await RedisServer.start()
     const history = new History()
     const keys = Object.keys(RULES)
-    try {
-      await underFaults(kind, binaries, server, SEED, async (client, port, stopped) => {
-        const limiter = new ratelock.Limiter({ url: `redis://127.0.0.1:${port}/`, timeoutMs: TIMEOUT_MS })
-        for (let n = 0; n < 3000 && !stopped(); n++) {
-          const key = keys[n % keys.length]
-          const invoke = history.nowNs()
-          let outcome = 'ok'
-          let allowed
-          try {
-            allowed = (await limiter.hit(key, RULES[key])).allowed
-          } catch (error) {
-            outcome = outcomeOf(error)
-          }
-          history.push({ client, op: 'hit', key, invoke_ns: invoke, complete_ns: history.nowNs(), outcome, allowed, timeout_ns: TIMEOUT_MS * 1e6 })
-          await sleep(outcome === 'ok' ? 2 : 5)
+    await underFaults(kind, binaries, SEED, history, async (client, url, stopped) => {
+      const limiter = new ratelock.Limiter({ url, timeoutMs: TIMEOUT_MS })
+      for (let n = 0; n < 3000 && !stopped(); n++) {
+        const key = keys[n % keys.length]
+        const invoke = history.nowNs()
+        let outcome = 'ok'
+        let allowed
+        try {
+          allowed = (await limiter.hit(key, RULES[key])).allowed
+        } catch (error) {
+          outcome = outcomeOf(error)
         }
-      })
-    } finally {
-      await server.close()
-    }
+        history.push({ client, op: 'hit', key, invoke_ns: invoke, complete_ns: history.nowNs(), outcome, allowed, timeout_ns: TIMEOUT_MS * 1e6 })
+        await sleep(outcome === 'ok' ? 2 : 5)
+      }
+    })
     assert.ok(history.ops.length > 100 && history.ops.filter((op) => op.allowed).length > 20)
-    const losses = kind === 'restart' ? ['--state-losses', '1'] : []
+    const losses = LOSING_STATE.has(kind) ? ['--state-losses', '1'] : []
     check(binaries, history, 'limits.jsonl', ['--limits', ...keys.map((key) => `${key}=${RULES[key]}`), ...losses])
   })
 
   test(`one lock holder at a time under every ${kind} fault`, async () => {
     const binaries = kitBinaries()
-    const server = await RedisServer.start()
     const history = new History()
     const ttlMs = 300
     let highest = 0
@@ -195,45 +241,41 @@ for (const kind of ['proxy', 'server', 'restart']) {
       highest = Math.max(highest, token)
       history.push({ client, op: 'write', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', allowed: taken, token })
     }
-    try {
-      await underFaults(kind, binaries, server, SEED + 1, async (client, port, stopped) => {
-        const lock = new ratelock.DistributedLock('faults:node', { url: `redis://127.0.0.1:${port}/`, ttlMs, timeoutMs: TIMEOUT_MS })
-        const waitMs = 2 * ttlMs
-        for (let n = 0; n < 300 && !stopped(); n++) {
-          let invoke = history.nowNs()
-          let token
-          try {
-            token = await lock.acquire({ timeoutMs: waitMs })
-          } catch (error) {
-            const outcome = error instanceof ratelock.WaitTimeoutError ? 'fail' : outcomeOf(error)
-            history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
-            continue
-          }
-          history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', token, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
-          write(client, token)
-          await sleep(3)
-          invoke = history.nowNs()
-          let outcome = 'ok'
-          try {
-            await lock.release()
-          } catch (error) {
-            outcome = error instanceof ratelock.LockLostError ? 'fail' : outcomeOf(error)
-          }
-          history.push({ client, op: 'release', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, token, timeout_ns: TIMEOUT_MS * 1e6 })
+    await underFaults(kind, binaries, SEED + 1, history, async (client, url, stopped) => {
+      const lock = new ratelock.DistributedLock('faults:node', { url, ttlMs, timeoutMs: TIMEOUT_MS })
+      const waitMs = 2 * ttlMs
+      for (let n = 0; n < 300 && !stopped(); n++) {
+        let invoke = history.nowNs()
+        let token
+        try {
+          token = await lock.acquire({ timeoutMs: waitMs })
+        } catch (error) {
+          const outcome = error instanceof ratelock.WaitTimeoutError ? 'fail' : outcomeOf(error)
+          history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+          continue
         }
-      })
-    } finally {
-      await server.close()
-    }
+        history.push({ client, op: 'acquire', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome: 'ok', token, timeout_ns: (waitMs + TIMEOUT_MS) * 1e6 })
+        write(client, token)
+        await sleep(3)
+        invoke = history.nowNs()
+        let outcome = 'ok'
+        try {
+          await lock.release()
+        } catch (error) {
+          outcome = error instanceof ratelock.LockLostError ? 'fail' : outcomeOf(error)
+        }
+        history.push({ client, op: 'release', key: 'faults:node', invoke_ns: invoke, complete_ns: history.nowNs(), outcome, token, timeout_ns: TIMEOUT_MS * 1e6 })
+      }
+    })
     assert.ok(history.ops.filter((op) => op.op === 'acquire' && op.outcome === 'ok').length > 20)
-    check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs), ...(kind === 'restart' ? ['--state-lost'] : [])])
+    check(binaries, history, 'locks.jsonl', ['--locks', String(ttlMs), ...(LOSING_STATE.has(kind) ? ['--state-lost'] : [])])
   })
 }
 
 test('an idle reset (RST) fails no call: the wire client and the lock path reconnect, every hit counts once', async () => {
   const binaries = kitBinaries()
   const server = await RedisServer.start()
-  const proxy = await Proxy.start(binaries, server.port, 1, SEED)
+  const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, 1, SEED])
   try {
     const url = `redis://127.0.0.1:${proxy.ports[0]}/`
     const limiter = new ratelock.Limiter({ url })
@@ -250,7 +292,7 @@ test('an idle reset (RST) fails no call: the wire client and the lock path recon
     }
     assert.equal(admitted, 8)
   } finally {
-    proxy.stop()
+    await proxy.stop()
     await server.close()
   }
 })

@@ -1,9 +1,10 @@
 """The fault suite from Python: threads with their own limiters and locks (the blocking lane) run through
 the test kit's fault proxy while it plays a seeded plan of every proxy fault, or straight at a server
 that is frozen, has its scripts and functions flushed and its clients killed (the Rust suite's faults
-that keep server state) or is killed and restarted empty (state lost once), write their history in the
-suite's one JSON-lines format, and the Rust checker (`check_history`) reads it against the same
-invariants as the Rust clients' (tests/faults/README.md)."""
+that keep server state) or is killed and restarted empty (state lost once), or at a Sentinel group whose
+master is killed and whose replica is promoted (state lost once), write their history in the suite's
+one JSON-lines format, and the Rust checker (`check_history`) reads it against the same invariants as
+the Rust clients' (tests/faults/README.md)."""
 
 import asyncio
 import json
@@ -12,7 +13,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -33,9 +34,11 @@ RULES = {
 
 
 def _kit_binaries() -> Path:
-    """Builds the test kit's fault proxy and checker (a no-op when they are fresh); their directory."""
+    """Builds the test kit's fault proxy, Sentinel group and checker (a no-op when they are fresh); their
+    directory."""
     subprocess.run(
-        ["cargo", "build", "--quiet", "-p", "ratelock-testkit", "--bin", "fault_proxy", "--bin", "check_history"],
+        ["cargo", "build", "--quiet", "-p", "ratelock-testkit",
+         "--bin", "fault_proxy", "--bin", "sentinel_group", "--bin", "check_history"],
         cwd=REPO, check=True,
     )
     meta = subprocess.run(
@@ -44,16 +47,16 @@ def _kit_binaries() -> Path:
     return Path(json.loads(meta.stdout)["target_directory"]) / "debug"
 
 
-class Proxy:
-    """The `fault_proxy` process in front of one server, driven by its stdin commands."""
+class KitProcess:
+    """A test kit binary driven by commands on its stdin, each answered `ok`; it stops what it started
+    when its stdin closes. `first_line` holds the words of the line it prints when it is ready."""
 
-    def __init__(self, binaries: Path, upstream: int, doors: int, seed: int) -> None:
+    def __init__(self, binaries: Path, name: str, *arguments: str) -> None:
         self.process = subprocess.Popen(
-            [str(binaries / "fault_proxy"), str(upstream), str(doors), str(seed)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [str(binaries / name), *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
         assert self.process.stdout is not None
-        self.ports = [int(p) for p in self.process.stdout.readline().split()[1:]]
+        self.first_line = self.process.stdout.readline().split()
 
     def command(self, line: str) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -64,7 +67,23 @@ class Proxy:
     def stop(self) -> None:
         if self.process.stdin is not None:
             self.process.stdin.close()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=30)
+
+
+class Proxy(KitProcess):
+    """The `fault_proxy` process in front of one server."""
+
+    def __init__(self, binaries: Path, upstream: int, doors: int, seed: int) -> None:
+        super().__init__(binaries, "fault_proxy", str(upstream), str(doors), str(seed))
+        self.ports = [int(p) for p in self.first_line[1:]]
+
+
+class SentinelGroup(KitProcess):
+    """The `sentinel_group` process: a master, its replica and three sentinels, reached by `url`."""
+
+    def __init__(self, binaries: Path) -> None:
+        super().__init__(binaries, "sentinel_group")
+        self.url = self.first_line[1]
 
 
 class History:
@@ -109,26 +128,27 @@ def binaries() -> Path:
     return _kit_binaries()
 
 
-def run_clients(proxy: Proxy, work: Any, threads_per_door: int) -> None:
-    run_clients_on(proxy.ports, work, threads_per_door, lambda: proxy.command(f"plan {SEED} 8 400"))
-
-
-def run_clients_on(ports: List[int], work: Any, threads_per_port: int, faults: Any) -> None:
-    """Runs ``work(client, port, stop)`` on threads, ``threads_per_port`` per port, while ``faults()``
-    plays (it returns when its faults are over); then stops them, each within a bounded time."""
+def run_clients_on(urls: List[str], work: Any, threads_per_url: int, faults: Any, history: "History") -> None:
+    """Runs ``work(client, url, stop)`` on threads, ``threads_per_url`` per URL, while ``faults()`` plays
+    (it returns when its faults are over); then stops them, each within a bounded time. Calls begun
+    after the faults must be served again: some of them succeed."""
     stop = threading.Event()
     threads = [
-        threading.Thread(target=work, args=(f"python-{at}-{n}", port, stop))
-        for at, port in enumerate(ports) for n in range(threads_per_port)
+        threading.Thread(target=work, args=(f"python-{at}-{n}", url, stop))
+        for at, url in enumerate(urls) for n in range(threads_per_url)
     ]
     for thread in threads:
         thread.start()
     faults()
-    time.sleep(0.2)
+    over = history.now_ns()
+    time.sleep(0.5)
     stop.set()
     for thread in threads:
         thread.join(timeout=30)
         assert not thread.is_alive(), "a client hung"
+    served = sum(1 for op in history.ops if op["invoke_ns"] > over and op["outcome"] == "ok")
+    print(f"calls served after the faults: {served}")
+    assert served > 0, "no call was served after the faults were over"
 
 
 def server_faults_keeping_state(server: RedisServer) -> None:
@@ -166,21 +186,42 @@ def server_restarted_empty(server: RedisServer) -> None:
     time.sleep(0.6)
 
 
-def faults_of(kind: str, server: RedisServer) -> Callable[[], None]:
-    """The server faults of a run's kind: those that keep state, or a restart that loses it."""
-    if kind == "restart":
-        return lambda: server_restarted_empty(server)
-    return lambda: server_faults_keeping_state(server)
+Run = Tuple[List[str], int, Callable[[], None], Callable[[], None]]
+
+# The kinds of run, and those that lose the store's state once.
+KINDS = ["proxy", "server", "restart", "failover"]
+LOSING_STATE = {"restart", "failover"}
 
 
-@pytest.mark.parametrize("faults", ["proxy", "server", "restart"])
-def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
+def run_of(kind: str, binaries: Path, seed: int) -> Run:
+    """A run of one kind: the URLs its clients use, the threads per URL, the faults it plays and how it
+    stops. `proxy`: two doors of the fault proxy playing a seeded plan; `server`: the faults that keep
+    state; `restart`: killed and started empty; `failover`: a Sentinel group's master killed and its
+    replica promoted."""
+    if kind == "failover":
+        group = SentinelGroup(binaries)
+        return [group.url], 4, lambda: group.command("failover"), group.stop
     server = RedisServer()
-    proxy = Proxy(binaries, server.port, 2, SEED) if faults == "proxy" else None
+    if kind != "proxy":
+        plays = server_restarted_empty if kind == "restart" else server_faults_keeping_state
+        return [f"redis://127.0.0.1:{server.port}/"], 4, lambda: plays(server), server.stop
+    proxy = Proxy(binaries, server.port, 2, seed)
+
+    def stop() -> None:
+        proxy.stop()
+        server.stop()
+
+    urls = [f"redis://127.0.0.1:{port}/" for port in proxy.ports]
+    return urls, 2, lambda: proxy.command(f"plan {seed} 8 400"), stop
+
+
+@pytest.mark.parametrize("faults", KINDS)
+def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
+    urls, threads, plays, stop_run = run_of(faults, binaries, SEED)
     history = History()
 
-    def work(client: str, port: int, stop: threading.Event) -> None:
-        limiter = ratelock.Limiter(f"redis://127.0.0.1:{port}/", timeout=TIMEOUT)
+    def work(client: str, url: str, stop: threading.Event) -> None:
+        limiter = ratelock.Limiter(url, timeout=TIMEOUT)
         keys = list(RULES)
         for n in range(3000):
             if stop.is_set():
@@ -198,24 +239,18 @@ def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Pa
             time.sleep(0.002 if outcome == "ok" else 0.005)
 
     try:
-        if proxy is not None:
-            run_clients(proxy, work, 2)
-        else:
-            run_clients_on([server.port], work, 4, faults_of(faults, server))
+        run_clients_on(urls, work, threads, plays, history)
     finally:
-        if proxy is not None:
-            proxy.stop()
-        server.stop()
+        stop_run()
     admitted = sum(1 for op in history.ops if op.get("allowed"))
     assert len(history.ops) > 100 and admitted > 20
-    losses = ["--state-losses", "1"] if faults == "restart" else []
+    losses = ["--state-losses", "1"] if faults in LOSING_STATE else []
     check(binaries, history, tmp_path / "limits.jsonl", "--limits", *(f"{k}={v}" for k, v in RULES.items()), *losses)
 
 
-@pytest.mark.parametrize("faults", ["proxy", "server", "restart"])
+@pytest.mark.parametrize("faults", KINDS)
 def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: Path, faults: str) -> None:
-    server = RedisServer()
-    proxy = Proxy(binaries, server.port, 2, SEED + 1) if faults == "proxy" else None
+    urls, threads, plays, stop_run = run_of(faults, binaries, SEED + 1)
     history = History()
     ttl = 0.3
     resource = threading.Lock()
@@ -229,8 +264,8 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
             history.push(client=client, op="write", key="faults:py", invoke_ns=invoke,
                          complete_ns=history.now_ns(), outcome="ok", allowed=taken, token=token)
 
-    def work(client: str, port: int, stop: threading.Event) -> None:
-        lock = ratelock.DistributedLock("faults:py", f"redis://127.0.0.1:{port}/", ttl=ttl, timeout=TIMEOUT)
+    def work(client: str, url: str, stop: threading.Event) -> None:
+        lock = ratelock.DistributedLock("faults:py", url, ttl=ttl, timeout=TIMEOUT)
         wait = 2 * ttl
         for _ in range(300):
             if stop.is_set():
@@ -263,17 +298,12 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
                          timeout_ns=int(TIMEOUT * 1e9))
 
     try:
-        if proxy is not None:
-            run_clients(proxy, work, 2)
-        else:
-            run_clients_on([server.port], work, 4, faults_of(faults, server))
+        run_clients_on(urls, work, threads, plays, history)
     finally:
-        if proxy is not None:
-            proxy.stop()
-        server.stop()
+        stop_run()
     grants = sum(1 for op in history.ops if op["op"] == "acquire" and op["outcome"] == "ok")
     assert grants > 20
-    lost = ["--state-lost"] if faults == "restart" else []
+    lost = ["--state-lost"] if faults in LOSING_STATE else []
     check(binaries, history, tmp_path / "locks.jsonl", "--locks", str(int(ttl * 1000)), *lost)
 
 
