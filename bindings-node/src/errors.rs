@@ -73,7 +73,11 @@ pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> Error {
 pub(crate) fn from_napi(error: napi::Error) -> Error {
     coded(
         "ERR_RATELOCK_INTERNAL",
-        format!("a Node-API call failed: {}", error.reason),
+        format!(
+            "a Node-API call failed ({}): {}",
+            error.status.as_ref(),
+            error.reason
+        ),
     )
 }
 

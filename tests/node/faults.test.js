@@ -43,27 +43,58 @@ function kitBinaries() {
 
 /**
  * A test kit binary driven by commands on its stdin, each answered `ok`; it stops what it started when
- * its stdin closes. `firstLine` holds the words of the line it prints when it is ready.
+ * its stdin closes. `firstLine` holds the words of the line it prints when it is ready. It leads a
+ * process group of its own, with what it starts, so that one that does not stop can be killed whole;
+ * its stderr (a panic's words) is the test's.
  */
 class KitProcess {
   static async start(binaries, name, args) {
     const kit = new this()
-    kit.process = spawn(path.join(binaries, name), args.map(String))
+    kit.name = name
+    kit.process = spawn(path.join(binaries, name), args.map(String), { stdio: ['pipe', 'pipe', 'inherit'], detached: true })
     kit.lines = readline.createInterface({ input: kit.process.stdout })[Symbol.asyncIterator]()
-    kit.firstLine = (await kit.lines.next()).value.split(' ')
+    kit.firstLine = (await kit.#nextLine('being ready')).split(' ')
     return kit
   }
 
   async command(line) {
     this.process.stdin.write(`${line}\n`)
-    assert.equal((await this.lines.next()).value.trim(), 'ok')
+    assert.equal((await this.#nextLine(line)).trim(), 'ok', `${this.name} answered otherwise to ${line}`)
   }
 
-  /** Closes its stdin and waits (30 s at most) for it to stop what it started. */
+  async #nextLine(after) {
+    const next = await this.lines.next()
+    if (next.done) {
+      this.kill()
+      throw new Error(`${this.name} stopped before answering ${after} (its panic, if any, is above)`)
+    }
+    return next.value
+  }
+
+  /** Closes its stdin and waits for it to stop what it started; after 30 s, kills its group and throws. */
   async stop() {
-    const exited = new Promise((resolve) => this.process.once('exit', resolve))
+    if (this.process.exitCode !== null || this.process.signalCode !== null) return
+    let timer
+    const exited = new Promise((resolve) => this.process.once('exit', () => resolve('exited')))
+    const late = new Promise((resolve) => {
+      timer = setTimeout(resolve, 30_000, 'late')
+    })
     this.process.stdin.end()
-    if (this.process.exitCode === null) await Promise.race([exited, sleep(30_000)])
+    const how = await Promise.race([exited, late])
+    clearTimeout(timer)
+    if (how === 'late') {
+      this.kill()
+      throw new Error(`${this.name} did not stop within 30 s of its stdin closing`)
+    }
+  }
+
+  /** Kills the kit and everything it started (its process group). */
+  kill() {
+    try {
+      process.kill(-this.process.pid, 'SIGKILL')
+    } catch {
+      // The group is gone already.
+    }
   }
 }
 
@@ -118,12 +149,17 @@ function check(binaries, history, name, args) {
 async function runClientsOn(urls, perUrl, work, faults, history) {
   let stopped = false
   const clients = urls.flatMap((url, at) => Array.from({ length: perUrl }, (_, n) => work(`node-${at}-${n}`, url, () => stopped)))
-  await faults()
-  const over = history.nowNs()
-  await sleep(500)
-  stopped = true
-  await Promise.all(clients)
-  const served = history.ops.filter((op) => op.invoke_ns > over && op.outcome === 'ok').length
+  let over
+  try {
+    await faults()
+    over = history.nowNs()
+    await sleep(500)
+  } finally {
+    stopped = true
+    await Promise.all(clients)
+  }
+  // Store calls only: a write to the fenced resource touches no store.
+  const served = history.ops.filter((op) => op.invoke_ns > over && op.outcome === 'ok' && op.op !== 'write').length
   console.log(`calls served after the faults: ${served}`)
   assert.ok(served > 0, 'no call was served after the faults were over')
 }
@@ -166,40 +202,47 @@ async function serverRestartedEmpty(server) {
 const KINDS = ['proxy', 'server', 'restart', 'failover']
 const LOSING_STATE = new Set(['restart', 'failover'])
 
-/**
- * A run of one kind: the URLs its clients use, the clients per URL, the faults it plays and how it
- * stops. `proxy`: two doors of the fault proxy playing a seeded plan; `server`: the faults that keep
- * state; `restart`: killed and started empty; `failover`: a Sentinel group's master killed and its
- * replica promoted.
- */
-async function runOf(kind, binaries, seed) {
-  if (kind === 'failover') {
-    const group = await SentinelGroup.start(binaries, 'sentinel_group', [])
-    return { urls: [group.url], perUrl: 4, faults: () => group.command('failover'), stop: () => group.stop() }
-  }
+/** Runs `body(proxy)` with a server behind a fault proxy of `doors` doors; both stopped at the end. */
+async function withProxiedServer(binaries, doors, seed, body) {
   const server = await RedisServer.start()
-  const direct = [`redis://127.0.0.1:${server.port}/`]
-  if (kind === 'server') return { urls: direct, perUrl: 4, faults: () => serverFaultsKeepingState(server), stop: () => server.close() }
-  if (kind === 'restart') return { urls: direct, perUrl: 4, faults: () => serverRestartedEmpty(server), stop: () => server.close() }
-  const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, 2, seed])
-  return {
-    urls: proxy.ports.map((port) => `redis://127.0.0.1:${port}/`),
-    perUrl: 2,
-    faults: () => proxy.command(`plan ${seed} 8 400`),
-    stop: async () => {
+  try {
+    const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, doors, seed])
+    try {
+      return await body(proxy)
+    } finally {
       await proxy.stop()
-      await server.close()
-    },
+    }
+  } finally {
+    await server.close()
   }
 }
 
-/** Runs `work(client, url, stopped)` under a run of `kind`, and stops the run. */
+/**
+ * Runs `work(client, url, stopped)` under a run of one kind, and stops the run. `proxy`: two doors of
+ * the fault proxy playing a seeded plan; `server`: the faults that keep state; `restart`: killed and
+ * started empty; `failover`: a Sentinel group's master killed and its replica promoted.
+ */
 async function underFaults(kind, binaries, seed, history, work) {
-  const run = await runOf(kind, binaries, seed)
+  const run = (urls, perUrl, faults) => runClientsOn(urls, perUrl, work, faults, history)
+  if (kind === 'proxy') {
+    return withProxiedServer(binaries, 2, seed, (proxy) =>
+      run(proxy.ports.map((port) => `redis://127.0.0.1:${port}/`), 2, () => proxy.command(`plan ${seed} 8 400`)),
+    )
+  }
+  if (kind === 'failover') {
+    const group = await SentinelGroup.start(binaries, 'sentinel_group', [])
+    try {
+      return await run([group.url], 4, () => group.command('failover'))
+    } finally {
+      await group.stop()
+    }
+  }
+  const server = await RedisServer.start()
+  const plays = kind === 'restart' ? serverRestartedEmpty : serverFaultsKeepingState
   try {
-    await runClientsOn(run.urls, run.perUrl, work, run.faults, history)
+    return await run([`redis://127.0.0.1:${server.port}/`], 4, () => plays(server))
   } finally {
-    await run.stop()
+    await server.close()
   }
 }
 
@@ -274,9 +317,7 @@ for (const kind of KINDS) {
 
 test('an idle reset (RST) fails no call: the wire client and the lock path reconnect, every hit counts once', async () => {
   const binaries = kitBinaries()
-  const server = await RedisServer.start()
-  const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, 1, SEED])
-  try {
+  await withProxiedServer(binaries, 1, SEED, async (proxy) => {
     const url = `redis://127.0.0.1:${proxy.ports[0]}/`
     const limiter = new ratelock.Limiter({ url })
     const lock = new ratelock.DistributedLock('idle-reset', { url })
@@ -291,8 +332,5 @@ test('an idle reset (RST) fails no call: the wire client and the lock path recon
       await sleep(50)
     }
     assert.equal(admitted, 8)
-  } finally {
-    await proxy.stop()
-    await server.close()
-  }
+  })
 })

@@ -7,13 +7,15 @@ one JSON-lines format, and the Rust checker (`check_history`) reads it against t
 the Rust clients' (tests/faults/README.md)."""
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -49,25 +51,46 @@ def _kit_binaries() -> Path:
 
 class KitProcess:
     """A test kit binary driven by commands on its stdin, each answered `ok`; it stops what it started
-    when its stdin closes. `first_line` holds the words of the line it prints when it is ready."""
+    when its stdin closes. `first_line` holds the words of the line it prints when it is ready. It runs
+    in a process group of its own, with what it starts, so that one that does not stop can be killed
+    whole."""
 
     def __init__(self, binaries: Path, name: str, *arguments: str) -> None:
+        self.name = name
         self.process = subprocess.Popen(
             [str(binaries / name), *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            start_new_session=True,
         )
         assert self.process.stdout is not None
-        self.first_line = self.process.stdout.readline().split()
+        line = self.process.stdout.readline()
+        if not line:
+            self.kill()
+            raise AssertionError(f"{name} stopped before it was ready (its panic, if any, is above)")
+        self.first_line = line.split()
 
     def command(self, line: str) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
-        assert self.process.stdout.readline().strip() == "ok"
+        answer = self.process.stdout.readline().strip()
+        assert answer == "ok", f"{self.name} answered {answer!r} to {line!r} (its panic, if any, is above)"
 
     def stop(self) -> None:
+        """Closes its stdin and waits for it to stop what it started; one still running after 30 s is
+        killed with its process group, and the test fails."""
         if self.process.stdin is not None:
             self.process.stdin.close()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"{self.name} did not stop within 30 s of its stdin closing") from None
+
+    def kill(self) -> None:
+        """Kills the kit and everything it started (its process group)."""
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
 
 
 class Proxy(KitProcess):
@@ -76,6 +99,20 @@ class Proxy(KitProcess):
     def __init__(self, binaries: Path, upstream: int, doors: int, seed: int) -> None:
         super().__init__(binaries, "fault_proxy", str(upstream), str(doors), str(seed))
         self.ports = [int(p) for p in self.first_line[1:]]
+
+
+@contextlib.contextmanager
+def proxied_server(binaries: Path, doors: int, seed: int) -> Iterator[Proxy]:
+    """A server behind a fault proxy of `doors` doors; both stopped at the end, whatever happened."""
+    server = RedisServer()
+    try:
+        proxy = Proxy(binaries, server.port, doors, seed)
+        try:
+            yield proxy
+        finally:
+            proxy.stop()
+    finally:
+        server.stop()
 
 
 class SentinelGroup(KitProcess):
@@ -134,19 +171,22 @@ def run_clients_on(urls: List[str], work: Any, threads_per_url: int, faults: Any
     after the faults must be served again: some of them succeed."""
     stop = threading.Event()
     threads = [
-        threading.Thread(target=work, args=(f"python-{at}-{n}", url, stop))
+        threading.Thread(target=work, args=(f"python-{at}-{n}", url, stop), daemon=True)
         for at, url in enumerate(urls) for n in range(threads_per_url)
     ]
     for thread in threads:
         thread.start()
-    faults()
-    over = history.now_ns()
-    time.sleep(0.5)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "a client hung"
-    served = sum(1 for op in history.ops if op["invoke_ns"] > over and op["outcome"] == "ok")
+    try:
+        faults()
+        over = history.now_ns()
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads), "a client hung"
+    # Store calls only: a write to the fenced resource touches no store.
+    served = sum(1 for op in history.ops if op["invoke_ns"] > over and op["outcome"] == "ok" and op["op"] != "write")
     print(f"calls served after the faults: {served}")
     assert served > 0, "no call was served after the faults were over"
 
@@ -201,18 +241,14 @@ def run_of(kind: str, binaries: Path, seed: int) -> Run:
     if kind == "failover":
         group = SentinelGroup(binaries)
         return [group.url], 4, lambda: group.command("failover"), group.stop
-    server = RedisServer()
     if kind != "proxy":
+        server = RedisServer()
         plays = server_restarted_empty if kind == "restart" else server_faults_keeping_state
         return [f"redis://127.0.0.1:{server.port}/"], 4, lambda: plays(server), server.stop
-    proxy = Proxy(binaries, server.port, 2, seed)
-
-    def stop() -> None:
-        proxy.stop()
-        server.stop()
-
+    run = contextlib.ExitStack()
+    proxy = run.enter_context(proxied_server(binaries, 2, seed))
     urls = [f"redis://127.0.0.1:{port}/" for port in proxy.ports]
-    return urls, 2, lambda: proxy.command(f"plan {seed} 8 400"), stop
+    return urls, 2, lambda: proxy.command(f"plan {seed} 8 400"), run.close
 
 
 @pytest.mark.parametrize("faults", KINDS)
@@ -310,10 +346,8 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
 def test_an_idle_reset_fails_no_call(binaries: Path) -> None:
     """An idle connection reset (RST) fails no call, sync or asyncio, limiter or lock: the next call
     goes out on a fresh connection, and every hit counts once."""
-    server = RedisServer()
-    proxy = Proxy(binaries, server.port, 1, SEED)
-    url = f"redis://127.0.0.1:{proxy.ports[0]}/"
-    try:
+    with proxied_server(binaries, 1, SEED) as proxy:
+        url = f"redis://127.0.0.1:{proxy.ports[0]}/"
         limiter = ratelock.Limiter(url)
         lock = ratelock.DistributedLock("idle-reset", url)
         admitted = 0
@@ -341,6 +375,3 @@ def test_an_idle_reset_fails_no_call(binaries: Path) -> None:
             return allowed
 
         assert asyncio.run(asyncio_calls()) == 5
-    finally:
-        proxy.stop()
-        server.stop()
