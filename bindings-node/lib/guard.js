@@ -89,17 +89,18 @@ async function using(work, acquire, giveBack = (hold) => hold.release()) {
   check.fn('work', work)
   const hold = await acquire()
   const controller = new AbortController()
-  hold.hold.waitLost().then(
-    (lost) => {
-      if (lost) controller.abort(lostWhileHeld(hold.hold))
-    },
-    // The watch itself failed: the hold can no longer be known safe, so the work is told to stop.
-    (error) => controller.abort(fromNative(error)),
-  )
   let failed = false
   let failure
   let result
   try {
+    // Inside the `try`: a watch that cannot even start still gives the hold back.
+    hold.hold.waitLost().then(
+      (lost) => {
+        if (lost) controller.abort(lostWhileHeld(hold.hold))
+      },
+      // The watch itself failed: the hold can no longer be known safe, so the work is told to stop.
+      (error) => controller.abort(fromNative(error)),
+    )
     result = await work(controller.signal)
   } catch (error) {
     failed = true

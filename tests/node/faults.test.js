@@ -21,6 +21,10 @@ const { RedisServer } = require('./redis-server')
 const REPO = path.resolve(__dirname, '../..')
 const SEED = 20261125
 const TIMEOUT_MS = 200
+// The most calls one client makes in a run: enough to outlast any run's faults (a client must still be
+// calling after them), while `stopped()` ends it first.
+const HITS_PER_CLIENT = 20_000
+const LOCK_PAIRS_PER_CLIENT = 5_000
 const RULES = {
   gcra: '20/second',
   bucket: '20/second using token_bucket',
@@ -253,7 +257,7 @@ for (const kind of KINDS) {
     const keys = Object.keys(RULES)
     await underFaults(kind, binaries, SEED, history, async (client, url, stopped) => {
       const limiter = new ratelock.Limiter({ url, timeoutMs: TIMEOUT_MS })
-      for (let n = 0; n < 3000 && !stopped(); n++) {
+      for (let n = 0; n < HITS_PER_CLIENT && !stopped(); n++) {
         const key = keys[n % keys.length]
         const invoke = history.nowNs()
         let outcome = 'ok'
@@ -287,7 +291,7 @@ for (const kind of KINDS) {
     await underFaults(kind, binaries, SEED + 1, history, async (client, url, stopped) => {
       const lock = new ratelock.DistributedLock('faults:node', { url, ttlMs, timeoutMs: TIMEOUT_MS })
       const waitMs = 2 * ttlMs
-      for (let n = 0; n < 300 && !stopped(); n++) {
+      for (let n = 0; n < LOCK_PAIRS_PER_CLIENT && !stopped(); n++) {
         let invoke = history.nowNs()
         let token
         try {

@@ -26,6 +26,10 @@ from conftest import RedisServer
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 0.2
 SEED = 20261125
+# The most calls one client makes in a run: enough to outlast any run's faults (a client must still be
+# calling after them), while `stop` ends it first.
+HITS_PER_CLIENT = 20_000
+LOCK_PAIRS_PER_CLIENT = 5_000
 RULES = {
     "gcra": "20/second",
     "bucket": "20/second using token_bucket",
@@ -259,7 +263,7 @@ def test_limits_hold_their_bounds_under_every_fault(binaries: Path, tmp_path: Pa
     def work(client: str, url: str, stop: threading.Event) -> None:
         limiter = ratelock.Limiter(url, timeout=TIMEOUT)
         keys = list(RULES)
-        for n in range(3000):
+        for n in range(HITS_PER_CLIENT):
             if stop.is_set():
                 return
             key = keys[n % len(keys)]
@@ -303,7 +307,7 @@ def test_one_lock_holder_at_a_time_under_every_fault(binaries: Path, tmp_path: P
     def work(client: str, url: str, stop: threading.Event) -> None:
         lock = ratelock.DistributedLock("faults:py", url, ttl=ttl, timeout=TIMEOUT)
         wait = 2 * ttl
-        for _ in range(300):
+        for _ in range(LOCK_PAIRS_PER_CLIENT):
             if stop.is_set():
                 return
             invoke = history.now_ns()
