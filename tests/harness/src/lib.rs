@@ -9,6 +9,7 @@ pub mod failover;
 pub mod fault;
 pub mod history;
 pub mod http_vectors;
+pub mod kit_process;
 pub mod module;
 pub mod redis_server;
 pub mod sentinel;

@@ -11,10 +11,10 @@
 //!
 //! It stops when stdin closes.
 
-use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use ratelock_testkit::fault::{Fault, FaultPlan, FaultProxy, EVERY_FAULT};
+use ratelock_testkit::kit_process::serve;
 
 fn main() {
     let args: Vec<u64> = std::env::args()
@@ -26,12 +26,7 @@ fn main() {
     };
     let proxy = FaultProxy::start(upstream as u16, doors as usize, seed);
     let ports: Vec<String> = (0..proxy.doors()).map(|d| proxy.port(d).to_string()).collect();
-    let mut out = std::io::stdout();
-    writeln!(out, "ports {}", ports.join(" ")).unwrap();
-    out.flush().unwrap();
-    for line in std::io::stdin().lock().lines() {
-        let line = line.unwrap_or_default();
-        let words: Vec<&str> = line.split_whitespace().collect();
+    serve(&format!("ports {}", ports.join(" ")), |words| {
         let n = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok()).unwrap_or(0);
         match words.first().copied() {
             Some("set") => proxy.set(
@@ -57,13 +52,8 @@ fn main() {
                 );
                 plan.play(&proxy);
             }
-            _ => {
-                writeln!(out, "unknown command {line:?}").unwrap();
-                out.flush().unwrap();
-                continue;
-            }
+            _ => return false,
         }
-        writeln!(out, "ok").unwrap();
-        out.flush().unwrap();
-    }
+        true
+    });
 }

@@ -9,27 +9,18 @@
 //!
 //! It stops every process it started when stdin closes.
 
-use std::io::{BufRead, Write};
-
 use ratelock_testkit::fault::server::sentinel_failover;
+use ratelock_testkit::kit_process::serve;
 use ratelock_testkit::RedisSentinels;
 
 fn main() {
     let mut setup = RedisSentinels::start();
-    let mut out = std::io::stdout();
-    writeln!(out, "url {}", setup.url()).unwrap();
-    out.flush().unwrap();
-    for line in std::io::stdin().lock().lines() {
-        let line = line.unwrap_or_default();
-        match line.trim() {
-            "failover" => (sentinel_failover(&mut setup).play)(),
-            _ => {
-                writeln!(out, "unknown command {line:?}").unwrap();
-                out.flush().unwrap();
-                continue;
-            }
+    let ready = format!("url {}", setup.url());
+    serve(&ready, |words| match words {
+        ["failover"] => {
+            (sentinel_failover(&mut setup).play)();
+            true
         }
-        writeln!(out, "ok").unwrap();
-        out.flush().unwrap();
-    }
+        _ => false,
+    });
 }
