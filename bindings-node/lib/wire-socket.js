@@ -177,8 +177,14 @@ class Link {
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
     let failure = null
+    // A TLS socket says 'connect' when its TCP connection opens, 'secureConnect' after the handshake.
+    let opened = false
+    socket.once('connect', () => (opened = true))
     const connecting = setTimeout(() => {
-      if (!this.#connected) socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms`))
+      if (this.#connected) return
+      // A port that serves plain Redis takes the TLS hello for a command and waits for its end.
+      const stalled = secure && opened ? ': the TCP connection opened but the TLS handshake got no answer (does this port serve TLS?)' : ''
+      socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms${stalled}`))
     }, timeoutMs).unref()
     socket.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(connecting)

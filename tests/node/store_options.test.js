@@ -68,6 +68,16 @@ test('a certificate not trusted, or not naming the host, is a ConfigurationError
   }
 })
 
+test('rediss:// to a port that serves plain Redis says the TLS handshake got no answer, not only that it timed out', async () => {
+  // redis-server reads a TLS hello on its plain port as the start of a command and waits for its end.
+  const limiter = new ratelock.Limiter({ url: `rediss://localhost:${redis.port}/`, tlsRootCa: redis.caPem, timeoutMs: 300 })
+  await assert.rejects(limiter.hit(fresh(), '2/minute'), (error) => {
+    assert.ok(error instanceof ratelock.StoreUnavailableError, String(error))
+    assert.match(error.message, /TCP connection opened but the TLS handshake got no answer \(does this port serve TLS\?\)/)
+    return true
+  })
+})
+
 test('every TLS connection trusting one CA shares one secure context (made once, not per connection)', async () => {
   const tls = require('node:tls')
   const connect = tls.connect
