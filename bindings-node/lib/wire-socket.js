@@ -177,14 +177,16 @@ class Link {
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
     let failure = null
-    // A TLS socket says 'connect' when its TCP connection opens, 'secureConnect' after the handshake.
-    let opened = false
-    socket.once('connect', () => (opened = true))
     const connecting = setTimeout(() => {
       if (this.#connected) return
-      // A port that serves plain Redis takes the TLS hello for a command and waits for its end.
-      const stalled = secure && opened ? ': the TCP connection opened but the TLS handshake got no answer (does this port serve TLS?)' : ''
-      socket.destroy(new Error(`connecting timed out after ${timeoutMs} ms${stalled}`))
+      // A TLS socket stops `connecting` once its TCP connection opens, before the handshake. A port
+      // that serves plain Redis takes the TLS hello for a command and waits for its end.
+      const stalled = secure && !socket.connecting ? ': the TCP connection opened but the TLS handshake got no answer (does this port serve TLS?)' : ''
+      const why = `connecting timed out after ${timeoutMs} ms${stalled}`
+      // Ended now, not at the socket's 'close' (a later turn of the loop): the calls waiting on it,
+      // whose deadlines fall in the same turn, learn why, and that nothing was sent.
+      this.#end(why)
+      socket.destroy(new Error(why))
     }, timeoutMs).unref()
     socket.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(connecting)

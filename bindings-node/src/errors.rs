@@ -62,27 +62,26 @@ pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> Error {
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_owned());
-    coded(
-        "ERR_RATELOCK_INTERNAL",
-        format!("internal error in ratelock (a bug): {what}"),
-    )
+    bug(format!("internal error in ratelock (a bug): {what}"))
+}
+
+/// A failure of the addon itself (a Node-API call, the runtime): never the caller's fault.
+pub(crate) fn bug(message: impl Display) -> Error {
+    coded("ERR_RATELOCK_INTERNAL", message)
 }
 
 /// A failed napi call (making a value, a promise, a function) inside the addon: a bug or an
 /// environment shutting down, never the caller's fault.
 pub(crate) fn from_napi(error: napi::Error) -> Error {
-    coded(
-        "ERR_RATELOCK_INTERNAL",
-        format!(
-            "a Node-API call failed ({}): {}",
-            error.status.as_ref(),
-            error.reason
-        ),
-    )
+    bug(format!(
+        "a Node-API call failed ({}): {}",
+        error.status.as_ref(),
+        error.reason
+    ))
 }
 
 /// An error with the given code and message.
-pub(crate) fn coded(code: &str, message: impl Display) -> Error {
+fn coded(code: &str, message: impl Display) -> Error {
     napi::Error::new(Code(code.to_owned()), message)
 }
 

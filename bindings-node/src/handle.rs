@@ -22,7 +22,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
 use napi::sys;
 
-use crate::errors::{coded, invalid_argument, made_here};
+use crate::errors::{bug, invalid_argument, made_here};
 
 /// What an external value points to: the value, after its type's id.
 #[repr(C)]
@@ -83,8 +83,7 @@ impl<T: 'static> ToNapiValue for Handed<T> {
         if status != sys::Status::napi_ok {
             // SAFETY: the external was not made, so nothing else holds `slot`.
             drop(unsafe { Box::from_raw(slot) });
-            let error = coded("ERR_RATELOCK_INTERNAL", "napi_create_external failed");
-            return Err(made_here(env, error));
+            return Err(made_here(env, bug("napi_create_external failed")));
         }
         LIVE.with(|live| live.borrow_mut().insert(slot as usize));
         Ok(external)

@@ -6,7 +6,7 @@
 use napi::bindgen_prelude::FromNapiValue;
 use napi::sys;
 
-use crate::errors::{coded, invalid_argument, made_here, Result};
+use crate::errors::{bug, invalid_argument, made_here, Result};
 
 /// Keys up to this many bytes of UTF-8 stay on the stack.
 const INLINE: usize = 256;
@@ -47,10 +47,7 @@ fn checked(status: sys::napi_status, what: &str) -> Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
-        Err(coded(
-            "ERR_RATELOCK_INTERNAL",
-            format!("reading the key: {what} failed"),
-        ))
+        Err(bug(format!("reading the key: {what} failed")))
     }
 }
 

@@ -14,7 +14,7 @@ use napi_derive::napi;
 
 use crate::convert;
 use crate::decision_numbers::{numbers, DECISION_FIELDS};
-use crate::errors::{coded, invalid_argument, made_here, to_js, Result};
+use crate::errors::{bug, invalid_argument, made_here, to_js, Result};
 use crate::handle::{Handed, Handle};
 use crate::key_arg::KeyArg;
 use crate::limiter::NativeLimiter;
@@ -88,10 +88,7 @@ pub fn memory_check_function(env: &Env) -> Result<RawFunction> {
         )
     };
     if status != sys::Status::napi_ok {
-        return Err(coded(
-            "ERR_RATELOCK_INTERNAL",
-            "napi_create_function failed for checkInMemory",
-        ));
+        return Err(bug("napi_create_function failed for checkInMemory"));
     }
     Ok(RawFunction(function))
 }
@@ -141,11 +138,7 @@ unsafe fn check_with_arguments(env: sys::napi_env, info: sys::napi_callback_info
         )
     };
     if status != sys::Status::napi_ok {
-        let error = coded(
-            "ERR_RATELOCK_INTERNAL",
-            "napi_get_cb_info failed for checkInMemory",
-        );
-        return Err(made_here(env, error));
+        return Err(made_here(env, bug("napi_get_cb_info failed for checkInMemory")));
     }
     let [checker, key, rules, cost, now_ms, spend] = values;
     unsafe {

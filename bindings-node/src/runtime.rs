@@ -18,7 +18,7 @@ use napi::bindgen_prelude::{JsValue, PromiseRaw, ToNapiValue};
 use napi::Env;
 use tokio::runtime::Runtime;
 
-use crate::errors::{coded, from_napi, internal, made_here, Result};
+use crate::errors::{bug, from_napi, internal, made_here, Result};
 
 static RUNTIME: OnceLock<std::io::Result<Runtime>> = OnceLock::new();
 
@@ -36,12 +36,8 @@ fn runtime() -> Result<&'static Runtime> {
             .enable_all()
             .build()
     });
-    made.as_ref().map_err(|error| {
-        coded(
-            "ERR_RATELOCK_INTERNAL",
-            format!("could not start the addon's runtime: {error}"),
-        )
-    })
+    made.as_ref()
+        .map_err(|error| bug(format!("could not start the addon's runtime: {error}")))
 }
 
 /// Starts the runtime at module load, so that the first call does not pay for it. A runtime that

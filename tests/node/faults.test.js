@@ -96,8 +96,8 @@ class KitProcess {
   kill() {
     try {
       process.kill(-this.process.pid, 'SIGKILL')
-    } catch {
-      // The group is gone already.
+    } catch (error) {
+      if (error.code !== 'ESRCH') throw error // ESRCH: the group is gone already
     }
   }
 }
