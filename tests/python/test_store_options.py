@@ -45,6 +45,17 @@ def test_rediss_without_the_ca_is_a_configuration_error_whatever_on_error_says(t
         ratelock.Client(tls_redis_server.tls_url, tls_root_ca="not a certificate")
 
 
+def test_rediss_to_a_plain_port_says_the_connect_timed_out_with_nothing_sent(tls_redis_server):
+    # redis-server reads a TLS hello on its plain port as the start of a command and waits for its end.
+    url = f"rediss://localhost:{tls_redis_server.port}/"
+    limiter = ratelock.Limiter(ratelock.Client(url, tls_root_ca=tls_redis_server.ca_pem, timeout=0.3))
+    with pytest.raises(ratelock.StoreUnavailable) as raised:
+        limiter.hit(fresh("tls"), "2/minute")
+    said = str(raised.value)
+    assert "connecting timed out after 300 ms; nothing was sent" in said, said
+    assert "does this port serve TLS?" in said and "may have run" not in said, said
+
+
 def test_max_keys_bounds_a_memory_client_and_a_full_store_is_an_outage():
     # The bound is spread over the store's 64 shards (64 keys: one each), so a few hundred new keys fill it.
     limiter = ratelock.Limiter(ratelock.Client(max_keys=64))

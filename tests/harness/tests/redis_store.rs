@@ -224,6 +224,23 @@ async fn rediss_with_a_private_certificate_authority() {
         refused.as_ref().is_err_and(Error::is_configuration),
         "a certificate from an unknown CA must be refused as a configuration error: {refused:?}"
     );
+    // rediss:// to the plain port: redis-server reads the TLS hello as the start of a command and
+    // waits. The connect runs out of time with nothing sent, and says so (not "may have run").
+    let plain = format!("rediss://localhost:{}/", server.port());
+    let mut opts = options(300);
+    opts.store.tls_root_ca = Some(std::fs::read(dir.join("ca.pem")).unwrap());
+    let stalled = Limiter::connect_with(&plain, opts).await.unwrap();
+    let err = stalled.hit("k", &rules, 1).await.unwrap_err();
+    assert!(
+        matches!(err, Error::StoreUnavailable(_)) && err.is_store_failure(),
+        "{err:?}"
+    );
+    let said = err.to_string();
+    assert!(
+        said.contains("connecting timed out after 300 ms; nothing was sent")
+            && said.contains("does this port serve TLS?"),
+        "{said}"
+    );
     drop(server);
     let _ = std::fs::remove_dir_all(dir);
 }

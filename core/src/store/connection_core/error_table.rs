@@ -4,7 +4,8 @@
 //!
 //! | what | kind | error |
 //! |---|---|---|
-//! | refused, reset or closed connection; a timeout | outage | `StoreUnavailable` / `Timeout` |
+//! | refused, reset or closed connection; a call that timed out (it may have run) | outage | `StoreUnavailable` / `Timeout` |
+//! | a connection that did not open in time (nothing was sent) | outage | `StoreUnavailable` ([`connect_timed_out`]) |
 //! | `LOADING`, `BUSY`, `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`, `OOM`, `MISCONF`, `NOREPLICAS`, `ERR max number of clients reached` | outage | `StoreUnavailable` |
 //! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation) | configuration | `Configuration { setting: "url (user and password)" }` |
 //! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
@@ -158,6 +159,38 @@ pub fn connection_failure(why: &str) -> Error {
         return Error::configuration(SETTING_TLS, why);
     }
     Error::StoreUnavailable(why.to_owned())
+}
+
+/// A connection that did not open (TCP, TLS, the preamble) within `timeout`: an outage, and never
+/// "the command may have run", since nothing was sent. On `rediss://` (`tls`) it names the usual cause
+/// on a reachable host: a port that serves plain Redis reads the TLS hello as a command and waits.
+///
+/// ```
+/// use std::time::Duration;
+/// let err = ratelock::store::connection_core::connect_timed_out(Duration::from_millis(300), true);
+/// assert!(err.is_store_failure());
+/// assert!(err.to_string().contains("connecting timed out after 300 ms; nothing was sent"));
+/// ```
+pub fn connect_timed_out(timeout: std::time::Duration, tls: bool) -> Error {
+    let hint = if tls {
+        " (rediss://: a port that serves plain Redis never answers the TLS handshake; does this port serve TLS?)"
+    } else {
+        ""
+    };
+    Error::StoreUnavailable(format!(
+        "connecting timed out after {} ms; nothing was sent{hint}",
+        timeout.as_millis()
+    ))
+}
+
+/// A failure of redis-rs while connecting (a connect timeout is [`connect_timed_out`], not a call's
+/// timeout).
+#[cfg(feature = "redis")]
+pub(crate) fn connect_error(err: &redis::RedisError, timeout: std::time::Duration, tls: bool) -> Error {
+    if err.is_timeout() {
+        return connect_timed_out(timeout, tls);
+    }
+    redis_error(err, timeout)
 }
 
 /// A transport failure while `doing` something (connecting, sending, reading): always an outage.

@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::key::storage_key;
 use crate::process::PerProcess;
 use crate::rule::Rules;
-use crate::store::connection_core::redis_error;
+use crate::store::connection_core::{connect_error, connect_timed_out};
 
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
@@ -253,18 +253,20 @@ impl RedisStore {
     fn first_connection(&self) -> BoxFuture<'_, Result<SharedConnection>> {
         Box::pin(async move {
             let shared = &self.shared;
+            let tls = shared.url.starts_with("rediss://");
+            let failed = |err: redis::RedisError| connect_error(&err, shared.timeout, tls);
             let connect = async {
                 #[cfg(feature = "cluster")]
                 if shared.cluster {
                     return SharedConnection::cluster(&shared.url, shared.timeout)
                         .await
-                        .map_err(map_error);
+                        .map_err(failed);
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
                     return SharedConnection::sentinel(&shared.url, shared.timeout)
                         .await
-                        .map_err(map_error);
+                        .map_err(failed);
                 }
                 if let Some(endpoint) = self.connections().endpoint.clone() {
                     let plain =
@@ -277,15 +279,17 @@ impl RedisStore {
                 })?;
                 SharedConnection::single(client, shared.timeout)
                     .await
-                    .map_err(map_error)
+                    .map_err(failed)
             };
             let open = async {
                 // Callers queued behind a connect that failed do not each try again: the breaker it
                 // opened answers them at once.
                 self.gate().admit()?;
+                // Nothing is sent before the connection opens: a connect that runs out of time is an
+                // outage that says so, never "the command may have run".
                 tokio::time::timeout(shared.timeout, connect)
                     .await
-                    .map_err(|_| Error::Timeout(shared.timeout))?
+                    .map_err(|_| connect_timed_out(shared.timeout, tls))?
             };
             self.connections()
                 .connection
@@ -715,11 +719,6 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
     #[cfg(not(feature = "tls"))]
     let _ = options;
     redis::Client::open(url)
-}
-
-/// A redis-rs failure while connecting as a typed error (see the connection core's error table).
-pub(super) fn map_error(err: redis::RedisError) -> Error {
-    redis_error(&err, Duration::ZERO)
 }
 
 /// A limit call's bytes on `route`, written in one pass with a fresh call tag.

@@ -20,7 +20,7 @@ use redis::aio::PubSubSink;
 use tokio::sync::{watch, Notify};
 
 use crate::error::{Error, Result};
-use crate::store::connection_core::redis_error;
+use crate::store::connection_core::connect_error;
 
 /// Where the subscriber connects: one fixed server, or whichever master the sentinels name now.
 #[derive(Clone)]
@@ -41,7 +41,7 @@ impl Source {
             #[cfg(feature = "sentinel")]
             Source::Sentinel { sentinels, master } => {
                 let address = sentinel_master_address(sentinels, master, timeout).await?;
-                redis::Client::open(format!("redis://{address}")).map_err(map_error)
+                redis::Client::open(format!("redis://{address}")).map_err(|err| connect_failed(&err, timeout))
             }
         }
     }
@@ -128,7 +128,7 @@ impl Subscriber {
                 }
                 Err(failure) => {
                     *connection = None;
-                    return Err(map_error(failure));
+                    return Err(connect_failed(&failure, self.timeout));
                 }
             },
             Some(_) => {}
@@ -139,11 +139,16 @@ impl Subscriber {
     /// Opens the connection, subscribes to every channel with waiters and starts the reader task.
     async fn connect(self: &Arc<Self>) -> Result<Connection> {
         let client = self.source.client(self.timeout).await?;
-        let pubsub = client.get_async_pubsub().await.map_err(map_error)?;
+        let pubsub = client
+            .get_async_pubsub()
+            .await
+            .map_err(|err| connect_failed(&err, self.timeout))?;
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<Vec<u8>> = self.channels.lock().keys().cloned().collect();
         for channel in &wanted {
-            sink.subscribe(channel.as_slice()).await.map_err(map_error)?;
+            sink.subscribe(channel.as_slice())
+                .await
+                .map_err(|err| connect_failed(&err, self.timeout))?;
         }
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let weak: Weak<Subscriber> = Arc::downgrade(self);
@@ -243,12 +248,13 @@ async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Du
     .map_err(|e| Error::invalid_argument("url", e))?;
     let found = tokio::time::timeout(timeout, client.async_get_client())
         .await
-        .map_err(|_| Error::Timeout(timeout))?
-        .map_err(map_error)?;
+        .map_err(|_| crate::store::connection_core::connect_timed_out(timeout, false))?
+        .map_err(|err| connect_failed(&err, timeout))?;
     Ok(found.get_connection_info().addr().to_string())
 }
 
-/// A redis-rs failure while connecting as a typed error (see the connection core's error table).
-fn map_error(err: redis::RedisError) -> Error {
-    redis_error(&err, Duration::ZERO)
+/// A redis-rs failure while connecting or subscribing as a typed error (see the connection core's
+/// error table): nothing this connection sends changes the data, so a timeout is a connect timeout.
+fn connect_failed(err: &redis::RedisError, timeout: Duration) -> Error {
+    connect_error(err, timeout, false)
 }
