@@ -80,6 +80,26 @@ pub fn process_now_us() -> u64 {
     process_clock::now_us()
 }
 
+/// A call's start, to tell how long it took: the process clock's monotonic source (the TSC through
+/// quanta with `fast-clock`: two readings cost about a third of two `Instant::now()`s, which on the
+/// memory store's path of about 100 ns show).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stopwatch(process_clock::Started);
+
+impl Stopwatch {
+    /// Started now.
+    #[inline]
+    pub(crate) fn start() -> Self {
+        Stopwatch(process_clock::started())
+    }
+
+    /// The time since [`start`](Self::start).
+    #[inline]
+    pub(crate) fn elapsed(&self) -> Duration {
+        process_clock::elapsed(self.0)
+    }
+}
+
 #[cfg(feature = "fast-clock")]
 mod process_clock {
     use std::sync::LazyLock;
@@ -104,11 +124,33 @@ mod process_clock {
         let anchor = &*ANCHOR;
         anchor.start_us + anchor.clock.delta_as_nanos(anchor.start_raw, anchor.clock.raw()) / 1_000
     }
+
+    /// The clock's raw reading.
+    pub(super) type Started = u64;
+
+    pub(super) fn started() -> Started {
+        ANCHOR.clock.raw()
+    }
+
+    pub(super) fn elapsed(started: Started) -> std::time::Duration {
+        let clock = &ANCHOR.clock;
+        std::time::Duration::from_nanos(clock.delta_as_nanos(started, clock.raw()))
+    }
 }
 
 #[cfg(not(feature = "fast-clock"))]
 mod process_clock {
     pub(super) fn now_us() -> u64 {
         super::now_us()
+    }
+
+    pub(super) type Started = std::time::Instant;
+
+    pub(super) fn started() -> Started {
+        std::time::Instant::now()
+    }
+
+    pub(super) fn elapsed(started: Started) -> std::time::Duration {
+        started.elapsed()
     }
 }
