@@ -250,3 +250,36 @@ async fn a_unix_socket_url_reaches_the_server() {
     assert!(!limiter.hit("over-unix", &rules, 1).await.unwrap().allowed);
     limiter.ping().await.unwrap();
 }
+
+/// A wrong password or db index over a connection redis-rs opens (`redis+unix://`, `rediss://`) is a
+/// configuration error under every failure policy, also with a timeout shorter than redis-rs's own
+/// retries of a refused AUTH would take (they once ran past it, and the call became an outage that
+/// `on_error = allow` let through).
+#[tokio::test]
+async fn a_wrong_password_over_a_unix_socket_is_never_an_outage() {
+    let dir = std::env::temp_dir().join(format!("ratelock-unix-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("redis.sock").display().to_string();
+    let _server = ratelock_testkit::redis_server::RedisServer::start_with(&[
+        "--unixsocket",
+        &socket,
+        "--requirepass",
+        "secret",
+    ]);
+    let rules: Rules = "5/second".parse().unwrap();
+    for url in [
+        format!("redis+unix://{socket}?pass=wrong"),
+        format!("redis+unix://{socket}?pass=secret&db=77"),
+    ] {
+        let mut options = LimiterOptions::default().with_on_error(ratelock::FailurePolicy::Allow);
+        options.store.timeout = Duration::from_millis(300);
+        let limiter = Limiter::connect_with(&url, options).await.unwrap();
+        for _ in 0..3 {
+            let answer = limiter.hit("k", &rules, 1).await;
+            assert!(
+                answer.as_ref().is_err_and(Error::is_configuration),
+                "{url}: {answer:?}"
+            );
+        }
+    }
+}

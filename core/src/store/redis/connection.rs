@@ -39,13 +39,15 @@ pub(crate) struct SentinelMaster {
 }
 
 impl SharedConnection {
-    /// Connects to one server through `client`.
+    /// Connects to one server through `client`. redis-rs tries each connect once: its retries would
+    /// also retry a refused AUTH or SELECT, with backoff, past the call's timeout, and a wrong password
+    /// would then end as a timeout (an outage that `on_error = allow` lets through) instead of the
+    /// configuration error it is. A server that is down is the circuit breaker's to wait out.
     pub(crate) async fn single(client: redis::Client, timeout: Duration) -> RedisResult<Self> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
+            .set_number_of_retries(0);
         Ok(SharedConnection::Single(
             ConnectionManager::new_with_config(client, config).await?,
         ))
