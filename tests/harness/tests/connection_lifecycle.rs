@@ -145,3 +145,56 @@ async fn a_call_larger_than_the_socket_takes_at_once_goes_out_whole_and_in_order
     let left = limiter.peek("small", &small, 1).await.unwrap().remaining;
     assert_eq!(left, 1000 - 27 - 1, "every small hit counted once");
 }
+
+/// A server that takes the connection and the preamble (AUTH, SELECT) but never answers it, or
+/// closes without answering: the call was never sent, and every path says so ("nothing was sent" or
+/// "nothing else was sent"), never "the command may have run". The listener answers no byte; each
+/// connection is held for 1.5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preamble_without_an_answer_is_a_connect_failure_not_a_call_that_may_have_run() {
+    for closes in [false, true] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            listener.set_nonblocking(true).unwrap();
+            // Both limiters' connects come within their 300 ms timeouts.
+            let until = std::time::Instant::now() + Duration::from_millis(1500);
+            while std::time::Instant::now() < until {
+                match listener.accept() {
+                    Ok((mut socket, _)) => {
+                        let mut preamble = [0u8; 64];
+                        socket.set_nonblocking(false).unwrap();
+                        let _ = std::io::Read::read(&mut socket, &mut preamble);
+                        if closes {
+                            drop(socket);
+                        } else {
+                            kept.push(socket);
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        let url = format!("redis://:pw@127.0.0.1:{port}/3?server_code=lua");
+        let options = LimiterOptions::default().with_timeout(Duration::from_millis(300));
+        let limiter = Limiter::connect_with(&url, options).await.unwrap();
+        let rules: Rules = "10/second".parse().unwrap();
+        let blocking = limiter.try_hit_blocking("k", &rules, 1, None).unwrap();
+        // A second limiter: the first one's breaker is open now.
+        let options = LimiterOptions::default().with_timeout(Duration::from_millis(300));
+        let other = Limiter::connect_with(&url, options).await.unwrap();
+        let pipelined = other.hit("k", &rules, 1).await;
+        for (path, answer) in [("blocking lane", blocking), ("pipelined", pipelined)] {
+            let err = answer.unwrap_err();
+            let said = err.to_string();
+            assert!(
+                matches!(err, ratelock::Error::StoreUnavailable(_))
+                    && said.contains("nothing")
+                    && !said.contains("may have run"),
+                "closes {closes}, {path}: {err:?}"
+            );
+        }
+        held.join().unwrap();
+    }
+}

@@ -195,6 +195,51 @@ async fn a_wrong_password_a_missing_permission_and_a_bad_db_raise_under_allow() 
     assert!(limiter.ping().await.unwrap_err().is_configuration());
 }
 
+/// A password set on a running server (its clients dropped) is a configuration error on every call
+/// after, under `allow`, on the blocking lane and on the pipelined connection. Redis answers a long
+/// command from a client that has not authenticated with `ERR Protocol error: unauthenticated ...`
+/// and closes the connection: the error names the password, and the connection is not used again (a
+/// call written on it before its close shows would fail as an outage, and be admitted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_set_on_a_running_server_is_never_an_outage() {
+    let rules: Rules = "1000/second".parse().unwrap();
+    for blocking in [true, false] {
+        let server = RedisServer::start();
+        let limiter = Limiter::connect_with(&server.url(), options(FailurePolicy::Allow, 300))
+            .await
+            .unwrap();
+        let hit = || async {
+            if blocking {
+                limiter.try_hit_blocking("k", &rules, 1, None).unwrap()
+            } else {
+                limiter.hit("k", &rules, 1).await
+            }
+        };
+        assert!(!hit().await.unwrap().degraded);
+        let mut admin = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "requirepass", "sekret"][..])
+            .query(&mut admin)
+            .unwrap();
+        let _: redis::Value = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal"][..])
+            .query(&mut admin)
+            .unwrap();
+        for call in 0..20 {
+            let answer = hit().await;
+            assert!(
+                answer
+                    .as_ref()
+                    .is_err_and(|err| err.is_configuration() && err.to_string().contains("password")),
+                "call {call}, blocking {blocking}: {answer:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_wait_rides_out_an_outage_and_try_acquire_fails_fast() {
     let mut server = RedisServer::start();

@@ -7,7 +7,7 @@
 //! | refused, reset or closed connection; a call that timed out (it may have run) | outage | `StoreUnavailable` / `Timeout` |
 //! | a connection that did not open in time (nothing was sent) | outage | `StoreUnavailable` ([`connect_timed_out`]) |
 //! | `LOADING`, `BUSY`, `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`, `OOM`, `MISCONF`, `NOREPLICAS`, `ERR max number of clients reached` | outage | `StoreUnavailable` |
-//! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation) | configuration | `Configuration { setting: "url (user and password)" }` |
+//! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation), `ERR Protocol error: unauthenticated ...` (a password set since connecting) | configuration | `Configuration { setting: "url (user and password)" }` |
 //! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
@@ -84,9 +84,14 @@ pub fn server_error(code: &str, details: &str) -> Error {
     if OUTAGE_CODES.contains(&code) || (code == "ERR" && details.starts_with("max number of clients")) {
         return Error::StoreUnavailable(text());
     }
+    // `ERR Protocol error: unauthenticated multibulk length` (or `bulk length`) is how Redis answers a
+    // long command from a client that must authenticate and has not: a password set since connecting.
     let credentials = code == "NOAUTH"
         || code == "WRONGPASS"
-        || (code == "ERR" && (details.starts_with("invalid password") || details.starts_with("AUTH ")));
+        || (code == "ERR"
+            && (details.starts_with("invalid password")
+                || details.starts_with("AUTH ")
+                || details.starts_with("Protocol error: unauthenticated")));
     if credentials {
         return Error::configuration(SETTING_CREDENTIALS, text());
     }
@@ -110,6 +115,20 @@ pub fn server_error(code: &str, details: &str) -> Error {
     // `ERR` and `WRONGTYPE` from ratelock's own scripts, and any code ratelock does not know: a bug or
     // a state nobody planned for, which raises whatever the failure policy says.
     Error::Protocol(text())
+}
+
+/// Whether the server closes the connection after this error reply: Redis does after every `ERR
+/// Protocol error: ...` (a request it cannot read, or too long a command from a client that has not
+/// authenticated). A call written on that connection before the close shows would fail as an outage,
+/// so the connection is not used again.
+///
+/// ```
+/// use ratelock::store::connection_core::server_closes_after;
+/// assert!(server_closes_after("ERR", "Protocol error: unauthenticated multibulk length"));
+/// assert!(!server_closes_after("ERR", "unknown command 'FCALL'"));
+/// ```
+pub fn server_closes_after(code: &str, details: &str) -> bool {
+    code == "ERR" && details.starts_with("Protocol error")
 }
 
 /// `NOSCRIPT` in answer to a call made right after its `SCRIPT LOAD`: scripts do not stay loaded on

@@ -25,12 +25,12 @@ use redis::{Cmd, Value};
 
 use super::endpoint::Endpoint;
 use super::gate::Gate;
-use super::reply::{classify, Failure};
+use super::reply::{classify, closes_connection, Failure};
 use super::script::LuaScript;
 use super::socket_peek::{self, Peeked};
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
-use crate::store::connection_core::{transport_error, CallAttempt, Next, Written};
+use crate::store::connection_core::{connect_timed_out, transport_error, CallAttempt, Next, Written};
 
 pub(crate) struct BlockingLane {
     endpoint: Endpoint,
@@ -163,6 +163,9 @@ impl BlockingLane {
         let reply = match outcome {
             Ok(reply) => {
                 self.gate.success();
+                if closes_connection(&reply) {
+                    state.link = None;
+                }
                 classify(Ok(reply), self.timeout)
             }
             Err(err) => {
@@ -229,7 +232,7 @@ impl BlockingLane {
 
 /// Connects to `endpoint` and sends its preamble (AUTH, SELECT), all before `deadline`.
 fn open_link(endpoint: &Endpoint, deadline: Instant, timeout: Duration) -> Result<Link> {
-    let left = remaining(deadline, timeout)?;
+    let left = remaining(deadline, timeout).map_err(|_| connect_timed_out(timeout, false))?;
     let address = (endpoint.host(), endpoint.port());
     let addresses = std::net::ToSocketAddrs::to_socket_addrs(&address)
         .map_err(|err| unavailable(&err, "resolving the host"))?;
@@ -261,7 +264,9 @@ fn open_link(endpoint: &Endpoint, deadline: Instant, timeout: Duration) -> Resul
             return Err(transport_error(&err, "connecting"));
         }
         for _ in 0..endpoint.preamble_replies() {
-            let reply = link.reply(deadline, timeout)?;
+            let reply = link
+                .reply(deadline, timeout)
+                .map_err(|err| while_connecting(err, timeout))?;
             super::wire_reader::Reply(reply).into_result()?;
         }
     }
@@ -352,6 +357,19 @@ impl Link {
                 Err(err) => return Err(unavailable(&err, "waiting for the reply")),
             }
         }
+    }
+}
+
+/// A failed read of the preamble's replies (AUTH, SELECT), told as what it is: nothing but the
+/// preamble was sent, so no call may have run.
+fn while_connecting(err: Error, timeout: Duration) -> Error {
+    match err {
+        Error::Timeout(_) => connect_timed_out(timeout, false),
+        Error::StoreUnavailable(_) => Error::StoreUnavailable(
+            "connecting: the connection closed before the server answered AUTH or SELECT; nothing else was sent"
+                .into(),
+        ),
+        other => other,
     }
 }
 

@@ -30,7 +30,7 @@ use super::endpoint::Endpoint;
 use super::socket_peek::{self, Peeked};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
-use crate::store::connection_core::{transport_error, CallAttempt, Next, Written};
+use crate::store::connection_core::{connect_timed_out, transport_error, CallAttempt, Next, Written};
 
 /// The shared connection of one plain server (cheap to clone).
 #[derive(Clone)]
@@ -134,10 +134,12 @@ impl Pipelined {
                 }
             }
         };
-        let replied = tokio::time::timeout(timeout, call)
-            .await
-            .map_err(|_| Error::Timeout(timeout))
-            .and_then(|reply| reply);
+        let replied = match tokio::time::timeout(timeout, call).await {
+            Ok(reply) => reply,
+            // No connection opened in time: the call never left.
+            Err(_) if used.is_none() => Err(connect_timed_out(timeout, false)),
+            Err(_) => Err(Error::Timeout(timeout)),
+        };
         if let (Err(Error::Timeout(_)), Some(link)) = (&replied, used) {
             // Replies still owed on it are read and dropped by its reader; new calls go out on a fresh
             // connection, so a connection that died without a FIN is not used forever.
@@ -197,8 +199,15 @@ impl Pipelined {
         let link = Link::start(socket, waiting, preamble).await?;
         for reply in setup {
             let value = match reply.await {
-                Ok(Answer::Reply(value)) => value?,
-                _ => return Err(Error::StoreUnavailable("closed while connecting".into())),
+                Ok(Answer::Reply(Ok(value))) => value,
+                Ok(Answer::Reply(Err(err))) if !err.is_store_failure() => return Err(err),
+                // Nothing but the preamble was sent: no call may have run.
+                _ => {
+                    return Err(Error::StoreUnavailable(
+                        "connecting: the connection closed before the server answered AUTH or SELECT; nothing else was sent"
+                            .into(),
+                    ))
+                }
             };
             Reply(value).into_result()?;
         }
@@ -454,6 +463,10 @@ async fn read_replies(reading: std::sync::Weak<Link>, mut reader: tokio::net::tc
         loop {
             match replies.next_reply() {
                 Ok(Some(Reply(value))) => {
+                    if super::reply::closes_connection(&value) {
+                        // The server closes it after this reply: new calls go out on a fresh one.
+                        link.close();
+                    }
                     let waiter = link.waiting.lock().pop_front();
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(Answer::Reply(Ok(value)));

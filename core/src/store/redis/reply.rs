@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::store::connection_core::{redis_error, server_error};
+use crate::store::connection_core::{redis_error, server_closes_after, server_error};
 
 /// Why a command failed: NOSCRIPT is the one failure that is known not to have run anything.
 pub(crate) enum Failure {
@@ -40,6 +40,12 @@ pub(crate) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> R
         ))),
         Ok(value) => Ok(value),
     }
+}
+
+/// Whether `reply` is an error after which the server closes the connection (see
+/// [`server_closes_after`]): the connection is then not used again.
+pub(crate) fn closes_connection(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(err) if server_closes_after(err.code(), err.details().unwrap_or_default()))
 }
 
 /// A script's reply as exactly `count` integers.
