@@ -103,6 +103,29 @@ test('a wrong password and a missing ACL permission reject under allow', async (
   }
 })
 
+test('a password set on a running server rejects every call after under allow, none admitted', async () => {
+  // Redis answers a client that has not authenticated `ERR Protocol error: unauthenticated ...` for a
+  // long command, then closes the connection: a call written on it before its close shows must not
+  // become an outage that `allow` admits.
+  const server = await RedisServer.start()
+  try {
+    const limiter = new Limiter({ url: server.url, onError: 'allow', timeoutMs: 300 })
+    assert.equal((await limiter.hit('k', '1000/second')).degraded, false)
+    await server.command('CONFIG', 'SET', 'requirepass', 'sekret')
+    await new Promise((resolve, reject) => {
+      const admin = net.connect({ host: '127.0.0.1', port: server.port }, () => admin.end('AUTH sekret\r\nCLIENT KILL TYPE normal SKIPME yes\r\n'))
+      admin.on('error', reject).on('close', resolve).resume()
+    })
+    const answers = []
+    for (let call = 0; call < 20; call++) {
+      answers.push(await limiter.hit('k', '1000/second').then((decision) => `admitted degraded=${decision.degraded}`, (error) => error.constructor.name))
+    }
+    assert.deepEqual(answers, Array(20).fill('ConfigurationError'))
+  } finally {
+    await server.close()
+  }
+})
+
 test('an Express app starts with Redis down, follows onError, and uses Redis once it is back', async () => {
   const server = await RedisServer.start()
   await server.stop()
