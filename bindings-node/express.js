@@ -17,7 +17,7 @@ const { invalidArgument } = require('./lib/errors')
  *   (where the decision goes on `req`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const { http, limit } = middlewareOf(options)
+  const { http, limit } = middlewareOf(options, ['handler', 'message', 'requestPropertyName'])
   for (const name of ['handler']) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw invalidArgument(name, 'expected a function')
   }

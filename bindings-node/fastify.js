@@ -16,7 +16,7 @@ const { invalidArgument } = require('./lib/errors')
  *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit').
  */
 async function ratelockFastify(fastify, options = {}) {
-  const http = httpLimiterOf(options)
+  const http = httpLimiterOf(options, ['allowList', 'global', 'hook', 'errorResponseBuilder', 'requestPropertyName'])
   const allowList = options.allowList
   if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
     throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')

@@ -13,7 +13,7 @@ const { invalidArgument } = require('./lib/errors')
  *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const { http, limit } = middlewareOf(options)
+  const { http, limit } = middlewareOf(options, ['getPeer', 'message', 'requestPropertyName'])
   if (options.getPeer !== undefined && typeof options.getPeer !== 'function') {
     throw invalidArgument('getPeer', 'expected a function of the context')
   }

@@ -11,7 +11,7 @@ const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
  *   `ctx.state`, default 'rateLimit').
  */
 function rateLimit(options = {}) {
-  const { http, limit } = middlewareOf(options)
+  const { http, limit } = middlewareOf(options, ['message', 'requestPropertyName'])
   const property = options.requestPropertyName ?? 'rateLimit'
   const message = options.message
 

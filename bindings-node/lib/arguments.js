@@ -108,21 +108,34 @@ function fn(name, value) {
   return value
 }
 
-/** An options object (`undefined`: empty). */
-function options(name, value) {
+/**
+ * An options object (`undefined`: empty) whose fields are among `known`: any other field given a value
+ * is an invalid argument naming it, since a misspelt option (`timeout` for `timeoutMs`) would otherwise
+ * fall back to its default without a word.
+ * @param {string} name
+ * @param {unknown} value
+ * @param {readonly string[]} known
+ * @returns {Record<string, any>}
+ */
+function options(name, value, known) {
   if (value === undefined || value === null) return {}
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw invalidArgument(name, `expected an options object, got ${describe(value)}`)
+  }
+  for (const [field, given] of Object.entries(value)) {
+    if (given !== undefined && !known.includes(field)) {
+      throw invalidArgument(name, `has no option ${JSON.stringify(field)} (the options here: ${known.join(', ')})`)
+    }
   }
   return value
 }
 
 /**
  * The fields of an options object (`undefined`: empty), each type-checked by its checker in `checks`
- * (`{ url: optionalString, ... }`); fields not named there are left out.
+ * (`{ url: optionalString, ... }`); a field not named there is an invalid argument.
  */
 function settings(name, value, checks) {
-  const given = options(name, value)
+  const given = options(name, value, Object.keys(checks))
   return Object.fromEntries(Object.entries(checks).map(([field, checkField]) => [field, checkField(field, given[field])]))
 }
 

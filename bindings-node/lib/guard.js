@@ -50,7 +50,7 @@ class Guard {
    * @returns {Promise<void>}
    */
   async extend(options) {
-    const ttlMs = check.optionalNumber('ttlMs', check.options('options', options).ttlMs)
+    const ttlMs = check.optionalNumber('ttlMs', check.options('options', options, ['ttlMs']).ttlMs)
     await this.#native.extend(ttlMs).catch(rethrow)
   }
 

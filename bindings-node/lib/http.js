@@ -8,6 +8,7 @@
 const native = require('./native')
 const { Limiter } = require('./limiter')
 const { RatelockError, fromNative, invalidArgument } = require('./errors')
+const check = require('./arguments')
 
 /** Whether a logged warning goes out (tests may silence it with RATELOCK_QUIET=1). */
 const warn = (message) => {
@@ -15,6 +16,15 @@ const warn = (message) => {
 }
 
 const isFunction = (value) => typeof value === 'function'
+
+/** The options an `HttpLimiter` takes (any other is an invalid argument naming it). */
+const HTTP_LIMITER_OPTIONS = [
+  'limiter', 'url', 'prefix', 'timeoutMs', 'tlsRootCa', 'maxKeys', 'whenFull', 'onError', 'instances',
+  'defaultAlgorithm', 'keyGenerator', 'skip', 'standardHeaders', 'legacyHeaders', 'partitionKey',
+  'deniedBody', 'statusCode', 'ipv6Subnet', 'trustedProxies', 'proxyHeader',
+]
+/** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
+const ADAPTER_OPTIONS = [...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', 'rules', 'scope', 'cost']
 
 class HttpLimiter {
   #options
@@ -31,7 +41,8 @@ class HttpLimiter {
    *   networks; none by default), `proxyHeader` ('x-forwarded-for' | 'forwarded').
    */
   constructor(options = {}) {
-    if (typeof options !== 'object' || options === null) throw invalidArgument('options', 'expected an options object')
+    if (options === null) throw invalidArgument('options', 'expected an options object')
+    check.options('options', options, HTTP_LIMITER_OPTIONS)
     for (const name of ['keyGenerator', 'skip']) {
       if (options[name] !== undefined && !isFunction(options[name])) throw invalidArgument(name, 'expected a function')
     }
@@ -154,8 +165,10 @@ function* headerPairs(answer) {
 }
 
 /** The options every adapter shares, taken out of an adapter's options for its `HttpLimiter`. */
-function httpLimiterOf(options) {
-  if (typeof options !== 'object' || options === null) throw invalidArgument('options', 'expected an options object')
+function httpLimiterOf(options, own = []) {
+  if (options === null) throw invalidArgument('options', 'expected an options object')
+  // A peer's option name (express-rate-limit's `windowMs`, `max`) would otherwise be ignored.
+  check.options('options', options, [...ADAPTER_OPTIONS, ...own])
   if (options.passOnStoreError !== undefined) {
     if (options.limiter !== undefined) {
       throw invalidArgument('passOnStoreError', "give the limiter onError: 'allow' instead")
@@ -163,7 +176,9 @@ function httpLimiterOf(options) {
     if (options.onError !== undefined) throw invalidArgument('passOnStoreError', "use onError alone")
   }
   const onError = options.passOnStoreError ? 'allow' : options.onError
-  return options.http ?? new HttpLimiter({ ...options, onError, passOnStoreError: undefined })
+  if (options.http !== undefined) return options.http
+  const given = Object.fromEntries(HTTP_LIMITER_OPTIONS.map((name) => [name, options[name]]))
+  return new HttpLimiter({ ...given, onError })
 }
 
 /**
@@ -171,8 +186,8 @@ function httpLimiterOf(options) {
  * from its options' `rules` (default '60/minute'), `scope`, `keyGenerator`, `cost` and `skip`.
  * @param {object} options
  */
-function middlewareOf(options) {
-  const http = httpLimiterOf(options)
+function middlewareOf(options, own) {
+  const http = httpLimiterOf(options, own)
   const limit = http.limit({
     rules: options.rules ?? '60/minute',
     scope: options.scope,

@@ -143,7 +143,7 @@ class Limiter {
   async reserve(key, rules, options) {
     check.key('key', key)
     check.rules(rules)
-    const given = check.options('options', options ?? {})
+    const given = check.options('options', options, ['cost', 'maxWaitMs', 'nowMs'])
     const cost = check.optionalNumber('cost', given.cost)
     const maxWaitMs = check.optionalNumber('maxWaitMs', given.maxWaitMs)
     if (maxWaitMs === undefined) throw invalidArgument('maxWaitMs', 'is required: the longest wait for a slot, in ms')
@@ -160,7 +160,7 @@ class Limiter {
    * the promise rejects with the signal's reason.
    */
   async wait(key, rules, options) {
-    const given = check.options('options', options ?? {})
+    const given = check.options('options', options, ['cost', 'maxWaitMs', 'signal'])
     const signal = given.signal
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw invalidArgument('signal', 'expected an AbortSignal')
@@ -198,7 +198,7 @@ class Limiter {
     check.rules(rules)
     let ttlMs, nowMs
     if (options !== undefined) {
-      const given = check.options('options', options)
+      const given = check.options('options', options, ['ttlMs', 'nowMs'])
       ttlMs = check.optionalNumber('ttlMs', given.ttlMs)
       nowMs = check.optionalNumber('nowMs', given.nowMs)
     }
@@ -255,7 +255,7 @@ class Limiter {
   async #changeEntry(op, key, spanMs, options) {
     check.key('key', key)
     if (spanMs !== undefined) check.optionalNumber(op === 'block' ? 'durationMs' : 'ttlMs', spanMs)
-    const nowMs = options === undefined ? undefined : check.optionalNumber('nowMs', check.options('options', options).nowMs)
+    const nowMs = options === undefined ? undefined : check.optionalNumber('nowMs', check.options('options', options, ['nowMs']).nowMs)
     const limiter = this.#native ?? (await this.#connection.get())
     return limiter.changeEntry(op, key, spanMs, nowMs).catch(rethrow)
   }
@@ -379,7 +379,7 @@ class Limiter {
 /** The `cost` and `nowMs` of a call's options (`undefined` when not given), type-checked. */
 function costAndClock(options) {
   if (options === undefined) return { cost: undefined, nowMs: undefined }
-  const given = check.options('options', options)
+  const given = check.options('options', options, ['cost', 'nowMs'])
   return { cost: check.optionalNumber('cost', given.cost), nowMs: check.optionalNumber('nowMs', given.nowMs) }
 }
 

@@ -55,7 +55,7 @@ class LockHandle {
    * @param {{ timeoutMs?: number }} [options]
    */
   async acquire(method, options) {
-    const timeoutMs = check.optionalNumber('timeoutMs', check.options('options', options).timeoutMs)
+    const timeoutMs = check.optionalNumber('timeoutMs', check.options('options', options, ['timeoutMs']).timeoutMs)
     return new this.#Grant(await this.#connection.call(method, timeoutMs))
   }
 }

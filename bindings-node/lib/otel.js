@@ -35,7 +35,7 @@ class Metrics {
    *   make it after the SDK starts). The meter is named `ratelock`.
    */
   constructor(options) {
-    const { meterProvider } = check.options('options', options)
+    const { meterProvider } = check.options('options', options, ['meterProvider'])
     const provider = meterProvider ?? openTelemetryApi().metrics.getMeterProvider()
     const meter = provider.getMeter('ratelock', VERSION)
     for (const { name, kind, unit, description } of native.instruments()) {

@@ -129,3 +129,25 @@ test('express: an IPv4-mapped peer (a dual-stack server) shares the key of its I
     await plain.close()
   }
 })
+
+test("every adapter refuses an option it does not take, naming it (a peer's windowMs would be ignored)", async () => {
+  const ratelock = require('../../bindings-node')
+  const { rateLimit } = require('../../bindings-node/express')
+  const koa = require('../../bindings-node/koa')
+  const hono = require('../../bindings-node/hono')
+  const { HttpLimiter } = require('../../bindings-node/http')
+  const fastify = require('../../bindings-node/fastify')
+  const refused = (field) => (error) => {
+    assert.ok(error instanceof ratelock.InvalidArgumentError, String(error))
+    assert.match(error.message, new RegExp(`has no option "${field}"`))
+    return true
+  }
+  assert.throws(() => rateLimit({ windowMs: 60_000, max: 100 }), refused('windowMs'))
+  assert.throws(() => koa.rateLimit({ rules: '5/minute', handler: () => {} }), refused('handler'))
+  assert.throws(() => hono.rateLimit({ rules: '5/minute', standardHeader: true }), refused('standardHeader'))
+  assert.throws(() => new HttpLimiter({ rules: '5/minute' }), refused('rules'))
+  await assert.rejects(fastify({ addHook() {}, decorateRequest() {} }, { timeWindow: 60_000 }), refused('timeWindow'))
+  // Each adapter's own options pass.
+  rateLimit({ rules: '5/minute', handler: () => {}, message: 'slow down', requestPropertyName: 'limit' })
+  hono.rateLimit({ rules: '5/minute', getPeer: () => '127.0.0.1' })
+})

@@ -83,3 +83,22 @@ test('the lock kinds take any arguments without crashing', async () => {
     { numRuns: 150 },
   )
 })
+
+test('a misspelt option is an invalid argument naming it, never a default taken without a word', async () => {
+  const misspelt = (error, field) => {
+    assert.ok(error instanceof ratelock.InvalidArgumentError, String(error))
+    assert.match(error.message, new RegExp(`has no option "${field}" \\(the options here: `))
+    return true
+  }
+  assert.throws(() => new ratelock.Limiter({ timeout_ms: 5 }), (error) => misspelt(error, 'timeout_ms'))
+  assert.throws(() => new ratelock.Limiter({ onerror: 'allow' }), (error) => misspelt(error, 'onerror'))
+  assert.throws(() => new ratelock.Semaphore('s', 2, { ttlms: 1 }), (error) => misspelt(error, 'ttlms'))
+  // Per call: a misspelt cost would spend 1 (admitting more than asked); a misspelt wait would not end.
+  await assert.rejects(limiter.hit('typo', '10/second', { cots: 5 }), (error) => misspelt(error, 'cots'))
+  assert.throws(() => limiter.hitSync('typo', '10/second', { cots: 5 }), (error) => misspelt(error, 'cots'))
+  const lock = new ratelock.DistributedLock('typo')
+  await assert.rejects(lock.acquire({ timeout: 300 }), (error) => misspelt(error, 'timeout'))
+  await assert.rejects(limiter.reserve('typo', '10/second', { maxWait: 5 }), (error) => misspelt(error, 'maxWait'))
+  // A field left undefined is no option given (an object spread from another's fields).
+  assert.equal((await limiter.hit('typo', '10/second', { cost: 2, nowMs: undefined, extra: undefined })).remaining, 8)
+})
