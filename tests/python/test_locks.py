@@ -70,6 +70,20 @@ def test_extend_never_reacquires(store_url):
     assert not lock.locked()
 
 
+def test_a_release_that_finds_the_hold_lost_leaves_why_to_read(store_url):
+    # A lock's release takes its hold off this instance; when it raises LockLost, the instance still
+    # says how the hold was lost, until it takes another.
+    lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+    assert lock.acquire()
+    time.sleep(0.2)
+    with pytest.raises(ratelock.LockLost):
+        lock.release()
+    assert lock.lost and lock.lost_reason == "expired" and lock.lost_error is None
+    assert lock.acquire()
+    assert not lock.lost and lock.lost_reason is None
+    assert lock.release() == "released"
+
+
 def test_bad_lock_arguments_are_typed_errors():
     with pytest.raises(ratelock.InvalidArgument, match="ttl"):
         ratelock.DistributedLock("x", ttl=0.001)

@@ -224,6 +224,48 @@ def test_a_cancelled_asyncio_wait_gives_its_booking_back(store_url):
     assert asyncio.run(scenario()) < 1
 
 
+def test_an_interrupted_wait_propagates_as_itself_when_its_refund_fails(caplog):
+    # The server goes away during the sleep: the refund fails, and the interruption (not the outage)
+    # is what the caller gets, sync and asyncio; the failed refund is logged.
+    server = RedisServer()
+    try:
+        limiter = ratelock.Limiter(server.url, timeout=0.3)
+        key = fresh_key()
+        limiter.hit(key, "1/second burst 1")
+
+        def interrupt(signum: int, frame: object) -> None:
+            server.halt(signal.SIGKILL)
+            raise TimeoutError("gave up")
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with pytest.raises(TimeoutError, match="gave up"):
+                limiter.wait(key, "1/second burst 1", max_wait=5)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert "booking was not given back" in caplog.text
+
+        server.start_again()
+
+        async def cancelled() -> bool:
+            # Another timeout, another store: the first one's breaker stays open for a moment.
+            limiter = ratelock.asyncio.Limiter(server.url, timeout=0.4)
+            await limiter.hit(key, "1/second burst 1")
+            waiting = asyncio.ensure_future(limiter.wait(key, "1/second burst 1", max_wait=5))
+            await asyncio.sleep(0.05)
+            server.halt(signal.SIGKILL)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            return waiting.cancelled()
+
+        assert asyncio.run(cancelled())
+    finally:
+        server.stop()
+
+
 def limit_calls(url: "str | None") -> int:
     """The limit calls the Redis at `url` has run (its script, function or module command); 0 for the
     memory store, which makes none."""

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import LockNotOwned, RatelockError, StoreUnavailable
+from ratelock._native import LockLost, LockNotOwned, RatelockError, StoreUnavailable
 
 #: What a release did: the hold was given back ("released"), or one hold of a re-entrant lock was and
 #: others remain ("still_held"). A hold found lost raises ``LockLost`` instead.
@@ -40,25 +40,36 @@ class Holds(Generic[G]):
         self._handle = handle
         self._ttl = ttl
         self._guards: List[G] = []
+        # The hold whose release found it lost (raised ``LockLost``), until the next hold is taken: what
+        # ``lost_reason`` then tells about.
+        self._found_lost: Optional[G] = None
         self._mutex = threading.Lock()
+
+    def _last(self) -> Optional[G]:
+        """The latest hold, or with none the one whose release just found it lost."""
+        return self._guards[-1] if self._guards else self._found_lost
 
     @property
     def lost(self) -> bool:
-        """True once the latest hold is known lost."""
+        """True once the latest hold is known lost (also after its release raised ``LockLost``)."""
         with self._mutex:
-            return bool(self._guards) and self._guards[-1].is_lost()
+            last = self._last()
+            return last is not None and last.is_lost()
 
     @property
     def lost_reason(self) -> Optional[LostReason]:
-        """Why the latest hold was lost (``None`` while it is not, or with no hold)."""
+        """Why the latest hold was lost, also after its release raised ``LockLost`` (``None`` while it
+        is not lost, or with no hold)."""
         with self._mutex:
-            return self._guards[-1].lost_reason if self._guards else None
+            last = self._last()
+            return None if last is None else last.lost_reason
 
     @property
     def lost_error(self) -> Optional[RatelockError]:
         """The error that refused the latest hold's renewal, when ``lost_reason`` is ``"failed"``."""
         with self._mutex:
-            return self._guards[-1].lost_error if self._guards else None
+            last = self._last()
+            return None if last is None else last.lost_error
 
     def _keep(self, guard: Optional[G]) -> bool:
         """Adds a hold just taken (``None``: none was free); whether there was one."""
@@ -66,6 +77,7 @@ class Holds(Generic[G]):
             return False
         with self._mutex:
             self._guards.append(guard)
+            self._found_lost = None
         return True
 
     def _latest(self) -> G:
@@ -91,6 +103,10 @@ class Holds(Generic[G]):
         except StoreUnavailable:
             with self._mutex:
                 self._guards.append(guard)
+            raise
+        except LockLost:
+            with self._mutex:
+                self._found_lost = guard
             raise
 
 

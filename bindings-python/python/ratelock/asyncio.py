@@ -20,6 +20,7 @@ from ratelock._async_fair_lock import FairLock
 from ratelock._async_holding import AsyncHolding
 from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_rwlock import ReadWriteLock
+from ratelock._interrupted import note_failed_refund
 from ratelock._native import Client, Decision
 from ratelock.otel import MetricsRecorder
 from ratelock.lock import LockKind
@@ -129,13 +130,18 @@ class Limiter:
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, max_wait: float
     ) -> Decision:
         """Reserves, then sleeps until the slot (see ``ratelock.Limiter.wait``). A cancelled wait gives
-        its booking back with ``refund`` before the cancellation propagates."""
+        its booking back with ``refund`` before the cancellation propagates (as itself, even when the
+        refund fails: that failure is logged on the ``ratelock`` logger)."""
         decision = await self.reserve(key, rules, cost, max_wait=max_wait)
         if decision.allowed and decision.retry_after > 0:
             try:
                 await asyncio.sleep(decision.retry_after)
-            except BaseException:
-                await asyncio.shield(self.refund(key, rules, cost))
+            except BaseException as interrupted:
+                # The cancellation propagates as itself, whatever the refund does.
+                try:
+                    await asyncio.shield(self.refund(key, rules, cost))
+                except Exception as failed:
+                    note_failed_refund(interrupted, failed)
                 raise
         return decision
 

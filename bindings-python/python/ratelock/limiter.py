@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import Decision, RatelockError
+from ratelock._interrupted import note_failed_refund
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -138,7 +139,8 @@ class Limiter(_native.Limiter):
         how long this call slept), or the denial when the slot was further (nothing spent, nothing
         slept). Waiters are served in booking
         order. An exception during the sleep (a ``KeyboardInterrupt``, a timeout signal) gives the
-        booking back with ``refund`` before it propagates.
+        booking back with ``refund`` before it propagates; it propagates as itself even when the refund
+        fails (that failure is logged on the ``ratelock`` logger).
 
         Examples:
             >>> limiter = Limiter()
@@ -151,7 +153,11 @@ class Limiter(_native.Limiter):
         if decision.allowed and decision.retry_after > 0:
             try:
                 time.sleep(decision.retry_after)
-            except BaseException:
-                self.refund(key, rules, cost)
+            except BaseException as interrupted:
+                # The interruption propagates as itself, whatever the refund does.
+                try:
+                    self.refund(key, rules, cost)
+                except Exception as failed:
+                    note_failed_refund(interrupted, failed)
                 raise
         return decision
