@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 use crate::convert;
-use crate::errors::{to_js, Result};
+use crate::errors::{invalid_argument, to_js, Result};
 
 /// Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
 /// passes them as each kind's `store`.
@@ -31,7 +31,15 @@ impl StoreSettings {
     pub(crate) fn options(&self) -> Result<ratelock::StoreOptions> {
         let mut options = ratelock::StoreOptions::default();
         if let Some(ms) = self.timeout_ms {
-            options = options.with_timeout(convert::millis("timeoutMs", ms)?);
+            let timeout = convert::millis("timeoutMs", ms)?;
+            // The core's own check would name its `timeout` and print a Duration.
+            if timeout < ratelock::store::MIN_TIMEOUT {
+                return Err(invalid_argument(
+                    "timeoutMs",
+                    format!("expected at least 1 ms, got {ms}"),
+                ));
+            }
+            options = options.with_timeout(timeout);
         }
         if let Some(pem) = &self.tls_root_ca {
             let pem = match pem {

@@ -263,3 +263,20 @@ test('while the breaker is open after a refused connect, calls do not try to con
     counter.close()
   }
 })
+
+test('a refused connect says nothing was sent, and a timeout under 1 ms names timeoutMs', async () => {
+  const probe = net.createServer()
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address()
+  await new Promise((resolve) => probe.close(resolve))
+  const limiter = new Limiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 223 })
+  await assert.rejects(limiter.hit('refused', '10/minute'), (error) => {
+    assert.ok(error instanceof StoreUnavailableError, String(error))
+    assert.match(error.message, /connecting failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\); nothing was sent/)
+    return true
+  })
+  await assert.rejects(new Limiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 0.5 }).hit('k', '10/minute'), (error) => {
+    assert.match(error.message, /invalid argument `timeoutMs`: expected at least 1 ms, got 0\.5/)
+    return true
+  })
+})

@@ -98,7 +98,7 @@ impl Store {
         }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {:?} (expected memory://, redis://, rediss://, redis+cluster://, redis+sentinel:// or redlock://)", crate::excerpt::of(url)),
+            format!("unsupported URL {:?} (expected memory://, redis://, rediss://, redis+unix://, redis+cluster://, redis+sentinel:// or redlock://)", crate::excerpt::of(url)),
         ))
     }
 

@@ -588,7 +588,12 @@ impl WireConnection {
                 gate.outage();
             }
         }
-        let why = format!("connection lost ({why})");
+        // A socket that never opened took no call to the server.
+        let why = if connected {
+            format!("connection lost ({why})")
+        } else {
+            format!("connecting failed ({why}); nothing was sent")
+        };
         let calls = std::mem::take(&mut self.calls);
         self.timed_out = 0;
         self.expected.clear();
@@ -834,7 +839,19 @@ mod tests {
             panic!("{settled:?}")
         };
         assert!(
-            err.is_store_failure() && err.to_string().contains("reset by peer"),
+            err.is_store_failure() && err.to_string().contains("connection lost (reset by peer)"),
+            "{err}"
+        );
+        // A socket that never opened says so: nothing was sent.
+        let mut never = self::connection(policy(FailurePolicy::Raise));
+        submit(&mut never, 3, 1000.0);
+        let settled = never.closed(false, "connect ECONNREFUSED 127.0.0.1:1");
+        let [Settled::Failed(3, err)] = &settled[..] else {
+            panic!("{settled:?}")
+        };
+        assert!(
+            err.to_string()
+                .contains("connecting failed (connect ECONNREFUSED 127.0.0.1:1); nothing was sent"),
             "{err}"
         );
     }
