@@ -25,6 +25,8 @@ const TIMEOUT_MS = 200
 // calling after them), while `stopped()` ends it first.
 const HITS_PER_CLIENT = 20_000
 const LOCK_PAIRS_PER_CLIENT = 5_000
+/** The longest the clients run on after the faults for a call begun then to be served. */
+const SERVED_AGAIN_WITHIN_MS = 5_000
 const RULES = {
   gcra: '20/second',
   bucket: '20/second using token_bucket',
@@ -148,22 +150,26 @@ function check(binaries, history, name, args) {
 
 /**
  * Runs `work(client, url, stopped)` for `perUrl` clients per URL while `faults()` plays. Calls begun
- * after the faults must be served again: some of them succeed.
+ * after the faults must be served again: the clients run on until one of them succeeds, for at most
+ * `SERVED_AGAIN_WITHIN_MS` (a lock wait begun before the faults ended can outlast a fixed pause).
  */
 async function runClientsOn(urls, perUrl, work, faults, history) {
   let stopped = false
   const clients = urls.flatMap((url, at) => Array.from({ length: perUrl }, (_, n) => work(`node-${at}-${n}`, url, () => stopped)))
+  // Store calls only: a write to the fenced resource touches no store.
+  const servedAfter = (over) => history.ops.filter((op) => op.invoke_ns > over && op.outcome === 'ok' && op.op !== 'write').length
   let over
   try {
     await faults()
     over = history.nowNs()
+    const deadline = Date.now() + SERVED_AGAIN_WITHIN_MS
     await sleep(500)
+    while (servedAfter(over) === 0 && Date.now() < deadline) await sleep(50)
   } finally {
     stopped = true
     await Promise.all(clients)
   }
-  // Store calls only: a write to the fenced resource touches no store.
-  const served = history.ops.filter((op) => op.invoke_ns > over && op.outcome === 'ok' && op.op !== 'write').length
+  const served = servedAfter(over)
   console.log(`calls served after the faults: ${served}`)
   assert.ok(served > 0, 'no call was served after the faults were over')
 }
