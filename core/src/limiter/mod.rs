@@ -954,7 +954,8 @@ impl Limiter {
     /// [`run`](Self::run) of a request already made (a reservation's, too).
     async fn run_request(&self, request: LimitRequest<'_>) -> Result<Decision> {
         if !self.shared.options.hooks.is_empty() {
-            // Boxed: without hooks, this future stays as small as it was.
+            // Boxed: the hooked call's future stays out of this one, which a reservation awaits inline
+            // (a hit's is boxed once more in `run`: an allocation beside a round trip).
             return Box::pin(self.run_hooked(request)).await;
         }
         let checked = match &self.store {

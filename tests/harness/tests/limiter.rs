@@ -282,4 +282,6 @@ async fn a_wrong_password_over_a_unix_socket_is_never_an_outage() {
             );
         }
     }
+    drop(_server);
+    let _ = std::fs::remove_dir_all(dir);
 }

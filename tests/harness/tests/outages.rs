@@ -228,6 +228,17 @@ async fn a_password_set_on_a_running_server_is_never_an_outage() {
             .arg(&["KILL", "TYPE", "normal"][..])
             .query(&mut admin)
             .unwrap();
+        if !blocking {
+            // Calls pipelined together on the fresh connection: the server refuses the first and
+            // never reads the rest; they fail alike instead of as an outage.
+            let answers = futures_util::future::join_all((0..8).map(|_| hit())).await;
+            for (call, answer) in answers.iter().enumerate() {
+                assert!(
+                    answer.as_ref().is_err_and(|err| err.is_configuration()),
+                    "pipelined call {call}: {answer:?}"
+                );
+            }
+        }
         for call in 0..20 {
             let answer = hit().await;
             assert!(

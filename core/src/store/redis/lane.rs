@@ -345,9 +345,9 @@ impl Link {
             self.bound_by(remaining(deadline, timeout)?);
             match self.socket.read(&mut self.chunk[..]) {
                 Ok(0) => {
-                    return Err(Error::StoreUnavailable(
-                        "the connection closed before the reply came (the command may have run)".into(),
-                    ))
+                    return Err(Error::StoreUnavailable(format!(
+                        "{CLOSED_BEFORE_REPLY} (the command may have run)"
+                    )))
                 }
                 Ok(n) => self.reader.push(&self.chunk[..n]),
                 Err(err) if err.kind() == ErrorKind::Interrupted => {}
@@ -365,13 +365,19 @@ impl Link {
 fn while_connecting(err: Error, timeout: Duration) -> Error {
     match err {
         Error::Timeout(_) => connect_timed_out(timeout, false),
-        Error::StoreUnavailable(_) => Error::StoreUnavailable(
+        Error::StoreUnavailable(why) if why.starts_with(CLOSED_BEFORE_REPLY) => Error::StoreUnavailable(
             "connecting: the connection closed before the server answered AUTH or SELECT; nothing else was sent"
                 .into(),
         ),
+        Error::StoreUnavailable(why) => {
+            Error::StoreUnavailable(format!("connecting: {why}; nothing but AUTH or SELECT was sent"))
+        }
         other => other,
     }
 }
+
+/// How a close before a reply starts its message.
+const CLOSED_BEFORE_REPLY: &str = "the connection closed before the reply came";
 
 /// How much of a write that stopped after `written` bytes left.
 fn sent_so_far(written: usize) -> Written {

@@ -463,13 +463,20 @@ async fn read_replies(reading: std::sync::Weak<Link>, mut reader: tokio::net::tc
         loop {
             match replies.next_reply() {
                 Ok(Some(Reply(value))) => {
-                    if super::reply::closes_connection(&value) {
-                        // The server closes it after this reply: new calls go out on a fresh one.
-                        link.close();
-                    }
+                    let closing = super::reply::closes_connection(&value).then(|| value.clone());
                     let waiter = link.waiting.lock().pop_front();
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(Answer::Reply(Ok(value)));
+                    }
+                    if let Some(reply) = closing {
+                        // The server drops what it has not read and closes the connection: the calls
+                        // behind this one never ran, and fail as it did (a password set since
+                        // connecting refuses them all alike); new calls go out on a fresh connection.
+                        let err = Reply(reply).into_result().err().unwrap_or_else(|| {
+                            Error::Protocol("the server closes the connection after an error".into())
+                        });
+                        link.fail_all(|| err.clone());
+                        return;
                     }
                 }
                 Ok(None) => break,

@@ -591,6 +591,8 @@ impl WireConnection {
         // A socket that never opened took no call to the server.
         let why = if connected {
             format!("connection lost ({why})")
+        } else if why.starts_with("connecting") {
+            format!("{why}; nothing was sent")
         } else {
             format!("connecting failed ({why}); nothing was sent")
         };
