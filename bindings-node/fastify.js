@@ -16,7 +16,9 @@ const { invalidArgument } = require('./lib/errors')
  *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit').
  */
 async function ratelockFastify(fastify, options = {}) {
-  const http = httpLimiterOf(options, ['allowList', 'global', 'hook', 'errorResponseBuilder', 'requestPropertyName'])
+  // `logLevel` and `logSerializers` are Fastify's own options for any plugin it registers.
+  const own = ['allowList', 'global', 'hook', 'errorResponseBuilder', 'requestPropertyName', 'logLevel', 'logSerializers']
+  const http = httpLimiterOf(options, own)
   const allowList = options.allowList
   if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
     throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')

@@ -178,4 +178,5 @@ module.exports = {
   options,
   settings,
   kindSettings,
+  STORE_OPTIONS,
 }

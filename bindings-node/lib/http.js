@@ -6,7 +6,7 @@
 // byte for byte alike. The adapters only read their framework's request and write its response.
 
 const native = require('./native')
-const { Limiter } = require('./limiter')
+const { Limiter, LIMITER_OPTION_NAMES } = require('./limiter')
 const { RatelockError, fromNative, invalidArgument } = require('./errors')
 const check = require('./arguments')
 
@@ -17,12 +17,13 @@ const warn = (message) => {
 
 const isFunction = (value) => typeof value === 'function'
 
-/** The options an `HttpLimiter` takes (any other is an invalid argument naming it). */
-const HTTP_LIMITER_OPTIONS = [
-  'limiter', 'url', 'prefix', 'timeoutMs', 'tlsRootCa', 'maxKeys', 'whenFull', 'onError', 'instances',
-  'defaultAlgorithm', 'keyGenerator', 'skip', 'standardHeaders', 'legacyHeaders', 'partitionKey',
-  'deniedBody', 'statusCode', 'ipv6Subnet', 'trustedProxies', 'proxyHeader',
+/** The options an `HttpLimiter` takes beside a `Limiter`'s (any other is an invalid argument naming it). */
+const HTTP_OWN_OPTIONS = [
+  'limiter', 'keyGenerator', 'skip', 'standardHeaders', 'legacyHeaders', 'partitionKey', 'deniedBody',
+  'statusCode', 'ipv6Subnet', 'trustedProxies', 'proxyHeader',
 ]
+/** Every option an `HttpLimiter` takes: a `Limiter`'s (for the one it makes) and its own. */
+const HTTP_LIMITER_OPTIONS = [...LIMITER_OPTION_NAMES, ...HTTP_OWN_OPTIONS]
 /** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
 const ADAPTER_OPTIONS = [...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', 'rules', 'scope', 'cost']
 
@@ -31,8 +32,9 @@ class HttpLimiter {
   #client
 
   /**
-   * @param {object} [options] `limiter` (a ratelock `Limiter`), or `url`, `prefix`, `timeoutMs`,
-   *   `tlsRootCa`, `maxKeys`, `whenFull`, `onError`, `instances`, `defaultAlgorithm` to make one;
+   * @param {object} [options] `limiter` (a ratelock `Limiter`), or the options of one to make (`url`,
+   *   `prefix`, `timeoutMs`, `tlsRootCa`, `maxKeys`, `whenFull`, `onError`, `instances`,
+   *   `defaultAlgorithm`, `clock`, `shadow`, `denyCache`, `denyCacheMaxAgeMs`, `metrics`);
    *   `keyGenerator(...request)` and `skip(...request)`, the defaults of every limit; the answer
    *   options `standardHeaders`
    *   ('draft-6' | 'draft-7' | 'draft-8' | 'draft-11' | 'latest', true = the latest, false = none; default
@@ -48,18 +50,7 @@ class HttpLimiter {
     }
     // No I/O here (lazy start): an app boots while Redis is down; its requests follow `onError`.
     this.limiter =
-      options.limiter ??
-      new Limiter({
-        url: options.url,
-        prefix: options.prefix,
-        timeoutMs: options.timeoutMs,
-        tlsRootCa: options.tlsRootCa,
-        maxKeys: options.maxKeys,
-        whenFull: options.whenFull,
-        onError: options.onError,
-        instances: options.instances,
-        defaultAlgorithm: options.defaultAlgorithm,
-      })
+      options.limiter ?? new Limiter(Object.fromEntries(LIMITER_OPTION_NAMES.map((name) => [name, options[name]])))
     this.keyGenerator = options.keyGenerator
     this.skip = options.skip
     try {

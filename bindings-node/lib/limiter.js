@@ -19,6 +19,20 @@ const checkInMemory = native.memoryCheckFunction()
 
 /** Distinct rule texts remembered per limiter before the memo starts over (the core's own bound). */
 const RULES_CACHE_LIMIT = 1024
+/** A limiter's own options (beside the store's), with their type checks. */
+const LIMITER_OPTIONS = {
+  onError: check.optionalString,
+  defaultAlgorithm: check.optionalString,
+  clock: check.optionalString,
+  instances: check.optionalNumber,
+  shadow: check.optionalBoolean,
+  denyCache: check.optionalNumber,
+  denyCacheMaxAgeMs: check.optionalNumber,
+  metrics: check.optionalMetrics,
+}
+/** Every option a `Limiter` takes, by name (an `HttpLimiter` passes these on). */
+const LIMITER_OPTION_NAMES = Object.freeze([...Object.keys(check.STORE_OPTIONS), ...Object.keys(LIMITER_OPTIONS)])
+
 /** Each store call's timeout when `timeoutMs` is not given (the addon's default too). */
 const DEFAULT_TIMEOUT_MS = 1000
 
@@ -48,16 +62,7 @@ class Limiter {
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {
-    this.#settings = check.kindSettings('options', options, {
-      onError: check.optionalString,
-      defaultAlgorithm: check.optionalString,
-      clock: check.optionalString,
-      instances: check.optionalNumber,
-      shadow: check.optionalBoolean,
-      denyCache: check.optionalNumber,
-      denyCacheMaxAgeMs: check.optionalNumber,
-      metrics: check.optionalMetrics,
-    })
+    this.#settings = check.kindSettings('options', options, LIMITER_OPTIONS)
     this.#connection = new Connection(() => native.connectLimiter(this.#settings).then((limiter) => this.#opened(limiter)))
   }
 
@@ -157,7 +162,8 @@ class Limiter {
    * Reserves (see `reserve`), then waits until the slot: resolves to the reservation's decision, allowed
    * when the caller may act now, or the denial when the slot was further (nothing spent, no wait).
    * `options.signal` (an `AbortSignal`) cancels the wait: the booking is given back with `refund` and
-   * the promise rejects with the signal's reason.
+   * the promise rejects with the signal's reason (also when the refund fails: that failure is a
+   * process warning, code `RATELOCK_REFUND_FAILED`).
    */
   async wait(key, rules, options) {
     const given = check.options('options', options, ['cost', 'maxWaitMs', 'signal'])
@@ -169,7 +175,7 @@ class Limiter {
     const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
     if (!booked.allowed || booked.retryAfterMs <= 0) return booked
     if (signal?.aborted) {
-      await this.refund(key, rules, { cost: given.cost })
+      await this.#giveBack(key, rules, given.cost)
       throw signal.reason
     }
     await new Promise((resolve, reject) => {
@@ -179,11 +185,23 @@ class Limiter {
       }, Math.ceil(booked.retryAfterMs)) // whole ms: a timer of 100.6 ms may fire at 100, before the slot
       const cancel = () => {
         clearTimeout(timer)
-        this.refund(key, rules, { cost: given.cost }).then(() => reject(signal.reason), (err) => reject(err))
+        this.#giveBack(key, rules, given.cost).then(() => reject(signal.reason))
       }
       signal?.addEventListener('abort', cancel, { once: true })
     })
     return booked
+  }
+
+  /**
+   * Gives an abandoned wait's booking back. The abort's reason is what the wait rejects with whatever
+   * happens here: a refund that fails is only warned of (the booking stays spent).
+   */
+  async #giveBack(key, rules, cost) {
+    try {
+      await this.refund(key, rules, { cost })
+    } catch (error) {
+      process.emitWarning(`the abandoned wait's booking was not given back (${error.name}: ${error.message})`, { code: 'RATELOCK_REFUND_FAILED' })
+    }
   }
 
   /**
@@ -388,4 +406,4 @@ function notInMemory(method) {
   return new ConfigurationError(`${method} answers only on the memory store (a limiter with no url): use ${method.replace('Sync', '')}`)
 }
 
-module.exports = { Limiter }
+module.exports = { Limiter, LIMITER_OPTION_NAMES }

@@ -5,7 +5,7 @@
 
 const native = require('./native')
 const check = require('./arguments')
-const { LockNotOwnedError, StoreUnavailableError } = require('./errors')
+const { LockLostError, LockNotOwnedError, StoreUnavailableError } = require('./errors')
 const { using } = require('./guard')
 const { LeaseGuard } = require('./lease-guard')
 const { LockHandle, LOCK_OPTIONS } = require('./lock-handle')
@@ -14,6 +14,8 @@ class DistributedLock {
   #handle
   /** @type {LeaseGuard[]} */
   #holds = []
+  /** The hold whose release found it lost, until the next hold is taken: what `lostReason` tells of. */
+  #foundLost = null
 
   /**
    * @param {string | Buffer} name
@@ -31,7 +33,7 @@ class DistributedLock {
   async tryAcquire() {
     const hold = await this.#handle.tryAcquire('tryAcquire')
     if (hold === null) return false
-    this.#holds.push(hold)
+    this.#keep(hold)
     return true
   }
 
@@ -41,7 +43,7 @@ class DistributedLock {
    */
   async acquire(options) {
     const hold = await this.#handle.acquire('acquire', options)
-    this.#holds.push(hold)
+    this.#keep(hold)
     return hold.fencingToken
   }
 
@@ -56,6 +58,7 @@ class DistributedLock {
     return hold.release().catch((error) => {
       // The store could not be reached: the hold is still ours, and release can be called again.
       if (error instanceof StoreUnavailableError) this.#holds.push(hold)
+      if (error instanceof LockLostError) this.#foundLost = hold
       throw error
     })
   }
@@ -88,19 +91,22 @@ class DistributedLock {
     return this.#latest()?.fencingToken ?? null
   }
 
-  /** True once the latest hold is known lost. */
+  /** True once the latest hold is known lost (also after its release rejected with `LockLostError`). */
   get lost() {
-    return this.#latest()?.lost ?? false
+    return this.#lastKnown()?.lost ?? false
   }
 
-  /** Why the latest hold was lost (see `Guard.lostReason`); `null` while it is not, or with no hold. */
+  /**
+   * Why the latest hold was lost (see `Guard.lostReason`), also after its release rejected with
+   * `LockLostError`; `null` while it is not, or with no hold.
+   */
   get lostReason() {
-    return this.#latest()?.lostReason ?? null
+    return this.#lastKnown()?.lostReason ?? null
   }
 
   /** The error that refused the latest hold's renewal when `lostReason` is `'failed'`, else `null`. */
   get lostError() {
-    return this.#latest()?.lostError ?? null
+    return this.#lastKnown()?.lostError ?? null
   }
 
   /** Whether anyone holds the lock now. */
@@ -125,6 +131,16 @@ class DistributedLock {
 
   #latest() {
     return this.#holds[this.#holds.length - 1]
+  }
+
+  /** The latest hold, or with none the one whose release found it lost. */
+  #lastKnown() {
+    return this.#latest() ?? this.#foundLost
+  }
+
+  #keep(hold) {
+    this.#holds.push(hold)
+    this.#foundLost = null
   }
 }
 

@@ -147,7 +147,16 @@ test("every adapter refuses an option it does not take, naming it (a peer's wind
   assert.throws(() => hono.rateLimit({ rules: '5/minute', standardHeader: true }), refused('standardHeader'))
   assert.throws(() => new HttpLimiter({ rules: '5/minute' }), refused('rules'))
   await assert.rejects(fastify({ addHook() {}, decorateRequest() {} }, { timeWindow: 60_000 }), refused('timeWindow'))
-  // Each adapter's own options pass.
-  rateLimit({ rules: '5/minute', handler: () => {}, message: 'slow down', requestPropertyName: 'limit' })
-  hono.rateLimit({ rules: '5/minute', getPeer: () => '127.0.0.1' })
+  // Each adapter's own options pass, and a Limiter's for the one it makes.
+  rateLimit({ rules: '5/minute', handler: () => {}, message: 'slow down', requestPropertyName: 'limit', shadow: true })
+  koa.rateLimit({ rules: '5/minute', message: 'slow down', requestPropertyName: 'limit', denyCache: 100 })
+  hono.rateLimit({ rules: '5/minute', getPeer: () => '127.0.0.1', clock: 'local' })
+  await fastify({ addHook() {}, decorateRequest() {} }, {
+    rules: '5/minute', global: true, hook: 'preHandler', allowList: [], errorResponseBuilder: () => ({}), requestPropertyName: 'limit', logLevel: 'warn',
+  })
+  // A Limiter's options reach the limiter an HttpLimiter makes (they were dropped without a word).
+  const shadowing = new HttpLimiter({ shadow: true })
+  await shadowing.limiter.hit('shadowed', '1/minute')
+  const second = await shadowing.limiter.hit('shadowed', '1/minute')
+  assert.ok(second.allowed && second.wouldDeny, 'the shadow option reached the limiter')
 })

@@ -218,3 +218,15 @@ test('on the memory store, lock calls settle without waiting for the event loop 
   assert.ok((await waiting) > 0)
   await lock.release()
 })
+
+test('after release rejects with LockLostError, the lock says how the hold was lost until the next hold', async () => {
+  const lock = new ratelock.DistributedLock(`found-lost-${randomUUID()}`, { ttlMs: 100, autoRenew: false })
+  assert.ok(await lock.tryAcquire())
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await assert.rejects(lock.release(), ratelock.LockLostError)
+  assert.equal(lock.lost, true)
+  assert.equal(lock.lostReason, 'expired')
+  assert.ok(await lock.tryAcquire())
+  assert.equal(lock.lostReason, null)
+  assert.equal(await lock.release(), 'released')
+})

@@ -280,3 +280,26 @@ test('a refused connect says nothing was sent, and a timeout under 1 ms names ti
     return true
   })
 })
+
+test('an aborted wait rejects with the abort reason also when its refund fails (a warning says so)', async () => {
+  const server = await RedisServer.start()
+  const warnings = []
+  const onWarning = (warning) => warnings.push(warning)
+  process.on('warning', onWarning)
+  try {
+    const limiter = new Limiter({ url: server.url, timeoutMs: 300 })
+    await limiter.hit('wait-refund', '1/second burst 1')
+    const controller = new AbortController()
+    const waiting = limiter.wait('wait-refund', '1/second burst 1', { maxWaitMs: 5000, signal: controller.signal })
+    await sleep(300) // inside the wait's sleep of about a second, after its booking
+    await server.stop('SIGKILL')
+    const reason = new Error('the caller gave up')
+    controller.abort(reason)
+    await assert.rejects(waiting, (error) => error === reason)
+    await sleep(10)
+    assert.ok(warnings.some((warning) => warning.code === 'RATELOCK_REFUND_FAILED'), String(warnings))
+  } finally {
+    process.off('warning', onWarning)
+    await server.close()
+  }
+})
