@@ -239,7 +239,8 @@ def test_an_interrupted_wait_propagates_as_itself_when_its_refund_fails(caplog):
 
         previous = signal.signal(signal.SIGALRM, interrupt)
         try:
-            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            # Well inside the wait's sleep of about a second, after its booking.
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
             with pytest.raises(TimeoutError, match="gave up"):
                 limiter.wait(key, "1/second burst 1", max_wait=5)
         finally:
@@ -254,7 +255,7 @@ def test_an_interrupted_wait_propagates_as_itself_when_its_refund_fails(caplog):
             limiter = ratelock.asyncio.Limiter(server.url, timeout=0.4)
             await limiter.hit(key, "1/second burst 1")
             waiting = asyncio.ensure_future(limiter.wait(key, "1/second burst 1", max_wait=5))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)  # well inside the wait's sleep, after its booking
             server.halt(signal.SIGKILL)
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
