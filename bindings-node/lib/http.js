@@ -24,6 +24,8 @@ const HTTP_OWN_OPTIONS = [
 ]
 /** Every option an `HttpLimiter` takes: a `Limiter`'s (for the one it makes) and its own. */
 const HTTP_LIMITER_OPTIONS = [...LIMITER_OPTION_NAMES, ...HTTP_OWN_OPTIONS]
+/** What a limit is made of (`HttpLimiter.limit`). */
+const LIMIT_OPTIONS = ['rules', 'scope', 'keyGenerator', 'cost', 'skip']
 /** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
 const ADAPTER_OPTIONS = [...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', 'rules', 'scope', 'cost']
 
@@ -80,7 +82,8 @@ class HttpLimiter {
    * tenant's plan), `scope` (default 'default'), `keyGenerator`, `cost` (a number or a function), `skip`.
    * @param {{ rules: any, scope?: string, keyGenerator?: Function, cost?: any, skip?: Function }} limit
    */
-  limit({ rules, scope = 'default', keyGenerator, cost = 1, skip }) {
+  limit(limit) {
+    const { rules, scope = 'default', keyGenerator, cost = 1, skip } = check.options('limit', limit, LIMIT_OPTIONS)
     if (typeof rules === 'string') {
       try {
         native.parseRules(rules, this.limiter.defaultAlgorithm)

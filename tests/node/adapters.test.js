@@ -146,6 +146,7 @@ test("every adapter refuses an option it does not take, naming it (a peer's wind
   assert.throws(() => koa.rateLimit({ rules: '5/minute', handler: () => {} }), refused('handler'))
   assert.throws(() => hono.rateLimit({ rules: '5/minute', standardHeader: true }), refused('standardHeader'))
   assert.throws(() => new HttpLimiter({ rules: '5/minute' }), refused('rules'))
+  assert.throws(() => new HttpLimiter().limit({ rules: '5/minute', max: 5 }), refused('max'))
   await assert.rejects(fastify({ addHook() {}, decorateRequest() {} }, { timeWindow: 60_000 }), refused('timeWindow'))
   // Each adapter's own options pass, and a Limiter's for the one it makes.
   rateLimit({ rules: '5/minute', handler: () => {}, message: 'slow down', requestPropertyName: 'limit', shadow: true })
