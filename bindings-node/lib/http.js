@@ -27,7 +27,7 @@ const HTTP_LIMITER_OPTIONS = [...LIMITER_OPTION_NAMES, ...HTTP_OWN_OPTIONS]
 /** What a limit is made of (`HttpLimiter.limit`). */
 const LIMIT_OPTIONS = ['rules', 'scope', 'keyGenerator', 'cost', 'skip']
 /** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
-const ADAPTER_OPTIONS = [...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', 'rules', 'scope', 'cost']
+const ADAPTER_OPTIONS = [...new Set([...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', ...LIMIT_OPTIONS])]
 
 class HttpLimiter {
   #options

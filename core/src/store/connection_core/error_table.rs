@@ -202,6 +202,20 @@ pub fn connect_timed_out(timeout: std::time::Duration, tls: bool) -> Error {
     ))
 }
 
+/// A connection that failed (`why`, or a close when `None`) before the server answered its preamble
+/// (AUTH, SELECT): an outage, and nothing but the preamble was sent, so no call may have run.
+///
+/// ```
+/// let err = ratelock::store::connection_core::preamble_unanswered(None);
+/// assert!(err.is_store_failure() && err.to_string().contains("nothing else was sent"));
+/// ```
+pub fn preamble_unanswered(why: Option<&str>) -> Error {
+    let why = why.unwrap_or("the connection closed");
+    Error::StoreUnavailable(format!(
+        "connecting: {why} before the server answered AUTH or SELECT; nothing else was sent"
+    ))
+}
+
 /// A failure of redis-rs while connecting (a connect timeout is [`connect_timed_out`], not a call's
 /// timeout).
 #[cfg(feature = "redis")]

@@ -30,7 +30,9 @@ use super::script::LuaScript;
 use super::socket_peek::{self, Peeked};
 use super::wire_reader::ReplyReader;
 use crate::error::{Error, Result};
-use crate::store::connection_core::{connect_timed_out, transport_error, CallAttempt, Next, Written};
+use crate::store::connection_core::{
+    connect_timed_out, preamble_unanswered, transport_error, CallAttempt, Next, Written,
+};
 
 pub(crate) struct BlockingLane {
     endpoint: Endpoint,
@@ -365,13 +367,8 @@ impl Link {
 fn while_connecting(err: Error, timeout: Duration) -> Error {
     match err {
         Error::Timeout(_) => connect_timed_out(timeout, false),
-        Error::StoreUnavailable(why) if why.starts_with(CLOSED_BEFORE_REPLY) => Error::StoreUnavailable(
-            "connecting: the connection closed before the server answered AUTH or SELECT; nothing else was sent"
-                .into(),
-        ),
-        Error::StoreUnavailable(why) => {
-            Error::StoreUnavailable(format!("connecting: {why}; nothing but AUTH or SELECT was sent"))
-        }
+        Error::StoreUnavailable(why) if why.starts_with(CLOSED_BEFORE_REPLY) => preamble_unanswered(None),
+        Error::StoreUnavailable(why) => preamble_unanswered(Some(&why)),
         other => other,
     }
 }

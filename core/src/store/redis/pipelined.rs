@@ -30,7 +30,9 @@ use super::endpoint::Endpoint;
 use super::socket_peek::{self, Peeked};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
-use crate::store::connection_core::{connect_timed_out, transport_error, CallAttempt, Next, Written};
+use crate::store::connection_core::{
+    connect_timed_out, preamble_unanswered, transport_error, CallAttempt, Next, Written,
+};
 
 /// The shared connection of one plain server (cheap to clone).
 #[derive(Clone)]
@@ -202,12 +204,7 @@ impl Pipelined {
                 Ok(Answer::Reply(Ok(value))) => value,
                 Ok(Answer::Reply(Err(err))) if !err.is_store_failure() => return Err(err),
                 // Nothing but the preamble was sent: no call may have run.
-                _ => {
-                    return Err(Error::StoreUnavailable(
-                        "connecting: the connection closed before the server answered AUTH or SELECT; nothing else was sent"
-                            .into(),
-                    ))
-                }
+                _ => return Err(preamble_unanswered(None)),
             };
             Reply(value).into_result()?;
         }

@@ -836,26 +836,27 @@ mod tests {
         assert!(matches!(&settled[..], [Settled::Decided(1, d)] if d.degraded && !d.allowed));
         let mut raising = self::connection(policy(FailurePolicy::Raise));
         submit(&mut raising, 2, 1000.0);
-        let settled = raising.closed(true, "reset by peer");
+        let said = raising_call_closed(true, "reset by peer");
+        assert!(said.contains("connection lost (reset by peer)"), "{said}");
+        // A socket that never opened says so: nothing was sent.
+        let said = raising_call_closed(false, "connect ECONNREFUSED 127.0.0.1:1");
+        assert!(
+            said.contains("connecting failed (connect ECONNREFUSED 127.0.0.1:1); nothing was sent"),
+            "{said}"
+        );
+    }
+
+    /// The error one waiting call gets under `raise` when its socket closes (`connected`: it had opened)
+    /// for `why`: a store failure, said as this text.
+    fn raising_call_closed(connected: bool, why: &str) -> String {
+        let mut raising = connection(policy(FailurePolicy::Raise));
+        submit(&mut raising, 2, 1000.0);
+        let settled = raising.closed(connected, why);
         let [Settled::Failed(2, err)] = &settled[..] else {
             panic!("{settled:?}")
         };
-        assert!(
-            err.is_store_failure() && err.to_string().contains("connection lost (reset by peer)"),
-            "{err}"
-        );
-        // A socket that never opened says so: nothing was sent.
-        let mut never = self::connection(policy(FailurePolicy::Raise));
-        submit(&mut never, 3, 1000.0);
-        let settled = never.closed(false, "connect ECONNREFUSED 127.0.0.1:1");
-        let [Settled::Failed(3, err)] = &settled[..] else {
-            panic!("{settled:?}")
-        };
-        assert!(
-            err.to_string()
-                .contains("connecting failed (connect ECONNREFUSED 127.0.0.1:1); nothing was sent"),
-            "{err}"
-        );
+        assert!(err.is_store_failure(), "{err}");
+        err.to_string()
     }
 
     #[test]
