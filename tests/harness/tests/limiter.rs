@@ -243,12 +243,25 @@ async fn a_unix_socket_url_reaches_the_server() {
     let dir = std::env::temp_dir().join(format!("ratelock-unix-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let socket = dir.join("redis.sock").display().to_string();
-    let _server = ratelock_testkit::redis_server::RedisServer::start_with(&["--unixsocket", &socket]);
+    let server = ratelock_testkit::redis_server::RedisServer::start_with(&["--unixsocket", &socket]);
     let limiter = Limiter::connect(&format!("redis+unix://{socket}")).await.unwrap();
     let rules: Rules = "1/minute".parse().unwrap();
     assert!(limiter.hit("over-unix", &rules, 1).await.unwrap().allowed);
     assert!(!limiter.hit("over-unix", &rules, 1).await.unwrap().allowed);
     limiter.ping().await.unwrap();
+    // A connection the server closes while idle is found before the next call is written to it: that
+    // call goes out on a fresh connection (it failed as an outage, "broken pipe").
+    for round in 0..3 {
+        server.kill_clients();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let answer = limiter.peek("over-unix", &rules, 1).await;
+        assert!(
+            answer
+                .as_ref()
+                .is_ok_and(|decision| !decision.degraded && !decision.allowed),
+            "round {round}: {answer:?}"
+        );
+    }
 }
 
 /// A wrong password or db index over a connection redis-rs opens (`redis+unix://`, `rediss://`) is a

@@ -251,6 +251,46 @@ async fn a_password_set_on_a_running_server_is_never_an_outage() {
     }
 }
 
+/// The same over a Unix socket, where redis-rs's reconnecting connection carries the calls: a
+/// connection that was answered `ERR Protocol error` is dropped for a fresh one, so the call after
+/// is never written to the socket the server is closing (it failed as an outage, and was admitted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_set_on_a_running_server_is_never_an_outage_over_a_unix_socket() {
+    let dir = std::env::temp_dir().join(format!("ratelock-unix-pass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("redis.sock").display().to_string();
+    let rules: Rules = "1000/second".parse().unwrap();
+    for round in 0..5 {
+        let server = RedisServer::start_with(&["--unixsocket", &socket]);
+        let limiter = Limiter::connect_with(
+            &format!("redis+unix://{socket}"),
+            options(FailurePolicy::Allow, 300),
+        )
+        .await
+        .unwrap();
+        assert!(!limiter.hit("k", &rules, 1).await.unwrap().degraded);
+        let mut admin = server.connection();
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "requirepass", "sekret"][..])
+            .query(&mut admin)
+            .unwrap();
+        let _: redis::Value = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal"][..])
+            .query(&mut admin)
+            .unwrap();
+        for call in 0..20 {
+            let answer = limiter.hit("k", &rules, 1).await;
+            assert!(
+                answer
+                    .as_ref()
+                    .is_err_and(|err| err.is_configuration() && err.to_string().contains("password")),
+                "round {round}, call {call}: {answer:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_wait_rides_out_an_outage_and_try_acquire_fails_fast() {
     let mut server = RedisServer::start();

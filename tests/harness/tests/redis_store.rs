@@ -217,6 +217,19 @@ async fn rediss_with_a_private_certificate_authority() {
     let limiter = Limiter::connect_with(&url, opts).await.unwrap();
     let rules: Rules = "2/minute".parse().unwrap();
     assert_eq!(limiter.hit("k", &rules, 1).await.unwrap().remaining, 1);
+    // A connection the server closes while idle (an idle timeout, CLIENT KILL) is found before the next
+    // call is written to it: that call goes out on a fresh connection (it failed as an outage).
+    for round in 0..3 {
+        server.kill_clients();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let answer = limiter.peek("k", &rules, 1).await;
+        assert!(
+            answer
+                .as_ref()
+                .is_ok_and(|decision| !decision.degraded && decision.allowed),
+            "round {round}: {answer:?}"
+        );
+    }
     // Without trusting the private CA the handshake must fail, not silently downgrade.
     let untrusted = Limiter::connect_with(&url, options(2_000)).await.unwrap();
     let refused = untrusted.ping().await;

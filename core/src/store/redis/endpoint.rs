@@ -1,6 +1,7 @@
-//! Where a single-server `redis://` (or, for the wire path, `rediss://`) URL points, and the preamble
-//! (`AUTH`, `SELECT`) every new connection to it sends first: shared by the pipelined connection, the
-//! blocking lane, the breaker's probe and the wire path.
+//! Where a single-server `redis://` URL points (for the wire path, `rediss://` too; for the pipelined
+//! connection, also `rediss://` and `redis+unix://`), and the preamble (`AUTH`, `SELECT`) every new
+//! connection to it sends first: shared by the pipelined connection, the blocking lane, the breaker's
+//! probe and the wire path.
 
 use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion};
 
@@ -30,6 +31,8 @@ pub struct Endpoint {
     preamble_replies: usize,
     server_code: ServerCode,
     tls: bool,
+    /// The Unix socket's path (`redis+unix://`), in place of the host and port.
+    unix: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -41,6 +44,7 @@ impl std::fmt::Debug for Endpoint {
             .field("preamble_replies", &self.preamble_replies)
             .field("server_code", &self.server_code)
             .field("tls", &self.tls)
+            .field("unix", &self.unix)
             .finish()
     }
 }
@@ -64,19 +68,36 @@ impl Endpoint {
         if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Ok(None);
         }
+        Self::parsed(url)
+    }
+
+    /// The endpoint of ratelock's own pipelined connection: as [`for_wire`](Self::for_wire), and
+    /// `redis+unix://PATH` (or `unix://PATH`) too, a Unix socket.
+    pub(crate) fn for_pipelined(url: &str) -> Result<Option<Endpoint>> {
+        let url = url.trim();
+        if url.starts_with("redis+unix://") || url.starts_with("unix://") {
+            return Self::parsed(url);
+        }
+        Self::for_wire(url)
+    }
+
+    /// The endpoint of a URL whose scheme was checked: `None` for an address no own socket serves (TLS
+    /// with verification off).
+    fn parsed(url: &str) -> Result<Option<Endpoint>> {
         let (url, server_code) = take_from_url(url)?;
         let info = url
             .as_str()
             .into_connection_info()
             .map_err(|err| Error::invalid_argument("url", err))?;
-        let (host, port, tls) = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => (host, port, false),
+        let (host, port, tls, unix) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => (host.clone(), *port, false, None),
             ConnectionAddr::TcpTls {
                 host,
                 port,
                 insecure: false,
                 ..
-            } => (host, port, true),
+            } => (host.clone(), *port, true, None),
+            ConnectionAddr::Unix(path) => (path.display().to_string(), 0, false, Some(path.clone())),
             _ => return Ok(None),
         };
         let settings = info.redis_settings();
@@ -100,21 +121,22 @@ impl Endpoint {
             preamble_replies += 1;
         }
         Ok(Some(Endpoint {
-            host: host.clone(),
-            port: *port,
+            host,
+            port,
             preamble,
             preamble_replies,
             server_code: server_code.unwrap_or_default(),
             tls,
+            unix,
         }))
     }
 
-    /// The host to connect to (a name or an address).
+    /// The host to connect to (a name or an address; a Unix socket's path for `redis+unix://`).
     pub fn host(&self) -> &str {
         &self.host
     }
 
-    /// The TCP port.
+    /// The TCP port (0 for a Unix socket).
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -124,6 +146,11 @@ impl Endpoint {
     /// [`host`](Self::host).
     pub fn tls(&self) -> bool {
         self.tls
+    }
+
+    /// The Unix socket's path, for a `redis+unix://` endpoint ([`host`](Self::host) is the same path).
+    pub(crate) fn unix_path(&self) -> Option<&std::path::Path> {
+        self.unix.as_deref()
     }
 
     /// The commands to write first on every new connection (`AUTH`, `SELECT`; empty when none).
@@ -175,6 +202,26 @@ mod tests {
         assert!(!Endpoint::for_wire("redis://h/").unwrap().unwrap().tls());
         // Verification off stays on the store's connection, which does what the URL asks.
         assert_eq!(Endpoint::for_wire("rediss://h/#insecure").unwrap(), None);
+    }
+
+    #[test]
+    fn the_pipelined_connection_serves_unix_sockets_and_verified_tls() {
+        let unix = Endpoint::for_pipelined("redis+unix:///tmp/r.sock?pass=pw&db=3")
+            .unwrap()
+            .unwrap();
+        assert_eq!(unix.unix_path(), Some(std::path::Path::new("/tmp/r.sock")));
+        assert_eq!((unix.host(), unix.preamble_replies()), ("/tmp/r.sock", 2));
+        assert!(!unix.tls());
+        let tls = Endpoint::for_pipelined("rediss://h:6380/").unwrap().unwrap();
+        assert!(tls.tls() && tls.unix_path().is_none());
+        for url in [
+            "rediss://h/#insecure",
+            "redis+cluster://a:1,b:2",
+            "redis+sentinel://a:1/m",
+            "redis+unix:///tmp/r.sock?protocol=resp3",
+        ] {
+            assert_eq!(Endpoint::for_pipelined(url).unwrap(), None, "{url}");
+        }
     }
 
     #[test]

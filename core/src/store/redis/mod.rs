@@ -1,6 +1,7 @@
-//! The Redis store: one reconnecting multiplexed connection (redis-rs `ConnectionManager`) shared by
-//! every call, EVALSHA with a SCRIPT LOAD on NOSCRIPT, a timeout on every call, and never a replay
-//! after an ambiguous failure (a timed-out or dropped command may have run).
+//! The Redis store: one connection per process shared by every call (ratelock's own pipelined
+//! connection to one server, over TCP, TLS or a Unix socket; redis-rs's for a cluster and Sentinel),
+//! EVALSHA with a SCRIPT LOAD on NOSCRIPT, a timeout on every call, and never a replay after an
+//! ambiguous failure (a timed-out or dropped command may have run).
 
 pub(crate) mod call_tag;
 pub(crate) mod commands;
@@ -19,6 +20,7 @@ mod route_walk;
 mod script;
 pub(crate) mod server_code;
 mod socket_peek;
+mod stream;
 pub(crate) mod subscriber;
 pub mod wire;
 mod wire_call;
@@ -208,7 +210,7 @@ impl RedisStore {
                 connection: tokio::sync::OnceCell::new(),
                 subscriber: Subscriber::new(shared.source.clone(), timeout),
                 // The lane talks to one plain redis:// server: not for a cluster, nor for a master that
-                // can change (nor TLS or a Unix socket, which stay on the multiplexed connection).
+                // can change (nor TLS or a Unix socket, which the pipelined connection serves alone).
                 lane: endpoint.clone().map(|endpoint| {
                     std::sync::Arc::new(BlockingLane::new(endpoint, timeout, gate.clone(), opened.clone()))
                 }),
@@ -268,9 +270,19 @@ impl RedisStore {
                         .await
                         .map_err(failed);
                 }
-                if let Some(endpoint) = self.connections().endpoint.clone() {
-                    let plain =
-                        Pipelined::new(endpoint, shared.timeout, self.connections().code.generation());
+                // One server over TCP, TLS or a Unix socket: ratelock's own connection, which finds a
+                // connection closed while idle before writing a call to it.
+                let own = match self.connections().endpoint.clone() {
+                    Some(endpoint) => Some(endpoint),
+                    None => Endpoint::for_pipelined(&shared.url)?,
+                };
+                if let Some(endpoint) = own {
+                    let plain = Pipelined::new(
+                        endpoint,
+                        shared.tls_root_ca.clone(),
+                        shared.timeout,
+                        self.connections().code.generation(),
+                    );
                     plain.open().await?;
                     return Ok(SharedConnection::Plain(plain));
                 }

@@ -1,4 +1,5 @@
-//! The async connection to one plain `redis://` server: one socket shared by every call of the process,
+//! The async connection to one server (`redis://`, `rediss://`, `redis+unix://`): one socket shared by
+//! every call of the process,
 //! calls pipelined (a writer task drains every queued call into one write, a reader task matches
 //! replies to calls in the same order; a lone caller, with nothing queued or in flight, writes its
 //! call itself and saves the writer task's wake-up), replacing redis-rs's reconnecting manager there so that the
@@ -12,7 +13,8 @@
 //! Whether a call may go out again is [`CallAttempt`]'s answer. The store reports what its calls meet
 //! to its circuit breaker; a call that times out also retires the connection it went out on.
 //!
-//! TLS, Unix sockets, cluster and Sentinel stay on redis-rs's connections.
+//! The socket is TCP, a Unix socket or TLS over TCP (see `stream.rs`). TLS with verification off
+//! (`#insecure`), cluster and Sentinel stay on redis-rs's connections.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,20 +23,19 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::endpoint::Endpoint;
 use super::socket_peek::{self, Peeked};
+use super::stream::{self, Opened, ReadHalf, WriteHalf};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
 use crate::store::connection_core::{
     connect_timed_out, preamble_unanswered, transport_error, CallAttempt, Next, Written,
 };
 
-/// The shared connection of one plain server (cheap to clone).
+/// The shared connection of one server (cheap to clone).
 #[derive(Clone)]
 pub(crate) struct Pipelined {
     shared: Arc<Shared>,
@@ -42,6 +43,8 @@ pub(crate) struct Pipelined {
 
 struct Shared {
     endpoint: Endpoint,
+    /// `rediss://`: the PEM certificate(s) trusted in place of the public roots.
+    tls_root_ca: Option<Vec<u8>>,
     timeout: Duration,
     /// The open link, read without waiting by every call.
     current: Mutex<Option<Arc<Link>>>,
@@ -54,13 +57,17 @@ struct Shared {
 /// One socket: its write half, the queue of its writer task, the calls waiting for replies in write
 /// order, and whether it is closed (the reader met the end of the stream, or a write failed).
 struct Link {
-    writer: OwnedWriteHalf,
+    writer: WriteHalf,
     outgoing: mpsc::UnboundedSender<Outgoing>,
     /// Calls handed to the writer task and not yet written (queued, or in its current write). Held
     /// while a call is queued or written directly, so that bytes leave in the order answers wait.
     unwritten: Mutex<usize>,
     waiting: Mutex<VecDeque<oneshot::Sender<Answer>>>,
     closed: AtomicBool,
+    /// The error of a reply after which the server closed the connection (`ERR Protocol error`, as to a
+    /// client that has not authenticated since a password was set): what a call that this link left
+    /// unsent answers when it cannot go out again, since the server refuses every call alike.
+    refusal: Mutex<Option<Error>>,
     #[cfg(unix)]
     fd: std::os::fd::RawFd,
 }
@@ -82,12 +89,18 @@ enum Answer {
 }
 
 impl Pipelined {
-    /// A connection to one plain `redis://` server; nothing is opened yet. `opened` is bumped at
-    /// every new socket.
-    pub(crate) fn new(endpoint: Endpoint, timeout: Duration, opened: Arc<AtomicU64>) -> Self {
+    /// A connection to the server `endpoint` names; nothing is opened yet. `opened` is bumped at every
+    /// new socket; on `rediss://`, `tls_root_ca` (PEM) is trusted in place of the public roots.
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        tls_root_ca: Option<Vec<u8>>,
+        timeout: Duration,
+        opened: Arc<AtomicU64>,
+    ) -> Self {
         Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
+                tls_root_ca,
                 timeout,
                 current: Mutex::new(None),
                 link: tokio::sync::Mutex::new(()),
@@ -128,18 +141,21 @@ impl Pipelined {
                         Err(_) => return Err(closed_before_reply()),
                     },
                 };
-                stale = Some(link);
                 if attempt.written(written) != Next::ResendOnFresh {
-                    return Err(Error::StoreUnavailable(
-                        "the connection closed twice before the call could be sent".into(),
-                    ));
+                    // A server that refused a call and closed the connection refuses this one too.
+                    return Err(link.refusal.lock().clone().unwrap_or_else(|| {
+                        Error::StoreUnavailable(
+                            "the connection closed twice before the call could be sent".into(),
+                        )
+                    }));
                 }
+                stale = Some(link);
             }
         };
         let replied = match tokio::time::timeout(timeout, call).await {
             Ok(reply) => reply,
             // No connection opened in time: the call never left.
-            Err(_) if used.is_none() => Err(connect_timed_out(timeout, false)),
+            Err(_) if used.is_none() => Err(connect_timed_out(timeout, self.shared.endpoint.tls())),
             Err(_) => Err(Error::Timeout(timeout)),
         };
         if let (Err(Error::Timeout(_)), Some(link)) = (&replied, used) {
@@ -160,7 +176,8 @@ impl Pipelined {
         if let Some(link) = self.usable(stale) {
             return Ok(link);
         }
-        let link = self.connect().await?;
+        // Boxed: a connect (a TLS handshake's, too) is a deep future that every call's would carry.
+        let link = Box::pin(self.connect()).await?;
         *self.shared.current.lock() = Some(link.clone());
         self.shared.opened.fetch_add(1, Ordering::Release);
         Ok(link)
@@ -180,10 +197,7 @@ impl Pipelined {
     /// Connects, sends the preamble (AUTH, SELECT) and starts the reader task.
     async fn connect(&self) -> Result<Arc<Link>> {
         let endpoint = &self.shared.endpoint;
-        let socket = TcpStream::connect((endpoint.host(), endpoint.port()))
-            .await
-            .map_err(|err| transport_error(&err, "connecting"))?;
-        let _ = socket.set_nodelay(true);
+        let socket = stream::open(endpoint, self.shared.tls_root_ca.as_deref()).await?;
         // The preamble's replies wait first; the reader task starts once they are queued.
         let mut setup = Vec::new();
         let waiting = (0..endpoint.preamble_replies())
@@ -216,17 +230,19 @@ impl Link {
     /// Writes `preamble` on `socket`, then makes its link and starts its writer and reader tasks;
     /// `waiting` holds the preamble's answers.
     async fn start(
-        socket: TcpStream,
+        socket: Opened,
         waiting: VecDeque<oneshot::Sender<Answer>>,
         preamble: &[u8],
     ) -> Result<Arc<Link>> {
-        #[cfg(unix)]
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-        let (reader, mut writer) = socket.into_split();
-        writer
-            .write_all(preamble)
-            .await
-            .map_err(|err| transport_error(&err, "connecting"))?;
+        let Opened {
+            reader,
+            writer,
+            #[cfg(unix)]
+            fd,
+        } = socket;
+        if let (_, Some(err)) = writer.write_counted(preamble).await {
+            return Err(transport_error(&err, "connecting"));
+        }
         let (outgoing, queue) = mpsc::unbounded_channel();
         let link = Arc::new(Link {
             writer,
@@ -234,6 +250,7 @@ impl Link {
             unwritten: Mutex::new(0),
             waiting: Mutex::new(waiting),
             closed: AtomicBool::new(false),
+            refusal: Mutex::new(None),
             #[cfg(unix)]
             fd,
         });
@@ -406,22 +423,11 @@ async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedRece
                 bytes_of.push(bytes);
             }
         }
-        let mut written = 0;
-        let failed = loop {
-            if written == batch.len() {
-                break None;
-            }
-            match open.writer.try_write(&batch[written..]) {
-                Ok(0) => break Some("the connection is closed".to_owned()),
-                Ok(n) => written += n,
-                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
-                    if let Err(err) = open.writer.writable().await {
-                        break Some(format!("sending: {err}"));
-                    }
-                }
-                Err(err) => break Some(format!("sending: {err}")),
-            }
-        };
+        let (written, failed) = open.writer.write_counted(&batch).await;
+        let failed = failed.map(|err| match err.kind() {
+            std::io::ErrorKind::WriteZero => "the connection is closed".to_owned(),
+            _ => format!("sending: {err}"),
+        });
         let Some(why) = failed else {
             *open.unwritten.lock() -= taken;
             continue;
@@ -446,7 +452,7 @@ async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedRece
 
 /// A link's reader task: matches each reply to the oldest waiting call; at the end of the stream or
 /// an unreadable reply, fails every call still waiting (they may have run).
-async fn read_replies(reading: std::sync::Weak<Link>, mut reader: tokio::net::tcp::OwnedReadHalf) {
+async fn read_replies(reading: std::sync::Weak<Link>, mut reader: ReadHalf) {
     let mut replies = ReplyReader::new();
     let mut chunk = vec![0u8; 16 * 1024];
     let why = loop {
@@ -472,6 +478,7 @@ async fn read_replies(reading: std::sync::Weak<Link>, mut reader: tokio::net::tc
                         let err = Reply(reply).into_result().err().unwrap_or_else(|| {
                             Error::Protocol("the server closes the connection after an error".into())
                         });
+                        *link.refusal.lock() = Some(err.clone());
                         link.fail_all(|| err.clone());
                         return;
                     }
@@ -498,6 +505,7 @@ fn closed_before_reply() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
     use tokio::net::TcpSocket;
 
     /// The value a call's answer carries.
@@ -520,7 +528,9 @@ mod tests {
         client.set_send_buffer_size(4096).unwrap();
         let socket = client.connect(listener.local_addr().unwrap()).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
-        let link = Link::start(socket, VecDeque::new(), &[]).await.unwrap();
+        let link = Link::start(Opened::tcp(socket), VecDeque::new(), &[])
+            .await
+            .unwrap();
 
         let (big, small) = (vec![b'a'; 1 << 20], b"bbbb".to_vec());
         let (first, first_heard) = oneshot::channel();

@@ -1,0 +1,243 @@
+//! The byte stream under ratelock's own pipelined connection: TCP, a Unix socket (`redis+unix://`), or
+//! TLS over TCP (`rediss://`: rustls, verifying the server's certificate against `tls_root_ca` or the
+//! public roots, and its name against the URL's host), opened and split into a read half and a write
+//! half. The socket's descriptor stays visible, so that an idle connection can be peeked at for a
+//! close before a call is written to it, whatever runs over it.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+#[cfg(feature = "tls")]
+use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::net::{tcp, TcpStream};
+#[cfg(unix)]
+use tokio::net::{unix, UnixStream};
+
+use super::endpoint::Endpoint;
+use crate::error::Result;
+use crate::store::connection_core::transport_error;
+
+#[cfg(feature = "tls")]
+type TlsStream = tokio_rustls::client::TlsStream<TcpStream>;
+
+/// A connection's read half.
+pub(crate) enum ReadHalf {
+    Tcp(tcp::OwnedReadHalf),
+    #[cfg(unix)]
+    Unix(unix::OwnedReadHalf),
+    #[cfg(feature = "tls")]
+    Tls(tokio::io::ReadHalf<TlsStream>),
+}
+
+/// A connection's write half. TCP and Unix sockets take a write without waiting (a lone caller writes
+/// its own call); TLS writes go through the connection's writer task, one at a time.
+pub(crate) enum WriteHalf {
+    Tcp(tcp::OwnedWriteHalf),
+    #[cfg(unix)]
+    Unix(unix::OwnedWriteHalf),
+    #[cfg(feature = "tls")]
+    Tls(tokio::sync::Mutex<tokio::io::WriteHalf<TlsStream>>),
+}
+
+/// An open connection: its halves, and its socket's descriptor (for peeking at a close).
+pub(crate) struct Opened {
+    pub(crate) reader: ReadHalf,
+    pub(crate) writer: WriteHalf,
+    #[cfg(unix)]
+    pub(crate) fd: std::os::fd::RawFd,
+}
+
+/// Opens a connection to `endpoint`; on `rediss://`, `tls_root_ca` (PEM) is trusted in place of the
+/// public roots. A refused certificate is a configuration error; anything else that fails is an outage.
+pub(crate) async fn open(endpoint: &Endpoint, tls_root_ca: Option<&[u8]>) -> Result<Opened> {
+    #[cfg(unix)]
+    if let Some(path) = endpoint.unix_path() {
+        let socket = UnixStream::connect(path)
+            .await
+            .map_err(|err| transport_error(&err, "connecting"))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+        let (reader, writer) = socket.into_split();
+        return Ok(Opened {
+            reader: ReadHalf::Unix(reader),
+            writer: WriteHalf::Unix(writer),
+            fd,
+        });
+    }
+    let socket = TcpStream::connect((endpoint.host(), endpoint.port()))
+        .await
+        .map_err(|err| transport_error(&err, "connecting"))?;
+    let _ = socket.set_nodelay(true);
+    if endpoint.tls() {
+        #[cfg(feature = "tls")]
+        {
+            #[cfg(unix)]
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+            let tls = tls::handshake(socket, endpoint.host(), tls_root_ca).await?;
+            let (reader, writer) = tokio::io::split(tls);
+            return Ok(Opened {
+                reader: ReadHalf::Tls(reader),
+                writer: WriteHalf::Tls(tokio::sync::Mutex::new(writer)),
+                #[cfg(unix)]
+                fd,
+            });
+        }
+        #[cfg(not(feature = "tls"))]
+        return Err(crate::error::Error::invalid_argument(
+            "url",
+            "rediss:// needs ratelock's `tls` feature",
+        ));
+    }
+    let _ = tls_root_ca;
+    Ok(Opened::tcp(socket))
+}
+
+impl Opened {
+    /// A plain TCP connection's halves.
+    pub(crate) fn tcp(socket: TcpStream) -> Opened {
+        #[cfg(unix)]
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+        let (reader, writer) = socket.into_split();
+        Opened {
+            reader: ReadHalf::Tcp(reader),
+            writer: WriteHalf::Tcp(writer),
+            #[cfg(unix)]
+            fd,
+        }
+    }
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(reader) => Pin::new(reader).poll_read(cx, buf),
+            #[cfg(unix)]
+            ReadHalf::Unix(reader) => Pin::new(reader).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
+            ReadHalf::Tls(reader) => Pin::new(reader).poll_read(cx, buf),
+        }
+    }
+}
+
+impl WriteHalf {
+    /// Writes what the socket takes now, without waiting; `WouldBlock` when it takes nothing now, and
+    /// always on TLS (whose writes the writer task makes).
+    pub(crate) fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            WriteHalf::Tcp(writer) => writer.try_write(bytes),
+            #[cfg(unix)]
+            WriteHalf::Unix(writer) => writer.try_write(bytes),
+            #[cfg(feature = "tls")]
+            WriteHalf::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Writes all of `bytes`, waiting as needed: how many bytes left, and the failure that stopped it,
+    /// if any (a TLS write is flushed to the socket before it counts as whole).
+    pub(crate) async fn write_counted(&self, bytes: &[u8]) -> (usize, Option<io::Error>) {
+        let mut written = 0;
+        match self {
+            WriteHalf::Tcp(writer) => {
+                while written < bytes.len() {
+                    match writer.try_write(&bytes[written..]) {
+                        Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
+                        Ok(sent) => written += sent,
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                            if let Err(err) = writer.writable().await {
+                                return (written, Some(err));
+                            }
+                        }
+                        Err(err) => return (written, Some(err)),
+                    }
+                }
+            }
+            #[cfg(unix)]
+            WriteHalf::Unix(writer) => {
+                while written < bytes.len() {
+                    match writer.try_write(&bytes[written..]) {
+                        Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
+                        Ok(sent) => written += sent,
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                            if let Err(err) = writer.writable().await {
+                                return (written, Some(err));
+                            }
+                        }
+                        Err(err) => return (written, Some(err)),
+                    }
+                }
+            }
+            #[cfg(feature = "tls")]
+            WriteHalf::Tls(writer) => {
+                let mut writer = writer.lock().await;
+                while written < bytes.len() {
+                    match writer.write(&bytes[written..]).await {
+                        Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
+                        Ok(sent) => written += sent,
+                        Err(err) => return (written, Some(err)),
+                    }
+                }
+                // Bytes rustls took may still wait in its buffer: they count once they reach the socket
+                // (a failure now may have sent some of them).
+                if let Err(err) = writer.flush().await {
+                    return (written, Some(err));
+                }
+            }
+        }
+        (written, None)
+    }
+}
+
+#[cfg(feature = "tls")]
+mod tls {
+    use std::sync::Arc;
+
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use tokio::net::TcpStream;
+
+    use super::TlsStream;
+    use crate::error::{Error, Result};
+    use crate::store::connection_core::{connection_failure, SETTING_TLS};
+
+    /// The TLS handshake over `socket`, verifying the server's certificate for `host`.
+    pub(super) async fn handshake(
+        socket: TcpStream,
+        host: &str,
+        tls_root_ca: Option<&[u8]>,
+    ) -> Result<TlsStream> {
+        let config = client_config(tls_root_ca)?;
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|err| Error::invalid_argument("url", format!("the host {host:?}: {err}")))?;
+        tokio_rustls::TlsConnector::from(config)
+            .connect(name, socket)
+            .await
+            .map_err(|err| connection_failure(&format!("connecting (TLS handshake): {err}")))
+    }
+
+    /// The client's TLS settings: `tls_root_ca`'s certificates as the only trusted roots, else the
+    /// public (webpki) ones; no client certificate.
+    fn client_config(tls_root_ca: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
+        let mut roots = rustls::RootCertStore::empty();
+        match tls_root_ca {
+            Some(pem) => {
+                for certificate in CertificateDer::pem_slice_iter(pem) {
+                    let certificate = certificate.map_err(|err| {
+                        Error::configuration(SETTING_TLS, format!("the PEM does not parse: {err}"))
+                    })?;
+                    roots.add(certificate).map_err(|err| {
+                        Error::configuration(SETTING_TLS, format!("a certificate is not a CA: {err}"))
+                    })?;
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|err| Error::configuration(SETTING_TLS, err))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Arc::new(config))
+    }
+}
