@@ -68,6 +68,9 @@ struct Link {
     /// client that has not authenticated since a password was set): what a call that this link left
     /// unsent answers when it cannot go out again, since the server refuses every call alike.
     refusal: Mutex<Option<Error>>,
+    /// Set, and waiters woken, when the reader task has ended (the stream ended, or a reply closed it).
+    reader_ended: AtomicBool,
+    reader_end: tokio::sync::Notify,
     #[cfg(unix)]
     fd: std::os::fd::RawFd,
 }
@@ -141,9 +144,12 @@ impl Pipelined {
                         Err(_) => return Err(closed_before_reply()),
                     },
                 };
+                // The bytes came back: the call is on no connection (a timeout now sent nothing).
+                used = None;
                 if attempt.written(written) != Next::ResendOnFresh {
-                    // A server that refused a call and closed the connection refuses this one too.
-                    return Err(link.refusal.lock().clone().unwrap_or_else(|| {
+                    // A server that refused a call and closed the connection refuses this one too
+                    // (its reply may still wait for the reader when the write failed first).
+                    return Err(link.refusal_once_read().await.unwrap_or_else(|| {
                         Error::StoreUnavailable(
                             "the connection closed twice before the call could be sent".into(),
                         )
@@ -251,11 +257,13 @@ impl Link {
             waiting: Mutex::new(waiting),
             closed: AtomicBool::new(false),
             refusal: Mutex::new(None),
+            reader_ended: AtomicBool::new(false),
+            reader_end: tokio::sync::Notify::new(),
             #[cfg(unix)]
             fd,
         });
         tokio::spawn(write_calls(Arc::downgrade(&link), queue));
-        tokio::spawn(read_replies(Arc::downgrade(&link), reader));
+        tokio::spawn(read_until_the_end(Arc::downgrade(&link), reader));
         Ok(link)
     }
 
@@ -296,6 +304,11 @@ impl Link {
         let mut answer = Some(answer);
         if *unwritten == 0 {
             let mut waiting = self.waiting.lock();
+            if self.closed.load(Ordering::Acquire) {
+                // Closed since the caller took it (its reader may have failed every waiting call and
+                // ended): nothing would answer this one.
+                return Err(bytes);
+            }
             if waiting.is_empty() {
                 match self.writer.try_write(&bytes) {
                     Ok(sent) if sent == bytes.len() => {
@@ -339,6 +352,16 @@ impl Link {
         self.closed.store(true, Ordering::Release);
     }
 
+    /// The reply that made the server close this link, once the reader task has read what the server
+    /// sent before closing (waiting for it at most [`READER_GRACE`]): `None` when none came.
+    async fn refusal_once_read(&self) -> Option<Error> {
+        let ended = self.reader_end.notified();
+        if !self.reader_ended.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(READER_GRACE, ended).await;
+        }
+        self.refusal.lock().clone()
+    }
+
     /// Fails every waiting call with `error()` and marks the link closed.
     fn fail_all(&self, error: impl Fn() -> Error) {
         self.close();
@@ -348,6 +371,10 @@ impl Link {
         }
     }
 }
+
+/// How long a failed write waits for the reader task to read what the server sent before the
+/// connection broke (a refusal, such as `ERR Protocol error`, is every waiting call's answer then).
+const READER_GRACE: Duration = Duration::from_millis(100);
 
 /// The most bytes gathered into one write.
 const BATCH_BYTES: usize = 256 * 1024;
@@ -416,12 +443,25 @@ async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedRece
         // The answers are queued before the bytes leave, so that the replies find them in order.
         let count = answers.len();
         let mut bytes_of = Vec::with_capacity(count);
-        {
+        let closed_meanwhile = {
             let mut waiting = open.waiting.lock();
-            for (answer, bytes) in answers {
-                waiting.push_back(answer);
-                bytes_of.push(bytes);
+            // Checked again under the lock that failing every waiting call takes: a reader that has
+            // done so since (and ended) would never answer calls queued now.
+            let closed = open.closed.load(Ordering::Acquire);
+            if !closed {
+                for (answer, bytes) in answers.drain(..) {
+                    waiting.push_back(answer);
+                    bytes_of.push(bytes);
+                }
             }
+            closed
+        };
+        if closed_meanwhile {
+            for (answer, bytes) in answers {
+                let _ = answer.send(Answer::Unsent(bytes));
+            }
+            *open.unwritten.lock() -= taken;
+            continue;
         }
         let (written, failed) = open.writer.write_counted(&batch).await;
         let failed = failed.map(|err| match err.kind() {
@@ -444,15 +484,28 @@ async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedRece
                 let _ = answer.send(Answer::Unsent(bytes));
             }
         } else {
+            // What the server answered before the connection broke is read first: a refusal it sent
+            // then (and closed after) is the answer of every call still waiting.
+            let _ = open.refusal_once_read().await;
             open.fail_all(|| Error::StoreUnavailable(format!("{why} (the command may have run)")));
         }
         *open.unwritten.lock() -= taken;
     }
 }
 
-/// A link's reader task: matches each reply to the oldest waiting call; at the end of the stream or
-/// an unreadable reply, fails every call still waiting (they may have run).
-async fn read_replies(reading: std::sync::Weak<Link>, mut reader: ReadHalf) {
+/// A link's reader task ([`read_replies`]), then the news that it ended, for calls waiting to know
+/// whether the server refused them before it closed the connection.
+async fn read_until_the_end(reading: std::sync::Weak<Link>, reader: ReadHalf) {
+    read_replies(&reading, reader).await;
+    if let Some(link) = reading.upgrade() {
+        link.reader_ended.store(true, Ordering::Release);
+        link.reader_end.notify_waiters();
+    }
+}
+
+/// Matches each reply to the oldest waiting call; at the end of the stream or an unreadable reply,
+/// fails every call still waiting (they may have run).
+async fn read_replies(reading: &std::sync::Weak<Link>, mut reader: ReadHalf) {
     let mut replies = ReplyReader::new();
     let mut chunk = vec![0u8; 16 * 1024];
     let why = loop {
