@@ -489,9 +489,13 @@ end
 -- nothing of the call; the Functions library defines them once, at load, and EVALSHA on every call
 -- that takes the general path)
 
+-- The math functions the general path uses, as upvalues (a global's field is two lookups per use), set
+-- by each call (a Functions library cannot read `math` while it loads).
+local floor, max, min = nil, nil, nil
+
 -- floor(a / b) for non-negative integers below 2^53, exact despite rounding in the float division.
 local function idiv(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -510,7 +514,7 @@ end
 -- keeps a call sequence with an explicit `now` (tests, client clocks) from racing real-time expiry.
 local MIN_TTL_MS = 1000
 local function px(us)
-  return math.max(cdiv(us, 1000), MIN_TTL_MS)
+  return max(cdiv(us, 1000), MIN_TTL_MS)
 end
 
 local function gcd(a, b)
@@ -553,7 +557,7 @@ end
 local function calendar_window(code, offset_minutes, now)
   local HOUR, DAY = 3600000000, 86400000000
   local offset = offset_minutes * 60000000
-  local here = math.max(now + offset, 0)
+  local here = max(now + offset, 0)
   local day = idiv(here, DAY)
   local index, ends
   if code == 'ch' then
@@ -584,7 +588,7 @@ local function rule_gcra(key, now, cost, limit, period, burst)
   if tat < now then tat = now end
   local new_tat = tat + cost * t
   local allow_at = new_tat - tau
-  local remaining = idiv(math.max(now + tau - tat, 0), t)
+  local remaining = idiv(max(now + tau - tat, 0), t)
   if allow_at > now then
     return { 0, limit, remaining, tat - now, allow_at - now }
   end
@@ -646,9 +650,9 @@ local function rule_leaky(key, now, cost, limit, period, burst)
   end
   -- A reservation may have left `last` ahead of now: as of now, the funnel also holds what drains
   -- until then.
-  if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
+  if now > last then level = max(level - (now - last), 0) else level = level + (last - now) end
   last = now
-  local remaining, drained = idiv(math.max(capacity - level, 0), t), level
+  local remaining, drained = idiv(max(capacity - level, 0), t), level
   if level + pour > capacity then
     return { 0, limit, remaining, level, level + pour - capacity }
   end
@@ -666,7 +670,7 @@ local function count_in_window(key, now, cost, limit, window, ends)
   local w, c = stored(v[1], key), stored(v[2], key)
   if w == window then count = c or 0 end
   local reset = ends - now
-  local remaining = math.max(limit - count, 0)
+  local remaining = max(limit - count, 0)
   if count + cost > limit then
     return { 0, limit, remaining, reset, reset }
   end
@@ -716,18 +720,18 @@ local function rule_sliding(key, now, cost, limit, period)
   local function reset_for(c)
     if c > 0 then return rem + period elseif prev > 0 then return rem else return 0 end
   end
-  local remaining, wait = math.max(math.floor(limit - used), 0), reset_for(cur)
+  local remaining, wait = max(floor(limit - used), 0), reset_for(cur)
   if used + cost > limit then
     local retry
     if cur + cost <= limit then
       local room = limit - cur - cost
-      local guess = math.min(math.max(rem - math.floor(room * period / prev), 0), rem)
+      local guess = min(max(rem - floor(room * period / prev), 0), rem)
       retry = settle(guess, rem, function(wait)
         return prev * (rem - wait) / period + cur + cost <= limit
       end)
     else
       local room = limit - cost
-      local guess = math.min(math.max(period - math.floor(room * period / cur), 0), period)
+      local guess = min(max(period - floor(room * period / cur), 0), period)
       retry = rem + settle(guess, period, function(into)
         return cur * (period - into) / period + cost <= limit
       end)
@@ -736,7 +740,7 @@ local function rule_sliding(key, now, cost, limit, period)
   end
   local count = cur + cost
   local reset = reset_for(count)
-  return { 1, limit, math.max(math.floor(limit - (used + cost)), 0), reset, 0, remaining, wait }, function(alone)
+  return { 1, limit, max(floor(limit - (used + cost)), 0), reset, 0, remaining, wait }, function(alone)
     if alone and w == window then
       -- The window's first hit set the expiry (the next window's end, or a second on): it stands.
       redis.call('HSET', key, 'c', count)
@@ -753,8 +757,8 @@ local function rule_log(key, now, cost, limit, period)
   local count = redis.call('ZCARD', key)
   local newest = nil
   if count > 0 then newest = stored(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2], key) end
-  local remaining, wait = math.max(limit - count, 0), 0
-  if newest ~= nil then wait = math.max(newest + period - now, 0) end
+  local remaining, wait = max(limit - count, 0), 0
+  if newest ~= nil then wait = max(newest + period - now, 0) end
   if count + cost > limit then
     local k = count + cost - limit
     local kth = stored(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2], key)
@@ -781,6 +785,23 @@ local rules_by_code = {
   fw = rule_fixed, sw = rule_sliding, sl = rule_log,
   ch = rule_calendar, cd = rule_calendar, cw = rule_calendar, cm = rule_calendar, cy = rule_calendar,
 }
+
+-- Five zeros per rule, up to 100 rules, so that a reply is made at its full size at once (it would
+-- otherwise grow, and be copied, as it fills). Only a Functions library has them: it makes them once,
+-- at load; EVALSHA would make them on every call.
+local ZEROS = nil
+if redis.register_function then
+  ZEROS = {}
+  for i = 1, 500 do ZEROS[i] = 0 end
+end
+
+-- The general path's rule lists as checked from their arguments, by those arguments' text (the cost,
+-- then each rule's code, limit, period, burst and block): a Functions library keeps them from one
+-- call to the next, as it keeps the fast path's rules, so that a call reads its rules' arguments once
+-- rather than on every call. At most MAX_READ_RULES lists are kept; one more starts anew.
+local read_rule_lists = nil
+if redis.register_function then read_rule_lists = {} end
+local read_rule_list_count = 0
 
 -- The calendar windows' codes (ratelock::CalendarUnit::code).
 local CALENDAR_UNITS = { ch = true, cd = true, cw = true, cm = true, cy = true }
@@ -813,13 +834,14 @@ end
 -- ratelock: end of definitions
 
 -- The call's own arguments, checked before any rule is looked at.
+floor, max, min = math.floor, math.max, math.min
 local mode = ARGV[1]
 if mode ~= 'hit' and mode ~= 'peek' and mode ~= 'refund' and mode ~= 'reserve' then
   return redis.error_reply('ERR ratelock: mode must be "hit", "peek", "refund" or "reserve"')
 end
 local now = now_us(ARGV[2])
 local cost = tonumber(ARGV[3])
-if cost == nil or cost < 1 or cost ~= math.floor(cost) then
+if cost == nil or cost < 1 or cost ~= floor(cost) then
   return redis.error_reply('ERR ratelock: cost must be an integer >= 1')
 end
 local reserving = mode == 'reserve'
@@ -838,8 +860,9 @@ end
 -- Under an override, replaced[i] = { limit, burst, token fields or nil } for each rule it replaces.
 local replaced = nil
 
--- Every rule's code, limit, period, burst and block as given, checked once (five entries per rule).
-local given = {}
+-- Every rule's code, limit, period, burst and block as given, checked once (five entries per rule);
+-- kept by a Functions library for the next call with the same arguments, so never changed.
+local given = nil
 
 -- Rule i's code, limit, period, burst and block; under an override, the replaced limit and burst
 -- (checked when the override was read).
@@ -855,11 +878,24 @@ local function token_fields(i)
   if replaced and replaced[i] and replaced[i][3] then return replaced[i][3], replaced[i][4] end
   return 't', 'l'
 end
-for i = 1, rules do
-  local code, limit, period, burst, block = checked_rule(ARGV, i, cost)
-  if type(code) == 'table' then return code end
-  local at = 5 * (i - 1)
-  given[at + 1], given[at + 2], given[at + 3], given[at + 4], given[at + 5] = code, limit, period, burst, block
+local given_text = nil
+if read_rule_lists then
+  given_text = table.concat(ARGV, ' ', 3, 3 + 5 * rules)
+  given = read_rule_lists[given_text]
+end
+if not given then
+  given = {}
+  for i = 1, rules do
+    local code, limit, period, burst, block = checked_rule(ARGV, i, cost)
+    if type(code) == 'table' then return code end
+    local at = 5 * (i - 1)
+    given[at + 1], given[at + 2], given[at + 3], given[at + 4], given[at + 5] = code, limit, period, burst, block
+  end
+  if read_rule_lists then
+    if read_rule_list_count >= MAX_READ_RULES then read_rule_lists, read_rule_list_count = {}, 0 end
+    read_rule_lists[given_text] = given
+    read_rule_list_count = read_rule_list_count + 1
+  end
 end
 
 -- "reserve" (ratelock::algorithm::reserve): the last ARGV is the longest wait in µs; only the bucket
@@ -931,7 +967,7 @@ if mode == 'refund' then
     if code == 'g' then
       local tat = stored(redis.call('GET', key), key)
       if tat ~= nil and tat > now then
-        redis.call('SET', key, math.max(tat - cost * cdiv(period, limit), now), 'KEEPTTL')
+        redis.call('SET', key, max(tat - cost * cdiv(period, limit), now), 'KEEPTTL')
       end
     elseif code == 'tb' then
       local g = gcd(limit, period)
@@ -948,14 +984,14 @@ if mode == 'refund' then
             tokens = tokens + (now - last) * rate
           end
         end
-        redis.call('HSET', key, tf, math.min(tokens + cost * scale, capacity), lf, math.max(last, now))
+        redis.call('HSET', key, tf, min(tokens + cost * scale, capacity), lf, max(last, now))
       end
     elseif code == 'lb' then
       local v = redis.call('HMGET', key, 'v', 'l')
       local level, last = stored(v[1], key), stored(v[2], key)
       if level ~= nil and last ~= nil then
-        if now > last then level = math.max(level - (now - last), 0) else level = level + (last - now) end
-        redis.call('HSET', key, 'v', math.max(level - cost * cdiv(period, limit), 0), 'l', now)
+        if now > last then level = max(level - (now - last), 0) else level = level + (last - now) end
+        redis.call('HSET', key, 'v', max(level - cost * cdiv(period, limit), 0), 'l', now)
       end
     elseif code == 'fw' or code == 'sw' or CALENDAR_UNITS[code] then
       local v = redis.call('HMGET', key, 'w', 'c')
@@ -963,12 +999,12 @@ if mode == 'refund' then
       local current = idiv(now, period)
       if CALENDAR_UNITS[code] then current = calendar_window(code, period, now) end
       if w ~= nil and w == current then
-        redis.call('HSET', key, 'c', math.max((c or 0) - cost, 0))
+        redis.call('HSET', key, 'c', max((c or 0) - cost, 0))
       end
     else
       redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
       local count = redis.call('ZCARD', key)
-      if count > 0 then redis.call('ZPOPMAX', key, math.min(cost, count)) end
+      if count > 0 then redis.call('ZPOPMAX', key, min(cost, count)) end
     end
   end
   mode = 'peek'
@@ -1043,10 +1079,20 @@ elseif (mode == 'hit' or reserving) and all_allowed then
   -- Keys named twice in one call may change under their later reads: then every rule writes all of
   -- its fields and its expiry (as the module does), else a window written within the window it holds
   -- keeps the expiry its first hit set.
-  local named, alone = {}, true
-  for i = 1, rules do
-    if named[KEYS[i]] then alone = false end
-    named[KEYS[i]] = true
+  local alone = true
+  if rules <= 8 then
+    -- A few rules (the usual case) are compared pairwise, which builds no table.
+    for i = 2, rules do
+      for j = 1, i - 1 do
+        if KEYS[i] == KEYS[j] then alone = false end
+      end
+    end
+  else
+    local named = {}
+    for i = 1, rules do
+      if named[KEYS[i]] then alone = false end
+      named[KEYS[i]] = true
+    end
   end
   for i = 1, rules do writes[i](alone) end
 end
@@ -1060,6 +1106,7 @@ if mode == 'hit' and not all_allowed then
   end
 end
 local reply, n = { 0 }, 1
+if ZEROS then reply = { 0, unpack(ZEROS, 1, 5 * rules) } end
 if ban > 0 then
   redis.call('SET', entry_key, 'b' .. int(now + ban), 'PX', px(ban))
   reply[1] = 1
