@@ -168,5 +168,9 @@ def test_async_lock_errors_are_typed(store_url):
         assert sync_view.force_release()
         with pytest.raises(ratelock.LockLost):
             await holder.release()
+        # The hold its release found lost answers a wait for its loss at once (not LockNotOwned).
+        assert await holder.wait_lost(5) is True
+        with pytest.raises(ratelock.LockNotOwned):
+            await waiter.wait_lost(0)
 
     asyncio.run(run())

@@ -79,6 +79,8 @@ def test_a_release_that_finds_the_hold_lost_leaves_why_to_read(store_url):
     with pytest.raises(ratelock.LockLost):
         lock.release()
     assert lock.lost and lock.lost_reason == "expired" and lock.lost_error is None
+    # Waiting for the loss of a hold already found lost answers at once (it raised LockNotOwned).
+    assert lock.wait_lost(5) is True
     assert lock.acquire()
     assert not lock.lost and lock.lost_reason is None
     assert lock.release() == "released"

@@ -28,8 +28,9 @@ class AsyncHolding(Holds[G], Asynchronous):
         await self._latest().extend_async(self._lease(ttl))
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
-        """Waits until the latest hold is lost or ``timeout`` seconds pass; returns whether it was lost."""
-        return await self._latest().wait_lost_async(timeout)
+        """Waits until the latest hold is lost or ``timeout`` seconds pass; returns whether it was lost
+        (``True`` at once after ``release`` raised ``LockLost``)."""
+        return await self._watched().wait_lost_async(timeout)
 
     async def __aenter__(self: S) -> S:
         await self.acquire()

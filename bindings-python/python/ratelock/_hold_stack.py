@@ -86,6 +86,15 @@ class Holds(Generic[G]):
                 raise LockNotOwned(f"this instance holds no {self._what}")
             return self._guards[-1]
 
+    def _watched(self) -> G:
+        """The hold ``wait_lost`` watches: the latest, or with none the one whose release found it lost
+        (whose wait answers at once)."""
+        with self._mutex:
+            last = self._last()
+            if last is None:
+                raise LockNotOwned(f"this instance holds no {self._what}")
+            return last
+
     def _lease(self, ttl: Optional[float]) -> float:
         """``ttl``, or the lock's own when ``None``."""
         return self._ttl if ttl is None else ttl

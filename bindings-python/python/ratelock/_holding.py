@@ -31,8 +31,9 @@ class Holding(Holds[G], Blocking):
         self._latest().extend(self._lease(ttl))
 
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
-        """Blocks until the latest hold is lost or ``timeout`` seconds pass; returns whether it was lost."""
-        return self._latest().wait_lost(timeout)
+        """Blocks until the latest hold is lost or ``timeout`` seconds pass; returns whether it was lost
+        (``True`` at once after ``release`` raised ``LockLost``)."""
+        return self._watched().wait_lost(timeout)
 
     def __enter__(self: S) -> S:
         self.acquire()
