@@ -191,10 +191,10 @@ pub(crate) fn paths(connection: &mut redis::Connection, with_module: bool, with_
 }
 
 /// The three rules of different algorithms checked together: a row for each path.
-const THREE_RULES_LABEL: &str = "3 rules (gcra + sliding_window + fixed_window)";
+pub(crate) const THREE_RULES_LABEL: &str = "3 rules (gcra + sliding_window + fixed_window)";
 /// Three GCRA rules checked together: how a call's cost grows with its rules when every rule does the
 /// same work.
-const THREE_GCRA_LABEL: &str = "3 GCRA rules (100/minute; 1000/hour; 10/second)";
+pub(crate) const THREE_GCRA_LABEL: &str = "3 GCRA rules (100/minute; 1000/hour; 10/second)";
 
 /// The name of the module's single GCRA rule in the rows ("server µs per call: <name>").
 pub(crate) const MODULE_GCRA_NAME: &str = "ratelock module RATELOCK.LIMIT, one GCRA rule";
