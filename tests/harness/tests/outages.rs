@@ -17,6 +17,19 @@ fn options(policy: FailurePolicy, timeout_ms: u64) -> LimiterOptions {
         .with_timeout(Duration::from_millis(timeout_ms))
 }
 
+/// Sets a password on the running server and closes every client's connection (this one's included).
+fn set_a_password_and_drop_the_clients(server: &RedisServer) {
+    let mut admin = server.connection();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "sekret"][..])
+        .query(&mut admin)
+        .unwrap();
+    let _: redis::Value = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal"][..])
+        .query(&mut admin)
+        .unwrap();
+}
+
 /// Hits until a decision is not degraded (the server is used again), within `budget`.
 async fn until_recovered(limiter: &Limiter, rules: &Rules, budget: Duration) -> Duration {
     let started = Instant::now();
@@ -227,18 +240,7 @@ async fn a_password_set_on_a_running_server_is_never_an_outage() {
             }
         };
         assert!(!hit().await.unwrap().degraded);
-        let mut admin = redis::Client::open(server.url())
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "requirepass", "sekret"][..])
-            .query(&mut admin)
-            .unwrap();
-        let _: redis::Value = redis::cmd("CLIENT")
-            .arg(&["KILL", "TYPE", "normal"][..])
-            .query(&mut admin)
-            .unwrap();
+        set_a_password_and_drop_the_clients(&server);
         if !blocking {
             // Calls pipelined together on the fresh connection: the server refuses the first and
             // never reads the rest; they fail alike instead of as an outage.
@@ -280,15 +282,7 @@ async fn a_password_set_on_a_running_server_is_never_an_outage_over_a_unix_socke
         .await
         .unwrap();
         assert!(!limiter.hit("k", &rules, 1).await.unwrap().degraded);
-        let mut admin = server.connection();
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "requirepass", "sekret"][..])
-            .query(&mut admin)
-            .unwrap();
-        let _: redis::Value = redis::cmd("CLIENT")
-            .arg(&["KILL", "TYPE", "normal"][..])
-            .query(&mut admin)
-            .unwrap();
+        set_a_password_and_drop_the_clients(&server);
         for call in 0..20 {
             let answer = limiter.hit("k", &rules, 1).await;
             assert!(

@@ -136,39 +136,17 @@ impl WriteHalf {
     /// Writes all of `bytes`, waiting as needed: how many bytes left, and the failure that stopped it,
     /// if any (a TLS write is flushed to the socket before it counts as whole).
     pub(crate) async fn write_counted(&self, bytes: &[u8]) -> (usize, Option<io::Error>) {
-        let mut written = 0;
         match self {
             WriteHalf::Tcp(writer) => {
-                while written < bytes.len() {
-                    match writer.try_write(&bytes[written..]) {
-                        Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
-                        Ok(sent) => written += sent,
-                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                            if let Err(err) = writer.writable().await {
-                                return (written, Some(err));
-                            }
-                        }
-                        Err(err) => return (written, Some(err)),
-                    }
-                }
+                write_when_ready(bytes, |rest| writer.try_write(rest), || writer.writable()).await
             }
             #[cfg(unix)]
             WriteHalf::Unix(writer) => {
-                while written < bytes.len() {
-                    match writer.try_write(&bytes[written..]) {
-                        Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
-                        Ok(sent) => written += sent,
-                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                            if let Err(err) = writer.writable().await {
-                                return (written, Some(err));
-                            }
-                        }
-                        Err(err) => return (written, Some(err)),
-                    }
-                }
+                write_when_ready(bytes, |rest| writer.try_write(rest), || writer.writable()).await
             }
             #[cfg(feature = "tls")]
             WriteHalf::Tls(writer) => {
+                let mut written = 0;
                 let mut writer = writer.lock().await;
                 while written < bytes.len() {
                     match writer.write(&bytes[written..]).await {
@@ -182,10 +160,33 @@ impl WriteHalf {
                 if let Err(err) = writer.flush().await {
                     return (written, Some(err));
                 }
+                (written, None)
             }
         }
-        (written, None)
     }
+}
+
+/// Writes all of `bytes` through a socket half's `try_write`, waiting on its `writable` whenever it
+/// takes nothing: how many bytes left, and the failure that stopped it, if any.
+async fn write_when_ready<Ready: std::future::Future<Output = io::Result<()>>>(
+    bytes: &[u8],
+    try_write: impl Fn(&[u8]) -> io::Result<usize>,
+    writable: impl Fn() -> Ready,
+) -> (usize, Option<io::Error>) {
+    let mut written = 0;
+    while written < bytes.len() {
+        match try_write(&bytes[written..]) {
+            Ok(0) => return (written, Some(io::ErrorKind::WriteZero.into())),
+            Ok(sent) => written += sent,
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                if let Err(err) = writable().await {
+                    return (written, Some(err));
+                }
+            }
+            Err(err) => return (written, Some(err)),
+        }
+    }
+    (written, None)
 }
 
 #[cfg(feature = "tls")]
