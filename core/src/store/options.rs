@@ -193,11 +193,12 @@ impl StoreOptions {
     }
 }
 
-/// `Ok` when `pem` holds at least one certificate and every one reads as a trust anchor (what a TLS
-/// handshake checks the server's chain against): a CA given as anything else would trust nothing, and
-/// every connection would fail later with a less clear error. `name` is the option's name in errors.
+/// The trust anchors `pem` holds (what a TLS handshake checks the server's chain against), when it holds
+/// at least one certificate and every one reads as such: a CA given as anything else would trust
+/// nothing, and every connection would fail later with a less clear error. `name` is the option's name
+/// in errors.
 #[cfg(feature = "tls")]
-fn read_certificates(pem: &[u8], name: &'static str) -> Result<()> {
+pub(crate) fn read_certificates(pem: &[u8], name: &'static str) -> Result<rustls::RootCertStore> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();
@@ -215,7 +216,7 @@ fn read_certificates(pem: &[u8], name: &'static str) -> Result<()> {
             "holds no PEM certificate (a block from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----)",
         ));
     }
-    Ok(())
+    Ok(roots)
 }
 
 impl Default for StoreOptions {

@@ -193,8 +193,7 @@ async fn write_when_ready<Ready: std::future::Future<Output = io::Result<()>>>(
 mod tls {
     use std::sync::Arc;
 
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
+    use rustls::pki_types::ServerName;
     use tokio::net::TcpStream;
 
     use super::TlsStream;
@@ -216,23 +215,14 @@ mod tls {
             .map_err(|err| connection_failure(&format!("connecting (TLS handshake): {err}")))
     }
 
-    /// The client's TLS settings: `tls_root_ca`'s certificates as the only trusted roots, else the
-    /// public (webpki) ones; no client certificate.
+    /// The client's TLS settings: `tls_root_ca`'s certificates as the only trusted roots (read as the
+    /// store's options read them when they were made), else the public (webpki) ones; no client
+    /// certificate.
     fn client_config(tls_root_ca: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
-        let mut roots = rustls::RootCertStore::empty();
-        match tls_root_ca {
-            Some(pem) => {
-                for certificate in CertificateDer::pem_slice_iter(pem) {
-                    let certificate = certificate.map_err(|err| {
-                        Error::configuration(SETTING_TLS, format!("the PEM does not parse: {err}"))
-                    })?;
-                    roots.add(certificate).map_err(|err| {
-                        Error::configuration(SETTING_TLS, format!("a certificate is not a CA: {err}"))
-                    })?;
-                }
-            }
-            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-        }
+        let roots = match tls_root_ca {
+            Some(pem) => crate::store::options::read_certificates(pem, "tls_root_ca")?,
+            None => rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        };
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
