@@ -62,9 +62,8 @@ if op == 'acquire' or op == 'try' then
   if not holder and (not head or head == id) then
     redis.call('LREM', queue, 0, id)
     redis.call('ZREM', places, id)
-    local fence = next_fence(counter, now)
-    redis.call('SET', counter, int(fence))
-    redis.call('HSET', holder_key, 'i', id, 'f', int(fence), 'e', int(now + ttl_us))
+    local fence, text = mint_fence(counter, now)
+    redis.call('HSET', holder_key, 'i', id, 'f', text, 'e', int(now + ttl_us))
     expire_at(holder_key, now + ttl_us)
     return { 1, fence, 0 }
   end

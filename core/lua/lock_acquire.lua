@@ -31,10 +31,9 @@ local px = string.format('%d', math.ceil(ttl_us / 1000))
 -- server about 5,000 instructions more than this HGET's string).
 local holder = redis.call('HGET', lease, 'o')
 if holder == false then
-  local fence = next_fence(counter, now)
-  local text = string.format('%d', fence)
-  redis.call('SET', counter, text)
-  redis.call('HSET', lease, 'o', owner, 'n', 1, 'f', text)
+  local fence, text = mint_fence(counter, now)
+  -- '1' as text: a number argument is formatted by the server's Lua on every call.
+  redis.call('HSET', lease, 'o', owner, 'n', '1', 'f', text)
   redis.call('PEXPIRE', lease, px)
   return { 1, fence, 1 }
 end

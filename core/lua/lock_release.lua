@@ -21,7 +21,8 @@ local held = redis.call('HMGET', KEYS[1], 'o', 'n', 'f')
 if held[1] == false then
   return { 0, 0 }
 end
-if held[1] ~= ARGV[1] or tonumber(held[3]) ~= tonumber(ARGV[3]) then
+-- The tokens' texts first: both are written as decimals, and comparing them reads no number.
+if held[1] ~= ARGV[1] or (held[3] ~= ARGV[3] and tonumber(held[3]) ~= tonumber(ARGV[3])) then
   return { -1, 0 }
 end
 local holds = tonumber(held[2]) or 1

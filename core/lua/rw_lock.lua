@@ -47,11 +47,6 @@ if writer and writer_ends <= now then
   redis.call('DEL', writer_key)
   writer = false
 end
-local function mint()
-  local fence = next_fence(counter, now)
-  redis.call('SET', counter, int(fence))
-  return fence
-end
 
 if op == 'acquire' then
   local ttl_us, waiter_ttl_us = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -67,16 +62,16 @@ if op == 'acquire' then
     if prefer_writers and lapses then
       return { 0, lapses - now }
     end
-    local fence = mint()
-    redis.call('ZADD', readers, int(now + ttl_us), int(fence) .. ':' .. id)
+    local fence, text = mint_fence(counter, now)
+    redis.call('ZADD', readers, int(now + ttl_us), text .. ':' .. id)
     expire_at(readers, latest(readers))
     return { 1, fence }
   end
   local busy_until = writer and writer_ends or earliest(readers)
   if not busy_until then
     redis.call('ZREM', waiting, id)
-    local fence = mint()
-    redis.call('HSET', writer_key, 'i', id, 'f', int(fence), 'e', int(now + ttl_us))
+    local fence, text = mint_fence(counter, now)
+    redis.call('HSET', writer_key, 'i', id, 'f', text, 'e', int(now + ttl_us))
     expire_at(writer_key, now + ttl_us)
     return { 1, fence }
   end

@@ -238,7 +238,7 @@ pub fn stored(raw: Option<&[u8]>, key: &[u8]) -> Result<Option<u64>, String> {
 }
 
 /// The last fencing token of the counter at `key` read back (`stored`, 0 when absent), refused at
-/// 2^53 - 1: no further token would be exact in every client (`next_fence` in `prelude.lua`).
+/// 2^53 - 1: no further token would be exact in every client (`mint_fence` in `fence.lua`).
 pub fn fence_counter(raw: Option<&[u8]>, key: &[u8]) -> Result<u64, String> {
     let last = stored(raw, key)?.unwrap_or(0);
     if last >= MAX_EXACT {

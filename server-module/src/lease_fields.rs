@@ -112,7 +112,7 @@ pub fn read_counter(cx: &Context, key: &[u8]) -> Result<u64, String> {
 }
 
 /// Fails the call when the counter at `key` is not a number ratelock writes, or can mint no further
-/// token (the scripts' `stored` and `next_fence`): for the calls that mint a token or report the counter.
+/// token (the scripts' `stored` and `mint_fence`): for the calls that mint a token or report the counter.
 pub fn check_counter(cx: &Context, key: &[u8]) -> Result<(), String> {
     crate::args::fence_counter(ReadKey::open(cx, key).string()?, key).map(drop)
 }

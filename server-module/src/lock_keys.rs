@@ -109,7 +109,7 @@ fn read_counter(stored: &impl KeyRead) -> Result<u64, String> {
 }
 
 /// Fails the call when the counter is not a number ratelock writes or can mint no further token (the
-/// scripts' `stored` and `next_fence`): for a call that mints a token or reports the counter.
+/// scripts' `stored` and `mint_fence`): for a call that mints a token or reports the counter.
 pub fn check_counter(stored: &impl KeyRead, key: &[u8]) -> Result<(), String> {
     crate::args::fence_counter(stored.string()?, key).map(drop)
 }

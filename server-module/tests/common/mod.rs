@@ -235,7 +235,7 @@ pub fn lua_script(name: &str) -> String {
     let lua = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/lua/");
     let prelude = std::fs::read_to_string(format!("{lua}prelude.lua")).unwrap();
     let body = std::fs::read_to_string(format!("{lua}{name}.lua")).unwrap();
-    let fence = if body.contains("next_fence(") {
+    let fence = if body.contains("mint_fence(") {
         std::fs::read_to_string(format!("{lua}fence.lua")).unwrap()
     } else {
         String::new()

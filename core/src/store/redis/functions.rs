@@ -4,7 +4,7 @@
 //! them) keep EVALSHA.
 //!
 //! The library is lean: what every call would otherwise build again is built once, when the library
-//! loads. The prelude (`now_us`, `stored`, `int`, `next_fence`) and each script's definitions (the
+//! loads. The prelude (`now_us`, `stored`, `int`, `mint_fence`) and each script's definitions (the
 //! part between `-- ratelock: definitions` and `-- ratelock: end of definitions`: functions and
 //! constant tables that use nothing of the call) run at load; each function then runs the rest of its
 //! script, the very text EVALSHA runs, with its parameters named `KEYS` and `ARGV`, inside the same
@@ -210,7 +210,7 @@ mod tests {
         let first_function = LIBRARY.code.find("local function script_").unwrap();
         for helper in [
             "local function now_us(",
-            "local function next_fence(",
+            "local function mint_fence(",
             "local function idiv(",
             "local function rule_token(",
             "local rules_by_code = {",

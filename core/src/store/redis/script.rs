@@ -4,7 +4,7 @@
 //! it: a table reply with the tag appended as its last element, any other as `{tag, reply}` (error
 //! replies pass through as they are). See `call_tag.rs`. Inside the envelope,
 //! `lua/prelude.lua` (the clock and integer helpers every script uses) comes before the script's body,
-//! and `lua/fence.lua` (fencing tokens) too when the body calls `next_fence`.
+//! and `lua/fence.lua` (fencing tokens) too when the body calls `mint_fence`.
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -56,7 +56,7 @@ impl LuaScript {
 /// assert!(sent.contains("return 7") && sent.contains("table.remove(ARGV)"));
 /// ```
 pub fn tagged_script(source: &str) -> String {
-    let fence = if source.contains("next_fence(") { FENCE } else { "" };
+    let fence = if source.contains("mint_fence(") { FENCE } else { "" };
     format!(
         "local ratelock_call_tag = table.remove(ARGV)\n\
          local ratelock_reply = (function()\n{PRELUDE}\n{fence}\n{source}\nend)()\n\
@@ -80,7 +80,7 @@ fn script(name: &'static str, source: &'static str, module_command: &'static str
 
 /// What every script's body may use (`now_us`, `stored`, `int`).
 pub(crate) const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
-/// `next_fence`, placed after the prelude only in front of the scripts that call it.
+/// `mint_fence`, placed after the prelude only in front of the scripts that call it.
 pub(crate) const FENCE: &str = include_str!("../../../lua/fence.lua");
 
 /// `limit.lua`: hit and peek over all rules of a key.
