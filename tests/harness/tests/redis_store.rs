@@ -237,6 +237,21 @@ async fn rediss_with_a_private_certificate_authority() {
         refused.as_ref().is_err_and(Error::is_configuration),
         "a certificate from an unknown CA must be refused as a configuration error: {refused:?}"
     );
+    // `#insecure` turns verification off (a server with a self-signed certificate, as some managed
+    // services have): its connection is found closed while idle as well.
+    let insecure = Limiter::connect_with(&format!("{url}#insecure"), options(2_000))
+        .await
+        .unwrap();
+    assert_eq!(insecure.hit("k", &rules, 1).await.unwrap().remaining, 0);
+    for round in 0..3 {
+        server.kill_clients();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let answer = insecure.peek("k", &rules, 1).await;
+        assert!(
+            answer.as_ref().is_ok_and(|decision| !decision.degraded),
+            "#insecure, round {round}: {answer:?}"
+        );
+    }
     // rediss:// to the plain port: redis-server reads the TLS hello as the start of a command and
     // waits. The connect runs out of time with nothing sent, and says so (not "may have run").
     let plain = format!("rediss://localhost:{}/", server.port());

@@ -1,6 +1,6 @@
 //! The Redis store's shared async connection: ratelock's own pipelined connection to one server
-//! (`redis://`, `rediss://`, `redis+unix://`), or redis-rs's reconnecting one where that does not
-//! serve the URL (`#insecure`, RESP3); redis-rs's cluster connection (`redis+cluster://a:p,b:p`), which routes
+//! (`redis://`, `rediss://` with or without `#insecure`, `redis+unix://`), or redis-rs's reconnecting
+//! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection (`redis+cluster://a:p,b:p`), which routes
 //! each command by its first key's slot and follows MOVED/ASK (every script call keeps all its keys in
 //! one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
 //! the sentinels name (`redis+sentinel://a:p,b:p/mastername`), asked again after a failure.
@@ -23,8 +23,8 @@ pub(crate) enum SharedConnection {
     /// One server over TCP, TLS or a Unix socket: ratelock's own pipelined connection (see
     /// `pipelined.rs`).
     Plain(super::pipelined::Pipelined),
-    /// One server the pipelined connection does not serve (TLS with verification off, `#insecure`;
-    /// `?protocol=resp3`): redis-rs's reconnecting manager.
+    /// One server the pipelined connection does not serve (`?protocol=resp3`): redis-rs's
+    /// reconnecting manager.
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster_async::ClusterConnection),

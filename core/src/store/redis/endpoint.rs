@@ -31,6 +31,8 @@ pub struct Endpoint {
     preamble_replies: usize,
     server_code: ServerCode,
     tls: bool,
+    /// TLS with the server's certificate and name left unchecked (`rediss://...#insecure`).
+    insecure: bool,
     /// The Unix socket's path (`redis+unix://`), in place of the host and port.
     unix: Option<std::path::PathBuf>,
 }
@@ -44,6 +46,7 @@ impl std::fmt::Debug for Endpoint {
             .field("preamble_replies", &self.preamble_replies)
             .field("server_code", &self.server_code)
             .field("tls", &self.tls)
+            .field("insecure", &self.insecure)
             .field("unix", &self.unix)
             .finish()
     }
@@ -68,36 +71,34 @@ impl Endpoint {
         if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Ok(None);
         }
-        Self::parsed(url)
+        Ok(Self::parsed(url)?.filter(|endpoint| !endpoint.insecure))
     }
 
     /// The endpoint of ratelock's own pipelined connection: as [`for_wire`](Self::for_wire), and
-    /// `redis+unix://PATH` (or `unix://PATH`) too, a Unix socket.
+    /// `rediss://...#insecure` (TLS that checks neither the certificate nor the name) and
+    /// `redis+unix://PATH` (or `unix://PATH`, a Unix socket) too.
     pub(crate) fn for_pipelined(url: &str) -> Result<Option<Endpoint>> {
         let url = url.trim();
-        if url.starts_with("redis+unix://") || url.starts_with("unix://") {
-            return Self::parsed(url);
+        let schemes = ["redis://", "rediss://", "redis+unix://", "unix://"];
+        if !schemes.iter().any(|scheme| url.starts_with(scheme)) {
+            return Ok(None);
         }
-        Self::for_wire(url)
+        Self::parsed(url)
     }
 
-    /// The endpoint of a URL whose scheme was checked: `None` for an address no own socket serves (TLS
-    /// with verification off).
+    /// The endpoint of a URL whose scheme was checked.
     fn parsed(url: &str) -> Result<Option<Endpoint>> {
         let (url, server_code) = take_from_url(url)?;
         let info = url
             .as_str()
             .into_connection_info()
             .map_err(|err| Error::invalid_argument("url", err))?;
-        let (host, port, tls, unix) = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => (host.clone(), *port, false, None),
+        let (host, port, tls, insecure, unix) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => (host.clone(), *port, false, false, None),
             ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: false,
-                ..
-            } => (host.clone(), *port, true, None),
-            ConnectionAddr::Unix(path) => (path.display().to_string(), 0, false, Some(path.clone())),
+                host, port, insecure, ..
+            } => (host.clone(), *port, true, *insecure, None),
+            ConnectionAddr::Unix(path) => (path.display().to_string(), 0, false, false, Some(path.clone())),
             _ => return Ok(None),
         };
         let settings = info.redis_settings();
@@ -127,6 +128,7 @@ impl Endpoint {
             preamble_replies,
             server_code: server_code.unwrap_or_default(),
             tls,
+            insecure,
             unix,
         }))
     }
@@ -146,6 +148,12 @@ impl Endpoint {
     /// [`host`](Self::host).
     pub fn tls(&self) -> bool {
         self.tls
+    }
+
+    /// Whether TLS leaves the server's certificate and name unchecked (`rediss://...#insecure`; only
+    /// the pipelined connection serves such an endpoint).
+    pub(crate) fn insecure(&self) -> bool {
+        self.insecure
     }
 
     /// The Unix socket's path, for a `redis+unix://` endpoint ([`host`](Self::host) is the same path).
@@ -200,12 +208,13 @@ mod tests {
             ("cache.example", 6380, 2)
         );
         assert!(!Endpoint::for_wire("redis://h/").unwrap().unwrap().tls());
-        // Verification off stays on the store's connection, which does what the URL asks.
+        // Verification off is not the wire path's (Node's socket always verifies): the store's
+        // connection takes it.
         assert_eq!(Endpoint::for_wire("rediss://h/#insecure").unwrap(), None);
     }
 
     #[test]
-    fn the_pipelined_connection_serves_unix_sockets_and_verified_tls() {
+    fn the_pipelined_connection_serves_unix_sockets_and_tls() {
         let unix = Endpoint::for_pipelined("redis+unix:///tmp/r.sock?pass=pw&db=3")
             .unwrap()
             .unwrap();
@@ -213,9 +222,10 @@ mod tests {
         assert_eq!((unix.host(), unix.preamble_replies()), ("/tmp/r.sock", 2));
         assert!(!unix.tls());
         let tls = Endpoint::for_pipelined("rediss://h:6380/").unwrap().unwrap();
-        assert!(tls.tls() && tls.unix_path().is_none());
+        assert!(tls.tls() && !tls.insecure() && tls.unix_path().is_none());
+        let insecure = Endpoint::for_pipelined("rediss://h/#insecure").unwrap().unwrap();
+        assert!(insecure.tls() && insecure.insecure());
         for url in [
-            "rediss://h/#insecure",
             "redis+cluster://a:1,b:2",
             "redis+sentinel://a:1/m",
             "redis+unix:///tmp/r.sock?protocol=resp3",

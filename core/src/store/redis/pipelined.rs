@@ -13,8 +13,8 @@
 //! Whether a call may go out again is [`CallAttempt`]'s answer. The store reports what its calls meet
 //! to its circuit breaker; a call that times out also retires the connection it went out on.
 //!
-//! The socket is TCP, a Unix socket or TLS over TCP (see `stream.rs`). TLS with verification off
-//! (`#insecure`), cluster and Sentinel stay on redis-rs's connections.
+//! The socket is TCP, a Unix socket or TLS over TCP, `#insecure` included (see `stream.rs`). Cluster,
+//! Sentinel and RESP3 stay on redis-rs's connections.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! The byte stream under ratelock's own pipelined connection: TCP, a Unix socket (`redis+unix://`), or
 //! TLS over TCP (`rediss://`: rustls, verifying the server's certificate against `tls_root_ca` or the
-//! public roots, and its name against the URL's host), opened and split into a read half and a write
+//! public roots, and its name against the URL's host; `#insecure` checks neither), opened and split into a read half and a write
 //! half. The socket's descriptor stays visible, so that an idle connection can be peeked at for a
 //! close before a call is written to it, whatever runs over it.
 
@@ -74,7 +74,7 @@ pub(crate) async fn open(endpoint: &Endpoint, tls_root_ca: Option<&[u8]>) -> Res
         {
             #[cfg(unix)]
             let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-            let tls = tls::handshake(socket, endpoint.host(), tls_root_ca).await?;
+            let tls = tls::handshake(socket, endpoint, tls_root_ca).await?;
             let (reader, writer) = tokio::io::split(tls);
             return Ok(Opened {
                 reader: ReadHalf::Tls(reader),
@@ -193,20 +193,25 @@ async fn write_when_ready<Ready: std::future::Future<Output = io::Result<()>>>(
 mod tls {
     use std::sync::Arc;
 
-    use rustls::pki_types::ServerName;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::CryptoProvider;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, SignatureScheme};
     use tokio::net::TcpStream;
 
-    use super::TlsStream;
+    use super::{Endpoint, TlsStream};
     use crate::error::{Error, Result};
     use crate::store::connection_core::{connection_failure, SETTING_TLS};
 
-    /// The TLS handshake over `socket`, verifying the server's certificate for `host`.
+    /// The TLS handshake over `socket`, verifying the server's certificate for the endpoint's host
+    /// (unless the endpoint is `#insecure`).
     pub(super) async fn handshake(
         socket: TcpStream,
-        host: &str,
+        endpoint: &Endpoint,
         tls_root_ca: Option<&[u8]>,
     ) -> Result<TlsStream> {
-        let config = client_config(tls_root_ca)?;
+        let config = client_config(tls_root_ca, endpoint.insecure())?;
+        let host = endpoint.host();
         let name = ServerName::try_from(host.to_owned())
             .map_err(|err| Error::invalid_argument("url", format!("the host {host:?}: {err}")))?;
         tokio_rustls::TlsConnector::from(config)
@@ -216,19 +221,71 @@ mod tls {
     }
 
     /// The client's TLS settings: `tls_root_ca`'s certificates as the only trusted roots (read as the
-    /// store's options read them when they were made), else the public (webpki) ones; no client
-    /// certificate.
-    fn client_config(tls_root_ca: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
+    /// store's options read them when they were made), else the public (webpki) ones, or, when
+    /// `insecure`, any certificate for any name; no client certificate.
+    fn client_config(tls_root_ca: Option<&[u8]>, insecure: bool) -> Result<Arc<rustls::ClientConfig>> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|err| Error::configuration(SETTING_TLS, err))?;
+        if insecure {
+            let verifier = Arc::new(AnyCertificate(provider));
+            return Ok(Arc::new(
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(verifier)
+                    .with_no_client_auth(),
+            ));
+        }
         let roots = match tls_root_ca {
             Some(pem) => crate::store::options::read_certificates(pem, "tls_root_ca")?,
             None => rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
         };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|err| Error::configuration(SETTING_TLS, err))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Ok(Arc::new(config))
+        Ok(Arc::new(
+            builder.with_root_certificates(roots).with_no_client_auth(),
+        ))
+    }
+
+    /// `#insecure`'s verifier: any certificate, for any name, is taken; the handshake's signatures are
+    /// still checked with the provider's algorithms (the server holds the key of the certificate it
+    /// sent, whoever signed that certificate).
+    #[derive(Debug)]
+    struct AnyCertificate(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp_response: &[u8],
+            _now: UnixTime,
+        ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            certificate: &CertificateDer<'_>,
+            signed: &DigitallySignedStruct,
+        ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+            let algorithms = &self.0.signature_verification_algorithms;
+            rustls::crypto::verify_tls12_signature(message, certificate, signed, algorithms)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            certificate: &CertificateDer<'_>,
+            signed: &DigitallySignedStruct,
+        ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+            let algorithms = &self.0.signature_verification_algorithms;
+            rustls::crypto::verify_tls13_signature(message, certificate, signed, algorithms)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
     }
 }
