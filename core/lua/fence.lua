@@ -21,13 +21,13 @@ local function mint_fence(counter, now)
   end
   local last = tonumber(raw)
   if raw and not (last and last >= 0 and last < MAX_EXACT and last % 1 == 0) then
+    -- Put back what SET ... GET replaced, then fail: `stored` refuses what no ratelock code writes;
+    -- what it takes here is 2^53 - 1.
     if SET_GETS then
       redis.call('SET', counter, raw)
     end
-    if last == MAX_EXACT then
-      error({ err = 'ERR ratelock: the fencing counter at ' .. counter .. ' is exhausted (2^53 - 1)' })
-    end
-    error({ err = 'ERR ratelock: unexpected state at ' .. counter .. ': ' .. string.sub(tostring(raw), 1, 64) })
+    stored(raw, counter)
+    error({ err = 'ERR ratelock: the fencing counter at ' .. counter .. ' is exhausted (2^53 - 1)' })
   end
   local fence = now
   if last and last >= now then

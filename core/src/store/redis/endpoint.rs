@@ -86,7 +86,7 @@ impl Endpoint {
         Self::parsed(url)
     }
 
-    /// The endpoint of a URL whose scheme was checked.
+    /// The endpoint of a URL whose scheme was checked: `None` for what no own socket serves (RESP3).
     fn parsed(url: &str) -> Result<Option<Endpoint>> {
         let (url, server_code) = take_from_url(url)?;
         let info = url

@@ -1,8 +1,8 @@
 //! The byte stream under ratelock's own pipelined connection: TCP, a Unix socket (`redis+unix://`), or
 //! TLS over TCP (`rediss://`: rustls, verifying the server's certificate against `tls_root_ca` or the
-//! public roots, and its name against the URL's host; `#insecure` checks neither), opened and split into a read half and a write
-//! half. The socket's descriptor stays visible, so that an idle connection can be peeked at for a
-//! close before a call is written to it, whatever runs over it.
+//! public roots, and its name against the URL's host; `#insecure` checks neither), opened and split
+//! into a read half and a write half. The socket's descriptor stays visible, so that an idle
+//! connection can be peeked at for a close before a call is written to it, whatever runs over it.
 
 use std::io;
 use std::pin::Pin;
