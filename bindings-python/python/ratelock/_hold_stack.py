@@ -102,7 +102,8 @@ class Holds(Generic[G]):
     @contextmanager
     def _giving_back(self) -> Iterator[G]:
         """The latest hold, taken off the stack to be released. If the store cannot be reached it is put
-        back: the hold is still this instance's, and release can be called again."""
+        back: the hold is still this instance's and release can be called again (it is no longer
+        renewed, so if nobody does, its lease runs out)."""
         with self._mutex:
             if not self._guards:
                 raise LockNotOwned(f"release of a {self._what} this instance does not hold")

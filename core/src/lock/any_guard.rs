@@ -1,9 +1,9 @@
 //! `AnyGuard`: a [`Guard`] of any lock kind behind one type, as a binding hands it to another language.
 //! The rules every binding needs are kept here once: calls on one guard take turns; a release that
-//! fails on the way (the store could not be reached) keeps the guard, so the caller can retry; a guard
-//! given back answers [`Error::LockNotOwned`] to every later call; an extension or release that finds
-//! the lease gone is [`Error::LockLost`]. Dropping the last clone drops the guard, which gives the
-//! lease back in the background.
+//! fails on the way (the store could not be reached) keeps the guard, unrenewed, so the caller can
+//! retry; a guard given back answers [`Error::LockNotOwned`] to every later call; an extension or
+//! release that finds the lease gone is [`Error::LockLost`]. Dropping the last clone drops the guard,
+//! which gives the lease back in the background.
 
 use std::future::Future;
 use std::pin::Pin;

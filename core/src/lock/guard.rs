@@ -142,8 +142,9 @@ impl<L: Lease> Guard<L> {
     }
 
     /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
-    /// was unreachable or timed out): the lease is still this guard's, its watchdog runs again, and the
-    /// caller can retry. After a successful release, further calls answer as not held.
+    /// was unreachable or timed out): the lease is still this guard's and the caller can retry, but it
+    /// is no longer renewed, so if nobody retries it runs out at its end (as with `auto_renew` off).
+    /// After a successful release, further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
         self.upkeep.give_back(&mut self.released, release).await

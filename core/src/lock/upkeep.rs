@@ -1,7 +1,7 @@
 //! A guard's upkeep, what every guard (lock or permit) carries besides its lease: the lease's end as this
 //! process sees it, the lost signal, the watchdog (booked with the guard when it renews or has hooks to
-//! tell, its task started when first needed, stopped before release, resumed if a release fails on
-//! the way), the runtime the hold was taken on (a guard dropped outside any
+//! tell, its task started when first needed, stopped before release, and after a release that fails
+//! on the way only watching the lease's end), the runtime the hold was taken on (a guard dropped outside any
 //! runtime gives its hold back there), and the process that took the hold (a forked child cannot use it).
 
 use std::sync::Arc;
@@ -98,7 +98,7 @@ impl Upkeep {
         }
     }
 
-    /// Starts the watchdog again (after a release that failed on the way: the hold is still ours). A
+    /// Starts the watchdog (at the start, and after a release that failed on the way). A
     /// hold that is not renewed and has no hooks to tell needs none: its lost signal compares with the
     /// lease's end itself, and its waiters wait for that end. Not spawning one saves a task and, from
     /// outside the runtime (the memory store, Python's blocking lane), a wake-up of its thread per hold.
@@ -139,8 +139,8 @@ impl Upkeep {
 
     /// Gives the hold back through `release` (the guard's store call), once: a forked child is refused
     /// (and its guard counts as released, so its drop does nothing), the watchdog stops first, and a
-    /// release that fails on the transport resumes it and leaves `released` false, so the caller can
-    /// retry. A hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one
+    /// release that fails on the transport leaves `released` false, so the caller can retry, with
+    /// renewals off for good (its watchdog, if it has hooks to tell, only watches the lease's end). A hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one
     /// event of it ([`HoldEvents::settled`]); a release that finds the lease gone marks the hold lost.
     pub(crate) async fn give_back(
         &mut self,
@@ -163,7 +163,12 @@ impl Upkeep {
             .await
             .map(|answer| if was_lost { as_lost(answer) } else { answer });
         match &outcome {
-            Err(err) if err.is_store_failure() => self.resume(),
+            Err(err) if err.is_store_failure() => {
+                // Still ours, so release can be called again, but no longer renewed: unless it is, the
+                // lease runs out by itself (a renewed one would stay taken while its owner lives).
+                self.auto_renew = false;
+                self.resume();
+            }
             _ => {
                 *released = true;
                 self.lease_end.give_back();
