@@ -1,6 +1,7 @@
 //! ratelock on a real Redis Cluster (3 masters, 3 replicas, started by the harness): the shared vectors,
 //! keys spread over many slots without CROSSSLOT for any public operation, NOSCRIPT on nodes that lost
-//! their scripts (every lock kind included), and lock exclusion with rising fencing tokens.
+//! their scripts (every lock kind included), connections the nodes closed while idle, a frozen node's
+//! timeout (never a replay), and lock exclusion with rising fencing tokens.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -67,6 +68,62 @@ async fn the_cluster_matches_the_vectors_and_never_meets_crossslot() {
         assert_eq!(rw.state().await.unwrap().writer_fence, writing.fencing_token());
         assert_eq!(writing.release().await.unwrap(), ratelock::Released::Released);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_nodes_closed_while_idle_fail_no_call() {
+    let cluster = RedisCluster::start(3, 0);
+    let limiter = Limiter::connect(&cluster.url()).await.unwrap();
+    let rules: Rules = "10/minute using fixed_window".parse().unwrap();
+    let keys: Vec<String> = (0..12).map(|n| format!("idle:{n}")).collect();
+    for key in &keys {
+        limiter.hit(key, &rules, 1).await.unwrap();
+    }
+    for round in 1..=3u64 {
+        // Every node closes every client connection (as a server `timeout` or an idle-closing proxy does).
+        for node in cluster.nodes() {
+            node.kill_clients();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for key in &keys {
+            let decision = limiter.hit(key, &rules, 1).await;
+            // Each hit counted once: nothing failed, nothing was sent twice.
+            assert_eq!(decision.unwrap().remaining, 9 - round, "round {round}, {key}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_frozen_node_times_out_once_and_is_never_sent_again() {
+    let cluster = RedisCluster::start(3, 0);
+    let timeout = Duration::from_millis(300);
+    let options = StoreOptions::default().with_timeout(timeout);
+    let store = Store::connect(&cluster.url(), &options).await.unwrap();
+    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
+    let rules: Rules = "10/minute using fixed_window".parse().unwrap();
+    assert_eq!(limiter.hit("frozen", &rules, 1).await.unwrap().remaining, 9);
+    for node in cluster.nodes() {
+        node.pause();
+    }
+    let started = Instant::now();
+    let frozen = limiter.hit("frozen", &rules, 1).await;
+    let waited = started.elapsed();
+    for node in cluster.nodes() {
+        node.resume();
+    }
+    assert!(matches!(frozen, Err(ratelock::Error::Timeout(_))), "{frozen:?}");
+    assert!(waited < timeout * 2, "answered after {waited:?}");
+    // The timed-out hit ran once when the node woke (it reached it), and was not sent again.
+    let until = Instant::now() + Duration::from_secs(5);
+    let remaining = loop {
+        match limiter.hit("frozen", &rules, 1).await {
+            Err(err) if err.is_store_failure() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            answer => break answer.unwrap().remaining,
+        }
+    };
+    assert_eq!(remaining, 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

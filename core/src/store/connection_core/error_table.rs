@@ -51,6 +51,23 @@ pub const SETTING_CLUSTER_URL: &str = "url (a Redis Cluster needs redis+cluster:
 pub const SETTING_SCRIPT_CACHE: &str =
     "the server's script cache (a proxy that loads and runs scripts on different servers?)";
 
+/// The setting constant whose text is `text` (as an error that crossed a text-only channel names it);
+/// the URL for a text no setting has.
+pub(crate) fn setting_named(text: &str) -> &'static str {
+    [
+        SETTING_CREDENTIALS,
+        SETTING_ACL,
+        SETTING_DB,
+        SETTING_TLS,
+        SETTING_COMMANDS,
+        SETTING_CLUSTER_URL,
+        SETTING_SCRIPT_CACHE,
+    ]
+    .into_iter()
+    .find(|setting| *setting == text)
+    .unwrap_or("url")
+}
+
 /// The error replies of proxies in front of Redis that mean "the server behind me cannot be reached"
 /// (an outage), as whole texts: twemproxy forwards the socket error (`ERR Connection refused`, ...);
 /// Envoy's Redis proxy answers `no upstream host` and `upstream failure`. Nothing else is read as an
@@ -144,6 +161,10 @@ pub fn noscript_after_load() -> Error {
 #[cfg(feature = "redis")]
 pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration) -> Error {
     use redis::ErrorKind;
+    #[cfg(feature = "cluster")]
+    if let Some(carried) = crate::store::redis::cluster_node::from_redis(err, timeout) {
+        return carried;
+    }
     if err.is_timeout() {
         return Error::Timeout(timeout);
     }

@@ -10,6 +10,8 @@ mod error_table;
 
 pub use attempt::{CallAttempt, Next, Written};
 pub use breaker::{Admission, Breaker, BreakerState, SharedBreaker};
+#[cfg(feature = "cluster")]
+pub(crate) use error_table::setting_named;
 #[cfg(feature = "redis")]
 pub(crate) use error_table::transport_error;
 #[cfg(feature = "redis")]

@@ -1,8 +1,9 @@
 //! The Redis store's shared async connection: ratelock's own pipelined connection to one server
 //! (`redis://`, `rediss://` with or without `#insecure`, `redis+unix://`), or redis-rs's reconnecting
-//! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection (`redis+cluster://a:p,b:p`), which routes
-//! each command by its first key's slot and follows MOVED/ASK (every script call keeps all its keys in
-//! one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
+//! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection
+//! (`redis+cluster://a:p,b:p`) over ratelock's own connection to each node (`cluster_node.rs`), which
+//! routes each command by its first key's slot and follows MOVED/ASK (every script call keeps all its
+//! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
 //! the sentinels name (`redis+sentinel://a:p,b:p/mastername`), asked again after a failure.
 
 use std::time::Duration;
@@ -27,7 +28,7 @@ pub(crate) enum SharedConnection {
     /// reconnecting manager.
     Single(ConnectionManager),
     #[cfg(feature = "cluster")]
-    Cluster(redis::cluster_async::ClusterConnection),
+    Cluster(redis::cluster_async::ClusterConnection<super::cluster_node::ClusterNode>),
     #[cfg(feature = "sentinel")]
     Sentinel(std::sync::Arc<SentinelMaster>),
 }
@@ -62,9 +63,15 @@ impl SharedConnection {
         let client = redis::cluster::ClusterClient::builder(cluster_seeds(url))
             .connection_timeout(timeout)
             .response_timeout(timeout)
+            // Each node call keeps its own deadline (see `send`); this one only bounds a call that
+            // follows redirections.
+            .overall_response_timeout(Some(timeout * 2))
             .retries(3)
             .build()?;
-        Ok(SharedConnection::Cluster(client.get_async_connection().await?))
+        super::cluster_node::use_timeout(timeout);
+        Ok(SharedConnection::Cluster(
+            client.get_async_generic_connection().await?,
+        ))
     }
 
     /// Finds the master named in `url` (`redis+sentinel://a:p,b:p/mastername`) and connects to it.
@@ -92,6 +99,10 @@ impl SharedConnection {
             SharedConnection::Plain(plain) => {
                 return send_written(plain, super::packing::packed(cmd), timeout).await
             }
+            // The node's connection keeps the deadline, so a connection a call timed out on is retired
+            // (a deadline around it would drop the call first).
+            #[cfg(feature = "cluster")]
+            SharedConnection::Cluster(_) => Ok(self.send_redis(cmd).await),
             other => tokio::time::timeout(timeout, other.send_redis(cmd)).await,
         };
         match reply {

@@ -93,6 +93,12 @@ impl Endpoint {
             .as_str()
             .into_connection_info()
             .map_err(|err| Error::invalid_argument("url", err))?;
+        Self::of_info(&info, server_code.unwrap_or_default())
+    }
+
+    /// The endpoint of a parsed connection's settings (a cluster node's, as redis-rs hands them): `None`
+    /// for what no own socket serves (RESP3).
+    pub(crate) fn of_info(info: &redis::ConnectionInfo, server_code: ServerCode) -> Result<Option<Endpoint>> {
         let (host, port, tls, insecure, unix) = match info.addr() {
             ConnectionAddr::Tcp(host, port) => (host.clone(), *port, false, false, None),
             ConnectionAddr::TcpTls {
@@ -126,7 +132,7 @@ impl Endpoint {
             port,
             preamble,
             preamble_replies,
-            server_code: server_code.unwrap_or_default(),
+            server_code,
             tls,
             insecure,
             unix,

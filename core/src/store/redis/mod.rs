@@ -1,9 +1,12 @@
 //! The Redis store: one connection per process shared by every call (ratelock's own pipelined
-//! connection to one server, over TCP, TLS or a Unix socket; redis-rs's for a cluster and Sentinel),
+//! connection to one server, over TCP, TLS or a Unix socket, and to each node of a cluster, which
+//! redis-rs routes to; redis-rs's for Sentinel),
 //! EVALSHA with a SCRIPT LOAD on NOSCRIPT, a timeout on every call, and never a replay after an
 //! ambiguous failure (a timed-out or dropped command may have run).
 
 pub(crate) mod call_tag;
+#[cfg(feature = "cluster")]
+pub(crate) mod cluster_node;
 pub(crate) mod commands;
 mod connection;
 mod endpoint;

@@ -13,8 +13,9 @@
 //! Whether a call may go out again is [`CallAttempt`]'s answer. The store reports what its calls meet
 //! to its circuit breaker; a call that times out also retires the connection it went out on.
 //!
-//! The socket is TCP, a Unix socket or TLS over TCP, `#insecure` included (see `stream.rs`). Cluster,
-//! Sentinel and RESP3 stay on redis-rs's connections.
+//! The socket is TCP, a Unix socket or TLS over TCP, `#insecure` included (see `stream.rs`). A
+//! cluster's nodes are reached over it too (`cluster_node.rs`); Sentinel and RESP3 stay on redis-rs's
+//! connections.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -119,6 +120,12 @@ impl Pipelined {
 
     /// Sends one command, already written as RESP bytes, and reads its reply, within the timeout.
     pub(crate) async fn send_written(&self, bytes: Vec<u8>) -> Result<Value> {
+        self.send_telling(bytes).await.0
+    }
+
+    /// [`send_written`](Self::send_written), also telling whether the call may have reached the server
+    /// (false: no byte of it left, so it can go out anywhere again).
+    pub(crate) async fn send_telling(&self, bytes: Vec<u8>) -> (Result<Value>, bool) {
         let timeout = self.shared.timeout;
         // The link the call went out on: a call that times out retires it (it may be silently dead).
         let mut used: Option<Arc<Link>> = None;
@@ -164,12 +171,13 @@ impl Pipelined {
             Err(_) if used.is_none() => Err(connect_timed_out(timeout, self.shared.endpoint.tls())),
             Err(_) => Err(Error::Timeout(timeout)),
         };
+        let may_have_run = used.is_some();
         if let (Err(Error::Timeout(_)), Some(link)) = (&replied, used) {
             // Replies still owed on it are read and dropped by its reader; new calls go out on a fresh
             // connection, so a connection that died without a FIN is not used forever.
             link.close();
         }
-        replied
+        (replied, may_have_run)
     }
 
     /// The open link, or a fresh one when there is none, when it is found closed, or when `stale` (a

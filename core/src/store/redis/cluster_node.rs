@@ -1,0 +1,173 @@
+//! The connection to one node of a Redis Cluster, as redis-rs's cluster connection drives it (it routes
+//! by slot, follows MOVED and ASK, and refreshes the slot map): ratelock's own pipelined connection in
+//! place of redis-rs's multiplexed one, so a cluster keeps the single server's connection rules. A
+//! connection a node closed while idle is found before a call is written to it (redis-rs's failed the
+//! next call), and a call that may have reached the node is never sent again: its failure goes back as
+//! an error redis-rs does not retry, and comes out as the same typed error as on one server.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
+
+use super::endpoint::Endpoint;
+use super::pipelined::Pipelined;
+use crate::error::Error;
+use crate::store::connection_core::setting_named;
+
+/// The error code a failure that may have run travels under through redis-rs (never retried there).
+const MAY_HAVE_RUN: &str = "RATELOCK_MAY_HAVE_RUN";
+
+/// The calls' deadline on node connections, in milliseconds: the shortest timeout of the process's
+/// cluster stores (redis-rs opens node connections without saying which store they serve, so a
+/// process with several cluster stores gives every node call the shortest of their timeouts).
+static NODE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Makes `timeout` the node calls' deadline if it is shorter than the one in force (called before a
+/// cluster store opens its connection).
+pub(crate) fn use_timeout(timeout: Duration) {
+    let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
+    NODE_TIMEOUT_MS.fetch_min(millis, Ordering::Relaxed);
+}
+
+fn node_timeout() -> Duration {
+    match NODE_TIMEOUT_MS.load(Ordering::Relaxed) {
+        u64::MAX => Duration::from_secs(1),
+        millis => Duration::from_millis(millis),
+    }
+}
+
+/// One node's connection (cheap to clone: redis-rs clones it per call).
+#[derive(Clone)]
+pub(crate) struct ClusterNode(Pipelined);
+
+impl redis::cluster_async::Connect for ClusterNode {
+    fn connect_with_config<'a, T>(info: T, _config: redis::AsyncConnectionConfig) -> RedisFuture<'a, Self>
+    where
+        T: IntoConnectionInfo + Send + 'a,
+    {
+        async move {
+            let info = info.into_connection_info()?;
+            let endpoint = Endpoint::of_info(&info, Default::default())
+                .map_err(|err| to_redis(err, false))?
+                .ok_or_else(|| {
+                    RedisError::from((
+                        redis::ErrorKind::InvalidClientConfig,
+                        "a cluster node ratelock's connection cannot serve (RESP3)",
+                    ))
+                })?;
+            let node = Pipelined::new(endpoint, None, node_timeout(), Arc::default());
+            // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
+            node.open().await.map_err(|err| to_redis(err, false))?;
+            Ok(ClusterNode(node))
+        }
+        .boxed()
+    }
+}
+
+impl redis::aio::ConnectionLike for ClusterNode {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        async move { self.send(cmd.get_packed_command()).await }.boxed()
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        async move {
+            // One after another on the one connection, each reply kept as it came (error replies too,
+            // as redis-rs's connections give them for a pipeline).
+            let mut replies = Vec::with_capacity(offset + count);
+            for cmd in pipeline.cmd_iter() {
+                let (reply, may_have_run) = self.0.send_telling(cmd.get_packed_command()).await;
+                replies.push(reply.map_err(|err| to_redis(err, may_have_run))?);
+            }
+            Ok(replies.into_iter().skip(offset).take(count).collect())
+        }
+        .boxed()
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+impl ClusterNode {
+    /// One call; an error reply is an error (redis-rs reads MOVED, ASK and TRYAGAIN from errors).
+    async fn send(&self, bytes: Vec<u8>) -> redis::RedisResult<Value> {
+        let (reply, may_have_run) = self.0.send_telling(bytes).await;
+        reply.map_err(|err| to_redis(err, may_have_run))?.extract_error()
+    }
+}
+
+/// `err` as redis-rs carries it. A call that may have run goes as an error redis-rs never retries; one
+/// that never left goes as a dropped connection, which redis-rs reconnects for and may send again.
+fn to_redis(err: Error, may_have_run: bool) -> RedisError {
+    if may_have_run || !err.is_store_failure() {
+        return redis::make_extension_error(MAY_HAVE_RUN.into(), Some(encode(&err)));
+    }
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        err.to_string(),
+    ))
+}
+
+/// The typed error a node connection's failure stood for, if `err` carries one (see [`to_redis`]).
+pub(crate) fn from_redis(err: &RedisError, timeout: Duration) -> Option<Error> {
+    if err.code() != Some(MAY_HAVE_RUN) {
+        return None;
+    }
+    let (code, rest) = err.detail()?.split_once(' ')?;
+    let (setting, message) = rest.split_once('\u{1f}')?;
+    Some(match code {
+        "TIMEOUT" => Error::Timeout(timeout),
+        "PROTOCOL" => Error::Protocol(message.to_owned()),
+        "CONFIGURATION" => Error::configuration(setting_named(setting), message),
+        _ => Error::StoreUnavailable(message.to_owned()),
+    })
+}
+
+/// `CODE setting<US>message` (the unit separator keeps any message whole).
+fn encode(err: &Error) -> String {
+    let (setting, message) = match err {
+        Error::Configuration { setting, reason } => (*setting, reason.clone()),
+        Error::StoreUnavailable(message) | Error::Protocol(message) => ("", message.clone()),
+        other => ("", other.to_string()),
+    };
+    format!("{} {setting}\u{1f}{message}", err.code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_comes_back_as_the_typed_error_it_was() {
+        let timeout = Duration::from_millis(250);
+        let failures = [
+            Error::Timeout(timeout),
+            Error::StoreUnavailable("the connection closed before the reply".into()),
+            Error::Protocol("a reply that is not RESP".into()),
+            Error::configuration(crate::store::connection_core::SETTING_CREDENTIALS, "WRONGPASS"),
+        ];
+        for err in failures {
+            let carried = to_redis(err.clone(), true);
+            assert!(
+                matches!(carried.retry_method(), redis::RetryMethod::NoRetry),
+                "{err}"
+            );
+            assert_eq!(from_redis(&carried, timeout).as_ref(), Some(&err));
+        }
+    }
+
+    #[test]
+    fn a_failure_before_any_byte_left_may_be_sent_again() {
+        let carried = to_redis(Error::StoreUnavailable("connection refused".into()), false);
+        assert!(matches!(carried.retry_method(), redis::RetryMethod::Reconnect));
+        assert!(from_redis(&carried, Duration::from_secs(1)).is_none());
+    }
+}
