@@ -1,5 +1,5 @@
 //! ratelock through Redis Sentinel (1 master, 1 replica, 3 sentinels, started by the harness): limits
-//! and locks on the master the sentinels name, and hits that resume within 2 s of the replica's
+//! and locks on the master the sentinels name, connections the master closed while idle, and hits that resume within 2 s of the replica's
 //! promotion after the master is stopped in the middle of a stream of hits and lock grants (double
 //! grants counted, each exposed by its fencing token), and lock waiters woken by the promoted master.
 
@@ -24,6 +24,27 @@ async fn limits_and_locks_work_through_the_sentinels() {
     let guard = lock.try_acquire().await.unwrap().expect("free lock");
     assert!(lock.is_locked().await.unwrap());
     guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_master_closed_while_idle_fail_no_call() {
+    let mut setup = RedisSentinels::start();
+    let limiter = Limiter::connect(&setup.url()).await.unwrap();
+    let rules: Rules = "10/minute using fixed_window".parse().unwrap();
+    let keys: Vec<String> = (0..5).map(|n| format!("idle:{n}")).collect();
+    for key in &keys {
+        limiter.hit(key, &rules, 1).await.unwrap();
+    }
+    for round in 1..=3u64 {
+        // The master closes every client connection (as a server `timeout` or an idle-closing proxy does).
+        setup.master().kill_clients();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for key in &keys {
+            let decision = limiter.hit(key, &rules, 1).await;
+            // Each hit counted once: nothing failed, nothing was sent twice.
+            assert_eq!(decision.unwrap().remaining, 9 - round, "round {round}, {key}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,6 +53,7 @@ pub const SETTING_SCRIPT_CACHE: &str =
 
 /// The setting constant whose text is `text` (as an error that crossed a text-only channel names it);
 /// the URL for a text no setting has.
+#[cfg(feature = "cluster")]
 pub(crate) fn setting_named(text: &str) -> &'static str {
     [
         SETTING_CREDENTIALS,

@@ -4,7 +4,8 @@
 //! (`redis+cluster://a:p,b:p`) over ratelock's own connection to each node (`cluster_node.rs`), which
 //! routes each command by its first key's slot and follows MOVED/ASK (every script call keeps all its
 //! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
-//! the sentinels name (`redis+sentinel://a:p,b:p/mastername`), asked again after a failure.
+//! the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked again after
+//! a failure.
 
 use std::time::Duration;
 
@@ -30,16 +31,7 @@ pub(crate) enum SharedConnection {
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster_async::ClusterConnection<super::cluster_node::ClusterNode>),
     #[cfg(feature = "sentinel")]
-    Sentinel(std::sync::Arc<SentinelMaster>),
-}
-
-/// The master the sentinels name, connected on first use and looked up again after a failure that
-/// may mean a failover (a dropped connection, or READONLY from a demoted master).
-#[cfg(feature = "sentinel")]
-pub(crate) struct SentinelMaster {
-    sentinels: tokio::sync::Mutex<redis::sentinel::SentinelClient>,
-    current: std::sync::RwLock<Option<ConnectionManager>>,
-    timeout: Duration,
+    Sentinel(std::sync::Arc<super::sentinel_master::SentinelMaster>),
 }
 
 impl SharedConnection {
@@ -74,31 +66,15 @@ impl SharedConnection {
         ))
     }
 
-    /// Finds the master named in `url` (`redis+sentinel://a:p,b:p/mastername`) and connects to it.
-    #[cfg(feature = "sentinel")]
-    pub(crate) async fn sentinel(url: &str, timeout: Duration) -> RedisResult<Self> {
-        let (sentinels, master) = sentinel_parts(url);
-        let client = redis::sentinel::SentinelClient::build(
-            sentinels,
-            master,
-            None,
-            redis::sentinel::SentinelServerType::Master,
-        )?;
-        let shared = SentinelMaster {
-            sentinels: tokio::sync::Mutex::new(client),
-            current: std::sync::RwLock::new(None),
-            timeout,
-        };
-        shared.connection().await?;
-        Ok(SharedConnection::Sentinel(std::sync::Arc::new(shared)))
-    }
-
     /// Sends one command and reads its reply within `timeout`, as a value or a typed failure.
     pub(crate) async fn send(&mut self, cmd: &Cmd, timeout: Duration) -> Result<Value, Failure> {
         let reply = match self {
             SharedConnection::Plain(plain) => {
                 return send_written(plain, super::packing::packed(cmd), timeout).await
             }
+            // Boxed: finding a master again nests deep futures that every caller would otherwise carry.
+            #[cfg(feature = "sentinel")]
+            SharedConnection::Sentinel(master) => return Box::pin(master.send(cmd)).await,
             // The node's connection keeps the deadline, so a connection a call timed out on is retired
             // (a deadline around it would drop the call first).
             #[cfg(feature = "cluster")]
@@ -133,8 +109,10 @@ impl SharedConnection {
                 redis::aio::ConnectionLike::req_packed_command(connection, cmd).await
             }
             #[cfg(feature = "sentinel")]
-            // Boxed: finding a master again nests deep futures that every caller would otherwise carry.
-            SharedConnection::Sentinel(master) => Box::pin(master.send(cmd)).await,
+            SharedConnection::Sentinel(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the Sentinel master's connection is not a redis-rs connection",
+            ))),
         }
     }
 }
@@ -148,59 +126,6 @@ pub(crate) async fn send_written(
 ) -> Result<Value, Failure> {
     let reply = plain.send_written(bytes).await.map_err(Failure::Other)?;
     classify(Ok(reply), timeout)
-}
-
-#[cfg(feature = "sentinel")]
-impl SentinelMaster {
-    async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
-        let mut connection = self.connection().await?;
-        let reply = connection.send_packed_command(cmd).await;
-        let failed_over = match &reply {
-            Err(err) => err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal(),
-            Ok(Value::ServerError(err)) => err.code() == "READONLY",
-            Ok(_) => false,
-        };
-        if failed_over {
-            // The next call asks the sentinels again (this one is not replayed: it may have run).
-            self.set_current(None);
-        }
-        reply
-    }
-
-    /// The master's connection in use, if any.
-    fn current(&self) -> Option<ConnectionManager> {
-        self.current
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    fn set_current(&self, connection: Option<ConnectionManager>) {
-        *self
-            .current
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = connection;
-    }
-
-    /// The current master's connection, asking the sentinels when there is none.
-    async fn connection(&self) -> RedisResult<ConnectionManager> {
-        if let Some(connection) = self.current() {
-            return Ok(connection);
-        }
-        let mut sentinels = self.sentinels.lock().await;
-        // Another caller may have asked while this one waited for the sentinels.
-        if let Some(connection) = self.current() {
-            return Ok(connection);
-        }
-        let client = sentinels.async_get_client().await?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
-            .set_number_of_retries(0);
-        let connection = ConnectionManager::new_with_config(client, config).await?;
-        self.set_current(Some(connection.clone()));
-        Ok(connection)
-    }
 }
 
 /// The sentinel URLs and the master name of `redis+sentinel://host:port,host:port/mastername`.

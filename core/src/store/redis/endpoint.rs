@@ -158,6 +158,7 @@ impl Endpoint {
 
     /// Whether TLS leaves the server's certificate and name unchecked (`rediss://...#insecure`; only
     /// the pipelined connection serves such an endpoint).
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     pub(crate) fn insecure(&self) -> bool {
         self.insecure
     }

@@ -1,6 +1,6 @@
 //! The Redis store: one connection per process shared by every call (ratelock's own pipelined
-//! connection to one server, over TCP, TLS or a Unix socket, and to each node of a cluster, which
-//! redis-rs routes to; redis-rs's for Sentinel),
+//! connection to one server, over TCP, TLS or a Unix socket, to each node of a cluster, which
+//! redis-rs routes to, and to the master the sentinels name),
 //! EVALSHA with a SCRIPT LOAD on NOSCRIPT, a timeout on every call, and never a replay after an
 //! ambiguous failure (a timed-out or dropped command may have run).
 
@@ -21,6 +21,8 @@ pub mod redlock;
 pub(crate) mod reply;
 mod route_walk;
 mod script;
+#[cfg(feature = "sentinel")]
+mod sentinel_master;
 pub(crate) mod server_code;
 mod socket_peek;
 mod stream;
@@ -269,9 +271,10 @@ impl RedisStore {
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
-                    return SharedConnection::sentinel(&shared.url, shared.timeout)
-                        .await
-                        .map_err(failed);
+                    let opened = self.connections().code.generation();
+                    let master =
+                        sentinel_master::SentinelMaster::connect(&shared.url, shared.timeout, opened);
+                    return Ok(SharedConnection::Sentinel(std::sync::Arc::new(master.await?)));
                 }
                 // One server over TCP, TLS or a Unix socket: ratelock's own connection, which finds a
                 // connection closed while idle before writing a call to it.

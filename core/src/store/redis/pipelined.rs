@@ -14,8 +14,8 @@
 //! to its circuit breaker; a call that times out also retires the connection it went out on.
 //!
 //! The socket is TCP, a Unix socket or TLS over TCP, `#insecure` included (see `stream.rs`). A
-//! cluster's nodes are reached over it too (`cluster_node.rs`); Sentinel and RESP3 stay on redis-rs's
-//! connections.
+//! cluster's nodes and the master the sentinels name are reached over it too (`cluster_node.rs`,
+//! `sentinel_master.rs`); RESP3 stays on redis-rs's connection.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -111,6 +111,12 @@ impl Pipelined {
                 opened,
             }),
         }
+    }
+
+    /// Whether `other` is this same connection (a clone of it).
+    #[cfg(feature = "sentinel")]
+    pub(crate) fn same_as(&self, other: &Pipelined) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
     }
 
     /// Opens the connection now (for a store that connects eagerly).

@@ -1,0 +1,122 @@
+//! The master the sentinels name (`redis+sentinel://a:p,b:p/mastername`), over ratelock's own pipelined
+//! connection, so a Sentinel deployment keeps the single server's connection rules: a connection the
+//! master closed while idle is found before a call is written to it (redis-rs's failed the next call),
+//! and a call that may have run is never sent again. The sentinels are asked again after a failure that
+//! may mean a failover (the master cannot be reached, or answers READONLY as a demoted master); a call
+//! that never left goes to the master they name then, once.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use redis::sentinel::{SentinelClient, SentinelServerType};
+use redis::{Cmd, Value};
+
+use super::connection::sentinel_parts;
+use super::endpoint::Endpoint;
+use super::pipelined::Pipelined;
+use super::reply::{classify, Failure};
+use crate::error::{Error, Result};
+use crate::store::connection_core::redis_error;
+
+pub(crate) struct SentinelMaster {
+    sentinels: tokio::sync::Mutex<SentinelClient>,
+    current: RwLock<Option<Pipelined>>,
+    timeout: Duration,
+    /// Bumped at every new socket to a master (see `Pipelined::new`).
+    opened: Arc<AtomicU64>,
+}
+
+impl SentinelMaster {
+    /// Finds the master named in `url` and connects to it.
+    pub(crate) async fn connect(url: &str, timeout: Duration, opened: Arc<AtomicU64>) -> Result<Self> {
+        let (sentinels, master) = sentinel_parts(url);
+        let client = SentinelClient::build(sentinels, master, None, SentinelServerType::Master)
+            .map_err(|err| redis_error(&err, timeout))?;
+        let master = SentinelMaster {
+            sentinels: tokio::sync::Mutex::new(client),
+            current: RwLock::new(None),
+            timeout,
+            opened,
+        };
+        master.connection().await?.open().await?;
+        Ok(master)
+    }
+
+    /// Sends one command to the master and reads its reply, as a value or a typed failure.
+    pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
+        let bytes = super::packing::packed(cmd);
+        let mut asked_again = false;
+        loop {
+            let master = self.connection().await.map_err(Failure::Other)?;
+            let (reply, may_have_run) = master.send_telling(bytes.clone()).await;
+            match reply {
+                Ok(Value::ServerError(err)) if err.code() == "READONLY" => {
+                    // A demoted master: the next call asks the sentinels again (this one did not run).
+                    self.forget(&master);
+                    return classify(Ok(Value::ServerError(err)), self.timeout);
+                }
+                Ok(value) => return classify(Ok(value), self.timeout),
+                Err(err) if err.is_store_failure() => {
+                    self.forget(&master);
+                    if may_have_run || asked_again {
+                        return Err(Failure::Other(err));
+                    }
+                    // Nothing of it left: it goes to the master the sentinels name now, once.
+                    asked_again = true;
+                }
+                Err(err) => return Err(Failure::Other(err)),
+            }
+        }
+    }
+
+    /// The current master's connection, asking the sentinels when there is none.
+    async fn connection(&self) -> Result<Pipelined> {
+        if let Some(master) = self.current() {
+            return Ok(master);
+        }
+        let mut sentinels = self.sentinels.lock().await;
+        // Another caller may have asked while this one waited for the sentinels.
+        if let Some(master) = self.current() {
+            return Ok(master);
+        }
+        let asked = tokio::time::timeout(self.timeout, sentinels.async_get_client()).await;
+        let client = match asked {
+            Ok(answer) => answer.map_err(|err| redis_error(&err, self.timeout))?,
+            Err(_) => {
+                return Err(Error::StoreUnavailable(format!(
+                    "no sentinel named the master within {:?}",
+                    self.timeout
+                )))
+            }
+        };
+        let endpoint =
+            Endpoint::of_info(client.get_connection_info(), Default::default())?.ok_or_else(|| {
+                Error::configuration("url", "a master ratelock's connection cannot serve (RESP3)")
+            })?;
+        let master = Pipelined::new(endpoint, None, self.timeout, self.opened.clone());
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(master.clone());
+        Ok(master)
+    }
+
+    fn current(&self) -> Option<Pipelined> {
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Forgets `master` (if still the current one): the next call asks the sentinels.
+    fn forget(&self, master: &Pipelined) {
+        let mut current = self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if current.as_ref().is_some_and(|now| now.same_as(master)) {
+            *current = None;
+        }
+    }
+}
