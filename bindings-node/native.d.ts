@@ -68,7 +68,8 @@ export declare class NativeGuard {
   /**
    * Gives the hold back: resolves "released", or "still_held" when a re-entrant lock keeps other
    * holds; rejects with LOCK_LOST if it had been lost meanwhile (`lostReason` then says how). A
-   * release that fails on the transport keeps the hold, so it can be called again.
+   * release that fails on the transport keeps the hold, so it can be called again, but no longer
+   * renews it (if nobody calls again, the lease runs out).
    */
   release(): Promise<string>
 }

@@ -75,7 +75,8 @@ class LeaseGuard(LeaseGuardBase):
     def release(self) -> ReleaseOutcome:
         """Gives the hold back (``"released"``). Raises ``LockNotOwned`` if it was released already, and
         ``LockLost`` if it had been lost (nothing is changed then). If the store cannot be reached,
-        ``StoreUnavailable`` is raised and the hold is still held: call again."""
+        ``StoreUnavailable`` is raised and the hold is still held, no longer renewed: call again (if
+        nobody does, the lease runs out)."""
         return self._guard.release()
 
     def __enter__(self) -> "LeaseGuard":

@@ -1,8 +1,9 @@
 //! A guard's upkeep, what every guard (lock or permit) carries besides its lease: the lease's end as this
 //! process sees it, the lost signal, the watchdog (booked with the guard when it renews or has hooks to
 //! tell, its task started when first needed, stopped before release, and after a release that fails
-//! on the way only watching the lease's end), the runtime the hold was taken on (a guard dropped outside any
-//! runtime gives its hold back there), and the process that took the hold (a forked child cannot use it).
+//! on the way only watching the lease's end), the runtime the hold was taken on (a guard dropped
+//! outside any runtime gives its hold back there), and the process that took the hold (a forked child
+//! cannot use it).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,8 +141,9 @@ impl Upkeep {
     /// Gives the hold back through `release` (the guard's store call), once: a forked child is refused
     /// (and its guard counts as released, so its drop does nothing), the watchdog stops first, and a
     /// release that fails on the transport leaves `released` false, so the caller can retry, with
-    /// renewals off for good (its watchdog, if it has hooks to tell, only watches the lease's end). A hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one
-    /// event of it ([`HoldEvents::settled`]); a release that finds the lease gone marks the hold lost.
+    /// renewals off for good (its watchdog, if it has hooks to tell, only watches the lease's end). A
+    /// hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one event of it
+    /// ([`HoldEvents::settled`]); a release that finds the lease gone marks the hold lost.
     pub(crate) async fn give_back(
         &mut self,
         released: &mut bool,

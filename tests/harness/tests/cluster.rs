@@ -1,7 +1,7 @@
 //! ratelock on a real Redis Cluster (3 masters, 3 replicas, started by the harness): the shared vectors,
 //! keys spread over many slots without CROSSSLOT for any public operation, NOSCRIPT on nodes that lost
-//! their scripts (every lock kind included), connections the nodes closed while idle, a frozen node's
-//! timeout (never a replay), and lock exclusion with rising fencing tokens.
+//! their scripts (every lock kind included), connections the nodes closed while idle, a wrong password,
+//! and lock exclusion with rising fencing tokens.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -94,36 +94,37 @@ async fn connections_the_nodes_closed_while_idle_fail_no_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_to_a_frozen_node_times_out_once_and_is_never_sent_again() {
+async fn a_wrong_password_is_a_configuration_error_never_an_outage() {
     let cluster = RedisCluster::start(3, 0);
-    let timeout = Duration::from_millis(300);
-    let options = StoreOptions::default().with_timeout(timeout);
-    let store = Store::connect(&cluster.url(), &options).await.unwrap();
-    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
-    let rules: Rules = "10/minute using fixed_window".parse().unwrap();
-    assert_eq!(limiter.hit("frozen", &rules, 1).await.unwrap().remaining, 9);
     for node in cluster.nodes() {
-        node.pause();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("requirepass")
+            .arg("right")
+            .query(&mut node.connection())
+            .unwrap();
     }
-    let started = Instant::now();
-    let frozen = limiter.hit("frozen", &rules, 1).await;
-    let waited = started.elapsed();
-    for node in cluster.nodes() {
-        node.resume();
-    }
-    assert!(matches!(frozen, Err(ratelock::Error::Timeout(_))), "{frozen:?}");
-    assert!(waited < timeout * 2, "answered after {waited:?}");
-    // The timed-out hit ran once when the node woke (it reached it), and was not sent again.
-    let until = Instant::now() + Duration::from_secs(5);
-    let remaining = loop {
-        match limiter.hit("frozen", &rules, 1).await {
-            Err(err) if err.is_store_failure() && Instant::now() < until => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            answer => break answer.unwrap().remaining,
-        }
-    };
-    assert_eq!(remaining, 7);
+    let url = cluster
+        .url()
+        .replace("redis+cluster://", "redis+cluster://:wrong@");
+    // Stores connect on first use: the first call meets the refusal.
+    let wrong = Limiter::connect(&url).await.unwrap();
+    let refused = wrong.hit("k", &"1/minute".parse().unwrap(), 1).await;
+    assert!(
+        matches!(refused, Err(ratelock::Error::Configuration { .. })),
+        "{refused:?}"
+    );
+    let right = cluster
+        .url()
+        .replace("redis+cluster://", "redis+cluster://:right@");
+    let limiter = Limiter::connect(&right).await.unwrap();
+    assert!(
+        limiter
+            .hit("k", &"1/minute".parse().unwrap(), 1)
+            .await
+            .unwrap()
+            .allowed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,10 +162,6 @@ pub fn noscript_after_load() -> Error {
 #[cfg(feature = "redis")]
 pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration) -> Error {
     use redis::ErrorKind;
-    #[cfg(feature = "cluster")]
-    if let Some(carried) = crate::store::redis::cluster_node::from_redis(err, timeout) {
-        return carried;
-    }
     if err.is_timeout() {
         return Error::Timeout(timeout);
     }

@@ -74,19 +74,17 @@ impl redis::aio::ConnectionLike for ClusterNode {
 
     fn req_packed_commands<'a>(
         &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
+        _pipeline: &'a Pipeline,
+        _offset: usize,
+        _count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        async move {
-            // One after another on the one connection, each reply kept as it came (error replies too,
-            // as redis-rs's connections give them for a pipeline).
-            let mut replies = Vec::with_capacity(offset + count);
-            for cmd in pipeline.cmd_iter() {
-                let (reply, may_have_run) = self.0.send_telling(cmd.get_packed_command()).await;
-                replies.push(reply.map_err(|err| to_redis(err, may_have_run))?);
-            }
-            Ok(replies.into_iter().skip(offset).take(count).collect())
+        // ratelock sends no pipeline on a cluster; one sent command by command could neither stay
+        // atomic (MULTI/EXEC) nor be refused again safely halfway, so it is refused (never retried).
+        async {
+            Err(RedisError::from((
+                redis::ErrorKind::Client,
+                "ratelock's cluster node connection sends no pipelines",
+            )))
         }
         .boxed()
     }
@@ -101,6 +99,22 @@ impl ClusterNode {
     async fn send(&self, bytes: Vec<u8>) -> redis::RedisResult<Value> {
         let (reply, may_have_run) = self.0.send_telling(bytes).await;
         reply.map_err(|err| to_redis(err, may_have_run))?.extract_error()
+    }
+}
+
+/// The error that refuses every connection to the seed `url` (`redis://`), a wrong password for one,
+/// found by opening one: `Ok` when it opens, and for an outage (the seeds that answer are redis-rs's
+/// to find).
+pub(crate) async fn refusal_of(url: &str, timeout: Duration) -> crate::error::Result<()> {
+    let Some(endpoint) = Endpoint::for_pipelined(url)? else {
+        return Ok(());
+    };
+    match Pipelined::new(endpoint, None, timeout, Arc::default())
+        .open()
+        .await
+    {
+        Err(err) if !err.is_store_failure() => Err(err),
+        _ => Ok(()),
     }
 }
 
@@ -125,9 +139,11 @@ pub(crate) fn from_redis(err: &RedisError, timeout: Duration) -> Option<Error> {
     let (setting, message) = rest.split_once('\u{1f}')?;
     Some(match code {
         "TIMEOUT" => Error::Timeout(timeout),
-        "PROTOCOL" => Error::Protocol(message.to_owned()),
+        "STORE_UNAVAILABLE" => Error::StoreUnavailable(message.to_owned()),
         "CONFIGURATION" => Error::configuration(setting_named(setting), message),
-        _ => Error::StoreUnavailable(message.to_owned()),
+        "INVALID_ARGUMENT" => Error::invalid_argument("url", message),
+        // A protocol error, or one this module does not carry: never an outage.
+        _ => Error::Protocol(message.to_owned()),
     })
 }
 
@@ -136,6 +152,7 @@ fn encode(err: &Error) -> String {
     let (setting, message) = match err {
         Error::Configuration { setting, reason } => (*setting, reason.clone()),
         Error::StoreUnavailable(message) | Error::Protocol(message) => ("", message.clone()),
+        Error::InvalidArgument { reason, .. } => ("", reason.clone()),
         other => ("", other.to_string()),
     };
     format!("{} {setting}\u{1f}{message}", err.code())
@@ -150,6 +167,7 @@ mod tests {
         let timeout = Duration::from_millis(250);
         let failures = [
             Error::Timeout(timeout),
+            Error::invalid_argument("url", "no host"),
             Error::StoreUnavailable("the connection closed before the reply".into()),
             Error::Protocol("a reply that is not RESP".into()),
             Error::configuration(crate::store::connection_core::SETTING_CREDENTIALS, "WRONGPASS"),
@@ -162,6 +180,13 @@ mod tests {
             );
             assert_eq!(from_redis(&carried, timeout).as_ref(), Some(&err));
         }
+    }
+
+    #[test]
+    fn a_code_it_does_not_carry_is_a_protocol_error_never_an_outage() {
+        let odd = redis::make_extension_error(MAY_HAVE_RUN.into(), Some("LOCK_LOST \u{1f}gone".into()));
+        let decoded = from_redis(&odd, Duration::from_secs(1)).unwrap();
+        assert!(matches!(decoded, Error::Protocol(_)), "{decoded:?}");
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection
 //! (`redis+cluster://a:p,b:p`) over ratelock's own connection to each node (`cluster_node.rs`), which
 //! routes each command by its first key's slot and follows MOVED/ASK (every script call keeps all its
-//! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the master that
-//! the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked again after
-//! a failure.
+//! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the
+//! master that the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked
+//! again after a failure.
 
 use std::time::Duration;
 
@@ -49,21 +49,32 @@ impl SharedConnection {
         ))
     }
 
-    /// Connects to the cluster whose seed nodes `url` lists (`redis+cluster://a:p,b:p`).
+    /// Connects to the cluster whose seed nodes `url` lists (`redis+cluster://a:p,b:p`), each node over
+    /// ratelock's own connection (`cluster_node.rs`). redis-rs's `connection_timeout` and
+    /// `response_timeout` are not read by those connections (they keep the store's timeout themselves).
     #[cfg(feature = "cluster")]
-    pub(crate) async fn cluster(url: &str, timeout: Duration) -> RedisResult<Self> {
-        let client = redis::cluster::ClusterClient::builder(cluster_seeds(url))
-            .connection_timeout(timeout)
-            .response_timeout(timeout)
-            // Each node call keeps its own deadline (see `send`); this one only bounds a call that
-            // follows redirections.
+    pub(crate) async fn cluster(url: &str, timeout: Duration) -> Result<Self, Error> {
+        use super::cluster_node;
+        let failed = |err: redis::RedisError| {
+            cluster_node::from_redis(&err, timeout)
+                .unwrap_or_else(|| crate::store::connection_core::connect_error(&err, timeout, false))
+        };
+        let seeds = cluster_seeds(url);
+        let client = redis::cluster::ClusterClient::builder(seeds.clone())
+            // Each node call keeps its own deadline; this one only bounds a call that follows
+            // redirections.
             .overall_response_timeout(Some(timeout * 2))
             .retries(3)
-            .build()?;
-        super::cluster_node::use_timeout(timeout);
-        Ok(SharedConnection::Cluster(
-            client.get_async_generic_connection().await?,
-        ))
+            .build()
+            .map_err(failed)?;
+        cluster_node::use_timeout(timeout);
+        // redis-rs reports every seed it could not connect to as one I/O error: a refused password
+        // would be an outage. The first seed says what it is first.
+        if let Some(first) = seeds.first() {
+            cluster_node::refusal_of(first, timeout).await?;
+        }
+        let nodes = client.get_async_generic_connection().await.map_err(failed)?;
+        Ok(SharedConnection::Cluster(nodes))
     }
 
     /// Sends one command and reads its reply within `timeout`, as a value or a typed failure.

@@ -265,9 +265,7 @@ impl RedisStore {
             let connect = async {
                 #[cfg(feature = "cluster")]
                 if shared.cluster {
-                    return SharedConnection::cluster(&shared.url, shared.timeout)
-                        .await
-                        .map_err(failed);
+                    return SharedConnection::cluster(&shared.url, shared.timeout).await;
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {

@@ -119,9 +119,13 @@ impl Pipelined {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
-    /// Opens the connection now (for a store that connects eagerly).
+    /// Opens the connection now (for a store that connects eagerly), within the timeout.
     pub(crate) async fn open(&self) -> Result<()> {
-        self.link(None).await.map(drop)
+        let timeout = self.shared.timeout;
+        match tokio::time::timeout(timeout, self.link(None)).await {
+            Ok(opened) => opened.map(drop),
+            Err(_) => Err(connect_timed_out(timeout, self.shared.endpoint.tls())),
+        }
     }
 
     /// Sends one command, already written as RESP bytes, and reads its reply, within the timeout.
@@ -132,7 +136,11 @@ impl Pipelined {
     /// [`send_written`](Self::send_written), also telling whether the call may have reached the server
     /// (false: no byte of it left, so it can go out anywhere again).
     pub(crate) async fn send_telling(&self, bytes: Vec<u8>) -> (Result<Value>, bool) {
-        let timeout = self.shared.timeout;
+        self.send_within(bytes, self.shared.timeout).await
+    }
+
+    /// [`send_telling`](Self::send_telling) within `timeout` (what is left of a longer call's).
+    pub(crate) async fn send_within(&self, bytes: Vec<u8>, timeout: Duration) -> (Result<Value>, bool) {
         // The link the call went out on: a call that times out retires it (it may be silently dead).
         let mut used: Option<Arc<Link>> = None;
         let call = async {

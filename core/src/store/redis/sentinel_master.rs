@@ -3,11 +3,14 @@
 //! master closed while idle is found before a call is written to it (redis-rs's failed the next call),
 //! and a call that may have run is never sent again. The sentinels are asked again after a failure that
 //! may mean a failover (the master cannot be reached, or answers READONLY as a demoted master); a call
-//! that never left goes to the master they name then, once.
+//! that never left goes to the master they name then, once. The whole call, asking the sentinels
+//! included, keeps within the store's timeout.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use redis::sentinel::{SentinelClient, SentinelServerType};
 use redis::{Cmd, Value};
@@ -43,13 +46,20 @@ impl SentinelMaster {
         Ok(master)
     }
 
-    /// Sends one command to the master and reads its reply, as a value or a typed failure.
+    /// Sends one command to the master and reads its reply, as a value or a typed failure, within the
+    /// timeout.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let bytes = super::packing::packed(cmd);
+        let deadline = Instant::now() + self.timeout;
         let mut asked_again = false;
         loop {
-            let master = self.connection().await.map_err(Failure::Other)?;
-            let (reply, may_have_run) = master.send_telling(bytes.clone()).await;
+            let master = tokio::time::timeout_at(deadline, self.connection())
+                .await
+                .map_err(|_| self.unnamed())
+                .and_then(|master| master)
+                .map_err(Failure::Other)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (reply, may_have_run) = master.send_within(bytes.clone(), left).await;
             match reply {
                 Ok(Value::ServerError(err)) if err.code() == "READONLY" => {
                     // A demoted master: the next call asks the sentinels again (this one did not run).
@@ -57,9 +67,10 @@ impl SentinelMaster {
                     return classify(Ok(Value::ServerError(err)), self.timeout);
                 }
                 Ok(value) => return classify(Ok(value), self.timeout),
+                Err(Error::Timeout(_)) => return Err(Failure::Other(Error::Timeout(self.timeout))),
                 Err(err) if err.is_store_failure() => {
                     self.forget(&master);
-                    if may_have_run || asked_again {
+                    if may_have_run || asked_again || Instant::now() >= deadline {
                         return Err(Failure::Other(err));
                     }
                     // Nothing of it left: it goes to the master the sentinels name now, once.
@@ -68,6 +79,14 @@ impl SentinelMaster {
                 Err(err) => return Err(Failure::Other(err)),
             }
         }
+    }
+
+    /// The outage of a call whose time ran out before a master was named and connected.
+    fn unnamed(&self) -> Error {
+        Error::StoreUnavailable(format!(
+            "no master was named and reached within {:?}",
+            self.timeout
+        ))
     }
 
     /// The current master's connection, asking the sentinels when there is none.
@@ -83,12 +102,7 @@ impl SentinelMaster {
         let asked = tokio::time::timeout(self.timeout, sentinels.async_get_client()).await;
         let client = match asked {
             Ok(answer) => answer.map_err(|err| redis_error(&err, self.timeout))?,
-            Err(_) => {
-                return Err(Error::StoreUnavailable(format!(
-                    "no sentinel named the master within {:?}",
-                    self.timeout
-                )))
-            }
+            Err(_) => return Err(self.unnamed()),
         };
         let endpoint =
             Endpoint::of_info(client.get_connection_info(), Default::default())?.ok_or_else(|| {
