@@ -94,7 +94,16 @@ impl SharedConnection {
         };
         match reply {
             Err(_) => Err(Failure::Other(Error::Timeout(timeout))),
-            Ok(reply) => classify(reply, timeout),
+            Ok(reply) => {
+                // A cluster node connection's own failure, carried through redis-rs's routing.
+                #[cfg(feature = "cluster")]
+                if let Err(err) = &reply {
+                    if let Some(carried) = super::cluster_node::from_redis(err, timeout) {
+                        return Err(Failure::Other(carried));
+                    }
+                }
+                classify(reply, timeout)
+            }
         }
     }
 

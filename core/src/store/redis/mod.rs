@@ -270,8 +270,9 @@ impl RedisStore {
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
                     let opened = self.connections().code.generation();
+                    let (sentinels, name) = sentinel_parts(&shared.url);
                     let master =
-                        sentinel_master::SentinelMaster::connect(&shared.url, shared.timeout, opened);
+                        sentinel_master::SentinelMaster::connect(sentinels, name, shared.timeout, opened);
                     return Ok(SharedConnection::Sentinel(std::sync::Arc::new(master.await?)));
                 }
                 // One server over TCP, TLS or a Unix socket: ratelock's own connection, which finds a

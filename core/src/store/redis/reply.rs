@@ -32,14 +32,7 @@ pub(crate) fn classify(reply: redis::RedisResult<Value>, timeout: Duration) -> R
     match reply {
         // The cluster connection reports server errors as errors rather than as error replies.
         Err(err) if err.code() == Some("NOSCRIPT") => Err(Failure::NoScript),
-        Err(err) => {
-            // A cluster node connection's own failure, carried through redis-rs's routing.
-            #[cfg(feature = "cluster")]
-            if let Some(carried) = super::cluster_node::from_redis(&err, timeout) {
-                return Err(Failure::Other(carried));
-            }
-            Err(Failure::Other(redis_error(&err, timeout)))
-        }
+        Err(err) => Err(Failure::Other(redis_error(&err, timeout))),
         Ok(Value::ServerError(err)) if err.code() == "NOSCRIPT" => Err(Failure::NoScript),
         Ok(Value::ServerError(err)) => Err(Failure::Other(server_error(
             err.code(),

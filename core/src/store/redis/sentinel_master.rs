@@ -15,7 +15,6 @@ use tokio::time::Instant;
 use redis::sentinel::{SentinelClient, SentinelServerType};
 use redis::{Cmd, Value};
 
-use super::connection::sentinel_parts;
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use super::reply::{classify, Failure};
@@ -31,9 +30,13 @@ pub(crate) struct SentinelMaster {
 }
 
 impl SentinelMaster {
-    /// Finds the master named in `url` and connects to it.
-    pub(crate) async fn connect(url: &str, timeout: Duration, opened: Arc<AtomicU64>) -> Result<Self> {
-        let (sentinels, master) = sentinel_parts(url);
+    /// Finds the master the `sentinels` (`redis://` URLs) name `master` and connects to it.
+    pub(crate) async fn connect(
+        sentinels: Vec<String>,
+        master: String,
+        timeout: Duration,
+        opened: Arc<AtomicU64>,
+    ) -> Result<Self> {
         let client = SentinelClient::build(sentinels, master, None, SentinelServerType::Master)
             .map_err(|err| redis_error(&err, timeout))?;
         let master = SentinelMaster {
