@@ -1,7 +1,8 @@
 //! ratelock through Redis Sentinel (1 master, 1 replica, 3 sentinels, started by the harness): limits
-//! and locks on the master the sentinels name, connections the master closed while idle, and hits that resume within 2 s of the replica's
-//! promotion after the master is stopped in the middle of a stream of hits and lock grants (double
-//! grants counted, each exposed by its fencing token), and lock waiters woken by the promoted master.
+//! and locks on the master the sentinels name, connections the master closed while idle, and hits that
+//! resume within 2 s of the replica's promotion after the master is stopped (or frozen) in the middle of
+//! a stream of hits and lock grants (double grants counted, each exposed by its fencing token), and
+//! lock waiters woken by the promoted master.
 
 use std::time::{Duration, Instant};
 
@@ -74,6 +75,36 @@ async fn hits_resume_within_two_seconds_of_the_promotion() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     stream.assert_recovered(promoted_at, "sentinel failover").await;
     grants.assert_recovered(promoted_at, "sentinel failover").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone() {
+    let mut setup = RedisSentinels::start();
+    let mut options = LimiterOptions::default();
+    options.store.timeout = Duration::from_millis(300);
+    let limiter = Limiter::connect_with(&setup.url(), options).await.unwrap();
+    let stream = HitStream::start(&limiter, 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A frozen master still accepts connections (the kernel completes them); only its calls time out.
+    let replica_port = setup.replica().port();
+    setup.master().pause();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let promoted_at = loop {
+        if setup.named_master_port() == Some(replica_port) {
+            break Instant::now();
+        }
+        if Instant::now() > deadline {
+            setup.master().resume();
+            panic!("the sentinels did not promote the replica");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    setup.master().resume();
+    stream
+        .assert_recovered(promoted_at, "sentinel failover from a frozen master")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

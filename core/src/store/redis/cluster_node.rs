@@ -69,7 +69,7 @@ impl redis::cluster_async::Connect for ClusterNode {
 
 impl redis::aio::ConnectionLike for ClusterNode {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        async move { self.send(cmd.get_packed_command()).await }.boxed()
+        async move { self.send(super::packing::packed(cmd)).await }.boxed()
     }
 
     fn req_packed_commands<'a>(

@@ -52,17 +52,16 @@ impl SentinelMaster {
     /// Sends one command to the master and reads its reply, as a value or a typed failure, within the
     /// timeout.
     pub(crate) async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
-        let bytes = super::packing::packed(cmd);
         let deadline = Instant::now() + self.timeout;
         let mut asked_again = false;
         loop {
-            let master = tokio::time::timeout_at(deadline, self.connection())
-                .await
-                .map_err(|_| self.unnamed())
-                .and_then(|master| master)
-                .map_err(Failure::Other)?;
+            let master = match tokio::time::timeout_at(deadline, self.connection()).await {
+                Ok(master) => master.map_err(Failure::Other)?,
+                Err(_) => return Err(Failure::Other(self.unnamed())),
+            };
             let left = deadline.saturating_duration_since(Instant::now());
-            let (reply, may_have_run) = master.send_within(bytes.clone(), left).await;
+            // Packed per attempt: a resend is rare, a copy kept for it on every call would not be.
+            let (reply, may_have_run) = master.send_within(super::packing::packed(cmd), left).await;
             match reply {
                 Ok(Value::ServerError(err)) if err.code() == "READONLY" => {
                     // A demoted master: the next call asks the sentinels again (this one did not run).
@@ -70,7 +69,13 @@ impl SentinelMaster {
                     return classify(Ok(Value::ServerError(err)), self.timeout);
                 }
                 Ok(value) => return classify(Ok(value), self.timeout),
-                Err(Error::Timeout(_)) => return Err(Failure::Other(Error::Timeout(self.timeout))),
+                Err(Error::Timeout(_)) => {
+                    // A master that stopped answering may have been replaced (a frozen or cut-off master
+                    // still accepts connections): the next call asks the sentinels. This one may have
+                    // run, so it is not sent again.
+                    self.forget(&master);
+                    return Err(Failure::Other(Error::Timeout(self.timeout)));
+                }
                 Err(err) if err.is_store_failure() => {
                     self.forget(&master);
                     if may_have_run || asked_again || Instant::now() >= deadline {
