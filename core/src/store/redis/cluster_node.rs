@@ -3,9 +3,12 @@
 //! place of redis-rs's multiplexed one, so a cluster keeps the single server's connection rules. A
 //! connection a node closed while idle is found before a call is written to it (redis-rs's failed the
 //! next call), and a call that may have reached the node is never sent again: its failure goes back as
-//! an error redis-rs does not retry, and comes out as the same typed error as on one server.
+//! an error redis-rs does not retry, and comes out as the same typed error as on one server. A node whose
+//! call timed out refuses its next call unsent, which has redis-rs check the node and, while it does,
+//! send the node's calls to the rest of its shard: a frozen master a failover replaced is left behind
+//! although it still accepts connections and never answers MOVED.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +44,11 @@ fn node_timeout() -> Duration {
 
 /// One node's connection (cheap to clone: redis-rs clones it per call).
 #[derive(Clone)]
-pub(crate) struct ClusterNode(Pipelined);
+pub(crate) struct ClusterNode {
+    link: Pipelined,
+    /// Set when a call to the node timed out, taken by the next call (see [`ClusterNode::send`]).
+    timed_out: Arc<AtomicBool>,
+}
 
 impl redis::cluster_async::Connect for ClusterNode {
     fn connect_with_config<'a, T>(info: T, _config: redis::AsyncConnectionConfig) -> RedisFuture<'a, Self>
@@ -61,7 +68,10 @@ impl redis::cluster_async::Connect for ClusterNode {
             let node = Pipelined::new(endpoint, None, node_timeout(), Arc::default());
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
             node.open().await.map_err(|err| to_redis(err, false))?;
-            Ok(ClusterNode(node))
+            Ok(ClusterNode {
+                link: node,
+                timed_out: Arc::default(),
+            })
         }
         .boxed()
     }
@@ -96,8 +106,23 @@ impl redis::aio::ConnectionLike for ClusterNode {
 
 impl ClusterNode {
     /// One call; an error reply is an error (redis-rs reads MOVED, ASK and TRYAGAIN from errors).
+    ///
+    /// The call after one that timed out is not sent: it fails as a dropped connection, so redis-rs
+    /// checks the node with a PING (sent: the flag is taken) and, while the node is being checked,
+    /// sends its calls to another node of its shard (a replica sends them back with MOVED until it is
+    /// promoted). Without it, a frozen master stays in the slot map after a
+    /// failover: it never answers MOVED, and a timeout is never retried (it may have run).
     async fn send(&self, bytes: Vec<u8>) -> redis::RedisResult<Value> {
-        let (reply, may_have_run) = self.0.send_telling(bytes).await;
+        if self.timed_out.swap(false, Ordering::Relaxed) {
+            return Err(to_redis(
+                Error::StoreUnavailable("the node's last call timed out".into()),
+                false,
+            ));
+        }
+        let (reply, may_have_run) = self.link.send_telling(bytes).await;
+        if matches!(reply, Err(Error::Timeout(_))) {
+            self.timed_out.store(true, Ordering::Relaxed);
+        }
         reply.map_err(|err| to_redis(err, may_have_run))?.extract_error()
     }
 }
