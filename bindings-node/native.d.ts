@@ -467,7 +467,10 @@ export interface StoreSettings {
   prefix?: string
   /** Each store call's timeout in milliseconds (default 1000). */
   timeoutMs?: number
-  /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA). */
+  /**
+   * `rediss://` or `rediss+cluster://`: the PEM certificate(s) to trust instead of the public roots
+   * (a private CA).
+   */
   tlsRootCa?: string | Buffer
   /** The memory store: the most keys it keeps (none: no bound but memory). */
   maxKeys?: number

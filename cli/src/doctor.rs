@@ -98,6 +98,15 @@ fn node_url(url: &str) -> Result<String, Exit> {
         let first = rest.split([',', '/']).next().unwrap_or_default();
         return Ok(format!("redis://{first}/"));
     }
+    if let Some(rest) = url.strip_prefix("rediss+cluster://") {
+        let first = rest.split([',', '/', '#']).next().unwrap_or_default();
+        let insecure = if url.ends_with("#insecure") {
+            "#insecure"
+        } else {
+            ""
+        };
+        return Ok(format!("rediss://{first}/{insecure}"));
+    }
     if url.starts_with("redis+sentinel://") {
         return Err(Exit::Failed(
             "doctor checks one server: give the master's redis:// URL (SENTINEL get-master-addr-by-name names it)".into(),
@@ -247,7 +256,7 @@ async fn topology(
             Severity::Error,
             "topology",
             "this server is a replica: ratelock writes on every call (point the URL at the master, or use \
-             redis+sentinel:// or redis+cluster://)",
+             redis+sentinel://, redis+cluster:// or rediss+cluster://)",
         );
         return;
     }
@@ -265,10 +274,10 @@ async fn topology(
         } else {
             Severity::Error
         };
-        let hint = if url.starts_with("redis+cluster://") {
+        let hint = if url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://") {
             ""
         } else {
-            " (use a redis+cluster:// URL so calls follow their slots)"
+            " (use a redis+cluster:// URL, rediss+cluster:// over TLS, so calls follow their slots)"
         };
         report.add(
             severity,

@@ -1,7 +1,8 @@
 'use strict'
 // The Node package on a real Redis Cluster (three masters): multi-rule hits on keys spread over the
 // slots never meet CROSSSLOT and count exactly, and every lock kind works on names spread over the
-// slots, with one holder at a time.
+// slots, with one holder at a time; a cluster over TLS (rediss+cluster://) checks its nodes against a
+// private CA.
 
 const assert = require('node:assert/strict')
 const { after, before, test } = require('node:test')
@@ -75,4 +76,24 @@ test('one holder at a time for a lock on the cluster, tokens rising', async () =
   )
   assert.equal(tokens.length, 48)
   assert.ok(tokens.every((token, i) => i === 0 || token > tokens[i - 1]), 'tokens rise in grant order')
+})
+
+test('rediss+cluster:// with tlsRootCa: every node over TLS; without the CA a configuration error', async () => {
+  const tls = await RedisCluster.start({ tls: true })
+  try {
+    const limiter = new Limiter({ url: tls.tlsUrl, tlsRootCa: tls.caPem })
+    for (let n = 0; n < 30; n++) {
+      const key = `tls:${n}`
+      const allowed = []
+      for (let i = 0; i < 3; i++) allowed.push((await limiter.hit(key, '2/minute')).allowed)
+      assert.deepEqual(allowed, [true, true, false], key)
+    }
+    const lock = new DistributedLock('tls:job', { url: tls.tlsUrl, tlsRootCa: tls.caPem })
+    assert.ok((await lock.acquire({ timeoutMs: 2000 })) > 0)
+    await lock.release()
+    const untrusted = new Limiter({ url: tls.tlsUrl, onError: 'allow' })
+    await assert.rejects(untrusted.hit('tls:0', '2/minute'), (err) => err.code === 'ERR_RATELOCK_CONFIGURATION')
+  } finally {
+    await tls.close()
+  }
 })

@@ -8,6 +8,30 @@ const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 
+/**
+ * A private CA and a server certificate for `names` (a subjectAltName list, e.g. `DNS:localhost`)
+ * signed by it, made with openssl in a fresh directory (returned): `ca.pem`, `cert.pem`, `key.pem`.
+ */
+function makeCertificates(names) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-tls-'))
+  const openssl = (...args) => {
+    const made = spawnSync('openssl', args, { cwd: dir, stdio: 'ignore' })
+    if (made.error || made.status !== 0) throw new Error(`openssl ${args.join(' ')} failed (apt-get install -y openssl)`)
+  }
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock test CA', '-keyout', 'ca.key', '-out', 'ca.pem')
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
+  fs.writeFileSync(path.join(dir, 'san.ext'), `subjectAltName=${names}\nbasicConstraints=CA:FALSE\n`)
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
+    '-extfile', 'san.ext', '-out', 'cert.pem')
+  return dir
+}
+
+/** redis-server arguments that serve TLS on `tlsPort` with the certificates in `dir`. */
+function tlsArgs(dir, tlsPort) {
+  return ['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file',
+    path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no']
+}
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer()
@@ -77,21 +101,9 @@ class RedisServer {
    * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
    */
   static async startWithTls() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-tls-'))
-    const openssl = (...args) => {
-      const made = spawnSync('openssl', args, { cwd: dir, stdio: 'ignore' })
-      if (made.error || made.status !== 0) throw new Error(`openssl ${args.join(' ')} failed (apt-get install -y openssl)`)
-    }
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=ratelock test CA', '-keyout', 'ca.key', '-out', 'ca.pem')
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'key.pem', '-out', 'server.csr')
-    fs.writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n')
-    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
-      '-extfile', 'san.ext', '-out', 'cert.pem')
+    const dir = makeCertificates('DNS:localhost')
     const tlsPort = await freePort()
-    const server = await RedisServer.start({
-      extraArgs: ['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file',
-        path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'],
-    })
+    const server = await RedisServer.start({ extraArgs: tlsArgs(dir, tlsPort) })
     server.tlsUrl = `rediss://localhost:${tlsPort}/`
     server.tlsPort = tlsPort
     server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
@@ -186,4 +198,4 @@ class RedisServer {
   }
 }
 
-module.exports = { RedisServer }
+module.exports = { RedisServer, freePort, makeCertificates, tlsArgs }

@@ -123,27 +123,39 @@ def redis_server():
     server.stop()
 
 
+def _make_certificates() -> pathlib.Path:
+    """A private CA and a server certificate for localhost and 127.0.0.1 signed by it (openssl), in a
+    fresh directory: ``ca.pem``, ``cert.pem``, ``key.pem``."""
+    certs = pathlib.Path(tempfile.mkdtemp(prefix="ratelock-py-tls-"))
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=certs, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=ratelock test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "key.pem",
+            "-out", "server.csr")
+    (certs / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "1", "-extfile", "san.ext", "-out", "cert.pem")
+    return certs
+
+
+def _tls_args(certs: pathlib.Path, tls_port: int) -> list[str]:
+    """redis-server arguments that serve TLS on ``tls_port`` with the certificates in ``certs``."""
+    return ["--tls-port", str(tls_port), "--tls-cert-file", str(certs / "cert.pem"),
+            "--tls-key-file", str(certs / "key.pem"), "--tls-ca-cert-file", str(certs / "ca.pem"),
+            "--tls-auth-clients", "no"]
+
+
 class TlsRedisServer(RedisServer):
     """A server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by a
     private CA made here (openssl): ``tls_url`` is its ``rediss://`` URL, ``ca_pem`` the CA to trust."""
 
     def __init__(self) -> None:
-        certs = pathlib.Path(tempfile.mkdtemp(prefix="ratelock-py-tls-"))
-
-        def openssl(*args: str) -> None:
-            subprocess.run(["openssl", *args], cwd=certs, check=True, capture_output=True)
-
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=ratelock test CA",
-                "-keyout", "ca.key", "-out", "ca.pem")
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "key.pem",
-                "-out", "server.csr")
-        (certs / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-days", "1", "-extfile", "san.ext", "-out", "cert.pem")
+        certs = _make_certificates()
         self.tls_port = _free_port()
-        super().__init__("--tls-port", str(self.tls_port), "--tls-cert-file", str(certs / "cert.pem"),
-                         "--tls-key-file", str(certs / "key.pem"), "--tls-ca-cert-file", str(certs / "ca.pem"),
-                         "--tls-auth-clients", "no")
+        super().__init__(*_tls_args(certs, self.tls_port))
         self.ca_pem = (certs / "ca.pem").read_text()
         shutil.rmtree(certs, ignore_errors=True)
 
@@ -160,14 +172,28 @@ def tls_redis_server():
 
 
 class RedisCluster:
-    """Three masters with a replica each, joined by `redis-cli --cluster create`."""
+    """Three masters with a replica each, joined by `redis-cli --cluster create`; with ``tls``, every node
+    also serves TLS on a port of its own (the cluster bus and replication too), with a certificate a
+    private CA signed: ``tls_url`` is the ``rediss+cluster://`` URL, ``ca_pem`` the CA to trust."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: bool = False) -> None:
+        certs = _make_certificates() if tls else None
+        self.tls_ports = [_free_port() for _ in range(6)] if tls else []
+        self.ca_pem = (certs / "ca.pem").read_text() if certs else ""
+
+        def tls_args(index: int) -> list[str]:
+            if certs is None:
+                return []
+            return [*_tls_args(certs, self.tls_ports[index]), "--tls-cluster", "yes", "--tls-replication", "yes"]
+
         # An explicit bus port: the default (port + 10000) does not exist for ports above 55535.
         self.nodes = [
-            RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--cluster-port", str(_free_port()))
-            for _ in range(6)
+            RedisServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--cluster-port", str(_free_port()),
+                        *tls_args(index))
+            for index in range(6)
         ]
+        if certs:
+            shutil.rmtree(certs, ignore_errors=True)
         addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
         subprocess.run(
             ["redis-cli", "--cluster", "create", *addresses, "--cluster-replicas", "1", "--cluster-yes"],
@@ -189,6 +215,10 @@ class RedisCluster:
     def url(self) -> str:
         return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes[:3])
 
+    @property
+    def tls_url(self) -> str:
+        return "rediss+cluster://" + ",".join(f"localhost:{port}" for port in self.tls_ports[:3])
+
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
@@ -197,6 +227,13 @@ class RedisCluster:
 @pytest.fixture(scope="session")
 def redis_cluster():
     cluster = RedisCluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_redis_cluster():
+    cluster = RedisCluster(tls=True)
     yield cluster
     cluster.stop()
 

@@ -1,10 +1,13 @@
 """The Python package on a real Redis Cluster (redis+cluster:// URL, 3 masters, 3 replicas): limits
-over keys on many slots (multi-rule, no CROSSSLOT), sync and asyncio, and a lock with one holder."""
+over keys on many slots (multi-rule, no CROSSSLOT), sync and asyncio, a lock with one holder, and a
+cluster over TLS (rediss+cluster://) with a private CA."""
 
 import asyncio
 import threading
 import time
 import uuid
+
+import pytest
 
 import ratelock
 import ratelock.asyncio
@@ -52,3 +55,17 @@ def test_a_lock_on_the_cluster_has_one_holder(redis_cluster):
     for thread in threads:
         thread.join()
     assert most == 1 and len(tokens) == 40 and len(set(tokens)) == 40
+
+
+def test_a_cluster_over_tls_with_a_private_ca(tls_redis_cluster):
+    client = ratelock.Client(tls_redis_cluster.tls_url, tls_root_ca=tls_redis_cluster.ca_pem)
+    limiter = ratelock.Limiter(client)
+    for n in range(30):
+        key = f"tls:{uuid.uuid4().hex}:{n}"
+        assert [limiter.hit(key, "2/minute").allowed for _ in range(3)] == [True, True, False]
+    with ratelock.DistributedLock(f"tls-lock:{uuid.uuid4().hex}", url=client) as lock:
+        assert lock.fencing_token is not None and lock.locked()
+    # Without the CA, the nodes' certificates are refused: a configuration error, never an outage.
+    untrusted = ratelock.Limiter(ratelock.Client(tls_redis_cluster.tls_url), on_error="allow")
+    with pytest.raises(ratelock.ConfigurationError):
+        untrusted.hit(f"tls:{uuid.uuid4().hex}", "2/minute")

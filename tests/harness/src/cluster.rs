@@ -1,15 +1,21 @@
 //! A real Redis Cluster for tests: `masters` masters with `replicas` replicas each, every node a
-//! `RedisServer` (own port, own directory, stopped by PID), joined with `redis-cli --cluster create`.
+//! `RedisServer` (own port, own directory, stopped by PID), joined with `redis-cli --cluster create`;
+//! optionally serving TLS too (each node on a TLS port of its own, the cluster bus and replication over
+//! TLS as well).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::redis_server::free_port;
+use crate::tls::TestCertificates;
 use crate::RedisServer;
 
 /// A running cluster owned by the test that started it.
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
     masters: usize,
+    /// Each node's TLS port, for a cluster started with [`RedisCluster::start_tls`].
+    tls_ports: Vec<u16>,
 }
 
 impl RedisCluster {
@@ -20,10 +26,42 @@ impl RedisCluster {
 
     /// The same, every node started with `extra_args` too (e.g. `["--loadmodule", path]`).
     pub fn start_with(masters: usize, replicas: usize, extra_args: &[&str]) -> Self {
+        let extra_args: Vec<String> = extra_args.iter().map(|arg| arg.to_string()).collect();
+        Self::start_nodes(masters, replicas, Vec::new(), |_| extra_args.clone())
+    }
+
+    /// The same, every node also serving TLS with `certificates` on a port of its own (the plain ports
+    /// stay, for the kit's own connections); the cluster bus and replication go over TLS. A client on a
+    /// TLS connection is told the nodes' TLS ports (`CLUSTER SLOTS`).
+    pub fn start_tls(masters: usize, replicas: usize, certificates: &TestCertificates) -> Self {
+        let tls_ports: Vec<u16> = (0..masters * (1 + replicas)).map(|_| free_port()).collect();
+        Self::start_nodes(masters, replicas, tls_ports.clone(), |index| {
+            let mut args = certificates.server_args(tls_ports[index]);
+            args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
+            args
+        })
+    }
+
+    /// Starts `masters * (1 + replicas)` nodes, node `i` with `args_of(i)` too, and joins them.
+    fn start_nodes(
+        masters: usize,
+        replicas: usize,
+        tls_ports: Vec<u16>,
+        args_of: impl Fn(usize) -> Vec<String>,
+    ) -> Self {
         let count = masters * (1 + replicas);
-        let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
-        args.extend_from_slice(extra_args);
-        let nodes: Vec<RedisServer> = (0..count).map(|_| RedisServer::start_with(&args)).collect();
+        let nodes: Vec<RedisServer> = (0..count)
+            .map(|index| {
+                // A bus port of its own: the default (the port + 10000, or the TLS port + 10000 with
+                // `tls-cluster`) does not exist for ports above 55535.
+                let bus_port = free_port().to_string();
+                let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
+                args.extend(["--cluster-port", &bus_port]);
+                let extra = args_of(index);
+                args.extend(extra.iter().map(String::as_str));
+                RedisServer::start_with(&args)
+            })
+            .collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         let created = Command::new("redis-cli")
             .args(["--cluster", "create"])
@@ -38,7 +76,11 @@ impl RedisCluster {
             "redis-cli --cluster create failed: {}",
             String::from_utf8_lossy(&created.stdout)
         );
-        let cluster = RedisCluster { nodes, masters };
+        let cluster = RedisCluster {
+            nodes,
+            masters,
+            tls_ports,
+        };
         cluster.wait_until_ok(Duration::from_secs(30));
         cluster
     }
@@ -50,6 +92,17 @@ impl RedisCluster {
             .map(|node| format!("127.0.0.1:{}", node.port()))
             .collect();
         format!("redis+cluster://{}", seeds.join(","))
+    }
+
+    /// `rediss+cluster://` with the masters' TLS ports as seeds (`localhost`, the name the test
+    /// certificate carries), for a cluster started with [`RedisCluster::start_tls`].
+    pub fn tls_url(&self) -> String {
+        assert!(!self.tls_ports.is_empty(), "this cluster serves no TLS");
+        let seeds: Vec<String> = self.tls_ports[..self.masters]
+            .iter()
+            .map(|port| format!("localhost:{port}"))
+            .collect();
+        format!("rediss+cluster://{}", seeds.join(","))
     }
 
     /// Every node, masters first (as `redis-cli --cluster create` assigned them).

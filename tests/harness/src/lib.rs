@@ -15,6 +15,7 @@ pub mod redis_server;
 pub mod sentinel;
 pub mod slot;
 pub mod stores;
+pub mod tls;
 pub mod vectors;
 
 pub use cluster::RedisCluster;

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ratelock::{ClockSource, Error, FailurePolicy, Limiter, LimiterOptions, Rules};
+use ratelock_testkit::tls::TestCertificates;
 use ratelock_testkit::RedisServer;
 use redis::Commands;
 
@@ -191,29 +192,17 @@ async fn acl_user_password_and_database_number() {
 
 #[tokio::test]
 async fn rediss_with_a_private_certificate_authority() {
-    let dir = std::env::temp_dir().join(format!("ratelock-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (cert, key) = make_certificates(&dir);
+    let certificates = TestCertificates::make("store");
     let tls_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let server = RedisServer::start_with(&[
-        "--tls-port",
-        &tls_port.to_string(),
-        "--tls-cert-file",
-        cert.to_str().unwrap(),
-        "--tls-key-file",
-        key.to_str().unwrap(),
-        "--tls-ca-cert-file",
-        dir.join("ca.pem").to_str().unwrap(),
-        "--tls-auth-clients",
-        "no",
-    ]);
+    let args = certificates.server_args(tls_port);
+    let server = RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let url = format!("rediss://localhost:{tls_port}/");
     let mut opts = options(2_000);
-    opts.store.tls_root_ca = Some(std::fs::read(dir.join("ca.pem")).unwrap());
+    opts.store.tls_root_ca = Some(certificates.ca_pem());
     let limiter = Limiter::connect_with(&url, opts).await.unwrap();
     let rules: Rules = "2/minute".parse().unwrap();
     assert_eq!(limiter.hit("k", &rules, 1).await.unwrap().remaining, 1);
@@ -256,7 +245,7 @@ async fn rediss_with_a_private_certificate_authority() {
     // waits. The connect runs out of time with nothing sent, and says so (not "may have run").
     let plain = format!("rediss://localhost:{}/", server.port());
     let mut opts = options(300);
-    opts.store.tls_root_ca = Some(std::fs::read(dir.join("ca.pem")).unwrap());
+    opts.store.tls_root_ca = Some(certificates.ca_pem());
     let stalled = Limiter::connect_with(&plain, opts).await.unwrap();
     let err = stalled.hit("k", &rules, 1).await.unwrap_err();
     assert!(
@@ -270,70 +259,6 @@ async fn rediss_with_a_private_certificate_authority() {
         "{said}"
     );
     drop(server);
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-/// A private CA and a server certificate for localhost/127.0.0.1 signed by it (openssl CLI).
-fn make_certificates(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let run = |args: &[&str]| {
-        let status = std::process::Command::new("openssl")
-            .current_dir(dir)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("openssl is needed to make test certificates");
-        assert!(status.success(), "openssl {args:?} failed");
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=ratelock test CA",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=localhost",
-        "-keyout",
-        "key.pem",
-        "-out",
-        "server.csr",
-    ]);
-    std::fs::write(
-        dir.join("san.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        "san.ext",
-        "-out",
-        "cert.pem",
-    ]);
-    (dir.join("cert.pem"), dir.join("key.pem"))
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
 //! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
-//! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://)" }` |
+//! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://, or rediss+cluster://)" }` |
 //! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |
 //! | a script's own `ERR ratelock: ...`, a Lua runtime error, `WRONGTYPE`, any other `ERR`, an error code ratelock does not know, a malformed reply | bug | `Protocol` |
 //!
@@ -46,7 +46,8 @@ pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
 /// The setting a user fixes when the server refuses a command ratelock must run.
 pub const SETTING_COMMANDS: &str = "the server's command set";
 /// The setting a user fixes when a plain URL names one node of a Redis Cluster.
-pub const SETTING_CLUSTER_URL: &str = "url (a Redis Cluster needs redis+cluster://host:port,...)";
+pub const SETTING_CLUSTER_URL: &str =
+    "url (a Redis Cluster needs redis+cluster://host:port,..., or rediss+cluster:// over TLS)";
 /// The setting a user fixes when loaded scripts do not stay loaded.
 pub const SETTING_SCRIPT_CACHE: &str =
     "the server's script cache (a proxy that loads and runs scripts on different servers?)";

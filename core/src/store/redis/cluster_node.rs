@@ -12,13 +12,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use futures_util::FutureExt;
 use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
 
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use crate::error::Error;
-use crate::store::connection_core::setting_named;
+use crate::store::connection_core::{setting_named, SETTING_TLS};
 
 /// The error code a failure that may have run travels under through redis-rs (never retried there).
 const MAY_HAVE_RUN: &str = "RATELOCK_MAY_HAVE_RUN";
@@ -33,6 +35,31 @@ static NODE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 pub(crate) fn use_timeout(timeout: Duration) {
     let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
     NODE_TIMEOUT_MS.fetch_min(millis, Ordering::Relaxed);
+}
+
+/// What the node connections trust over TLS (`rediss+cluster://`): the private CA the first TLS cluster
+/// store of the process named (`tls_root_ca`), or the public roots when it named none. Process-wide for
+/// the same reason as the deadline, so one process keeps to one choice for all its TLS clusters.
+static NODE_ROOTS: Mutex<Option<Option<Vec<u8>>>> = Mutex::new(None);
+
+/// Makes `root_ca` (a private CA's PEM, or `None` for the public roots) what the node connections
+/// trust over TLS; refused (a configuration error) when another TLS cluster store of the process made
+/// another choice, which its nodes would otherwise be checked against.
+pub(crate) fn use_roots(root_ca: Option<&[u8]>) -> crate::error::Result<()> {
+    let mut trusted = NODE_ROOTS.lock();
+    match trusted.as_ref() {
+        None => {
+            *trusted = Some(root_ca.map(<[u8]>::to_vec));
+            Ok(())
+        }
+        Some(held) if held.as_deref() == root_ca => Ok(()),
+        Some(_) => Err(Error::configuration(
+            SETTING_TLS,
+            "the nodes of all the TLS Redis Clusters of one process are checked against one choice of \
+             CA, and another cluster store of this process made another (give every rediss+cluster:// \
+             store the same tls_root_ca, one PEM that may hold several CAs)",
+        )),
+    }
 }
 
 fn node_timeout() -> Duration {
@@ -65,7 +92,8 @@ impl redis::cluster_async::Connect for ClusterNode {
                         "a cluster node ratelock's connection cannot serve (RESP3)",
                     ))
                 })?;
-            let node = Pipelined::new(endpoint, None, node_timeout(), Arc::default());
+            let root_ca = NODE_ROOTS.lock().clone().flatten();
+            let node = Pipelined::new(endpoint, root_ca, node_timeout(), Arc::default());
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
             node.open().await.map_err(|err| to_redis(err, false))?;
             Ok(ClusterNode {
@@ -127,14 +155,19 @@ impl ClusterNode {
     }
 }
 
-/// The error that refuses every connection to the seed `url` (`redis://`), a wrong password for one,
+/// The error that refuses every connection to the seed `url` (`redis://`, `rediss://`), a wrong password
+/// or an untrusted certificate for one,
 /// found by opening one: `Ok` when it opens, and for an outage (the seeds that answer are redis-rs's
 /// to find).
-pub(crate) async fn refusal_of(url: &str, timeout: Duration) -> crate::error::Result<()> {
+pub(crate) async fn refusal_of(
+    url: &str,
+    timeout: Duration,
+    tls_root_ca: Option<&[u8]>,
+) -> crate::error::Result<()> {
     let Some(endpoint) = Endpoint::for_pipelined(url)? else {
         return Ok(());
     };
-    match Pipelined::new(endpoint, None, timeout, Arc::default())
+    match Pipelined::new(endpoint, tls_root_ca.map(<[u8]>::to_vec), timeout, Arc::default())
         .open()
         .await
     {

@@ -1,7 +1,8 @@
 //! The Redis store's shared async connection: ratelock's own pipelined connection to one server
 //! (`redis://`, `rediss://` with or without `#insecure`, `redis+unix://`), or redis-rs's reconnecting
 //! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection
-//! (`redis+cluster://a:p,b:p`) over ratelock's own connection to each node (`cluster_node.rs`), which
+//! (`redis+cluster://a:p,b:p`, or `rediss+cluster://` over TLS) over ratelock's own connection to each
+//! node (`cluster_node.rs`), which
 //! routes each command by its first key's slot and follows MOVED/ASK (every script call keeps all its
 //! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the
 //! master that the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked
@@ -17,6 +18,8 @@ use crate::error::Error;
 
 /// The `redis+cluster://` scheme (seeds after it, comma-separated).
 pub(crate) const CLUSTER_SCHEME: &str = "redis+cluster://";
+/// The same over TLS: `rediss+cluster://`, with `#insecure` at the end to check no certificate.
+pub(crate) const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 /// The `redis+sentinel://` scheme (sentinels after it, comma-separated, then `/mastername`).
 pub(crate) const SENTINEL_SCHEME: &str = "redis+sentinel://";
 
@@ -53,7 +56,11 @@ impl SharedConnection {
     /// ratelock's own connection (`cluster_node.rs`). redis-rs's `connection_timeout` and
     /// `response_timeout` are not read by those connections (they keep the store's timeout themselves).
     #[cfg(feature = "cluster")]
-    pub(crate) async fn cluster(url: &str, timeout: Duration) -> Result<Self, Error> {
+    pub(crate) async fn cluster(
+        url: &str,
+        timeout: Duration,
+        tls_root_ca: Option<&[u8]>,
+    ) -> Result<Self, Error> {
         use super::cluster_node;
         let failed = |err: redis::RedisError| {
             cluster_node::from_redis(&err, timeout)
@@ -68,10 +75,14 @@ impl SharedConnection {
             .build()
             .map_err(failed)?;
         cluster_node::use_timeout(timeout);
-        // redis-rs reports every seed it could not connect to as one I/O error: a refused password
-        // would be an outage. The first seed says what it is first.
+        // redis-rs reports every seed it could not connect to as one I/O error: a refused password or
+        // certificate would be an outage. The first seed says what it is first.
         if let Some(first) = seeds.first() {
-            cluster_node::refusal_of(first, timeout).await?;
+            cluster_node::refusal_of(first, timeout, tls_root_ca).await?;
+            // `#insecure` checks no certificate: it has no choice of CA to keep to.
+            if first.starts_with("rediss://") && !first.ends_with("#insecure") {
+                cluster_node::use_roots(tls_root_ca)?;
+            }
         }
         let nodes = client.get_async_generic_connection().await.map_err(failed)?;
         Ok(SharedConnection::Cluster(nodes))
@@ -155,14 +166,35 @@ pub(crate) fn sentinel_parts(url: &str) -> (Vec<String>, String) {
     (node_urls(hosts), master.trim_matches('/').to_owned())
 }
 
-/// The seed URLs of `redis+cluster://[user:password@]host:port,host:port`.
+/// Whether `url` names a Redis Cluster (`redis+cluster://` or `rediss+cluster://`).
+pub(crate) fn is_cluster_url(url: &str) -> bool {
+    url.starts_with(CLUSTER_SCHEME) || url.starts_with(TLS_CLUSTER_SCHEME)
+}
+
+/// The seed URLs of `redis+cluster://[user:password@]host:port,host:port` (`redis://` each), or of
+/// `rediss+cluster://...[#insecure]` (`rediss://...[#insecure]` each).
 pub(crate) fn cluster_seeds(url: &str) -> Vec<String> {
+    if let Some(list) = url.strip_prefix(TLS_CLUSTER_SCHEME) {
+        let (list, fragment) = match list.strip_suffix("#insecure") {
+            Some(list) => (list, "#insecure"),
+            None => (list, ""),
+        };
+        return node_urls_with("rediss://", list)
+            .into_iter()
+            .map(|seed| seed + fragment)
+            .collect();
+    }
     node_urls(url.strip_prefix(CLUSTER_SCHEME).unwrap_or(url))
 }
 
 /// `redis://[user:password@]host:port` for each host of `[user:password@]host:port,host:port[/]` (the
 /// host lists of cluster, Sentinel and Redlock URLs), every one with the list's credentials.
 pub(crate) fn node_urls(list: &str) -> Vec<String> {
+    node_urls_with("redis://", list)
+}
+
+/// [`node_urls`] under `scheme`.
+fn node_urls_with(scheme: &str, list: &str) -> Vec<String> {
     let list = list.trim_end_matches('/');
     let (credentials, hosts) = match list.rsplit_once('@') {
         Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
@@ -172,7 +204,7 @@ pub(crate) fn node_urls(list: &str) -> Vec<String> {
         .split(',')
         .map(str::trim)
         .filter(|host| !host.is_empty())
-        .map(|host| format!("redis://{credentials}{host}"))
+        .map(|host| format!("{scheme}{credentials}{host}"))
         .collect()
 }
 
@@ -209,5 +241,12 @@ mod tests {
         );
         assert_eq!(cluster_seeds("redis+cluster://a:1"), ["redis://a:1"]);
         assert!(cluster_seeds("redis+cluster://").is_empty());
+        assert_eq!(
+            cluster_seeds("rediss+cluster://u:p@a:1,b:2/#insecure"),
+            ["rediss://u:p@a:1#insecure", "rediss://u:p@b:2#insecure"]
+        );
+        assert_eq!(cluster_seeds("rediss+cluster://a:1"), ["rediss://a:1"]);
+        assert!(is_cluster_url("rediss+cluster://a:1") && is_cluster_url("redis+cluster://a:1"));
+        assert!(!is_cluster_url("rediss://a:1"));
     }
 }

@@ -45,7 +45,7 @@ use self::call_tag::CallTag;
 use self::commands::{
     limit_command, limit_outcomes, refund_command, standing_changed, standing_command, write_limit_call,
 };
-use self::connection::{first_seed, sentinel_parts, SharedConnection, CLUSTER_SCHEME, SENTINEL_SCHEME};
+use self::connection::{first_seed, is_cluster_url, sentinel_parts, SharedConnection, SENTINEL_SCHEME};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
@@ -125,7 +125,8 @@ impl std::fmt::Debug for RedisStore {
 
 impl RedisStore {
     /// Connects to `url`: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS,
-    /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes), or
+    /// `redis+cluster://[user:password@]host:port,host:port` for a Redis Cluster (its seed nodes;
+    /// `rediss+cluster://` over TLS, with `#insecure` at the end to check no certificate), or
     /// `redis+sentinel://host:port,host:port/mastername` for the master that the sentinels name.
     ///
     /// Nothing is opened here (lazy start): the first call connects; [`ping`](Self::ping) fails at boot.
@@ -141,13 +142,13 @@ impl RedisStore {
         let (url, server_code) = server_code::take_from_url(url)?;
         let server_code = server_code.unwrap_or(options.server_code);
         let url = url.as_str();
-        let cluster = url.starts_with(CLUSTER_SCHEME);
+        let cluster = is_cluster_url(url);
         let sentinel = url.starts_with(SENTINEL_SCHEME);
         #[cfg(not(feature = "cluster"))]
         if cluster {
             return Err(Error::invalid_argument(
                 "url",
-                "redis+cluster:// needs ratelock's `cluster` feature",
+                "redis+cluster:// and rediss+cluster:// need ratelock's `cluster` feature",
             ));
         }
         // No I/O here (lazy start): behind Sentinel, the connection and the subscriber each ask the
@@ -166,8 +167,7 @@ impl RedisStore {
             (None, source)
         } else {
             let node_url = if cluster {
-                first_seed(url)
-                    .ok_or_else(|| Error::invalid_argument("url", "no host in redis+cluster:// URL"))?
+                first_seed(url).ok_or_else(|| Error::invalid_argument("url", "no host in the cluster URL"))?
             } else {
                 url.to_owned()
             };
@@ -265,7 +265,8 @@ impl RedisStore {
             let connect = async {
                 #[cfg(feature = "cluster")]
                 if shared.cluster {
-                    return SharedConnection::cluster(&shared.url, shared.timeout).await;
+                    let root_ca = shared.tls_root_ca.as_deref();
+                    return SharedConnection::cluster(&shared.url, shared.timeout, root_ca).await;
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
