@@ -67,5 +67,5 @@ def test_a_cluster_over_tls_with_a_private_ca(tls_redis_cluster):
         assert lock.fencing_token is not None and lock.locked()
     # Without the CA, the nodes' certificates are refused: a configuration error, never an outage.
     untrusted = ratelock.Limiter(ratelock.Client(tls_redis_cluster.tls_url), on_error="allow")
-    with pytest.raises(ratelock.ConfigurationError):
+    with pytest.raises(ratelock.ConfigurationError, match="(?i)certificate"):
         untrusted.hit(f"tls:{uuid.uuid4().hex}", "2/minute")

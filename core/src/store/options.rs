@@ -88,8 +88,8 @@ impl StoreOptions {
             return Err(Error::invalid_argument(
                 tls_name,
                 format!(
-                    "only a rediss:// URL (TLS to one server) reads it, and this store is {}; \
-                     leave it out, or use rediss://",
+                    "only a rediss:// or rediss+cluster:// URL (TLS) reads it, and this store is {}; \
+                     leave it out, or use rediss:// (rediss+cluster:// for a cluster)",
                     scheme
                 ),
             ));

@@ -1,5 +1,6 @@
-//! Certificates for servers that speak TLS in tests: a private CA and a server certificate for
-//! `localhost` and `127.0.0.1` signed by it, made with the openssl CLI in a directory of their own.
+//! Certificates for servers that speak TLS in tests: a private CA and a server certificate signed by it
+//! (for `localhost` and `127.0.0.1` unless told otherwise), made with the openssl CLI in a directory of
+//! their own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,18 +13,8 @@ pub struct TestCertificates {
 impl TestCertificates {
     /// Makes them in a fresh directory named after `name` and this process.
     pub fn make(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("ratelock-tls-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create the certificates' directory");
-        let run = |args: &[&str]| {
-            let status = Command::new("openssl")
-                .current_dir(&dir)
-                .args(args)
-                .stderr(Stdio::null())
-                .status()
-                .expect("openssl is needed to make test certificates: apt-get install -y openssl");
-            assert!(status.success(), "openssl {args:?} failed");
-        };
-        run(&[
+        let certificates = Self::empty(name);
+        certificates.run(&[
             "req",
             "-x509",
             "-newkey",
@@ -38,7 +29,30 @@ impl TestCertificates {
             "-out",
             "ca.pem",
         ]);
-        run(&[
+        certificates.issue("DNS:localhost,IP:127.0.0.1");
+        certificates
+    }
+
+    /// Another server certificate from the same CA, naming only `names` (a subjectAltName list, such as
+    /// `DNS:localhost`), in a directory of its own named after `name`.
+    pub fn sibling(&self, name: &str, names: &str) -> Self {
+        let sibling = Self::empty(name);
+        for file in ["ca.pem", "ca.key"] {
+            std::fs::copy(self.dir.join(file), sibling.dir.join(file)).expect("copy the CA");
+        }
+        sibling.issue(names);
+        sibling
+    }
+
+    fn empty(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("ratelock-tls-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the certificates' directory");
+        TestCertificates { dir }
+    }
+
+    /// A server key and a certificate for `names` signed by the CA.
+    fn issue(&self, names: &str) {
+        self.run(&[
             "req",
             "-newkey",
             "rsa:2048",
@@ -51,11 +65,11 @@ impl TestCertificates {
             "server.csr",
         ]);
         std::fs::write(
-            dir.join("san.ext"),
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+            self.dir.join("san.ext"),
+            format!("subjectAltName={names}\nbasicConstraints=CA:FALSE\n"),
         )
         .expect("write the certificate's extensions");
-        run(&[
+        self.run(&[
             "x509",
             "-req",
             "-in",
@@ -72,7 +86,16 @@ impl TestCertificates {
             "-out",
             "cert.pem",
         ]);
-        TestCertificates { dir }
+    }
+
+    fn run(&self, args: &[&str]) {
+        let status = Command::new("openssl")
+            .current_dir(&self.dir)
+            .args(args)
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl is needed to make test certificates: apt-get install -y openssl");
+        assert!(status.success(), "openssl {args:?} failed");
     }
 
     /// The CA's certificate (PEM), as a client trusts it (`tls_root_ca`).

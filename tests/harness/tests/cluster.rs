@@ -1,7 +1,7 @@
 //! ratelock on a real Redis Cluster (3 masters, 3 replicas, started by the harness): the shared vectors,
 //! keys spread over many slots without CROSSSLOT for any public operation, NOSCRIPT on nodes that lost
 //! their scripts (every lock kind included), connections the nodes closed while idle, a wrong password,
-//! a cluster over TLS, and lock exclusion with rising fencing tokens.
+//! and lock exclusion with rising fencing tokens (a cluster over TLS: `cluster_tls.rs`).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -13,7 +13,6 @@ use ratelock::{
 use ratelock_testkit::failover::{GrantStream, HitStream};
 use ratelock_testkit::slot::key_slot;
 use ratelock_testkit::stores::take_turns;
-use ratelock_testkit::tls::TestCertificates;
 use ratelock_testkit::vectors::{assert_store_matches, Via};
 use ratelock_testkit::RedisCluster;
 
@@ -92,68 +91,6 @@ async fn connections_the_nodes_closed_while_idle_fail_no_call() {
             assert_eq!(decision.unwrap().remaining, 9 - round, "round {round}, {key}");
         }
     }
-}
-
-/// `rediss+cluster://`: every node over TLS (the seeds and the nodes redis-rs finds from them), checked
-/// against a private CA; connections the nodes closed while idle fail no call there either; a lock
-/// waiter is woken over TLS; without the CA the first call is a configuration error, never an outage;
-/// `#insecure` checks no certificate.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_over_tls_checks_every_node_against_the_private_ca() {
-    let certificates = TestCertificates::make("cluster");
-    let cluster = RedisCluster::start_tls(3, 0, &certificates);
-    let options = StoreOptions::default().with_tls_root_ca(certificates.ca_pem());
-    let store = Store::connect(&cluster.tls_url(), &options).await.unwrap();
-    let limiter = Limiter::with_store(store.clone(), LimiterOptions::default()).unwrap();
-    let rules: Rules = "10/minute using fixed_window".parse().unwrap();
-    let keys: Vec<String> = (0..12).map(|n| format!("tls:{n}")).collect();
-    let slots: HashSet<u16> = keys.iter().map(|key| key_slot(key.as_bytes())).collect();
-    assert!(slots.len() > 6, "the keys should spread over the nodes");
-    for round in 0..3u64 {
-        for key in &keys {
-            let decision = limiter.hit(key, &rules, 1).await;
-            assert_eq!(decision.unwrap().remaining, 9 - round, "round {round}, {key}");
-        }
-        for node in cluster.nodes() {
-            node.kill_clients();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Every node served some (the client knows only the nodes' TLS ports, and speaks TLS to each).
-    for node in cluster.nodes() {
-        let stats: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query(&mut node.connection())
-            .unwrap();
-        let calls = stats.contains("cmdstat_fcall") || stats.contains("cmdstat_evalsha");
-        assert!(calls, "a node ran no ratelock call: {stats}");
-    }
-    // A waiter is woken by the release (pub/sub on a seed, over TLS).
-    let lock = DistributedLock::new(&store, "tls:job", LockOptions::default()).unwrap();
-    let held = lock.acquire(Duration::from_secs(2)).await.unwrap();
-    let waiter = {
-        let lock = DistributedLock::new(&store, "tls:job", LockOptions::default()).unwrap();
-        tokio::spawn(async move {
-            lock.acquire(Duration::from_secs(5))
-                .await
-                .map(|g| g.fencing_token())
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let token = held.fencing_token();
-    held.release().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap() > token);
-
-    let untrusted = Limiter::connect(&cluster.tls_url()).await.unwrap();
-    let refused = untrusted.hit("tls:0", &rules, 1).await;
-    assert!(
-        matches!(refused, Err(ratelock::Error::Configuration { .. })),
-        "{refused:?}"
-    );
-    let insecure = Limiter::connect(&format!("{}#insecure", cluster.tls_url()))
-        .await
-        .unwrap();
-    assert_eq!(insecure.hit("tls:0", &rules, 1).await.unwrap().remaining, 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use ratelock::{Limiter, LimiterOptions, Rules, Store, StoreOptions};
 use ratelock_testkit::failover::{GrantStream, HitStream};
+use ratelock_testkit::slot::key_slot;
 use ratelock_testkit::RedisCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,6 +47,8 @@ async fn a_call_to_a_frozen_node_times_out_once_and_is_never_sent_again() {
 /// A master frozen (not gone: the kernel still completes connections to it, only its calls time out)
 /// is failed over by the cluster to its replica; the hits on its slots must go there within 2 s of the
 /// promotion, although the old master still holds its connections and was never named by a MOVED.
+/// Until the cluster declares it failed, no call to another shard waits on the frozen node (a slot-map
+/// refresh that checked it would hold every shard's calls).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone() {
     let cluster = RedisCluster::start(3, 1);
@@ -77,7 +80,20 @@ async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let healthy = key_beside(master);
+    let healthy_rules: Rules = "1000000/second".parse().unwrap();
     master.pause();
+    // Until the cluster itself declares the master failed (after its node timeout, 2 s here; then every
+    // node answers CLUSTERDOWN until the promotion), calls to other shards answer at once (or are
+    // refused by the store's breaker at once): no refresh or reconnect waits on the frozen node.
+    let mut slowest = Duration::ZERO;
+    let paused_at = Instant::now();
+    while paused_at.elapsed() < Duration::from_millis(1500) {
+        let started = Instant::now();
+        let _ = limiter.hit(healthy.as_str(), &healthy_rules, 1).await;
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let deadline = Instant::now() + Duration::from_secs(30);
     let promoted_at = loop {
         let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut replica.connection()).unwrap();
@@ -93,12 +109,43 @@ async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone(
     // Past a stranded lease's end (see `GrantStream::assert_recovered`), so late waits are seen.
     tokio::time::sleep(Duration::from_secs(5)).await;
     master.resume();
+    assert!(
+        slowest < Duration::from_millis(250),
+        "a call to another shard waited {slowest:?} while a master was frozen (the timeout is 300 ms)"
+    );
     stream
         .assert_recovered(promoted_at, "cluster failover from a frozen master")
         .await;
     grants
         .assert_recovered(promoted_at, "cluster failover from a frozen master")
         .await;
+}
+
+/// A key whose slot `master` does not serve (`CLUSTER SLOTS`: start, end, then the master's address).
+fn key_beside(master: &ratelock_testkit::RedisServer) -> String {
+    let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut master.connection())
+        .unwrap();
+    let its_own: Vec<(i64, i64)> = ranges
+        .iter()
+        .filter_map(|range| match range.as_slice() {
+            [redis::Value::Int(start), redis::Value::Int(end), redis::Value::Array(node), ..]
+                if node.get(1) == Some(&redis::Value::Int(i64::from(master.port()))) =>
+            {
+                Some((*start, *end))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!its_own.is_empty(), "the master serves no slot: {ranges:?}");
+    (0..)
+        .map(|n| format!("beside:{n}"))
+        .find(|key| {
+            let slot = i64::from(key_slot(key.as_bytes()));
+            !its_own.iter().any(|(start, end)| (*start..=*end).contains(&slot))
+        })
+        .expect("a key on another shard")
 }
 
 /// The port of the master `node` replicates, if it is a replica (`ROLE`).

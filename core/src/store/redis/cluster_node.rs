@@ -4,13 +4,15 @@
 //! connection a node closed while idle is found before a call is written to it (redis-rs's failed the
 //! next call), and a call that may have reached the node is never sent again: its failure goes back as
 //! an error redis-rs does not retry, and comes out as the same typed error as on one server. A node whose
-//! call timed out refuses its next call unsent, which has redis-rs check the node and, while it does,
-//! send the node's calls to the rest of its shard: a frozen master a failover replaced is left behind
-//! although it still accepts connections and never answers MOVED.
+//! call timed out is suspect until it answers again (`suspect_nodes.rs`): its calls fail at once,
+//! unsent, so redis-rs routes around it and no refresh waits on it, and a frozen master a failover
+//! replaced is left behind although it still accepts connections and never answers MOVED. A node
+//! that refuses its connection (a certificate, a password) is remembered for a while, so that the
+//! routing's "no connection" that follows says why (a configuration error, never an outage).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -19,6 +21,7 @@ use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
 
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
+use super::suspect_nodes;
 use crate::error::Error;
 use crate::store::connection_core::{setting_named, SETTING_TLS};
 
@@ -69,12 +72,26 @@ fn node_timeout() -> Duration {
     }
 }
 
+/// A node's refusal of a connection (a configuration error), kept for [`REFUSAL_KEPT`]: redis-rs drops
+/// its node connects' errors and later says only that it has no connection.
+static LAST_REFUSAL: Mutex<Option<(u32, Instant, Error)>> = Mutex::new(None);
+/// How long a node's refusal answers for the routing's "no connection".
+const REFUSAL_KEPT: Duration = Duration::from_secs(30);
+
+/// The configuration error a node of this process refused a connection with in the last
+/// [`REFUSAL_KEPT`], if any: what a cluster call that found no connection stands for.
+pub(crate) fn recent_refusal() -> Option<Error> {
+    let kept = LAST_REFUSAL.lock();
+    let (pid, at, err) = kept.as_ref()?;
+    (*pid == std::process::id() && at.elapsed() < REFUSAL_KEPT).then(|| err.clone())
+}
+
 /// One node's connection (cheap to clone: redis-rs clones it per call).
 #[derive(Clone)]
 pub(crate) struct ClusterNode {
     link: Pipelined,
-    /// Set when a call to the node timed out, taken by the next call (see [`ClusterNode::send`]).
-    timed_out: Arc<AtomicBool>,
+    /// `host:port`, what the node's suspicion goes by (see `suspect_nodes.rs`).
+    address: Arc<str>,
 }
 
 impl redis::cluster_async::Connect for ClusterNode {
@@ -92,14 +109,20 @@ impl redis::cluster_async::Connect for ClusterNode {
                         "a cluster node ratelock's connection cannot serve (RESP3)",
                     ))
                 })?;
+            let address: Arc<str> = format!("{}:{}", endpoint.host(), endpoint.port()).into();
+            if suspect_nodes::is_suspect(&address) {
+                return Err(unsent_to_suspect());
+            }
             let root_ca = NODE_ROOTS.lock().clone().flatten();
             let node = Pipelined::new(endpoint, root_ca, node_timeout(), Arc::default());
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
-            node.open().await.map_err(|err| to_redis(err, false))?;
-            Ok(ClusterNode {
-                link: node,
-                timed_out: Arc::default(),
-            })
+            if let Err(err) = node.open().await {
+                if !err.is_store_failure() {
+                    *LAST_REFUSAL.lock() = Some((std::process::id(), Instant::now(), err.clone()));
+                }
+                return Err(to_redis(err, false));
+            }
+            Ok(ClusterNode { link: node, address })
         }
         .boxed()
     }
@@ -133,26 +156,27 @@ impl redis::aio::ConnectionLike for ClusterNode {
 }
 
 impl ClusterNode {
-    /// One call; an error reply is an error (redis-rs reads MOVED, ASK and TRYAGAIN from errors).
-    ///
-    /// The call after one that timed out is not sent: it fails as a dropped connection, so redis-rs
-    /// checks the node with a PING (sent: the flag is taken) and, while the node is being checked,
-    /// sends its calls to another node of its shard (a replica sends them back with MOVED until it is
-    /// promoted). Without it, a frozen master stays in the slot map after a
-    /// failover: it never answers MOVED, and a timeout is never retried (it may have run).
+    /// One call; an error reply is an error (redis-rs reads MOVED, ASK and TRYAGAIN from errors). A call
+    /// to a suspect node fails at once, unsent; a call that times out makes its node suspect.
     async fn send(&self, bytes: Vec<u8>) -> redis::RedisResult<Value> {
-        if self.timed_out.swap(false, Ordering::Relaxed) {
-            return Err(to_redis(
-                Error::StoreUnavailable("the node's last call timed out".into()),
-                false,
-            ));
+        if suspect_nodes::is_suspect(&self.address) {
+            return Err(unsent_to_suspect());
         }
         let (reply, may_have_run) = self.link.send_telling(bytes).await;
         if matches!(reply, Err(Error::Timeout(_))) {
-            self.timed_out.store(true, Ordering::Relaxed);
+            suspect_nodes::suspect(&self.address, &self.link, node_timeout());
         }
         reply.map_err(|err| to_redis(err, may_have_run))?.extract_error()
     }
+}
+
+/// What a call to a suspect node, or a connect to one, fails with: a dropped connection, nothing sent,
+/// which redis-rs answers by routing the node's slots to the rest of its shard.
+fn unsent_to_suspect() -> RedisError {
+    to_redis(
+        Error::StoreUnavailable("the node timed out and has not answered since".into()),
+        false,
+    )
 }
 
 /// The error that refuses every connection to the seed `url` (`redis://`, `rediss://`), a wrong password

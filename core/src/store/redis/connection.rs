@@ -64,6 +64,7 @@ impl SharedConnection {
         use super::cluster_node;
         let failed = |err: redis::RedisError| {
             cluster_node::from_redis(&err, timeout)
+                .or_else(|| refusal_behind(&err))
                 .unwrap_or_else(|| crate::store::connection_core::connect_error(&err, timeout, false))
         };
         let seeds = cluster_seeds(url);
@@ -109,7 +110,8 @@ impl SharedConnection {
                 // A cluster node connection's own failure, carried through redis-rs's routing.
                 #[cfg(feature = "cluster")]
                 if let Err(err) = &reply {
-                    if let Some(carried) = super::cluster_node::from_redis(err, timeout) {
+                    let carried = super::cluster_node::from_redis(err, timeout);
+                    if let Some(carried) = carried.or_else(|| refusal_behind(err)) {
                         return Err(Failure::Other(carried));
                     }
                 }
@@ -157,6 +159,17 @@ pub(crate) async fn send_written(
 ) -> Result<Value, Failure> {
     let reply = plain.send_written(bytes).await.map_err(Failure::Other)?;
     classify(Ok(reply), timeout)
+}
+
+/// The configuration error behind redis-rs's "no connection" to a cluster node, when a node refused
+/// its connection lately (a certificate, a password): redis-rs drops its node connects' errors, and its
+/// "no connection" alone would be an outage, which `on_error = allow` admits.
+#[cfg(feature = "cluster")]
+fn refusal_behind(err: &redis::RedisError) -> Option<Error> {
+    let no_connection = err.kind() == redis::ErrorKind::ClusterConnectionNotFound
+        || (err.kind() == redis::ErrorKind::Io
+            && err.to_string().contains("Failed to create initial connections"));
+    no_connection.then(super::cluster_node::recent_refusal).flatten()
 }
 
 /// The sentinel URLs and the master name of `redis+sentinel://host:port,host:port/mastername`.

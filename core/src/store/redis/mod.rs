@@ -27,6 +27,8 @@ pub(crate) mod server_code;
 mod socket_peek;
 mod stream;
 pub(crate) mod subscriber;
+#[cfg(feature = "cluster")]
+mod suspect_nodes;
 pub mod wire;
 mod wire_call;
 pub(crate) mod wire_code;
@@ -260,7 +262,7 @@ impl RedisStore {
     fn first_connection(&self) -> BoxFuture<'_, Result<SharedConnection>> {
         Box::pin(async move {
             let shared = &self.shared;
-            let tls = shared.url.starts_with("rediss://");
+            let tls = shared.url.starts_with("rediss://") || shared.url.starts_with("rediss+cluster://");
             let failed = |err: redis::RedisError| connect_error(&err, shared.timeout, tls);
             let connect = async {
                 #[cfg(feature = "cluster")]

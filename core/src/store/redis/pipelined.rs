@@ -113,6 +113,18 @@ impl Pipelined {
         }
     }
 
+    /// A new connection to the same server, with the same settings and a socket of its own.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn fresh(&self) -> Pipelined {
+        let shared = &self.shared;
+        Pipelined::new(
+            shared.endpoint.clone(),
+            shared.tls_root_ca.clone(),
+            shared.timeout,
+            Arc::default(),
+        )
+    }
+
     /// Whether `other` is this same connection (a clone of it).
     #[cfg(feature = "sentinel")]
     pub(crate) fn same_as(&self, other: &Pipelined) -> bool {
