@@ -13,6 +13,7 @@
 //! survive the fork) ignores its parent's.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -33,9 +34,14 @@ struct Mark {
 
 /// The suspect nodes, by `host:port`.
 static SUSPECTS: Mutex<Option<HashMap<String, Mark>>> = Mutex::new(None);
+/// How many marks [`SUSPECTS`] holds (some may have run out): with none, a call takes no lock.
+static MARKS: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether calls to `address` (`host:port`) are to fail at once, unsent.
 pub(crate) fn is_suspect(address: &str) -> bool {
+    if MARKS.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
     let marks = SUSPECTS.lock();
     marks
         .as_ref()
@@ -66,13 +72,13 @@ fn mark(address: &str, span: Duration) -> bool {
             return false;
         }
     }
-    marks.insert(
-        address.to_owned(),
-        Mark {
-            pid: std::process::id(),
-            until: now + span,
-        },
-    );
+    let mark = Mark {
+        pid: std::process::id(),
+        until: now + span,
+    };
+    if marks.insert(address.to_owned(), mark).is_none() {
+        MARKS.fetch_add(1, Ordering::Relaxed);
+    }
     true
 }
 
@@ -92,7 +98,9 @@ async fn probe(address: String, node: Pipelined, timeout: Duration) {
         pause = (pause * 2).min(LONGEST_PAUSE);
     }
     if let Some(marks) = SUSPECTS.lock().as_mut() {
-        marks.remove(&address);
+        if marks.remove(&address).is_some() {
+            MARKS.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -122,13 +130,15 @@ mod tests {
     #[test]
     fn another_process_marks_are_not_ours() {
         let address = "192.0.2.2:7000";
-        SUSPECTS.lock().get_or_insert_with(HashMap::new).insert(
-            address.to_owned(),
-            Mark {
-                pid: std::process::id().wrapping_add(1),
-                until: Instant::now() + Duration::from_secs(60),
-            },
-        );
+        let parents = Mark {
+            pid: std::process::id().wrapping_add(1),
+            until: Instant::now() + Duration::from_secs(60),
+        };
+        SUSPECTS
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .insert(address.to_owned(), parents);
+        MARKS.fetch_add(1, Ordering::Relaxed);
         assert!(!is_suspect(address), "a parent's mark, seen after a fork");
         assert!(mark(address, Duration::from_secs(1)));
     }

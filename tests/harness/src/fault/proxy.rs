@@ -171,8 +171,9 @@ async fn carry(client: TcpStream, upstream: u16, door: &Door, dropped: &AtomicU6
     // A partitioned door holds a new client unanswered: no server connection until it heals.
     if fault.borrow().partitioned {
         tokio::select! {
-            _ = fault.wait_for(|f| !f.partitioned) => {}
+            biased;
             _ = cuts.changed() => return reset(client),
+            _ = fault.wait_for(|f| !f.partitioned) => {}
         }
     }
     let server = TcpStream::connect(("127.0.0.1", upstream)).await?;
@@ -239,12 +240,15 @@ async fn pump(
             dropped.fetch_add(n as u64, Ordering::Relaxed);
             continue;
         }
-        // Held while stalled or partitioned: delivered when that ends, unless the door cuts first.
+        // Held while stalled or partitioned: delivered when that ends, unless the door cuts first. A cut
+        // made before the fault is lifted wins even when this task wakes to find both (biased: left to
+        // chance, a test that cuts and then heals would see the held bytes delivered half the time).
         let held = |f: &Fault| f.partitioned || (way == Way::Replies && f.stall_replies);
         if held(&now) {
             tokio::select! {
-                _ = fault.wait_for(|f| !held(f)) => {}
+                biased;
                 _ = cuts.changed() => return reset_halves(from, to),
+                _ = fault.wait_for(|f| !held(f)) => {}
             }
         }
         let now = *fault.borrow();
