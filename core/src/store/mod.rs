@@ -65,8 +65,8 @@ impl Store {
 
     /// Opens a store: `memory://` (or an empty URL) for the embedded store, `redis://` or `rediss://`
     /// (with optional `user:password@` and `/db`), `redis+unix://`, `redis+cluster://` (or
-    /// `rediss+cluster://` over TLS) or `redis+sentinel://` for Redis. A `redlock://` URL is refused here: Redlock holds locks only (see
-    /// [`AnyLockStore::connect`]).
+    /// `rediss+cluster://` over TLS) or `redis+sentinel://` for Redis. A `redlock://` URL is refused
+    /// here: Redlock holds locks only (see [`AnyLockStore::connect`]).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store> {
         Store::new(url, options)
     }

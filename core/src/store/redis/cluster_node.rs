@@ -179,10 +179,9 @@ fn unsent_to_suspect() -> RedisError {
     )
 }
 
-/// The error that refuses every connection to the seed `url` (`redis://`, `rediss://`), a wrong password
-/// or an untrusted certificate for one,
-/// found by opening one: `Ok` when it opens, and for an outage (the seeds that answer are redis-rs's
-/// to find).
+/// The error that refuses every connection to the seed `url` (`redis://`, `rediss://`), such as a wrong
+/// password or an untrusted certificate, found by opening one: `Ok` when it opens, and for an outage
+/// (the seeds that answer are redis-rs's to find).
 pub(crate) async fn refusal_of(
     url: &str,
     timeout: Duration,

@@ -2,9 +2,9 @@
 //! (`redis://`, `rediss://` with or without `#insecure`, `redis+unix://`), or redis-rs's reconnecting
 //! one where that does not serve the URL (`?protocol=resp3`); redis-rs's cluster connection
 //! (`redis+cluster://a:p,b:p`, or `rediss+cluster://` over TLS) over ratelock's own connection to each
-//! node (`cluster_node.rs`), which
-//! routes each command by its first key's slot and follows MOVED/ASK (every script call keeps all its
-//! keys in one slot, the key layout's hash tag, so no public operation can meet CROSSSLOT); or the
+//! node (`cluster_node.rs`), which routes each command by its first key's slot and follows MOVED/ASK
+//! (every script call keeps all its keys in one slot, the key layout's hash tag, so no public operation
+//! can meet CROSSSLOT); or the
 //! master that the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked
 //! again after a failure.
 
