@@ -51,11 +51,11 @@ impl Gate {
             Admission::Probe => match &self.probe {
                 Some(probe) => {
                     probe_in_background(probe.clone(), self.breaker.clone());
-                    Err(open_error())
+                    Err(open_error(true))
                 }
                 None => Ok(()),
             },
-            Admission::Refuse => Err(open_error()),
+            Admission::Refuse => Err(open_error(self.probe.is_some())),
         }
     }
 
@@ -85,12 +85,17 @@ impl Gate {
     }
 }
 
-/// What a call gets while the breaker is open.
-fn open_error() -> Error {
-    Error::StoreUnavailable(
-        "circuit breaker open: the server failed a moment ago; calls answer at once until a background probe reaches it"
-            .into(),
-    )
+/// What a call gets while the breaker is open: until a background probe reaches the server (one plain
+/// server), or until a call let out after the pause does (TLS, cluster, Sentinel: no background probe).
+fn open_error(probed: bool) -> Error {
+    let until = if probed {
+        "a background probe reaches it"
+    } else {
+        "a call let out after a short pause reaches it"
+    };
+    Error::StoreUnavailable(format!(
+        "circuit breaker open: the server failed a moment ago; calls answer at once until {until}"
+    ))
 }
 
 /// Runs one probe in the background; its answer closes or reopens `breaker`.
@@ -117,7 +122,11 @@ mod tests {
         // No endpoint (TLS, Cluster, Sentinel): the first call after the pause is the trial.
         let gate = Gate::new(None, Duration::from_millis(100));
         gate.outage();
-        assert!(gate.admit().is_err(), "refused while open");
+        let refused = gate.admit().unwrap_err().to_string();
+        assert!(
+            refused.contains("a call let out after a short pause"),
+            "{refused}"
+        );
         std::thread::sleep(Duration::from_millis(450));
         assert!(gate.admit().is_ok(), "the trial goes out");
         assert_eq!(gate.state(), BreakerState::HalfOpen);
