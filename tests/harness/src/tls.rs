@@ -2,7 +2,7 @@
 //! (for `localhost` and `127.0.0.1` unless told otherwise), made with the openssl CLI in a directory of
 //! their own.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 /// A private CA and a server certificate signed by it, in `dir` (removed when dropped).
@@ -134,11 +134,6 @@ impl TestCertificates {
             "--tls-auth-clients".into(),
             "no".into(),
         ]
-    }
-
-    /// The directory they are in.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 
