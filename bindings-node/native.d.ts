@@ -468,7 +468,7 @@ export interface StoreSettings {
   /** Each store call's timeout in milliseconds (default 1000). */
   timeoutMs?: number
   /**
-   * `rediss://` or `rediss+cluster://`: the PEM certificate(s) to trust instead of the public roots
+   * `rediss://`, `rediss+cluster://` or `rediss+sentinel://`: the PEM certificate(s) to trust instead of the public roots
    * (a private CA).
    */
   tlsRootCa?: string | Buffer

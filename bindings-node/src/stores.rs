@@ -18,7 +18,7 @@ pub struct StoreSettings {
     pub prefix: Option<String>,
     /// Each store call's timeout in milliseconds (default 1000).
     pub timeout_ms: Option<f64>,
-    /// `rediss://` or `rediss+cluster://`: the PEM certificate(s) to trust instead of the public roots
+    /// `rediss://`, `rediss+cluster://` or `rediss+sentinel://`: the PEM certificate(s) to trust instead of the public roots
     /// (a private CA).
     pub tls_root_ca: Option<Either<String, Buffer>>,
     /// The memory store: the most keys it keeps (none: no bound but memory).

@@ -37,9 +37,9 @@ pub(crate) struct MemoryBound {
 impl PyClient {
     /// A client for `url` (as for `Limiter`; `None` for a memory store of its own). Nothing is opened
     /// until the first call (lazy start); `ping()` reaches the store now, to fail at boot.
-    /// `tls_root_ca`: for `rediss://` or `rediss+cluster://` (refused with any other URL), the PEM
-    /// certificate(s) to trust instead of the public roots (a private CA). `max_keys`: a memory store's
-    /// bound (none by default), and `when_full` what a new key past it does: `"refuse"` (an outage the
+    /// `tls_root_ca`: for `rediss://`, `rediss+cluster://` or `rediss+sentinel://` (refused with any
+    /// other URL), the PEM certificate(s) to trust instead of the public roots (a private CA).
+    /// `max_keys`: a memory store's bound (none by default), and `when_full` what a new key past it does: `"refuse"` (an outage the
     /// failure policy answers; the default) or `"evict"`. With a Redis URL, they bound the local
     /// fallback of a limiter given this client (`on_error="local"`).
     #[new]

@@ -23,8 +23,8 @@ pub struct Cli {
 /// Where the limits and locks live: the same URLs and key prefix as the libraries.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// The store: redis://, rediss://, redis+cluster://, rediss+cluster://, redis+sentinel:// (as the
-    /// libraries take).
+    /// The store: redis://, rediss://, redis+cluster://, rediss+cluster://, redis+sentinel://,
+    /// rediss+sentinel:// (as the libraries take).
     #[arg(
         long,
         env = "RATELOCK_URL",

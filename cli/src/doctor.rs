@@ -107,9 +107,9 @@ fn node_url(url: &str) -> Result<String, Exit> {
         };
         return Ok(format!("rediss://{first}/{insecure}"));
     }
-    if url.starts_with("redis+sentinel://") {
+    if url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://") {
         return Err(Exit::Failed(
-            "doctor checks one server: give the master's redis:// URL (SENTINEL get-master-addr-by-name names it)".into(),
+            "doctor checks one server: give the master's redis:// or rediss:// URL (SENTINEL get-master-addr-by-name names it)".into(),
         ));
     }
     Ok(url.to_owned())
@@ -256,7 +256,7 @@ async fn topology(
             Severity::Error,
             "topology",
             "this server is a replica: ratelock writes on every call (point the URL at the master, or use \
-             redis+sentinel://, redis+cluster:// or rediss+cluster://)",
+             redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://)",
         );
         return;
     }

@@ -65,7 +65,8 @@ impl Store {
 
     /// Opens a store: `memory://` (or an empty URL) for the embedded store, `redis://` or `rediss://`
     /// (with optional `user:password@` and `/db`), `redis+unix://`, `redis+cluster://` (or
-    /// `rediss+cluster://` over TLS) or `redis+sentinel://` for Redis. A `redlock://` URL is refused
+    /// `rediss+cluster://` over TLS) or `redis+sentinel://` (or `rediss+sentinel://` over TLS) for Redis.
+    /// A `redlock://` URL is refused
     /// here: Redlock holds locks only (see [`AnyLockStore::connect`]).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store> {
         Store::new(url, options)
@@ -87,6 +88,7 @@ impl Store {
             "redis+cluster://",
             "rediss+cluster://",
             "redis+sentinel://",
+            "rediss+sentinel://",
         ]
         .iter()
         .any(|scheme| url.starts_with(scheme))
@@ -99,7 +101,7 @@ impl Store {
         }
         Err(Error::invalid_argument(
             "url",
-            format!("unsupported URL {:?} (expected memory://, redis://, rediss://, redis+unix://, redis+cluster://, rediss+cluster://, redis+sentinel:// or redlock://)", crate::excerpt::of(url)),
+            format!("unsupported URL {:?} (expected memory://, redis://, rediss://, redis+unix://, redis+cluster://, rediss+cluster://, redis+sentinel://, rediss+sentinel:// or redlock://)", crate::excerpt::of(url)),
         ))
     }
 

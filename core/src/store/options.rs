@@ -56,7 +56,8 @@ impl StoreOptions {
     /// `Ok` unless an option given would be ignored by the store `url` names; then the invalid argument
     /// naming it: `tls_root_ca` (`tls_name` is how the caller's language spells it) with the memory
     /// store or a `redis://`, `redis+unix://`, `redis+cluster://`, `redis+sentinel://` or `redlock://`
-    /// URL, since only `rediss://` and `rediss+cluster://` connect with TLS. A URL of no known form
+    /// URL, since only `rediss://`, `rediss+cluster://` and `rediss+sentinel://` connect with TLS. A URL
+    /// of no known form
     /// passes here, for the store to refuse as such. [`Store::new`](crate::Store::new) checks this,
     /// naming `tls_root_ca`; a binding checks first with its own name.
     ///
@@ -88,8 +89,9 @@ impl StoreOptions {
             return Err(Error::invalid_argument(
                 tls_name,
                 format!(
-                    "only a rediss:// or rediss+cluster:// URL (TLS) reads it, and this store is {}; \
-                     leave it out, or use rediss:// (rediss+cluster:// for a cluster)",
+                    "only a rediss://, rediss+cluster:// or rediss+sentinel:// URL (TLS) reads it, and this \
+                     store is {}; leave it out, or use rediss:// (rediss+cluster:// for a cluster, \
+                     rediss+sentinel:// behind Sentinel)",
                     scheme
                 ),
             ));

@@ -5,8 +5,8 @@
 //! node (`cluster_node.rs`), which routes each command by its first key's slot and follows MOVED/ASK
 //! (every script call keeps all its keys in one slot, the key layout's hash tag, so no public operation
 //! can meet CROSSSLOT); or the
-//! master that the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `sentinel_master.rs`), asked
-//! again after a failure.
+//! master that the sentinels name (`redis+sentinel://a:p,b:p/mastername`, or `rediss+sentinel://` over
+//! TLS; `sentinel_master.rs`), asked again after a failure.
 
 use std::time::Duration;
 
@@ -22,6 +22,8 @@ pub(crate) const CLUSTER_SCHEME: &str = "redis+cluster://";
 pub(crate) const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 /// The `redis+sentinel://` scheme (sentinels after it, comma-separated, then `/mastername`).
 pub(crate) const SENTINEL_SCHEME: &str = "redis+sentinel://";
+/// The same over TLS: `rediss+sentinel://`, with `#insecure` at the end to check no certificate.
+pub(crate) const TLS_SENTINEL_SCHEME: &str = "rediss+sentinel://";
 
 #[derive(Clone)]
 pub(crate) enum SharedConnection {
@@ -172,11 +174,9 @@ fn refusal_behind(err: &redis::RedisError) -> Option<Error> {
     no_connection.then(super::cluster_node::recent_refusal).flatten()
 }
 
-/// The sentinel URLs and the master name of `redis+sentinel://host:port,host:port/mastername`.
-pub(crate) fn sentinel_parts(url: &str) -> (Vec<String>, String) {
-    let rest = url.strip_prefix(SENTINEL_SCHEME).unwrap_or(url);
-    let (hosts, master) = rest.split_once('/').unwrap_or((rest, ""));
-    (node_urls(hosts), master.trim_matches('/').to_owned())
+/// Whether `url` names a Sentinel deployment (`redis+sentinel://` or `rediss+sentinel://`).
+pub(crate) fn is_sentinel_url(url: &str) -> bool {
+    url.starts_with(SENTINEL_SCHEME) || url.starts_with(TLS_SENTINEL_SCHEME)
 }
 
 /// Whether `url` names a Redis Cluster (`redis+cluster://` or `rediss+cluster://`).
@@ -207,7 +207,7 @@ pub(crate) fn node_urls(list: &str) -> Vec<String> {
 }
 
 /// [`node_urls`] under `scheme`.
-fn node_urls_with(scheme: &str, list: &str) -> Vec<String> {
+pub(crate) fn node_urls_with(scheme: &str, list: &str) -> Vec<String> {
     let list = list.trim_end_matches('/');
     let (credentials, hosts) = match list.rsplit_once('@') {
         Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
@@ -232,18 +232,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sentinel_urls_name_the_sentinels_and_the_master() {
-        assert_eq!(
-            sentinel_parts("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster"),
-            (
-                vec![
-                    "redis://127.0.0.1:26379".to_owned(),
-                    "redis://127.0.0.1:26380".to_owned()
-                ],
-                "mymaster".to_owned()
-            )
-        );
-        assert_eq!(sentinel_parts("redis+sentinel://h:1").1, "");
+    fn sentinel_urls_are_told_by_their_scheme() {
+        assert!(is_sentinel_url("rediss+sentinel://a:1/m") && is_sentinel_url("redis+sentinel://a:1/m"));
+        assert!(!is_sentinel_url("rediss://a:1") && !is_sentinel_url("redis+cluster://a:1"));
     }
 
     #[test]

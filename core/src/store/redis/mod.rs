@@ -23,6 +23,8 @@ mod route_walk;
 mod script;
 #[cfg(feature = "sentinel")]
 mod sentinel_master;
+#[cfg(feature = "sentinel")]
+mod sentinels;
 pub(crate) mod server_code;
 mod socket_peek;
 mod stream;
@@ -47,7 +49,7 @@ use self::call_tag::CallTag;
 use self::commands::{
     limit_command, limit_outcomes, refund_command, standing_changed, standing_command, write_limit_call,
 };
-use self::connection::{first_seed, is_cluster_url, sentinel_parts, SharedConnection, SENTINEL_SCHEME};
+use self::connection::{first_seed, is_cluster_url, is_sentinel_url, SharedConnection};
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
 use self::pipelined::Pipelined;
@@ -145,7 +147,7 @@ impl RedisStore {
         let server_code = server_code.unwrap_or(options.server_code);
         let url = url.as_str();
         let cluster = is_cluster_url(url);
-        let sentinel = url.starts_with(SENTINEL_SCHEME);
+        let sentinel = is_sentinel_url(url);
         #[cfg(not(feature = "cluster"))]
         if cluster {
             return Err(Error::invalid_argument(
@@ -156,17 +158,7 @@ impl RedisStore {
         // No I/O here (lazy start): behind Sentinel, the connection and the subscriber each ask the
         // sentinels for the master when they connect.
         let (client, source) = if sentinel {
-            let (sentinels, master) = sentinel_parts(url);
-            if sentinels.is_empty() || master.is_empty() {
-                return Err(Error::invalid_argument(
-                    "url",
-                    "expected redis+sentinel://host:port[,host:port...]/mastername",
-                ));
-            }
-            let source = sentinel_source(sentinels, master).ok_or_else(|| {
-                Error::invalid_argument("url", "redis+sentinel:// needs ratelock's `sentinel` feature")
-            })?;
-            (None, source)
+            (None, sentinel_source(url, options)?)
         } else {
             let node_url = if cluster {
                 first_seed(url).ok_or_else(|| Error::invalid_argument("url", "no host in the cluster URL"))?
@@ -262,7 +254,7 @@ impl RedisStore {
     fn first_connection(&self) -> BoxFuture<'_, Result<SharedConnection>> {
         Box::pin(async move {
             let shared = &self.shared;
-            let tls = shared.url.starts_with("rediss://") || shared.url.starts_with("rediss+cluster://");
+            let tls = shared.url.starts_with("rediss");
             let failed = |err: redis::RedisError| connect_error(&err, shared.timeout, tls);
             let connect = async {
                 #[cfg(feature = "cluster")]
@@ -273,9 +265,10 @@ impl RedisStore {
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
                     let opened = self.connections().code.generation();
-                    let (sentinels, name) = sentinel_parts(&shared.url);
+                    let url = sentinels::SentinelUrl::parse(&shared.url)?;
+                    let root_ca = shared.tls_root_ca.clone();
                     let master =
-                        sentinel_master::SentinelMaster::connect(sentinels, name, shared.timeout, opened);
+                        sentinel_master::SentinelMaster::connect(url, root_ca, shared.timeout, opened);
                     return Ok(SharedConnection::Sentinel(std::sync::Arc::new(master.await?)));
                 }
                 // One server over TCP, TLS or a Unix socket: ratelock's own connection, which finds a
@@ -693,15 +686,29 @@ impl super::LimitStore for RedisStore {
     }
 }
 
-/// The subscriber's source behind Sentinel: the master named at each reconnection.
+/// The subscriber's source behind Sentinel (the master named at each reconnection), once the URL is
+/// read: a malformed one, or TLS without the `tls` feature, is refused here, before any I/O.
 #[cfg(feature = "sentinel")]
-fn sentinel_source(sentinels: Vec<String>, master: String) -> Option<self::subscriber::Source> {
-    Some(self::subscriber::Source::Sentinel { sentinels, master })
+fn sentinel_source(url: &str, options: &StoreOptions) -> Result<self::subscriber::Source> {
+    let url = sentinels::SentinelUrl::parse(url)?;
+    if url.tls() && !cfg!(feature = "tls") {
+        return Err(Error::invalid_argument(
+            "url",
+            "rediss+sentinel:// needs ratelock's `tls` feature",
+        ));
+    }
+    Ok(self::subscriber::Source::Sentinel {
+        url,
+        root_ca: options.tls_root_ca.clone(),
+    })
 }
 
 #[cfg(not(feature = "sentinel"))]
-fn sentinel_source(_: Vec<String>, _: String) -> Option<self::subscriber::Source> {
-    None
+fn sentinel_source(_: &str, _: &StoreOptions) -> Result<self::subscriber::Source> {
+    Err(Error::invalid_argument(
+        "url",
+        "redis+sentinel:// and rediss+sentinel:// need ratelock's `sentinel` feature",
+    ))
 }
 
 /// Whether a call's error means a connection could not be made (refused, unreachable, unresolvable,

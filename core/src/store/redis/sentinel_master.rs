@@ -1,5 +1,6 @@
-//! The master the sentinels name (`redis+sentinel://a:p,b:p/mastername`), over ratelock's own pipelined
-//! connection, so a Sentinel deployment keeps the single server's connection rules: a connection the
+//! The master the sentinels name (`redis+sentinel://a:p,b:p/mastername`, `rediss+sentinel://` over TLS;
+//! see `sentinels.rs`), over ratelock's own pipelined connection (with the URL's credentials, and TLS),
+//! so a Sentinel deployment keeps the single server's connection rules: a connection the
 //! master closed while idle is found before a call is written to it (redis-rs's failed the next call),
 //! and a call that may have run is never sent again. The sentinels are asked again after a failure that
 //! may mean a failover (the master cannot be reached, or answers READONLY as a demoted master); a call
@@ -12,17 +13,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use redis::sentinel::{SentinelClient, SentinelServerType};
 use redis::{Cmd, Value};
 
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use super::reply::{classify, Failure};
+use super::sentinels::{SentinelUrl, Sentinels};
 use crate::error::{Error, Result};
-use crate::store::connection_core::redis_error;
 
 pub(crate) struct SentinelMaster {
-    sentinels: tokio::sync::Mutex<SentinelClient>,
+    sentinels: tokio::sync::Mutex<Sentinels>,
     current: RwLock<Option<Pipelined>>,
     timeout: Duration,
     /// Bumped at every new socket to a master (see `Pipelined::new`).
@@ -30,17 +30,16 @@ pub(crate) struct SentinelMaster {
 }
 
 impl SentinelMaster {
-    /// Finds the master the `sentinels` (`redis://` URLs) name `master` and connects to it.
+    /// Finds the master the sentinels of `url` name and connects to it, trusting `root_ca` (PEM) over
+    /// TLS.
     pub(crate) async fn connect(
-        sentinels: Vec<String>,
-        master: String,
+        url: SentinelUrl,
+        root_ca: Option<Vec<u8>>,
         timeout: Duration,
         opened: Arc<AtomicU64>,
     ) -> Result<Self> {
-        let client = SentinelClient::build(sentinels, master, None, SentinelServerType::Master)
-            .map_err(|err| redis_error(&err, timeout))?;
         let master = SentinelMaster {
-            sentinels: tokio::sync::Mutex::new(client),
+            sentinels: tokio::sync::Mutex::new(Sentinels::new(url, root_ca)),
             current: RwLock::new(None),
             timeout,
             opened,
@@ -107,16 +106,12 @@ impl SentinelMaster {
         if let Some(master) = self.current() {
             return Ok(master);
         }
-        let asked = tokio::time::timeout(self.timeout, sentinels.async_get_client()).await;
-        let client = match asked {
-            Ok(answer) => answer.map_err(|err| redis_error(&err, self.timeout))?,
-            Err(_) => return Err(self.unnamed()),
-        };
-        let endpoint =
-            Endpoint::of_info(client.get_connection_info(), Default::default())?.ok_or_else(|| {
-                Error::configuration("url", "a master ratelock's connection cannot serve (RESP3)")
-            })?;
-        let master = Pipelined::new(endpoint, None, self.timeout, self.opened.clone());
+        let named = sentinels.master(self.timeout).await?;
+        let endpoint = Endpoint::of_info(&named, Default::default())?.ok_or_else(|| {
+            Error::configuration("url", "a master ratelock's connection cannot serve (RESP3)")
+        })?;
+        let root_ca = sentinels.root_ca().map(<[u8]>::to_vec);
+        let master = Pipelined::new(endpoint, root_ca, self.timeout, self.opened.clone());
         *self
             .current
             .write()

@@ -26,10 +26,11 @@ use crate::store::connection_core::connect_error;
 #[derive(Clone)]
 pub(crate) enum Source {
     Fixed(redis::Client),
+    /// The sentinels of a Sentinel URL and the CA to trust over TLS (PEM).
     #[cfg(feature = "sentinel")]
     Sentinel {
-        sentinels: Vec<String>,
-        master: String,
+        url: super::sentinels::SentinelUrl,
+        root_ca: Option<Vec<u8>>,
     },
 }
 
@@ -39,9 +40,12 @@ impl Source {
         match self {
             Source::Fixed(client) => Ok(client.clone()),
             #[cfg(feature = "sentinel")]
-            Source::Sentinel { sentinels, master } => {
-                let address = sentinel_master_address(sentinels, master, timeout).await?;
-                redis::Client::open(format!("redis://{address}")).map_err(|err| connect_failed(&err, timeout))
+            Source::Sentinel { url, root_ca } => {
+                // Asked afresh at each (re)connection: the master may have changed since.
+                let mut sentinels = super::sentinels::Sentinels::new(url.clone(), root_ca.clone());
+                // The master's address comes with the URL's credentials, and over TLS the CA to trust.
+                let named = sentinels.master(timeout).await?;
+                redis::Client::open(named).map_err(|err| connect_failed(&err, timeout))
             }
         }
     }
@@ -227,30 +231,6 @@ impl Drop for Registration {
             });
         }
     }
-}
-
-/// The address of the master the sentinels name now (for the store's pub/sub connection, which asks
-/// at each reconnection).
-#[cfg(feature = "sentinel")]
-async fn sentinel_master_address(sentinels: &[String], master: &str, timeout: Duration) -> Result<String> {
-    // redis-rs takes the name as `impl AsRef<str>` with its TLS feature (ratelock's `tls`), and as a
-    // `String` without it.
-    #[cfg(feature = "tls")]
-    let name = master;
-    #[cfg(not(feature = "tls"))]
-    let name = master.to_owned();
-    let mut client = redis::sentinel::SentinelClient::build(
-        sentinels.to_vec(),
-        name,
-        None,
-        redis::sentinel::SentinelServerType::Master,
-    )
-    .map_err(|e| Error::invalid_argument("url", e))?;
-    let found = tokio::time::timeout(timeout, client.async_get_client())
-        .await
-        .map_err(|_| crate::store::connection_core::connect_timed_out(timeout, false))?
-        .map_err(|err| connect_failed(&err, timeout))?;
-    Ok(found.get_connection_info().addr().to_string())
 }
 
 /// A redis-rs failure while connecting or subscribing as a typed error (see the connection core's

@@ -1,0 +1,264 @@
+//! Asking Redis Sentinel which server is the master, for the store's connection (`sentinel_master.rs`)
+//! and its pub/sub connection (`subscriber.rs`). A `redis+sentinel://[user:password@]a:p,b:p/name` URL
+//! (`rediss+sentinel://...[#insecure]` over TLS) names the sentinels and the master; its credentials
+//! are the master's and the sentinels', as charts set them up (one password for both). A server with no
+//! password of its own refuses an AUTH, so when the credentials are refused the sentinels are asked again
+//! with them for the master only, then for the sentinels only; the first way that works is kept.
+//! Over TLS the sentinels and the master are both checked against `tls_root_ca` (or the public roots);
+//! `#insecure` checks neither.
+
+use std::time::Duration;
+
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, RedisResult, TlsMode};
+
+use super::connection::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
+use crate::error::{Error, Result};
+use crate::store::connection_core::connect_error;
+
+/// What a Sentinel URL says: where the sentinels are, the master's name, the credentials and TLS.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SentinelUrl {
+    sentinels: Vec<ConnectionAddr>,
+    /// The name the sentinels know the master by.
+    pub(crate) master: String,
+    username: Option<String>,
+    password: Option<String>,
+    tls: Option<TlsMode>,
+}
+
+impl SentinelUrl {
+    /// Reads `redis+sentinel://[user:password@]host:port[,host:port...]/mastername` or its TLS form.
+    pub(crate) fn parse(url: &str) -> Result<Self> {
+        let malformed = || {
+            Error::invalid_argument(
+                "url",
+                "expected redis+sentinel:// or rediss+sentinel://[user:password@]host:port[,host:port...]/mastername",
+            )
+        };
+        let (rest, tls) = match url.strip_prefix(TLS_SENTINEL_SCHEME) {
+            Some(rest) => match rest.strip_suffix("#insecure") {
+                Some(rest) => (rest, Some(TlsMode::Insecure)),
+                None => (rest, Some(TlsMode::Secure)),
+            },
+            None => (url.strip_prefix(SENTINEL_SCHEME).ok_or_else(malformed)?, None),
+        };
+        let (hosts, master) = rest.split_once('/').unwrap_or((rest, ""));
+        let master = master.trim_matches('/');
+        // Each sentinel as a `redis://` URL that redis-rs reads (credentials percent-decoded); the TLS
+        // mode is set on the builder.
+        let infos = node_urls_with("redis://", hosts)
+            .into_iter()
+            .map(|node| node.into_connection_info())
+            .collect::<RedisResult<Vec<ConnectionInfo>>>()
+            .map_err(|err| Error::invalid_argument("url", err))?;
+        let (Some(first), false) = (infos.first(), master.is_empty()) else {
+            return Err(malformed());
+        };
+        let settings = first.redis_settings();
+        let (username, password) = (
+            settings.username().map(String::from),
+            settings.password().map(String::from),
+        );
+        let sentinels = infos
+            .iter()
+            .map(|info| match (info.addr(), tls) {
+                (ConnectionAddr::Tcp(host, port), Some(mode)) => ConnectionAddr::TcpTls {
+                    host: host.clone(),
+                    port: *port,
+                    insecure: mode == TlsMode::Insecure,
+                    tls_params: None,
+                },
+                (addr, _) => addr.clone(),
+            })
+            .collect();
+        Ok(SentinelUrl {
+            sentinels,
+            master: master.to_owned(),
+            username,
+            password,
+            tls,
+        })
+    }
+
+    /// Whether the master and the sentinels are reached over TLS.
+    pub(crate) fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+}
+
+/// The sentinels of one URL, asked for the master (the connections to them are kept between asks).
+pub(crate) struct Sentinels {
+    url: SentinelUrl,
+    root_ca: Option<Vec<u8>>,
+    client: Option<SentinelClient>,
+    /// Who gets the URL's credentials.
+    credentials: Credentials,
+}
+
+/// Who gets the URL's credentials: both (the default), or one side, when the other has no password.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Credentials {
+    Both,
+    MasterOnly,
+    SentinelsOnly,
+}
+
+impl Credentials {
+    fn master(self) -> bool {
+        self != Credentials::SentinelsOnly
+    }
+
+    fn sentinels(self) -> bool {
+        self != Credentials::MasterOnly
+    }
+}
+
+impl Sentinels {
+    /// The sentinels `url` names, trusting `root_ca` (PEM) over TLS. No I/O.
+    pub(crate) fn new(url: SentinelUrl, root_ca: Option<Vec<u8>>) -> Self {
+        Sentinels {
+            url,
+            root_ca,
+            client: None,
+            credentials: Credentials::Both,
+        }
+    }
+
+    /// How to reach the master the sentinels name now (its address, the URL's credentials, TLS), within
+    /// `timeout`. redis-rs checks the master they name answers as a master before it is returned.
+    pub(crate) async fn master(&mut self, timeout: Duration) -> Result<ConnectionInfo> {
+        let asked = tokio::time::timeout(timeout, self.ask_with_credentials_that_work()).await;
+        match asked {
+            Ok(answer) => answer.map_err(|err| connect_error(&err, timeout, self.url.tls())),
+            Err(_) => Err(Error::StoreUnavailable(format!(
+                "no master was named and reached within {timeout:?}"
+            ))),
+        }
+    }
+
+    /// Asks; when the credentials were refused, asks again giving them to the master only, then to the
+    /// sentinels only (one side may have no password: redis-rs does not say which refused). The first
+    /// way that works is kept; if none does, the first refusal is the answer.
+    async fn ask_with_credentials_that_work(&mut self) -> RedisResult<ConnectionInfo> {
+        let first = self.ask().await;
+        let refused = match first {
+            Err(refused)
+                if refused.kind() == ErrorKind::AuthenticationFailed
+                    && self.credentials == Credentials::Both
+                    && self.url.password.is_some() =>
+            {
+                refused
+            }
+            answer => return answer,
+        };
+        for credentials in [Credentials::MasterOnly, Credentials::SentinelsOnly] {
+            self.credentials = credentials;
+            self.client = None;
+            if let Ok(named) = self.ask().await {
+                return Ok(named);
+            }
+        }
+        self.credentials = Credentials::Both;
+        self.client = None;
+        Err(refused)
+    }
+
+    async fn ask(&mut self) -> RedisResult<ConnectionInfo> {
+        if self.client.is_none() {
+            self.client = Some(self.build()?);
+        }
+        let client = self.client.as_mut().expect("built above");
+        Ok(client.async_get_client().await?.get_connection_info().clone())
+    }
+
+    fn build(&self) -> RedisResult<SentinelClient> {
+        #[cfg(feature = "tls")]
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let url = &self.url;
+        let mut builder =
+            SentinelClientBuilder::new(url.sentinels.clone(), &url.master, SentinelServerType::Master)?;
+        if self.credentials.master() {
+            if let Some(username) = &url.username {
+                builder = builder.set_client_to_redis_username(username);
+            }
+            if let Some(password) = &url.password {
+                builder = builder.set_client_to_redis_password(password);
+            }
+        }
+        if self.credentials.sentinels() {
+            if let Some(username) = &url.username {
+                builder = builder.set_client_to_sentinel_username(username);
+            }
+            if let Some(password) = &url.password {
+                builder = builder.set_client_to_sentinel_password(password);
+            }
+        }
+        if let Some(mode) = url.tls {
+            builder = builder
+                .set_client_to_redis_tls_mode(mode)
+                .set_client_to_sentinel_tls_mode(mode);
+            #[cfg(feature = "tls")]
+            if let (Some(pem), TlsMode::Secure) = (&self.root_ca, mode) {
+                let trusted = || redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                };
+                builder = builder
+                    .set_client_to_redis_certificates(trusted())
+                    .set_client_to_sentinel_certificates(trusted());
+            }
+        }
+        builder.build()
+    }
+
+    /// The CA the master's own connections trust (PEM), if the store was given one.
+    pub(crate) fn root_ca(&self) -> Option<&[u8]> {
+        self.root_ca.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_the_sentinels_the_master_the_credentials_and_tls() {
+        let url = SentinelUrl::parse("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster").unwrap();
+        assert_eq!(
+            url.sentinels,
+            [
+                ConnectionAddr::Tcp("127.0.0.1".into(), 26379),
+                ConnectionAddr::Tcp("127.0.0.1".into(), 26380)
+            ]
+        );
+        assert_eq!(
+            (url.master.as_str(), url.password.as_deref(), url.tls),
+            ("mymaster", None, None)
+        );
+
+        let url = SentinelUrl::parse("rediss+sentinel://app:p%40ss@a:1,b:2/main/#insecure").unwrap();
+        assert_eq!(url.master, "main");
+        assert_eq!(
+            (url.username.as_deref(), url.password.as_deref()),
+            (Some("app"), Some("p@ss"))
+        );
+        assert_eq!(url.tls, Some(TlsMode::Insecure));
+        assert!(
+            matches!(&url.sentinels[1], ConnectionAddr::TcpTls { host, port: 2, insecure: true, .. } if host == "b")
+        );
+        assert_eq!(
+            SentinelUrl::parse("rediss+sentinel://:pw@a:1/m").unwrap().tls,
+            Some(TlsMode::Secure)
+        );
+
+        for malformed in [
+            "redis+sentinel://h:1",
+            "redis+sentinel:///m",
+            "rediss+sentinel://h:1/",
+        ] {
+            let err = SentinelUrl::parse(malformed).unwrap_err();
+            assert!(err.to_string().contains("mastername"), "{malformed}: {err}");
+        }
+    }
+}

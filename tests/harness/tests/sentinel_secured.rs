@@ -1,0 +1,117 @@
+//! ratelock through Redis Sentinel deployments secured as charts and managed offers set them up: one
+//! password on the master and replica, on the sentinels, or on both, and TLS on every process
+//! (`rediss+sentinel://`). Each setup must serve hits, locks and a lock waiter's wake-up
+//! (the subscriber's own connection to the master), and a wrong password or an untrusted certificate
+//! must be a configuration error, never an outage a failure policy could admit.
+
+use std::time::{Duration, Instant};
+
+use ratelock::{
+    DistributedLock, Error, FailurePolicy, Limiter, LimiterOptions, LockOptions, Rules, Store, StoreOptions,
+};
+use ratelock_testkit::sentinel::Secured;
+use ratelock_testkit::tls::TestCertificates;
+use ratelock_testkit::RedisSentinels;
+
+/// Hits, a lock and a waiter woken by its release, through `url` (on keys named after `setup`).
+async fn serves_limits_and_locks(url: &str, options: &StoreOptions, setup: &str) {
+    let store = Store::connect(url, options).await.unwrap();
+    let limiter = Limiter::with_store(store.clone(), LimiterOptions::default()).unwrap();
+    let rules: Rules = "2/minute".parse().unwrap();
+    for allowed in [true, true, false] {
+        let decision = limiter.hit(setup, &rules, 1).await;
+        assert!(
+            decision.as_ref().is_ok_and(|d| d.allowed == allowed),
+            "{setup}: {decision:?}"
+        );
+    }
+    let lock = |name: &str| DistributedLock::new(&store, name, LockOptions::default()).unwrap();
+    let holder = lock(setup).try_acquire().await.unwrap().expect("a free lock");
+    let waiter = tokio::spawn({
+        let other = lock(setup);
+        async move {
+            other
+                .acquire(Duration::from_secs(10))
+                .await
+                .map(|_| Instant::now())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    holder.release().await.unwrap();
+    let granted = waiter.await.unwrap();
+    // The holder's lease (30 s) outlasts the wait: only the release's message wakes the waiter in time.
+    assert!(
+        granted
+            .as_ref()
+            .is_ok_and(|at| *at - released < Duration::from_secs(2)),
+        "{setup}: the waiter was not woken by the release: {granted:?}"
+    );
+}
+
+/// A hit through `url` fails as a configuration error even with `on_error = allow`.
+async fn refuses_as_configuration(url: &str, mut options: StoreOptions, setup: &str) -> Error {
+    options.timeout = Duration::from_secs(2);
+    let mut limiter_options = LimiterOptions::default();
+    limiter_options.store = options;
+    limiter_options.on_error = FailurePolicy::Allow;
+    let limiter = Limiter::connect_with(url, limiter_options).await.unwrap();
+    let rules: Rules = "2/minute".parse().unwrap();
+    let answer = limiter.hit("k", &rules, 1).await;
+    match answer {
+        Err(err) if err.is_configuration() => err,
+        other => panic!("{setup}: expected a configuration error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_password_in_the_url_for_the_master_the_sentinels_or_both() {
+    // (the master's password, the sentinels' password)
+    let setups = [
+        (Some("s3cret"), None),
+        (Some("s3cret"), Some("s3cret")),
+        (None, Some("s3cret")),
+    ];
+    for (password, sentinel_password) in setups {
+        let setup = RedisSentinels::start_secured(Secured {
+            password,
+            sentinel_password,
+            tls: None,
+        });
+        let name = format!("master {password:?}, sentinels {sentinel_password:?}");
+        let url = setup.url_with_password(Some("s3cret"));
+        serves_limits_and_locks(&url, &StoreOptions::default(), &name).await;
+        let wrong = refuses_as_configuration(
+            &setup.url_with_password(Some("wrong")),
+            StoreOptions::default(),
+            &name,
+        )
+        .await;
+        assert!(wrong.to_string().contains("password"), "{name}: {wrong}");
+        refuses_as_configuration(&setup.url_with_password(None), StoreOptions::default(), &name).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_over_tls_with_a_private_certificate_authority() {
+    let certificates = TestCertificates::make("sentinel");
+    let setup = RedisSentinels::start_secured(Secured {
+        password: Some("s3cret"),
+        sentinel_password: Some("s3cret"),
+        tls: Some(&certificates),
+    });
+    let mut trusted = StoreOptions::default();
+    trusted.tls_root_ca = Some(certificates.ca_pem());
+    serves_limits_and_locks(&setup.url(), &trusted, "TLS, private CA").await;
+    serves_limits_and_locks(
+        &format!("{}#insecure", setup.url()),
+        &StoreOptions::default(),
+        "TLS, #insecure",
+    )
+    .await;
+    let untrusted = refuses_as_configuration(&setup.url(), StoreOptions::default(), "TLS, untrusted").await;
+    assert!(
+        untrusted.to_string().contains("certificate"),
+        "an unknown CA must be named: {untrusted}"
+    );
+}

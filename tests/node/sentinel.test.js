@@ -1,0 +1,44 @@
+'use strict'
+// Redis Sentinel secured as charts set it up, from Node: the password `s3cret` on the master, the replica
+// and the sentinels, and TLS on every process (`rediss+sentinel://` with a private CA). Limits, locks and
+// a lock waiter's wake-up go through it; an untrusted certificate or a wrong password is a configuration
+// error, never an outage `onError: 'allow'` admits.
+
+const assert = require('node:assert/strict')
+const { test } = require('node:test')
+
+const { DistributedLock, Limiter } = require('../../bindings-node')
+const { kitBinaries, SecuredSentinelGroup } = require('./kit-processes')
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+test('rediss+sentinel:// with a password and tlsRootCa: limits, locks and wake-ups; refusals are configuration errors', async () => {
+  const group = await SecuredSentinelGroup.startSecured(kitBinaries())
+  try {
+    const { url, ca } = group
+    assert.match(url, /^rediss\+sentinel:\/\/:s3cret@/)
+    const limiter = new Limiter({ url, tlsRootCa: ca })
+    const allowed = []
+    for (let i = 0; i < 3; i++) allowed.push((await limiter.hit('sentinel:k', '2/minute')).allowed)
+    assert.deepEqual(allowed, [true, true, false])
+
+    const holder = new DistributedLock('sentinel:job', { url, tlsRootCa: ca })
+    assert.ok((await holder.acquire({ timeoutMs: 2000 })) > 0)
+    const waiter = new DistributedLock('sentinel:job', { url, tlsRootCa: ca })
+    const granted = waiter.acquire({ timeoutMs: 10_000 }).then(() => Date.now())
+    await sleep(300)
+    const releasedAt = Date.now()
+    await holder.release()
+    // The holder's lease (30 s) outlasts the wait: only the release's message wakes the waiter in time.
+    const wokenAfter = (await granted) - releasedAt
+    assert.ok(wokenAfter < 2000, `woken ${wokenAfter} ms after the release`)
+    await waiter.release()
+
+    const untrusted = new Limiter({ url, onError: 'allow', timeoutMs: 2000 })
+    await assert.rejects(untrusted.hit('sentinel:u', '2/minute'), (err) => err.code === 'ERR_RATELOCK_CONFIGURATION' && /certificate/i.test(err.message))
+    const wrong = new Limiter({ url: url.replace(':s3cret@', ':wrong@'), tlsRootCa: ca, onError: 'allow', timeoutMs: 2000 })
+    await assert.rejects(wrong.hit('sentinel:w', '2/minute'), (err) => err.code === 'ERR_RATELOCK_CONFIGURATION' && /password/i.test(err.message))
+  } finally {
+    await group.stop()
+  }
+})
