@@ -15,6 +15,7 @@ mod gate;
 mod lane;
 mod lease_calls;
 mod lock_kinds;
+mod multi_host_urls;
 mod packing;
 mod pipelined;
 pub mod redlock;
@@ -49,9 +50,10 @@ use self::call_tag::CallTag;
 use self::commands::{
     limit_command, limit_outcomes, refund_command, standing_changed, standing_command, write_limit_call,
 };
-use self::connection::{first_seed, is_cluster_url, is_sentinel_url, SharedConnection};
+use self::connection::SharedConnection;
 use self::endpoint::Endpoint;
 use self::lane::BlockingLane;
+use self::multi_host_urls::{first_seed, is_cluster_url, is_sentinel_url};
 use self::pipelined::Pipelined;
 use self::reply::Failure;
 use self::route_walk::{RouteWalk, Step};

@@ -17,8 +17,8 @@ use std::time::Instant;
 use futures_util::future::join_all;
 use futures_util::FutureExt;
 
-use super::connection::node_urls;
 use super::lease_calls::LeaseCalls;
+use super::multi_host_urls::node_urls;
 use super::RedisStore;
 use crate::algorithm::lease::LockState;
 use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, RedisResult, TlsMode};
 
-use super::connection::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
+use super::multi_host_urls::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
 use crate::error::{Error, Result};
 use crate::store::connection_core::connect_error;
 
