@@ -41,7 +41,9 @@ impl Source {
             Source::Fixed(client) => Ok(client.clone()),
             #[cfg(feature = "sentinel")]
             Source::Sentinel { url, root_ca } => {
-                // Asked afresh at each (re)connection: the master may have changed since.
+                // Asked afresh at each (re)connection: the master may have changed since. The sentinels'
+                // connections are not kept in the source, which a forked child shares with its parent:
+                // so the credentials are found again too (at most two more asks when one side has none).
                 let mut sentinels = super::sentinels::Sentinels::new(url.clone(), root_ca.clone());
                 // The master's address comes with the URL's credentials, and over TLS the CA to trust.
                 let named = sentinels.master(timeout).await?;
