@@ -57,9 +57,8 @@ impl StoreOptions {
     /// naming it: `tls_root_ca` (`tls_name` is how the caller's language spells it) with the memory
     /// store or a `redis://`, `redis+unix://`, `redis+cluster://`, `redis+sentinel://` or `redlock://`
     /// URL, since only `rediss://`, `rediss+cluster://` and `rediss+sentinel://` connect with TLS. A URL
-    /// of no known form
-    /// passes here, for the store to refuse as such. [`Store::new`](crate::Store::new) checks this,
-    /// naming `tls_root_ca`; a binding checks first with its own name.
+    /// of no known form passes here, for the store to refuse as such. [`Store::new`](crate::Store::new)
+    /// checks this, naming `tls_root_ca`; a binding checks first with its own name.
     ///
     /// ```
     /// let options = ratelock::StoreOptions::default().with_tls_root_ca(b"...".to_vec());

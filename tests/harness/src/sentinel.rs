@@ -104,16 +104,16 @@ impl RedisSentinels {
         } else {
             "redis+sentinel"
         };
-        let credentials = password.map_or(String::new(), |password| format!(":{password}@"));
-        format!("{scheme}://{credentials}{}/{MASTER_NAME}", hosts.join(","))
+        format!(
+            "{scheme}://{}{}/{MASTER_NAME}",
+            credentials(password),
+            hosts.join(",")
+        )
     }
 
     /// A plain connection to the sentinel on `port` (its plain port), with the sentinels' password.
     fn sentinel_connection(&self, port: u16) -> redis::RedisResult<redis::Connection> {
-        let credentials = self
-            .sentinel_password
-            .as_ref()
-            .map_or(String::new(), |password| format!(":{password}@"));
+        let credentials = credentials(self.sentinel_password.as_deref());
         redis::Client::open(format!("redis://{credentials}127.0.0.1:{port}/"))
             .and_then(|client| client.get_connection())
     }
@@ -139,10 +139,7 @@ impl RedisSentinels {
 
     /// Whether the replica's link to the master is up (its first sync done).
     fn replica_is_synced(&self) -> bool {
-        let credentials = self
-            .password
-            .as_ref()
-            .map_or(String::new(), |password| format!(":{password}@"));
+        let credentials = credentials(self.password.as_deref());
         let url = format!("redis://{credentials}127.0.0.1:{}/", self.replica.port());
         let info: redis::RedisResult<String> = redis::Client::open(url)
             .and_then(|client| client.get_connection())
@@ -179,6 +176,11 @@ impl RedisSentinels {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// `:password@` for a URL, or nothing.
+fn credentials(password: Option<&str>) -> String {
+    password.map_or(String::new(), |password| format!(":{password}@"))
 }
 
 fn spawn_sentinel(master_port: &str, secured: &Secured) -> Sentinel {

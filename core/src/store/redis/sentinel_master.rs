@@ -18,7 +18,7 @@ use redis::{Cmd, Value};
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use super::reply::{classify, Failure};
-use super::sentinels::{SentinelUrl, Sentinels};
+use super::sentinels::{unnamed, SentinelUrl, Sentinels};
 use crate::error::{Error, Result};
 
 pub(crate) struct SentinelMaster {
@@ -56,7 +56,7 @@ impl SentinelMaster {
         loop {
             let master = match tokio::time::timeout_at(deadline, self.connection()).await {
                 Ok(master) => master.map_err(Failure::Other)?,
-                Err(_) => return Err(Failure::Other(self.unnamed())),
+                Err(_) => return Err(Failure::Other(unnamed(self.timeout))),
             };
             let left = deadline.saturating_duration_since(Instant::now());
             // Packed per attempt: a resend is rare, a copy kept for it on every call would not be.
@@ -86,14 +86,6 @@ impl SentinelMaster {
                 Err(err) => return Err(Failure::Other(err)),
             }
         }
-    }
-
-    /// The outage of a call whose time ran out before a master was named and connected.
-    fn unnamed(&self) -> Error {
-        Error::StoreUnavailable(format!(
-            "no master was named and reached within {:?}",
-            self.timeout
-        ))
     }
 
     /// The current master's connection, asking the sentinels when there is none.

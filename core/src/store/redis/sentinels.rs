@@ -87,6 +87,11 @@ impl SentinelUrl {
     }
 }
 
+/// The outage of a call whose `timeout` ran out before a master was named and reached.
+pub(crate) fn unnamed(timeout: Duration) -> Error {
+    Error::StoreUnavailable(format!("no master was named and reached within {timeout:?}"))
+}
+
 /// The sentinels of one URL, asked for the master (the connections to them are kept between asks).
 pub(crate) struct Sentinels {
     url: SentinelUrl,
@@ -131,9 +136,7 @@ impl Sentinels {
         let asked = tokio::time::timeout(timeout, self.ask_with_credentials_that_work()).await;
         match asked {
             Ok(answer) => answer.map_err(|err| connect_error(&err, timeout, self.url.tls())),
-            Err(_) => Err(Error::StoreUnavailable(format!(
-                "no master was named and reached within {timeout:?}"
-            ))),
+            Err(_) => Err(unnamed(timeout)),
         }
     }
 
