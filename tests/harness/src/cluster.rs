@@ -110,6 +110,11 @@ impl RedisCluster {
         &self.nodes
     }
 
+    /// Every node, to stop or restart one.
+    pub fn nodes_mut(&mut self) -> &mut [RedisServer] {
+        &mut self.nodes
+    }
+
     fn wait_until_ok(&self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
@@ -127,4 +132,32 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// A key whose slot `master` serves (`served`), or one whose slot it does not, as `CLUSTER SLOTS` says.
+pub fn key_of(master: &RedisServer, served: bool) -> String {
+    let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut master.connection())
+        .unwrap();
+    // Each range: its first and last slot, then the master's address.
+    let its_own: Vec<(i64, i64)> = ranges
+        .iter()
+        .filter_map(|range| match range.as_slice() {
+            [redis::Value::Int(start), redis::Value::Int(end), redis::Value::Array(node), ..]
+                if node.get(1) == Some(&redis::Value::Int(i64::from(master.port()))) =>
+            {
+                Some((*start, *end))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!its_own.is_empty(), "the master serves no slot: {ranges:?}");
+    (0..)
+        .map(|n| format!("key:{n}"))
+        .find(|key| {
+            let slot = i64::from(crate::slot::key_slot(key.as_bytes()));
+            its_own.iter().any(|(start, end)| (*start..=*end).contains(&slot)) == served
+        })
+        .expect("a key on either side")
 }

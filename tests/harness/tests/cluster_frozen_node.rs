@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use ratelock::{Limiter, LimiterOptions, Rules, Store, StoreOptions};
+use ratelock_testkit::cluster::key_of;
 use ratelock_testkit::failover::{GrantStream, HitStream};
-use ratelock_testkit::slot::key_slot;
 use ratelock_testkit::RedisCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,7 +80,7 @@ async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let healthy = key_beside(master);
+    let healthy = key_of(master, false);
     let healthy_rules: Rules = "1000000/second".parse().unwrap();
     master.pause();
     // Until the cluster itself declares the master failed (after its node timeout, 2 s here; then every
@@ -119,33 +119,6 @@ async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone(
     grants
         .assert_recovered(promoted_at, "cluster failover from a frozen master")
         .await;
-}
-
-/// A key whose slot `master` does not serve (`CLUSTER SLOTS`: start, end, then the master's address).
-fn key_beside(master: &ratelock_testkit::RedisServer) -> String {
-    let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER")
-        .arg("SLOTS")
-        .query(&mut master.connection())
-        .unwrap();
-    let its_own: Vec<(i64, i64)> = ranges
-        .iter()
-        .filter_map(|range| match range.as_slice() {
-            [redis::Value::Int(start), redis::Value::Int(end), redis::Value::Array(node), ..]
-                if node.get(1) == Some(&redis::Value::Int(i64::from(master.port()))) =>
-            {
-                Some((*start, *end))
-            }
-            _ => None,
-        })
-        .collect();
-    assert!(!its_own.is_empty(), "the master serves no slot: {ranges:?}");
-    (0..)
-        .map(|n| format!("beside:{n}"))
-        .find(|key| {
-            let slot = i64::from(key_slot(key.as_bytes()));
-            !its_own.iter().any(|(start, end)| (*start..=*end).contains(&slot))
-        })
-        .expect("a key on another shard")
 }
 
 /// The port of the master `node` replicates, if it is a replica (`ROLE`).

@@ -205,10 +205,12 @@ fn to_redis(err: Error, may_have_run: bool) -> RedisError {
     if may_have_run || !err.is_store_failure() {
         return redis::make_extension_error(MAY_HAVE_RUN.into(), Some(encode(&err)));
     }
-    RedisError::from(std::io::Error::new(
-        std::io::ErrorKind::ConnectionReset,
-        err.to_string(),
-    ))
+    // The bare message: the store's error made of it adds its own "store unavailable: ".
+    let message = match err {
+        Error::StoreUnavailable(message) => message,
+        other => other.to_string(),
+    };
+    RedisError::from(std::io::Error::new(std::io::ErrorKind::ConnectionReset, message))
 }
 
 /// The typed error a node connection's failure stood for, if `err` carries one (see [`to_redis`]).

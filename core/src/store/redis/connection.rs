@@ -68,6 +68,11 @@ impl SharedConnection {
             // redirections.
             .overall_response_timeout(Some(timeout * 2))
             .retries(3)
+            // A retry after a node's connection was lost or refused waits 1 to 20, 40, then 80 ms
+            // (redis-rs's least wait is 1.28 s, past every call's deadline: a dead master's calls all
+            // timed out instead of failing at once).
+            .min_retry_wait(1)
+            .retry_wait_formula(10, 2)
             .build()
             .map_err(failed)?;
         cluster_node::use_timeout(timeout);
@@ -86,6 +91,8 @@ impl SharedConnection {
 
     /// Sends one command and reads its reply within `timeout`, as a value or a typed failure.
     pub(crate) async fn send(&mut self, cmd: &Cmd, timeout: Duration) -> Result<Value, Failure> {
+        #[cfg(feature = "cluster")]
+        let cluster = matches!(self, SharedConnection::Cluster(_));
         let reply = match self {
             SharedConnection::Plain(plain) => {
                 return send_written(plain, super::packing::packed(cmd), timeout).await
@@ -108,6 +115,11 @@ impl SharedConnection {
                     let carried = super::cluster_node::from_redis(err, timeout);
                     if let Some(carried) = carried.or_else(|| refusal_behind(err)) {
                         return Err(Failure::Other(carried));
+                    }
+                    if cluster {
+                        if let Some(moving) = still_moving(err) {
+                            return Err(Failure::Other(moving));
+                        }
                     }
                 }
                 classify(reply, timeout)
@@ -154,6 +166,19 @@ pub(crate) async fn send_written(
 ) -> Result<Value, Failure> {
     let reply = plain.send_written(bytes).await.map_err(Failure::Other)?;
     classify(Ok(reply), timeout)
+}
+
+/// The outage a cluster call meets when redis-rs has followed its retries' worth of `MOVED` or `ASK`
+/// and is still redirected: the slot's owner is changing (a failover, a resharding) or its new owner
+/// could not be reached. On a cluster URL that is the cluster in motion, never the misconfiguration the
+/// same reply is on a plain `redis://` URL (see `connection_core::error_table`).
+#[cfg(feature = "cluster")]
+fn still_moving(err: &redis::RedisError) -> Option<Error> {
+    matches!(err.code(), Some("MOVED" | "ASK")).then(|| {
+        Error::StoreUnavailable(format!(
+            "the cluster still redirected the call after its retries (its slots are moving): {err}"
+        ))
+    })
 }
 
 /// The configuration error behind redis-rs's "no connection" to a cluster node, when a node refused

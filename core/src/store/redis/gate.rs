@@ -74,6 +74,9 @@ impl Gate {
     /// error) closes it; a connection lost mid-call says nothing (the next connect will tell).
     /// A call that was the half-open trial (no background probe for this URL) and met any outage
     /// reopens the breaker: left half-open, it would refuse every call from then on.
+    ///
+    /// A Redis Cluster's calls go to [`failed_on_a_node`](Self::failed_on_a_node) instead: only the
+    /// store's own connect (`connecting`) comes here.
     pub(crate) fn failed(&self, err: &Error, connecting: bool) {
         match err {
             Error::Timeout(_) => self.outage(),
@@ -81,6 +84,22 @@ impl Gate {
             Error::StoreUnavailable(_) if self.state() == BreakerState::HalfOpen => self.outage(),
             Error::StoreUnavailable(_) => {}
             _ => self.success(),
+        }
+    }
+}
+
+impl Gate {
+    /// Records what a failed call of a Redis Cluster store says. One node's outage stays that node's:
+    /// a node whose call timed out is suspect and refused at once (`suspect_nodes.rs`), and a dead one
+    /// refuses its connections, so the calls for the other shards, which their masters still answer,
+    /// are not refused with it. The breaker opens only when the store cannot connect to the cluster
+    /// at all ([`failed`](Self::failed) with `connecting`), and a half-open trial that meets an outage
+    /// opens it again; an answer of any kind closes it.
+    pub(crate) fn failed_on_a_node(&self, err: &Error) {
+        if !err.is_store_failure() {
+            self.success();
+        } else if self.state() == BreakerState::HalfOpen {
+            self.outage();
         }
     }
 }
@@ -136,5 +155,34 @@ mod tests {
         assert!(gate.admit().is_ok());
         gate.success();
         assert_eq!(gate.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_cluster_nodes_outage_opens_no_breaker_but_a_failed_trial_reopens_it() {
+        let gate = Gate::new(None, Duration::from_millis(100));
+        gate.failed_on_a_node(&Error::Timeout(Duration::from_millis(100)));
+        gate.failed_on_a_node(&Error::StoreUnavailable("connecting: Connection refused".into()));
+        assert_eq!(
+            gate.state(),
+            BreakerState::Closed,
+            "one node's outage stays the node's"
+        );
+        gate.failed(
+            &Error::StoreUnavailable("connecting: Connection refused".into()),
+            true,
+        );
+        assert_eq!(
+            gate.state(),
+            BreakerState::Open,
+            "no node of the cluster could be reached"
+        );
+        std::thread::sleep(Duration::from_millis(450));
+        assert!(gate.admit().is_ok(), "the trial goes out");
+        gate.failed_on_a_node(&Error::Timeout(Duration::from_millis(100)));
+        assert_eq!(gate.state(), BreakerState::Open, "not left half-open for good");
+        std::thread::sleep(Duration::from_millis(450));
+        assert!(gate.admit().is_ok());
+        gate.failed_on_a_node(&Error::Protocol("an answer".into()));
+        assert_eq!(gate.state(), BreakerState::Closed, "an answer closes it");
     }
 }

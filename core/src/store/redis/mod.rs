@@ -606,13 +606,18 @@ impl RedisStore {
     }
 
     /// What the breaker and the server check learn from a call's outcome: a failed connect or a
-    /// timeout opens the breaker (and a store failure has the server's code checked again), any answer
-    /// closes it.
+    /// timeout opens the breaker (on a cluster, a node's outage does not: see
+    /// [`Gate::failed_on_a_node`]), a store failure has the server's code checked again, and any answer
+    /// closes the breaker.
     fn heard(&self, sent: &Result<Value, Failure>) {
         let gate = self.gate();
         match sent {
             Err(Failure::Other(err)) => {
-                gate.failed(err, is_connect_failure(err));
+                if self.shared.cluster {
+                    gate.failed_on_a_node(err);
+                } else {
+                    gate.failed(err, is_connect_failure(err));
+                }
                 if err.is_store_failure() {
                     // A reconnect (or a failover behind Sentinel or a cluster) may follow: check again.
                     self.connections().code.forget();

@@ -1,0 +1,93 @@
+//! One failed master of a Redis Cluster fails only the calls for its own slots: the calls for the
+//! other shards are still answered by their masters, never refused by the store's circuit breaker,
+//! whether the master froze (its calls time out) or died (its connections are refused). In its own
+//! test binary: the node calls' deadline is process-wide, and this one is short.
+
+use std::time::{Duration, Instant};
+
+use ratelock::{Limiter, LimiterOptions, Rules, Store, StoreOptions};
+use ratelock_testkit::cluster::key_of;
+use ratelock_testkit::RedisCluster;
+
+/// How the first master fails.
+enum Failure {
+    /// SIGSTOP: connections stay open, calls time out.
+    Frozen,
+    /// Killed: its port refuses connections.
+    Dead,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_master_fails_only_its_own_shards_calls() {
+    other_shards_keep_answering(Failure::Frozen).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_master_fails_only_its_own_shards_calls() {
+    other_shards_keep_answering(Failure::Dead).await;
+}
+
+/// Hits alternate between a key of the failed master and a key of another shard for 1.5 s (within the
+/// cluster's node timeout of 2 s, so the cluster itself still serves every other slot): every hit on
+/// the healthy shard must be answered, and the failed shard's hits must fail.
+async fn other_shards_keep_answering(failure: Failure) {
+    let mut cluster = RedisCluster::start(3, 0);
+    let timeout = Duration::from_millis(300);
+    let options = StoreOptions::default().with_timeout(timeout);
+    let store = Store::connect(&cluster.url(), &options).await.unwrap();
+    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
+    let rules: Rules = "1000000/second".parse().unwrap();
+    let failing = key_of(&cluster.nodes()[0], true);
+    let healthy = key_of(&cluster.nodes()[0], false);
+    limiter.hit(failing.as_str(), &rules, 1).await.unwrap();
+    limiter.hit(healthy.as_str(), &rules, 1).await.unwrap();
+
+    match failure {
+        Failure::Frozen => cluster.nodes()[0].pause(),
+        Failure::Dead => cluster.nodes_mut()[0].stop(),
+    }
+    let (mut failed, mut answered, mut refused) = (Vec::new(), 0, Vec::new());
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(1500) {
+        let asked = Instant::now();
+        match limiter.hit(failing.as_str(), &rules, 1).await {
+            Err(err) => failed.push((asked.elapsed(), err)),
+            Ok(decision) => panic!("a call to the failed master was answered: {decision:?}"),
+        }
+        match limiter.hit(healthy.as_str(), &rules, 1).await {
+            Ok(_) => answered += 1,
+            Err(err) => refused.push(err.to_string()),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if let Failure::Frozen = failure {
+        cluster.nodes()[0].resume();
+    }
+    // Each an outage (the failure policy's to answer), never a configuration error; and after the
+    // first (a frozen node's call waits out its timeout once), each within the timeout.
+    assert!(
+        failed.len() > 10,
+        "only {} calls to the failed master",
+        failed.len()
+    );
+    for (_, err) in &failed {
+        assert!(err.is_store_failure(), "not an outage: {err}");
+    }
+    let slow: Vec<_> = failed[1..]
+        .iter()
+        .filter(|(waited, _)| *waited >= timeout)
+        .collect();
+    assert!(
+        slow.is_empty(),
+        "{} calls to the failed master took the timeout or more, first: {:?}",
+        slow.len(),
+        slow[0]
+    );
+    assert!(
+        refused.is_empty(),
+        "{} of {} calls to a healthy shard failed while another master was down, the first with: {}",
+        refused.len(),
+        refused.len() + answered,
+        refused.first().map_or("", String::as_str)
+    );
+}
