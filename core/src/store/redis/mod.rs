@@ -607,8 +607,8 @@ impl RedisStore {
 
     /// What the breaker and the server check learn from a call's outcome: a failed connect or a
     /// timeout opens the breaker (on a cluster, a node's outage does not: see
-    /// [`Gate::failed_on_a_node`]), a store failure has the server's code checked again, and any answer
-    /// closes the breaker.
+    /// [`Gate::failed_on_a_node`]), a store failure has the server's code checked again (on one server
+    /// or behind Sentinel), and any answer closes the breaker.
     fn heard(&self, sent: &Result<Value, Failure>) {
         let gate = self.gate();
         match sent {
@@ -618,8 +618,11 @@ impl RedisStore {
                 } else {
                     gate.failed(err, is_connect_failure(err));
                 }
-                if err.is_store_failure() {
-                    // A reconnect (or a failover behind Sentinel or a cluster) may follow: check again.
+                if err.is_store_failure() && !self.shared.cluster {
+                    // A reconnect (or a failover behind Sentinel) may follow: check again. Not for one
+                    // node of a cluster: the check would run again after each of a dead node's calls,
+                    // on the nodes still answering, and a node whose code differs is served by the
+                    // next route call by call anyway.
                     self.connections().code.forget();
                 }
             }
