@@ -84,8 +84,8 @@ async fn hits_resume_after_the_promotion_when_the_old_master_is_frozen_not_gone(
     let healthy_rules: Rules = "1000000/second".parse().unwrap();
     master.pause();
     // Until the cluster itself declares the master failed (after its node timeout, 2 s here; then every
-    // node answers CLUSTERDOWN until the promotion), calls to other shards answer at once (or are
-    // refused by the store's breaker at once): no refresh or reconnect waits on the frozen node.
+    // node answers CLUSTERDOWN until the promotion), calls to other shards answer at once: no refresh
+    // or reconnect waits on the frozen node.
     let mut slowest = Duration::ZERO;
     let paused_at = Instant::now();
     while paused_at.elapsed() < Duration::from_millis(1500) {

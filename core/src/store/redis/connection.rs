@@ -68,9 +68,10 @@ impl SharedConnection {
             // redirections.
             .overall_response_timeout(Some(timeout * 2))
             .retries(3)
-            // A retry after a node's connection was lost or refused waits 1 to 20, 40, then 80 ms
-            // (redis-rs's least wait is 1.28 s, past every call's deadline: a dead master's calls all
-            // timed out instead of failing at once).
+            // A retry that found no connection to its node (a dead master), or met TRYAGAIN,
+            // CLUSTERDOWN, MASTERDOWN or LOADING, waits 1 to 20, 40, then 80 ms; a lost connection,
+            // MOVED and ASK are retried at once. redis-rs's least wait is 1.28 s, past every call's
+            // deadline: a dead master's calls all timed out at twice the timeout instead of failing.
             .min_retry_wait(1)
             .retry_wait_formula(10, 2)
             .build()
@@ -190,4 +191,29 @@ fn refusal_behind(err: &redis::RedisError) -> Option<Error> {
         || (err.kind() == redis::ErrorKind::Io
             && err.to_string().contains("Failed to create initial connections"));
     no_connection.then(super::cluster_node::recent_refusal).flatten()
+}
+
+#[cfg(all(test, feature = "cluster"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirection_left_after_the_retries_is_an_outage_and_nothing_else_is_taken_for_one() {
+        let reply = |resp: &[u8]| {
+            redis::parse_redis_value(resp)
+                .unwrap()
+                .extract_error()
+                .unwrap_err()
+        };
+        for redirected in [
+            &b"-MOVED 2592 127.0.0.1:7001\r\n"[..],
+            b"-ASK 2592 127.0.0.1:7001\r\n",
+        ] {
+            let moving = still_moving(&reply(redirected)).expect("an outage");
+            assert!(moving.is_store_failure(), "{moving}");
+            assert!(moving.to_string().contains("2592 127.0.0.1:7001"), "{moving}");
+        }
+        assert!(still_moving(&reply(b"-ERR unknown command\r\n")).is_none());
+        assert!(still_moving(&reply(b"-CLUSTERDOWN The cluster is down\r\n")).is_none());
+    }
 }

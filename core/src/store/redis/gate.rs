@@ -3,6 +3,7 @@
 //! the server (the store's probe: connect, preamble and `PING` over the blocking lane's connection
 //! code) and tells the breaker whether it answered. Calls meanwhile keep answering at once.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,11 @@ pub struct Gate {
     /// The background probe, for one plain server. Without it (TLS, cluster, Sentinel) the call that
     /// finds a probe due goes to the server itself, as the probe.
     probe: Option<Probe>,
+    /// A cluster's: since when (µs since the Unix epoch; 0: not now) every call has met an outage,
+    /// no node answering any (see [`failed_on_a_node`](Self::failed_on_a_node)).
+    unanswered_since: Arc<AtomicU64>,
+    /// How long every call must fail before a cluster's breaker opens: the store's timeout, in µs.
+    timeout_us: u64,
 }
 
 impl std::fmt::Debug for Gate {
@@ -35,6 +41,8 @@ impl Gate {
         Gate {
             breaker: Arc::new(SharedBreaker::new(seed, timeout.saturating_mul(2))),
             probe,
+            unanswered_since: Arc::default(),
+            timeout_us: u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX),
         }
     }
 
@@ -61,6 +69,10 @@ impl Gate {
 
     /// The server answered (any reply, error replies included).
     pub fn success(&self) {
+        // Read first: every answered call comes here, and a store would cost a shared write.
+        if self.unanswered_since.load(Ordering::Relaxed) != 0 {
+            self.unanswered_since.store(0, Ordering::Relaxed);
+        }
         self.breaker.success();
     }
 
@@ -86,20 +98,31 @@ impl Gate {
             _ => self.success(),
         }
     }
-}
 
-impl Gate {
     /// Records what a failed call of a Redis Cluster store says. One node's outage stays that node's:
     /// a node whose call timed out is suspect and refused at once (`suspect_nodes.rs`), and a dead one
     /// refuses its connections, so the calls for the other shards, which their masters still answer,
-    /// are not refused with it. The breaker opens only when the store cannot connect to the cluster
-    /// at all ([`failed`](Self::failed) with `connecting`), and a half-open trial that meets an outage
-    /// opens it again; an answer of any kind closes it.
+    /// are not refused with it. The breaker opens when every call has met an outage for a whole
+    /// timeout, no node answering any (the cluster is down), or when the store cannot connect to the
+    /// cluster at all ([`failed`](Self::failed) with `connecting`); a half-open trial that meets an
+    /// outage opens it again, and an answer of any kind closes it.
     pub(crate) fn failed_on_a_node(&self, err: &Error) {
         if !err.is_store_failure() {
             self.success();
-        } else if self.state() == BreakerState::HalfOpen {
+            return;
+        }
+        if self.state() == BreakerState::HalfOpen {
             self.outage();
+            return;
+        }
+        let now = crate::clock::now_us().max(1);
+        match self
+            .unanswered_since
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Err(since) if now.saturating_sub(since) >= self.timeout_us => self.outage(),
+            // The first outage since an answer, or one within the timeout of it.
+            _ => {}
         }
     }
 }
@@ -184,5 +207,27 @@ mod tests {
         assert!(gate.admit().is_ok());
         gate.failed_on_a_node(&Error::Protocol("an answer".into()));
         assert_eq!(gate.state(), BreakerState::Closed, "an answer closes it");
+    }
+
+    #[test]
+    fn a_cluster_whose_calls_all_fail_for_a_timeout_opens_the_breaker() {
+        let gate = Gate::new(None, Duration::from_millis(100));
+        let node_down = Error::StoreUnavailable("connecting: Connection refused".into());
+        gate.failed_on_a_node(&node_down);
+        std::thread::sleep(Duration::from_millis(120));
+        gate.success();
+        gate.failed_on_a_node(&node_down);
+        assert_eq!(
+            gate.state(),
+            BreakerState::Closed,
+            "another shard answered in between"
+        );
+        std::thread::sleep(Duration::from_millis(120));
+        gate.failed_on_a_node(&node_down);
+        assert_eq!(
+            gate.state(),
+            BreakerState::Open,
+            "no node answered for a whole timeout"
+        );
     }
 }

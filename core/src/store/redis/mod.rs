@@ -70,6 +70,9 @@ use crate::process::PerProcess;
 use crate::rule::Rules;
 use crate::store::connection_core::{connect_error, connect_timed_out};
 
+/// How often at most a cluster store checks the server's code again after its calls met outages.
+const CLUSTER_CODE_RECHECK: Duration = Duration::from_secs(1);
+
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// A Redis server reached through one shared, reconnecting, multiplexed connection. Cheap to clone.
@@ -589,7 +592,7 @@ impl RedisStore {
     }
 
     /// One command through the store's circuit breaker: refused at once while it is open; a failed
-    /// connect or a timeout opens it, any answer closes it.
+    /// connect or a timeout opens it (on a cluster: see [`heard`](Self::heard)), any answer closes it.
     async fn send(&self, cmd: &Cmd) -> Result<Value, Failure> {
         let gate = self.gate();
         gate.admit().map_err(Failure::Other)?;
@@ -607,8 +610,8 @@ impl RedisStore {
 
     /// What the breaker and the server check learn from a call's outcome: a failed connect or a
     /// timeout opens the breaker (on a cluster, a node's outage does not: see
-    /// [`Gate::failed_on_a_node`]), a store failure has the server's code checked again (on one server
-    /// or behind Sentinel), and any answer closes the breaker.
+    /// [`Gate::failed_on_a_node`]), a store failure has the server's code checked again (on a cluster
+    /// at most once a second), and any answer closes the breaker.
     fn heard(&self, sent: &Result<Value, Failure>) {
         let gate = self.gate();
         match sent {
@@ -618,12 +621,16 @@ impl RedisStore {
                 } else {
                     gate.failed(err, is_connect_failure(err));
                 }
-                if err.is_store_failure() && !self.shared.cluster {
-                    // A reconnect (or a failover behind Sentinel) may follow: check again. Not for one
-                    // node of a cluster: the check would run again after each of a dead node's calls,
-                    // on the nodes still answering, and a node whose code differs is served by the
-                    // next route call by call anyway.
-                    self.connections().code.forget();
+                if err.is_store_failure() {
+                    // A reconnect (or a failover behind Sentinel or a cluster) may follow: check
+                    // again. On a cluster at most once a second: a dead node's calls fail one after
+                    // another, and each check would ask the nodes still answering before the next call.
+                    let code = &self.connections().code;
+                    if self.shared.cluster {
+                        code.forget_at_most_every(CLUSTER_CODE_RECHECK);
+                    } else {
+                        code.forget();
+                    }
                 }
             }
             _ => gate.success(),

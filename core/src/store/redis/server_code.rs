@@ -184,6 +184,8 @@ pub(crate) struct CodeChoice {
     checked_at: AtomicU64,
     generation: Arc<AtomicU64>,
     warned: AtomicBool,
+    /// When [`forget_at_most_every`](Self::forget_at_most_every) last forgot (µs since the Unix epoch).
+    forgot_at_us: AtomicU64,
 }
 
 impl CodeChoice {
@@ -195,6 +197,7 @@ impl CodeChoice {
             checked_at: AtomicU64::new(0),
             generation: Arc::new(AtomicU64::new(1)),
             warned: AtomicBool::new(false),
+            forgot_at_us: AtomicU64::new(0),
         }
     }
 
@@ -211,6 +214,23 @@ impl CodeChoice {
     /// Marks what was checked as stale: the next call checks again (a reconnect may follow).
     pub(crate) fn forget(&self) {
         self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// [`forget`](Self::forget), unless it forgot less than `interval` ago: a cluster's, where one dead
+    /// node's calls fail one after another and each check asks the nodes still answering, while a
+    /// failover that brings a master with other code is still found within `interval`.
+    pub(crate) fn forget_at_most_every(&self, interval: std::time::Duration) {
+        let now = crate::clock::now_us();
+        let last = self.forgot_at_us.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+        if due
+            && self
+                .forgot_at_us
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.forget();
+        }
     }
 
     /// The route of a call whose script the module serves (`module_command`) or not, or `None` when a
