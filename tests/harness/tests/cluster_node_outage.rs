@@ -27,16 +27,25 @@ async fn a_frozen_or_dead_master_fails_only_its_own_shards_calls() {
     other_shards_keep_answering(Failure::Dead).await;
 }
 
+/// Every call's timeout here (both tests': the node calls' deadline is the process's shortest).
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+/// A cluster of three masters, and a limiter on it with [`TIMEOUT`].
+async fn cluster_and_limiter() -> (RedisCluster, Limiter) {
+    let cluster = RedisCluster::start(3, 0);
+    let options = StoreOptions::default().with_timeout(TIMEOUT);
+    let store = Store::connect(&cluster.url(), &options).await.unwrap();
+    (
+        cluster,
+        Limiter::with_store(store, LimiterOptions::default()).unwrap(),
+    )
+}
+
 /// With every master dead, the calls meet outages only, and the store's breaker opens after a
 /// timeout of them (then calls answer at once), as on one server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_with_every_master_dead_opens_the_breaker() {
-    let mut cluster = RedisCluster::start(3, 0);
-    // The same as the other test's: the node calls' deadline is the process's shortest.
-    let timeout = Duration::from_millis(500);
-    let options = StoreOptions::default().with_timeout(timeout);
-    let store = Store::connect(&cluster.url(), &options).await.unwrap();
-    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
+    let (mut cluster, limiter) = cluster_and_limiter().await;
     let rules: Rules = "10/second".parse().unwrap();
     limiter.hit("k", &rules, 1).await.unwrap();
     for node in cluster.nodes_mut() {
@@ -56,7 +65,7 @@ async fn a_cluster_with_every_master_dead_opens_the_breaker() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     assert!(
-        opened >= timeout,
+        opened >= TIMEOUT,
         "opened after {opened:?}, before a whole timeout of outages"
     );
 }
@@ -65,11 +74,7 @@ async fn a_cluster_with_every_master_dead_opens_the_breaker() {
 /// cluster's node timeout of 2 s, so the cluster itself still serves every other slot): every hit on
 /// the healthy shard must be answered, and the failed shard's hits must fail.
 async fn other_shards_keep_answering(failure: Failure) {
-    let mut cluster = RedisCluster::start(3, 0);
-    let timeout = Duration::from_millis(500);
-    let options = StoreOptions::default().with_timeout(timeout);
-    let store = Store::connect(&cluster.url(), &options).await.unwrap();
-    let limiter = Limiter::with_store(store, LimiterOptions::default()).unwrap();
+    let (mut cluster, limiter) = cluster_and_limiter().await;
     let rules: Rules = "1000000/second".parse().unwrap();
     let failing = key_of(&cluster.nodes()[0], true);
     let healthy = key_of(&cluster.nodes()[0], false);
@@ -136,7 +141,7 @@ async fn other_shards_keep_answering(failure: Failure) {
     }
     let slow: Vec<_> = failed[1..]
         .iter()
-        .filter(|(waited, _)| *waited >= timeout)
+        .filter(|(waited, _)| *waited >= TIMEOUT)
         .collect();
     assert!(
         slow.is_empty(),
