@@ -6,9 +6,12 @@
 //! an error redis-rs does not retry, and comes out as the same typed error as on one server. A node whose
 //! call timed out is suspect until it answers again (`suspect_nodes.rs`): its calls fail at once,
 //! unsent, so redis-rs routes around it and no refresh waits on it, and a frozen master a failover
-//! replaced is left behind although it still accepts connections and never answers MOVED. A node
-//! that refuses its connection (a certificate, a password) is remembered for a while, so that the
-//! routing's "no connection" that follows says why (a configuration error, never an outage).
+//! replaced is left behind although it still accepts connections and never answers MOVED; so is a node
+//! whose port refused a connection. A node that refuses its connection by its answer (a certificate, a
+//! password) is remembered for a while, so that the routing's "no connection" that follows says why (a
+//! configuration error, never an outage). The routing's own `PING` and `CLUSTER SLOTS` are answered
+//! from the node's answers of a moment ago (`recent_answers.rs`), so its rebuilds of the slot map,
+//! one per failed call while a master is down, cost the healthy nodes nothing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
 
 use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
+use super::recent_answers::{Question, RecentAnswers};
 use super::suspect_nodes;
 use crate::error::Error;
 use crate::store::connection_core::{setting_named, SETTING_TLS};
@@ -92,6 +96,9 @@ pub(crate) struct ClusterNode {
     link: Pipelined,
     /// `host:port`, what the node's suspicion goes by (see `suspect_nodes.rs`).
     address: Arc<str>,
+    /// What the routing's `PING` and `CLUSTER SLOTS` are answered with, moments after the node's own
+    /// answers (see `recent_answers.rs`).
+    recent: Arc<RecentAnswers>,
 }
 
 impl redis::cluster_async::Connect for ClusterNode {
@@ -117,12 +124,21 @@ impl redis::cluster_async::Connect for ClusterNode {
             let node = Pipelined::new(endpoint, root_ca, node_timeout(), Arc::default());
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
             if let Err(err) = node.open().await {
-                if !err.is_store_failure() {
+                if err.is_store_failure() {
+                    // Down (its port refuses, or it does not answer): the routing's next rebuilds of
+                    // the slot map, which hold every shard's calls, do not wait on it again until its
+                    // probe finds it answering.
+                    suspect_nodes::suspect(&address, &node, node_timeout());
+                } else {
                     *LAST_REFUSAL.lock() = Some((std::process::id(), Instant::now(), err.clone()));
                 }
                 return Err(to_redis(err, false));
             }
-            Ok(ClusterNode { link: node, address })
+            Ok(ClusterNode {
+                link: node,
+                address,
+                recent: Arc::default(),
+            })
         }
         .boxed()
     }
@@ -130,7 +146,11 @@ impl redis::cluster_async::Connect for ClusterNode {
 
 impl redis::aio::ConnectionLike for ClusterNode {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        async move { self.send(super::packing::packed(cmd)).await }.boxed()
+        let question = Question::of(cmd);
+        if let Some(answer) = question.and_then(|question| self.recent.answer(question)) {
+            return async move { Ok(answer) }.boxed();
+        }
+        async move { self.send(super::packing::packed(cmd), question).await }.boxed()
     }
 
     fn req_packed_commands<'a>(
@@ -156,15 +176,22 @@ impl redis::aio::ConnectionLike for ClusterNode {
 }
 
 impl ClusterNode {
-    /// One call; an error reply is an error (redis-rs reads MOVED, ASK and TRYAGAIN from errors). A call
-    /// to a suspect node fails at once, unsent; a call that times out makes its node suspect.
-    async fn send(&self, bytes: Vec<u8>) -> redis::RedisResult<Value> {
+    /// One call (`question`, if it is one of the routing's); an error reply is an error (redis-rs reads
+    /// MOVED, ASK and TRYAGAIN from errors). A call to a suspect node fails at once, unsent; a call that
+    /// times out makes its node suspect.
+    async fn send(&self, bytes: Vec<u8>, question: Option<Question>) -> redis::RedisResult<Value> {
         if suspect_nodes::is_suspect(&self.address) {
             return Err(unsent_to_suspect());
         }
         let (reply, may_have_run) = self.link.send_telling(bytes).await;
-        if matches!(reply, Err(Error::Timeout(_))) {
-            suspect_nodes::suspect(&self.address, &self.link, node_timeout());
+        match &reply {
+            Ok(answer) => self.recent.answered(question, answer),
+            Err(err) => {
+                self.recent.failed();
+                if let Error::Timeout(_) = err {
+                    suspect_nodes::suspect(&self.address, &self.link, node_timeout());
+                }
+            }
         }
         reply.map_err(|err| to_redis(err, may_have_run))?.extract_error()
     }
@@ -244,6 +271,25 @@ fn encode(err: &Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redis::cluster_async::Connect;
+
+    #[tokio::test]
+    async fn a_node_whose_port_refuses_is_suspect_so_the_next_connects_wait_on_nothing() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let url = format!("redis://127.0.0.1:{port}");
+        let first = ClusterNode::connect_with_config(url.as_str(), Default::default()).await;
+        let Err(refused) = first else {
+            panic!("connected to a closed port")
+        };
+        assert!(refused.to_string().contains("refused"), "{refused}");
+        assert!(suspect_nodes::is_suspect(&format!("127.0.0.1:{port}")));
+        let Err(next) = ClusterNode::connect_with_config(url.as_str(), Default::default()).await else {
+            panic!("connected to a closed port")
+        };
+        assert!(next.to_string().contains("has not answered since"), "{next}");
+    }
 
     #[test]
     fn every_failure_comes_back_as_the_typed_error_it_was() {

@@ -18,6 +18,8 @@ mod lock_kinds;
 mod multi_host_urls;
 mod packing;
 mod pipelined;
+#[cfg(feature = "cluster")]
+mod recent_answers;
 pub mod redlock;
 pub(crate) mod reply;
 mod route_walk;
