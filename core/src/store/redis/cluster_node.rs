@@ -7,11 +7,11 @@
 //! call timed out is suspect until it answers again (`suspect_nodes.rs`): its calls fail at once,
 //! unsent, so redis-rs routes around it and no refresh waits on it, and a frozen master a failover
 //! replaced is left behind although it still accepts connections and never answers MOVED; so is a node
-//! whose port refused a connection. A node that refuses its connection by its answer (a certificate, a
+//! whose connect failed as an outage (its port refused, the connect or handshake timed out). A node that refuses its connection by its answer (a certificate, a
 //! password) is remembered for a while, so that the routing's "no connection" that follows says why (a
 //! configuration error, never an outage). The routing's own `PING` and `CLUSTER SLOTS` are answered
 //! from the node's answers of a moment ago (`recent_answers.rs`), so its rebuilds of the slot map,
-//! one per failed call while a master is down, cost the healthy nodes nothing.
+//! several per failed call while a master is down, cost the healthy nodes no round trip.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -125,7 +125,8 @@ impl redis::cluster_async::Connect for ClusterNode {
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
             if let Err(err) = node.open().await {
                 if err.is_store_failure() {
-                    // Down (its port refuses, or it does not answer): the routing's next rebuilds of
+                    // Down (its port refuses, the connect or handshake times out, the connection
+                    // closes before it is ready): the routing's next rebuilds of
                     // the slot map, which hold every shard's calls, do not wait on it again until its
                     // probe finds it answering.
                     suspect_nodes::suspect(&address, &node, node_timeout());
@@ -147,7 +148,12 @@ impl redis::cluster_async::Connect for ClusterNode {
 impl redis::aio::ConnectionLike for ClusterNode {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let question = Question::of(cmd);
-        if let Some(answer) = question.and_then(|question| self.recent.answer(question)) {
+        // Never for a suspect node: its calls and checks fail unsent (in `send`), so the routing
+        // does not take it back for having answered a moment before it failed.
+        let recent = question
+            .filter(|_| !suspect_nodes::is_suspect(&self.address))
+            .and_then(|question| self.recent.answer(question));
+        if let Some(answer) = recent {
             return async move { Ok(answer) }.boxed();
         }
         async move { self.send(super::packing::packed(cmd), question).await }.boxed()
@@ -201,7 +207,9 @@ impl ClusterNode {
 /// which redis-rs answers by routing the node's slots to the rest of its shard.
 fn unsent_to_suspect() -> RedisError {
     to_redis(
-        Error::StoreUnavailable("the node timed out and has not answered since".into()),
+        Error::StoreUnavailable(
+            "the node timed out or refused a connection, and has not answered since".into(),
+        ),
         false,
     )
 }

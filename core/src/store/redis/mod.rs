@@ -650,7 +650,12 @@ impl RedisStore {
     /// ```
     pub async fn ping(&self) -> Result<()> {
         let reply = match self.connection().await {
-            Ok(mut connection) => connection.send(&redis::cmd("PING"), self.shared.timeout).await,
+            // With an argument: on a cluster, a bare PING is the routing's own check, which a node
+            // connection answers from its answers of a moment ago (`recent_answers.rs`).
+            Ok(mut connection) => {
+                let ping = redis::cmd("PING").arg("ratelock").to_owned();
+                connection.send(&ping, self.shared.timeout).await
+            }
             Err(err) => Err(Failure::Other(err)),
         };
         match reply {

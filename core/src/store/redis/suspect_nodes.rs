@@ -1,5 +1,5 @@
-//! Redis Cluster nodes a call timed out on, or whose port refused a connection, kept out of redis-rs's
-//! routing until they answer again.
+//! Redis Cluster nodes a call timed out on, or whose connect failed as an outage (refused, timed out),
+//! kept out of redis-rs's routing until they answer again.
 //!
 //! While a node is suspect, every call, check and connect redis-rs makes to it fails at once with
 //! nothing sent: redis-rs routes the node's slots to the rest of its shard (a replica sends them back
