@@ -145,6 +145,13 @@ class Link {
   #onUnsent
   #timer = null
   #flushing = false
+  /** Whether this is a TLS socket, whose writes after the first wait for the server's first answer. */
+  #secure
+  /** Whether the server has answered anything on this socket yet. */
+  #heard = false
+  /** Whether writes wait for that first answer (TLS, after the first write), and whether one waits. */
+  #holding = false
+  #held = false
   #connected = false
   #retired = false
   #ended = false
@@ -155,6 +162,7 @@ class Link {
     this.#timeoutMs = timeoutMs
     this.#onEnd = onEnd
     this.#onUnsent = onUnsent
+    this.#secure = secure
     // TLS always verifies (whatever NODE_TLS_REJECT_UNAUTHORIZED says: only a URL's #insecure turns
     // verification off, and such a URL stays on the runtime) the certificate against the store's CA,
     // else Node's bundled public roots alone (Mozilla's set, as the runtime's rustls trusts; not
@@ -193,8 +201,15 @@ class Link {
       this.#connected = true
     })
     socket.on('data', (chunk) => this.#read(chunk))
+    // The first error says why, unless a later one is the TLS alert the server sent before closing
+    // (a write meeting the closed connection can fail first): the alert is what the codec must read.
     socket.on('error', (error) => (failure ??= error))
-    socket.on('end', () => this.#retire())
+    // A TLS server that has answered nothing yet and closes may be refusing the client (its alert comes
+    // as the socket's error): the calls wait for the close, which says why, rather than moving to a
+    // fresh connection that the server would refuse alike.
+    socket.on('end', () => {
+      if (!this.#secure || this.#heard) this.#retire()
+    })
     socket.on('close', () => {
       clearTimeout(connecting)
       this.#end(failure ? failure.message : 'the connection was closed')
@@ -230,8 +245,18 @@ class Link {
   /** Writes what the codec has for the socket, in one system call. */
   flush() {
     this.#flushing = false
+    if (this.#holding) {
+      this.#held = true
+      return
+    }
     const bytes = native.wireTakeOutput(this.#codec)
-    if (bytes !== null) this.#socket.write(bytes)
+    if (bytes === null) return
+    this.#socket.write(bytes)
+    // Over TLS, what follows the first bytes (the preamble) waits for the server's first answer: a
+    // server that refuses the client's want of a certificate (tls-auth-clients) sends its alert after
+    // the handshake, and a second write meeting the closed connection would fail first (ECONNRESET),
+    // hiding the alert, a configuration error, behind what reads as an outage.
+    if (this.#secure && !this.#heard) this.#holding = true
   }
 
   /** A timer for the earliest deadline, keeping the process alive while a call waits. */
@@ -250,6 +275,14 @@ class Link {
   }
 
   #read(chunk) {
+    if (!this.#heard) {
+      this.#heard = true
+      this.#holding = false
+      if (this.#held) {
+        this.#held = false
+        this.#scheduleFlush()
+      }
+    }
     const codec = this.#codec
     const status = this.#settle(native.wireFeedInto(codec, chunk, performance.now()))
     if (status & STATUS_CLOSE) {

@@ -26,10 +26,14 @@ function makeCertificates(names) {
   return dir
 }
 
-/** redis-server arguments that serve TLS on `tlsPort` with the certificates in `dir`. */
-function tlsArgs(dir, tlsPort) {
+/**
+ * redis-server arguments that serve TLS on `tlsPort` with the certificates in `dir`; with `askClients`,
+ * every client must present a certificate of its own (Redis's default).
+ */
+function tlsArgs(dir, tlsPort, askClients = false) {
   return ['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file',
-    path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no']
+    path.join(dir, 'key.pem'), '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients',
+    askClients ? 'yes' : 'no']
 }
 
 function freePort() {
@@ -100,10 +104,10 @@ class RedisServer {
    * address 127.0.0.1: a URL naming the address meets a certificate that does not name it) signed by a
    * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
    */
-  static async startWithTls() {
+  static async startWithTls({ askClients = false } = {}) {
     const dir = makeCertificates('DNS:localhost')
     const tlsPort = await freePort()
-    const server = await RedisServer.start({ extraArgs: tlsArgs(dir, tlsPort) })
+    const server = await RedisServer.start({ extraArgs: tlsArgs(dir, tlsPort, askClients) })
     server.tlsUrl = `rediss://localhost:${tlsPort}/`
     server.tlsPort = tlsPort
     server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')

@@ -45,6 +45,31 @@ test('rediss:// with tlsRootCa: limits and locks work over TLS on a private CA, 
   assert.equal(await lock.release(), 'released')
 })
 
+test('a server that asks for a client certificate (tls-auth-clients yes) is a ConfigurationError whatever onError says', async () => {
+  // Redis's default with TLS: ratelock presents no certificate, and the server's alert refuses every
+  // connection alike; `allow` must not admit on it as on an outage.
+  const asking = await RedisServer.startWithTls({ askClients: true })
+  try {
+    const refused = (promise, what) =>
+      assert.rejects(promise, (error) => {
+        assert.ok(error instanceof ratelock.ConfigurationError, `${what}: ${error}`)
+        assert.match(error.message, /tls-auth-clients/, what)
+        return true
+      })
+    for (const onError of ['raise', 'allow']) {
+      // The limiter's own TLS socket (twice: the connection the alert closed, then a fresh one).
+      const limiter = new ratelock.Limiter({ url: asking.tlsUrl, tlsRootCa: asking.caPem, onError })
+      await refused(limiter.hit(fresh(), '2/minute'), `limiter, ${onError}`)
+      await refused(limiter.hit(fresh(), '2/minute'), `limiter again, ${onError}`)
+    }
+    // A lock's call through the runtime (rustls).
+    const lock = new ratelock.DistributedLock(fresh(), { url: asking.tlsUrl, tlsRootCa: asking.caPem })
+    await refused(lock.tryAcquire(), 'lock')
+  } finally {
+    await asking.close()
+  }
+})
+
 test('a certificate not trusted, or not naming the host, is a ConfigurationError whatever onError says', async () => {
   const refused = (promise, what) =>
     assert.rejects(promise, (error) => {

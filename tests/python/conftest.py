@@ -141,21 +141,22 @@ def _make_certificates() -> pathlib.Path:
     return certs
 
 
-def _tls_args(certs: pathlib.Path, tls_port: int) -> list[str]:
-    """redis-server arguments that serve TLS on ``tls_port`` with the certificates in ``certs``."""
+def _tls_args(certs: pathlib.Path, tls_port: int, ask_clients: bool = False) -> list[str]:
+    """redis-server arguments that serve TLS on ``tls_port`` with the certificates in ``certs``; with
+    ``ask_clients``, every client must present a certificate of its own (Redis's default)."""
     return ["--tls-port", str(tls_port), "--tls-cert-file", str(certs / "cert.pem"),
             "--tls-key-file", str(certs / "key.pem"), "--tls-ca-cert-file", str(certs / "ca.pem"),
-            "--tls-auth-clients", "no"]
+            "--tls-auth-clients", "yes" if ask_clients else "no"]
 
 
 class TlsRedisServer(RedisServer):
     """A server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by a
     private CA made here (openssl): ``tls_url`` is its ``rediss://`` URL, ``ca_pem`` the CA to trust."""
 
-    def __init__(self) -> None:
+    def __init__(self, ask_clients: bool = False) -> None:
         certs = _make_certificates()
         self.tls_port = _free_port()
-        super().__init__(*_tls_args(certs, self.tls_port))
+        super().__init__(*_tls_args(certs, self.tls_port, ask_clients))
         self.ca_pem = (certs / "ca.pem").read_text()
         shutil.rmtree(certs, ignore_errors=True)
 

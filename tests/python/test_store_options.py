@@ -9,7 +9,7 @@ import pytest
 
 import ratelock
 import ratelock.asyncio
-from conftest import RedisServer
+from conftest import RedisServer, TlsRedisServer
 
 
 def fresh(kind: str) -> str:
@@ -43,6 +43,20 @@ def test_rediss_without_the_ca_is_a_configuration_error_whatever_on_error_says(t
     # A CA that holds no certificate is bad input, named before any connection.
     with pytest.raises(ratelock.InvalidArgument, match="tls_root_ca"):
         ratelock.Client(tls_redis_server.tls_url, tls_root_ca="not a certificate")
+
+
+@pytest.mark.parametrize("on_error", ["raise", "allow"])
+def test_a_server_that_asks_for_a_client_certificate_is_a_configuration_error(on_error):
+    # Redis's default with TLS (tls-auth-clients yes): ratelock presents no certificate, the server's
+    # alert refuses every connection alike, and `allow` must not admit on it as on an outage.
+    server = TlsRedisServer(ask_clients=True)
+    try:
+        client = ratelock.Client(server.tls_url, tls_root_ca=server.ca_pem)
+        for _ in range(2):
+            with pytest.raises(ratelock.ConfigurationError, match="tls-auth-clients"):
+                ratelock.Limiter(client, on_error=on_error).hit(fresh("tls"), "2/minute")
+    finally:
+        server.stop()
 
 
 def test_rediss_to_a_plain_port_says_the_connect_timed_out_with_nothing_sent(tls_redis_server):

@@ -12,6 +12,7 @@
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
+//! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: ratelock presents none) | configuration | `Configuration { setting: "the server's tls-auth-clients" }` |
 //! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
 //! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://, or rediss+cluster://)" }` |
 //! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |
@@ -43,6 +44,9 @@ pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
 pub const SETTING_DB: &str = "url (db index)";
 /// The setting a user fixes when the server's TLS certificate is not trusted.
 pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
+/// The setting a user fixes when the server refuses a client that presents no certificate of its own.
+pub const SETTING_CLIENT_CERTIFICATE: &str =
+    "the server's tls-auth-clients (ratelock presents no client certificate)";
 /// The setting a user fixes when the server refuses a command ratelock must run.
 pub const SETTING_COMMANDS: &str = "the server's command set";
 /// The setting a user fixes when a plain URL names one node of a Redis Cluster.
@@ -61,6 +65,7 @@ pub(crate) fn setting_named(text: &str) -> &'static str {
         SETTING_ACL,
         SETTING_DB,
         SETTING_TLS,
+        SETTING_CLIENT_CERTIFICATE,
         SETTING_COMMANDS,
         SETTING_CLUSTER_URL,
         SETTING_SCRIPT_CACHE,
@@ -193,10 +198,51 @@ pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration)
 /// assert!(connection_failure("connect ECONNREFUSED 127.0.0.1:6379").is_store_failure());
 /// ```
 pub fn connection_failure(why: &str) -> Error {
+    if let Some(refused) = client_refused(why) {
+        return refused;
+    }
     if why.contains("certificate") {
         return Error::configuration(SETTING_TLS, why);
     }
     Error::StoreUnavailable(why.to_owned())
+}
+
+/// The configuration error a broken TLS connection stands for when `why` (a socket's or a TLS stack's
+/// words) is the server's alert refusing the client for its certificate: Redis asks clients for one
+/// by default (`tls-auth-clients yes`) and ratelock presents none, so every connection is refused
+/// alike, the first call's after its bytes went out (TLS 1.3 sends the alert after the handshake).
+/// rustls says "received fatal alert: CertificateRequired" (or `BadCertificate`, `UnknownCA`, ...);
+/// OpenSSL (Node's wire path) "tlsv13 alert certificate required", "sslv3 alert bad certificate".
+///
+/// ```
+/// use ratelock::store::connection_core::client_refused;
+/// let refused = client_refused("reading: received fatal alert: CertificateRequired").unwrap();
+/// assert!(refused.is_configuration());
+/// assert!(client_refused("error:0A00045C:SSL routines::tlsv13 alert certificate required").is_some());
+/// assert!(client_refused("connection reset by peer").is_none());
+/// ```
+pub fn client_refused(why: &str) -> Option<Error> {
+    let lower = why.to_ascii_lowercase();
+    let alert = lower.find("alert")?;
+    let named = &lower[alert..];
+    let about_the_client = [
+        "certificate",
+        "unknownca",
+        "unknown ca",
+        "access denied",
+        "accessdenied",
+    ]
+    .iter()
+    .any(|word| named.contains(word));
+    about_the_client.then(|| {
+        Error::configuration(
+            SETTING_CLIENT_CERTIFICATE,
+            format!(
+                "the server refused the TLS connection for want of a client certificate ({why}); \
+                 ratelock presents none: set the server's tls-auth-clients to no or optional"
+            ),
+        )
+    })
 }
 
 /// A connection that did not open (TCP, TLS, the preamble) within `timeout`: an outage, and never

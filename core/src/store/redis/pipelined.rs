@@ -579,6 +579,13 @@ async fn read_replies(reading: &std::sync::Weak<Link>, mut reader: ReadHalf) {
         }
     };
     if let Some(link) = reading.upgrade() {
+        // The server's TLS alert refusing a client without a certificate (nothing ran): every
+        // connection meets it alike, so it is the calls' configuration error, never an outage.
+        if let Some(refused) = crate::store::connection_core::client_refused(&why) {
+            *link.refusal.lock() = Some(refused.clone());
+            link.fail_all(|| refused.clone());
+            return;
+        }
         link.fail_all(|| {
             Error::StoreUnavailable(format!("{why} before the reply came (the command may have run)"))
         });
