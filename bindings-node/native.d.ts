@@ -507,6 +507,13 @@ export declare function wireClosedInto(codec: ExternalObject<WireCodec>, connect
 /** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
 export declare function wireCloseReason(codec: ExternalObject<WireCodec>): string | null
 
+/**
+ * Whether `why`, the words a socket closed with, refuses every connection alike (a TLS alert refusing
+ * the client, a server certificate not trusted): a configuration error, which a fresh connection
+ * would meet again.
+ */
+export declare function wireRefusesEveryConnection(why: string): boolean
+
 export interface WireCodec {
 
 }

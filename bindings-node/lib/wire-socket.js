@@ -201,18 +201,18 @@ class Link {
       this.#connected = true
     })
     socket.on('data', (chunk) => this.#read(chunk))
-    // The first error says why, unless a later one is the TLS alert the server sent before closing
-    // (a write meeting the closed connection can fail first): the alert is what the codec must read.
     socket.on('error', (error) => (failure ??= error))
     // A TLS server that has answered nothing yet and closes may be refusing the client (its alert comes
-    // as the socket's error): the calls wait for the close, which says why, rather than moving to a
-    // fresh connection that the server would refuse alike.
+    // as the socket's error): the calls wait for the close, which says why. Unless the server refuses
+    // every connection alike, the calls never written then go once to a fresh connection, as at an end.
     socket.on('end', () => {
       if (!this.#secure || this.#heard) this.#retire()
     })
     socket.on('close', () => {
       clearTimeout(connecting)
-      this.#end(failure ? failure.message : 'the connection was closed')
+      const why = failure ? failure.message : 'the connection was closed'
+      if (this.#secure && !this.#heard && this.#connected && !native.wireRefusesEveryConnection(why)) this.#retire()
+      this.#end(why)
     })
     // The preamble and the module check go first (the socket holds them until it connects).
     this.flush()

@@ -206,6 +206,14 @@ pub fn wire_close_reason(
     codec.connection.close_reason().map(str::to_owned)
 }
 
+/// Whether `why`, the words a socket closed with, refuses every connection alike (a TLS alert refusing
+/// the client, a server certificate not trusted): a configuration error, which a fresh connection
+/// would meet again.
+#[napi]
+pub fn wire_refuses_every_connection(why: String) -> bool {
+    ratelock::store::connection_core::connection_failure(&why).is_configuration()
+}
+
 /// Whether the reply stream broke: retire the connection before closing it.
 #[napi]
 pub fn wire_broken(#[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>) -> bool {

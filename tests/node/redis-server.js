@@ -104,10 +104,11 @@ class RedisServer {
    * address 127.0.0.1: a URL naming the address meets a certificate that does not name it) signed by a
    * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
    */
-  static async startWithTls({ askClients = false } = {}) {
+  static async startWithTls({ askClients = false, protocols } = {}) {
     const dir = makeCertificates('DNS:localhost')
     const tlsPort = await freePort()
-    const server = await RedisServer.start({ extraArgs: tlsArgs(dir, tlsPort, askClients) })
+    const versions = protocols ? ['--tls-protocols', protocols] : []
+    const server = await RedisServer.start({ extraArgs: [...tlsArgs(dir, tlsPort, askClients), ...versions] })
     server.tlsUrl = `rediss://localhost:${tlsPort}/`
     server.tlsPort = tlsPort
     server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')

@@ -13,6 +13,7 @@
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
 //! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: ratelock presents none) | configuration | `Configuration { setting: "the server's tls-auth-clients" }` |
+//! | a TLS alert for want of a shared version or cipher (`protocol_version`, `handshake_failure`, `insufficient_security`; over TLS 1.2 also a missing client certificate) | configuration | `Configuration { setting: "the server's tls-protocols or tls-auth-clients" }` |
 //! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
 //! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://, or rediss+cluster://)" }` |
 //! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |
@@ -47,6 +48,8 @@ pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
 /// The setting a user fixes when the server refuses a client that presents no certificate of its own.
 pub const SETTING_CLIENT_CERTIFICATE: &str =
     "the server's tls-auth-clients (ratelock presents no client certificate)";
+/// The setting a user fixes when the server's TLS handshake finds no version or cipher ratelock speaks.
+pub const SETTING_TLS_VERSIONS: &str = "the server's tls-protocols or tls-auth-clients";
 /// The setting a user fixes when the server refuses a command ratelock must run.
 pub const SETTING_COMMANDS: &str = "the server's command set";
 /// The setting a user fixes when a plain URL names one node of a Redis Cluster.
@@ -66,6 +69,7 @@ pub(crate) fn setting_named(text: &str) -> &'static str {
         SETTING_DB,
         SETTING_TLS,
         SETTING_CLIENT_CERTIFICATE,
+        SETTING_TLS_VERSIONS,
         SETTING_COMMANDS,
         SETTING_CLUSTER_URL,
         SETTING_SCRIPT_CACHE,
@@ -187,10 +191,10 @@ pub(crate) fn redis_error(err: &redis::RedisError, timeout: std::time::Duration)
 }
 
 /// A connection that failed for the reason `why` (a socket's or a TLS handshake's words): an outage,
-/// unless the handshake refused the server's certificate (not signed by a trusted root, expired, or not
-/// naming the host), which fails every handshake until the setting changes: a configuration error.
-/// The TLS stacks ratelock runs on (rustls here, Node's OpenSSL on the wire path) all say
-/// "certificate" then.
+/// unless the server's TLS alert refused the client ([`client_refused`]) or the handshake refused the
+/// server's certificate (not signed by a trusted root, expired, or not naming the host), each of which
+/// fails every connection until a setting changes: a configuration error. The TLS stacks ratelock runs
+/// on (rustls here, Node's OpenSSL on the wire path) all say "certificate" in the latter case.
 ///
 /// ```
 /// use ratelock::store::connection_core::connection_failure;
@@ -208,41 +212,80 @@ pub fn connection_failure(why: &str) -> Error {
 }
 
 /// The configuration error a broken TLS connection stands for when `why` (a socket's or a TLS stack's
-/// words) is the server's alert refusing the client for its certificate: Redis asks clients for one
-/// by default (`tls-auth-clients yes`) and ratelock presents none, so every connection is refused
-/// alike, the first call's after its bytes went out (TLS 1.3 sends the alert after the handshake).
-/// rustls says "received fatal alert: CertificateRequired" (or `BadCertificate`, `UnknownCA`, ...);
-/// OpenSSL (Node's wire path) "tlsv13 alert certificate required", "sslv3 alert bad certificate".
+/// words) carries the server's alert refusing the client, which every connection meets alike:
+/// - for its certificate: Redis asks clients for one by default (`tls-auth-clients yes`) and ratelock
+///   presents none. Over TLS 1.3 the alert comes after the handshake, so the first call's bytes went
+///   out (nothing ran); over TLS 1.2 the server says `handshake_failure` during the handshake;
+/// - for want of a shared TLS version or cipher (`protocol_version`, `insufficient_security`,
+///   `handshake_failure`): ratelock's own TLS speaks TLS 1.3 only.
+///
+/// The alert is read by its name, after "alert": rustls's ("received fatal alert: CertificateRequired")
+/// or OpenSSL's (Node's wire path: "tlsv13 alert certificate required", "sslv3 alert handshake
+/// failure"); any other text is `None`.
 ///
 /// ```
 /// use ratelock::store::connection_core::client_refused;
 /// let refused = client_refused("reading: received fatal alert: CertificateRequired").unwrap();
 /// assert!(refused.is_configuration());
-/// assert!(client_refused("error:0A00045C:SSL routines::tlsv13 alert certificate required").is_some());
+/// assert!(refused.to_string().contains("tls-auth-clients"));
+/// assert!(client_refused("error:0A00045C:SSL routines::tlsv13 alert certificate required:rec_layer.c").is_some());
+/// let versions = client_refused("received fatal alert: ProtocolVersion").unwrap();
+/// assert!(versions.to_string().contains("tls-protocols"));
 /// assert!(client_refused("connection reset by peer").is_none());
+/// // An "alert" that names no alert (here in a host name) is not one.
+/// assert!(client_refused(r#"certificate not valid for name "redis-alerts.internal""#).is_none());
 /// ```
 pub fn client_refused(why: &str) -> Option<Error> {
-    let lower = why.to_ascii_lowercase();
-    let alert = lower.find("alert")?;
-    let named = &lower[alert..];
-    let about_the_client = [
-        "certificate",
+    let named = alert_name(why)?;
+    let about_the_certificate = [
+        "certificaterequired",
+        "badcertificate",
+        "unsupportedcertificate",
+        "certificaterevoked",
+        "certificateexpired",
+        "certificateunknown",
         "unknownca",
-        "unknown ca",
-        "access denied",
         "accessdenied",
-    ]
-    .iter()
-    .any(|word| named.contains(word));
-    about_the_client.then(|| {
-        Error::configuration(
+    ];
+    let about_the_versions = ["handshakefailure", "protocolversion", "insufficientsecurity"];
+    if about_the_certificate.contains(&named.as_str()) {
+        return Some(Error::configuration(
             SETTING_CLIENT_CERTIFICATE,
             format!(
                 "the server refused the TLS connection for want of a client certificate ({why}); \
                  ratelock presents none: set the server's tls-auth-clients to no or optional"
             ),
+        ));
+    }
+    about_the_versions.contains(&named.as_str()).then(|| {
+        Error::configuration(
+            SETTING_TLS_VERSIONS,
+            format!(
+                "the server refused the TLS handshake ({why}): it shares no TLS version or cipher with \
+                 ratelock (whose own TLS speaks TLS 1.3 only), or it asks for a client certificate over \
+                 TLS 1.2 (ratelock presents none): allow TLSv1.3 in the server's tls-protocols, or set \
+                 its tls-auth-clients to no or optional"
+            ),
         )
     })
+}
+
+/// The alert's name in `why`, in lower case without spaces or punctuation (`certificaterequired`): the
+/// words after the first "alert" that ends a word, up to a colon, parenthesis or comma.
+fn alert_name(why: &str) -> Option<String> {
+    let lower = why.to_ascii_lowercase();
+    let (_, after) = lower
+        .match_indices("alert")
+        .map(|(at, word)| (at, &lower[at + word.len()..]))
+        .find(|(_, after)| after.starts_with([' ', ':']))?;
+    let named: String = after
+        .trim_start_matches([' ', ':'])
+        .split([':', '(', ',', ';'])
+        .next()?
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    (!named.is_empty()).then_some(named)
 }
 
 /// A connection that did not open (TCP, TLS, the preamble) within `timeout`: an outage, and never

@@ -66,8 +66,9 @@ struct Link {
     waiting: Mutex<VecDeque<oneshot::Sender<Answer>>>,
     closed: AtomicBool,
     /// The error of a reply after which the server closed the connection (`ERR Protocol error`, as to a
-    /// client that has not authenticated since a password was set): what a call that this link left
-    /// unsent answers when it cannot go out again, since the server refuses every call alike.
+    /// client that has not authenticated since a password was set), or of the TLS alert by which it
+    /// refused the client (`tls-auth-clients`): what a call that this link left unsent answers when it
+    /// cannot go out again, since the server refuses every call alike.
     refusal: Mutex<Option<Error>>,
     /// Set, and waiters woken, when the reader task has ended (the stream ended, or a reply closed it).
     reader_ended: AtomicBool,
