@@ -507,13 +507,6 @@ export declare function wireClosedInto(codec: ExternalObject<WireCodec>, connect
 /** Why the socket must be closed now (setup failed, the reply stream broke), else `null`. */
 export declare function wireCloseReason(codec: ExternalObject<WireCodec>): string | null
 
-/**
- * Whether `why`, the words a socket closed with, refuses every connection alike (a TLS alert refusing
- * the client, a server certificate not trusted): a configuration error, which a fresh connection
- * would meet again.
- */
-export declare function wireRefusesEveryConnection(why: string): boolean
-
 export interface WireCodec {
 
 }
@@ -555,6 +548,13 @@ export interface WireOpened {
  * writes the degraded (or, under `local`, the locally decided) decision into `out`.
  */
 export declare function wireRefusedInto(codec: ExternalObject<WireCodec>, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, spend: boolean): void
+
+/**
+ * Whether `why`, the words a socket closed with, refuses every connection alike (a TLS alert refusing
+ * the client, a server certificate not trusted): a configuration error, which a fresh connection
+ * would meet again.
+ */
+export declare function wireRefusesEveryConnection(why: string): boolean
 
 /**
  * The server closed its side, or the stream broke: the calls not yet written, for a fresh connection

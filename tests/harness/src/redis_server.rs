@@ -123,6 +123,21 @@ impl RedisServer {
             .expect("connect to test redis")
     }
 
+    /// How many calls of `command` (as `INFO commandstats` names it: `ping`, `cluster|slots`) the
+    /// server has served since it started or its last `CONFIG RESETSTAT`.
+    pub fn calls_of(&self, command: &str) -> u64 {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.connection())
+            .unwrap();
+        let prefix = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .filter_map(|line| line.strip_prefix(prefix.as_str()))
+            .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     /// Kills every normal client connection but the caller's (`CLIENT KILL TYPE normal SKIPME yes`), as
     /// an operator or an idle-closing proxy would.
     pub fn kill_clients(&self) {

@@ -110,17 +110,7 @@ async fn other_shards_keep_answering(failure: Failure) {
     // a second: in 1.2 s, at most two `COMMAND INFO` in all.
     let checks: u64 = cluster.nodes()[1..]
         .iter()
-        .map(|node| {
-            let stats: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query(&mut node.connection())
-                .unwrap();
-            stats
-                .lines()
-                .filter_map(|line| line.strip_prefix("cmdstat_command|info:calls="))
-                .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
-                .sum::<u64>()
-        })
+        .map(|node| node.calls_of("command|info"))
         .sum();
     if let Failure::Frozen = failure {
         cluster.nodes()[0].resume();

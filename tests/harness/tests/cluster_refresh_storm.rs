@@ -15,20 +15,6 @@ use ratelock::{Limiter, LimiterOptions, Rules, Store, StoreOptions};
 use ratelock_testkit::cluster::key_of;
 use ratelock_testkit::{RedisCluster, RedisServer};
 
-/// The calls of `command` (as `INFO commandstats` names it, e.g. `cluster|slots`) `node` has served.
-fn calls_of(node: &RedisServer, command: &str) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut node.connection())
-        .unwrap();
-    let prefix = format!("cmdstat_{command}:calls=");
-    stats
-        .lines()
-        .filter_map(|line| line.strip_prefix(prefix.as_str()))
-        .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
-        .sum()
-}
-
 /// What [`load`] saw of the healthy shard.
 #[derive(Default)]
 struct Healthy {
@@ -89,7 +75,7 @@ fn moved_of(node: &RedisServer) -> u64 {
 fn healthy_calls_of(cluster: &RedisCluster, command: &str) -> u64 {
     cluster.nodes()[1..]
         .iter()
-        .map(|node| calls_of(node, command))
+        .map(|node| node.calls_of(command))
         .sum()
 }
 
