@@ -81,6 +81,10 @@ test('a call past its timeout is a StoreTimeoutError; its late reply goes to no 
       return true
     })
     await sleeping
+    // The timeout opened the store's breaker; its background probe closes it once the server answers
+    // (under load, later than the sleep's own reply): the next call waits for that, at most 2 s.
+    const waking = Date.now()
+    while (limiter.breakerState !== 'closed' && Date.now() - waking < 2000) await sleep(10)
     const answer = await limiter.hit(next, '7/minute')
     assert.deepEqual([answer.limit, answer.remaining], [7, 6], 'the late reply was not handed to this call')
     // The timed-out hit ran and was not sent again: two of three are spent, so a third hit would
