@@ -80,6 +80,13 @@ pub fn process_now_us() -> u64 {
     process_clock::now_us()
 }
 
+/// `span` in whole microseconds, `u64::MAX` for a span too long to count (the saturating form every
+/// timeout and interval kept in an atomic is stored in).
+#[inline]
+pub(crate) fn micros(span: Duration) -> u64 {
+    u64::try_from(span.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// A call's start, to tell how long it took: the process clock's monotonic source (the TSC through
 /// quanta with `fast-clock`: two readings cost about a third of two `Instant::now()`s, which on the
 /// memory store's path of about 100 ns show).

@@ -600,7 +600,7 @@ impl Limiter {
         max_wait: Duration,
         now_us: Option<u64>,
     ) -> Result<Decision> {
-        let max_wait_us = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        let max_wait_us = crate::clock::micros(max_wait);
         // The cost, the rules and the longest wait are checked where every store checks a request.
         if self.shared.options.shadow {
             return Err(Error::invalid_argument(

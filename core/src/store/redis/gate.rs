@@ -42,7 +42,7 @@ impl Gate {
             breaker: Arc::new(SharedBreaker::new(seed, timeout.saturating_mul(2))),
             probe,
             unanswered_since: Arc::default(),
-            timeout_us: u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX),
+            timeout_us: crate::clock::micros(timeout),
         }
     }
 

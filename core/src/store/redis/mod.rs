@@ -653,7 +653,8 @@ impl RedisStore {
             // With an argument: on a cluster, a bare PING is the routing's own check, which a node
             // connection answers from its answers of a moment ago (`recent_answers.rs`).
             Ok(mut connection) => {
-                let ping = redis::cmd("PING").arg("ratelock").to_owned();
+                let mut ping = redis::cmd("PING");
+                ping.arg("ratelock");
                 connection.send(&ping, self.shared.timeout).await
             }
             Err(err) => Err(Failure::Other(err)),

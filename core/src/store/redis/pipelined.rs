@@ -397,6 +397,13 @@ impl Link {
         self.refusal.lock().clone()
     }
 
+    /// Fails every waiting call with `refusal`, the server's answer to every call alike, and keeps it
+    /// for the calls this link leaves unsent (see `refusal`).
+    fn refuse_all(&self, refusal: Error) {
+        *self.refusal.lock() = Some(refusal.clone());
+        self.fail_all(|| refusal.clone());
+    }
+
     /// Fails every waiting call with `error()` and marks the link closed.
     fn fail_all(&self, error: impl Fn() -> Error) {
         self.close();
@@ -566,8 +573,7 @@ async fn read_replies(reading: &std::sync::Weak<Link>, mut reader: ReadHalf) {
                         let err = Reply(reply).into_result().err().unwrap_or_else(|| {
                             Error::Protocol("the server closes the connection after an error".into())
                         });
-                        *link.refusal.lock() = Some(err.clone());
-                        link.fail_all(|| err.clone());
+                        link.refuse_all(err);
                         return;
                     }
                 }
@@ -583,8 +589,7 @@ async fn read_replies(reading: &std::sync::Weak<Link>, mut reader: ReadHalf) {
         // The server's TLS alert refusing a client without a certificate (nothing ran): every
         // connection meets it alike, so it is the calls' configuration error, never an outage.
         if let Some(refused) = crate::store::connection_core::client_refused(&why) {
-            *link.refusal.lock() = Some(refused.clone());
-            link.fail_all(|| refused.clone());
+            link.refuse_all(refused);
             return;
         }
         link.fail_all(|| {

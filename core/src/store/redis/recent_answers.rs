@@ -11,11 +11,12 @@
 //! since its last answer is found by the next call's write, as on one server.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
+
+use crate::clock::{micros, process_now_us};
 
 /// How long a node's `CLUSTER SLOTS` answer stands for the next ones.
 pub(crate) const SLOT_MAP_KEPT: Duration = Duration::from_millis(100);
@@ -53,7 +54,7 @@ impl Question {
 /// One node connection's recent answers (shared by the clones redis-rs makes of the connection).
 #[derive(Default)]
 pub(crate) struct RecentAnswers {
-    /// When the connection last answered a call, in µs since [`epoch`] (0: never).
+    /// When the connection last answered a call, in µs by the process clock (0: never).
     answered_at_us: AtomicU64,
     /// The node's last `CLUSTER SLOTS` answer, and when it came.
     slot_map: Mutex<Option<(Instant, Value)>>,
@@ -65,7 +66,7 @@ impl RecentAnswers {
         match question {
             Question::Ping => {
                 let at = self.answered_at_us.load(Ordering::Relaxed);
-                let alive = at != 0 && now_us().saturating_sub(at) < micros(ALIVE_FOR);
+                let alive = at != 0 && process_now_us().saturating_sub(at) < micros(ALIVE_FOR);
                 alive.then(|| Value::SimpleString("PONG".into()))
             }
             Question::SlotMap => self
@@ -84,25 +85,11 @@ impl RecentAnswers {
 
     /// Notes that the connection answered `reply` to `question` (`None`: another call).
     pub(crate) fn answered(&self, question: Option<Question>, reply: &Value) {
-        self.answered_at_us.store(now_us().max(1), Ordering::Relaxed);
+        self.answered_at_us.store(process_now_us(), Ordering::Relaxed);
         if question == Some(Question::SlotMap) && !matches!(reply, Value::ServerError(_)) {
             *self.slot_map.lock() = Some((Instant::now(), reply.clone()));
         }
     }
-}
-
-fn micros(span: Duration) -> u64 {
-    u64::try_from(span.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// The instant the µs of [`RecentAnswers`] count from (the first use in the process).
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_us() -> u64 {
-    micros(epoch().elapsed())
 }
 
 #[cfg(test)]

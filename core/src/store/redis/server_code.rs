@@ -222,7 +222,7 @@ impl CodeChoice {
     pub(crate) fn forget_at_most_every(&self, interval: std::time::Duration) {
         let now = crate::clock::now_us();
         let last = self.forgot_at_us.load(Ordering::Relaxed);
-        let due = now.saturating_sub(last) >= u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+        let due = now.saturating_sub(last) >= crate::clock::micros(interval);
         if due
             && self
                 .forgot_at_us
