@@ -57,6 +57,12 @@ export interface StoreOptions {
   /** `rediss://`: the PEM certificate(s) to trust instead of the public roots (a private CA, as
    * GCP Memorystore's in-transit encryption uses); refused with any other URL. */
   tlsRootCa?: string | Buffer
+  /** `rediss://`: the client certificate (PEM chain, the client's own first) to present to a server that
+   * asks for one (mutual TLS: a self-run Redis asks by default, `tls-auth-clients yes`); given with
+   * `tlsClientKey`, refused with any other URL. */
+  tlsClientCert?: string | Buffer
+  /** `rediss://`: the private key (PEM) of `tlsClientCert`. */
+  tlsClientKey?: string | Buffer
   /** The memory store: the most live keys it keeps (default: no bound but memory). With a Redis URL, it
    * bounds a limiter's local fallback (`onError: 'local'`); a lock keeps its state in Redis, so for a
    * lock kind on Redis it has no effect. */

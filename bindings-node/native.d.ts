@@ -472,6 +472,13 @@ export interface StoreSettings {
    * (a private CA).
    */
   tlsRootCa?: string | Buffer
+  /**
+   * `rediss://...`: the client certificate (PEM chain) to present to a server that asks for one
+   * (mutual TLS), with `tlsClientKey`.
+   */
+  tlsClientCert?: string | Buffer
+  /** The private key (PEM) of `tlsClientCert`. */
+  tlsClientKey?: string | Buffer
   /** The memory store: the most keys it keeps (none: no bound but memory). */
   maxKeys?: number
   /** The memory store, with `maxKeys`: `refuse` (the default) or `evict`. */
@@ -541,6 +548,10 @@ export interface WireOpened {
   tls: boolean
   /** With `tls`: the PEM certificate(s) to trust in place of the public roots (absent: those). */
   tlsRootCa?: Buffer
+  /** With `tls`: the client certificate (PEM chain) to present when the server asks for one. */
+  tlsClientCert?: Buffer
+  /** With `tlsClientCert`: its private key (PEM). */
+  tlsClientKey?: Buffer
 }
 
 /**

@@ -151,6 +151,8 @@ const STORE_OPTIONS = {
   prefix: optionalString,
   timeoutMs: optionalNumber,
   tlsRootCa: optionalPem,
+  tlsClientCert: optionalPem,
+  tlsClientKey: optionalPem,
   maxKeys: optionalNumber,
   whenFull: optionalString,
 }
@@ -159,11 +161,13 @@ const STORE_OPTIONS = {
  * The options of a kind (`STORE_OPTIONS` and the kind's own `checks`), type-checked, with the store's
  * under `store` as the addon takes them.
  * @returns {{ store: { url?: string, prefix?: string, timeoutMs?: number, tlsRootCa?: string | Buffer,
- *   maxKeys?: number, whenFull?: string } } & Record<string, any>}
+ *   tlsClientCert?: string | Buffer, tlsClientKey?: string | Buffer, maxKeys?: number, whenFull?: string } }
+ *   & Record<string, any>}
  */
 function kindSettings(name, value, checks) {
-  const { url, prefix, timeoutMs, tlsRootCa, maxKeys, whenFull, ...own } = settings(name, value, { ...STORE_OPTIONS, ...checks })
-  return { store: { url, prefix, timeoutMs, tlsRootCa, maxKeys, whenFull }, ...own }
+  const { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, maxKeys, whenFull, ...own } =
+    settings(name, value, { ...STORE_OPTIONS, ...checks })
+  return { store: { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, maxKeys, whenFull }, ...own }
 }
 
 module.exports = {

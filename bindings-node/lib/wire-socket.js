@@ -25,19 +25,23 @@ const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
 /** A failed call whose error the codec did not hand over: a bug, still raised. */
 const UNTOLD = { code: InternalError.code, message: 'a call failed and its error was not handed over (a bug)' }
 /**
- * One TLS context per trusted set, made at its first connection and shared by every later one in the
- * process: reading Node's bundled roots into a context takes tens of milliseconds on the event loop
- * (47 ms measured), which every new connection would pay again. Keyed by the CA's PEM text, or `null`
- * for the bundled roots. An entry lives as long as the process: one per distinct CA a store was given
- * (a rotated CA adds one).
+ * One TLS context per trusted set and client certificate, made at its first connection and shared by
+ * every later one in the process: reading Node's bundled roots into a context takes tens of
+ * milliseconds on the event loop (47 ms measured), which every new connection would pay again. Keyed by
+ * the CA's, the certificate's and the key's PEM text (`null` for the bundled roots, or for no client
+ * certificate). An entry lives as long as the process: one per distinct choice a store was given (a
+ * rotated CA or certificate adds one).
  */
 const secureContexts = new Map()
 
-function secureContextFor(tlsRootCa) {
-  const key = tlsRootCa == null ? null : String(tlsRootCa)
+function secureContextFor(tlsRootCa, tlsClientCert, tlsClientKey) {
+  const text = (pem) => (pem == null ? null : String(pem))
+  const key = JSON.stringify([text(tlsRootCa), text(tlsClientCert), text(tlsClientKey)])
   let context = secureContexts.get(key)
   if (context === undefined) {
-    context = tls.createSecureContext({ ca: key === null ? tls.rootCertificates : tlsRootCa })
+    const ca = tlsRootCa == null ? tls.rootCertificates : tlsRootCa
+    const client = tlsClientCert == null ? {} : { cert: tlsClientCert, key: tlsClientKey }
+    context = tls.createSecureContext({ ca, ...client })
     secureContexts.set(key, context)
   }
   return context
@@ -51,8 +55,8 @@ class WireClient {
   #url
   #timeoutMs
   #link = null
-  /** The connection the next link uses: `{ codec, host, port, tls, tlsRootCa }` (a new one per
-   * connection). */
+  /** The connection the next link uses: `{ codec, host, port, tls, tlsRootCa, tlsClientCert,
+   * tlsClientKey }` (a new one per connection). */
   #opened
   #openedUsed = false
   /** Decisions from the addon (every codec of this client writes here): one at the start (a call
@@ -156,7 +160,7 @@ class Link {
   #retired = false
   #ended = false
 
-  constructor({ codec, host, port, tls: secure, tlsRootCa }, client, timeoutMs, onEnd, onUnsent) {
+  constructor({ codec, host, port, tls: secure, tlsRootCa, tlsClientCert, tlsClientKey }, client, timeoutMs, onEnd, onUnsent) {
     this.#codec = codec
     this.#client = client
     this.#timeoutMs = timeoutMs
@@ -167,15 +171,16 @@ class Link {
     // verification off, and such a URL stays on the runtime) the certificate against the store's CA,
     // else Node's bundled public roots alone (Mozilla's set, as the runtime's rustls trusts; not
     // NODE_EXTRA_CA_CERTS nor the system store, so a limiter and a lock on one URL trust the same), and
-    // its name against the host (an address is checked as one, with no SNI). A refusal's words name the
-    // certificate, which the codec reads as a configuration error.
+    // its name against the host (an address is checked as one, with no SNI); it presents the store's client
+    // certificate when one was given. A refusal's words name the certificate, which the codec reads as a
+    // configuration error.
     const socket = secure
       ? tls
           .connect({
             host,
             port,
             servername: net.isIP(host) ? undefined : host,
-            secureContext: secureContextFor(tlsRootCa),
+            secureContext: secureContextFor(tlsRootCa, tlsClientCert, tlsClientKey),
             rejectUnauthorized: true,
             checkServerIdentity: tls.checkServerIdentity,
           })

@@ -87,6 +87,10 @@ pub struct WireOpened {
     pub tls: bool,
     /// With `tls`: the PEM certificate(s) to trust in place of the public roots (absent: those).
     pub tls_root_ca: Option<Buffer>,
+    /// With `tls`: the client certificate (PEM chain) to present when the server asks for one.
+    pub tls_client_cert: Option<Buffer>,
+    /// With `tlsClientCert`: its private key (PEM).
+    pub tls_client_key: Option<Buffer>,
 }
 
 /// A connection of `limiter` to `url`, writing settled calls into `out` (room for at least one), or
@@ -106,6 +110,8 @@ pub fn open_wire(limiter: &NativeLimiter, url: String, out: Float64Array) -> Res
         port: u32::from(connection.port()),
         tls: connection.tls(),
         tls_root_ca: connection.tls_root_ca().map(|pem| Buffer::from(pem.to_vec())),
+        tls_client_cert: connection.tls_client_cert().map(|pem| Buffer::from(pem.to_vec())),
+        tls_client_key: connection.tls_client_key().map(|pem| Buffer::from(pem.to_vec())),
         codec: Handed(WireCodec {
             connection,
             out,

@@ -21,6 +21,11 @@ pub struct StoreSettings {
     /// `rediss://`, `rediss+cluster://` or `rediss+sentinel://`: the PEM certificate(s) to trust instead of the public roots
     /// (a private CA).
     pub tls_root_ca: Option<Either<String, Buffer>>,
+    /// `rediss://...`: the client certificate (PEM chain) to present to a server that asks for one
+    /// (mutual TLS), with `tlsClientKey`.
+    pub tls_client_cert: Option<Either<String, Buffer>>,
+    /// The private key (PEM) of `tlsClientCert`.
+    pub tls_client_key: Option<Either<String, Buffer>>,
     /// The memory store: the most keys it keeps (none: no bound but memory).
     pub max_keys: Option<f64>,
     /// The memory store, with `maxKeys`: `refuse` (the default) or `evict`.
@@ -42,19 +47,31 @@ impl StoreSettings {
             }
             options = options.with_timeout(timeout);
         }
-        if let Some(pem) = &self.tls_root_ca {
-            let pem = match pem {
-                Either::A(text) => text.as_bytes().to_vec(),
-                Either::B(bytes) => bytes.to_vec(),
-            };
-            options = options.with_tls_root_ca_read(pem, "tlsRootCa").map_err(to_js)?;
-            let url = self.url.as_deref().unwrap_or("memory://");
-            options.check_for_url(url, "tlsRootCa").map_err(to_js)?;
+        let [ca_name, _, _] = TLS_OPTION_NAMES;
+        if let Some(pem) = pem_bytes(&self.tls_root_ca) {
+            options = options.with_tls_root_ca_read(pem, ca_name).map_err(to_js)?;
         }
+        let (certificate, key) = (pem_bytes(&self.tls_client_cert), pem_bytes(&self.tls_client_key));
+        options = options
+            .with_tls_client_cert_read(certificate, key, TLS_OPTION_NAMES)
+            .map_err(to_js)?;
+        let url = self.url.as_deref().unwrap_or("memory://");
+        options.check_for_url(url, TLS_OPTION_NAMES).map_err(to_js)?;
         options
             .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])
             .map_err(to_js)
     }
+}
+
+/// The TLS options as JavaScript spells them, for the errors that name one.
+const TLS_OPTION_NAMES: ratelock::store::TlsOptionNames = ["tlsRootCa", "tlsClientCert", "tlsClientKey"];
+
+/// PEM text given as a string or a Buffer, as bytes.
+fn pem_bytes(pem: &Option<Either<String, Buffer>>) -> Option<Vec<u8>> {
+    pem.as_ref().map(|pem| match pem {
+        Either::A(text) => text.as_bytes().to_vec(),
+        Either::B(bytes) => bytes.to_vec(),
+    })
 }
 
 /// The process's store for `url` (`None`: the embedded memory store) with `options`; making a store

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::convert;
 use crate::errors::{to_py, InvalidArgument};
@@ -39,20 +39,28 @@ impl PyClient {
     /// until the first call (lazy start); `ping()` reaches the store now, to fail at boot.
     /// `tls_root_ca`: for `rediss://`, `rediss+cluster://` or `rediss+sentinel://` (refused with any
     /// other URL), the PEM certificate(s) to trust instead of the public roots (a private CA).
+    /// `tls_client_cert` and `tls_client_key`: there too, a client certificate (PEM chain) and its key
+    /// to present to a server that asks for one (mutual TLS; both or neither).
     /// `max_keys`: a memory store's bound (none by default), and `when_full` what a new key past it does: `"refuse"` (an outage the
     /// failure policy answers; the default) or `"evict"`. With a Redis URL, they bound the local
     /// fallback of a limiter given this client (`on_error="local"`).
     #[new]
-    #[pyo3(signature = (url=None, *, timeout=1.0, tls_root_ca=None, max_keys=None, when_full=None))]
+    #[pyo3(signature = (
+        url=None, *, timeout=1.0, tls_root_ca=None, tls_client_cert=None, tls_client_key=None,
+        max_keys=None, when_full=None,
+    ))]
     fn new(
         url: Option<&str>,
         timeout: f64,
         tls_root_ca: Option<Pem>,
+        tls_client_cert: Option<Pem>,
+        tls_client_key: Option<Pem>,
         max_keys: Option<i64>,
         when_full: Option<&str>,
     ) -> PyResult<Self> {
         let url = normalized(url);
-        let options = client_options(timeout, tls_root_ca, max_keys, when_full)?;
+        let tls = [tls_root_ca, tls_client_cert, tls_client_key];
+        let options = client_options(timeout, tls, max_keys, when_full)?;
         let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
         let bound = MemoryBound {
             max_keys: options.max_keys,
@@ -74,16 +82,13 @@ impl PyClient {
 
     /// Makes a `Client` (the same arguments) without blocking the event loop; awaits to it.
     #[staticmethod]
-    #[pyo3(signature = (url=None, *, timeout=1.0, tls_root_ca=None, max_keys=None, when_full=None))]
+    #[pyo3(signature = (*args, **kwargs))]
     fn connect_async<'py>(
         py: Python<'py>,
-        url: Option<&str>,
-        timeout: f64,
-        tls_root_ca: Option<Pem>,
-        max_keys: Option<i64>,
-        when_full: Option<&str>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let client = PyClient::new(url, timeout, tls_root_ca, max_keys, when_full)?;
+        let client = py.get_type::<PyClient>().call(args, kwargs)?.unbind();
         spawn(py, async move { Ok(client) })
     }
 
@@ -205,21 +210,31 @@ pub(crate) enum Pem {
     Bytes(Vec<u8>),
 }
 
+impl Pem {
+    fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Pem::Text(text) => text.into_bytes(),
+            Pem::Bytes(bytes) => bytes,
+        }
+    }
+}
+
 /// A client's store options: the core's defaults, with what was given, checked.
 fn client_options(
     timeout: f64,
-    tls_root_ca: Option<Pem>,
+    tls: [Option<Pem>; 3],
     max_keys: Option<i64>,
     when_full: Option<&str>,
 ) -> PyResult<ratelock::StoreOptions> {
     let mut options = options(convert::seconds("timeout", timeout)?);
-    if let Some(pem) = tls_root_ca {
-        let pem = match pem {
-            Pem::Text(text) => text.into_bytes(),
-            Pem::Bytes(bytes) => bytes,
-        };
-        options = options.with_tls_root_ca_read(pem, "tls_root_ca").map_err(to_py)?;
+    let [root_ca, certificate, key] = tls.map(|pem| pem.map(Pem::into_bytes));
+    let [ca_name, _, _] = ratelock::store::TLS_OPTION_NAMES;
+    if let Some(pem) = root_ca {
+        options = options.with_tls_root_ca_read(pem, ca_name).map_err(to_py)?;
     }
+    options = options
+        .with_tls_client_cert_read(certificate, key, ratelock::store::TLS_OPTION_NAMES)
+        .map_err(to_py)?;
     options
         .with_memory_bound(
             max_keys.map(|keys| keys as f64),

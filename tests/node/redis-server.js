@@ -10,7 +10,8 @@ const path = require('node:path')
 
 /**
  * A private CA and a server certificate for `names` (a subjectAltName list, e.g. `DNS:localhost`)
- * signed by it, made with openssl in a fresh directory (returned): `ca.pem`, `cert.pem`, `key.pem`.
+ * signed by it, made with openssl in a fresh directory (returned): `ca.pem`, `cert.pem`, `key.pem`, and a
+ * client certificate the CA signed, `client.pem` and `client.key` (for `tlsClientCert`, `tlsClientKey`).
  */
 function makeCertificates(names) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ratelock-node-tls-'))
@@ -23,6 +24,10 @@ function makeCertificates(names) {
   fs.writeFileSync(path.join(dir, 'san.ext'), `subjectAltName=${names}\nbasicConstraints=CA:FALSE\n`)
   openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
     '-extfile', 'san.ext', '-out', 'cert.pem')
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=ratelock client', '-keyout', 'client.key', '-out', 'client.csr')
+  fs.writeFileSync(path.join(dir, 'client.ext'), 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n')
+  openssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1',
+    '-extfile', 'client.ext', '-out', 'client.pem')
   return dir
 }
 
@@ -102,7 +107,8 @@ class RedisServer {
   /**
    * Starts a server that also listens for TLS, with a certificate for the name localhost (not for the
    * address 127.0.0.1: a URL naming the address meets a certificate that does not name it) signed by a
-   * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust.
+   * private CA made here (openssl): `tlsUrl` is its `rediss://` URL, `caPem` the CA to trust,
+   * `clientCertPem` and `clientKeyPem` a client certificate that CA signed.
    */
   static async startWithTls({ askClients = false, protocols } = {}) {
     const dir = makeCertificates('DNS:localhost')
@@ -112,6 +118,8 @@ class RedisServer {
     server.tlsUrl = `rediss://localhost:${tlsPort}/`
     server.tlsPort = tlsPort
     server.caPem = fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8')
+    server.clientCertPem = fs.readFileSync(path.join(dir, 'client.pem'), 'utf8')
+    server.clientKeyPem = fs.readFileSync(path.join(dir, 'client.key'), 'utf8')
     fs.rmSync(dir, { recursive: true, force: true })
     return server
   }

@@ -1,7 +1,8 @@
 'use strict'
 // The store options every kind takes beside `url`: `tlsRootCa` (a private CA for `rediss://`, against a
-// real TLS redis-server whose certificate that CA signed) and the memory store's bound (`maxKeys`,
-// `whenFull`), with what a full store answers under each failure policy.
+// real TLS redis-server whose certificate that CA signed), a client certificate (`tlsClientCert`,
+// `tlsClientKey`) and the memory store's bound (`maxKeys`, `whenFull`), with what a full store answers
+// under each failure policy.
 
 const assert = require('node:assert/strict')
 const { randomUUID } = require('node:crypto')
@@ -47,9 +48,9 @@ test('rediss:// with tlsRootCa: limits and locks work over TLS on a private CA, 
 
 for (const protocols of [undefined, 'TLSv1.2']) {
   test(`a server that asks for a client certificate (tls-auth-clients yes) is a ConfigurationError whatever onError says${protocols ? `, over ${protocols} only` : ''}`, async () => {
-  // Redis's default with TLS: ratelock presents no certificate, and the server's alert refuses every
-  // connection alike; `allow` must not admit on it as on an outage. Over TLS 1.2 the alert is a
-  // handshake failure (Node's OpenSSL), and the runtime's rustls (TLS 1.3 only) meets no version.
+  // Redis's default with TLS: a store given no client certificate is refused by the server's alert on
+  // every connection alike; `allow` must not admit on it as on an outage. Over TLS 1.2 the alert is a
+  // handshake failure (Node's OpenSSL and the runtime's rustls alike).
   const asking = await RedisServer.startWithTls({ askClients: true, protocols })
   try {
     const refused = (promise, what) =>
@@ -67,11 +68,47 @@ for (const protocols of [undefined, 'TLSv1.2']) {
     // A lock's call through the runtime (rustls).
     const lock = new ratelock.DistributedLock(fresh(), { url: asking.tlsUrl, tlsRootCa: asking.caPem })
     await refused(lock.tryAcquire(), 'lock')
+    // Given a client certificate the server's CA signed, the limiter's socket and a lock's runtime
+    // connection present it; the waiter's wake-up (the runtime's subscriber) comes over it too.
+    const mutual = { url: asking.tlsUrl, tlsRootCa: asking.caPem, tlsClientCert: asking.clientCertPem, tlsClientKey: Buffer.from(asking.clientKeyPem) }
+    const key = fresh()
+    assert.equal((await new ratelock.Limiter(mutual).hit(key, '2/minute')).remaining, 1)
+    const name = fresh()
+    const holder = new ratelock.DistributedLock(name, { ...mutual, autoRenew: false })
+    assert.ok((await holder.acquire({ timeoutMs: 1000 })) > 0)
+    const waiter = new ratelock.DistributedLock(name, { ...mutual, autoRenew: false })
+    const waited = waiter.acquire({ timeoutMs: 5000 })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const released = Date.now()
+    assert.equal(await holder.release(), 'released')
+    assert.ok((await waited) > 0)
+    assert.ok(Date.now() - released < 2000, 'the waiter was woken by the release')
+    assert.equal(await waiter.release(), 'released')
   } finally {
     await asking.close()
   }
   })
 }
+
+test('tlsClientCert and tlsClientKey go together, read as PEM, and only with a rediss:// URL', async () => {
+  const named = (name) => (error) => {
+    assert.ok(error instanceof ratelock.InvalidArgumentError, String(error))
+    assert.match(error.message, new RegExp(name))
+    return true
+  }
+  const invalid = async (options, name) => {
+    // Named before any connection, under any failure policy, for a limiter and a lock alike.
+    await assert.rejects(new ratelock.Limiter({ ...options, onError: 'allow' }).hit(fresh(), '1/second'), named(name))
+    await assert.rejects(new ratelock.DistributedLock(fresh(), options).tryAcquire(), named(name))
+  }
+  const { clientCertPem: certificate, clientKeyPem: key } = redis
+  await invalid({ url: redis.tlsUrl, tlsClientCert: certificate }, 'tlsClientKey')
+  await invalid({ url: redis.tlsUrl, tlsClientKey: key }, 'tlsClientCert')
+  await invalid({ url: redis.tlsUrl, tlsClientCert: 'not a certificate', tlsClientKey: key }, 'tlsClientCert')
+  await invalid({ url: redis.tlsUrl, tlsClientCert: certificate, tlsClientKey: 'not a key' }, 'tlsClientKey')
+  await invalid({ url: redis.url, tlsClientCert: certificate, tlsClientKey: key }, 'tlsClientCert')
+  assert.throws(() => new ratelock.Limiter({ url: redis.tlsUrl, tlsClientCert: 42, tlsClientKey: key }), named('tlsClientCert'))
+})
 
 test('a certificate not trusted, or not naming the host, is a ConfigurationError whatever onError says', async () => {
   const refused = (promise, what) =>

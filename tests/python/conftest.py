@@ -125,7 +125,8 @@ def redis_server():
 
 def _make_certificates() -> pathlib.Path:
     """A private CA and a server certificate for localhost and 127.0.0.1 signed by it (openssl), in a
-    fresh directory: ``ca.pem``, ``cert.pem``, ``key.pem``."""
+    fresh directory: ``ca.pem``, ``cert.pem``, ``key.pem``; and a client certificate the CA signed,
+    ``client.pem`` and ``client.key``."""
     certs = pathlib.Path(tempfile.mkdtemp(prefix="ratelock-py-tls-"))
 
     def openssl(*args: str) -> None:
@@ -138,6 +139,11 @@ def _make_certificates() -> pathlib.Path:
     (certs / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
     openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-days", "1", "-extfile", "san.ext", "-out", "cert.pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=ratelock client", "-keyout", "client.key",
+            "-out", "client.csr")
+    (certs / "client.ext").write_text("basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
+    openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "1", "-extfile", "client.ext", "-out", "client.pem")
     return certs
 
 
@@ -151,13 +157,18 @@ def _tls_args(certs: pathlib.Path, tls_port: int, ask_clients: bool = False) -> 
 
 class TlsRedisServer(RedisServer):
     """A server that also listens for TLS, with a certificate for localhost and 127.0.0.1 signed by a
-    private CA made here (openssl): ``tls_url`` is its ``rediss://`` URL, ``ca_pem`` the CA to trust."""
+    private CA made here (openssl): ``tls_url`` is its ``rediss://`` URL, ``ca_pem`` the CA to trust,
+    ``client_cert_pem`` and ``client_key_pem`` a client certificate that CA signed. ``versions`` limits
+    the TLS versions it speaks (``tls-protocols``, such as ``"TLSv1.2"``)."""
 
-    def __init__(self, ask_clients: bool = False) -> None:
+    def __init__(self, ask_clients: bool = False, versions: str = "") -> None:
         certs = _make_certificates()
         self.tls_port = _free_port()
-        super().__init__(*_tls_args(certs, self.tls_port, ask_clients))
+        protocols = ["--tls-protocols", versions] if versions else []
+        super().__init__(*_tls_args(certs, self.tls_port, ask_clients), *protocols)
         self.ca_pem = (certs / "ca.pem").read_text()
+        self.client_cert_pem = (certs / "client.pem").read_text()
+        self.client_key_pem = (certs / "client.key").read_text()
         shutil.rmtree(certs, ignore_errors=True)
 
     @property

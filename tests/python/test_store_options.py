@@ -1,5 +1,6 @@
 """What a ``ratelock.Client`` takes beside its URL: ``tls_root_ca`` (a private CA for ``rediss://``,
-against a real TLS redis-server whose certificate that CA signed) and a memory store's bound
+against a real TLS redis-server whose certificate that CA signed), a client certificate
+(``tls_client_cert``, ``tls_client_key``) and a memory store's bound
 (``max_keys``, ``when_full``), with what a full store answers under each failure policy."""
 
 import asyncio
@@ -47,16 +48,59 @@ def test_rediss_without_the_ca_is_a_configuration_error_whatever_on_error_says(t
 
 @pytest.mark.parametrize("on_error", ["raise", "allow"])
 def test_a_server_that_asks_for_a_client_certificate_is_a_configuration_error(on_error):
-    # Redis's default with TLS (tls-auth-clients yes): ratelock presents no certificate, the server's
-    # alert refuses every connection alike, and `allow` must not admit on it as on an outage.
+    # Redis's default with TLS (tls-auth-clients yes): a client given no certificate is refused by the
+    # server's alert on every connection alike, and `allow` must not admit on it as on an outage.
     server = TlsRedisServer(ask_clients=True)
     try:
         client = ratelock.Client(server.tls_url, tls_root_ca=server.ca_pem)
         for _ in range(2):
-            with pytest.raises(ratelock.ConfigurationError, match="tls-auth-clients"):
+            with pytest.raises(ratelock.ConfigurationError, match="tls_client_cert"):
                 ratelock.Limiter(client, on_error=on_error).hit(fresh("tls"), "2/minute")
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("versions", ["", "TLSv1.2"])
+def test_a_client_certificate_is_presented_to_a_server_that_asks_for_one(versions):
+    server = TlsRedisServer(ask_clients=True, versions=versions)
+    try:
+        client = ratelock.Client(
+            server.tls_url,
+            tls_root_ca=server.ca_pem,
+            tls_client_cert=server.client_cert_pem,
+            tls_client_key=server.client_key_pem.encode(),
+        )
+        assert ratelock.Limiter(client).hit(fresh("mtls"), "2/minute").remaining == 1
+        with ratelock.DistributedLock(fresh("mtls"), url=client) as lock:
+            assert lock.fencing_token is not None and lock.locked()
+
+        async def on_asyncio() -> int:
+            connected = await ratelock.asyncio.connect(
+                server.tls_url,
+                tls_root_ca=server.ca_pem,
+                tls_client_cert=server.client_cert_pem,
+                tls_client_key=server.client_key_pem,
+            )
+            return (await ratelock.asyncio.Limiter(connected).hit(fresh("mtls"), "3/minute")).remaining
+
+        assert asyncio.run(on_asyncio()) == 2
+    finally:
+        server.stop()
+
+
+def test_a_client_certificate_and_key_that_do_not_go_together_are_named(tls_redis_server):
+    certificate, key = tls_redis_server.client_cert_pem, tls_redis_server.client_key_pem
+    url = tls_redis_server.tls_url
+    for given, named in [
+        ({"tls_client_cert": certificate}, "tls_client_key"),
+        ({"tls_client_key": key}, "tls_client_cert"),
+        ({"tls_client_cert": "not a certificate", "tls_client_key": key}, "tls_client_cert"),
+        ({"tls_client_cert": certificate, "tls_client_key": "not a key"}, "tls_client_key"),
+    ]:
+        with pytest.raises(ratelock.InvalidArgument, match=named):
+            ratelock.Client(url, **given)
+    with pytest.raises(ratelock.InvalidArgument, match="tls_client_cert"):
+        ratelock.Client(tls_redis_server.url, tls_client_cert=certificate, tls_client_key=key)
 
 
 def test_rediss_to_a_plain_port_says_the_connect_timed_out_with_nothing_sent(tls_redis_server):

@@ -77,6 +77,8 @@ class Client:
         *,
         timeout: float = 1.0,
         tls_root_ca: Union[str, bytes, None] = None,
+        tls_client_cert: Union[str, bytes, None] = None,
+        tls_client_key: Union[str, bytes, None] = None,
         max_keys: Optional[int] = None,
         when_full: Optional[Literal["refuse", "evict"]] = None,
     ) -> Client: ...
@@ -86,6 +88,8 @@ class Client:
         *,
         timeout: float = 1.0,
         tls_root_ca: Union[str, bytes, None] = None,
+        tls_client_cert: Union[str, bytes, None] = None,
+        tls_client_key: Union[str, bytes, None] = None,
         max_keys: Optional[int] = None,
         when_full: Optional[Literal["refuse", "evict"]] = None,
     ) -> Awaitable[Client]: ...

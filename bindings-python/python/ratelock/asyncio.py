@@ -48,13 +48,21 @@ async def connect(
     *,
     timeout: float = 1.0,
     tls_root_ca: Union[str, bytes, None] = None,
+    tls_client_cert: Union[str, bytes, None] = None,
+    tls_client_key: Union[str, bytes, None] = None,
     max_keys: Optional[int] = None,
     when_full: Optional[Literal["refuse", "evict"]] = None,
 ) -> Client:
     """A ``ratelock.Client`` (a connection of its own to pass in place of a URL), connected without
     blocking the event loop; the same arguments as ``ratelock.Client``."""
     return await Client.connect_async(
-        url, timeout=timeout, tls_root_ca=tls_root_ca, max_keys=max_keys, when_full=when_full
+        url,
+        timeout=timeout,
+        tls_root_ca=tls_root_ca,
+        tls_client_cert=tls_client_cert,
+        tls_client_key=tls_client_key,
+        max_keys=max_keys,
+        when_full=when_full,
     )
 
 

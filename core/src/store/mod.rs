@@ -17,6 +17,7 @@ pub(crate) mod outage_retry;
 pub mod redis;
 mod registry;
 mod roles;
+mod tls_options;
 
 use crate::error::{Error, Result};
 
@@ -30,6 +31,7 @@ pub use options::{ServerCode, StoreOptions, WhenFull, MIN_TIMEOUT};
 pub use roles::{EntryChange, LimitRequest, LimitStore, OverrideChange};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
+pub use tls_options::{TlsOptionNames, TLS_OPTION_NAMES};
 
 /// Why a Redlock store is refused where one Redis is needed.
 #[cfg(feature = "redis")]
@@ -75,7 +77,7 @@ impl Store {
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
         options.check()?;
-        options.check_for_url(url, "tls_root_ca")?;
+        options.check_for_url(url, TLS_OPTION_NAMES)?;
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
             return Ok(Store::Memory(MemoryStore::for_options(options)));
@@ -174,7 +176,7 @@ impl AnyLockStore {
         #[cfg(feature = "redis")]
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
             options.check()?;
-            options.check_for_url(url, "tls_root_ca")?;
+            options.check_for_url(url, TLS_OPTION_NAMES)?;
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(
                 url.trim(),
                 options,

@@ -1,5 +1,5 @@
 //! `StoreOptions`: what every store is opened with (each call's timeout, the memory store's bound and
-//! what it does when full, the certificates to trust for TLS, which server code runs Redis calls).
+//! what it does when full, the TLS options (see `tls_options.rs`), which server code runs Redis calls).
 
 use std::time::Duration;
 
@@ -20,6 +20,11 @@ pub struct StoreOptions {
     /// `rediss://`: PEM certificate(s) to trust instead of the public roots (webpki-roots, Mozilla's set;
     /// e.g. a private CA).
     pub tls_root_ca: Option<Vec<u8>>,
+    /// `rediss://`: the client certificate to present (PEM chain, the client's own first), for a server
+    /// that asks for one (mutual TLS); given with [`tls_client_key`](Self::tls_client_key).
+    pub tls_client_cert: Option<Vec<u8>>,
+    /// `rediss://`: the private key of [`tls_client_cert`](Self::tls_client_cert) (PEM).
+    pub tls_client_key: Option<Vec<u8>>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the
     /// server has it, else the Lua scripts).
     pub server_code: ServerCode,
@@ -46,56 +51,7 @@ impl StoreOptions {
                 format!("expected at least 1 ms, got {:?}", self.timeout),
             ));
         }
-        #[cfg(feature = "tls")]
-        if let Some(pem) = &self.tls_root_ca {
-            read_certificates(pem, "tls_root_ca")?;
-        }
-        Ok(())
-    }
-
-    /// `Ok` unless an option given would be ignored by the store `url` names; then the invalid argument
-    /// naming it: `tls_root_ca` (`tls_name` is how the caller's language spells it) with the memory
-    /// store or a `redis://`, `redis+unix://`, `redis+cluster://`, `redis+sentinel://` or `redlock://`
-    /// URL, since only `rediss://`, `rediss+cluster://` and `rediss+sentinel://` connect with TLS. A URL
-    /// of no known form passes here, for the store to refuse as such. [`Store::new`](crate::Store::new)
-    /// checks this, naming `tls_root_ca`; a binding checks first with its own name.
-    ///
-    /// ```
-    /// let options = ratelock::StoreOptions::default().with_tls_root_ca(b"...".to_vec());
-    /// let err = options.check_for_url("redis://cache:6379/", "tlsRootCa").unwrap_err();
-    /// assert!(err.to_string().contains("tlsRootCa"));
-    /// assert!(options.check_for_url("rediss://cache:6380/", "tlsRootCa").is_ok());
-    /// assert!(options.check_for_url("", "tlsRootCa").is_err()); // the memory store
-    /// ```
-    pub fn check_for_url(&self, url: &str, tls_name: &'static str) -> Result<()> {
-        const WITHOUT_TLS: [&str; 6] = [
-            "memory://",
-            "redis://",
-            "redis+unix://",
-            "redis+cluster://",
-            "redis+sentinel://",
-            "redlock://",
-        ];
-        let url = url.trim();
-        let memory = matches!(url, "" | "memory");
-        let Some(scheme) = WITHOUT_TLS
-            .iter()
-            .find(|scheme| memory || url.starts_with(**scheme))
-        else {
-            return Ok(());
-        };
-        if self.tls_root_ca.is_some() {
-            return Err(Error::invalid_argument(
-                tls_name,
-                format!(
-                    "only a rediss://, rediss+cluster:// or rediss+sentinel:// URL (TLS) reads it, and this \
-                     store is {}; leave it out, or use rediss:// (rediss+cluster:// for a cluster, \
-                     rediss+sentinel:// behind Sentinel)",
-                    scheme
-                ),
-            ));
-        }
-        Ok(())
+        self.check_tls()
     }
 
     /// The same options with another timeout.
@@ -168,56 +124,6 @@ impl StoreOptions {
         self.server_code = server_code;
         self
     }
-
-    /// The same options trusting these PEM certificates for `rediss://`.
-    pub fn with_tls_root_ca(mut self, pem: Vec<u8>) -> Self {
-        self.tls_root_ca = Some(pem);
-        self
-    }
-
-    /// [`with_tls_root_ca`](Self::with_tls_root_ca) as a binding receives it: the certificates are read
-    /// now, and `name` (the option as the caller's language spells it) names a PEM that holds none or
-    /// one that does not read. (A store checks them again when it is made, naming `tls_root_ca`.)
-    ///
-    /// ```
-    /// let err = ratelock::StoreOptions::default()
-    ///     .with_tls_root_ca_read(b"not a certificate".to_vec(), "tlsRootCa")
-    ///     .unwrap_err();
-    /// assert!(err.to_string().contains("tlsRootCa"));
-    /// ```
-    pub fn with_tls_root_ca_read(self, pem: Vec<u8>, name: &'static str) -> Result<Self> {
-        #[cfg(feature = "tls")]
-        read_certificates(&pem, name)?;
-        #[cfg(not(feature = "tls"))]
-        let _ = name;
-        Ok(self.with_tls_root_ca(pem))
-    }
-}
-
-/// The trust anchors `pem` holds (what a TLS handshake checks the server's chain against), when it holds
-/// at least one certificate and every one reads as such: a CA given as anything else would trust
-/// nothing, and every connection would fail later with a less clear error. `name` is the option's name
-/// in errors.
-#[cfg(feature = "tls")]
-pub(crate) fn read_certificates(pem: &[u8], name: &'static str) -> Result<rustls::RootCertStore> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in CertificateDer::pem_slice_iter(pem) {
-        let certificate = certificate.map_err(|err| {
-            Error::invalid_argument(name, format!("a PEM block in it does not read: {err}"))
-        })?;
-        roots.add(certificate).map_err(|err| {
-            Error::invalid_argument(name, format!("a certificate in it does not read: {err}"))
-        })?;
-    }
-    if roots.is_empty() {
-        return Err(Error::invalid_argument(
-            name,
-            "holds no PEM certificate (a block from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----)",
-        ));
-    }
-    Ok(roots)
 }
 
 impl Default for StoreOptions {
@@ -227,6 +133,8 @@ impl Default for StoreOptions {
             max_keys: None,
             when_full: WhenFull::Refuse,
             tls_root_ca: None,
+            tls_client_cert: None,
+            tls_client_key: None,
             server_code: ServerCode::Auto,
         }
     }

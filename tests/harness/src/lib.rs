@@ -14,6 +14,7 @@ pub mod module;
 pub mod redis_server;
 pub mod sentinel;
 pub mod slot;
+pub mod store_checks;
 pub mod stores;
 pub mod tls;
 pub mod vectors;

@@ -118,6 +118,62 @@ impl TestCertificates {
         self.dir.join("ca.pem")
     }
 
+    /// A client certificate the CA signed (for `ratelock client`), with its key, in PEM (`tls_client_cert`,
+    /// `tls_client_key`): made on the first ask.
+    pub fn client_pem(&self) -> (Vec<u8>, Vec<u8>) {
+        if !self.dir.join("client.pem").exists() {
+            self.run(&[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=ratelock client",
+                "-keyout",
+                "client.key",
+                "-out",
+                "client.csr",
+            ]);
+            std::fs::write(
+                self.dir.join("client.ext"),
+                "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+            )
+            .expect("write the client certificate's extensions");
+            self.run(&[
+                "x509",
+                "-req",
+                "-in",
+                "client.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                "client.ext",
+                "-out",
+                "client.pem",
+            ]);
+        }
+        let read = |file: &str| std::fs::read(self.dir.join(file)).expect("read the client certificate");
+        (read("client.pem"), read("client.key"))
+    }
+
+    /// [`server_args`](Self::server_args) for a server that asks every client for a certificate its CA
+    /// signed (`tls-auth-clients yes`, Redis's default), speaking only the TLS `versions` given
+    /// (`tls-protocols`, such as `"TLSv1.2"`; every version Redis speaks when empty).
+    pub fn server_args_asking_clients(&self, tls_port: u16, versions: &str) -> Vec<String> {
+        let mut args = self.server_args(tls_port);
+        let asks = args.len() - 1;
+        args[asks] = "yes".into();
+        if !versions.is_empty() {
+            args.extend(["--tls-protocols".into(), versions.into()]);
+        }
+        args
+    }
+
     /// `redis-server` arguments that serve TLS on `tls_port` with these certificates (clients are not
     /// asked for certificates of their own).
     pub fn server_args(&self, tls_port: u16) -> Vec<String> {

@@ -1,48 +1,127 @@
-//! A TLS Redis at its defaults asks every client for a certificate (`tls-auth-clients yes`); ratelock
-//! presents none, so the server refuses every connection with a TLS alert. That is a configuration
-//! error, raised whatever the failure policy says: it was an outage, so `on_error = allow` admitted
-//! every call (degraded) for as long as the setting stayed.
+//! Mutual TLS and TLS versions. A TLS Redis at its defaults asks every client for a certificate its CA
+//! signed (`tls-auth-clients yes`). A store given one (`tls_client_cert`, `tls_client_key`) serves
+//! limits, locks and a waiter's wake-up, over TLS 1.3 and over TLS 1.2 alone; a store given none, or
+//! one another CA signed, is refused by the server's alert: a configuration error, raised whatever the
+//! failure policy says (it was an outage, so `on_error = allow` admitted every call, degraded, for as
+//! long as the setting stayed).
 
 use std::time::Duration;
 
-use ratelock::{FailurePolicy, Limiter, LimiterOptions, Rules};
+use ratelock::{FailurePolicy, Limiter, LimiterOptions, Rules, StoreOptions};
+use ratelock_testkit::store_checks::serves_limits_and_locks;
 use ratelock_testkit::tls::TestCertificates;
 use ratelock_testkit::RedisServer;
 
-#[tokio::test]
-async fn a_server_that_asks_for_a_client_certificate_is_a_configuration_error() {
-    refused_whatever_the_policy(&[], "tls-auth-clients").await;
-}
-
-/// Over TLS 1.2 only, the server refuses ratelock's TLS (1.3 only) by its version alert: a
-/// configuration error naming the server's TLS versions.
-#[tokio::test]
-async fn a_server_that_speaks_only_tls_1_2_is_a_configuration_error() {
-    refused_whatever_the_policy(&["--tls-protocols", "TLSv1.2"], "tls-protocols").await;
-}
-
-/// A TLS server asking clients for a certificate (with `extra` arguments): three hits under
-/// `on_error = allow` each raise a configuration error whose text holds `named`.
-async fn refused_whatever_the_policy(extra: &[&str], named: &str) {
-    let certificates = TestCertificates::make(named);
+/// A TLS server on a free port with `args` (made by `certificates` for that port).
+fn tls_server(args: impl FnOnce(u16) -> Vec<String>) -> (RedisServer, String) {
     let tls_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut args = certificates.server_args(tls_port);
-    let asks = args.iter().position(|arg| arg == "--tls-auth-clients").unwrap();
-    args[asks + 1] = "yes".into();
-    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-    let _server = RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let args = args(tls_port);
+    let server = RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    (server, format!("rediss://localhost:{tls_port}/"))
+}
+
+#[tokio::test]
+async fn a_client_certificate_is_presented_to_a_server_that_asks_for_one() {
+    for versions in ["", "TLSv1.2"] {
+        let certificates = TestCertificates::make(&format!("mutual{versions}"));
+        let (_server, url) = tls_server(|port| certificates.server_args_asking_clients(port, versions));
+        let (certificate, key) = certificates.client_pem();
+        let options = StoreOptions::default()
+            .with_tls_root_ca(certificates.ca_pem())
+            .with_tls_client_cert(certificate, key);
+        serves_limits_and_locks(&url, &options, &format!("mutual TLS {versions}")).await;
+    }
+}
+
+/// ratelock's TLS speaks TLS 1.2 as well as 1.3 (managed and older servers that offer 1.2 alone).
+#[tokio::test]
+async fn a_server_that_speaks_only_tls_1_2_is_served() {
+    let certificates = TestCertificates::make("tls12");
+    let (_server, url) = tls_server(|port| {
+        let mut args = certificates.server_args(port);
+        args.extend(["--tls-protocols".into(), "TLSv1.2".into()]);
+        args
+    });
+    let options = StoreOptions::default().with_tls_root_ca(certificates.ca_pem());
+    serves_limits_and_locks(&url, &options, "TLS 1.2 only").await;
+}
+
+#[tokio::test]
+async fn a_server_that_asks_for_a_client_certificate_none_was_given_is_a_configuration_error() {
+    let certificates = TestCertificates::make("no-client-certificate");
+    let (_server, url) = tls_server(|port| certificates.server_args_asking_clients(port, ""));
+    let options = StoreOptions::default().with_tls_root_ca(certificates.ca_pem());
+    refused_whatever_the_policy(&url, options, "tls_client_cert").await;
+}
+
+/// Over TLS 1.2 the server refuses a client without a certificate during the handshake, by a handshake
+/// failure: a configuration error naming the versions and the client certificate.
+#[tokio::test]
+async fn a_tls_1_2_server_that_asks_for_a_client_certificate_none_was_given_is_a_configuration_error() {
+    let certificates = TestCertificates::make("no-client-certificate-tls12");
+    let (_server, url) = tls_server(|port| certificates.server_args_asking_clients(port, "TLSv1.2"));
+    let options = StoreOptions::default().with_tls_root_ca(certificates.ca_pem());
+    refused_whatever_the_policy(&url, options, "tls-protocols").await;
+}
+
+#[tokio::test]
+async fn a_client_certificate_another_ca_signed_is_a_configuration_error() {
+    let certificates = TestCertificates::make("server-ca");
+    let strangers = TestCertificates::make("stranger-ca");
+    let (_server, url) = tls_server(|port| certificates.server_args_asking_clients(port, ""));
+    let (certificate, key) = strangers.client_pem();
+    let options = StoreOptions::default()
+        .with_tls_root_ca(certificates.ca_pem())
+        .with_tls_client_cert(certificate, key);
+    refused_whatever_the_policy(&url, options, "tls_client_cert").await;
+}
+
+/// A certificate without its key, a key without its certificate, and a key that is not the
+/// certificate's are refused when the store is made, each naming the option to fix.
+#[test]
+fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() {
+    let certificates = TestCertificates::make("mismatched");
+    let (certificate, key) = certificates.client_pem();
+    let (_, other_key) = TestCertificates::make("mismatched-other").client_pem();
+    let url = "rediss://localhost:6380/";
+    let named = |options: StoreOptions, name: &str| {
+        let refused = ratelock::Store::new(url, &options).unwrap_err();
+        assert!(refused.is_invalid_argument(), "{refused}");
+        assert!(refused.to_string().contains(name), "{name}: {refused}");
+    };
+    let mut alone = StoreOptions::default();
+    alone.tls_client_cert = Some(certificate.clone());
+    named(alone, "tls_client_key");
+    let mut alone = StoreOptions::default();
+    alone.tls_client_key = Some(key.clone());
+    named(alone, "tls_client_cert");
+    named(
+        StoreOptions::default().with_tls_client_cert(certificate.clone(), other_key),
+        "tls_client_key",
+    );
+    named(
+        StoreOptions::default().with_tls_client_cert(b"no certificate".to_vec(), key.clone()),
+        "tls_client_cert",
+    );
+    let given = StoreOptions::default().with_tls_client_cert(certificate, key);
+    assert!(ratelock::Store::new(url, &given).is_ok());
+    // Only a TLS store reads it.
+    let plain = ratelock::Store::new("redis://localhost:6379/", &given).unwrap_err();
+    assert!(plain.to_string().contains("tls_client_cert"), "{plain}");
+}
+
+/// Three hits under `on_error = allow` through `url` each raise a configuration error whose text holds
+/// `named`: the first on the connection the alert closes, the next ones on fresh connections.
+async fn refused_whatever_the_policy(url: &str, store: StoreOptions, named: &str) {
     let mut options = LimiterOptions::default().with_on_error(FailurePolicy::Allow);
+    options.store = store;
     options.store.timeout = Duration::from_millis(1000);
-    options.store.tls_root_ca = Some(certificates.ca_pem());
-    let limiter = Limiter::connect_with(&format!("rediss://localhost:{tls_port}/"), options)
-        .await
-        .unwrap();
+    let limiter = Limiter::connect_with(url, options).await.unwrap();
     let rules: Rules = "2/minute".parse().unwrap();
-    // The first call (on the connection the alert closes) and the next ones (on fresh connections).
     for call in 0..3 {
         let refused = limiter.hit("k", &rules, 1).await.unwrap_err();
         assert!(refused.is_configuration(), "call {call}: {refused}");

@@ -12,8 +12,8 @@
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
-//! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: ratelock presents none) | configuration | `Configuration { setting: "the server's tls-auth-clients" }` |
-//! | a TLS alert for want of a shared version or cipher (`protocol_version`, `handshake_failure`, `insufficient_security`; over TLS 1.2 also a missing client certificate) | configuration | `Configuration { setting: "the server's tls-protocols or tls-auth-clients" }` |
+//! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: none given, or one its CA did not sign) | configuration | `Configuration { setting: "the client certificate (tls_client_cert, tls_client_key) or the server's tls-auth-clients" }` |
+//! | a TLS alert for want of a shared version or cipher (`protocol_version`, `handshake_failure`, `insufficient_security`; over TLS 1.2 also a missing client certificate) | configuration | `Configuration { setting: "the server's tls-protocols, or the client certificate" }` |
 //! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
 //! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://, or rediss+cluster://)" }` |
 //! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |
@@ -45,11 +45,13 @@ pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
 pub const SETTING_DB: &str = "url (db index)";
 /// The setting a user fixes when the server's TLS certificate is not trusted.
 pub const SETTING_TLS: &str = "the CA to trust (tls_root_ca)";
-/// The setting a user fixes when the server refuses a client that presents no certificate of its own.
+/// The setting a user fixes when the server refuses the client's certificate, or the lack of one.
 pub const SETTING_CLIENT_CERTIFICATE: &str =
-    "the server's tls-auth-clients (ratelock presents no client certificate)";
-/// The setting a user fixes when the server's TLS handshake finds no version or cipher ratelock speaks.
-pub const SETTING_TLS_VERSIONS: &str = "the server's tls-protocols or tls-auth-clients";
+    "the client certificate (tls_client_cert, tls_client_key) or the server's tls-auth-clients";
+/// The setting a user fixes when the server's TLS handshake finds no version or cipher ratelock speaks
+/// (or, over TLS 1.2, no client certificate it accepts).
+pub const SETTING_TLS_VERSIONS: &str =
+    "the server's tls-protocols, or the client certificate (tls_client_cert, tls_client_key)";
 /// The setting a user fixes when the server refuses a command ratelock must run.
 pub const SETTING_COMMANDS: &str = "the server's command set";
 /// The setting a user fixes when a plain URL names one node of a Redis Cluster.
@@ -213,11 +215,12 @@ pub fn connection_failure(why: &str) -> Error {
 
 /// The configuration error a broken TLS connection stands for when `why` (a socket's or a TLS stack's
 /// words) carries the server's alert refusing the client, which every connection meets alike:
-/// - for its certificate: Redis asks clients for one by default (`tls-auth-clients yes`) and ratelock
-///   presents none. Over TLS 1.3 the alert comes after the handshake, so the first call's bytes went
-///   out (nothing ran); over TLS 1.2 the server says `handshake_failure` during the handshake;
+/// - for its certificate: Redis asks clients for one by default (`tls-auth-clients yes`), and the store
+///   was given none (`tls_client_cert`) or one the server's CA did not sign. Over TLS 1.3 the alert
+///   comes after the handshake, so the first call's bytes went out (nothing ran); over TLS 1.2 the
+///   server says `handshake_failure` during the handshake;
 /// - for want of a shared TLS version or cipher (`protocol_version`, `insufficient_security`,
-///   `handshake_failure`): ratelock's own TLS speaks TLS 1.3 only.
+///   `handshake_failure`): ratelock's own TLS speaks TLS 1.3 and 1.2.
 ///
 /// The alert is read by its name, after "alert": rustls's ("received fatal alert: CertificateRequired")
 /// or OpenSSL's (Node's wire path: "tlsv13 alert certificate required", "sslv3 alert handshake
@@ -252,8 +255,9 @@ pub fn client_refused(why: &str) -> Option<Error> {
         return Some(Error::configuration(
             SETTING_CLIENT_CERTIFICATE,
             format!(
-                "the server refused the TLS connection for want of a client certificate ({why}); \
-                 ratelock presents none: set the server's tls-auth-clients to no or optional"
+                "the server refused the TLS connection for the client's certificate ({why}): give the \
+                 store a client certificate the server's tls-ca-cert-file signed (tls_client_cert and \
+                 tls_client_key), or set the server's tls-auth-clients to no or optional"
             ),
         ));
     }
@@ -262,9 +266,10 @@ pub fn client_refused(why: &str) -> Option<Error> {
             SETTING_TLS_VERSIONS,
             format!(
                 "the server refused the TLS handshake ({why}): it shares no TLS version or cipher with \
-                 ratelock (whose own TLS speaks TLS 1.3 only), or it asks for a client certificate over \
-                 TLS 1.2 (ratelock presents none): allow TLSv1.3 in the server's tls-protocols, or set \
-                 its tls-auth-clients to no or optional"
+                 ratelock (whose own TLS speaks TLS 1.3 and 1.2), or over TLS 1.2 it asks for a client \
+                 certificate the store did not give or the server's CA did not sign: allow TLSv1.2 or \
+                 TLSv1.3 in the server's tls-protocols, give the store a client certificate \
+                 (tls_client_cert and tls_client_key), or set its tls-auth-clients to no or optional"
             ),
         )
     })

@@ -26,6 +26,7 @@ use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use super::recent_answers::{Question, RecentAnswers};
 use super::suspect_nodes;
+use super::tls_settings::TlsSettings;
 use crate::error::Error;
 use crate::store::connection_core::{setting_named, SETTING_TLS};
 
@@ -44,27 +45,29 @@ pub(crate) fn use_timeout(timeout: Duration) {
     NODE_TIMEOUT_MS.fetch_min(millis, Ordering::Relaxed);
 }
 
-/// What the node connections trust over TLS (`rediss+cluster://`): the private CA the first TLS cluster
-/// store of the process named (`tls_root_ca`), or the public roots when it named none. Process-wide for
-/// the same reason as the deadline, so one process keeps to one choice for all its TLS clusters.
-static NODE_ROOTS: Mutex<Option<Option<Vec<u8>>>> = Mutex::new(None);
+/// What the node connections trust and present over TLS (`rediss+cluster://`): the settings the first
+/// TLS cluster store of the process was given (its `tls_root_ca`, else the public roots, and its client
+/// certificate if any). Process-wide for the same reason as the deadline, so one process keeps to one
+/// choice for all its TLS clusters.
+static NODE_TLS: Mutex<Option<TlsSettings>> = Mutex::new(None);
 
-/// Makes `root_ca` (a private CA's PEM, or `None` for the public roots) what the node connections
-/// trust over TLS; refused (a configuration error) when another TLS cluster store of the process made
-/// another choice, which its nodes would otherwise be checked against.
-pub(crate) fn use_roots(root_ca: Option<&[u8]>) -> crate::error::Result<()> {
-    let mut trusted = NODE_ROOTS.lock();
-    match trusted.as_ref() {
+/// Makes `tls` what the node connections trust and present over TLS; refused (a configuration error)
+/// when another TLS cluster store of the process made another choice, which its nodes would otherwise
+/// be checked against (or shown).
+pub(crate) fn use_tls(tls: &TlsSettings) -> crate::error::Result<()> {
+    let mut chosen = NODE_TLS.lock();
+    match chosen.as_ref() {
         None => {
-            *trusted = Some(root_ca.map(<[u8]>::to_vec));
+            *chosen = Some(tls.clone());
             Ok(())
         }
-        Some(held) if held.as_deref() == root_ca => Ok(()),
+        Some(held) if held == tls => Ok(()),
         Some(_) => Err(Error::configuration(
             SETTING_TLS,
             "the nodes of all the TLS Redis Clusters of one process are checked against one choice of \
-             CA, and another cluster store of this process made another (give every rediss+cluster:// \
-             store the same tls_root_ca, one PEM that may hold several CAs)",
+             CA and shown one client certificate, and another cluster store of this process made \
+             another (give every rediss+cluster:// store the same tls_root_ca, one PEM that may hold \
+             several CAs, and the same tls_client_cert and tls_client_key)",
         )),
     }
 }
@@ -120,8 +123,8 @@ impl redis::cluster_async::Connect for ClusterNode {
             if suspect_nodes::is_suspect(&address) {
                 return Err(unsent_to_suspect());
             }
-            let root_ca = NODE_ROOTS.lock().clone().flatten();
-            let node = Pipelined::new(endpoint, root_ca, node_timeout(), Arc::default());
+            let tls = NODE_TLS.lock().clone().unwrap_or_default();
+            let node = Pipelined::new(endpoint, tls, node_timeout(), Arc::default());
             // Connected now, so a node that cannot be reached is redis-rs's to handle as such.
             if let Err(err) = node.open().await {
                 if err.is_store_failure() {
@@ -217,15 +220,11 @@ fn unsent_to_suspect() -> RedisError {
 /// The error that refuses every connection to the seed `url` (`redis://`, `rediss://`), such as a wrong
 /// password or an untrusted certificate, found by opening one: `Ok` when it opens, and for an outage
 /// (the seeds that answer are redis-rs's to find).
-pub(crate) async fn refusal_of(
-    url: &str,
-    timeout: Duration,
-    tls_root_ca: Option<&[u8]>,
-) -> crate::error::Result<()> {
+pub(crate) async fn refusal_of(url: &str, timeout: Duration, tls: &TlsSettings) -> crate::error::Result<()> {
     let Some(endpoint) = Endpoint::for_pipelined(url)? else {
         return Ok(());
     };
-    match Pipelined::new(endpoint, tls_root_ca.map(<[u8]>::to_vec), timeout, Arc::default())
+    match Pipelined::new(endpoint, tls.clone(), timeout, Arc::default())
         .open()
         .await
     {

@@ -54,7 +54,7 @@ impl SharedConnection {
     pub(crate) async fn cluster(
         url: &str,
         timeout: Duration,
-        tls_root_ca: Option<&[u8]>,
+        tls: &super::tls_settings::TlsSettings,
     ) -> Result<Self, Error> {
         use super::cluster_node;
         let failed = |err: redis::RedisError| {
@@ -80,10 +80,10 @@ impl SharedConnection {
         // redis-rs reports every seed it could not connect to as one I/O error: a refused password or
         // certificate would be an outage. The first seed says what it is first.
         if let Some(first) = seeds.first() {
-            cluster_node::refusal_of(first, timeout, tls_root_ca).await?;
+            cluster_node::refusal_of(first, timeout, tls).await?;
             // `#insecure` checks no certificate: it has no choice of CA to keep to.
             if first.starts_with("rediss://") && !first.ends_with("#insecure") {
-                cluster_node::use_roots(tls_root_ca)?;
+                cluster_node::use_tls(tls)?;
             }
         }
         let nodes = client.get_async_generic_connection().await.map_err(failed)?;

@@ -34,6 +34,7 @@ mod stream;
 pub(crate) mod subscriber;
 #[cfg(feature = "cluster")]
 mod suspect_nodes;
+mod tls_settings;
 pub mod wire;
 mod wire_call;
 pub(crate) mod wire_code;
@@ -62,6 +63,7 @@ use self::route_walk::{RouteWalk, Step};
 use self::script::{LuaScript, LIMIT};
 use self::server_code::{Check, CodeChoice, Route};
 use self::subscriber::Subscriber;
+use self::tls_settings::TlsSettings;
 use super::options::{ServerCode, StoreOptions};
 use super::roles::{EntryChange, LimitRequest, OverrideChange};
 use crate::algorithm::overrides;
@@ -104,7 +106,7 @@ struct Shared {
     server_code: ServerCode,
     /// `rediss://`: the PEM certificate(s) trusted in place of the public roots, for a binding's own
     /// TLS socket (the wire path) to trust the same.
-    tls_root_ca: Option<Vec<u8>>,
+    tls: TlsSettings,
     /// Where the subscriber connects (lock waiters' wake-ups).
     source: self::subscriber::Source,
     process: PerProcess<Connections>,
@@ -185,7 +187,7 @@ impl RedisStore {
                 sentinel,
                 timeout: options.timeout,
                 server_code,
-                tls_root_ca: options.tls_root_ca.clone(),
+                tls: TlsSettings::of(options),
                 source,
                 process: PerProcess::new(),
             }),
@@ -245,7 +247,17 @@ impl RedisStore {
 
     /// The PEM certificate(s) this store trusts for `rediss://` in place of the public roots, if any.
     pub fn tls_root_ca(&self) -> Option<&[u8]> {
-        self.shared.tls_root_ca.as_deref()
+        self.shared.tls.root_ca.as_deref()
+    }
+
+    /// The client certificate (PEM chain) this store presents on `rediss://`, if it was given one.
+    pub fn tls_client_cert(&self) -> Option<&[u8]> {
+        self.shared.tls.client_cert.as_deref()
+    }
+
+    /// The private key (PEM) of [`tls_client_cert`](Self::tls_client_cert), if it was given one.
+    pub fn tls_client_key(&self) -> Option<&[u8]> {
+        self.shared.tls.client_key.as_deref()
     }
 
     /// This process's multiplexed connection, connecting on first use.
@@ -266,16 +278,14 @@ impl RedisStore {
             let connect = async {
                 #[cfg(feature = "cluster")]
                 if shared.cluster {
-                    let root_ca = shared.tls_root_ca.as_deref();
-                    return SharedConnection::cluster(&shared.url, shared.timeout, root_ca).await;
+                    return SharedConnection::cluster(&shared.url, shared.timeout, &shared.tls).await;
                 }
                 #[cfg(feature = "sentinel")]
                 if shared.sentinel {
                     let opened = self.connections().code.generation();
                     let url = sentinels::SentinelUrl::parse(&shared.url)?;
-                    let root_ca = shared.tls_root_ca.clone();
-                    let master =
-                        sentinel_master::SentinelMaster::connect(url, root_ca, shared.timeout, opened);
+                    let tls = shared.tls.clone();
+                    let master = sentinel_master::SentinelMaster::connect(url, tls, shared.timeout, opened);
                     return Ok(SharedConnection::Sentinel(std::sync::Arc::new(master.await?)));
                 }
                 // One server over TCP, TLS or a Unix socket: ratelock's own connection, which finds a
@@ -287,7 +297,7 @@ impl RedisStore {
                 if let Some(endpoint) = own {
                     let plain = Pipelined::new(
                         endpoint,
-                        shared.tls_root_ca.clone(),
+                        shared.tls.clone(),
                         shared.timeout,
                         self.connections().code.generation(),
                     );
@@ -724,7 +734,7 @@ fn sentinel_source(url: &str, options: &StoreOptions) -> Result<self::subscriber
     }
     Ok(self::subscriber::Source::Sentinel {
         url,
-        root_ca: options.tls_root_ca.clone(),
+        tls: TlsSettings::of(options),
     })
 }
 
@@ -760,11 +770,7 @@ fn open_client(url: &str, options: &StoreOptions) -> redis::RedisResult<redis::C
     #[cfg(feature = "tls")]
     if url.starts_with("rediss://") {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        if let Some(pem) = &options.tls_root_ca {
-            let certificates = redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(pem.clone()),
-            };
+        if let Some(certificates) = TlsSettings::of(options).for_redis_rs() {
             return redis::Client::build_with_tls(url, certificates);
         }
     }

@@ -30,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::endpoint::Endpoint;
 use super::socket_peek::{self, Peeked};
 use super::stream::{self, Opened, ReadHalf, WriteHalf};
+use super::tls_settings::TlsSettings;
 use super::wire_reader::{Reply, ReplyReader};
 use crate::error::{Error, Result};
 use crate::store::connection_core::{
@@ -44,8 +45,8 @@ pub(crate) struct Pipelined {
 
 struct Shared {
     endpoint: Endpoint,
-    /// `rediss://`: the PEM certificate(s) trusted in place of the public roots.
-    tls_root_ca: Option<Vec<u8>>,
+    /// `rediss://`: what the socket trusts and presents.
+    tls: TlsSettings,
     timeout: Duration,
     /// The open link, read without waiting by every call.
     current: Mutex<Option<Arc<Link>>>,
@@ -95,17 +96,17 @@ enum Answer {
 
 impl Pipelined {
     /// A connection to the server `endpoint` names; nothing is opened yet. `opened` is bumped at every
-    /// new socket; on `rediss://`, `tls_root_ca` (PEM) is trusted in place of the public roots.
+    /// new socket; on `rediss://`, `tls` says what the socket trusts and presents.
     pub(crate) fn new(
         endpoint: Endpoint,
-        tls_root_ca: Option<Vec<u8>>,
+        tls: TlsSettings,
         timeout: Duration,
         opened: Arc<AtomicU64>,
     ) -> Self {
         Pipelined {
             shared: Arc::new(Shared {
                 endpoint,
-                tls_root_ca,
+                tls,
                 timeout,
                 current: Mutex::new(None),
                 link: tokio::sync::Mutex::new(()),
@@ -120,7 +121,7 @@ impl Pipelined {
         let shared = &self.shared;
         Pipelined::new(
             shared.endpoint.clone(),
-            shared.tls_root_ca.clone(),
+            shared.tls.clone(),
             shared.timeout,
             Arc::default(),
         )
@@ -238,7 +239,7 @@ impl Pipelined {
     /// Connects, sends the preamble (AUTH, SELECT) and starts the reader task.
     async fn connect(&self) -> Result<Arc<Link>> {
         let endpoint = &self.shared.endpoint;
-        let socket = stream::open(endpoint, self.shared.tls_root_ca.as_deref()).await?;
+        let socket = stream::open(endpoint, &self.shared.tls).await?;
         // The preamble's replies wait first; the reader task starts once they are queued.
         let mut setup = Vec::new();
         let waiting = (0..endpoint.preamble_replies())

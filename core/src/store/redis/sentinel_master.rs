@@ -19,6 +19,7 @@ use super::endpoint::Endpoint;
 use super::pipelined::Pipelined;
 use super::reply::{classify, Failure};
 use super::sentinels::{unnamed, SentinelUrl, Sentinels};
+use super::tls_settings::TlsSettings;
 use crate::error::{Error, Result};
 
 pub(crate) struct SentinelMaster {
@@ -30,16 +31,16 @@ pub(crate) struct SentinelMaster {
 }
 
 impl SentinelMaster {
-    /// Finds the master the sentinels of `url` name and connects to it, trusting `root_ca` (PEM) over
+    /// Finds the master the sentinels of `url` name and connects to it, with the store's TLS settings over
     /// TLS.
     pub(crate) async fn connect(
         url: SentinelUrl,
-        root_ca: Option<Vec<u8>>,
+        tls: TlsSettings,
         timeout: Duration,
         opened: Arc<AtomicU64>,
     ) -> Result<Self> {
         let master = SentinelMaster {
-            sentinels: tokio::sync::Mutex::new(Sentinels::new(url, root_ca)),
+            sentinels: tokio::sync::Mutex::new(Sentinels::new(url, tls)),
             current: RwLock::new(None),
             timeout,
             opened,
@@ -102,8 +103,12 @@ impl SentinelMaster {
         let endpoint = Endpoint::of_info(&named, Default::default())?.ok_or_else(|| {
             Error::configuration("url", "a master ratelock's connection cannot serve (RESP3)")
         })?;
-        let root_ca = sentinels.root_ca().map(<[u8]>::to_vec);
-        let master = Pipelined::new(endpoint, root_ca, self.timeout, self.opened.clone());
+        let master = Pipelined::new(
+            endpoint,
+            sentinels.tls().clone(),
+            self.timeout,
+            self.opened.clone(),
+        );
         *self
             .current
             .write()

@@ -13,6 +13,7 @@ use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType}
 use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, RedisResult, TlsMode};
 
 use super::multi_host_urls::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
+use super::tls_settings::TlsSettings;
 use crate::error::{Error, Result};
 use crate::store::connection_core::connect_error;
 
@@ -95,7 +96,7 @@ pub(crate) fn unnamed(timeout: Duration) -> Error {
 /// The sentinels of one URL, asked for the master (the connections to them are kept between asks).
 pub(crate) struct Sentinels {
     url: SentinelUrl,
-    root_ca: Option<Vec<u8>>,
+    tls: TlsSettings,
     client: Option<SentinelClient>,
     /// Who gets the URL's credentials.
     credentials: Credentials,
@@ -120,11 +121,11 @@ impl Credentials {
 }
 
 impl Sentinels {
-    /// The sentinels `url` names, trusting `root_ca` (PEM) over TLS. No I/O.
-    pub(crate) fn new(url: SentinelUrl, root_ca: Option<Vec<u8>>) -> Self {
+    /// The sentinels `url` names, with the store's TLS settings. No I/O.
+    pub(crate) fn new(url: SentinelUrl, tls: TlsSettings) -> Self {
         Sentinels {
             url,
-            root_ca,
+            tls,
             client: None,
             credentials: Credentials::Both,
         }
@@ -202,22 +203,18 @@ impl Sentinels {
                 .set_client_to_redis_tls_mode(mode)
                 .set_client_to_sentinel_tls_mode(mode);
             #[cfg(feature = "tls")]
-            if let (Some(pem), TlsMode::Secure) = (&self.root_ca, mode) {
-                let trusted = || redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(pem.clone()),
-                };
+            if let (Some(certificates), TlsMode::Secure) = (self.tls.for_redis_rs(), mode) {
                 builder = builder
-                    .set_client_to_redis_certificates(trusted())
-                    .set_client_to_sentinel_certificates(trusted());
+                    .set_client_to_redis_certificates(certificates.clone())
+                    .set_client_to_sentinel_certificates(certificates);
             }
         }
         builder.build()
     }
 
-    /// The CA the master's own connections trust (PEM), if the store was given one.
-    pub(crate) fn root_ca(&self) -> Option<&[u8]> {
-        self.root_ca.as_deref()
+    /// What the master's own connections trust and present over TLS: the store's settings.
+    pub(crate) fn tls(&self) -> &TlsSettings {
+        &self.tls
     }
 }
 

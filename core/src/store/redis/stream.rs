@@ -1,6 +1,7 @@
 //! The byte stream under ratelock's own pipelined connection: TCP, a Unix socket (`redis+unix://`), or
-//! TLS over TCP (`rediss://`: rustls, verifying the server's certificate against `tls_root_ca` or the
-//! public roots, and its name against the URL's host; `#insecure` checks neither), opened and split
+//! TLS over TCP (`rediss://`: rustls, TLS 1.3 or 1.2, verifying the server's certificate against
+//! `tls_root_ca` or the public roots, and its name against the URL's host, `#insecure` checks neither;
+//! presenting `tls_client_cert` when the server asks), opened and split
 //! into a read half and a write half. The socket's descriptor stays visible, so that an idle
 //! connection can be peeked at for a close before a call is written to it, whatever runs over it.
 
@@ -16,6 +17,7 @@ use tokio::net::{tcp, TcpStream};
 use tokio::net::{unix, UnixStream};
 
 use super::endpoint::Endpoint;
+use super::tls_settings::TlsSettings;
 use crate::error::Result;
 use crate::store::connection_core::transport_error;
 
@@ -49,9 +51,9 @@ pub(crate) struct Opened {
     pub(crate) fd: std::os::fd::RawFd,
 }
 
-/// Opens a connection to `endpoint`; on `rediss://`, `tls_root_ca` (PEM) is trusted in place of the
-/// public roots. A refused certificate is a configuration error; anything else that fails is an outage.
-pub(crate) async fn open(endpoint: &Endpoint, tls_root_ca: Option<&[u8]>) -> Result<Opened> {
+/// Opens a connection to `endpoint`; on `rediss://`, the handshake trusts and presents what
+/// `tls_settings` say. A refused certificate is a configuration error; anything else that fails is an outage.
+pub(crate) async fn open(endpoint: &Endpoint, tls_settings: &TlsSettings) -> Result<Opened> {
     #[cfg(unix)]
     if let Some(path) = endpoint.unix_path() {
         let socket = UnixStream::connect(path)
@@ -74,7 +76,7 @@ pub(crate) async fn open(endpoint: &Endpoint, tls_root_ca: Option<&[u8]>) -> Res
         {
             #[cfg(unix)]
             let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-            let tls = tls::handshake(socket, endpoint, tls_root_ca).await?;
+            let tls = tls::handshake(socket, endpoint, tls_settings).await?;
             let (reader, writer) = tokio::io::split(tls);
             return Ok(Opened {
                 reader: ReadHalf::Tls(reader),
@@ -89,7 +91,7 @@ pub(crate) async fn open(endpoint: &Endpoint, tls_root_ca: Option<&[u8]>) -> Res
             "rediss:// needs ratelock's `tls` feature",
         ));
     }
-    let _ = tls_root_ca;
+    let _ = tls_settings;
     Ok(Opened::tcp(socket))
 }
 
@@ -199,18 +201,20 @@ mod tls {
     use rustls::{DigitallySignedStruct, SignatureScheme};
     use tokio::net::TcpStream;
 
-    use super::{Endpoint, TlsStream};
+    use super::{Endpoint, TlsSettings, TlsStream};
     use crate::error::{Error, Result};
     use crate::store::connection_core::{connection_failure, SETTING_TLS};
+    use crate::store::tls_options::{read_certificates, read_client_certificate};
+    use crate::store::TLS_OPTION_NAMES;
 
     /// The TLS handshake over `socket`, verifying the server's certificate for the endpoint's host
     /// (unless the endpoint is `#insecure`).
     pub(super) async fn handshake(
         socket: TcpStream,
         endpoint: &Endpoint,
-        tls_root_ca: Option<&[u8]>,
+        settings: &TlsSettings,
     ) -> Result<TlsStream> {
-        let config = client_config(tls_root_ca, endpoint.insecure())?;
+        let config = client_config(settings, endpoint.insecure())?;
         let host = endpoint.host();
         let name = ServerName::try_from(host.to_owned())
             .map_err(|err| Error::invalid_argument("url", format!("the host {host:?}: {err}")))?;
@@ -220,30 +224,36 @@ mod tls {
             .map_err(|err| connection_failure(&format!("connecting (TLS handshake): {err}")))
     }
 
-    /// The client's TLS settings: `tls_root_ca`'s certificates as the only trusted roots (read as the
-    /// store's options read them when they were made), else the public (webpki) ones, or, when
-    /// `insecure`, any certificate for any name; no client certificate.
-    fn client_config(tls_root_ca: Option<&[u8]>, insecure: bool) -> Result<Arc<rustls::ClientConfig>> {
+    /// The client's TLS configuration (TLS 1.3 and 1.2): `settings`' CA as the only trusted roots (read
+    /// as the store's options read them when they were made), else the public (webpki) ones, or, when
+    /// `insecure`, any certificate for any name; and `settings`' client certificate, presented when the
+    /// server asks for one.
+    fn client_config(settings: &TlsSettings, insecure: bool) -> Result<Arc<rustls::ClientConfig>> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|err| Error::configuration(SETTING_TLS, err))?;
-        if insecure {
+        let verified = if insecure {
             let verifier = Arc::new(AnyCertificate(provider));
-            return Ok(Arc::new(
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(verifier)
-                    .with_no_client_auth(),
-            ));
-        }
-        let roots = match tls_root_ca {
-            Some(pem) => crate::store::options::read_certificates(pem, "tls_root_ca")?,
-            None => rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            builder.dangerous().with_custom_certificate_verifier(verifier)
+        } else {
+            let [ca_name, _, _] = TLS_OPTION_NAMES;
+            let roots = match &settings.root_ca {
+                Some(pem) => read_certificates(pem, ca_name)?,
+                None => rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            };
+            builder.with_root_certificates(roots)
         };
-        Ok(Arc::new(
-            builder.with_root_certificates(roots).with_no_client_auth(),
-        ))
+        let config = match (&settings.client_cert, &settings.client_key) {
+            (Some(certificate), Some(key)) => {
+                let client = read_client_certificate(certificate, key, TLS_OPTION_NAMES)?;
+                verified
+                    .with_client_auth_cert(client.chain, client.key)
+                    .map_err(|err| Error::invalid_argument(TLS_OPTION_NAMES[2], err))?
+            }
+            _ => verified.with_no_client_auth(),
+        };
+        Ok(Arc::new(config))
     }
 
     /// `#insecure`'s verifier: any certificate, for any name, is taken; the handshake's signatures are

@@ -26,11 +26,11 @@ use crate::store::connection_core::connect_error;
 #[derive(Clone)]
 pub(crate) enum Source {
     Fixed(redis::Client),
-    /// The sentinels of a Sentinel URL and the CA to trust over TLS (PEM).
+    /// The sentinels of a Sentinel URL and the store's TLS settings.
     #[cfg(feature = "sentinel")]
     Sentinel {
         url: super::sentinels::SentinelUrl,
-        root_ca: Option<Vec<u8>>,
+        tls: super::tls_settings::TlsSettings,
     },
 }
 
@@ -40,11 +40,11 @@ impl Source {
         match self {
             Source::Fixed(client) => Ok(client.clone()),
             #[cfg(feature = "sentinel")]
-            Source::Sentinel { url, root_ca } => {
+            Source::Sentinel { url, tls } => {
                 // Asked afresh at each (re)connection: the master may have changed since. The sentinels'
                 // connections are not kept in the source, which a forked child shares with its parent:
                 // so the credentials are found again too (at most two more asks when one side has none).
-                let mut sentinels = super::sentinels::Sentinels::new(url.clone(), root_ca.clone());
+                let mut sentinels = super::sentinels::Sentinels::new(url.clone(), tls.clone());
                 // The master's address comes with the URL's credentials, and over TLS the CA to trust.
                 let named = sentinels.master(timeout).await?;
                 redis::Client::open(named).map_err(|err| connect_failed(&err, timeout))

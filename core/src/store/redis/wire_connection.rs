@@ -208,6 +208,25 @@ impl WireConnection {
         }
     }
 
+    /// The client certificate (PEM chain) the limiter's store presents over TLS, if any: the socket
+    /// presents the same, with [`tls_client_key`](Self::tls_client_key).
+    pub fn tls_client_cert(&self) -> Option<&[u8]> {
+        match self.limiter.store() {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.tls_client_cert(),
+            _ => None,
+        }
+    }
+
+    /// The private key (PEM) of [`tls_client_cert`](Self::tls_client_cert), if any.
+    pub fn tls_client_key(&self) -> Option<&[u8]> {
+        match self.limiter.store() {
+            #[cfg(feature = "redis")]
+            Store::Redis(store) => store.tls_client_key(),
+            _ => None,
+        }
+    }
+
     /// The TCP port.
     pub fn port(&self) -> u16 {
         self.endpoint.port()
