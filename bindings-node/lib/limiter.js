@@ -57,7 +57,8 @@ class Limiter {
    *   of about that many keys: a denied key's further calls are denied from memory, `cached: true`),
    *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then),
    *   `metrics` (a `Metrics` of `ratelock/otel`: every decision and round trip is recorded), and the
-   *   store options every kind takes: `tlsRootCa` (PEM: a private CA for `rediss://`), `maxKeys` and
+   *   store options every kind takes: `tlsRootCa` (PEM: a private CA for `rediss://`), `tlsClientCert`
+   *   and `tlsClientKey` (PEM: a client certificate for a server that asks for one), `maxKeys` and
    *   `whenFull` (the memory store's bound, and 'refuse' or 'evict' past it).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 
 /// Options shared by the stores that talk to a server. Equal options (every field) make the same
 /// shared store (`Store::shared`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct StoreOptions {
     /// Timeout of every call (and of connecting).
@@ -123,6 +123,27 @@ impl StoreOptions {
     pub fn with_server_code(mut self, server_code: ServerCode) -> Self {
         self.server_code = server_code;
         self
+    }
+}
+
+/// Every field, with the client certificate's private key redacted (options get logged).
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("timeout", &self.timeout)
+            .field("max_keys", &self.max_keys)
+            .field("when_full", &self.when_full)
+            .field("tls_root_ca", &self.tls_root_ca.as_ref().map(|pem| pem.len()))
+            .field(
+                "tls_client_cert",
+                &self.tls_client_cert.as_ref().map(|pem| pem.len()),
+            )
+            .field(
+                "tls_client_key",
+                &self.tls_client_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("server_code", &self.server_code)
+            .finish()
     }
 }
 

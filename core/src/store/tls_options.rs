@@ -113,6 +113,8 @@ impl StoreOptions {
     /// assert!(err.to_string().contains("tlsRootCa"));
     /// assert!(options.check_for_url("rediss://cache:6380/", names).is_ok());
     /// assert!(options.check_for_url("", names).is_err()); // the memory store
+    /// let mutual = ratelock::StoreOptions::default().with_tls_client_cert(b"...".to_vec(), b"...".to_vec());
+    /// assert!(mutual.check_for_url("rediss+cluster://a:1,b:2#insecure", names).is_err());
     /// ```
     pub fn check_for_url(&self, url: &str, names: TlsOptionNames) -> Result<()> {
         const WITHOUT_TLS: [&str; 6] = [
@@ -124,6 +126,18 @@ impl StoreOptions {
             "redlock://",
         ];
         let url = url.trim();
+        let [_, certificate_name, _] = names;
+        let routed = url.starts_with("rediss+cluster://") || url.starts_with("rediss+sentinel://");
+        if routed && url.ends_with("#insecure") && self.tls_client_cert.is_some() {
+            // The cluster's nodes and the master the sentinels name are reached over connections that
+            // would not present it with #insecure: refused rather than left out.
+            return Err(Error::invalid_argument(
+                certificate_name,
+                "a rediss+cluster:// or rediss+sentinel:// URL ending in #insecure does not present a \
+                 client certificate on every connection: drop #insecure and give the servers' CA \
+                 (tls_root_ca)",
+            ));
+        }
         let memory = matches!(url, "" | "memory");
         let Some(scheme) = WITHOUT_TLS
             .iter()

@@ -107,8 +107,18 @@ fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() 
         StoreOptions::default().with_tls_client_cert(b"no certificate".to_vec(), key.clone()),
         "tls_client_cert",
     );
-    let given = StoreOptions::default().with_tls_client_cert(certificate, key);
+    let given = StoreOptions::default().with_tls_client_cert(certificate, key.clone());
     assert!(ratelock::Store::new(url, &given).is_ok());
+    // Options get logged: their Debug form never shows the private key.
+    let shown = format!("{given:?}");
+    assert!(
+        shown.contains("<redacted>") && !shown.contains(&format!("{:?}", &key[..16])),
+        "{shown}"
+    );
+    // A cluster or Sentinel URL with #insecure could not present it on every connection.
+    let insecure =
+        ratelock::Store::new("rediss+cluster://localhost:1,localhost:2#insecure", &given).unwrap_err();
+    assert!(insecure.to_string().contains("tls_client_cert"), "{insecure}");
     // Only a TLS store reads it.
     let plain = ratelock::Store::new("redis://localhost:6379/", &given).unwrap_err();
     assert!(plain.to_string().contains("tls_client_cert"), "{plain}");

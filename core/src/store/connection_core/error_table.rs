@@ -12,8 +12,8 @@
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
-//! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: none given, or one its CA did not sign) | configuration | `Configuration { setting: "the client certificate (tls_client_cert, tls_client_key) or the server's tls-auth-clients" }` |
-//! | a TLS alert for want of a shared version or cipher (`protocol_version`, `handshake_failure`, `insufficient_security`; over TLS 1.2 also a missing client certificate) | configuration | `Configuration { setting: "the server's tls-protocols, or the client certificate" }` |
+//! | a TLS alert by which the server refuses the client for its certificate (`tls-auth-clients yes`, Redis's default: none given, or one its CA did not sign) | configuration | `Configuration { setting: "the client certificate (tls_client_cert, tls_client_key) or the server's tls-auth-clients" }` ([`SETTING_CLIENT_CERTIFICATE`]) |
+//! | a TLS alert for want of a shared version or cipher (`protocol_version`, `handshake_failure`, `insufficient_security`; over TLS 1.2 also a missing client certificate) | configuration | `Configuration { setting: "the server's tls-protocols, or the client certificate (tls_client_cert, tls_client_key)" }` |
 //! | a proxy's word for a server it cannot reach: one of [`PROXY_OUTAGES`], exactly (twemproxy, Envoy) | outage | `StoreUnavailable` |
 //! | `MOVED` or `ASK` on a plain `redis://` URL (it names one node of a Cluster) | configuration | `Configuration { setting: "url (a Redis Cluster needs redis+cluster://, or rediss+cluster://)" }` |
 //! | `NOSCRIPT` right after `SCRIPT LOAD` (a proxy that loads and calls on different servers, scripts flushed again and again) | configuration | `Configuration { setting: "the server's script cache" }` |

@@ -6,7 +6,7 @@
 use crate::store::StoreOptions;
 
 /// A store's TLS trust and identity (cheap enough to clone per connection: connections are few).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct TlsSettings {
     /// PEM certificate(s) trusted in place of the public roots.
     pub(crate) root_ca: Option<Vec<u8>>,
@@ -14,6 +14,17 @@ pub(crate) struct TlsSettings {
     pub(crate) client_cert: Option<Vec<u8>>,
     /// Its private key (PEM).
     pub(crate) client_key: Option<Vec<u8>>,
+}
+
+/// Which parts are given, never the private key's bytes.
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("root_ca", &self.root_ca.is_some())
+            .field("client_cert", &self.client_cert.is_some())
+            .field("client_key", &self.client_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl TlsSettings {
