@@ -69,11 +69,16 @@ impl TestCertificates {
             format!("subjectAltName={names}\nbasicConstraints=CA:FALSE\n"),
         )
         .expect("write the certificate's extensions");
+        self.sign("server.csr", "san.ext", "cert.pem");
+    }
+
+    /// Signs the request `csr` with the CA, adding the extensions in `ext`, into `out` (valid one day).
+    fn sign(&self, csr: &str, ext: &str, out: &str) {
         self.run(&[
             "x509",
             "-req",
             "-in",
-            "server.csr",
+            csr,
             "-CA",
             "ca.pem",
             "-CAkey",
@@ -82,9 +87,9 @@ impl TestCertificates {
             "-days",
             "1",
             "-extfile",
-            "san.ext",
+            ext,
             "-out",
-            "cert.pem",
+            out,
         ]);
     }
 
@@ -139,23 +144,7 @@ impl TestCertificates {
                 "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
             )
             .expect("write the client certificate's extensions");
-            self.run(&[
-                "x509",
-                "-req",
-                "-in",
-                "client.csr",
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                "client.ext",
-                "-out",
-                "client.pem",
-            ]);
+            self.sign("client.csr", "client.ext", "client.pem");
         }
         let read = |file: &str| std::fs::read(self.dir.join(file)).expect("read the client certificate");
         (read("client.pem"), read("client.key"))
