@@ -88,10 +88,16 @@ fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() 
     let (certificate, key) = certificates.client_pem();
     let (_, other_key) = TestCertificates::make("mismatched-other").client_pem();
     let url = "rediss://localhost:6380/";
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let named = |options: StoreOptions, name: &str| {
         let refused = ratelock::Store::new(url, &options).unwrap_err();
         assert!(refused.is_invalid_argument(), "{refused}");
         assert!(refused.to_string().contains(name), "{name}: {refused}");
+        // The Redis store opened on its own checks the same.
+        let refused = runtime
+            .block_on(ratelock::store::RedisStore::connect(url, &options))
+            .unwrap_err();
+        assert!(refused.to_string().contains(name), "RedisStore::connect, {name}: {refused}");
     };
     let mut alone = StoreOptions::default();
     alone.tls_client_cert = Some(certificate.clone());

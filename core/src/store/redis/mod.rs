@@ -146,7 +146,12 @@ impl RedisStore {
     ///
     /// The query parameter `server_code=auto|module|lua` chooses which server code runs the calls (the
     /// ratelock module or the Lua scripts), over [`StoreOptions::server_code`].
+    ///
+    /// The options are checked as [`Store::connect`](crate::Store::connect) checks them: a half-given
+    /// client certificate or a TLS option on a plain `redis://` URL is an invalid argument.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
+        options.check()?;
+        options.check_for_url(url, crate::store::TLS_OPTION_NAMES)?;
         Self::new(url, options)
     }
 
