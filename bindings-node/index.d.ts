@@ -63,6 +63,11 @@ export interface StoreOptions {
   tlsClientCert?: string | Buffer
   /** `rediss://`: the private key (PEM) of `tlsClientCert`. */
   tlsClientKey?: string | Buffer
+  /** `redis+sentinel://` or `rediss+sentinel://`: the sentinels' own password, when it differs from the
+   * master's (the URL's credentials then go to the master only); refused with any other URL. */
+  sentinelPassword?: string
+  /** The sentinels' ACL user, given with `sentinelPassword`. */
+  sentinelUsername?: string
   /** The memory store: the most live keys it keeps (default: no bound but memory). With a Redis URL, it
    * bounds a limiter's local fallback (`onError: 'local'`); a lock keeps its state in Redis, so for a
    * lock kind on Redis it has no effect. */

@@ -479,6 +479,10 @@ export interface StoreSettings {
   tlsClientCert?: string | Buffer
   /** The private key (PEM) of `tlsClientCert`. */
   tlsClientKey?: string | Buffer
+  /** `redis+sentinel://...`: the sentinels' ACL user, with `sentinelPassword`. */
+  sentinelUsername?: string
+  /** `redis+sentinel://...`: the sentinels' own password, when it differs from the master's. */
+  sentinelPassword?: string
   /** The memory store: the most keys it keeps (none: no bound but memory). */
   maxKeys?: number
   /** The memory store, with `maxKeys`: `refuse` (the default) or `evict`. */

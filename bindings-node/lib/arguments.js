@@ -153,6 +153,8 @@ const STORE_OPTIONS = {
   tlsRootCa: optionalPem,
   tlsClientCert: optionalPem,
   tlsClientKey: optionalPem,
+  sentinelUsername: optionalString,
+  sentinelPassword: optionalString,
   maxKeys: optionalNumber,
   whenFull: optionalString,
 }
@@ -161,13 +163,16 @@ const STORE_OPTIONS = {
  * The options of a kind (`STORE_OPTIONS` and the kind's own `checks`), type-checked, with the store's
  * under `store` as the addon takes them.
  * @returns {{ store: { url?: string, prefix?: string, timeoutMs?: number, tlsRootCa?: string | Buffer,
- *   tlsClientCert?: string | Buffer, tlsClientKey?: string | Buffer, maxKeys?: number, whenFull?: string } }
+ *   tlsClientCert?: string | Buffer, tlsClientKey?: string | Buffer, sentinelUsername?: string,
+ *   sentinelPassword?: string, maxKeys?: number, whenFull?: string } }
  *   & Record<string, any>}
  */
 function kindSettings(name, value, checks) {
-  const { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, maxKeys, whenFull, ...own } =
-    settings(name, value, { ...STORE_OPTIONS, ...checks })
-  return { store: { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, maxKeys, whenFull }, ...own }
+  const { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, sentinelUsername, sentinelPassword,
+    maxKeys, whenFull, ...own } = settings(name, value, { ...STORE_OPTIONS, ...checks })
+  const store = { url, prefix, timeoutMs, tlsRootCa, tlsClientCert, tlsClientKey, sentinelUsername,
+    sentinelPassword, maxKeys, whenFull }
+  return { store, ...own }
 }
 
 module.exports = {

@@ -16,7 +16,8 @@ class FairLock {
    * @param {object} [options] `url` (none: the embedded memory store), `ttlMs` (each hold's lease,
    *   30000), `waiterTtlMs` (how long a dead waiter can hold up the queue, 5000), `autoRenew` (true),
    *   `prefix`, `timeoutMs` (each store call, 1000),
-   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `maxKeys`, `whenFull` (see
+   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `sentinelUsername`,
+   *   `sentinelPassword`, `maxKeys`, `whenFull` (see
    *   `Limiter`).
    */
   constructor(name, options) {

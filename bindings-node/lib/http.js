@@ -35,7 +35,8 @@ class HttpLimiter {
 
   /**
    * @param {object} [options] `limiter` (a ratelock `Limiter`), or the options of one to make (`url`,
-   *   `prefix`, `timeoutMs`, `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `maxKeys`, `whenFull`, `onError`, `instances`,
+   *   `prefix`, `timeoutMs`, `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `sentinelUsername`, `sentinelPassword`,
+   *   `maxKeys`, `whenFull`, `onError`, `instances`,
    *   `defaultAlgorithm`, `clock`, `shadow`, `denyCache`, `denyCacheMaxAgeMs`, `metrics`);
    *   `keyGenerator(...request)` and `skip(...request)`, the defaults of every limit; the answer
    *   options `standardHeaders`

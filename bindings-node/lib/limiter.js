@@ -58,8 +58,9 @@ class Limiter {
    *   `denyCacheMaxAgeMs` (the longest it holds a denial: a change made in another process shows by then),
    *   `metrics` (a `Metrics` of `ratelock/otel`: every decision and round trip is recorded), and the
    *   store options every kind takes: `tlsRootCa` (PEM: a private CA for `rediss://`), `tlsClientCert`
-   *   and `tlsClientKey` (PEM: a client certificate for a server that asks for one), `maxKeys` and
-   *   `whenFull` (the memory store's bound, and 'refuse' or 'evict' past it).
+   *   and `tlsClientKey` (PEM: a client certificate for a server that asks for one), `sentinelPassword`
+   *   and `sentinelUsername` (the sentinels' own credentials, when they differ from the master's),
+   *   `maxKeys` and `whenFull` (the memory store's bound, and 'refuse' or 'evict' past it).
    * Nothing is opened here or before the first call (lazy start); `connect()` or `ping()` fail at boot.
    */
   constructor(options) {

@@ -21,7 +21,8 @@ class DistributedLock {
    * @param {string | Buffer} name
    * @param {object} [options] `url` (none: the embedded memory store), `ttlMs` (30000), `autoRenew`
    *   (true), `reentrant` (false), `prefix`, `timeoutMs` (each store call, 1000),
-   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `maxKeys`, `whenFull` (see
+   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `sentinelUsername`,
+   *   `sentinelPassword`, `maxKeys`, `whenFull` (see
    *   `Limiter`).
    */
   constructor(name, options) {

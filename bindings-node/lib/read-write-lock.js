@@ -17,7 +17,8 @@ class ReadWriteLock {
    *   30000), `waiterTtlMs` (how long a dead waiting writer can hold back readers, 5000),
    *   `preferWriters` (a waiting writer holds back new readers, true), `autoRenew` (true), `prefix`,
    *   `timeoutMs` (each store call, 1000),
-   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `maxKeys`, `whenFull` (see
+   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `sentinelUsername`,
+   *   `sentinelPassword`, `maxKeys`, `whenFull` (see
    *   `Limiter`).
    */
   constructor(name, options) {

@@ -18,7 +18,8 @@ class Semaphore {
    * @param {number} permits how many holders at once
    * @param {object} [options] `url` (none: the embedded memory store), `ttlMs` (30000), `autoRenew`
    *   (true), `prefix`, `timeoutMs` (each store call, 1000),
-   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `maxKeys`, `whenFull` (see
+   *   and the store options `tlsRootCa`, `tlsClientCert`, `tlsClientKey`, `sentinelUsername`,
+   *   `sentinelPassword`, `maxKeys`, `whenFull` (see
    *   `Limiter`).
    */
   constructor(name, permits, options) {

@@ -26,6 +26,10 @@ pub struct StoreSettings {
     pub tls_client_cert: Option<Either<String, Buffer>>,
     /// The private key (PEM) of `tlsClientCert`.
     pub tls_client_key: Option<Either<String, Buffer>>,
+    /// `redis+sentinel://...`: the sentinels' ACL user, with `sentinelPassword`.
+    pub sentinel_username: Option<String>,
+    /// `redis+sentinel://...`: the sentinels' own password, when it differs from the master's.
+    pub sentinel_password: Option<String>,
     /// The memory store: the most keys it keeps (none: no bound but memory).
     pub max_keys: Option<f64>,
     /// The memory store, with `maxKeys`: `refuse` (the default) or `evict`.
@@ -57,6 +61,11 @@ impl StoreSettings {
             .map_err(to_js)?;
         let url = self.url.as_deref().unwrap_or("memory://");
         options.check_for_url(url, TLS_OPTION_NAMES).map_err(to_js)?;
+        options.sentinel_username = self.sentinel_username.clone();
+        options.sentinel_password = self.sentinel_password.clone();
+        options
+            .check_sentinel_for_url(url, ["sentinelUsername", "sentinelPassword"])
+            .map_err(to_js)?;
         options
             .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])
             .map_err(to_js)

@@ -41,26 +41,34 @@ impl PyClient {
     /// other URL), the PEM certificate(s) to trust instead of the public roots (a private CA).
     /// `tls_client_cert` and `tls_client_key`: there too, a client certificate (PEM chain) and its key
     /// to present to a server that asks for one (mutual TLS; both or neither).
+    /// `sentinel_password` (and `sentinel_username`): for `redis+sentinel://` or `rediss+sentinel://`
+    /// (refused with any other URL), the sentinels' own credentials when they differ from the master's;
+    /// the URL's credentials then go to the master only.
     /// `max_keys`: a memory store's bound (none by default), and `when_full` what a new key past it does: `"refuse"` (an outage the
     /// failure policy answers; the default) or `"evict"`. With a Redis URL, they bound the local
     /// fallback of a limiter given this client (`on_error="local"`).
     #[new]
     #[pyo3(signature = (
         url=None, *, timeout=1.0, tls_root_ca=None, tls_client_cert=None, tls_client_key=None,
-        max_keys=None, when_full=None,
+        sentinel_username=None, sentinel_password=None, max_keys=None, when_full=None,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         url: Option<&str>,
         timeout: f64,
         tls_root_ca: Option<Pem>,
         tls_client_cert: Option<Pem>,
         tls_client_key: Option<Pem>,
+        sentinel_username: Option<String>,
+        sentinel_password: Option<String>,
         max_keys: Option<i64>,
         when_full: Option<&str>,
     ) -> PyResult<Self> {
         let url = normalized(url);
         let tls = [tls_root_ca, tls_client_cert, tls_client_key];
-        let options = client_options(timeout, tls, max_keys, when_full)?;
+        let mut options = client_options(timeout, tls, max_keys, when_full)?;
+        options.sentinel_username = sentinel_username;
+        options.sentinel_password = sentinel_password;
         let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
         let bound = MemoryBound {
             max_keys: options.max_keys,

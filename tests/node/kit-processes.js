@@ -107,4 +107,14 @@ class SecuredSentinelGroup extends SentinelGroup {
   }
 }
 
-module.exports = { kitBinaries, KitProcess, Proxy, SentinelGroup, SecuredSentinelGroup }
+/**
+ * A `sentinel_group` started split: the password `m4ster` on the master and replica (in `url`),
+ * `s3ntinel` on the sentinels.
+ */
+class SplitSentinelGroup extends SentinelGroup {
+  static startSplit(binaries) {
+    return this.start(binaries, 'sentinel_group', ['split'])
+  }
+}
+
+module.exports = { kitBinaries, KitProcess, Proxy, SentinelGroup, SecuredSentinelGroup, SplitSentinelGroup }

@@ -2,13 +2,14 @@
 // Redis Sentinel secured as charts set it up, from Node: the password `s3cret` on the master, the replica
 // and the sentinels, and TLS on every process (`rediss+sentinel://` with a private CA). Limits, locks and
 // a lock waiter's wake-up go through it; an untrusted certificate or a wrong password is a configuration
-// error, never an outage `onError: 'allow'` admits.
+// error, never an outage `onError: 'allow'` admits. A group whose sentinels have a password of their own
+// (`m4ster` on the master, `s3ntinel` on the sentinels) is served with `sentinelPassword`.
 
 const assert = require('node:assert/strict')
 const { test } = require('node:test')
 
 const { DistributedLock, Limiter } = require('../../bindings-node')
-const { kitBinaries, SecuredSentinelGroup } = require('./kit-processes')
+const { kitBinaries, SecuredSentinelGroup, SplitSentinelGroup } = require('./kit-processes')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -41,4 +42,38 @@ test('rediss+sentinel:// with a password and tlsRootCa: limits, locks and wake-u
   } finally {
     await group.stop()
   }
+})
+
+test('sentinelPassword: the sentinels own password when it differs from the master\'s', async () => {
+  const group = await SplitSentinelGroup.startSplit(kitBinaries())
+  try {
+    const { url } = group
+    assert.match(url, /^redis\+sentinel:\/\/:m4ster@/)
+    const limiter = new Limiter({ url, sentinelPassword: 's3ntinel' })
+    const allowed = []
+    for (let i = 0; i < 3; i++) allowed.push((await limiter.hit('split:k', '2/minute')).allowed)
+    assert.deepEqual(allowed, [true, true, false])
+    const lock = new DistributedLock('split:job', { url, sentinelPassword: 's3ntinel', sentinelUsername: 'default' })
+    assert.ok((await lock.acquire({ timeoutMs: 2000 })) > 0)
+    await lock.release()
+
+    const configuration = (err) => err.code === 'ERR_RATELOCK_CONFIGURATION' && /password/i.test(err.message)
+    const wrong = new Limiter({ url, sentinelPassword: 'wrong', onError: 'allow', timeoutMs: 2000 })
+    await assert.rejects(wrong.hit('split:w', '2/minute'), configuration)
+    const none = new Limiter({ url, onError: 'allow', timeoutMs: 2000 })
+    await assert.rejects(none.hit('split:n', '2/minute'), configuration)
+  } finally {
+    await group.stop()
+  }
+})
+
+test('sentinelPassword and sentinelUsername are refused where no sentinel reads them', async () => {
+  const invalid = (name) => (err) => err.code === 'ERR_RATELOCK_INVALID_ARGUMENT' && err.message.includes(name)
+  // Types are checked at construction, the store options at the first call (lazy start).
+  assert.throws(() => new Limiter({ url: 'redis+sentinel://127.0.0.1:1/m', sentinelPassword: 7 }), invalid('sentinelPassword'))
+  const plain = { url: 'redis://127.0.0.1:6379/', sentinelPassword: 's' }
+  await assert.rejects(new Limiter({ ...plain, onError: 'allow' }).hit('k', '1/second'), invalid('sentinelPassword'))
+  await assert.rejects(new DistributedLock('k', plain).tryAcquire(), invalid('sentinelPassword'))
+  const alone = { url: 'redis+sentinel://127.0.0.1:1/m', sentinelUsername: 'app' }
+  await assert.rejects(new Limiter(alone).hit('k', '1/second'), invalid('sentinelPassword'))
 })

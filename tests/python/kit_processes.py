@@ -73,9 +73,11 @@ class KitProcess:
 
 class SentinelGroup(KitProcess):
     """The `sentinel_group` process: a master, its replica and three sentinels, reached by `url`. A
-    `secured` group has the password `s3cret` on every process and serves TLS; `ca` is its CA's PEM."""
+    `secured` group has the password `s3cret` on every process and serves TLS; `ca` is its CA's PEM. A
+    `split` group has the password `m4ster` on the master and replica and `s3ntinel` on the sentinels."""
 
-    def __init__(self, binaries: Path, secured: bool = False) -> None:
-        super().__init__(binaries, "sentinel_group", *(["secured"] if secured else []))
+    def __init__(self, binaries: Path, secured: bool = False, split: bool = False) -> None:
+        mode = ["secured"] if secured else ["split"] if split else []
+        super().__init__(binaries, "sentinel_group", *mode)
         self.url = self.first_line[1]
         self.ca: Optional[bytes] = Path(self.first_line[3]).read_bytes() if secured else None

@@ -1,7 +1,8 @@
 """Redis Sentinel secured as charts set it up, from Python: the password `s3cret` on the master, the
 replica and the sentinels, and TLS on every process (`rediss+sentinel://` with a private CA). Limits,
 locks and a lock waiter's wake-up go through it; an untrusted certificate or a wrong password is a
-configuration error, never an outage `on_error="allow"` admits."""
+configuration error, never an outage `on_error="allow"` admits. A group whose sentinels have a password
+of their own (`m4ster` on the master, `s3ntinel` on the sentinels) is served with `sentinel_password`."""
 
 import threading
 import time
@@ -62,3 +63,34 @@ def test_an_untrusted_certificate_or_a_wrong_password_is_a_configuration_error(
     wrong = ratelock.Limiter(ratelock.Client(wrong_url, timeout=2.0, tls_root_ca=secured_group.ca), on_error="allow")
     with pytest.raises(ratelock.ConfigurationError, match="(?i)password"):
         wrong.hit(f"sentinel:{uuid.uuid4().hex}", "2/minute")
+
+
+def test_the_sentinels_own_password_when_it_differs_from_the_masters() -> None:
+    group = SentinelGroup(kit_binaries(), split=True)
+    try:
+        assert group.url.startswith("redis+sentinel://:m4ster@")
+        client = ratelock.Client(group.url, sentinel_password="s3ntinel")
+        limiter = ratelock.Limiter(client)
+        key = f"sentinel:{uuid.uuid4().hex}"
+        assert [limiter.hit(key, "2/minute").allowed for _ in range(3)] == [True, True, False]
+        lock = ratelock.DistributedLock(f"sentinel-lock:{uuid.uuid4().hex}", url=client, ttl=30.0)
+        assert lock.acquire(blocking=False)
+        lock.release()
+        named = ratelock.Client(group.url, sentinel_username="default", sentinel_password="s3ntinel")
+        assert ratelock.Limiter(named).hit(f"sentinel:{uuid.uuid4().hex}", "2/minute").allowed
+
+        for wrong in [
+            ratelock.Client(group.url, timeout=2.0, sentinel_password="wrong"),
+            ratelock.Client(group.url, timeout=2.0),  # one password cannot serve both sides
+        ]:
+            with pytest.raises(ratelock.ConfigurationError, match="password"):
+                ratelock.Limiter(wrong, on_error="allow").hit(f"sentinel:{uuid.uuid4().hex}", "2/minute")
+    finally:
+        group.stop()
+
+
+def test_sentinel_options_are_refused_where_no_sentinel_reads_them() -> None:
+    with pytest.raises(ratelock.InvalidArgument, match="sentinel_password"):
+        ratelock.Client("redis://127.0.0.1:6379/", sentinel_password="s3ntinel")
+    with pytest.raises(ratelock.InvalidArgument, match="sentinel_password"):
+        ratelock.Client("redis+sentinel://127.0.0.1:1/m", sentinel_username="app")

@@ -79,6 +79,8 @@ class Client:
         tls_root_ca: Union[str, bytes, None] = None,
         tls_client_cert: Union[str, bytes, None] = None,
         tls_client_key: Union[str, bytes, None] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
         max_keys: Optional[int] = None,
         when_full: Optional[Literal["refuse", "evict"]] = None,
     ) -> Client: ...
@@ -90,6 +92,8 @@ class Client:
         tls_root_ca: Union[str, bytes, None] = None,
         tls_client_cert: Union[str, bytes, None] = None,
         tls_client_key: Union[str, bytes, None] = None,
+        sentinel_username: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
         max_keys: Optional[int] = None,
         when_full: Optional[Literal["refuse", "evict"]] = None,
     ) -> Awaitable[Client]: ...

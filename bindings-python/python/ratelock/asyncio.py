@@ -50,6 +50,8 @@ async def connect(
     tls_root_ca: Union[str, bytes, None] = None,
     tls_client_cert: Union[str, bytes, None] = None,
     tls_client_key: Union[str, bytes, None] = None,
+    sentinel_username: Optional[str] = None,
+    sentinel_password: Optional[str] = None,
     max_keys: Optional[int] = None,
     when_full: Optional[Literal["refuse", "evict"]] = None,
 ) -> Client:
@@ -61,6 +63,8 @@ async def connect(
         tls_root_ca=tls_root_ca,
         tls_client_cert=tls_client_cert,
         tls_client_key=tls_client_key,
+        sentinel_username=sentinel_username,
+        sentinel_password=sentinel_password,
         max_keys=max_keys,
         when_full=when_full,
     )

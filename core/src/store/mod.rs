@@ -17,6 +17,7 @@ pub(crate) mod outage_retry;
 pub mod redis;
 mod registry;
 mod roles;
+mod sentinel_options;
 mod tls_options;
 
 use crate::error::{Error, Result};
@@ -31,6 +32,7 @@ pub use options::{ServerCode, StoreOptions, WhenFull, MIN_TIMEOUT};
 pub use roles::{EntryChange, LimitRequest, LimitStore, OverrideChange};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};
+pub use sentinel_options::{SentinelOptionNames, SENTINEL_OPTION_NAMES};
 pub use tls_options::{TlsOptionNames, TLS_OPTION_NAMES};
 
 /// Why a Redlock store is refused where one Redis is needed.
@@ -78,6 +80,7 @@ impl Store {
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
         options.check()?;
         options.check_for_url(url, TLS_OPTION_NAMES)?;
+        options.check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)?;
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
             return Ok(Store::Memory(MemoryStore::for_options(options)));
@@ -177,6 +180,7 @@ impl AnyLockStore {
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
             options.check()?;
             options.check_for_url(url, TLS_OPTION_NAMES)?;
+            options.check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)?;
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(
                 url.trim(),
                 options,

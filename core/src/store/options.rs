@@ -1,5 +1,6 @@
 //! `StoreOptions`: what every store is opened with (each call's timeout, the memory store's bound and
-//! what it does when full, the TLS options (see `tls_options.rs`), which server code runs Redis calls).
+//! what it does when full, the TLS options (see `tls_options.rs`), the sentinels' credentials (see
+//! `sentinel_options.rs`), which server code runs Redis calls).
 
 use std::time::Duration;
 
@@ -25,6 +26,12 @@ pub struct StoreOptions {
     pub tls_client_cert: Option<Vec<u8>>,
     /// `rediss://`: the private key of [`tls_client_cert`](Self::tls_client_cert) (PEM).
     pub tls_client_key: Option<Vec<u8>>,
+    /// `redis+sentinel://`: the sentinels' ACL user, given with
+    /// [`sentinel_password`](Self::sentinel_password).
+    pub sentinel_username: Option<String>,
+    /// `redis+sentinel://`: the sentinels' password, when it differs from the master's (the URL's
+    /// credentials then go to the master only).
+    pub sentinel_password: Option<String>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the
     /// server has it, else the Lua scripts).
     pub server_code: ServerCode,
@@ -126,7 +133,8 @@ impl StoreOptions {
     }
 }
 
-/// Every field, with the client certificate's private key redacted (options get logged).
+/// Every field, with the client certificate's private key and the sentinels' password redacted (options
+/// get logged).
 impl std::fmt::Debug for StoreOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreOptions")
@@ -142,6 +150,11 @@ impl std::fmt::Debug for StoreOptions {
                 "tls_client_key",
                 &self.tls_client_key.as_ref().map(|_| "<redacted>"),
             )
+            .field("sentinel_username", &self.sentinel_username)
+            .field(
+                "sentinel_password",
+                &self.sentinel_password.as_ref().map(|_| "<redacted>"),
+            )
             .field("server_code", &self.server_code)
             .finish()
     }
@@ -156,6 +169,8 @@ impl Default for StoreOptions {
             tls_root_ca: None,
             tls_client_cert: None,
             tls_client_key: None,
+            sentinel_username: None,
+            sentinel_password: None,
             server_code: ServerCode::Auto,
         }
     }

@@ -78,3 +78,59 @@ async fn rediss_sentinel_over_tls_with_a_private_certificate_authority() {
         "an unknown CA must be named: {untrusted}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sentinels_own_password_when_it_differs_from_the_masters() {
+    let setup = RedisSentinels::start_secured(Secured {
+        password: Some("m4ster"),
+        sentinel_password: Some("s3ntinel"),
+        tls: None,
+    });
+    let url = setup.url_with_password(Some("m4ster"));
+    let name = "master m4ster, sentinels s3ntinel";
+    let own = StoreOptions::default().with_sentinel_password("s3ntinel");
+    serves_limits_and_locks(&url, &own, name).await;
+    // The ACL user every server has, named: the username reaches the sentinels' AUTH.
+    let user = own.clone().with_sentinel_username("default");
+    serves_limits_and_locks(&url, &user, &format!("{name}, user default")).await;
+    let unknown_user = own.clone().with_sentinel_username("nobody");
+    refuses_as_configuration(&url, unknown_user, name).await;
+    let wrong_password = StoreOptions::default().with_sentinel_password("wrong");
+    let wrong = refuses_as_configuration(&url, wrong_password, name).await;
+    assert!(
+        wrong.to_string().contains("sentinel_password"),
+        "the option is named: {wrong}"
+    );
+    // One password in the URL cannot serve both: neither side takes the other's.
+    refuses_as_configuration(&url, StoreOptions::default(), name).await;
+    // The master's password is still checked (the URL's credentials go to the master).
+    let wrong_master = setup.url_with_password(Some("wrong"));
+    refuses_as_configuration(&wrong_master, own, name).await;
+}
+
+#[test]
+fn sentinel_options_are_refused_where_no_sentinel_reads_them() {
+    let own = StoreOptions::default().with_sentinel_password("s3ntinel");
+    for url in [
+        "redis://127.0.0.1:6379/",
+        "memory://",
+        "redlock://127.0.0.1:1,127.0.0.1:2",
+    ] {
+        let refused = ratelock::AnyLockStore::new(url, &own).unwrap_err();
+        assert!(
+            refused.is_invalid_argument() && refused.to_string().contains("sentinel_password"),
+            "{url}: {refused}"
+        );
+    }
+    let alone = StoreOptions::default().with_sentinel_username("app");
+    let refused = ratelock::Store::new("redis+sentinel://127.0.0.1:1/m", &alone).unwrap_err();
+    assert!(refused.to_string().contains("sentinel_password"), "{refused}");
+    let empty = StoreOptions::default().with_sentinel_password("");
+    let refused = ratelock::Store::new("redis+sentinel://127.0.0.1:1/m", &empty).unwrap_err();
+    assert!(refused.to_string().contains("sentinel_password"), "{refused}");
+    let shown = format!("{own:?}");
+    assert!(
+        shown.contains("<redacted>") && !shown.contains("s3ntinel"),
+        "{shown}"
+    );
+}

@@ -97,7 +97,10 @@ fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() 
         let refused = runtime
             .block_on(ratelock::store::RedisStore::connect(url, &options))
             .unwrap_err();
-        assert!(refused.to_string().contains(name), "RedisStore::connect, {name}: {refused}");
+        assert!(
+            refused.to_string().contains(name),
+            "RedisStore::connect, {name}: {refused}"
+        );
     };
     let mut alone = StoreOptions::default();
     alone.tls_client_cert = Some(certificate.clone());

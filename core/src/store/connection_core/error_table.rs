@@ -8,6 +8,7 @@
 //! | a connection that did not open in time (nothing was sent) | outage | `StoreUnavailable` ([`connect_timed_out`]) |
 //! | `LOADING`, `BUSY`, `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`, `OOM`, `MISCONF`, `NOREPLICAS`, `ERR max number of clients reached` | outage | `StoreUnavailable` |
 //! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation), `ERR Protocol error: unauthenticated ...` (a password set since connecting) | configuration | `Configuration { setting: "url (user and password)" }` |
+//! | the same behind Sentinel, when the store gives the sentinels credentials of their own (`sentinel_password`) | configuration | `Configuration { setting: "url (the master's user and password) or sentinel_username, sentinel_password (the sentinels')" }` |
 //! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
@@ -39,6 +40,10 @@ const OUTAGE_CODES: &[&str] = &[
 
 /// The setting a user fixes for an authentication failure.
 pub const SETTING_CREDENTIALS: &str = "url (user and password)";
+/// The setting a user fixes for an authentication failure behind Sentinel when the sentinels have
+/// credentials of their own (redis-rs does not say which side refused).
+pub const SETTING_SENTINEL_CREDENTIALS: &str =
+    "url (the master's user and password) or sentinel_username, sentinel_password (the sentinels')";
 /// The setting a user fixes for a missing ACL permission.
 pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
 /// The setting a user fixes for a database index the server does not have.
@@ -67,6 +72,7 @@ pub const SETTING_SCRIPT_CACHE: &str =
 pub(crate) fn setting_named(text: &str) -> &'static str {
     [
         SETTING_CREDENTIALS,
+        SETTING_SENTINEL_CREDENTIALS,
         SETTING_ACL,
         SETTING_DB,
         SETTING_TLS,

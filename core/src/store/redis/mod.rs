@@ -98,9 +98,6 @@ struct Shared {
     /// A Redis Cluster URL (read only with the `cluster` feature, which opens one).
     #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     cluster: bool,
-    /// A Sentinel URL (read only with the `sentinel` feature).
-    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
-    sentinel: bool,
     timeout: Duration,
     /// Which server code the calls run (the module or Lua).
     server_code: ServerCode,
@@ -148,10 +145,12 @@ impl RedisStore {
     /// ratelock module or the Lua scripts), over [`StoreOptions::server_code`].
     ///
     /// The options are checked as [`Store::connect`](crate::Store::connect) checks them: a half-given
-    /// client certificate or a TLS option on a plain `redis://` URL is an invalid argument.
+    /// client certificate, or a TLS or Sentinel option on a URL that would not read it, is an invalid
+    /// argument.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
         options.check()?;
         options.check_for_url(url, crate::store::TLS_OPTION_NAMES)?;
+        options.check_sentinel_for_url(url, crate::store::SENTINEL_OPTION_NAMES)?;
         Self::new(url, options)
     }
 
@@ -189,7 +188,6 @@ impl RedisStore {
                 url: url.to_owned(),
                 client,
                 cluster,
-                sentinel,
                 timeout: options.timeout,
                 server_code,
                 tls: TlsSettings::of(options),
@@ -285,11 +283,11 @@ impl RedisStore {
                 if shared.cluster {
                     return SharedConnection::cluster(&shared.url, shared.timeout, &shared.tls).await;
                 }
+                // A Sentinel URL (read once, with the sentinels' credentials) is the subscriber's source too.
                 #[cfg(feature = "sentinel")]
-                if shared.sentinel {
+                if let self::subscriber::Source::Sentinel { url, .. } = &shared.source {
                     let opened = self.connections().code.generation();
-                    let url = sentinels::SentinelUrl::parse(&shared.url)?;
-                    let tls = shared.tls.clone();
+                    let (url, tls) = (url.clone(), shared.tls.clone());
                     let master = sentinel_master::SentinelMaster::connect(url, tls, shared.timeout, opened);
                     return Ok(SharedConnection::Sentinel(std::sync::Arc::new(master.await?)));
                 }
@@ -730,7 +728,7 @@ impl super::LimitStore for RedisStore {
 /// read: a malformed one, or TLS without the `tls` feature, is refused here, before any I/O.
 #[cfg(feature = "sentinel")]
 fn sentinel_source(url: &str, options: &StoreOptions) -> Result<self::subscriber::Source> {
-    let url = sentinels::SentinelUrl::parse(url)?;
+    let url = sentinels::SentinelUrl::parse(url)?.with_sentinel_credentials(options);
     if url.tls() && !cfg!(feature = "tls") {
         return Err(Error::invalid_argument(
             "url",

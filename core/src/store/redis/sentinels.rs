@@ -3,7 +3,9 @@
 //! (`rediss+sentinel://...[#insecure]` over TLS) names the sentinels and the master; its credentials
 //! are the master's and the sentinels', as charts set them up (one password for both). A server with no
 //! password of its own refuses an AUTH, so when the credentials are refused the sentinels are asked again
-//! with them for the master only, then for the sentinels only; the first way that works is kept.
+//! with them for the master only, then for the sentinels only; the first way that works is kept. When
+//! the store's options give the sentinels credentials of their own (`sentinel_password`), the URL's go
+//! to the master only and nothing is tried.
 //! Over TLS the sentinels and the master are both checked against `tls_root_ca` (or the public roots);
 //! `#insecure` checks neither.
 
@@ -15,7 +17,7 @@ use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, Redis
 use super::multi_host_urls::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
 use super::tls_settings::TlsSettings;
 use crate::error::{Error, Result};
-use crate::store::connection_core::connect_error;
+use crate::store::connection_core::{connect_error, SETTING_CREDENTIALS, SETTING_SENTINEL_CREDENTIALS};
 
 /// What a Sentinel URL says: where the sentinels are, the master's name, the credentials and TLS.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +28,9 @@ pub(crate) struct SentinelUrl {
     username: Option<String>,
     password: Option<String>,
     tls: Option<TlsMode>,
+    /// The sentinels' own credentials (the store's `sentinel_username`, `sentinel_password`).
+    sentinel_username: Option<String>,
+    sentinel_password: Option<String>,
 }
 
 impl SentinelUrl {
@@ -79,7 +84,16 @@ impl SentinelUrl {
             username,
             password,
             tls,
+            sentinel_username: None,
+            sentinel_password: None,
         })
+    }
+
+    /// The same URL with the sentinels' own credentials from the store's options, if given.
+    pub(crate) fn with_sentinel_credentials(mut self, options: &crate::StoreOptions) -> Self {
+        self.sentinel_username = options.sentinel_username.clone();
+        self.sentinel_password = options.sentinel_password.clone();
+        self
     }
 
     /// Whether the master and the sentinels are reached over TLS.
@@ -136,8 +150,23 @@ impl Sentinels {
     pub(crate) async fn master(&mut self, timeout: Duration) -> Result<ConnectionInfo> {
         let asked = tokio::time::timeout(timeout, self.ask_with_credentials_that_work()).await;
         match asked {
-            Ok(answer) => answer.map_err(|err| connect_error(&err, timeout, self.url.tls())),
+            Ok(answer) => {
+                answer.map_err(|err| self.naming_credentials(connect_error(&err, timeout, self.url.tls())))
+            }
             Err(_) => Err(unnamed(timeout)),
+        }
+    }
+
+    /// `err`, naming the sentinels' own credentials beside the URL's when they were given and a side
+    /// refused its credentials (redis-rs does not say which side it was).
+    fn naming_credentials(&self, err: Error) -> Error {
+        match err {
+            Error::Configuration { setting, reason }
+                if setting == SETTING_CREDENTIALS && self.url.sentinel_password.is_some() =>
+            {
+                Error::configuration(SETTING_SENTINEL_CREDENTIALS, reason)
+            }
+            other => other,
         }
     }
 
@@ -150,7 +179,8 @@ impl Sentinels {
             Err(refused)
                 if refused.kind() == ErrorKind::AuthenticationFailed
                     && self.credentials == Credentials::Both
-                    && self.url.password.is_some() =>
+                    && self.url.password.is_some()
+                    && self.url.sentinel_password.is_none() =>
             {
                 refused
             }
@@ -190,7 +220,12 @@ impl Sentinels {
                 builder = builder.set_client_to_redis_password(password);
             }
         }
-        if self.credentials.sentinels() {
+        if let Some(password) = &url.sentinel_password {
+            if let Some(username) = &url.sentinel_username {
+                builder = builder.set_client_to_sentinel_username(username);
+            }
+            builder = builder.set_client_to_sentinel_password(password);
+        } else if self.credentials.sentinels() {
             if let Some(username) = &url.username {
                 builder = builder.set_client_to_sentinel_username(username);
             }
