@@ -9,6 +9,8 @@ use napi::bindgen_prelude::{JsError, Unknown};
 use napi::{sys, Env};
 use napi_derive::napi;
 
+use crate::option_names::in_javascript_names;
+
 /// The stable code of an error (`ERR_RATELOCK_` and the core's `Error::code`).
 #[derive(Clone, Debug)]
 pub struct Code(String);
@@ -42,9 +44,14 @@ impl From<Error> for Failure {
     }
 }
 
-/// A core error for JavaScript.
+/// A core error for JavaScript. A configuration error names the setting to fix; a store option in it
+/// is spelled as JavaScript spells it (`tlsRootCa`, not the core's `tls_root_ca`).
 pub(crate) fn to_js(err: ratelock::Error) -> Error {
-    coded(&format!("ERR_RATELOCK_{}", err.code()), err)
+    let code = format!("ERR_RATELOCK_{}", err.code());
+    match err {
+        ratelock::Error::Configuration { .. } => coded(&code, in_javascript_names(&err.to_string())),
+        err => coded(&code, err),
+    }
 }
 
 /// An invalid argument of a call, named.

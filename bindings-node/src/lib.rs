@@ -20,6 +20,7 @@ mod lock_handle;
 mod memory_check;
 mod metrics;
 mod native_wire;
+mod option_names;
 mod runtime;
 mod rwlock;
 mod semaphore;

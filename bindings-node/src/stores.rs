@@ -7,6 +7,7 @@ use napi_derive::napi;
 
 use crate::convert;
 use crate::errors::{invalid_argument, to_js, Result};
+use crate::option_names::{SENTINEL_OPTION_NAMES, TLS_OPTION_NAMES};
 
 /// Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
 /// passes them as each kind's `store`.
@@ -64,16 +65,13 @@ impl StoreSettings {
         options.sentinel_username = self.sentinel_username.clone();
         options.sentinel_password = self.sentinel_password.clone();
         options
-            .check_sentinel_for_url(url, ["sentinelUsername", "sentinelPassword"])
+            .check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)
             .map_err(to_js)?;
         options
             .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])
             .map_err(to_js)
     }
 }
-
-/// The TLS options as JavaScript spells them, for the errors that name one.
-const TLS_OPTION_NAMES: ratelock::store::TlsOptionNames = ["tlsRootCa", "tlsClientCert", "tlsClientKey"];
 
 /// PEM text given as a string or a Buffer, as bytes.
 fn pem_bytes(pem: &Option<Either<String, Buffer>>) -> Option<Vec<u8>> {

@@ -57,11 +57,14 @@ test('sentinelPassword: the sentinels own password when it differs from the mast
     assert.ok((await lock.acquire({ timeoutMs: 2000 })) > 0)
     await lock.release()
 
-    const configuration = (err) => err.code === 'ERR_RATELOCK_CONFIGURATION' && /password/i.test(err.message)
+    // The refusal names the options as Node spells them.
+    const configuration = (named) => (err) => err.code === 'ERR_RATELOCK_CONFIGURATION' && err.message.includes(named)
     const wrong = new Limiter({ url, sentinelPassword: 'wrong', onError: 'allow', timeoutMs: 2000 })
-    await assert.rejects(wrong.hit('split:w', '2/minute'), configuration)
+    await assert.rejects(wrong.hit('split:w', '2/minute'), configuration('sentinelPassword'))
+    const nobody = { url, sentinelUsername: 'nobody', sentinelPassword: 's3ntinel', timeoutMs: 2000 }
+    await assert.rejects(new DistributedLock('split:n', nobody).tryAcquire(), configuration('sentinelUsername'))
     const none = new Limiter({ url, onError: 'allow', timeoutMs: 2000 })
-    await assert.rejects(none.hit('split:n', '2/minute'), configuration)
+    await assert.rejects(none.hit('split:n', '2/minute'), configuration('password'))
   } finally {
     await group.stop()
   }

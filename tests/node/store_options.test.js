@@ -114,6 +114,9 @@ test('a certificate not trusted, or not naming the host, is a ConfigurationError
   const refused = (promise, what) =>
     assert.rejects(promise, (error) => {
       assert.ok(error instanceof ratelock.ConfigurationError, `${what}: ${error}`)
+      // The option to fix is named as Node spells it.
+      assert.match(error.message, /tlsRootCa/, what)
+      assert.doesNotMatch(error.message, /tls_root_ca/, what)
       return true
     })
   for (const onError of ['raise', 'allow']) {

@@ -79,11 +79,15 @@ def test_the_sentinels_own_password_when_it_differs_from_the_masters() -> None:
         named = ratelock.Client(group.url, sentinel_username="default", sentinel_password="s3ntinel")
         assert ratelock.Limiter(named).hit(f"sentinel:{uuid.uuid4().hex}", "2/minute").allowed
 
-        for wrong in [
-            ratelock.Client(group.url, timeout=2.0, sentinel_password="wrong"),
-            ratelock.Client(group.url, timeout=2.0),  # one password cannot serve both sides
+        for wrong, named in [
+            (ratelock.Client(group.url, timeout=2.0, sentinel_password="wrong"), "sentinel_password"),
+            (
+                ratelock.Client(group.url, timeout=2.0, sentinel_username="nobody", sentinel_password="s3ntinel"),
+                "sentinel_username",
+            ),
+            (ratelock.Client(group.url, timeout=2.0), "password"),  # one password cannot serve both sides
         ]:
-            with pytest.raises(ratelock.ConfigurationError, match="password"):
+            with pytest.raises(ratelock.ConfigurationError, match=named):
                 ratelock.Limiter(wrong, on_error="allow").hit(f"sentinel:{uuid.uuid4().hex}", "2/minute")
     finally:
         group.stop()

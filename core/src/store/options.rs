@@ -26,10 +26,11 @@ pub struct StoreOptions {
     pub tls_client_cert: Option<Vec<u8>>,
     /// `rediss://`: the private key of [`tls_client_cert`](Self::tls_client_cert) (PEM).
     pub tls_client_key: Option<Vec<u8>>,
-    /// `redis+sentinel://`: the sentinels' ACL user, given with
+    /// `redis+sentinel://` and `rediss+sentinel://`: the sentinels' ACL user, given with
     /// [`sentinel_password`](Self::sentinel_password).
     pub sentinel_username: Option<String>,
-    /// `redis+sentinel://`: the sentinels' password, when it differs from the master's (the URL's
+    /// `redis+sentinel://` and `rediss+sentinel://`: the sentinels' password, when it differs from the
+    /// master's (the URL's
     /// credentials then go to the master only).
     pub sentinel_password: Option<String>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the

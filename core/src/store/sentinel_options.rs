@@ -36,8 +36,9 @@ impl StoreOptions {
     }
 
     /// `Ok` unless a Sentinel option is wrong or would be ignored by the store `url` names; then the
-    /// invalid argument naming it as `names` spell it: a username without a password, an empty
-    /// password, or either with a URL that is not `redis+sentinel://` or `rediss+sentinel://`.
+    /// invalid argument naming it as `names` spell it: a username without a password, an empty username
+    /// or password, or either with a URL that is not `redis+sentinel://` or `rediss+sentinel://` (both
+    /// named when both are given).
     /// [`Store::new`](crate::Store::new) checks this with [`SENTINEL_OPTION_NAMES`]; a binding checks
     /// first with its own names.
     ///
@@ -67,21 +68,28 @@ impl StoreOptions {
                     "expected the sentinels' password, got an empty one (leave it out when they have none)",
                 ))
             }
+            (Some(username), _) if username.is_empty() => {
+                return Err(Error::invalid_argument(
+                    username_name,
+                    "expected the sentinels' ACL user, got an empty one (leave it out for the default user)",
+                ))
+            }
             _ => {}
         }
         let url = url.trim();
         if url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://") {
             return Ok(());
         }
-        let named = if self.sentinel_username.is_some() {
-            username_name
-        } else {
-            password_name
+        let (named, them) = match self.sentinel_username {
+            Some(_) => (username_name, format!("it and {password_name}")),
+            None => (password_name, "it".to_owned()),
         };
         Err(Error::invalid_argument(
             named,
-            "only a redis+sentinel:// or rediss+sentinel:// URL reads it (the URL's own credentials \
-             serve every other store); leave it out",
+            format!(
+                "only a redis+sentinel:// or rediss+sentinel:// URL reads it (the URL's own credentials \
+                 serve every other store); leave {them} out"
+            ),
         ))
     }
 }

@@ -128,6 +128,18 @@ fn sentinel_options_are_refused_where_no_sentinel_reads_them() {
     let empty = StoreOptions::default().with_sentinel_password("");
     let refused = ratelock::Store::new("redis+sentinel://127.0.0.1:1/m", &empty).unwrap_err();
     assert!(refused.to_string().contains("sentinel_password"), "{refused}");
+    let empty_user = own.clone().with_sentinel_username("");
+    let refused = ratelock::Store::new("redis+sentinel://127.0.0.1:1/m", &empty_user).unwrap_err();
+    assert!(refused.to_string().contains("sentinel_username"), "{refused}");
+    // Both given where neither is read: both are named, so one fix is enough.
+    let both = own.clone().with_sentinel_username("app");
+    let refused = ratelock::Store::new("redis://127.0.0.1:6379/", &both)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("sentinel_username") && refused.contains("sentinel_password"),
+        "{refused}"
+    );
     let shown = format!("{own:?}");
     assert!(
         shown.contains("<redacted>") && !shown.contains("s3ntinel"),

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::store::connection_core::{connect_error, SETTING_CREDENTIALS, SETTING_SENTINEL_CREDENTIALS};
 
 /// What a Sentinel URL says: where the sentinels are, the master's name, the credentials and TLS.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub(crate) struct SentinelUrl {
     sentinels: Vec<ConnectionAddr>,
     /// The name the sentinels know the master by.
@@ -31,6 +31,22 @@ pub(crate) struct SentinelUrl {
     /// The sentinels' own credentials (the store's `sentinel_username`, `sentinel_password`).
     sentinel_username: Option<String>,
     sentinel_password: Option<String>,
+}
+
+/// Every field, with the passwords redacted.
+impl std::fmt::Debug for SentinelUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |password: &Option<String>| password.as_ref().map(|_| "<redacted>");
+        f.debug_struct("SentinelUrl")
+            .field("sentinels", &self.sentinels)
+            .field("master", &self.master)
+            .field("username", &self.username)
+            .field("password", &redacted(&self.password))
+            .field("tls", &self.tls)
+            .field("sentinel_username", &self.sentinel_username)
+            .field("sentinel_password", &redacted(&self.sentinel_password))
+            .finish()
+    }
 }
 
 impl SentinelUrl {
@@ -256,6 +272,20 @@ impl Sentinels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_debug_form_shows_no_password() {
+        let options = crate::StoreOptions::default().with_sentinel_password("s3ntinel");
+        let url = SentinelUrl::parse("redis+sentinel://app:m4ster@a:1/m")
+            .unwrap()
+            .with_sentinel_credentials(&options);
+        let shown = format!("{url:?}");
+        assert!(
+            !shown.contains("m4ster") && !shown.contains("s3ntinel"),
+            "{shown}"
+        );
+        assert!(shown.contains("app"), "{shown}");
+    }
 
     #[test]
     fn urls_name_the_sentinels_the_master_the_credentials_and_tls() {
