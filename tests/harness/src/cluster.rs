@@ -34,9 +34,31 @@ impl RedisCluster {
     /// stay, for the kit's own connections); the cluster bus and replication go over TLS. A client on a
     /// TLS connection is told the nodes' TLS ports (`CLUSTER SLOTS`).
     pub fn start_tls(masters: usize, replicas: usize, certificates: &TestCertificates) -> Self {
+        Self::start_tls_nodes(masters, replicas, certificates, false)
+    }
+
+    /// [`start_tls`](Self::start_tls), every node asking each TLS client for a certificate the CA signed
+    /// (`tls-auth-clients yes`, Redis's default; the nodes present their own to each other on the bus).
+    pub fn start_tls_asking_clients(
+        masters: usize,
+        replicas: usize,
+        certificates: &TestCertificates,
+    ) -> Self {
+        Self::start_tls_nodes(masters, replicas, certificates, true)
+    }
+
+    fn start_tls_nodes(
+        masters: usize,
+        replicas: usize,
+        certificates: &TestCertificates,
+        asking_clients: bool,
+    ) -> Self {
         let tls_ports: Vec<u16> = (0..masters * (1 + replicas)).map(|_| free_port()).collect();
         Self::start_nodes(masters, replicas, tls_ports.clone(), |index| {
-            let mut args = certificates.server_args(tls_ports[index]);
+            let mut args = match asking_clients {
+                true => certificates.server_args_asking_clients(tls_ports[index], ""),
+                false => certificates.server_args(tls_ports[index]),
+            };
             args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
             args
         })

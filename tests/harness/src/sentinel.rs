@@ -25,6 +25,9 @@ pub struct Secured<'a> {
     /// Every process also serves TLS with these certificates on a port of its own; the sentinels and the
     /// replica reach the master over TLS, so the sentinels name TLS ports.
     pub tls: Option<&'a TestCertificates>,
+    /// With `tls`: every process asks each TLS client for a certificate the CA signed
+    /// (`tls-auth-clients yes`, Redis's default); they present their own to each other.
+    pub asking_clients: bool,
 }
 
 /// A running master, replica and three sentinels owned by the test that started them.
@@ -59,7 +62,10 @@ impl RedisSentinels {
                 args.extend(["--requirepass", password, "--masterauth", password].map(String::from));
             }
             if let (Some(certificates), Some(port)) = (secured.tls, tls_port) {
-                args.extend(certificates.server_args(port));
+                args.extend(match secured.asking_clients {
+                    true => certificates.server_args_asking_clients(port, ""),
+                    false => certificates.server_args(port),
+                });
                 args.extend(["--tls-replication", "yes"].map(String::from));
             }
             args
@@ -213,9 +219,10 @@ fn try_spawn_sentinel(master_port: &str, secured: &Secured) -> Option<Sentinel> 
     let tls_port = secured.tls.map(|certificates| {
         let tls_port = free_port();
         let path = |p: PathBuf| p.display().to_string();
+        let asks = if secured.asking_clients { "yes" } else { "no" };
         text += &format!(
             "tls-port {tls_port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
-             tls-auth-clients no\ntls-replication yes\n",
+             tls-auth-clients {asks}\ntls-replication yes\n",
             path(certificates.cert()),
             path(certificates.key()),
             path(certificates.ca())

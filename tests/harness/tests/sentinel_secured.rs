@@ -40,6 +40,7 @@ async fn one_password_in_the_url_for_the_master_the_sentinels_or_both() {
             password,
             sentinel_password,
             tls: None,
+            asking_clients: false,
         });
         let name = format!("master {password:?}, sentinels {sentinel_password:?}");
         let url = setup.url_with_password(Some("s3cret"));
@@ -62,6 +63,7 @@ async fn rediss_sentinel_over_tls_with_a_private_certificate_authority() {
         password: Some("s3cret"),
         sentinel_password: Some("s3cret"),
         tls: Some(&certificates),
+        asking_clients: false,
     });
     let mut trusted = StoreOptions::default();
     trusted.tls_root_ca = Some(certificates.ca_pem());
@@ -85,6 +87,7 @@ async fn the_sentinels_own_password_when_it_differs_from_the_masters() {
         password: Some("m4ster"),
         sentinel_password: Some("s3ntinel"),
         tls: None,
+        asking_clients: false,
     });
     let url = setup.url_with_password(Some("m4ster"));
     let name = "master m4ster, sentinels s3ntinel";
@@ -145,4 +148,24 @@ fn sentinel_options_are_refused_where_no_sentinel_reads_them() {
         shown.contains("<redacted>") && !shown.contains("s3ntinel"),
         "{shown}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_where_every_process_asks_for_a_client_certificate() {
+    let certificates = TestCertificates::make("sentinel-mutual");
+    let setup = RedisSentinels::start_secured(Secured {
+        password: Some("s3cret"),
+        sentinel_password: Some("s3cret"),
+        tls: Some(&certificates),
+        asking_clients: true,
+    });
+    let (certificate, key) = certificates.client_pem();
+    let mutual = StoreOptions::default()
+        .with_tls_root_ca(certificates.ca_pem())
+        .with_tls_client_cert(certificate, key);
+    // The sentinels, the master they name and the subscriber's own connection each see it.
+    serves_limits_and_locks(&setup.url(), &mutual, "mutual TLS behind Sentinel").await;
+    let trusted = StoreOptions::default().with_tls_root_ca(certificates.ca_pem());
+    let refused = refuses_as_configuration(&setup.url(), trusted, "no client certificate").await;
+    assert!(refused.to_string().contains("tls_client_cert"), "{refused}");
 }

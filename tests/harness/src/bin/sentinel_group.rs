@@ -28,11 +28,13 @@ fn main() {
             password: Some("s3cret"),
             sentinel_password: Some("s3cret"),
             tls: Some(certificates),
+            asking_clients: false,
         }),
         (None, Some("split")) => RedisSentinels::start_secured(Secured {
             password: Some("m4ster"),
             sentinel_password: Some("s3ntinel"),
             tls: None,
+            asking_clients: false,
         }),
         (None, None) => RedisSentinels::start(),
         (None, Some(other)) => panic!("sentinel_group: unknown mode {other:?} (secured or split)"),
