@@ -52,16 +52,11 @@ impl StoreSettings {
             }
             options = options.with_timeout(timeout);
         }
-        let [ca_name, _, _] = TLS_OPTION_NAMES;
-        if let Some(pem) = pem_bytes(&self.tls_root_ca) {
-            options = options.with_tls_root_ca_read(pem, ca_name).map_err(to_js)?;
-        }
-        let (certificate, key) = (pem_bytes(&self.tls_client_cert), pem_bytes(&self.tls_client_key));
-        options = options
-            .with_tls_client_cert_read(certificate, key, TLS_OPTION_NAMES)
-            .map_err(to_js)?;
         let url = self.url.as_deref().unwrap_or("memory://");
-        options.check_for_url(url, TLS_OPTION_NAMES).map_err(to_js)?;
+        let pems = [&self.tls_root_ca, &self.tls_client_cert, &self.tls_client_key].map(pem_bytes);
+        options = options
+            .with_tls_for_url(pems, url, TLS_OPTION_NAMES)
+            .map_err(to_js)?;
         options.sentinel_username = self.sentinel_username.clone();
         options.sentinel_password = self.sentinel_password.clone();
         options

@@ -66,7 +66,7 @@ impl PyClient {
     ) -> PyResult<Self> {
         let url = normalized(url);
         let tls = [tls_root_ca, tls_client_cert, tls_client_key];
-        let mut options = client_options(timeout, tls, max_keys, when_full)?;
+        let mut options = client_options(&url, timeout, tls, max_keys, when_full)?;
         options.sentinel_username = sentinel_username;
         options.sentinel_password = sentinel_password;
         let store = ratelock::AnyLockStore::new(&url, &options).map_err(to_py)?;
@@ -227,23 +227,18 @@ impl Pem {
     }
 }
 
-/// A client's store options: the core's defaults, with what was given, checked.
+/// The store options of a client of `url`: the core's defaults, with what was given, checked.
 fn client_options(
+    url: &str,
     timeout: f64,
     tls: [Option<Pem>; 3],
     max_keys: Option<i64>,
     when_full: Option<&str>,
 ) -> PyResult<ratelock::StoreOptions> {
-    let mut options = options(convert::seconds("timeout", timeout)?);
-    let [root_ca, certificate, key] = tls.map(|pem| pem.map(Pem::into_bytes));
-    let [ca_name, _, _] = ratelock::store::TLS_OPTION_NAMES;
-    if let Some(pem) = root_ca {
-        options = options.with_tls_root_ca_read(pem, ca_name).map_err(to_py)?;
-    }
-    options = options
-        .with_tls_client_cert_read(certificate, key, ratelock::store::TLS_OPTION_NAMES)
-        .map_err(to_py)?;
-    options
+    let pems = tls.map(|pem| pem.map(Pem::into_bytes));
+    options(convert::seconds("timeout", timeout)?)
+        .with_tls_for_url(pems, url, ratelock::store::TLS_OPTION_NAMES)
+        .map_err(to_py)?
         .with_memory_bound(
             max_keys.map(|keys| keys as f64),
             when_full,

@@ -107,6 +107,9 @@ test('tlsClientCert and tlsClientKey go together, read as PEM, and only with a r
   await invalid({ url: redis.tlsUrl, tlsClientCert: 'not a certificate', tlsClientKey: key }, 'tlsClientCert')
   await invalid({ url: redis.tlsUrl, tlsClientCert: certificate, tlsClientKey: 'not a key' }, 'tlsClientKey')
   await invalid({ url: redis.url, tlsClientCert: certificate, tlsClientKey: key }, 'tlsClientCert')
+  // On a URL that reads no TLS option, that comes first, whatever the PEM holds.
+  await invalid({ url: redis.url, tlsClientCert: 'not a certificate', tlsClientKey: 'not a key' }, 'tlsClientCert.*rediss://')
+  await invalid({ url: redis.url, tlsRootCa: 'not a certificate' }, 'tlsRootCa.*rediss://')
   assert.throws(() => new ratelock.Limiter({ url: redis.tlsUrl, tlsClientCert: 42, tlsClientKey: key }), named('tlsClientCert'))
 })
 

@@ -101,6 +101,11 @@ def test_a_client_certificate_and_key_that_do_not_go_together_are_named(tls_redi
             ratelock.Client(url, **given)
     with pytest.raises(ratelock.InvalidArgument, match="tls_client_cert"):
         ratelock.Client(tls_redis_server.url, tls_client_cert=certificate, tls_client_key=key)
+    # On a URL that reads no TLS option, that comes first, whatever the PEM holds.
+    with pytest.raises(ratelock.InvalidArgument, match="tls_client_cert.*rediss://"):
+        ratelock.Client(tls_redis_server.url, tls_client_cert="not a certificate", tls_client_key="not a key")
+    with pytest.raises(ratelock.InvalidArgument, match="tls_root_ca.*rediss://"):
+        ratelock.Client(tls_redis_server.url, tls_root_ca="not a certificate")
 
 
 def test_rediss_to_a_plain_port_says_the_connect_timed_out_with_nothing_sent(tls_redis_server):

@@ -83,6 +83,41 @@ impl StoreOptions {
         }
     }
 
+    /// The three TLS options as a binding receives them (`[CA, client certificate, its key]`, PEM, each
+    /// optional) for a store of `url`: first whether that store reads them at all (a PEM given with
+    /// `redis://` is told to use `rediss://`, whatever it holds; see
+    /// [`check_for_url`](Self::check_for_url)), then what they hold, as
+    /// [`with_tls_root_ca_read`](Self::with_tls_root_ca_read) and
+    /// [`with_tls_client_cert_read`](Self::with_tls_client_cert_read) read it, named as `names` spell
+    /// them.
+    ///
+    /// ```
+    /// let names = ["tlsRootCa", "tlsClientCert", "tlsClientKey"];
+    /// let garbage = [Some(b"not a certificate".to_vec()), None, None];
+    /// let options = ratelock::StoreOptions::default();
+    /// let plain = options.clone().with_tls_for_url(garbage.clone(), "redis://cache:6379/", names);
+    /// assert!(plain.unwrap_err().to_string().contains("rediss://"));
+    /// let secure = options.with_tls_for_url(garbage, "rediss://cache:6380/", names);
+    /// assert!(secure.unwrap_err().to_string().contains("tlsRootCa"));
+    /// ```
+    pub fn with_tls_for_url(
+        mut self,
+        pems: [Option<Vec<u8>>; 3],
+        url: &str,
+        names: TlsOptionNames,
+    ) -> Result<Self> {
+        let [root_ca, certificate, key] = pems;
+        (self.tls_root_ca, self.tls_client_cert, self.tls_client_key) = (root_ca, certificate, key);
+        self.check_for_url(url, names)?;
+        let root_ca = self.tls_root_ca.take();
+        let (certificate, key) = (self.tls_client_cert.take(), self.tls_client_key.take());
+        let [ca_name, _, _] = names;
+        if let Some(pem) = root_ca {
+            self = self.with_tls_root_ca_read(pem, ca_name)?;
+        }
+        self.with_tls_client_cert_read(certificate, key, names)
+    }
+
     /// `Ok` when the TLS options given read as what they are (see
     /// [`with_tls_client_cert_read`](Self::with_tls_client_cert_read)), named as Rust spells them.
     pub(crate) fn check_tls(&self) -> Result<()> {
