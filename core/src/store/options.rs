@@ -30,8 +30,7 @@ pub struct StoreOptions {
     /// [`sentinel_password`](Self::sentinel_password).
     pub sentinel_username: Option<String>,
     /// `redis+sentinel://` and `rediss+sentinel://`: the sentinels' password, when it differs from the
-    /// master's (the URL's
-    /// credentials then go to the master only).
+    /// master's (the URL's credentials then go to the master only).
     pub sentinel_password: Option<String>,
     /// Redis: which server code runs the calls ([`ServerCode::Auto`]: the ratelock module where the
     /// server has it, else the Lua scripts).
