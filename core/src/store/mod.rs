@@ -78,9 +78,7 @@ impl Store {
 
     /// [`connect`](Self::connect) without the `async`: no store does I/O when it is made (lazy start).
     pub fn new(url: &str, options: &StoreOptions) -> Result<Store> {
-        options.check()?;
-        options.check_for_url(url, TLS_OPTION_NAMES)?;
-        options.check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)?;
+        options.check_for_store(url)?;
         let url = url.trim();
         if url.is_empty() || url == "memory://" || url == "memory" {
             return Ok(Store::Memory(MemoryStore::for_options(options)));
@@ -178,9 +176,7 @@ impl AnyLockStore {
         // Every other URL is checked by `Store::new`.
         #[cfg(feature = "redis")]
         if url.trim().starts_with(redlock::REDLOCK_SCHEME) {
-            options.check()?;
-            options.check_for_url(url, TLS_OPTION_NAMES)?;
-            options.check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)?;
+            options.check_for_store(url)?;
             return Ok(AnyLockStore::Redlock(redlock::RedlockStore::new(
                 url.trim(),
                 options,

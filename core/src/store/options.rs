@@ -61,6 +61,14 @@ impl StoreOptions {
         self.check_tls()
     }
 
+    /// Every check a store makes of its options when it is made for `url` ([`check`](Self::check),
+    /// then whether that store reads the TLS and Sentinel options given), named as Rust spells them.
+    pub(crate) fn check_for_store(&self, url: &str) -> Result<()> {
+        self.check()?;
+        self.check_for_url(url, super::TLS_OPTION_NAMES)?;
+        self.check_sentinel_for_url(url, super::SENTINEL_OPTION_NAMES)
+    }
+
     /// The same options with another timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;

@@ -148,9 +148,7 @@ impl RedisStore {
     /// client certificate, or a TLS or Sentinel option on a URL that would not read it, is an invalid
     /// argument.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Self> {
-        options.check()?;
-        options.check_for_url(url, crate::store::TLS_OPTION_NAMES)?;
-        options.check_sentinel_for_url(url, crate::store::SENTINEL_OPTION_NAMES)?;
+        options.check_for_store(url)?;
         Self::new(url, options)
     }
 
