@@ -8,6 +8,22 @@
 //!   ratelock call does (bans, lists and overrides answer in the same call as the rule);
 //! - the INCR + PEXPIRE counter of rate-limiter-flexible and limits, with the clock (a window that
 //!   starts on the clock's boundaries needs it) and the same reads, in the same shape.
+//!
+//! And the least any contract could cost that keeps what a ratelock call answers for: the ban or list
+//! entry and the override read in the same call as the state, the server's clock, a denial that spends
+//! nothing, the call tag echoed (the never-replay rule's crossed-reply check), and a reply that carries
+//! the decision. These "lightest contract" functions take only the arguments that work needs (the rule
+//! as two numbers, the tag last, read in place) and read the entry and the override (with the state,
+//! for GCRA) in one MGET; a limit call answers one string (the tag, then the decision's figures: the
+//! cheapest reply shape measured, about 3.6k instructions under a table of the tag and five integers)
+//! and a lock call a table of two. None of them checks what it read, so each is a lower bound, not a
+//! design:
+//! - GCRA: MGET, TIME, SET PX;
+//! - a clock-aligned fixed window as the peers' counter (INCR, and PEXPIRE to the window's end on its
+//!   first hit), with MGET of the entry and override and TIME: lighter than any window that spends
+//!   nothing on a denial;
+//! - a fenced lock pair: `SET NX PX` and, when taken, INCR of the fencing counter; then GET, compare,
+//!   DEL and PUBLISH of the release notice (waiters are woken by it), the owner's token as the value.
 
 /// The library: what each function does is in the module docs. None of them decides anything.
 const LIBRARY: &str = "#!lua name=ratelock_bench_floors
@@ -43,6 +59,37 @@ redis.register_function('floor_counter_reads', function(KEYS, ARGV)
   if n == 1 then redis.call('PEXPIRE', KEYS[1], 60000) end
   return { 0, 1, 100, 100 - n, 60000000 - now % 60000000, 0, tag }
 end)
+redis.register_function('floor_gcra_lightest', function(KEYS, ARGV)
+  local held = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+  local now = now_us()
+  local tat = tonumber(held[1]) or now
+  if tat < now then tat = now end
+  tat = tat + ARGV[1]
+  redis.call('SET', KEYS[1], tat, 'PX', ARGV[2])
+  return ARGV[3] .. ' 1 100 99 ' .. (tat - now) .. ' 0'
+end)
+redis.register_function('floor_window_lightest', function(KEYS, ARGV)
+  redis.call('MGET', KEYS[2], KEYS[3])
+  local now = now_us()
+  local count = redis.call('INCR', KEYS[1])
+  local reset = ARGV[1] - now % ARGV[1]
+  if count == 1 then redis.call('PEXPIRE', KEYS[1], math.ceil(reset / 1000)) end
+  return ARGV[2] .. ' 1 100 ' .. (100 - count) .. ' ' .. reset .. ' 0'
+end)
+redis.register_function('floor_lock_acquire', function(KEYS, ARGV)
+  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return { ARGV[3], redis.call('INCR', KEYS[2]) }
+  end
+  return { ARGV[3], 0 }
+end)
+redis.register_function('floor_lock_release', function(KEYS, ARGV)
+  if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', KEYS[2], ARGV[1])
+    return { ARGV[2], 1 }
+  end
+  return { ARGV[2], 0 }
+end)
 ";
 
 /// The start of every floor row's name.
@@ -55,6 +102,19 @@ pub const GCRA_READS: &str =
 /// The counter in the contract's shape with the clock and the reads.
 pub const COUNTER_READS: &str =
     "INCR + PEXPIRE in its call shape, with the clock and the entry and override read in one MGET";
+
+/// The start of every lightest-contract row's name.
+pub const LIGHTEST_PREFIX: &str = "the floor of any contract keeping ratelock's answers, by FCALL: ";
+/// The least any contract keeping a GCRA call's answers could cost (see the module docs).
+pub const GCRA_LIGHTEST: &str =
+    "one GCRA rule (MGET of the state, entry and override; TIME; SET PX; the tag echoed)";
+/// The same for a fixed window.
+pub const WINDOW_LIGHTEST: &str =
+    "one fixed_window rule (MGET of the entry and override; TIME; INCR, PEXPIRE on a window's first hit; the tag echoed)";
+/// The lock pair's lightest contract (a family of `lock_server_cost`).
+pub const LOCK_PAIR_LIGHTEST: &str =
+    "the floor of any contract keeping ratelock's answers, by FCALL: a fenced lock pair \
+     (SET NX PX, INCR; GET, DEL, PUBLISH; the tag echoed)";
 
 /// Loads the library on `connection` (replacing an older copy).
 pub fn load(connection: &mut redis::Connection) {
@@ -88,5 +148,54 @@ pub fn commands(gcra_arguments: &[String], window_arguments: &[String]) -> Vec<(
             format!("{PREFIX}{COUNTER_READS}"),
             call("floor_counter_reads", window_arguments),
         ),
+        (
+            format!("{LIGHTEST_PREFIX}{GCRA_LIGHTEST}"),
+            call(
+                "floor_gcra_lightest",
+                &lightest(gcra_arguments, &["600000", "60000"]),
+            ),
+        ),
+        (
+            format!("{LIGHTEST_PREFIX}{WINDOW_LIGHTEST}"),
+            call(
+                "floor_window_lightest",
+                &lightest(window_arguments, &["60000000"]),
+            ),
+        ),
+    ]
+}
+
+/// A lightest-contract call's arguments: limit.lua's numkeys and three KEYS from `arguments`, then
+/// `rule` (the rule's numbers), then the call tag (limit.lua's last argument).
+fn lightest(arguments: &[String], rule: &[&str]) -> Vec<String> {
+    let mut lightest = arguments[..4].to_vec();
+    lightest.extend(rule.iter().map(|number| (*number).to_owned()));
+    lightest.push(arguments.last().expect("limit.lua's call tag").clone());
+    lightest
+}
+
+/// The lightest lock pair's two commands: acquire `lease` for `owner` with a `lease_ms` lease (fencing
+/// counter `fence`), and release it, telling `channel`; each with the call tag `tag`.
+pub fn lock_pair(
+    lease: &str,
+    fence: &str,
+    channel: &str,
+    owner: &str,
+    lease_ms: u64,
+    tag: &str,
+) -> [Vec<String>; 2] {
+    let words = |parts: &[&str]| parts.iter().map(|part| (*part).to_owned()).collect::<Vec<_>>();
+    [
+        words(&[
+            "FCALL",
+            "floor_lock_acquire",
+            "2",
+            lease,
+            fence,
+            owner,
+            &lease_ms.to_string(),
+            tag,
+        ]),
+        words(&["FCALL", "floor_lock_release", "2", lease, channel, owner, tag]),
     ]
 }

@@ -19,6 +19,7 @@ use crate::native_floor;
 use crate::redis_benchmark::{command_stat, load_script, requests_per_second, BenchmarkRun};
 use crate::redis_comparison::query;
 use crate::report::{Row, Target, Unit};
+use crate::script_call::BENCH_TAG;
 
 /// redlock's and redis-py's release: delete the key only if it still holds our token (written for
 /// this bench from the algorithm's description).
@@ -230,6 +231,17 @@ pub(crate) fn families(
         release: lua_release.command(),
         release_stat: "evalsha",
         held: Held::Hash,
+    });
+    crate::contract_floors::load(connection);
+    let [lightest_acquire, lightest_release] =
+        crate::contract_floors::lock_pair(&lease, &fence_counter, &channel, OWNER, lease_ms, BENCH_TAG);
+    families.push(PairFamily {
+        label: crate::contract_floors::LOCK_PAIR_LIGHTEST,
+        acquire: lightest_acquire,
+        acquire_stat: "fcall",
+        release: lightest_release,
+        release_stat: "fcall",
+        held: Held::Text,
     });
     let compare_and_delete = load_script(connection, COMPARE_AND_DELETE);
     let ms = lease_ms.to_string();

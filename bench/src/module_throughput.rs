@@ -2,16 +2,25 @@
 //! ratelock module: the store's default (the module's command) against the same client forced onto the
 //! Lua script by EVALSHA (`?server_code=scripts`, today's Lua path), on the same server in the same run. The issue's target is 3×; on
 //! a 2-core machine the client and the server share the cores, so the client's own cost bounds both.
+//! And the module's 64 tasks against redis-benchmark sending the same module command to the same server
+//! (`-c 50 -P 16`, as the Lua path's row pairs them): issue 27's target, 0.8×.
 
 use ratelock::{Limiter, Rules};
 use ratelock_testkit::module::{command_calls, server_with_module};
 
 use crate::client_throughput::{self, Window};
+use crate::redis_benchmark::{self, BenchmarkRun};
+use crate::redis_comparison::requests_lasting;
 use crate::report::{Row, Target, Unit};
+use crate::script_call::ScriptCall;
 
 const TASKS: usize = 64;
 const KEY: &str = "bench:module";
 const MODULE_TARGET_RATIO: f64 = 3.0;
+/// The module path's 64 tasks against redis-benchmark on the same command (issue 27).
+const AGAINST_REDIS_BENCHMARK_TARGET_RATIO: f64 = 0.8;
+/// How long redis-benchmark's run lasts, about (its request count is set from the client's rate).
+const BASELINE_SECONDS: f64 = 3.0;
 
 /// The row (none, with a note, when the module was not built).
 pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec<Row> {
@@ -36,11 +45,43 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
         command_calls(&server, "ratelock.limit"),
         command_calls(&server, "evalsha"),
     ));
-    vec![Row {
-        name: format!("Rust GCRA hit, {TASKS} tasks: module loaded vs the Lua path"),
-        unit: Unit::PerSecond,
-        measured: Some(module_rate),
-        baseline: Some(lua_rate),
-        target: Target::RatioAtLeast(MODULE_TARGET_RATIO),
-    }]
+    let run = BenchmarkRun {
+        requests: requests_lasting(module_rate, BASELINE_SECONDS),
+        clients: 50,
+        pipeline: 16,
+        keyspace: None,
+    };
+    let command = ScriptCall::hit("rl", KEY, &rules[0]).module_command();
+    let saturated = match redis_benchmark::requests_per_second(server.port(), &command, &run) {
+        Ok(rate) => Some(rate),
+        Err(problem) => {
+            notes.push(problem);
+            None
+        }
+    };
+    notes.push(format!(
+        "module throughput: redis-benchmark {} -n {} {}",
+        run.describe(),
+        run.requests,
+        command.join(" ")
+    ));
+    vec![
+        Row {
+            name: format!("Rust GCRA hit, {TASKS} tasks: module loaded vs the Lua path"),
+            unit: Unit::PerSecond,
+            measured: Some(module_rate),
+            baseline: Some(lua_rate),
+            target: Target::RatioAtLeast(MODULE_TARGET_RATIO),
+        },
+        Row {
+            name: format!(
+                "Rust GCRA hit, {TASKS} tasks, module loaded vs redis-benchmark {} on RATELOCK.LIMIT",
+                run.describe()
+            ),
+            unit: Unit::PerSecond,
+            measured: Some(module_rate),
+            baseline: saturated,
+            target: Target::RatioAtLeast(AGAINST_REDIS_BENCHMARK_TARGET_RATIO),
+        },
+    ]
 }

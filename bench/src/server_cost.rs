@@ -353,8 +353,12 @@ pub fn rows(notes: &mut Vec<String>) -> (Vec<Row>, String) {
         // Each Lua row against the peer script its target names: a fixed window (by FCALL, and the
         // counter's floor) against INCR + PEXPIRE, every other against the minimal GCRA script.
         let fcall_window = name == format!("{LUA_FCALL_PREFIX}{FIXED_WINDOW_LABEL}");
-        let counter = fcall_window || name.ends_with(crate::contract_floors::COUNTER_READS);
-        let lua = name.starts_with("ratelock limit.lua") || name.starts_with(crate::contract_floors::PREFIX);
+        let counter = fcall_window
+            || name.ends_with(crate::contract_floors::COUNTER_READS)
+            || name.ends_with(crate::contract_floors::WINDOW_LIGHTEST);
+        let lua = name.starts_with("ratelock limit.lua")
+            || name.starts_with(crate::contract_floors::PREFIX)
+            || name.starts_with(crate::contract_floors::LIGHTEST_PREFIX);
         rows.push(Row {
             name: format!("server µs per call: {name}"),
             unit: Unit::Micros,

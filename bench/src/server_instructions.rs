@@ -162,13 +162,18 @@ fn counted(name: &str) -> Option<(String, Target)> {
     if name == fcall(THREE_RULES_LABEL) || name == fcall(THREE_GCRA_LABEL) {
         return Some((fcall(LUA_GCRA_LABEL), Target::None));
     }
+    let lightest = |label: &str| format!("{}{label}", contract_floors::LIGHTEST_PREFIX);
     if [LUA_GCRA_NAME, MODULE_GCRA_NAME, MINIMAL_GCRA_LABEL].contains(&name)
         || name == floor(contract_floors::GCRA_READS)
+        || name == lightest(contract_floors::GCRA_LIGHTEST)
         || name == fcall(SLIDING_WINDOW_LABEL)
     {
         return Some((MINIMAL_GCRA_LABEL.into(), Target::None));
     }
-    if name == INCR_PEXPIRE_LABEL || name == floor(contract_floors::COUNTER_READS) {
+    if name == INCR_PEXPIRE_LABEL
+        || name == floor(contract_floors::COUNTER_READS)
+        || name == lightest(contract_floors::WINDOW_LIGHTEST)
+    {
         return Some((INCR_PEXPIRE_LABEL.into(), Target::None));
     }
     None
