@@ -1,6 +1,6 @@
 //! The floors of limit.lua's call contract on the Functions route: the least any FCALL under that
 //! contract can cost the server, so that a target set against a bare peer script can be read against
-//! what the contract itself costs. Three functions written for this bench, in a library of their own,
+//! what the contract itself costs. Functions written for this bench, in a library of their own,
 //! each called with the very KEYS and ARGV of limit.lua's one-rule call (call tag included):
 //! - the minimal GCRA's work (TIME, GET, SET PX) in the contract's shape: the tag taken off ARGV, and
 //!   the reply (the reason and five integers) sent back with the tag appended (contract 4);
@@ -16,14 +16,17 @@
 //! as two numbers, the tag last, read in place) and read the entry and the override (with the state,
 //! for GCRA) in one MGET; a limit call answers one string (the tag, then the decision's figures: the
 //! cheapest reply shape measured, about 3.6k instructions under a table of the tag and five integers)
-//! and a lock call a table of two. None of them checks what it read, so each is a lower bound, not a
-//! design:
+//! and so does a lock release; a lock acquire answers a table of the tag and the token (Lua would
+//! print a 16-digit token in a string as an exponent). None of them checks what it read, so each is a
+//! lower bound, not a design:
 //! - GCRA: MGET, TIME, SET PX;
 //! - a clock-aligned fixed window as the peers' counter (INCR, and PEXPIRE to the window's end on its
 //!   first hit), with MGET of the entry and override and TIME: lighter than any window that spends
 //!   nothing on a denial;
-//! - a fenced lock pair: `SET NX PX` and, when taken, INCR of the fencing counter; then GET, compare,
-//!   DEL and PUBLISH of the release notice (waiters are woken by it), the owner's token as the value.
+//! - a fenced lock pair: `SET NX PX` and, when taken, TIME and INCR of the fencing counter (a token
+//!   above the last one and at least the clock, as ratelock's, though this one is not written back);
+//!   then GET, compare (the owner's token only, no fencing token), DEL and PUBLISH of the release
+//!   notice (waiters are woken by it), the channel given as an argument, the owner's token as the value.
 
 /// The library: what each function does is in the module docs. None of them decides anything.
 const LIBRARY: &str = "#!lua name=ratelock_bench_floors
@@ -78,17 +81,18 @@ redis.register_function('floor_window_lightest', function(KEYS, ARGV)
 end)
 redis.register_function('floor_lock_acquire', function(KEYS, ARGV)
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return { ARGV[3], redis.call('INCR', KEYS[2]) }
+    local now = now_us()
+    return { ARGV[3], math.max(redis.call('INCR', KEYS[2]), now) }
   end
   return { ARGV[3], 0 }
 end)
 redis.register_function('floor_lock_release', function(KEYS, ARGV)
   if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('DEL', KEYS[1])
-    redis.call('PUBLISH', KEYS[2], ARGV[1])
-    return { ARGV[2], 1 }
+    redis.call('PUBLISH', ARGV[2], ARGV[1])
+    return ARGV[3] .. ' 1'
   end
-  return { ARGV[2], 0 }
+  return ARGV[3] .. ' 0'
 end)
 ";
 
@@ -114,7 +118,7 @@ pub const WINDOW_LIGHTEST: &str =
 /// The lock pair's lightest contract (a family of `lock_server_cost`).
 pub const LOCK_PAIR_LIGHTEST: &str =
     "the floor of any contract keeping ratelock's answers, by FCALL: a fenced lock pair \
-     (SET NX PX, INCR; GET, DEL, PUBLISH; the tag echoed)";
+     (SET NX PX, TIME, INCR; GET, DEL, PUBLISH; the tag echoed)";
 
 /// Loads the library on `connection` (replacing an older copy).
 pub fn load(connection: &mut redis::Connection) {
@@ -128,7 +132,7 @@ pub fn load(connection: &mut redis::Connection) {
 
 /// Each floor's row label and command: `FCALL <function>`, then `arguments` (limit.lua's numkeys,
 /// KEYS and ARGV for one rule): the GCRA floors with a GCRA rule's, the counter's with a fixed
-/// window's.
+/// window's; the lightest contract's with those KEYS and only the rule's numbers and the tag.
 pub fn commands(gcra_arguments: &[String], window_arguments: &[String]) -> Vec<(String, Vec<String>)> {
     let call = |function: &str, arguments: &[String]| {
         let mut command = vec!["FCALL".to_owned(), function.to_owned()];
@@ -196,6 +200,6 @@ pub fn lock_pair(
             &lease_ms.to_string(),
             tag,
         ]),
-        words(&["FCALL", "floor_lock_release", "2", lease, channel, owner, tag]),
+        words(&["FCALL", "floor_lock_release", "1", lease, owner, channel, tag]),
     ]
 }

@@ -226,14 +226,23 @@ fn measure(
     let mut figures = Vec::new();
     let mut tails = Vec::new();
     for path in paths {
+        // Each path on an empty keyspace (scripts and libraries stay): paths share key names, and a
+        // counter's INCR on the hash another path left would fail every call.
+        let _: () = redis::cmd("FLUSHALL").query(connection).expect("FLUSHALL");
         let _: () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query(connection)
             .expect("CONFIG RESETSTAT");
         let per_second = requests_per_second(server.port(), &path.command, &run);
-        let micros = command_stat(connection, path.stat, "usec_per_call");
+        let mut micros = command_stat(connection, path.stat, "usec_per_call");
         if let Err(problem) = &per_second {
             notes.push(format!("server cost, {}: {problem}", path.name));
+        }
+        // A call that failed is counted in usec_per_call too: no figure then, and a note.
+        let failed = command_stat(connection, path.stat, "failed_calls").unwrap_or(0.0);
+        if failed > 0.0 {
+            notes.push(format!("server cost, {}: {failed:.0} calls failed: no µs figure", path.name));
+            micros = None;
         }
         match server_tails::read(connection, path.stat) {
             Some(tail) => tails.push((path.name.clone(), micros, tail)),
@@ -309,7 +318,7 @@ pub fn rows(notes: &mut Vec<String>) -> (Vec<Row>, String) {
     let (figures, mut tails) = measure(&server, &mut connection, all_paths, notes);
     tails.extend(minimal_gcra_alone(notes));
     notes.push(format!(
-        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script (the fixed window's by FCALL: INCR + PEXPIRE), the others' CL.THROTTLE; the contract's floors are functions of a bench library called with limit.lua's own KEYS and ARGV (bench/src/contract_floors.rs)",
+        "server cost: redis-benchmark {} -r 10000 -n {} per row on one redis-server{}; µs per call from INFO commandstats after CONFIG RESETSTAT (it leaves out argument parsing and varies from run to run); the limit.lua rows' µs baseline is the minimal GCRA script (the fixed window's by FCALL: INCR + PEXPIRE), the others' CL.THROTTLE; the contract's floors are functions of a bench library called with limit.lua's own KEYS and ARGV, the lightest contract's with those KEYS and only the rule's numbers and the tag (bench/src/contract_floors.rs); FLUSHALL before each path",
         run.describe(),
         run.requests,
         if module.is_some() { " that loads ratelock's module" } else { "" }
