@@ -241,7 +241,10 @@ fn measure(
         // A call that failed is counted in usec_per_call too: no figure then, and a note.
         let failed = command_stat(connection, path.stat, "failed_calls").unwrap_or(0.0);
         if failed > 0.0 {
-            notes.push(format!("server cost, {}: {failed:.0} calls failed: no µs figure", path.name));
+            notes.push(format!(
+                "server cost, {}: {failed:.0} calls failed: no µs figure",
+                path.name
+            ));
             micros = None;
         }
         match server_tails::read(connection, path.stat) {
