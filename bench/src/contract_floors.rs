@@ -107,8 +107,14 @@ pub const GCRA_READS: &str =
 pub const COUNTER_READS: &str =
     "INCR + PEXPIRE in its call shape, with the clock and the entry and override read in one MGET";
 
+/// The start of every lightest-contract row's name, as a literal that `concat!` can build on.
+macro_rules! lightest_prefix {
+    () => {
+        "the floor of any contract keeping ratelock's answers, by FCALL: "
+    };
+}
 /// The start of every lightest-contract row's name.
-pub const LIGHTEST_PREFIX: &str = "the floor of any contract keeping ratelock's answers, by FCALL: ";
+pub const LIGHTEST_PREFIX: &str = lightest_prefix!();
 /// The least any contract keeping a GCRA call's answers could cost (see the module docs).
 pub const GCRA_LIGHTEST: &str =
     "one GCRA rule (MGET of the state, entry and override; TIME; SET PX; the tag echoed)";
@@ -116,9 +122,10 @@ pub const GCRA_LIGHTEST: &str =
 pub const WINDOW_LIGHTEST: &str =
     "one fixed_window rule (MGET of the entry and override; TIME; INCR, PEXPIRE on a window's first hit; the tag echoed)";
 /// The lock pair's lightest contract (a family of `lock_server_cost`).
-pub const LOCK_PAIR_LIGHTEST: &str =
-    "the floor of any contract keeping ratelock's answers, by FCALL: a fenced lock pair \
-     (SET NX PX, TIME, INCR; GET, DEL, PUBLISH; the tag echoed)";
+pub const LOCK_PAIR_LIGHTEST: &str = concat!(
+    lightest_prefix!(),
+    "a fenced lock pair (SET NX PX, TIME, INCR; GET, DEL, PUBLISH; the tag echoed)"
+);
 
 /// Loads the library on `connection` (replacing an older copy).
 pub fn load(connection: &mut redis::Connection) {
@@ -152,6 +159,8 @@ pub fn commands(gcra_arguments: &[String], window_arguments: &[String]) -> Vec<(
             format!("{PREFIX}{COUNTER_READS}"),
             call("floor_counter_reads", window_arguments),
         ),
+        // The rule's numbers as the minimal GCRA script is called with them (100/minute: 600,000 µs
+        // apart, a 60,000 ms expiry) and the window's period (a minute in µs).
         (
             format!("{LIGHTEST_PREFIX}{GCRA_LIGHTEST}"),
             call(
