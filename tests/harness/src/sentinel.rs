@@ -124,6 +124,22 @@ impl RedisSentinels {
             .and_then(|client| client.get_connection())
     }
 
+    /// Creates (or changes) the ACL user `name` on every sentinel with `rules` (as `ACL SETUSER` takes
+    /// them, e.g. `["on", ">pw", "-@all", "+ping"]`).
+    pub fn set_sentinel_user(&self, name: &str, rules: &[&str]) {
+        for sentinel in &self.sentinels {
+            let mut connection = self
+                .sentinel_connection(sentinel.port)
+                .expect("a connection to a sentinel");
+            let _: () = redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg(name)
+                .arg(rules)
+                .query(&mut connection)
+                .expect("ACL SETUSER on a sentinel");
+        }
+    }
+
     pub fn master(&mut self) -> &mut RedisServer {
         &mut self.master
     }

@@ -111,6 +111,36 @@ async fn the_sentinels_own_password_when_it_differs_from_the_masters() {
     refuses_as_configuration(&wrong_master, own, name).await;
 }
 
+/// A sentinel user that logs in but may not run what the sentinels are asked (`ROLE`, `SENTINEL`) is
+/// named beside the URL's user: the error was "the ACL permissions of the URL's user" alone, whose
+/// permissions were fine (redis-rs does not say which side refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_user_without_the_sentinel_commands_is_named() {
+    let setup = RedisSentinels::start_secured(Secured {
+        password: Some("m4ster"),
+        sentinel_password: Some("s3ntinel"),
+        tls: None,
+        asking_clients: false,
+    });
+    setup.set_sentinel_user("limited", &["on", ">l1mited", "-@all", "+ping", "+hello"]);
+    let url = setup.url_with_password(Some("m4ster"));
+    let limited = StoreOptions::default()
+        .with_sentinel_username("limited")
+        .with_sentinel_password("l1mited");
+    let refused = refuses_as_configuration(&url, limited, "a sentinel user without SENTINEL").await;
+    let Error::Configuration { setting, reason } = &refused else {
+        panic!("a configuration error: {refused:?}");
+    };
+    assert!(
+        setting.contains("sentinel_username"),
+        "the sentinels' user is named: {refused}"
+    );
+    assert!(
+        reason.contains("NOPERM"),
+        "the server's reason is kept: {refused}"
+    );
+}
+
 #[test]
 fn sentinel_options_are_refused_where_no_sentinel_reads_them() {
     let own = StoreOptions::default().with_sentinel_password("s3ntinel");

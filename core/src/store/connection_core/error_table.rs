@@ -10,6 +10,7 @@
 //! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation), `ERR Protocol error: unauthenticated ...` (a password set since connecting) | configuration | `Configuration { setting: "url (user and password)" }` |
 //! | the same behind Sentinel, when the store gives the sentinels credentials of their own (`sentinel_password`) | configuration | `Configuration { setting: "url (the master's user and password) or sentinel_username, sentinel_password (the sentinels')" }` |
 //! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
+//! | `NOPERM` while the sentinels are asked for the master, when they have credentials of their own | configuration | `Configuration { setting: "the ACL permissions of the URL's user (the master's) or of sentinel_username (the sentinels')" }` |
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
@@ -46,6 +47,11 @@ pub const SETTING_SENTINEL_CREDENTIALS: &str =
     "url (the master's user and password) or sentinel_username, sentinel_password (the sentinels')";
 /// The setting a user fixes for a missing ACL permission.
 pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
+/// The setting a user fixes for a missing ACL permission met while the sentinels are asked for the
+/// master, when the sentinels have credentials of their own: redis-rs checks each side with `ROLE` and
+/// does not say which side refused.
+pub const SETTING_SENTINEL_ACL: &str =
+    "the ACL permissions of the URL's user (the master's) or of sentinel_username (the sentinels')";
 /// The setting a user fixes for a database index the server does not have.
 pub const SETTING_DB: &str = "url (db index)";
 /// The setting a user fixes when the server's TLS certificate is not trusted.
@@ -74,6 +80,7 @@ pub(crate) fn setting_named(text: &str) -> &'static str {
         SETTING_CREDENTIALS,
         SETTING_SENTINEL_CREDENTIALS,
         SETTING_ACL,
+        SETTING_SENTINEL_ACL,
         SETTING_DB,
         SETTING_TLS,
         SETTING_CLIENT_CERTIFICATE,

@@ -18,7 +18,7 @@ pub use error_table::{
     client_refused, connect_timed_out, connection_failure, noscript_after_load, preamble_unanswered,
     server_closes_after, server_error, PROXY_OUTAGES, SETTING_ACL, SETTING_CLIENT_CERTIFICATE,
     SETTING_CLUSTER_URL, SETTING_COMMANDS, SETTING_CREDENTIALS, SETTING_DB, SETTING_SCRIPT_CACHE,
-    SETTING_SENTINEL_CREDENTIALS, SETTING_TLS, SETTING_TLS_VERSIONS,
+    SETTING_SENTINEL_ACL, SETTING_SENTINEL_CREDENTIALS, SETTING_TLS, SETTING_TLS_VERSIONS,
 };
 #[cfg(feature = "redis")]
 pub(crate) use error_table::{connect_error, redis_error};

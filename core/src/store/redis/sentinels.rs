@@ -17,7 +17,9 @@ use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, Redis
 use super::multi_host_urls::{node_urls_with, SENTINEL_SCHEME, TLS_SENTINEL_SCHEME};
 use super::tls_settings::TlsSettings;
 use crate::error::{Error, Result};
-use crate::store::connection_core::{connect_error, SETTING_CREDENTIALS, SETTING_SENTINEL_CREDENTIALS};
+use crate::store::connection_core::{
+    connect_error, SETTING_ACL, SETTING_CREDENTIALS, SETTING_SENTINEL_ACL, SETTING_SENTINEL_CREDENTIALS,
+};
 
 /// What a Sentinel URL says: where the sentinels are, the master's name, the credentials and TLS.
 #[derive(Clone, PartialEq)]
@@ -174,13 +176,19 @@ impl Sentinels {
     }
 
     /// `err`, naming the sentinels' own credentials beside the URL's when they were given and a side
-    /// refused its credentials (redis-rs does not say which side it was).
+    /// refused its credentials or lacked a permission (redis-rs does not say which side it was).
     fn naming_credentials(&self, err: Error) -> Error {
         match err {
-            Error::Configuration { setting, reason }
-                if setting == SETTING_CREDENTIALS && self.url.sentinel_password.is_some() =>
-            {
-                Error::configuration(SETTING_SENTINEL_CREDENTIALS, reason)
+            Error::Configuration { setting, reason } if self.url.sentinel_password.is_some() => {
+                let named = match setting {
+                    SETTING_CREDENTIALS => SETTING_SENTINEL_CREDENTIALS,
+                    SETTING_ACL => SETTING_SENTINEL_ACL,
+                    other => other,
+                };
+                Error::Configuration {
+                    setting: named,
+                    reason,
+                }
             }
             other => other,
         }
