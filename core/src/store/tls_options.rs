@@ -234,18 +234,36 @@ pub(crate) fn read_client_certificate(
         )
     })?;
     let provider = rustls::crypto::ring::default_provider();
-    rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider).map_err(
-        |err| match err {
-            rustls::Error::InvalidCertificate(why) => Error::invalid_argument(
-                certificate_name,
-                format!("its first certificate does not read: {why:?}"),
-            ),
-            other => Error::invalid_argument(
+    // Loaded on its own first: a key that reads as PEM but is of a kind ring cannot sign with (ECDSA
+    // P-521, say) would otherwise be reported as the wrong key for the certificate.
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key.clone_key())
+        .map_err(|err| {
+            Error::invalid_argument(
                 key_name,
-                format!("is not the private key of the client certificate ({certificate_name}): {other}"),
-            ),
-        },
-    )?;
+                format!(
+                    "holds a private key of a kind TLS here cannot sign with (RSA, ECDSA P-256 or P-384, \
+                     or Ed25519 can): {err}"
+                ),
+            )
+        })?;
+    let certified = rustls::sign::CertifiedKey::new(chain.clone(), signing_key);
+    match certified.keys_match() {
+        // A key whose public half cannot be told is taken, as rustls's own `from_der` takes it.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(()),
+        Err(err) => Err(err),
+    }
+    .map_err(|err| match err {
+        rustls::Error::InvalidCertificate(why) => Error::invalid_argument(
+            certificate_name,
+            format!("its first certificate does not read: {why:?}"),
+        ),
+        other => Error::invalid_argument(
+            key_name,
+            format!("is not the private key of the client certificate ({certificate_name}): {other}"),
+        ),
+    })?;
     Ok(ClientCertificate { chain, key })
 }
 

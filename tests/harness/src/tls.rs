@@ -126,28 +126,40 @@ impl TestCertificates {
     /// A client certificate the CA signed (for `ratelock client`), with its key, in PEM (`tls_client_cert`,
     /// `tls_client_key`): made on the first ask.
     pub fn client_pem(&self) -> (Vec<u8>, Vec<u8>) {
-        if !self.dir.join("client.pem").exists() {
-            self.run(&[
-                "req",
-                "-newkey",
-                "rsa:2048",
+        self.client_pem_keyed("client", &["-newkey", "rsa:2048"])
+    }
+
+    /// [`client_pem`](Self::client_pem) with a key of another kind, as `openssl req` makes it from
+    /// `key_args` (e.g. `["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]`), in files named
+    /// after `stem`.
+    pub fn client_pem_keyed(&self, stem: &str, key_args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        let (pem, key, csr) = (
+            format!("{stem}.pem"),
+            format!("{stem}.key"),
+            format!("{stem}.csr"),
+        );
+        if !self.dir.join(&pem).exists() {
+            let mut args = vec!["req"];
+            args.extend_from_slice(key_args);
+            args.extend([
                 "-nodes",
                 "-subj",
                 "/CN=ratelock client",
                 "-keyout",
-                "client.key",
+                &key,
                 "-out",
-                "client.csr",
+                &csr,
             ]);
+            self.run(&args);
             std::fs::write(
                 self.dir.join("client.ext"),
                 "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
             )
             .expect("write the client certificate's extensions");
-            self.sign("client.csr", "client.ext", "client.pem");
+            self.sign(&csr, "client.ext", &pem);
         }
         let read = |file: &str| std::fs::read(self.dir.join(file)).expect("read the client certificate");
-        (read("client.pem"), read("client.key"))
+        (read(&pem), read(&key))
     }
 
     /// [`server_args`](Self::server_args) for a server that asks every client for a certificate its CA

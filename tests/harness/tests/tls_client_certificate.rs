@@ -133,6 +133,28 @@ fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() 
     assert!(plain.to_string().contains("tls_client_cert"), "{plain}");
 }
 
+/// A key of a kind ratelock's TLS cannot sign with (ECDSA P-521: rustls with ring signs with RSA, ECDSA
+/// P-256 and P-384, and Ed25519) is refused as that, not as a key that is not the certificate's.
+#[test]
+fn a_client_key_of_a_kind_tls_cannot_sign_with_is_named_as_such() {
+    let certificates = TestCertificates::make("p521");
+    let (certificate, key) =
+        certificates.client_pem_keyed("p521", &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]);
+    let options = StoreOptions::default().with_tls_client_cert(certificate, key);
+    let refused = ratelock::Store::new("rediss://localhost:6380/", &options).unwrap_err();
+    assert!(refused.is_invalid_argument(), "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.contains("tls_client_key") && text.contains("P-256") && !text.contains("is not the private key"),
+        "{text}"
+    );
+    // A P-384 key is one it signs with.
+    let (certificate, key) =
+        certificates.client_pem_keyed("p384", &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"]);
+    let options = StoreOptions::default().with_tls_client_cert(certificate, key);
+    assert!(ratelock::Store::new("rediss://localhost:6380/", &options).is_ok());
+}
+
 /// Three hits under `on_error = allow` through `url` each raise a configuration error whose text holds
 /// `named`: the first on the connection the alert closes, the next ones on fresh connections.
 async fn refused_whatever_the_policy(url: &str, store: StoreOptions, named: &str) {
