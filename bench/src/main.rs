@@ -26,6 +26,7 @@ mod pairing;
 mod policy_cost;
 mod redis_benchmark;
 mod redis_comparison;
+mod redis_rs_throughput;
 mod report;
 mod script_call;
 mod server_cost;

@@ -8,7 +8,8 @@
 //! core the server leaves the client on this machine (redis-benchmark is one thread too). On the
 //! 2-core VM the bench was written on, two workers beside the busy server read 0.45× and one worker
 //! 0.80× (one run); a profile of the two-worker run had context switches as the client's largest
-//! frame (each batch of replies wakes the other worker).
+//! frame (each batch of replies wakes the other worker). redis-rs's multiplexed connection sending the
+//! same command from the same 64 tasks, on each runtime, says what a Rust client reaches there.
 
 use ratelock::{Limiter, Rules};
 use ratelock_testkit::module::{command_calls, server_with_module};
@@ -16,6 +17,7 @@ use ratelock_testkit::module::{command_calls, server_with_module};
 use crate::client_throughput::{self, Window};
 use crate::redis_benchmark::{self, BenchmarkRun};
 use crate::redis_comparison::requests_lasting;
+use crate::redis_rs_throughput;
 use crate::report::{Row, Target, Unit};
 use crate::script_call::{ScriptCall, BENCH_TAG};
 
@@ -43,7 +45,25 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
         .expect("limiter forced onto Lua");
     let lua_rate = client_throughput::hits_per_second(&lua, rules, KEY, TASKS, window).await;
     let module_rate = client_throughput::hits_per_second(&module, rules, KEY, TASKS, window).await;
-    let one_worker_rate = on_one_worker(url.clone(), rules.clone(), window).await;
+    let one_worker_rate = on_one_worker({
+        let (url, rules) = (url.clone(), rules.clone());
+        move || async move {
+            let limiter = Limiter::connect(&url)
+                .await
+                .expect("limiter on the module's server");
+            client_throughput::hits_per_second(&limiter, &rules, KEY, TASKS, window).await
+        }
+    })
+    .await;
+    // The call as the store sends it: the module's command with the call tag last.
+    let mut command = ScriptCall::hit("rl", KEY, &rules[0]).module_command();
+    command.push(BENCH_TAG.to_owned());
+    let peer_rate = redis_rs_throughput::commands_per_second(&url, &command, TASKS, window).await;
+    let peer_one_worker_rate = on_one_worker({
+        let (url, command) = (url.clone(), command.clone());
+        move || async move { redis_rs_throughput::commands_per_second(&url, &command, TASKS, window).await }
+    })
+    .await;
     notes.push(format!(
         "module throughput: {TASKS} tasks, one Limiter each path (the module's twice: one per runtime), GCRA \
          `{}`; the server ran RATELOCK.LIMIT \
@@ -58,9 +78,6 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
         pipeline: 16,
         keyspace: None,
     };
-    // The call as the store sends it: the module's command with the call tag last.
-    let mut command = ScriptCall::hit("rl", KEY, &rules[0]).module_command();
-    command.push(BENCH_TAG.to_owned());
     let saturated = match redis_benchmark::requests_per_second(server.port(), &command, &run) {
         Ok(rate) => Some(rate),
         Err(problem) => {
@@ -74,6 +91,14 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
         run.requests,
         command.join(" ")
     ));
+    if let Some(saturated) = saturated {
+        notes.push(format!(
+            "module throughput: redis-rs's multiplexed connection, {TASKS} tasks sending the same command, \
+             reached {:.2}x redis-benchmark on the bench's runtime and {:.2}x on one worker",
+            peer_rate / saturated,
+            peer_one_worker_rate / saturated
+        ));
+    }
     vec![
         Row {
             name: format!("Rust GCRA hit, {TASKS} tasks: module loaded vs the Lua path"),
@@ -102,24 +127,39 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
             baseline: saturated,
             target: Target::RatioAtLeast(AGAINST_REDIS_BENCHMARK_TARGET_RATIO),
         },
+        Row {
+            name: format!("Rust GCRA hit, {TASKS} tasks, module loaded vs redis-rs multiplexed sending the same command"),
+            unit: Unit::PerSecond,
+            measured: Some(module_rate),
+            baseline: Some(peer_rate),
+            target: Target::None,
+        },
+        Row {
+            name: format!(
+                "Rust GCRA hit, {TASKS} tasks on a runtime of one worker, module loaded vs redis-rs multiplexed there"
+            ),
+            unit: Unit::PerSecond,
+            measured: Some(one_worker_rate),
+            baseline: Some(peer_one_worker_rate),
+            target: Target::None,
+        },
     ]
 }
 
-/// The module path's hits/s from a limiter of its own on a tokio runtime of one worker thread, built
-/// and run on a blocking thread (a runtime cannot be started from within the bench's).
-async fn on_one_worker(url: String, rules: Rules, window: Window) -> f64 {
+/// The rate `measure` makes on a tokio runtime of one worker thread, built and run on a blocking thread
+/// (a runtime cannot be started from within the bench's).
+async fn on_one_worker<F, Measured>(measure: F) -> f64
+where
+    F: FnOnce() -> Measured + Send + 'static,
+    Measured: std::future::Future<Output = f64>,
+{
     tokio::task::spawn_blocking(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("a runtime of one worker");
-        runtime.block_on(async {
-            let limiter = Limiter::connect(&url)
-                .await
-                .expect("limiter on the module's server");
-            client_throughput::hits_per_second(&limiter, &rules, KEY, TASKS, window).await
-        })
+        runtime.block_on(measure())
     })
     .await
     .expect("the one-worker run")

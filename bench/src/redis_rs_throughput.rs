@@ -1,0 +1,59 @@
+//! Commands per second of redis-rs's multiplexed connection (the Rust peer a user would otherwise
+//! call the module with): tokio tasks sharing one connection, each sending the same command and
+//! awaiting its reply, one after another, until the measuring window closes. The module row's yardstick
+//! for what a Rust client does on the same runtime, beside redis-benchmark's single event loop.
+
+use std::time::Instant;
+
+use redis::aio::MultiplexedConnection;
+
+use crate::client_throughput::Window;
+
+/// Replies per second of `tasks` tasks sending `command` (its name first) over one multiplexed
+/// connection to `url`; the first error reply panics (the bench sends only commands that succeed).
+pub async fn commands_per_second(url: &str, command: &[String], tasks: usize, window: Window) -> f64 {
+    let connection = redis::Client::open(url)
+        .expect("a redis-rs client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a redis-rs multiplexed connection");
+    let mut call = redis::cmd(&command[0]);
+    for argument in &command[1..] {
+        call.arg(argument);
+    }
+    run_tasks(&connection, &call, tasks, Instant::now() + window.warm_up).await;
+    let started = Instant::now();
+    let replies = run_tasks(&connection, &call, tasks, started + window.measure).await;
+    replies as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Runs the tasks until `deadline`; returns the number of replies they received.
+async fn run_tasks(
+    connection: &MultiplexedConnection,
+    call: &redis::Cmd,
+    tasks: usize,
+    deadline: Instant,
+) -> u64 {
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (mut connection, call) = (connection.clone(), call.clone());
+            tokio::spawn(async move {
+                let mut replies = 0u64;
+                while Instant::now() < deadline {
+                    let reply: redis::Value = call
+                        .query_async(&mut connection)
+                        .await
+                        .expect("the command on the bench redis-server");
+                    std::hint::black_box(reply);
+                    replies += 1;
+                }
+                replies
+            })
+        })
+        .collect();
+    let mut replies = 0;
+    for handle in handles {
+        replies += handle.await.expect("a benchmark task panicked");
+    }
+    replies
+}
