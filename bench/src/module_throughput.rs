@@ -94,7 +94,8 @@ pub async fn rows(rules: &Rules, window: Window, notes: &mut Vec<String>) -> Vec
     if let Some(saturated) = saturated {
         notes.push(format!(
             "module throughput: redis-rs's multiplexed connection, {TASKS} tasks sending the same command, \
-             reached {:.2}x redis-benchmark on the bench's runtime and {:.2}x on one worker",
+             reached {:.2}x redis-benchmark on the bench's runtime and {:.2}x on one worker (each rate \
+             measured after the other, not interleaved)",
             peer_rate / saturated,
             peer_one_worker_rate / saturated
         ));

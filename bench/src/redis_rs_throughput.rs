@@ -3,7 +3,7 @@
 //! awaiting its reply, one after another, until the measuring window closes. The module row's yardstick
 //! for what a Rust client does on the same runtime, beside redis-benchmark's single event loop.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 
@@ -12,9 +12,12 @@ use crate::client_throughput::Window;
 /// Replies per second of `tasks` tasks sending `command` (its name first) over one multiplexed
 /// connection to `url`; the first error reply panics (the bench sends only commands that succeed).
 pub async fn commands_per_second(url: &str, command: &[String], tasks: usize, window: Window) -> f64 {
+    // The limiter's reply timeout (1 s) rather than redis-rs's 500 ms: one stall of the busy machine
+    // must not end the run.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(1)));
     let connection = redis::Client::open(url)
         .expect("a redis-rs client")
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .expect("a redis-rs multiplexed connection");
     let mut call = redis::cmd(&command[0]);

@@ -234,8 +234,8 @@ pub(crate) fn read_client_certificate(
         )
     })?;
     let provider = rustls::crypto::ring::default_provider();
-    // Loaded on its own first: a key that reads as PEM but is of a kind ring cannot sign with (ECDSA
-    // P-521, say) would otherwise be reported as the wrong key for the certificate.
+    // Loaded on its own first: a key that reads as PEM but that ring cannot load (ECDSA P-521, RSA
+    // under 2048 bits, say) would otherwise be reported as the wrong key for the certificate.
     let signing_key = provider
         .key_provider
         .load_private_key(key.clone_key())
@@ -243,8 +243,8 @@ pub(crate) fn read_client_certificate(
             Error::invalid_argument(
                 key_name,
                 format!(
-                    "holds a private key of a kind TLS here cannot sign with (RSA, ECDSA P-256 or P-384, \
-                     or Ed25519 can): {err}"
+                    "holds a private key TLS here cannot load (it signs with RSA of 2048 to 4096 bits, \
+                     ECDSA P-256 or P-384, or Ed25519; not P-521, Ed448 or RSA-PSS): {err}"
                 ),
             )
         })?;

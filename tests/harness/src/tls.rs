@@ -46,6 +46,8 @@ impl TestCertificates {
 
     fn empty(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("ratelock-tls-{name}-{}", std::process::id()));
+        // A directory an earlier process of the same id left holds certificates of another CA.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the certificates' directory");
         TestCertificates { dir }
     }
@@ -131,12 +133,13 @@ impl TestCertificates {
 
     /// [`client_pem`](Self::client_pem) with a key of another kind, as `openssl req` makes it from
     /// `key_args` (e.g. `["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]`), in files named
-    /// after `stem`.
+    /// after `stem` (one stem, one kind of key: the files are made on the stem's first ask).
     pub fn client_pem_keyed(&self, stem: &str, key_args: &[&str]) -> (Vec<u8>, Vec<u8>) {
-        let (pem, key, csr) = (
+        let (pem, key, csr, ext) = (
             format!("{stem}.pem"),
             format!("{stem}.key"),
             format!("{stem}.csr"),
+            format!("{stem}.ext"),
         );
         if !self.dir.join(&pem).exists() {
             let mut args = vec!["req"];
@@ -152,11 +155,11 @@ impl TestCertificates {
             ]);
             self.run(&args);
             std::fs::write(
-                self.dir.join("client.ext"),
+                self.dir.join(&ext),
                 "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
             )
             .expect("write the client certificate's extensions");
-            self.sign(&csr, "client.ext", &pem);
+            self.sign(&csr, &ext, &pem);
         }
         let read = |file: &str| std::fs::read(self.dir.join(file)).expect("read the client certificate");
         (read(&pem), read(&key))

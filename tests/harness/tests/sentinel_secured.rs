@@ -131,9 +131,10 @@ async fn a_sentinel_user_without_the_sentinel_commands_is_named() {
     let Error::Configuration { setting, reason } = &refused else {
         panic!("a configuration error: {refused:?}");
     };
-    assert!(
-        setting.contains("sentinel_username"),
-        "the sentinels' user is named: {refused}"
+    assert_eq!(
+        *setting,
+        ratelock::store::connection_core::SETTING_SENTINEL_ACL,
+        "the sentinels' user is named beside the URL's: {refused}"
     );
     assert!(
         reason.contains("NOPERM"),

@@ -133,10 +133,10 @@ fn a_client_certificate_and_key_that_do_not_go_together_are_invalid_arguments() 
     assert!(plain.to_string().contains("tls_client_cert"), "{plain}");
 }
 
-/// A key of a kind ratelock's TLS cannot sign with (ECDSA P-521: rustls with ring signs with RSA, ECDSA
-/// P-256 and P-384, and Ed25519) is refused as that, not as a key that is not the certificate's.
+/// A key ratelock's TLS cannot load (ECDSA P-521: rustls with ring signs with RSA of 2048 to 4096 bits,
+/// ECDSA P-256 and P-384, and Ed25519) is refused as that, not as a key that is not the certificate's.
 #[test]
-fn a_client_key_of_a_kind_tls_cannot_sign_with_is_named_as_such() {
+fn a_client_key_tls_cannot_load_is_named_as_such() {
     let certificates = TestCertificates::make("p521");
     let (certificate, key) =
         certificates.client_pem_keyed("p521", &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]);

@@ -10,7 +10,7 @@
 //! | `NOAUTH`, `WRONGPASS`, a failed `AUTH` (also after a password rotation), `ERR Protocol error: unauthenticated ...` (a password set since connecting) | configuration | `Configuration { setting: "url (user and password)" }` |
 //! | the same behind Sentinel, when the store gives the sentinels credentials of their own (`sentinel_password`) | configuration | `Configuration { setting: "url (the master's user and password) or sentinel_username, sentinel_password (the sentinels')" }` |
 //! | `NOPERM` | configuration | `Configuration { setting: "the ACL permissions of the URL's user" }` |
-//! | `NOPERM` while the sentinels are asked for the master, when they have credentials of their own | configuration | `Configuration { setting: "the ACL permissions of the URL's user (the master's) or of sentinel_username (the sentinels')" }` |
+//! | `NOPERM` while the sentinels are asked for the master, when they have credentials of their own | configuration | `Configuration { setting: "the ACL permissions of the URL's user (the master's) or of the sentinels' user (sentinel_username, else default)" }` |
 //! | `ERR DB index is out of range`, `ERR invalid DB index` | configuration | `Configuration { setting: "url (db index)" }` |
 //! | `ERR unknown command` (a renamed or disabled `EVALSHA`, `SCRIPT`) | configuration | `Configuration { setting: "the server's command set" }` |
 //! | a TLS certificate the client does not trust | configuration | `Configuration { setting: "the CA to trust (tls_root_ca)" }` |
@@ -51,7 +51,7 @@ pub const SETTING_ACL: &str = "the ACL permissions of the URL's user";
 /// master, when the sentinels have credentials of their own: redis-rs checks each side with `ROLE` and
 /// does not say which side refused.
 pub const SETTING_SENTINEL_ACL: &str =
-    "the ACL permissions of the URL's user (the master's) or of sentinel_username (the sentinels')";
+    "the ACL permissions of the URL's user (the master's) or of the sentinels' user (sentinel_username, else default)";
 /// The setting a user fixes for a database index the server does not have.
 pub const SETTING_DB: &str = "url (db index)";
 /// The setting a user fixes when the server's TLS certificate is not trusted.
