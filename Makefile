@@ -51,9 +51,11 @@ unit-and-integration: module-build
 	$(MAKE) module-suites
 
 # The vector, limiter and lock suites again, every test server loading the ratelock module, so that its
-# commands serve every call the suites make.
+# commands serve every call the suites make. Chosen by name over the whole workspace rather than with
+# `-p ratelock-testkit`: one package alone unifies other features, which would build the core and
+# dozens of dependencies a second time (a minute on a cold cache).
 module-suites: module-build
-	RATELOCK_TESTS_LOAD_MODULE=1 $(CARGO) test -p ratelock-testkit --test vectors --test limiter --test locks \
+	RATELOCK_TESTS_LOAD_MODULE=1 $(CARGO) test --workspace --test vectors --test limiter --test locks \
 	  --test semaphores --test lock_kinds --test lock_kinds_agree --test redlock
 
 # The full fault suite (tests/faults/README.md): the Rust clients' scenarios under every fault, seed
@@ -101,8 +103,10 @@ python-env:
 	  opentelemetry-api opentelemetry-sdk
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps .
 
-# An sdist must build a working wheel on its own (the Lua scripts travel inside it). Its copy of the core
-# builds in a target directory of its own, and ratelock's own crates are always rebuilt there: the
+# An sdist must build a working wheel on its own (the Lua scripts travel inside it). The wheel is built
+# in the dev profile: what is checked is that it builds and works (the released wheels come from
+# scripts/dist.sh), and a dev build takes 53 s cold and 18 s warm here against 114 s and 50 s. Its copy
+# of the core builds in a target directory of its own, and ratelock's own crates are always rebuilt there: the
 # unpacked sources carry old timestamps and cargo names a path crate's artifacts by its path relative
 # to the workspace, so kept fingerprints would pass a previous run's core off as fresh (a module added
 # since then is then "not found"). Forgetting their fingerprints (`forget-ratelock-builds`) keeps the
@@ -114,7 +118,8 @@ python-sdist-check: python-env
 	$(VENV)/bin/maturin sdist --out $(SDIST_DIR) > /dev/null
 	tar -tzf $(SDIST_DIR)/ratelock-*.tar.gz | grep -q '/core/lua/limit.lua$$'
 	$(call forget-ratelock-builds,$(TARGET_DIR)/sdist-build)
-	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-build $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
+	CARGO_TARGET_DIR=$(TARGET_DIR)/sdist-build MATURIN_PEP517_ARGS="--profile dev" \
+	  $(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(SDIST_DIR) $(SDIST_DIR)/ratelock-*.tar.gz
 	$(PYTHON) -m venv $(SDIST_DIR)/venv
 	$(SDIST_DIR)/venv/bin/pip install --quiet --disable-pip-version-check $(SDIST_DIR)/ratelock-*.whl
 	cd $(SDIST_DIR) && venv/bin/python -c "import ratelock; assert ratelock.Limiter().hit('k', '1/second').allowed; print('wheel from sdist works')"

