@@ -33,6 +33,8 @@ fn runtime() -> Result<&'static Runtime> {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("ratelock")
+            // The host's stop and reload signals go to its own threads (see ratelock::host_signals).
+            .on_thread_start(ratelock::host_signals::keep_off_this_thread)
             .enable_all()
             .build()
     });

@@ -27,6 +27,7 @@ mod error;
 pub mod excerpt;
 mod fallback;
 pub mod hook;
+pub mod host_signals;
 pub mod http;
 pub mod key;
 mod limiter;

@@ -7,6 +7,7 @@
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const { randomUUID } = require('node:crypto')
+const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
 const { Worker } = require('node:worker_threads')
@@ -160,4 +161,23 @@ test('worker_threads: a second round of threads, after every thread that loaded 
     rounds.flat().flatMap((r) => r.crossed),
     [],
   )
+})
+
+test("the addon's runtime threads leave the host's stop signals to its own threads", async () => {
+  // A signal sent to the process is handled on any thread that does not block it; a native handler
+  // that ends the process where it lands must never run on the addon's runtime thread.
+  const { Limiter } = require('../../bindings-node')
+  const limiter = new Limiter({ url: redis.url })
+  await limiter.hit('signals', '10/second')
+  let checked = 0
+  for (const task of fs.readdirSync('/proc/self/task')) {
+    if (fs.readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() !== 'ratelock') continue
+    const status = fs.readFileSync(`/proc/self/task/${task}/status`, 'utf8')
+    const blocked = BigInt(`0x${status.match(/^SigBlk:\s*([0-9a-f]+)$/m)[1]}`)
+    for (const [name, number] of [['SIGHUP', 1], ['SIGINT', 2], ['SIGQUIT', 3], ['SIGTERM', 15], ['SIGCHLD', 17]]) {
+      assert.notEqual(blocked & (1n << BigInt(number - 1)), 0n, `thread ${task} does not block ${name}`)
+    }
+    checked += 1
+  }
+  assert.ok(checked > 0, 'no ratelock runtime thread found')
 })

@@ -9,9 +9,12 @@ that the bug is present and unseen."""
 
 import concurrent.futures
 import pathlib
+import signal
 import subprocess
 import sys
 from typing import Tuple
+
+import ratelock
 
 HERE = pathlib.Path(__file__).resolve().parent
 RUNS = 60
@@ -63,3 +66,20 @@ def last_words() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "at exit: True" in done.stdout
+
+
+def test_ratelocks_threads_leave_the_hosts_signals_to_its_own_threads(redis_server):
+    """A SIGTERM or SIGINT sent to the process must reach one of the host's threads: a C handler that
+    ends the process where it lands (uWSGI's) ran on ratelock's runtime thread and hung the worker."""
+    with ratelock.DistributedLock("signals", url=redis_server.url, ttl=5):  # its watchdog runs on the runtime
+        tasks = list(pathlib.Path("/proc/self/task").iterdir())
+    checked = 0
+    for task in tasks:
+        if (task / "comm").read_text().strip() != "ratelock":
+            continue
+        status = (task / "status").read_text()
+        blocked = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+            assert blocked & (1 << (sig - 1)), f"thread {task.name} does not block {sig.name}"
+        checked += 1
+    assert checked, "no ratelock runtime thread found"

@@ -45,6 +45,7 @@ class Served:
     """A server process group started for one test and stopped by its PID (the whole group)."""
 
     def __init__(self, command: List[str], env: Dict[str, str], port: Optional[int]) -> None:
+        self.command = " ".join([pathlib.Path(command[0]).name, *command[1:]])
         self.log = open(HERE / f".process-model-{uuid.uuid4().hex[:8]}.log", "w+b")
         self.process = subprocess.Popen(
             command, cwd=HERE, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
@@ -68,7 +69,9 @@ class Served:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")[-4000:]
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Stops the group: SIGTERM, then SIGKILL after 10 s. True when SIGTERM was enough."""
+        stopped_by_term = True
         if self.process.poll() is None:
             for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
                 try:
@@ -79,6 +82,7 @@ class Served:
                     self.process.wait(timeout=wait)
                     break
                 except subprocess.TimeoutExpired:
+                    stopped_by_term = False
                     continue
         try:  # workers left behind by the group's leader
             os.killpg(self.process.pid, signal.SIGKILL)
@@ -86,6 +90,7 @@ class Served:
             pass
         self.log.close()
         pathlib.Path(self.log.name).unlink(missing_ok=True)
+        return stopped_by_term
 
 
 def app_env(redis_server: RedisServer, prefix: str) -> Dict[str, str]:
@@ -165,10 +170,13 @@ def prefix() -> str:
 
 @pytest.fixture
 def served() -> Iterator[List[Served]]:
+    """The servers a test starts, each stopped after it. Each must stop on SIGTERM within 10 s: a stop
+    signal that lands on one of ratelock's threads must not leave a worker hanging (a uWSGI worker whose
+    handler ran on ratelock's runtime thread waited for SIGKILL)."""
     started: List[Served] = []
     yield started
-    for server in started:
-        server.stop()
+    lingering = [server.command for server in started if not server.stop()]
+    assert not lingering, f"still running 10 s after SIGTERM: {lingering}"
 
 
 @pytest.mark.parametrize(

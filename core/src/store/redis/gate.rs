@@ -144,9 +144,12 @@ fn open_error(probed: bool) -> Error {
 fn probe_in_background(probe: Probe, breaker: Arc<SharedBreaker>) {
     let started = std::thread::Builder::new().name("ratelock-probe".into()).spawn({
         let breaker = breaker.clone();
-        move || match probe() {
-            true => breaker.success(),
-            false => breaker.outage(),
+        move || {
+            crate::host_signals::keep_off_this_thread();
+            match probe() {
+                true => breaker.success(),
+                false => breaker.outage(),
+            }
         }
     });
     if started.is_err() {
