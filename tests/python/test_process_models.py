@@ -175,8 +175,12 @@ def served() -> Iterator[List[Served]]:
     handler ran on ratelock's runtime thread waited for SIGKILL)."""
     started: List[Served] = []
     yield started
-    lingering = [server.command for server in started if not server.stop()]
-    assert not lingering, f"still running 10 s after SIGTERM: {lingering}"
+    lingering = []
+    for server in started:
+        output = server.output()  # stop() removes the log
+        if not server.stop():
+            lingering.append(f"{server.command}\n{output}")
+    assert not lingering, "still running 10 s after SIGTERM:\n" + "\n".join(lingering)
 
 
 @pytest.mark.parametrize(
