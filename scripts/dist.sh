@@ -44,7 +44,7 @@ size() { du -h "$1" | cut -f1; }
 {
   echo "# ratelock $version: release artifacts"
   echo
-  echo "Built by \`make dist\` (scripts/dist.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(rustc --version), zig $(python -m ziglang version)."
+  echo "Built by \`make dist\` (scripts/dist.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), $(rustc --version), zig $(python -m ziglang version), $(cargo zigbuild --version)."
   echo
 } > "$manifest"
 

@@ -29,14 +29,23 @@ pub async fn hits_per_second(
 /// Runs the tasks for `span`; returns the number of hits they completed.
 async fn run_tasks(limiter: &Limiter, rules: &Rules, key: &'static str, tasks: usize, span: Duration) -> u64 {
     let deadline = Instant::now() + span;
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| tokio::spawn(hit_until(limiter.clone(), rules.clone(), key, deadline)))
-        .collect();
-    let mut hits = 0;
+    total_of_tasks(tasks, |_| {
+        hit_until(limiter.clone(), rules.clone(), key, deadline)
+    })
+    .await
+}
+
+/// Spawns `tasks` tasks, the `n`th running `task(n)`, and adds up the counts they return.
+pub async fn total_of_tasks<Task>(tasks: usize, mut task: impl FnMut(usize) -> Task) -> u64
+where
+    Task: std::future::Future<Output = u64> + Send + 'static,
+{
+    let handles: Vec<_> = (0..tasks).map(|n| tokio::spawn(task(n))).collect();
+    let mut total = 0;
     for handle in handles {
-        hits += handle.await.expect("a benchmark task panicked");
+        total += handle.await.expect("a benchmark task panicked");
     }
-    hits
+    total
 }
 
 async fn hit_until(limiter: Limiter, rules: Rules, key: &'static str, deadline: Instant) -> u64 {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ratelock::{Limiter, Rules};
 use ratelock_testkit::{RedisCluster, RedisServer};
 
-use crate::client_throughput::Window;
+use crate::client_throughput::{total_of_tasks, Window};
 use crate::report::{Row, Target, Unit};
 
 const TASKS: usize = 64;
@@ -45,26 +45,20 @@ async fn spread_hits_per_second(limiter: &Limiter, rules: &Rules, window: Window
 
 async fn run(limiter: &Limiter, rules: &Rules, span: Duration) -> u64 {
     let deadline = Instant::now() + span;
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|task| {
-            let (limiter, rules) = (limiter.clone(), rules.clone());
-            tokio::spawn(async move {
-                let keys: Vec<String> = (0..KEYS_PER_TASK)
-                    .map(|n| format!("bench:spread:{task}:{n}"))
-                    .collect();
-                let mut hits = 0u64;
-                while Instant::now() < deadline {
-                    let key = &keys[hits as usize % KEYS_PER_TASK];
-                    std::hint::black_box(limiter.hit(key, &rules, 1).await.expect("bench hit"));
-                    hits += 1;
-                }
-                hits
-            })
-        })
-        .collect();
-    let mut hits = 0;
-    for task in tasks {
-        hits += task.await.expect("a benchmark task panicked");
-    }
-    hits
+    total_of_tasks(TASKS, |task| {
+        let (limiter, rules) = (limiter.clone(), rules.clone());
+        async move {
+            let keys: Vec<String> = (0..KEYS_PER_TASK)
+                .map(|n| format!("bench:spread:{task}:{n}"))
+                .collect();
+            let mut hits = 0u64;
+            while Instant::now() < deadline {
+                let key = &keys[hits as usize % KEYS_PER_TASK];
+                std::hint::black_box(limiter.hit(key, &rules, 1).await.expect("bench hit"));
+                hits += 1;
+            }
+            hits
+        }
+    })
+    .await
 }

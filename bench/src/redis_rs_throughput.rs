@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 
-use crate::client_throughput::Window;
+use crate::client_throughput::{total_of_tasks, Window};
 
 /// Replies per second of `tasks` tasks sending `command` (its name first) over one multiplexed
 /// connection to `url`; the first error reply panics (the bench sends only commands that succeed).
@@ -37,26 +37,20 @@ async fn run_tasks(
     tasks: usize,
     deadline: Instant,
 ) -> u64 {
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (mut connection, call) = (connection.clone(), call.clone());
-            tokio::spawn(async move {
-                let mut replies = 0u64;
-                while Instant::now() < deadline {
-                    let reply: redis::Value = call
-                        .query_async(&mut connection)
-                        .await
-                        .expect("the command on the bench redis-server");
-                    std::hint::black_box(reply);
-                    replies += 1;
-                }
-                replies
-            })
-        })
-        .collect();
-    let mut replies = 0;
-    for handle in handles {
-        replies += handle.await.expect("a benchmark task panicked");
-    }
-    replies
+    total_of_tasks(tasks, |_| {
+        let (mut connection, call) = (connection.clone(), call.clone());
+        async move {
+            let mut replies = 0u64;
+            while Instant::now() < deadline {
+                let reply: redis::Value = call
+                    .query_async(&mut connection)
+                    .await
+                    .expect("the command on the bench redis-server");
+                std::hint::black_box(reply);
+                replies += 1;
+            }
+            replies
+        }
+    })
+    .await
 }

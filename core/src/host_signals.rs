@@ -45,7 +45,8 @@ pub fn keep_off_this_thread() {
         for signal in HOST_SIGNALS {
             libc::sigaddset(set.as_mut_ptr(), signal);
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+        let failed = libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+        debug_assert_eq!(failed, 0, "pthread_sigmask refused a set of valid signals");
     }
 }
 

@@ -47,7 +47,15 @@ impl TestCertificates {
     fn empty(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("ratelock-tls-{name}-{}", std::process::id()));
         // A directory an earlier process of the same id left holds certificates of another CA.
-        let _ = std::fs::remove_dir_all(&dir);
+        match std::fs::remove_dir_all(&dir) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                panic!(
+                    "remove the stale certificates' directory {}: {error}",
+                    dir.display()
+                )
+            }
+            _ => {}
+        }
         std::fs::create_dir_all(&dir).expect("create the certificates' directory");
         TestCertificates { dir }
     }
