@@ -298,6 +298,48 @@ mod tests {
         assert!(next.to_string().contains("has not answered since"), "{next}");
     }
 
+    /// A node on a closed loopback port (any call that reached the wire would fail as refused) that
+    /// answered a call and the slot map a moment ago.
+    fn node_that_just_answered() -> ClusterNode {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let endpoint = Endpoint::for_pipelined(&format!("redis://127.0.0.1:{port}"))
+            .unwrap()
+            .expect("a plain redis:// URL");
+        let node = ClusterNode {
+            link: Pipelined::new(endpoint, TlsSettings::default(), node_timeout(), Arc::default()),
+            address: format!("127.0.0.1:{port}").into(),
+            recent: Arc::default(),
+        };
+        node.recent.answered(None, &Value::Int(1));
+        let map = Value::Array(vec![Value::Int(0), Value::Int(16383)]);
+        node.recent.answered(Some(Question::SlotMap), &map);
+        node
+    }
+
+    #[tokio::test]
+    async fn a_suspect_node_is_never_vouched_for_by_its_answers_of_a_moment_ago() {
+        use redis::aio::ConnectionLike;
+        let mut node = node_that_just_answered();
+        let (ping, slots) = (redis::cmd("PING"), redis::cmd("CLUSTER").arg("SLOTS").clone());
+        // Answered from a moment ago: nothing is sent (a send to the closed port would fail).
+        assert!(node.req_packed_command(&ping).await.is_ok());
+        assert!(node.req_packed_command(&slots).await.is_ok());
+        // Its next call timed out: from then on the routing's checks fail unsent, so the routing does
+        // not take the node back for having answered before it froze.
+        suspect_nodes::suspect(&node.address, &node.link, node_timeout());
+        for question in [&ping, &slots] {
+            let Err(refused) = node.req_packed_command(question).await else {
+                panic!("a suspect node was vouched for by its recent answers")
+            };
+            assert!(
+                refused.to_string().contains("has not answered since"),
+                "{refused}"
+            );
+        }
+    }
+
     #[test]
     fn every_failure_comes_back_as_the_typed_error_it_was() {
         let timeout = Duration::from_millis(250);
