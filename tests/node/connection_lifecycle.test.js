@@ -1,15 +1,20 @@
 'use strict'
-// Connections the server closes (CLIENT KILL, an idle `timeout`) fail no Limiter call (the wire path)
-// and no lock call (the runtime's connection); a lock wait rides out killed connections within its
-// budget; a release that fails on the transport keeps the hold, so it can be retried.
+// Connections the server closes (CLIENT KILL, an idle `timeout`, a TLS server closing before its first
+// answer) fail no Limiter call (the wire path) and no lock call (the runtime's connection); a lock wait
+// rides out killed connections within its budget; a release that fails on the transport keeps the hold,
+// so it can be retried.
 
 const assert = require('node:assert/strict')
 const { randomUUID } = require('node:crypto')
+const fs = require('node:fs')
+const net = require('node:net')
+const path = require('node:path')
+const tls = require('node:tls')
 const { after, before, test } = require('node:test')
 const { setTimeout: sleep } = require('node:timers/promises')
 
 const { DistributedLock, Limiter, StoreUnavailableError } = require('../../bindings-node')
-const { RedisServer } = require('./redis-server')
+const { RedisServer, makeCertificates } = require('./redis-server')
 
 let redis
 before(async () => {
@@ -54,6 +59,58 @@ test('a server idle timeout fails no call', async () => {
     }
   } finally {
     await server.close()
+  }
+})
+
+/**
+ * A TLS front for `redis` (its plain port) on a free loopback port: its first connection finishes the
+ * handshake, reads what the client writes first (the preamble) and closes without a word, as a proxy
+ * going down between two clients would; later ones are passed through. Answers the front, the CA that
+ * signed its certificate for localhost, and how many connections it took.
+ */
+async function frontClosingItsFirstConnection() {
+  const dir = makeCertificates('DNS:localhost')
+  const read = (name) => fs.readFileSync(path.join(dir, name), 'utf8')
+  const caPem = read('ca.pem')
+  const sockets = new Set()
+  const front = tls.createServer({ key: read('key.pem'), cert: read('cert.pem') }, (socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    front.connections += 1
+    if (front.connections === 1) {
+      socket.once('data', () => socket.end())
+      return
+    }
+    const back = net.connect(redis.port, '127.0.0.1')
+    sockets.add(back)
+    back.on('error', () => socket.destroy())
+    socket.on('close', () => back.destroy())
+    socket.pipe(back).pipe(socket)
+  })
+  fs.rmSync(dir, { recursive: true, force: true })
+  front.connections = 0
+  front.stop = () => {
+    for (const socket of sockets) socket.destroy()
+    return new Promise((resolve) => front.close(resolve))
+  }
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
+  return { front, caPem }
+}
+
+test('a TLS server that closes before its first answer: the call it never got goes once to a fresh connection', async () => {
+  // Over TLS the wire client writes its preamble alone and holds the calls until the server's first
+  // answer (a refusal of the client comes as an alert after the handshake). A close then, for any
+  // other reason, leaves those calls unwritten: they go to the next connection instead of failing.
+  const { front, caPem } = await frontClosingItsFirstConnection()
+  try {
+    const limiter = new Limiter({ url: `rediss://localhost:${front.address().port}/`, tlsRootCa: caPem, onError: 'raise' })
+    const decision = await limiter.hit(`early-${randomUUID().slice(0, 8)}`, '10/minute')
+    assert.equal(decision.allowed, true)
+    assert.equal(decision.degraded, false)
+    assert.equal(decision.remaining, 9, 'counted once')
+    assert.equal(front.connections, 2, 'the closed connection, then a fresh one')
+  } finally {
+    await front.stop()
   }
 })
 
