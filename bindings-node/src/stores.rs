@@ -63,7 +63,11 @@ impl StoreSettings {
             .check_sentinel_for_url(url, SENTINEL_OPTION_NAMES)
             .map_err(to_js)?;
         options
-            .with_memory_bound(self.max_keys, self.when_full.as_deref(), ["maxKeys", "whenFull"])
+            .with_memory_bound(
+                self.max_keys,
+                self.when_full.as_deref(),
+                crate::option_names::MEMORY_OPTION_NAMES,
+            )
             .map_err(to_js)
     }
 }

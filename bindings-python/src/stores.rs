@@ -242,7 +242,7 @@ fn client_options(
         .with_memory_bound(
             max_keys.map(|keys| keys as f64),
             when_full,
-            ["max_keys", "when_full"],
+            ratelock::store::MEMORY_OPTION_NAMES,
         )
         .map_err(to_py)
 }

@@ -228,6 +228,19 @@ test("whenFull: 'evict' keeps serving new keys past maxKeys", async () => {
   }
 })
 
+test('a request of more rules than a shard of the bound holds is a ConfigurationError naming maxKeys', async () => {
+  // maxKeys 10 over 64 shards leaves one key per shard, and two rules keep two (evicting went on forever).
+  for (const whenFull of ['evict', 'refuse']) {
+    const limiter = new ratelock.Limiter({ maxKeys: 10, whenFull, onError: 'allow' })
+    await assert.rejects(limiter.hit(fresh(), '1/second; 10/minute'), (error) => {
+      assert.ok(error instanceof ratelock.ConfigurationError, String(error))
+      assert.match(error.message, /raise maxKeys to at least 128/)
+      return true
+    })
+    assert.throws(() => limiter.hitSync(fresh(), '1/second; 10/minute'), ratelock.ConfigurationError)
+  }
+})
+
 test('bad store options are named', async () => {
   const named = (options, pattern) =>
     assert.rejects(new ratelock.Limiter(options).hit(fresh(), '1/second'), (error) => {

@@ -147,6 +147,14 @@ def test_when_full_evict_keeps_serving_new_keys():
         assert decision.remaining == 9 and not decision.degraded
 
 
+@pytest.mark.parametrize("when_full", ["evict", "refuse"])
+def test_a_request_of_more_rules_than_a_shard_of_the_bound_holds_is_a_configuration_error(when_full: str) -> None:
+    # max_keys 10 over 64 shards leaves one key per shard, and two rules keep two (evicting went on forever).
+    limiter = ratelock.Limiter(ratelock.Client(max_keys=10, when_full=when_full), on_error="allow")
+    with pytest.raises(ratelock.ConfigurationError, match="raise max_keys to at least 128"):
+        limiter.hit(fresh("rules"), "1/second; 10/minute")
+
+
 def test_a_clients_max_keys_bounds_a_limiters_local_fallback():
     # A stopped server: every call is an outage, which `local` answers from the limiter's own memory.
     server = RedisServer()

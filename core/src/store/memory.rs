@@ -336,7 +336,12 @@ impl MemoryStore {
                 .iter()
                 .filter(|rule| !shard.map.contains(keys.of(rule)))
                 .count();
-            shard.make_room(new_keys, now, inner)?;
+            let room = Room {
+                new_keys,
+                request_keys: rules.len(),
+                own: keys.base(),
+            };
+            shard.make_room(room, now, inner)?;
             for (rule, step) in rules.iter().zip(steps) {
                 shard.store(keys.of(rule), step, now);
             }
@@ -449,7 +454,12 @@ impl Shard {
         let step = decide(rule, None, now, request.cost)?;
         let outcome = step.outcome;
         if request.spend && step.update.is_some() {
-            self.make_room(1, now, inner)?;
+            let room = Room {
+                new_keys: 1,
+                request_keys: 1,
+                own: key.bytes(),
+            };
+            self.make_room(room, now, inner)?;
             self.store(key, step, now);
         }
         Ok(smallvec::smallvec![outcome])
@@ -514,21 +524,26 @@ impl Shard {
             .get_or_insert_with(|| Box::new(HashMap::with_hasher(RandomState::default())))
     }
 
-    /// Makes room for `new_keys` keys about to be added: sweeps expired keys once the shard has doubled
-    /// since its last sweep (or, when full, once an expiry is due); then, past the bound, refuses or
-    /// evicts as `inner.when_full` says.
-    fn make_room(&mut self, new_keys: usize, now: u64, inner: &Inner) -> Result<()> {
-        if new_keys == 0 {
+    /// Makes room for `room.new_keys` keys about to be added: sweeps expired keys once the shard has
+    /// doubled since its last sweep (or, when full, once an expiry is due); then, past the bound,
+    /// refuses or evicts as `inner.when_full` says. The request's own keys are neither swept nor evicted
+    /// (it is about to write them), so the keys counted as new stay the ones added. A request needing
+    /// more keys than a shard holds is refused as a configuration error naming `max_keys`.
+    fn make_room(&mut self, room: Room<'_>, now: u64, inner: &Inner) -> Result<()> {
+        if room.new_keys == 0 {
             return Ok(());
+        }
+        if let Some(max) = inner.max_keys_per_shard.filter(|max| room.request_keys > *max) {
+            return Err(too_small_a_bound(room.request_keys, max));
         }
         let full = |shard: &Self| {
             inner
                 .max_keys_per_shard
-                .is_some_and(|max| shard.map.len() + new_keys > max)
+                .is_some_and(|max| shard.map.len() + room.new_keys > max)
         };
         let grown = self.map.len() >= (2 * self.swept_len).max(SWEEP_FLOOR);
         if grown || (full(self) && (now >= self.earliest_expiry || self.map.len() > self.swept_len)) {
-            self.sweep(now);
+            self.sweep(now, room.own);
         }
         while full(self) {
             match inner.when_full {
@@ -540,7 +555,12 @@ impl Shard {
                 )))
                 }
                 WhenFull::Evict => {
-                    self.evict_nearest_expiry();
+                    // Always one to take while full (the request's own keys alone fit, checked above);
+                    // should none be found, the request is refused rather than the loop kept going.
+                    if !self.map.remove_nearest_expiry(EVICTION_SAMPLE, room.own) {
+                        let max = inner.max_keys_per_shard.unwrap_or(0);
+                        return Err(too_small_a_bound(room.request_keys, max));
+                    }
                     inner.evictions.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -548,18 +568,39 @@ impl Shard {
         Ok(())
     }
 
-    /// Drops every expired key and entry, and notes the earliest expiry among the keys kept.
-    fn sweep(&mut self, now: u64) {
-        self.map.retain(|slot| slot.expires_at > now);
+    /// Drops every expired key and entry (but the keys starting with `own`, a request's, which it is
+    /// about to write), and notes the earliest expiry among the keys kept.
+    fn sweep(&mut self, now: u64, own: &[u8]) {
+        self.map
+            .retain(|slot| slot.expires_at > now || slot.key().starts_with(own));
         if let Some(entries) = &mut self.standing {
             entries.retain(|_, entry| entry.until_us > now);
         }
         self.swept_len = self.map.len();
         self.earliest_expiry = self.map.earliest_expiry().unwrap_or(u64::MAX);
     }
+}
 
-    /// Forgets the live key closest to expiry among a sample (hash order, so effectively random).
-    fn evict_nearest_expiry(&mut self) {
-        self.map.remove_nearest_expiry(EVICTION_SAMPLE);
-    }
+/// What one request needs of its shard's room ([`Shard::make_room`]).
+struct Room<'k> {
+    /// Keys it adds.
+    new_keys: usize,
+    /// Keys it holds once written (its rules').
+    request_keys: usize,
+    /// The prefix its own keys start with (its user key's base), which making room leaves alone.
+    own: &'k [u8],
+}
+
+/// The error of a request whose rules need more keys than a shard of the bounded store holds.
+fn too_small_a_bound(request_keys: usize, per_shard: usize) -> Error {
+    Error::configuration(
+        super::MEMORY_OPTION_NAMES[0],
+        format!(
+            "a request of {request_keys} rules keeps its {request_keys} keys in one of the memory \
+             store's {SHARDS} shards, and {name} leaves each shard room for {per_shard}: raise \
+             {name} to at least {}",
+            request_keys * SHARDS,
+            name = super::MEMORY_OPTION_NAMES[0],
+        ),
+    )
 }

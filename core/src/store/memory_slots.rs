@@ -15,6 +15,13 @@ pub(super) struct Slot {
     pub(super) expires_at: u64,
 }
 
+impl Slot {
+    /// Its storage key.
+    pub(super) fn key(&self) -> &[u8] {
+        &self.key
+    }
+}
+
 /// A storage key and its hash ([`SlotKey::of`]).
 #[derive(Clone, Copy)]
 pub(super) struct SlotKey<'k> {
@@ -31,6 +38,12 @@ impl<'k> SlotKey<'k> {
             hash: base_hash ^ rule.storage_hash(),
             bytes,
         }
+    }
+
+    /// The storage key.
+    #[inline]
+    pub(super) fn bytes(self) -> &'k [u8] {
+        self.bytes
     }
 
     #[inline]
@@ -85,18 +98,25 @@ impl Slots {
         self.0.retain(|slot| keep(slot));
     }
 
-    /// Forgets the key closest to expiry among the first `sample` (table order: effectively random).
-    pub(super) fn remove_nearest_expiry(&mut self, sample: usize) {
+    /// Forgets the key closest to expiry among the first `sample` (table order: effectively random)
+    /// that do not start with `spared`; false when every key does (nothing was forgotten).
+    pub(super) fn remove_nearest_expiry(&mut self, sample: usize, spared: &[u8]) -> bool {
         let victim = self
             .0
             .iter()
+            .filter(|slot| !slot.key.starts_with(spared))
             .take(sample)
             .min_by_key(|slot| slot.expires_at)
             .map(|slot| (slot.hash, slot.key.clone()));
-        if let Some((hash, key)) = victim {
-            if let Ok(held) = self.0.find_entry(hash, |slot| slot.key == key) {
+        let Some((hash, key)) = victim else {
+            return false;
+        };
+        match self.0.find_entry(hash, |slot| slot.key == key) {
+            Ok(held) => {
                 held.remove();
+                true
             }
+            Err(_) => false,
         }
     }
 

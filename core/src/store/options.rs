@@ -41,6 +41,11 @@ pub struct StoreOptions {
 /// time, so a smaller one (`timeout=1e-12`, a unit slip) would fail every call instead of failing once.
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
+/// The memory store's bound and what a full store does, as Rust and Python spell them (the names a
+/// binding passes to [`StoreOptions::with_memory_bound`] in its own spelling, and those a memory
+/// store's configuration error names).
+pub const MEMORY_OPTION_NAMES: [&str; 2] = ["max_keys", "when_full"];
+
 impl StoreOptions {
     /// `Ok` for options a store can work with; else the invalid argument naming what is wrong (a
     /// timeout under [`MIN_TIMEOUT`]). Every store checks its options when it is made.

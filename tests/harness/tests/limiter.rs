@@ -237,6 +237,58 @@ async fn a_full_bounded_store_refuses_or_evicts_as_chosen_and_counts_evictions()
     );
 }
 
+/// A hit on a bounded memory store, on a thread of its own: `None` when it has not returned within
+/// 5 s (it would hold its shard's lock meanwhile).
+fn hit_within_seconds(
+    store: &ratelock::store::MemoryStore,
+    key: &str,
+    rules: &str,
+) -> Option<Result<bool, Error>> {
+    let (store, key, rules) = (store.clone(), key.to_owned(), rules.parse::<Rules>().unwrap());
+    let (answered, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let limiter = Limiter::with_store(ratelock::Store::Memory(store), LimiterOptions::default()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let decision = runtime.block_on(limiter.hit(key, &rules, 1));
+        let _ = answered.send(decision.map(|decision| decision.allowed));
+    });
+    answer.recv_timeout(Duration::from_secs(5)).ok()
+}
+
+#[test]
+fn a_request_with_more_rules_than_a_bounded_shard_holds_is_a_configuration_error() {
+    // 10 keys over 64 shards: one key per shard, and the request needs two. Evicting went on forever on
+    // an empty shard (its lock held); refusing said "full" of an empty store.
+    for when_full in [WhenFull::Evict, WhenFull::Refuse] {
+        let store = ratelock::store::MemoryStore::bounded(10, when_full);
+        let answer = hit_within_seconds(&store, "k", "1/second; 10/minute")
+            .unwrap_or_else(|| panic!("{when_full:?}: the hit did not return within 5 s"));
+        let error = answer.expect_err("two keys in a shard that holds one");
+        assert!(error.is_configuration(), "{when_full:?}: {error}");
+        assert!(error.to_string().contains("max_keys"), "{error}");
+        assert_eq!(store.len(), 0, "nothing kept of a refused request");
+    }
+}
+
+#[test]
+fn a_bounded_store_keeps_its_bound_under_requests_of_several_rules() {
+    // Two keys per shard; each user first hits one rule, then two: making room must not evict the
+    // user's own key and then put it back past the bound.
+    let store = ratelock::store::MemoryStore::bounded(128, WhenFull::Evict);
+    for user in 0..200 {
+        let key = format!("user:{user}");
+        for rules in ["10/hour", "10/hour; 100/day"] {
+            let answer = hit_within_seconds(&store, &key, rules).expect("returned");
+            assert!(answer.expect("allowed"), "{key} {rules}");
+        }
+    }
+    assert!(
+        store.len() <= 128,
+        "{} keys held against a bound of 128",
+        store.len()
+    );
+}
+
 /// `redis+unix://PATH` reaches a server on its Unix socket (the documented URL form).
 #[tokio::test]
 async fn a_unix_socket_url_reaches_the_server() {
