@@ -457,6 +457,12 @@ export declare const STATUS_IDLE: number
 export declare const STATUS_OUTPUT: number
 
 /**
+ * A call timed out on this connection, which is given up: retire it (`wireRetire`), so later calls
+ * go to a fresh one, and close its socket once no call waits on it.
+ */
+export declare const STATUS_RETIRE: number
+
+/**
  * Where a limiter's or a lock's keys live, the same settings for every kind (all optional); `lib/`
  * passes them as each kind's `store`.
  */

@@ -8,7 +8,8 @@
 // run), setup errors, a broken reply stream and the store's circuit breaker (shared with the addon's
 // other paths). Calls are written once per tick. A close the server sends (FIN: an idle timeout,
 // CLIENT KILL) retires the connection at once: later calls go out on a fresh one, and calls not yet
-// written move to it.
+// written move to it. So does a call's timeout (the connection may have died without a word), and the
+// connection closes once no call waits on it.
 
 const net = require('node:net')
 const { performance } = require('node:perf_hooks')
@@ -21,7 +22,9 @@ const { FIELDS, decision } = require('./decision')
 /** Numbers per settled call in the addon's answers: its id, decided (1) or failed (0), its decision. */
 const SETTLED = 2 + FIELDS
 /** What the codec's `...Into` calls answer: a count, and bits for the connection's state after it. */
-const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE } = native
+const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE, STATUS_RETIRE } = native
+/** The longest delay Node's timers take (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1
 /** A failed call whose error the codec did not hand over: a bug, still raised. */
 const UNTOLD = { code: InternalError.code, message: 'a call failed and its error was not handed over (a bug)' }
 /**
@@ -200,7 +203,7 @@ class Link {
       // whose deadlines fall in the same turn, learn why, and that nothing was sent.
       this.#end(why)
       socket.destroy(new Error(why))
-    }, timeoutMs).unref()
+    }, Math.min(timeoutMs, LONGEST_TIMER_MS)).unref()
     socket.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(connecting)
       this.#connected = true
@@ -237,7 +240,10 @@ class Link {
   adopt(unsent) {
     native.wireAdopt(this.#codec, unsent)
     this.flush()
-    this.#arm()
+    // Their deadlines are the ones they were submitted with, sooner than a new call's.
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+    this.#armAt(native.wireNextDeadline(this.#codec), performance.now())
   }
 
   #scheduleFlush() {
@@ -266,8 +272,14 @@ class Link {
 
   /** A timer for the earliest deadline, keeping the process alive while a call waits. */
   #arm() {
-    if (this.#timer === null) this.#timer = setTimeout(() => this.#expire(), this.#timeoutMs)
+    if (this.#timer === null) this.#timer = setTimeout(() => this.#expire(), Math.min(this.#timeoutMs, LONGEST_TIMER_MS))
     else this.#timer.ref()
+  }
+
+  /** A timer for `deadline` (ms on `performance.now()`'s clock, `null`: none) seen at `now`. */
+  #armAt(deadline, now) {
+    if (deadline === null) return
+    this.#timer = setTimeout(() => this.#expire(), Math.min(Math.max(1, deadline - now), LONGEST_TIMER_MS))
   }
 
   /** Settles the calls a codec answer (`status`: a count and the `STATUS_*` bits) says it wrote, and
@@ -298,24 +310,33 @@ class Link {
       return
     }
     if (status & STATUS_OUTPUT) this.flush() // a retry after NOSCRIPT or a refused module command
+    if (this.#retired && status & STATUS_IDLE) this.#socket.destroy() // its last awaited reply came
   }
 
   #expire() {
     this.#timer = null
     const now = performance.now()
-    this.#settle(native.wireExpireInto(this.#codec, now))
-    const next = native.wireNextDeadline(this.#codec)
-    if (next !== null) this.#timer = setTimeout(() => this.#expire(), Math.max(1, next - now))
+    let status = this.#settle(native.wireExpireInto(this.#codec, now))
+    // A call timed out: the connection may have died without a word (no FIN, no RST), so it is given
+    // up. Later calls, and those it holds unwritten, go out on a fresh one; it closes once no call waits.
+    if (status & STATUS_RETIRE && !this.#retired) status = this.#retire()
+    if (this.#retired && status & STATUS_IDLE) {
+      this.#socket.destroy()
+      return
+    }
+    this.#armAt(native.wireNextDeadline(this.#codec), now)
   }
 
-  /** The server closed its side (or the stream broke): later calls go to a fresh connection. */
+  /** The server closed its side, the stream broke or a call timed out: later calls go to a fresh
+   * connection. Answers the codec's status after it. */
   #retire() {
-    if (this.#retired) return
+    if (this.#retired) return 0
     this.#retired = true
     this.#onEnd()
     const unsent = native.wireRetire(this.#codec)
-    this.#settle(native.wireDrainInto(this.#codec)) // calls that cannot go out again
+    const status = this.#settle(native.wireDrainInto(this.#codec)) // calls that cannot go out again
     if (unsent !== null) this.#onUnsent(unsent)
+    return status
   }
 
   /** The connection is gone: every call still waiting is answered. */

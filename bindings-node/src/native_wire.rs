@@ -43,6 +43,10 @@ pub const STATUS_OUTPUT: u32 = 1 << 17;
 /// The socket must be closed now: `closeReason` says why.
 #[napi]
 pub const STATUS_CLOSE: u32 = 1 << 18;
+/// A call timed out on this connection, which is given up: retire it (`wireRetire`), so later calls
+/// go to a fresh one, and close its socket once no call waits on it.
+#[napi]
+pub const STATUS_RETIRE: u32 = 1 << 19;
 
 /// The TypeScript name of a retired connection's unwritten calls inside `ExternalObject` (opaque to
 /// JavaScript; the declaration generator names an external by its Rust type).
@@ -338,6 +342,9 @@ impl WireCodec {
         }
         if self.connection.close_reason().is_some() {
             status |= STATUS_CLOSE;
+        }
+        if self.connection.given_up() {
+            status |= STATUS_RETIRE;
         }
         status
     }

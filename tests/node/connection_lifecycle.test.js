@@ -13,7 +13,7 @@ const tls = require('node:tls')
 const { after, before, test } = require('node:test')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { DistributedLock, Limiter, StoreUnavailableError } = require('../../bindings-node')
+const { DistributedLock, Limiter, StoreTimeoutError, StoreUnavailableError } = require('../../bindings-node')
 const { RedisServer, makeCertificates } = require('./redis-server')
 
 let redis
@@ -64,11 +64,12 @@ test('a server idle timeout fails no call', async () => {
 
 /**
  * A TLS front for `redis` (its plain port) on a free loopback port: its first connection finishes the
- * handshake, reads what the client writes first (the preamble) and closes without a word, as a proxy
- * going down between two clients would; later ones are passed through. Answers the front, the CA that
- * signed its certificate for localhost, and how many connections it took.
+ * handshake, reads what the client writes first (the preamble) and, `closeAfterMs` later, closes without
+ * a word, as a proxy going down between two clients would; later ones are passed through, or with
+ * `thenSilent` read and never answered. Answers the front, the CA that signed its certificate for
+ * localhost, and how many connections it took.
  */
-async function frontClosingItsFirstConnection() {
+async function frontClosingItsFirstConnection({ closeAfterMs = 0, thenSilent = false } = {}) {
   const dir = makeCertificates('DNS:localhost')
   const read = (name) => fs.readFileSync(path.join(dir, name), 'utf8')
   const caPem = read('ca.pem')
@@ -78,9 +79,10 @@ async function frontClosingItsFirstConnection() {
     socket.on('error', () => {})
     front.connections += 1
     if (front.connections === 1) {
-      socket.once('data', () => socket.end())
+      socket.once('data', () => setTimeout(() => socket.end(), closeAfterMs))
       return
     }
+    if (thenSilent) return
     const back = net.connect(redis.port, '127.0.0.1')
     sockets.add(back)
     back.on('error', () => socket.destroy())
@@ -111,6 +113,111 @@ test('a TLS server that closes before its first answer: the call it never got go
     assert.equal(front.connections, 2, 'the closed connection, then a fresh one')
   } finally {
     await front.stop()
+  }
+})
+
+/**
+ * A plain front for `redis` on a free loopback port whose connections can go silent (`front.silence()`:
+ * nothing passes either way, and nothing is closed), as when the path to a server dies without a FIN or
+ * an RST (a failover moving its address, a NAT dropping the flow). Later connections pass.
+ */
+async function silenceableFront() {
+  const pairs = []
+  const front = net.createServer((socket) => {
+    socket.on('error', () => {})
+    const back = net.connect(redis.port, '127.0.0.1')
+    back.on('error', () => socket.destroy())
+    const pair = { socket, back, silent: false }
+    pairs.push(pair)
+    socket.on('data', (bytes) => pair.silent || back.write(bytes))
+    back.on('data', (bytes) => pair.silent || socket.write(bytes))
+    socket.on('close', () => back.destroy())
+  })
+  front.silence = () => pairs.forEach((pair) => (pair.silent = true))
+  front.connections = () => pairs.length
+  front.stop = () => {
+    for (const { socket, back } of pairs) socket.destroy(), back.destroy()
+    return new Promise((resolve) => front.close(resolve))
+  }
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
+  return front
+}
+
+test('a call moved to a fresh connection keeps its own deadline', async () => {
+  // Held behind the preamble, the call moves at 300 ms to a connection that never answers: it is
+  // answered at its deadline (600 ms from its submission), not a whole timeout after the move.
+  const { front, caPem } = await frontClosingItsFirstConnection({ closeAfterMs: 300, thenSilent: true })
+  try {
+    const limiter = new Limiter({ url: `rediss://localhost:${front.address().port}/`, tlsRootCa: caPem, timeoutMs: 600 })
+    const started = performance.now()
+    await assert.rejects(limiter.hit(`moved-${randomUUID().slice(0, 8)}`, '10/minute'), StoreTimeoutError)
+    const took = performance.now() - started
+    assert.ok(took < 850, `answered ${Math.round(took)} ms after its submission, against a 600 ms deadline`)
+    assert.equal(front.connections, 2)
+  } finally {
+    await front.stop()
+  }
+})
+
+test('a connection gone silent is given up at its first timeout: the next calls go out on a fresh one', async () => {
+  const front = await silenceableFront()
+  try {
+    const limiter = new Limiter({ url: `redis://127.0.0.1:${front.address().port}/`, timeoutMs: 200 })
+    const key = `silent-${randomUUID().slice(0, 8)}`
+    assert.equal((await limiter.hit(key, '1000/minute')).remaining, 999)
+    front.silence()
+    await assert.rejects(limiter.hit(key, '1000/minute'), StoreTimeoutError)
+    // The breaker's pause after an outage (about the timeout), then calls on a fresh connection.
+    const started = Date.now()
+    let decision = null
+    while (decision === null && Date.now() - started < 3000) {
+      await sleep(50)
+      decision = await limiter.hit(key, '1000/minute').catch(() => null)
+    }
+    assert.ok(decision !== null, 'no call succeeded within 3 s: the silent connection was kept')
+    assert.equal(decision.degraded, false)
+    assert.ok(front.connections() >= 2, 'a fresh connection')
+  } finally {
+    await front.stop()
+  }
+})
+
+test('a TLS call held behind a slow first answer and answered at its timeout is never sent afterwards', async () => {
+  // Over TLS the calls wait for the server's first answer; one whose deadline passes first is answered
+  // by the policy, and must not then be written and run (a caller retrying would be counted twice).
+  const dir = makeCertificates('DNS:localhost')
+  const read = (name) => fs.readFileSync(path.join(dir, name), 'utf8')
+  const caPem = read('ca.pem')
+  const sockets = new Set()
+  const front = tls.createServer({ key: read('key.pem'), cert: read('cert.pem') }, (socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    const back = net.connect(redis.port, '127.0.0.1')
+    sockets.add(back)
+    back.on('error', () => socket.destroy())
+    socket.on('close', () => back.destroy())
+    back.pipe(socket)
+    let first = true
+    socket.on('data', (bytes) => {
+      if (first) setTimeout(() => back.write(bytes), 600) // a slow first answer
+      else back.write(bytes)
+      first = false
+    })
+  })
+  fs.rmSync(dir, { recursive: true, force: true })
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
+  try {
+    const key = `held-${randomUUID().slice(0, 8)}`
+    const limiter = new Limiter({ url: `rediss://localhost:${front.address().port}/`, tlsRootCa: caPem, onError: 'allow', timeoutMs: 300 })
+    const answered = await limiter.hit(key, '10/minute')
+    assert.equal(answered.degraded, true, 'answered by the policy at its timeout')
+    await sleep(900) // the first answer came at 600 ms
+    const checker = new Limiter({ url: redis.url })
+    // A peek answers as if it spent its own cost: 9 left of a key nothing was spent on.
+    assert.equal((await checker.peek(key, '10/minute')).remaining, 9, 'the call answered at its timeout never ran')
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    await new Promise((resolve) => front.close(resolve))
   }
 })
 

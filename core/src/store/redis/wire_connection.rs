@@ -139,6 +139,8 @@ pub struct WireConnection {
     unwritten: usize,
     /// How many of `calls` were answered at their timeout and wait only for their reply to drop.
     timed_out: usize,
+    /// A call timed out here: later calls go to a fresh connection ([`given_up`](Self::given_up)).
+    given_up: bool,
     retired: bool,
 }
 
@@ -181,6 +183,7 @@ impl WireConnection {
             close_reason: None,
             unwritten,
             timed_out: 0,
+            given_up: false,
             retired: false,
         }))
     }
@@ -339,6 +342,15 @@ impl WireConnection {
     /// Why the socket must be closed now (setup failed, or the reply stream broke), once it must.
     pub fn close_reason(&self) -> Option<&str> {
         self.close_reason.as_deref()
+    }
+
+    /// Whether a call timed out on this connection, which is then given up for new calls: the caller
+    /// [`retire`](Self::retire)s it (later calls, and those not yet written, go to a fresh one) and
+    /// closes its socket once no call waits on it. So a connection that died without a FIN or an RST
+    /// is not used for every call until the kernel gives up on it, and a call held unwritten that
+    /// timed out is never written afterwards.
+    pub fn given_up(&self) -> bool {
+        self.given_up
     }
 
     /// Whether the reply stream broke (a protocol error): the socket must be closed, and the calls not
@@ -571,7 +583,8 @@ impl WireConnection {
     }
 
     /// Answers every call past its deadline at `now_ms` by the failure policy (its reply is still
-    /// read, in order, and dropped); a timeout tells the breaker of an outage.
+    /// read, in order, and dropped); a timeout tells the breaker of an outage and gives the connection
+    /// up ([`given_up`](Self::given_up)).
     pub fn expire(&mut self, now_ms: f64) -> Vec<Settled> {
         let mut settled = Vec::new();
         let mut told = false;
@@ -591,6 +604,7 @@ impl WireConnection {
             self.timed_out += 1;
             settled.push(answer);
         }
+        self.given_up |= told;
         settled
     }
 
@@ -808,6 +822,35 @@ mod tests {
         assert!(matches!(&settled[..], [Settled::Decided(3, d)] if d.degraded));
         assert_eq!((connection.in_flight(), connection.next_deadline()), (0, None));
         assert!(connection.feed(&decided(&tag(&written)), 20.0).is_empty());
+    }
+
+    #[test]
+    fn a_timeout_gives_the_connection_up_and_a_timed_out_call_never_written_is_sent_nowhere() {
+        let mut old = connection(policy(FailurePolicy::Allow));
+        submit(&mut old, 1, 10.0);
+        assert!(!old.given_up());
+        // Held unwritten (as over TLS until the server's first answer), then past its deadline.
+        let settled = old.expire(10.0);
+        assert!(matches!(&settled[..], [Settled::Decided(1, d)] if d.degraded));
+        assert!(
+            old.given_up(),
+            "a connection whose call timed out takes no more calls"
+        );
+        submit(&mut old, 2, 100.0);
+        let (unsent, settled) = old.retire();
+        assert_eq!(
+            (unsent.len(), settled.len()),
+            (1, 0),
+            "only the waiting call moves"
+        );
+        assert!(
+            old.take_output().is_empty(),
+            "the timed-out call's bytes are never written here"
+        );
+        assert_eq!(old.in_flight(), 0);
+        let mut fresh = connection(policy(FailurePolicy::Allow));
+        fresh.adopt(unsent);
+        assert_eq!(fresh.in_flight(), 1);
     }
 
     #[test]
