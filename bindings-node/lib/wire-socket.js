@@ -88,7 +88,9 @@ class WireClient {
   call(key, parsed, cost, nowMs, spend) {
     try {
       let link = this.#link
-      if (link === null) {
+      // Admitted by the breaker here when a connection is opened for it (the submit asks otherwise).
+      const admitted = link === null
+      if (admitted) {
         // No connection (yet, or any more): while the breaker is open, answer without opening one.
         if (!native.wireAdmit(this.#opened.codec)) {
           native.wireRefusedInto(this.#opened.codec, key, parsed.rules, cost, spend)
@@ -98,7 +100,7 @@ class WireClient {
       }
       const id = this.#nextId
       this.#nextId = (id + 1) & 0x7fffffff
-      if (link.submit(id, key, parsed.rules, cost, nowMs, spend)) {
+      if (link.submit(id, key, parsed.rules, cost, nowMs, spend, admitted)) {
         return Promise.resolve(decision(this.out, 0, parsed))
       }
       return new Promise((resolve, reject) => this.#waiting.set(id, { resolve, reject, parsed }))
@@ -226,11 +228,11 @@ class Link {
     this.flush()
   }
 
-  /** Submits call `id`: true when it was answered at once (its decision in the client's `out`): a
-   * hook answered it, or the circuit breaker refused it. */
-  submit(id, key, rules, cost, nowMs, spend) {
+  /** Submits call `id` (`admitted`: the breaker let it through already); true when it was answered
+   * at once (its decision in the client's `out`): a hook answered it, or the circuit breaker refused it. */
+  submit(id, key, rules, cost, nowMs, spend, admitted) {
     const deadline = performance.now() + this.#timeoutMs
-    if (native.wireSubmitInto(this.#codec, id, key, rules, cost, nowMs, spend, deadline)) return true
+    if (native.wireSubmitInto(this.#codec, id, key, rules, cost, nowMs, spend, deadline, admitted)) return true
     this.#scheduleFlush()
     this.#arm()
     return false

@@ -126,7 +126,8 @@ pub fn open_wire(limiter: &NativeLimiter, url: String, out: Float64Array) -> Res
 }
 
 /// Whether the store's circuit breaker lets a call through now (else answer it with
-/// `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself.
+/// `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself, unless
+/// told the call was admitted so (a second asking would refuse a half-open breaker's one trial).
 #[napi]
 pub fn wire_admit(#[napi(ts_arg_type = "ExternalObject<WireCodec>")] codec: Handle<WireCodec>) -> bool {
     codec.connection.admits()
@@ -156,7 +157,7 @@ pub fn wire_refused_into(
 /// degraded or locally decided decision). Throws for misuse before anything is sent, and for a refused
 /// call under `onError: 'raise'`.
 #[napi(
-    ts_args_type = "codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number"
+    ts_args_type = "codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number, admitted: boolean"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn wire_submit_into(
@@ -168,11 +169,12 @@ pub fn wire_submit_into(
     now_ms: Option<f64>,
     spend: bool,
     deadline_ms: f64,
+    admitted: bool,
 ) -> Result<bool> {
     guarded_sync(|| {
         let (key, cost, now_us) = (key.bytes(), convert::cost(cost)?, convert::now_us(now_ms)?);
         let codec = &mut *codec;
-        if !codec.connection.admits() {
+        if !admitted && !codec.connection.admits() {
             return codec.answer_refused(key, &rules, cost, spend).map(|()| true);
         }
         let answered = codec

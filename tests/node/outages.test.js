@@ -303,3 +303,59 @@ test('an aborted wait rejects with the abort reason also when its refund fails (
     await server.close()
   }
 })
+
+/** A TCP pass-through to `port` on a free loopback port that, once `cut()`, resets its open
+ * connections and every one it takes until `restore()`. */
+async function switchableFront(port) {
+  const sockets = new Set()
+  let down = false
+  const front = net.createServer((socket) => {
+    socket.on('error', () => {})
+    if (down) return socket.destroy()
+    const back = net.connect(port, '127.0.0.1')
+    sockets.add(socket).add(back)
+    back.on('error', () => socket.destroy())
+    socket.on('close', () => back.destroy())
+    back.on('close', () => socket.destroy())
+    socket.pipe(back).pipe(socket)
+  })
+  front.cut = () => {
+    down = true
+    for (const socket of sockets) socket.destroy()
+    sockets.clear()
+  }
+  front.restore = () => (down = false)
+  front.stop = () => {
+    front.cut()
+    return new Promise((resolve) => front.close(resolve))
+  }
+  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
+  return front
+}
+
+for (const query of ['', '?server_code=scripts']) {
+  test(`over TLS (no background probe), the first call after the breaker's pause is its trial and reaches the server${query ? ` (${query})` : ''}`, async () => {
+    // It was admitted once before its connection opened and refused by a second asking, so the trial
+    // never went out; with no preamble to answer (server_code=scripts) every call was refused.
+    const server = await RedisServer.startWithTls()
+    const front = await switchableFront(server.tlsPort)
+    try {
+      const url = `rediss://localhost:${front.address().port}/${query}`
+      const limiter = new Limiter({ url, tlsRootCa: server.caPem, timeoutMs: 300 })
+      assert.equal((await limiter.hit('trial', '100/minute')).remaining, 99)
+      front.cut()
+      // The lost connection says nothing of the server; the connect after it, refused, opens the breaker.
+      for (let i = 0; i < 20 && limiter.breakerState === 'closed'; i++) {
+        await assert.rejects(limiter.hit('trial', '100/minute'), StoreUnavailableError)
+      }
+      assert.notEqual(limiter.breakerState, 'closed')
+      front.restore()
+      await sleep(700) // past the breaker's pause
+      assert.equal((await limiter.hit('trial', '100/minute')).remaining, 98, 'the trial call went through')
+      assert.equal(limiter.breakerState, 'closed')
+    } finally {
+      await front.stop()
+      await server.close()
+    }
+  })
+}

@@ -285,7 +285,7 @@ impl StandingCall {
             StandingCall::Set { standing, for_us } => {
                 *entry = Some(Entry {
                     standing,
-                    until_us: now + for_us,
+                    until_us: now.saturating_add(for_us),
                 });
                 true
             }

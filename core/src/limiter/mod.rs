@@ -822,6 +822,11 @@ impl Limiter {
         let key = key.as_ref();
         check_key("key", key)?;
         crate::clock::check_now(now_us)?;
+        if let StandingCall::Set { for_us, .. } = call {
+            // Built directly, a span skips `StandingCall::set`'s check: every store refuses what the
+            // Lua script refuses (a span past 366 days would run past every clock's range).
+            crate::algorithm::standing::span_us("for_us", Duration::from_micros(for_us))?;
+        }
         let now =
             now_us.or_else(|| (self.shared.options.clock == ClockSource::Local).then(crate::clock::now_us));
         let change = EntryChange {

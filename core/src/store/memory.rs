@@ -75,7 +75,8 @@ struct Shard {
     overrides: Option<Box<HeldOverrides>>,
     /// The shard's size right after its last sweep.
     swept_len: usize,
-    /// The earliest expiry among the keys the last sweep kept (a full shard sweeps again from then).
+    /// No held key expires before this (kept as keys are written; exact after a sweep): a full shard
+    /// sweeps once the clock passes it, so it never refuses or evicts while an expired key is held.
     earliest_expiry: u64,
 }
 
@@ -166,6 +167,8 @@ impl MemoryStore {
             shard.map.clear();
             shard.standing = None;
             shard.overrides = None;
+            shard.swept_len = 0;
+            shard.earliest_expiry = u64::MAX;
         }
     }
 
@@ -182,6 +185,7 @@ impl MemoryStore {
     /// Checks the key's ban or list entry, then every rule of the request, under one shard lock;
     /// spends only if all allow, and bans the key when a blocking rule denies a hit.
     pub fn check(&self, request: &LimitRequest<'_>) -> Result<Verdict> {
+        crate::clock::check_now(request.now_us)?;
         KEY_BUFFER.with(|buffer| {
             let mut key = buffer.borrow_mut();
             key.clear();
@@ -447,6 +451,7 @@ impl Shard {
                     }
                     update.apply(&mut slot.state);
                     slot.expires_at = now + step.ttl_us;
+                    self.earliest_expiry = self.earliest_expiry.min(slot.expires_at);
                 }
             }
             return Ok(smallvec::smallvec![step.outcome]);
@@ -505,6 +510,7 @@ impl Shard {
     fn store(&mut self, key: SlotKey<'_>, step: Step, now: u64) {
         let Some(update) = step.update else { return };
         let expires_at = now + step.ttl_us;
+        self.earliest_expiry = self.earliest_expiry.min(expires_at);
         if let Some(slot) = self.map.get_mut(key) {
             if slot.expires_at <= now {
                 slot.state = None;
@@ -568,13 +574,16 @@ impl Shard {
         Ok(())
     }
 
-    /// Drops every expired key and entry (but the keys starting with `own`, a request's, which it is
-    /// about to write), and notes the earliest expiry among the keys kept.
+    /// Drops every expired key, entry and override (but the keys starting with `own`, a request's, which
+    /// it is about to write), and notes the earliest expiry among the keys kept.
     fn sweep(&mut self, now: u64, own: &[u8]) {
         self.map
             .retain(|slot| slot.expires_at > now || slot.key().starts_with(own));
         if let Some(entries) = &mut self.standing {
             entries.retain(|_, entry| entry.until_us > now);
+        }
+        if let Some(overrides) = &mut self.overrides {
+            overrides.retain(|_, (_, until)| *until > now);
         }
         self.swept_len = self.map.len();
         self.earliest_expiry = self.map.earliest_expiry().unwrap_or(u64::MAX);
@@ -603,4 +612,43 @@ fn too_small_a_bound(request_keys: usize, per_shard: usize) -> Error {
             name = super::MEMORY_OPTION_NAMES[0],
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_drops_the_overrides_that_ended() {
+        let store = MemoryStore::unbounded();
+        let overrides = Overrides::new("1000/minute".parse().unwrap());
+        for i in 0..100u32 {
+            let key = format!("user:{i}");
+            let change = OverrideChange {
+                prefix: "rl",
+                key: key.as_bytes(),
+                overrides: Some(&overrides),
+                for_us: Some(1_000_000),
+                now_us: Some(0),
+            };
+            assert!(store.set_override(&change));
+        }
+        let held = |store: &MemoryStore| -> usize {
+            store
+                .inner
+                .shards
+                .iter()
+                .map(|shard| shard.lock().overrides.as_ref().map_or(0, |held| held.len()))
+                .sum()
+        };
+        assert_eq!(held(&store), 100);
+        for shard in store.inner.shards.iter() {
+            shard.lock().sweep(2_000_000, b"");
+        }
+        assert_eq!(
+            held(&store),
+            0,
+            "overrides that ended are reclaimed with the expired keys"
+        );
+    }
 }

@@ -289,6 +289,75 @@ fn a_bounded_store_keeps_its_bound_under_requests_of_several_rules() {
     );
 }
 
+#[tokio::test]
+async fn a_full_bounded_store_reclaims_expired_keys_before_refusing_or_evicting() {
+    // One key per shard. Each shard is filled with a key of an hour, the store cleared, and refilled
+    // with keys of a second: ten seconds on, every held key has expired, and a new key must find
+    // room. The sweep waited for the cleared keys' hour (refusing, or evicting, meanwhile).
+    let (hour, second): (Rules, Rules) = ("1/hour".parse().unwrap(), "1/second".parse().unwrap());
+    let start = 1_763_800_000_000_000u64;
+    for when_full in [WhenFull::Refuse, WhenFull::Evict] {
+        let store = ratelock::store::MemoryStore::bounded(64, when_full);
+        let limiter =
+            Limiter::with_store(ratelock::Store::Memory(store.clone()), LimiterOptions::default()).unwrap();
+        for i in 0..2_000 {
+            let _ = limiter.hit_at(format!("hour:{i}"), &hour, 1, start).await;
+        }
+        store.clear();
+        for i in 0..2_000 {
+            let _ = limiter.hit_at(format!("second:{i}"), &second, 1, start).await;
+        }
+        let evicted = store.evictions();
+        let mut admitted = 0;
+        for i in 0..2_000 {
+            let later = limiter
+                .hit_at(format!("later:{i}"), &second, 1, start + 10_000_000)
+                .await;
+            admitted += u32::from(later.is_ok_and(|decision| decision.allowed));
+        }
+        assert!(
+            admitted >= 64,
+            "{when_full:?}: {admitted} new keys admitted where every shard held an expired key"
+        );
+        if when_full == WhenFull::Evict {
+            // A shard's first new key finds its expired key swept; only the ones after it evict.
+            assert!(
+                store.evictions() - evicted <= 2_000 - 64,
+                "{} evictions: expired keys were evicted as live ones",
+                store.evictions() - evicted
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_memory_store_refuses_a_time_or_a_ban_past_its_range() {
+    let store = ratelock::store::MemoryStore::unbounded();
+    let rules: Rules = "5/second".parse().unwrap();
+    let request = ratelock::store::LimitRequest {
+        prefix: "rl",
+        key: b"k",
+        rules: &rules,
+        cost: 1,
+        now_us: Some(u64::MAX - 5),
+        spend: true,
+        max_wait_us: None,
+    };
+    let error = store.check(&request).expect_err("a time past 2^52 µs");
+    assert!(error.to_string().contains("now"), "{error}");
+    // A span built directly, past 366 days: refused as the Lua script refuses it (it overflowed).
+    let limiter = Limiter::with_store(ratelock::Store::Memory(store), LimiterOptions::default()).unwrap();
+    let ban = ratelock::algorithm::standing::StandingCall::Set {
+        standing: ratelock::algorithm::standing::Standing::Banned,
+        for_us: u64::MAX,
+    };
+    let error = limiter
+        .stand("k", ban, Some(1_000_000))
+        .await
+        .expect_err("a ban of u64::MAX µs");
+    assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+}
+
 /// `redis+unix://PATH` reaches a server on its Unix socket (the documented URL form).
 #[tokio::test]
 async fn a_unix_socket_url_reaches_the_server() {
