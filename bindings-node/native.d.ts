@@ -505,7 +505,8 @@ export interface Unsent {
 
 /**
  * Whether the store's circuit breaker lets a call through now (else answer it with
- * `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself.
+ * `wireRefusedInto`). Asked only before opening a connection: `wireSubmitInto` asks it itself, unless
+ * told the call was admitted so (a second asking would refuse a half-open breaker's one trial).
  */
 export declare function wireAdmit(codec: ExternalObject<WireCodec>): boolean
 
@@ -591,7 +592,7 @@ export declare function wireRetire(codec: ExternalObject<WireCodec>): ExternalOb
  * degraded or locally decided decision). Throws for misuse before anything is sent, and for a refused
  * call under `onError: 'raise'`.
  */
-export declare function wireSubmitInto(codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number): boolean
+export declare function wireSubmitInto(codec: ExternalObject<WireCodec>, id: number, key: string | Buffer, rules: ExternalObject<PreparedRules>, cost: number | undefined | null, nowMs: number | undefined | null, spend: boolean, deadlineMs: number, admitted: boolean): boolean
 
 /** The error of the next failed call handed over (`null` when there is none left). */
 export declare function wireTakeFailure(codec: ExternalObject<WireCodec>): Failure | null

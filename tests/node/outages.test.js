@@ -342,16 +342,16 @@ for (const query of ['', '?server_code=scripts']) {
     try {
       const url = `rediss://localhost:${front.address().port}/${query}`
       const limiter = new Limiter({ url, tlsRootCa: server.caPem, timeoutMs: 300 })
-      assert.equal((await limiter.hit('trial', '100/minute')).remaining, 99)
+      assert.equal((await limiter.hit('trial', '100/hour')).remaining, 99)
       front.cut()
       // The lost connection says nothing of the server; the connect after it, refused, opens the breaker.
       for (let i = 0; i < 20 && limiter.breakerState === 'closed'; i++) {
-        await assert.rejects(limiter.hit('trial', '100/minute'), StoreUnavailableError)
+        await assert.rejects(limiter.hit('trial', '100/hour'), StoreUnavailableError)
       }
       assert.notEqual(limiter.breakerState, 'closed')
       front.restore()
       await sleep(700) // past the breaker's pause
-      assert.equal((await limiter.hit('trial', '100/minute')).remaining, 98, 'the trial call went through')
+      assert.equal((await limiter.hit('trial', '100/hour')).remaining, 98, 'the trial call went through')
       assert.equal(limiter.breakerState, 'closed')
     } finally {
       await front.stop()
