@@ -63,40 +63,49 @@ test('a server idle timeout fails no call', async () => {
 })
 
 /**
- * A TLS front for `redis` (its plain port) on a free loopback port: its first connection finishes the
- * handshake, reads what the client writes first (the preamble) and, `closeAfterMs` later, closes without
- * a word, as a proxy going down between two clients would; later ones are passed through, or with
- * `thenSilent` read and never answered. Answers the front, the CA that signed its certificate for
- * localhost, and how many connections it took.
+ * A TLS front on a free loopback port with a certificate for localhost, handing each connection it takes
+ * (its number from 1, and a function passing it through to `redis`'s plain port, which answers the back
+ * connection) to `take`. Answers the front (`front.connections()`, `front.stop()`) and the CA that signed
+ * its certificate.
  */
-async function frontClosingItsFirstConnection({ closeAfterMs = 0, thenSilent = false } = {}) {
+async function tlsFront(take) {
   const dir = makeCertificates('DNS:localhost')
   const read = (name) => fs.readFileSync(path.join(dir, name), 'utf8')
   const caPem = read('ca.pem')
   const sockets = new Set()
+  let connections = 0
   const front = tls.createServer({ key: read('key.pem'), cert: read('cert.pem') }, (socket) => {
     sockets.add(socket)
     socket.on('error', () => {})
-    front.connections += 1
-    if (front.connections === 1) {
-      socket.once('data', () => setTimeout(() => socket.end(), closeAfterMs))
-      return
+    const toRedis = () => {
+      const back = net.connect(redis.port, '127.0.0.1')
+      sockets.add(back)
+      back.on('error', () => socket.destroy())
+      socket.on('close', () => back.destroy())
+      return back
     }
-    if (thenSilent) return
-    const back = net.connect(redis.port, '127.0.0.1')
-    sockets.add(back)
-    back.on('error', () => socket.destroy())
-    socket.on('close', () => back.destroy())
-    socket.pipe(back).pipe(socket)
+    take(socket, (connections += 1), toRedis)
   })
   fs.rmSync(dir, { recursive: true, force: true })
-  front.connections = 0
+  front.connections = () => connections
   front.stop = () => {
     for (const socket of sockets) socket.destroy()
     return new Promise((resolve) => front.close(resolve))
   }
   await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
   return { front, caPem }
+}
+
+/**
+ * A TLS front whose first connection finishes the handshake, reads what the client writes first (the
+ * preamble) and, `closeAfterMs` later, closes without a word, as a proxy going down between two clients
+ * would; later ones are passed through to `redis`, or with `thenSilent` read and never answered.
+ */
+function frontClosingItsFirstConnection({ closeAfterMs = 0, thenSilent = false } = {}) {
+  return tlsFront((socket, number, toRedis) => {
+    if (number === 1) socket.once('data', () => setTimeout(() => socket.end(), closeAfterMs))
+    else if (!thenSilent) socket.pipe(toRedis()).pipe(socket)
+  })
 }
 
 test('a TLS server that closes before its first answer: the call it never got goes once to a fresh connection', async () => {
@@ -110,7 +119,7 @@ test('a TLS server that closes before its first answer: the call it never got go
     assert.equal(decision.allowed, true)
     assert.equal(decision.degraded, false)
     assert.equal(decision.remaining, 9, 'counted once')
-    assert.equal(front.connections, 2, 'the closed connection, then a fresh one')
+    assert.equal(front.connections(), 2, 'the closed connection, then a fresh one')
   } finally {
     await front.stop()
   }
@@ -153,7 +162,7 @@ test('a call moved to a fresh connection keeps its own deadline', async () => {
     await assert.rejects(limiter.hit(`moved-${randomUUID().slice(0, 8)}`, '10/minute'), StoreTimeoutError)
     const took = performance.now() - started
     assert.ok(took < 850, `answered ${Math.round(took)} ms after its submission, against a 600 ms deadline`)
-    assert.equal(front.connections, 2)
+    assert.equal(front.connections(), 2)
   } finally {
     await front.stop()
   }
@@ -185,17 +194,8 @@ test('a connection gone silent is given up at its first timeout: the next calls 
 test('a TLS call held behind a slow first answer and answered at its timeout is never sent afterwards', async () => {
   // Over TLS the calls wait for the server's first answer; one whose deadline passes first is answered
   // by the policy, and must not then be written and run (a caller retrying would be counted twice).
-  const dir = makeCertificates('DNS:localhost')
-  const read = (name) => fs.readFileSync(path.join(dir, name), 'utf8')
-  const caPem = read('ca.pem')
-  const sockets = new Set()
-  const front = tls.createServer({ key: read('key.pem'), cert: read('cert.pem') }, (socket) => {
-    sockets.add(socket)
-    socket.on('error', () => {})
-    const back = net.connect(redis.port, '127.0.0.1')
-    sockets.add(back)
-    back.on('error', () => socket.destroy())
-    socket.on('close', () => back.destroy())
+  const { front, caPem } = await tlsFront((socket, _number, toRedis) => {
+    const back = toRedis()
     back.pipe(socket)
     let first = true
     socket.on('data', (bytes) => {
@@ -204,8 +204,6 @@ test('a TLS call held behind a slow first answer and answered at its timeout is 
       first = false
     })
   })
-  fs.rmSync(dir, { recursive: true, force: true })
-  await new Promise((resolve) => front.listen(0, '127.0.0.1', resolve))
   try {
     const key = `held-${randomUUID().slice(0, 8)}`
     const limiter = new Limiter({ url: `rediss://localhost:${front.address().port}/`, tlsRootCa: caPem, onError: 'allow', timeoutMs: 300 })
@@ -216,8 +214,7 @@ test('a TLS call held behind a slow first answer and answered at its timeout is 
     // A peek answers as if it spent its own cost: 9 left of a key nothing was spent on.
     assert.equal((await checker.peek(key, '10/minute')).remaining, 9, 'the call answered at its timeout never ran')
   } finally {
-    for (const socket of sockets) socket.destroy()
-    await new Promise((resolve) => front.close(resolve))
+    await front.stop()
   }
 })
 
