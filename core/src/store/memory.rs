@@ -574,8 +574,8 @@ impl Shard {
         Ok(())
     }
 
-    /// Drops every expired key, entry and override (but the keys starting with `own`, a request's, which
-    /// it is about to write), and notes the earliest expiry among the keys kept.
+    /// Drops every expired key, entry and override (but the keys starting with `own`, a request's base
+    /// or storage key, which it is about to write), and notes the earliest expiry among the keys kept.
     fn sweep(&mut self, now: u64, own: &[u8]) {
         self.map
             .retain(|slot| slot.expires_at > now || slot.key().starts_with(own));
@@ -602,14 +602,14 @@ struct Room<'k> {
 
 /// The error of a request whose rules need more keys than a shard of the bounded store holds.
 fn too_small_a_bound(request_keys: usize, per_shard: usize) -> Error {
+    let name = super::MEMORY_OPTION_NAMES[0];
     Error::configuration(
-        super::MEMORY_OPTION_NAMES[0],
+        name,
         format!(
             "a request of {request_keys} rules keeps its {request_keys} keys in one of the memory \
              store's {SHARDS} shards, and {name} leaves each shard room for {per_shard}: raise \
              {name} to at least {}",
             request_keys * SHARDS,
-            name = super::MEMORY_OPTION_NAMES[0],
         ),
     )
 }
@@ -643,7 +643,7 @@ mod tests {
         };
         assert_eq!(held(&store), 100);
         for shard in store.inner.shards.iter() {
-            shard.lock().sweep(2_000_000, b"");
+            shard.lock().sweep(2_000_000, b"rl:{nobody}:");
         }
         assert_eq!(
             held(&store),
