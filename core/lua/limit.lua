@@ -40,7 +40,8 @@
 -- every written key gets a TTL (PEXPIRE or PX) of at least one second. A fixed or sliding window's key
 -- gets it at its window's first hit, and later hits in that window keep it: it ends where the window
 -- (the next window, for a sliding one) ends, a point that does not move, or a second after that first
--- hit when later. In "refund" mode, the refunded rules' state, keeping each key's TTL.
+-- hit when later. A token bucket's key lives until both of the buckets it may hold (the rule's own and
+-- an override's) are full again: a write never shortens it. In "refund" mode, the refunded rules' state, keeping each key's TTL.
 -- Sliding-log rules drop entries that left their window in both modes (that changes no decision).
 --
 -- Mirrors: ratelock::algorithm::{gcra, token_bucket, leaky_bucket, fixed_window, sliding_window,
@@ -295,7 +296,8 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
         end
         if ttl < 1000 then ttl = 1000 end
         redis.call('HSET', key, 't', tokens, 'l', last)
-        redis.call('PEXPIRE', key, ttl)
+        -- The general path's keep_for: the hash may hold an override's bucket too.
+        if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
       end
       return { 0, 1, limit, remaining, reset, 0 }
     end
@@ -517,6 +519,13 @@ local function px(us)
   return max(cdiv(us, 1000), MIN_TTL_MS)
 end
 
+-- A token bucket's hash may hold two buckets, the rule's own (t, l) and an override's (t:<id>,
+-- l:<id>): a write of one gives the key `ttl` ms unless it already ends later, so that it lives until
+-- both are full again (then either reads as a new bucket).
+local function keep_for(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+
 local function gcd(a, b)
   while b ~= 0 do
     a, b = b, a - idiv(a, b) * b
@@ -635,7 +644,7 @@ local function rule_token(key, now, cost, limit, period, burst, _, tf, lf)
   local reset = ahead + cdiv(capacity - tokens, rate)
   return { 1, limit, idiv(available(tokens), scale), reset, 0, remaining, wait }, function()
     redis.call('HSET', key, tf, tokens, lf, last)
-    redis.call('PEXPIRE', key, px(reset))
+    keep_for(key, px(reset))
   end
 end
 
@@ -1070,7 +1079,7 @@ if reserving and not all_allowed then
       for i = 1, rules do
         booked_writes[i]()
         booked[i][4], booked[i][5] = booked[i][4] + wait, wait
-        redis.call('PEXPIRE', KEYS[i], px(booked[i][4]))
+        keep_for(KEYS[i], px(booked[i][4]))
       end
       outcomes, all_allowed = booked, true
     end

@@ -142,6 +142,9 @@ pub struct Api {
     pub string_dma: unsafe extern "C" fn(*mut Key, *mut usize, c_int) -> *mut c_char,
     /// `RedisModule_GetExpire(key)`: ms left, or `REDISMODULE_NO_EXPIRE`.
     pub get_expire: unsafe extern "C" fn(*mut Key) -> c_longlong,
+    /// `RedisModule_GetAbsExpire(key)`: ms since the epoch when the key ends, or
+    /// `REDISMODULE_NO_EXPIRE` (Redis ≥ 6.2).
+    pub get_abs_expire: unsafe extern "C" fn(*mut Key) -> c_longlong,
     /// `RedisModule_HashGet(key, flags, field, &value, ..., NULL)`: used only with
     /// `REDISMODULE_HASH_NONE`, string field names and `*mut *mut RString` out-pointers.
     pub hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
@@ -263,6 +266,7 @@ impl Api {
             key_type: get!(c"RedisModule_KeyType"),
             string_dma: get!(c"RedisModule_StringDMA"),
             get_expire: get!(c"RedisModule_GetExpire"),
+            get_abs_expire: get!(c"RedisModule_GetAbsExpire"),
             hash_get: get!(c"RedisModule_HashGet"),
             string_set: get!(c"RedisModule_StringSet"),
             hash_set: get!(c"RedisModule_HashSet"),

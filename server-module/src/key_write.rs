@@ -138,6 +138,18 @@ impl<'cx> WriteKey<'cx> {
         self.remove_members(members, c"ZPOPMAX", &[count.as_bytes()], c"zpopmax")
     }
 
+    /// `PEXPIREAT key expire_at` unless the existing key already ends at or after `expire_at`: a key
+    /// that holds two states (a token bucket's own and its override's) lives as long as the longer
+    /// needs.
+    pub fn expire_at_least(&self, expire_at: u64) -> Result<(), String> {
+        // SAFETY: a key open for writing.
+        let ends = unsafe { (api().get_abs_expire)(self.key) };
+        if ends != api::NO_EXPIRE && u64::try_from(ends).is_ok_and(|ends| ends >= expire_at) {
+            return Ok(());
+        }
+        self.expire_at(expire_at)
+    }
+
     /// `PEXPIREAT key expire_at` (ms since the epoch, after now) of the existing key.
     pub fn expire_at(&self, expire_at: u64) -> Result<(), String> {
         self.expire_at_quietly(expire_at)?;

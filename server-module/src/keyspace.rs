@@ -175,9 +175,15 @@ pub fn write(
     if let Some((pairs, count)) = hash_fields(&update, [t, l]) {
         // Asked before the write: the fields read point into the hash the write changes.
         let held_window = in_held_window(&update, read);
+        let token_bucket = matches!(update, Update::Replace(State::TokenBucket { .. }));
         hash_set_changed(stored, read, &pairs[..count])?;
         if held_window {
             return Ok(());
+        }
+        if token_bucket {
+            // The hash may hold an override's bucket beside the rule's own: the key lives until both
+            // are full again (limit.lua's keep_for).
+            return stored.expire_at_least(expire_at);
         }
         return stored.expire_at(expire_at);
     }
