@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::lock_lease::{lock_guard, LockGuard};
 use super::options::{check_lease, LockOptions};
 use super::owner::owner_token;
+use super::run_to_end::run_to_end;
 use super::shared::DistributedShared;
 use super::wait::{self, Attempt};
 use crate::algorithm::lease::{Acquired, LockCall, LockReply};
@@ -80,13 +81,10 @@ impl DistributedLock {
 
     /// Takes the lock if it is free (or re-enters it); `None` if someone else holds it.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        let sent = Instant::now();
-        match self.attempt().await? {
-            Acquired::Granted { fence, holds } => {
-                Ok(Some(lock_guard(self.shared.clone(), fence, holds, sent)))
-            }
-            Acquired::Busy { .. } => Ok(None),
-        }
+        Ok(match self.attempt().await? {
+            Attempt::Got(guard) => Some(guard),
+            Attempt::Busy(_) => None,
+        })
     }
 
     /// Waits up to `timeout` for the lock. Releases wake waiters at once (Redis pub/sub, one subscriber
@@ -104,15 +102,7 @@ impl DistributedLock {
             &shared.keys.channel,
             &shared.owner,
             timeout,
-            || async {
-                let sent = Instant::now();
-                Ok(match self.attempt().await? {
-                    Acquired::Granted { fence, holds } => {
-                        Attempt::Got(lock_guard(shared.clone(), fence, holds, sent))
-                    }
-                    Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
-                })
-            },
+            || self.attempt(),
         )
         .await
     }
@@ -147,13 +137,23 @@ impl DistributedLock {
         )
     }
 
-    async fn attempt(&self) -> Result<Acquired> {
-        let shared = &self.shared;
-        let call = LockCall::Acquire {
-            owner: &shared.owner,
-            ttl_us: shared.options.ttl.as_micros() as u64,
-            reentrant: shared.options.reentrant,
-        };
-        reply_as!(shared.call(call).await?, LockReply::Acquired)
+    /// One try, run to its end even when the caller stops waiting ([`run_to_end`]).
+    async fn attempt(&self) -> Result<Attempt<LockGuard>> {
+        let shared = self.shared.clone();
+        run_to_end(async move {
+            let sent = Instant::now();
+            let call = LockCall::Acquire {
+                owner: &shared.owner,
+                ttl_us: shared.options.ttl.as_micros() as u64,
+                reentrant: shared.options.reentrant,
+            };
+            Ok(match reply_as!(shared.call(call).await?, LockReply::Acquired)? {
+                Acquired::Granted { fence, holds } => {
+                    Attempt::Got(lock_guard(shared.clone(), fence, holds, sent))
+                }
+                Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
+            })
+        })
+        .await
     }
 }

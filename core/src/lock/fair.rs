@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::options::LockOptions;
 use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
+use super::run_to_end::run_to_end;
 use super::shared::FairShared;
 use super::wait::{self, Attempt};
 use crate::algorithm::fair::{FairCall, FairReply};
@@ -77,12 +78,7 @@ impl FairLock {
 
     /// Takes the lock if it is free and nobody is waiting; never queues.
     pub async fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
-        let id = self.shared.next_id();
-        let sent = Instant::now();
-        Ok(match self.call(&id, false).await? {
-            FairReply::Granted { fence } => Some(self.guard(id, fence, sent)),
-            _ => None,
-        })
+        Ok(self.attempt(self.shared.next_id().into(), false).await?.ok())
     }
 
     /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`](crate::Error::WaitTimeout) after).
@@ -102,11 +98,10 @@ impl FairLock {
             &self.shared.owner,
             timeout,
             || async {
-                let sent = Instant::now();
-                Ok(match self.call(&id, true).await? {
-                    FairReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), fence, sent)),
-                    FairReply::Busy { retry_us, .. } => Attempt::Busy(Duration::from_micros(retry_us)),
-                    other => return Err(unexpected(other)),
+                Ok(match self.attempt(id.clone(), true).await? {
+                    Ok(guard) => Attempt::Got(guard),
+                    Err(FairReply::Busy { retry_us, .. }) => Attempt::Busy(Duration::from_micros(retry_us)),
+                    Err(other) => return Err(unexpected(other)),
                 })
             },
         )
@@ -141,6 +136,20 @@ impl FairLock {
     /// Whether anyone holds the lock now.
     pub async fn is_locked(&self) -> Result<bool> {
         Ok(self.state().await?.held)
+    }
+
+    /// One try for grant `id` (`queue`: keeping a place in the queue), run to its end even when the
+    /// caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing.
+    async fn attempt(&self, id: Arc<str>, queue: bool) -> Result<std::result::Result<LeaseGuard, FairReply>> {
+        let lock = self.clone();
+        run_to_end(async move {
+            let sent = Instant::now();
+            Ok(match lock.call(&id, queue).await? {
+                FairReply::Granted { fence } => Ok(lock.guard(id, fence, sent)),
+                other => Err(other),
+            })
+        })
+        .await
     }
 
     async fn call(&self, id: &str, queue: bool) -> Result<FairReply> {

@@ -18,6 +18,7 @@ mod lost;
 mod options;
 mod owner;
 mod queued_lease;
+mod run_to_end;
 mod rwlock;
 mod semaphore;
 mod shared;

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::options::LockOptions;
 use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
+use super::run_to_end::run_to_end;
 use super::shared::RwShared;
 use super::wait::{self, Attempt};
 use crate::algorithm::rwlock::{RwCall, RwMode, RwReply};
@@ -122,12 +123,10 @@ impl ReadWriteLock {
     }
 
     async fn try_acquire(&self, mode: RwMode) -> Result<Option<LeaseGuard>> {
-        let id: Arc<str> = Arc::from(self.shared.next_id());
-        let sent = Instant::now();
-        Ok(match self.call(&id, mode, false).await? {
-            RwReply::Granted { fence } => Some(self.guard(id, mode, fence, sent)),
-            _ => None,
-        })
+        Ok(self
+            .attempt(self.shared.next_id().into(), mode, false)
+            .await?
+            .ok())
     }
 
     async fn acquire(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
@@ -149,16 +148,34 @@ impl ReadWriteLock {
             &shared.owner,
             timeout,
             || async {
-                let sent = Instant::now();
-                Ok(match self.call(&id, mode, true).await? {
-                    RwReply::Granted { fence } => Attempt::Got(self.guard(id.clone(), mode, fence, sent)),
-                    RwReply::Busy { retry_us } => Attempt::Busy(Duration::from_micros(retry_us)),
-                    other => return Err(unexpected(other)),
+                Ok(match self.attempt(id.clone(), mode, true).await? {
+                    Ok(guard) => Attempt::Got(guard),
+                    Err(RwReply::Busy { retry_us }) => Attempt::Busy(Duration::from_micros(retry_us)),
+                    Err(other) => return Err(unexpected(other)),
                 })
             },
         )
         .await;
         mark.settle(granted).await
+    }
+
+    /// One try for grant `id` in `mode` (`queue`: marking a waiting writer), run to its end even when
+    /// the caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing.
+    async fn attempt(
+        &self,
+        id: Arc<str>,
+        mode: RwMode,
+        queue: bool,
+    ) -> Result<std::result::Result<LeaseGuard, RwReply>> {
+        let lock = self.clone();
+        run_to_end(async move {
+            let sent = Instant::now();
+            Ok(match lock.call(&id, mode, queue).await? {
+                RwReply::Granted { fence } => Ok(lock.guard(id, mode, fence, sent)),
+                other => Err(other),
+            })
+        })
+        .await
     }
 
     async fn call(&self, id: &str, mode: RwMode, queue: bool) -> Result<RwReply> {

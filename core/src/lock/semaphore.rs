@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::guard::{Guard, Lease, Sealed};
 use super::options::{check_lease, LockOptions};
 use super::owner::owner_token;
+use super::run_to_end::run_to_end;
 use super::wait::{self, Attempt};
 use crate::algorithm::lease::{Extended, Released};
 use crate::algorithm::permits::{PermitAcquired, SemaphoreCall, SemaphoreReply};
@@ -97,11 +98,9 @@ impl Semaphore {
 
     /// Takes a permit if one is free.
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
-        let id = self.next_id();
-        let sent = Instant::now();
-        Ok(match self.attempt(&id).await? {
-            PermitAcquired::Granted { .. } => Some(permit_guard(self.shared.clone(), id, sent)),
-            PermitAcquired::Full { .. } => None,
+        Ok(match self.attempt(self.next_id()).await? {
+            Attempt::Got(guard) => Some(guard),
+            Attempt::Busy(_) => None,
         })
     }
 
@@ -118,17 +117,7 @@ impl Semaphore {
             &shared.keys.channel,
             &shared.owner,
             timeout,
-            || async {
-                let sent = Instant::now();
-                Ok(match self.attempt(&id).await? {
-                    PermitAcquired::Granted { .. } => {
-                        Attempt::Got(permit_guard(shared.clone(), id.clone(), sent))
-                    }
-                    PermitAcquired::Full { next_free_us } => {
-                        Attempt::Busy(Duration::from_micros(next_free_us))
-                    }
-                })
-            },
+            || self.attempt(id.clone()),
         )
         .await
     }
@@ -151,14 +140,26 @@ impl Semaphore {
         format!("{}:{n}", self.shared.owner)
     }
 
-    async fn attempt(&self, id: &str) -> Result<PermitAcquired> {
-        let shared = &self.shared;
-        let call = SemaphoreCall::Acquire {
-            id,
-            limit: shared.permits,
-            ttl_us: shared.options.ttl.as_micros() as u64,
-        };
-        reply_as!(shared.call(call).await?, SemaphoreReply::Acquired)
+    /// One try for permit `id`, run to its end even when the caller stops waiting ([`run_to_end`]).
+    async fn attempt(&self, id: String) -> Result<Attempt<PermitGuard>> {
+        let shared = self.shared.clone();
+        run_to_end(async move {
+            let sent = Instant::now();
+            let call = SemaphoreCall::Acquire {
+                id: &id,
+                limit: shared.permits,
+                ttl_us: shared.options.ttl.as_micros() as u64,
+            };
+            Ok(
+                match reply_as!(shared.call(call).await?, SemaphoreReply::Acquired)? {
+                    PermitAcquired::Granted { .. } => Attempt::Got(permit_guard(shared.clone(), id, sent)),
+                    PermitAcquired::Full { next_free_us } => {
+                        Attempt::Busy(Duration::from_micros(next_free_us))
+                    }
+                },
+            )
+        })
+        .await
     }
 }
 
