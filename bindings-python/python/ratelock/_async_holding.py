@@ -6,6 +6,7 @@ from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
 from ratelock._hold_stack import G, Holds, ReleaseOutcome
+from ratelock._interrupted import release_at_exit_async
 
 S = TypeVar("S", bound="AsyncHolding[Any]")
 
@@ -36,5 +37,5 @@ class AsyncHolding(Holds[G], Asynchronous):
         await self.acquire()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.release()
+    async def __aexit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
+        await release_at_exit_async(self.release, ending)

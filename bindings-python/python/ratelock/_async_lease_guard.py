@@ -7,6 +7,7 @@ from typing import Any, Awaitable, Callable, Generator, Optional
 from ratelock import _native
 from ratelock._hold_stack import ReleaseOutcome
 from ratelock.lease_guard import LeaseGuardBase
+from ratelock._interrupted import release_at_exit_async
 
 
 class LeaseGuard(LeaseGuardBase):
@@ -44,8 +45,8 @@ class LeaseGuard(LeaseGuardBase):
     async def __aenter__(self) -> "LeaseGuard":
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.release()
+    async def __aexit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
+        await release_at_exit_async(self.release, ending)
 
 
 class Acquiring(Awaitable[LeaseGuard]):
@@ -67,6 +68,6 @@ class Acquiring(Awaitable[LeaseGuard]):
         self._hold = await self._acquired()
         return self._hold
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
         if self._hold is not None:
-            await self._hold.release()
+            await release_at_exit_async(self._hold.release, ending)

@@ -5,6 +5,7 @@ from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
 from ratelock._hold_stack import G, Holds, ReleaseOutcome
+from ratelock._interrupted import release_at_exit
 
 S = TypeVar("S", bound="Holding[Any]")
 
@@ -39,5 +40,5 @@ class Holding(Holds[G], Blocking):
         self.acquire()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
+    def __exit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
+        release_at_exit(self.release, ending)

@@ -1,15 +1,48 @@
-"""What a wait that was interrupted does with a booking it could not give back: the interruption (a
-``KeyboardInterrupt``, a cancellation, a timeout signal) still propagates as itself, and the failed
-refund is logged on the ``ratelock`` logger and, from Python 3.11, noted on the interruption."""
+"""What an interrupted wait or ``with`` block does with what it could not give back: the interruption (a
+``KeyboardInterrupt``, a cancellation, ``SystemExit``, a timeout signal: anything that is not an
+``Exception``) still propagates as itself. The failure is logged on the ``ratelock`` logger and, from
+Python 3.11, noted on the interruption."""
 
 import logging
+from typing import Awaitable, Callable, Optional
 
 log = logging.getLogger("ratelock")
 
 
 def note_failed_refund(interrupted: BaseException, failed: Exception) -> None:
     """Says that the booking stays spent because its refund failed with ``failed``."""
-    said = f"ratelock: the interrupted wait's booking was not given back ({type(failed).__name__}: {failed})"
+    _note(interrupted, f"ratelock: the interrupted wait's booking was not given back ({type(failed).__name__}: {failed})")
+
+
+def release_at_exit(release: Callable[[], object], ending: Optional[BaseException]) -> None:
+    """The release at the end of a ``with`` block that ended with ``ending`` (``None``: it ran to its
+    end). After an interruption a failed release is noted on it instead of raised in its place; after an
+    ``Exception`` or none, it raises (chained to that exception)."""
+    if ending is None or isinstance(ending, Exception):
+        release()
+        return
+    try:
+        release()
+    except Exception as failed:
+        _note_failed_release(ending, failed)
+
+
+async def release_at_exit_async(release: Callable[[], Awaitable[object]], ending: Optional[BaseException]) -> None:
+    """``release_at_exit`` for ``async with``: the same rule, with the release awaited."""
+    if ending is None or isinstance(ending, Exception):
+        await release()
+        return
+    try:
+        await release()
+    except Exception as failed:
+        _note_failed_release(ending, failed)
+
+
+def _note_failed_release(interrupted: BaseException, failed: Exception) -> None:
+    _note(interrupted, f"ratelock: the interrupted block's hold was not given back ({type(failed).__name__}: {failed})")
+
+
+def _note(interrupted: BaseException, said: str) -> None:
     log.warning(said)
     add_note = getattr(interrupted, "add_note", None)
     if add_note is not None:

@@ -6,6 +6,7 @@ from typing import Optional
 
 from ratelock import _native
 from ratelock._hold_stack import LostReason, ReleaseOutcome
+from ratelock._interrupted import release_at_exit
 
 
 class LeaseGuardBase:
@@ -82,5 +83,5 @@ class LeaseGuard(LeaseGuardBase):
     def __enter__(self) -> "LeaseGuard":
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
+    def __exit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
+        release_at_exit(self.release, ending)

@@ -10,6 +10,7 @@ from ratelock._holding import Holding
 from ratelock._hold_stack import Holds, LostReason, ReleaseOutcome
 from ratelock._native import Client, SemaphoreHandle
 from ratelock.otel import MetricsRecorder
+from ratelock._interrupted import release_at_exit
 
 
 class SemaphoreKind(Holds[_native.PermitGuard]):
@@ -118,5 +119,5 @@ class Slot:
     def __enter__(self) -> "Slot":
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
+    def __exit__(self, kind: object, ending: Optional[BaseException], trace: object) -> None:
+        release_at_exit(self.release, ending)

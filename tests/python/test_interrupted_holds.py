@@ -1,0 +1,81 @@
+"""A ``with`` block or an acquire cut short by an interruption: the interruption propagates as itself
+(a release that fails on the way out is noted on it, never raised in its place), and an asyncio acquire
+cancelled while its call is on the wire leaves nothing taken on the server."""
+
+import asyncio
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import ratelock
+import ratelock.asyncio
+
+
+def fresh_name() -> str:
+    return f"interrupted:{uuid.uuid4().hex}"
+
+
+def test_an_interrupt_in_a_block_whose_hold_was_lost_stays_an_interrupt(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        with lock:
+            time.sleep(0.2)  # the lease runs out: the release on the way out raises LockLost
+            raise KeyboardInterrupt
+    assert any("was not given back" in note for note in getattr(raised.value, "__notes__", []))
+
+
+def test_an_ordinary_error_in_such_a_block_still_meets_the_lost_hold(store_url):
+    lock = ratelock.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+    with pytest.raises(ratelock.LockLost) as raised:
+        with lock:
+            time.sleep(0.2)
+            raise ValueError("the block's own error")
+    assert isinstance(raised.value.__context__, ValueError)
+
+
+def test_a_cancelled_task_whose_hold_was_lost_stays_cancelled(store_url):
+    async def main() -> None:
+        lock = ratelock.asyncio.DistributedLock(fresh_name(), store_url, ttl=0.1, auto_renew=False)
+        entered = asyncio.Event()
+
+        async def hold() -> None:
+            async with lock:
+                entered.set()
+                await asyncio.sleep(10)
+
+        task = asyncio.create_task(hold())
+        await entered.wait()
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["lock", "semaphore", "fair"])
+def test_an_acquire_cancelled_mid_call_leaves_nothing_taken(redis_server, kind):
+    # The server holds every write for 300 ms; the acquire is cancelled after 50 ms, and its script runs
+    # when the pause ends. The grant it makes is given back: another instance takes the hold at once.
+    name = fresh_name()
+    made = {
+        "lock": lambda: ratelock.asyncio.DistributedLock(name, redis_server.url, ttl=30),
+        "semaphore": lambda: ratelock.asyncio.Semaphore(name, 1, redis_server.url, ttl=30),
+        "fair": lambda: ratelock.asyncio.FairLock(name, redis_server.url, ttl=30),
+    }[kind]
+
+    async def main() -> None:
+        first, second = made(), made()
+        assert await first.acquire()  # the connection and scripts are ready before the pause
+        await first.release()
+        subprocess.run(["redis-cli", "-p", str(redis_server.port), "CLIENT", "PAUSE", "300", "WRITE"], check=True,
+                       capture_output=True)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(first.acquire(), 0.05)
+        assert await second.acquire(timeout=3), "the cancelled acquire's grant was never given back"
+        await second.release()
+
+    asyncio.run(main())
