@@ -4,6 +4,7 @@ cancelled while its call is on the wire leaves nothing taken on the server."""
 
 import asyncio
 import subprocess
+import threading
 import time
 import uuid
 
@@ -77,5 +78,64 @@ def test_an_acquire_cancelled_mid_call_leaves_nothing_taken(redis_server, kind):
             await asyncio.wait_for(first.acquire(), 0.05)
         assert await second.acquire(timeout=3), "the cancelled acquire's grant was never given back"
         await second.release()
+
+    asyncio.run(main())
+
+
+def test_threads_sharing_a_semaphore_each_give_back_their_own_permit(store_url):
+    # A's permit runs out (no renewal) while B's is live: A's release finds its own permit lost, and
+    # B's gives back B's. One stack for the instance gave A B's permit and B A's lost one.
+    permits = ratelock.Semaphore(fresh_name(), 2, store_url, ttl=0.3, auto_renew=False)
+    outcomes = {}
+    b_holds = threading.Event()
+
+    def a() -> None:
+        assert permits.acquire()
+        b_holds.wait(5)
+        time.sleep(0.35)
+        try:
+            outcomes["a"] = permits.release()
+        except ratelock.LockLost:
+            outcomes["a"] = "lost"
+
+    def b() -> None:
+        time.sleep(0.15)
+        assert permits.acquire()
+        permits.extend(5)  # B's own permit: it outlives A's, and is given back after A's release
+        b_holds.set()
+        time.sleep(0.6)
+        outcomes["b"] = permits.release()
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert outcomes == {"a": "lost", "b": "released"}
+
+
+def test_tasks_sharing_a_semaphore_each_extend_and_give_back_their_own_permit(store_url):
+    async def main() -> None:
+        permits = ratelock.asyncio.Semaphore(fresh_name(), 2, store_url, ttl=0.3, auto_renew=False)
+        b_holds = asyncio.Event()
+
+        async def a() -> str:
+            assert await permits.acquire()
+            await b_holds.wait()
+            await asyncio.sleep(0.35)
+            try:
+                return await permits.release()
+            except ratelock.LockLost:
+                return "lost"
+
+        async def b() -> str:
+            await asyncio.sleep(0.15)
+            assert await permits.acquire()
+            b_holds.set()
+            await permits.extend(5)  # B's own permit: it outlives A's
+            await asyncio.sleep(0.45)
+            return await permits.release()
+
+        assert await asyncio.gather(a(), b()) == ["lost", "released"]
 
     asyncio.run(main())

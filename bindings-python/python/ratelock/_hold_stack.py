@@ -1,10 +1,12 @@
 """``Holds``: what the lock classes used like ``threading.Lock`` share, sync and asyncio alike: the native
-handle, this instance's holds (native guards, latest last) and the errors for holding none. Extending,
-releasing and deciding that a hold was lost are the native guards' own work."""
+handle, this instance's holds (native guards, latest last, each with the task or thread that took it)
+and the errors for holding none. Extending, releasing and deciding that a hold was lost are the native
+guards' own work."""
 
+import asyncio
 import threading
 from contextlib import contextmanager
-from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, TypeVar, Union
+from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import LockLost, LockNotOwned, RatelockError, StoreUnavailable
@@ -31,23 +33,51 @@ class Acquirer(Protocol[G_co]):
     def try_acquire_async(self) -> Awaitable[Optional[G_co]]: ...
 
 
+def _holder() -> object:
+    """Who is asking: the running asyncio task, else the current thread."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop runs in this thread
+        task = None
+    return task if task is not None else threading.get_ident()
+
+
 class Holds(Generic[G]):
-    """The native handle of one lock, its default lease length and this instance's holds."""
+    """The native handle of one lock, its default lease length and this instance's holds.
+
+    One instance is commonly shared by many tasks or threads (a semaphore guarding a pool, above all).
+    So each hold is kept with the task (under asyncio) or thread that took it, and ``release``,
+    ``extend``, ``wait_lost``, ``lost`` and ``fencing_token`` mean the asker's latest hold. A task or
+    thread holding none means the instance's latest, whoever took it (a hold taken in one thread and
+    given back in another, as ``threading.Lock`` allows)."""
 
     _what = "lock"
 
     def __init__(self, handle: Acquirer[G], ttl: float) -> None:
         self._handle = handle
         self._ttl = ttl
-        self._guards: List[G] = []
+        # (who took it, the hold), latest last.
+        self._holds: List[Tuple[object, G]] = []
         # The hold whose release found it lost (raised ``LockLost``), until the next hold is taken: what
         # ``lost_reason`` then tells about.
         self._found_lost: Optional[G] = None
         self._mutex = threading.Lock()
 
+    def _mine(self) -> Optional[int]:
+        """Where the asker's latest hold is in ``_holds`` (with none of its own, the latest of all);
+        ``None`` when the instance holds none. Called with the mutex held."""
+        if not self._holds:
+            return None
+        me = _holder()
+        for at in range(len(self._holds) - 1, -1, -1):
+            if self._holds[at][0] == me:
+                return at
+        return len(self._holds) - 1
+
     def _last(self) -> Optional[G]:
-        """The latest hold, or with none the one whose release just found it lost."""
-        return self._guards[-1] if self._guards else self._found_lost
+        """The asker's latest hold, or with none the one whose release just found it lost."""
+        at = self._mine()
+        return self._found_lost if at is None else self._holds[at][1]
 
     @property
     def lost(self) -> bool:
@@ -76,15 +106,16 @@ class Holds(Generic[G]):
         if guard is None:
             return False
         with self._mutex:
-            self._guards.append(guard)
+            self._holds.append((_holder(), guard))
             self._found_lost = None
         return True
 
     def _latest(self) -> G:
         with self._mutex:
-            if not self._guards:
+            at = self._mine()
+            if at is None:
                 raise LockNotOwned(f"this instance holds no {self._what}")
-            return self._guards[-1]
+            return self._holds[at][1]
 
     def _watched(self) -> G:
         """The hold ``wait_lost`` watches: the latest, or with none the one whose release found it lost
@@ -101,18 +132,21 @@ class Holds(Generic[G]):
 
     @contextmanager
     def _giving_back(self) -> Iterator[G]:
-        """The latest hold, taken off the stack to be released. If the store cannot be reached it is put
-        back: the hold is still this instance's and release can be called again (it is no longer
-        renewed, so if nobody does, its lease runs out)."""
+        """The asker's latest hold, taken off to be released. If the store cannot be reached it is put
+        back where it was: the hold is still this instance's and release can be called again (it is no
+        longer renewed, so if nobody does, its lease runs out)."""
         with self._mutex:
-            if not self._guards:
+            at = self._mine()
+            if at is None:
                 raise LockNotOwned(f"release of a {self._what} this instance does not hold")
-            guard = self._guards.pop()
+            held = self._holds.pop(at)
+        guard = held[1]
         try:
             yield guard
         except StoreUnavailable:
             with self._mutex:
-                self._guards.append(guard)
+                # Among the holds taken before it: any taken since stay later.
+                self._holds.insert(min(at, len(self._holds)), held)
             raise
         except LockLost:
             with self._mutex:
@@ -125,6 +159,7 @@ class Fenced(Holds[F]):
 
     @property
     def fencing_token(self) -> Optional[int]:
-        """The fencing token of this instance's latest hold (``None`` when it holds none)."""
+        """The fencing token of the asker's latest hold (``None`` when this instance holds none)."""
         with self._mutex:
-            return self._guards[-1].fencing_token if self._guards else None
+            at = self._mine()
+            return None if at is None else self._holds[at][1].fencing_token
