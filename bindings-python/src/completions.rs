@@ -13,6 +13,7 @@ use futures_util::FutureExt;
 use parking_lot::Mutex;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyWeakrefReference;
 
 use crate::decision::PyDecision;
 use crate::runtime::{poll_here, runtime, settle};
@@ -25,7 +26,9 @@ pub(crate) type Answer = PyResult<PyDecision>;
 pub(crate) struct Completions {
     shared: std::sync::Arc<Shared>,
     wake_reader: sockets::Socket,
-    create_future: Py<PyAny>,
+    /// The loop, weakly: `ratelock.asyncio` keeps each loop's queue in a `WeakKeyDictionary`, whose
+    /// entry (with this queue's sockets) goes with the loop only if its value does not keep the loop.
+    event_loop: Py<PyWeakrefReference>,
 }
 
 /// The half the runtime thread uses.
@@ -46,7 +49,7 @@ impl Completions {
                 wake_writer,
             }),
             wake_reader,
-            create_future: event_loop.getattr("create_future")?.unbind(),
+            event_loop: PyWeakrefReference::new(event_loop)?.unbind(),
         })
     }
 
@@ -82,7 +85,12 @@ impl Completions {
     where
         F: Future<Output = Answer> + Send + 'static,
     {
-        let future = self.create_future.bind(py).call0()?;
+        let Some(event_loop) = self.event_loop.bind(py).upgrade() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the event loop of this call is gone",
+            ));
+        };
+        let future = event_loop.call_method0(intern!(py, "create_future"))?;
         let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
         match poll_here(work.as_mut()) {
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,

@@ -3,6 +3,8 @@
 cancelled while its call is on the wire leaves nothing taken on the server."""
 
 import asyncio
+import gc
+import os
 import subprocess
 import threading
 import time
@@ -139,3 +141,20 @@ def test_tasks_sharing_a_semaphore_each_extend_and_give_back_their_own_permit(st
         assert await asyncio.gather(a(), b()) == ["lost", "released"]
 
     asyncio.run(main())
+
+
+def test_each_event_loop_leaves_nothing_behind_when_it_ends():
+    # ratelock.asyncio keeps one queue of finished calls per event loop, with a socket pair; it goes
+    # with its loop. It used to keep the loop alive: two descriptors and a loop per asyncio.run().
+    limiter = ratelock.asyncio.Limiter()
+
+    async def one_hit() -> None:
+        assert (await limiter.hit("k", "1000/second")).allowed
+
+    asyncio.run(one_hit())
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(30):
+        asyncio.run(one_hit())
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) - before < 4
