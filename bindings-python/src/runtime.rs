@@ -8,6 +8,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use pyo3::prelude::*;
@@ -93,16 +94,43 @@ where
     let mut future = std::pin::pin!(future);
     let first = std::panic::catch_unwind(AssertUnwindSafe(|| poll_here(future.as_mut())));
     let outcome = match first {
-        Ok(Poll::Ready(result)) => Ok(result),
+        Ok(Poll::Ready(result)) => Ok(Ok(result)),
         Ok(Poll::Pending) => {
             live()?;
-            py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| runtime().block_on(future.as_mut()))))
+            py.detach(|| {
+                std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    runtime().block_on(or_signal(future.as_mut()))
+                }))
+            })
         }
         Err(panic) => Err(panic),
     };
     match outcome {
-        Ok(result) => result.map_err(to_py),
+        Ok(Ok(result)) => result.map_err(to_py),
+        Ok(Err(signalled)) => Err(signalled),
         Err(panic) => Err(internal_error(panic)),
+    }
+}
+
+/// How often a blocked call lets Python run its signal handlers.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// `future`'s output, or the exception a Python signal handler raised while it waited (Ctrl-C's
+/// `KeyboardInterrupt`, a `SIGALRM` timeout): then the call is dropped, as an interrupted
+/// `threading.Lock.acquire` is (a lock call's grant is given back: the core's `run_to_end`). Handlers
+/// run on the main thread only; elsewhere the check finds none.
+async fn or_signal<F: Future + ?Sized>(mut future: Pin<&mut F>) -> PyResult<F::Output> {
+    loop {
+        let mut tick = std::pin::pin!(tokio::time::sleep(SIGNAL_CHECK));
+        let done = std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(Some(output)),
+            Poll::Pending => tick.as_mut().poll(cx).map(|()| None),
+        })
+        .await;
+        match done {
+            Some(output) => return Ok(output),
+            None => Python::attach(|py| py.check_signals())?,
+        }
     }
 }
 

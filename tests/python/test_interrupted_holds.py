@@ -5,6 +5,7 @@ cancelled while its call is on the wire leaves nothing taken on the server."""
 import asyncio
 import gc
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -158,3 +159,35 @@ def test_each_event_loop_leaves_nothing_behind_when_it_ends():
         asyncio.run(one_hit())
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) - before < 4
+
+
+class _Alarm(Exception):
+    pass
+
+
+def test_a_signal_handler_interrupts_a_blocked_acquire(store_url):
+    # A blocked sync call lets Python run its signal handlers: the handler's exception ends the wait at
+    # once (it came only when the wait ended, 3 s on), and the waiter takes nothing.
+    name = fresh_name()
+    holder = ratelock.DistributedLock(name, store_url, ttl=5)
+    waiter = ratelock.DistributedLock(name, store_url, ttl=5)
+    assert holder.acquire()
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _Alarm
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_Alarm):
+            waiter.acquire(timeout=3)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 1.5
+    with pytest.raises(ratelock.LockNotOwned):
+        waiter.release()
+    holder.release()
+    assert waiter.acquire(timeout=1)
+    waiter.release()
