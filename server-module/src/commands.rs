@@ -18,6 +18,10 @@ pub const CONTRACT_VERSION: i64 = 4;
 
 /// The flags of a command standing in for a script that writes.
 const WRITER: &CStr = c"write deny-oom getkeys-api";
+/// The flags of a command standing in for a script that only gives memory back (a release, a lease's new
+/// end): it runs while the server is out of memory, as the script does, so a full server can still free
+/// its locks and keep their leases.
+const FREEING: &CStr = c"write getkeys-api";
 /// The flags of a command standing in for a script that only reads.
 const READER: &CStr = c"readonly getkeys-api";
 
@@ -33,12 +37,12 @@ pub unsafe fn register(ctx: *mut Ctx) -> bool {
         (c"RATELOCK.VERSION", version, c"readonly fast"),
         (c"RATELOCK.LIMIT", limit, c"write deny-oom getkeys-api"),
         (c"RATELOCK.LOCK_ACQUIRE", lock_acquire, WRITER),
-        (c"RATELOCK.LOCK_RELEASE", lock_release, WRITER),
-        (c"RATELOCK.LOCK_EXTEND", lock_extend, WRITER),
+        (c"RATELOCK.LOCK_RELEASE", lock_release, FREEING),
+        (c"RATELOCK.LOCK_EXTEND", lock_extend, FREEING),
         (c"RATELOCK.LOCK_STATE", lock_state, READER),
-        (c"RATELOCK.LOCK_FORCE_RELEASE", lock_force_release, WRITER),
+        (c"RATELOCK.LOCK_FORCE_RELEASE", lock_force_release, FREEING),
         (c"RATELOCK.SEMAPHORE_ACQUIRE", semaphore_acquire, WRITER),
-        (c"RATELOCK.SEMAPHORE_RELEASE", semaphore_release, WRITER),
+        (c"RATELOCK.SEMAPHORE_RELEASE", semaphore_release, FREEING),
         (c"RATELOCK.SEMAPHORE_EXTEND", semaphore_extend, WRITER),
         (c"RATELOCK.SEMAPHORE_STATE", semaphore_state, READER),
         (c"RATELOCK.FAIR_LOCK", fair_lock, WRITER),

@@ -37,19 +37,37 @@ const HASH_PLACE: &str = "@code@";
 pub(crate) static LIBRARY: LazyLock<Library> =
     LazyLock::new(|| build(ALL.iter().map(|script| (script.name, script.source))));
 
+/// The scripts that only give memory back (a release, a lease's new end, all by DEL, ZREM, PUBLISH,
+/// PEXPIRE or a lower count): registered `allow-oom`, they run while the server is out of memory, as
+/// their EVALSHA form and the module's commands do, so a full server can still free its locks. (A
+/// function without flags is refused then, and a refused release left a lock taken until its lease
+/// ran out.)
+const FREEING: [&str; 4] = [
+    "lock_release",
+    "lock_extend",
+    "lock_force_release",
+    "semaphore_release",
+];
+
 /// The library of `scripts` (each a name and its source).
 fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
     let mut code = format!("#!lua name=ratelock_{HASH_PLACE}\n{PRELUDE}\n{FENCE}\n");
     for (index, (name, source)) in scripts.enumerate() {
         let (definitions, body) = split_definitions(source);
+        let flags = if FREEING.contains(&name) {
+            "'allow-oom'"
+        } else {
+            ""
+        };
         code.push_str(&definitions);
         code.push_str(&format!(
             "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
-             redis.register_function('ratelock_{name}_{HASH_PLACE}', function(KEYS, ARGV)\n\
+             redis.register_function{{function_name = 'ratelock_{name}_{HASH_PLACE}', flags = {{{flags}}}, \
+             callback = function(KEYS, ARGV)\n\
              local ratelock_call_tag = table.remove(ARGV)\n\
              local ratelock_reply = script_{index}(KEYS, ARGV)\n\
              {REPLY_WITH_TAG}\
-             end)\n"
+             end}}\n"
         ));
     }
     let code_hash = redis::Script::new(&code).get_hash().to_owned();
@@ -191,7 +209,7 @@ mod tests {
         }));
         let names = |code: &str| -> Vec<String> {
             code.lines()
-                .filter_map(|line| line.strip_prefix("redis.register_function('"))
+                .filter_map(|line| line.strip_prefix("redis.register_function{function_name = '"))
                 .map(|rest| rest.split('\'').next().unwrap_or_default().to_owned())
                 .collect()
         };
