@@ -334,6 +334,39 @@ async function switchableFront(port) {
 }
 
 for (const query of ['', '?server_code=scripts']) {
+  test(`over TLS, a trial call whose connection is lost mid-call opens the breaker again${query ? ` (${query})` : ''}`, async () => {
+    // With no background probe the first call after the pause is the breaker's trial. Its connection
+    // opens, then is cut while the server answers nothing (CLIENT PAUSE): the lost trial opens
+    // the breaker again. It told the breaker nothing, which stayed half-open and refused every call
+    // until the trial's limit passed.
+    const server = await RedisServer.startWithTls()
+    const front = await switchableFront(server.tlsPort)
+    try {
+      const url = `rediss://localhost:${front.address().port}/${query}`
+      const limiter = new Limiter({ url, tlsRootCa: server.caPem, timeoutMs: 1000 })
+      assert.equal((await limiter.hit('lost trial', '100/hour')).remaining, 99)
+      front.cut()
+      for (let i = 0; i < 20 && limiter.breakerState === 'closed'; i++) {
+        await assert.rejects(limiter.hit('lost trial', '100/hour'), StoreUnavailableError)
+      }
+      assert.equal(limiter.breakerState, 'open')
+      front.restore()
+      await sleep(700) // past the breaker's pause
+      await server.command('CLIENT', 'PAUSE', '600')
+      const trial = limiter.hit('lost trial', '100/hour').then(() => null, (error) => error)
+      await sleep(200)
+      assert.equal(limiter.breakerState, 'half-open', 'the trial is out')
+      front.cut()
+      assert.ok((await trial) instanceof StoreUnavailableError)
+      assert.equal(limiter.breakerState, 'open')
+    } finally {
+      await front.stop()
+      await server.close()
+    }
+  })
+}
+
+for (const query of ['', '?server_code=scripts']) {
   test(`over TLS (no background probe), the first call after the breaker's pause is its trial and reaches the server${query ? ` (${query})` : ''}`, async () => {
     // It was admitted once before its connection opened and refused by a second asking, so the trial
     // never went out; with no preamble to answer (server_code=scripts) every call was refused.

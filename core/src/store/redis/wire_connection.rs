@@ -611,14 +611,19 @@ impl WireConnection {
     /// The socket closed (`connected`: it had opened; a connection that never opened is an outage):
     /// every call still waiting is answered (never sent again: it may have run). A TLS handshake that
     /// refused the server's certificate (`why` says so, as the store's own connections read it) is
-    /// every call's configuration error instead, whatever the failure policy says.
+    /// every call's configuration error instead, whatever the failure policy says. A call lost with an
+    /// open connection tells the breaker what a lost call tells the store's own connections
+    /// (`Gate::failed`): nothing, unless the breaker is half-open, whose trial it may be; then it opens
+    /// again (left half-open, it refused every call until the trial's limit passed).
     pub fn closed(&mut self, connected: bool, why: &str) -> Vec<Settled> {
         let failure = self.tls().then(|| connection_failure(why));
         if let Some(failure) = failure.filter(Error::is_configuration) {
             self.fatal.get_or_insert(failure);
-        } else if !connected {
-            if let Some(gate) = &self.gate {
+        } else if let Some(gate) = &self.gate {
+            if !connected {
                 gate.outage();
+            } else if self.calls.iter().any(|call| !call.settled) {
+                gate.failed(&Error::StoreUnavailable(why.to_owned()), false);
             }
         }
         // A socket that never opened took no call to the server.
