@@ -191,3 +191,14 @@ def test_a_signal_handler_interrupts_a_blocked_acquire(store_url):
     holder.release()
     assert waiter.acquire(timeout=1)
     waiter.release()
+
+
+def test_acquire_reads_its_arguments_as_threading_lock_users_write_them(store_url):
+    name = fresh_name()
+    holder = ratelock.DistributedLock(name, store_url)
+    other = ratelock.DistributedLock(name, store_url)
+    assert holder.acquire(False)  # threading.Lock.acquire(blocking=False), by position
+    assert other.acquire(False) is False
+    with pytest.raises(ratelock.InvalidArgument, match="non-blocking"):
+        other.acquire(blocking=False, timeout=5)
+    holder.release()

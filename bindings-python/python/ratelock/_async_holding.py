@@ -5,7 +5,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
-from ratelock._hold_stack import G, Holds, ReleaseOutcome
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
 from ratelock._interrupted import release_at_exit_async
 
 S = TypeVar("S", bound="AsyncHolding[Any]")
@@ -16,6 +16,7 @@ class AsyncHolding(Holds[G], Asynchronous):
 
     async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
+        blocking, timeout = waits(timeout, blocking)
         return self._keep(await (self._handle.acquire_async(timeout) if blocking else self._handle.try_acquire_async()))
 
     async def release(self) -> ReleaseOutcome:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import LockLost, LockNotOwned, RatelockError, StoreUnavailable
+from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable
 
 #: What a release did: the hold was given back ("released"), or one hold of a re-entrant lock was and
 #: others remain ("still_held"). A hold found lost raises ``LockLost`` instead.
@@ -40,6 +40,17 @@ def _holder() -> object:
     except RuntimeError:  # no event loop runs in this thread
         task = None
     return task if task is not None else threading.get_ident()
+
+
+def waits(timeout: Optional[float], blocking: bool) -> Tuple[bool, Optional[float]]:
+    """``acquire``'s arguments as ``threading.Lock.acquire`` users also write them: whether it waits,
+    and for how long. ``acquire(False)`` (a bool first, ``threading``'s ``blocking``) is a try; a
+    timeout given with ``blocking=False`` is refused, as ``threading`` refuses it."""
+    if isinstance(timeout, bool):
+        return timeout and blocking, None
+    if not blocking and timeout is not None:
+        raise InvalidArgument("invalid argument `timeout`: a non-blocking acquire takes no timeout")
+    return blocking, timeout
 
 
 class Holds(Generic[G]):

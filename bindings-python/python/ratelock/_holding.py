@@ -4,7 +4,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
-from ratelock._hold_stack import G, Holds, ReleaseOutcome
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
 from ratelock._interrupted import release_at_exit
 
 S = TypeVar("S", bound="Holding[Any]")
@@ -15,7 +15,9 @@ class Holding(Holds[G], Blocking):
 
     def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold. Non-blocking: ``False`` if none is free. Blocking: waits up to ``timeout``
-        seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes."""
+        seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes. ``acquire(False)``
+        is a non-blocking try, as with ``threading.Lock``."""
+        blocking, timeout = waits(timeout, blocking)
         return self._keep(self._handle.acquire(timeout) if blocking else self._handle.try_acquire())
 
     def release(self) -> ReleaseOutcome:
