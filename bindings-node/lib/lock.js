@@ -1,7 +1,8 @@
 'use strict'
 // `DistributedLock`: a lock shared by every process (in any language) that uses the same store and
 // name, with fencing tokens, lease renewal while held and a lost-lock signal. The work is done by the
-// Rust core; this file keeps this instance's holds (the latest is the one released and extended).
+// Rust core; this file keeps this instance's holds (the latest is the one released and extended;
+// `using` gives back the very hold it took).
 
 const native = require('./native')
 const check = require('./arguments')
@@ -55,11 +56,18 @@ class DistributedLock {
    * `LockLostError` if the hold had been lost (nothing is changed then; `lostReason` says how).
    */
   async release() {
-    const hold = this.#holds.pop()
-    if (hold === undefined) throw new LockNotOwnedError('release of a lock this instance does not hold')
+    return this.#giveBack(this.#latest())
+  }
+
+  /** Gives back `hold`, one of this instance's holds, taking it off them. */
+  async #giveBack(hold) {
+    const at = hold === undefined ? -1 : this.#holds.lastIndexOf(hold)
+    if (at === -1) throw new LockNotOwnedError('release of a lock this instance does not hold')
+    this.#holds.splice(at, 1)
     return hold.release().catch((error) => {
-      // The store could not be reached: the hold is still ours, and release can be called again.
-      if (error instanceof StoreUnavailableError) this.#holds.push(hold)
+      // The store could not be reached: the hold is still ours, where it was, and release can be
+      // called again.
+      if (error instanceof StoreUnavailableError) this.#holds.splice(Math.min(at, this.#holds.length), 0, hold)
       if (error instanceof LockLostError) this.#foundLost = hold
       throw error
     })
@@ -78,14 +86,18 @@ class DistributedLock {
   /**
    * Acquires (waiting up to `timeoutMs`), runs `work(signal)` while the lease is kept, and releases,
    * even if `work` throws. `signal` aborts with a `LockLostError` as soon as the lock is known lost;
-   * stop touching the protected resource then. Resolves to what `work` resolves to.
+   * stop touching the protected resource then. Resolves to what `work` resolves to. It gives back the
+   * hold it took, even when other callers share this instance.
    */
   async using(work, options) {
+    // The hold this call took is the one it gives back, whatever other callers of this instance
+    // took or gave back meanwhile.
     const acquire = async () => {
-      await this.acquire(options)
-      return this.#latest()
+      const hold = await this.#handle.acquire('acquire', options)
+      this.#keep(hold)
+      return hold
     }
-    return using(work, acquire, () => this.release())
+    return using(work, acquire, (hold) => this.#giveBack(hold))
   }
 
   /** The fencing token of this instance's latest hold, `null` when it holds none. */

@@ -65,6 +65,27 @@ for (const store of ['memory', 'redis']) {
     assert.equal(lock.fencingToken, null)
   })
 
+  test(`${store}: using() gives back the hold it took, not the instance's newest`, async () => {
+    // One instance shared by two callers: A's hold is deleted under it and B takes the lock through
+    // the same instance. A's using() then gave back B's hold (the newest), freeing the lock while B
+    // worked.
+    const name = fresh('lock')
+    const lock = new ratelock.DistributedLock(name, { url: url(), ttlMs: 5000 })
+    const operator = new ratelock.DistributedLock(name, { url: url() })
+    let bHolds
+    const bHeld = new Promise((resolve) => (bHolds = resolve))
+    const a = lock.using(async () => {
+      assert.equal(await operator.forceRelease(), true)
+      await lock.acquire({ timeoutMs: 1000 }) // B
+      bHolds()
+    })
+    await bHeld
+    await assert.rejects(a, ratelock.LockLostError) // A's own hold, deleted under it
+    assert.equal(await operator.tryAcquire(), false, "B's hold is still held")
+    assert.equal(await lock.release(), 'released')
+    assert.equal(await lock.isLocked(), false)
+  })
+
   test(`${store}: using() resolves to what the work resolves to and releases after a throw`, async () => {
     const name = fresh('lock')
     const lock = new ratelock.DistributedLock(name, { url: url() })
