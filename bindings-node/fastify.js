@@ -23,7 +23,7 @@ async function ratelockFastify(fastify, options = {}) {
   if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
     throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')
   }
-  const skip = options.skip ?? (allowList === undefined ? undefined : allowListSkip(http, allowList))
+  const skip = options.skip ?? (allowList === undefined ? undefined : allowListSkip(http, allowList, options.keyGenerator))
   const shared = {
     keyGenerator: options.keyGenerator,
     cost: options.cost,
@@ -65,10 +65,16 @@ async function ratelockFastify(fastify, options = {}) {
   })
 }
 
-/** A `skip` from @fastify/rate-limit's `allowList`: the request's key is listed (or the function says so). */
-function allowListSkip(http, allowList) {
+/**
+ * A `skip` from @fastify/rate-limit's `allowList`: the request's key is listed (or the function says so).
+ * The key is the one the limit counts on: the `keyGenerator`'s, else the client's address as the trusted
+ * proxies say (Fastify's `request.ip` follows its own `trustProxy`: behind a proxy it named the proxy,
+ * so an allowed proxy address let every client through, or trusted a header any client can send).
+ */
+function allowListSkip(http, allowList, keyGenerator) {
+  const generate = keyGenerator ?? http.keyGenerator
   return async (request, reply) => {
-    const key = http.keyGenerator ? await http.keyGenerator(request, reply) : request.ip
+    const key = generate ? await generate(request, reply) : http.clientKey(peerOf(request.raw), forwardedOf(http, request.raw))
     return typeof allowList === 'function' ? allowList(request, key) : allowList.includes(key)
   }
 }

@@ -35,7 +35,17 @@ function rateLimit(options = {}) {
       return c.body(answer.body, answer.status, { ...headers, 'Content-Type': answer.contentType })
     }
     await next()
-    for (const [name, value] of headerPairs(answer)) c.res.headers.set(name, value)
+    const pairs = [...headerPairs(answer)]
+    try {
+      for (const [name, value] of pairs) c.res.headers.set(name, value)
+    } catch (error) {
+      // A response whose headers cannot change (`Response.redirect`, one passed on from `fetch`): a
+      // copy takes them. Setting them threw, and the client got a 500 for an allowed request.
+      if (!(error instanceof TypeError)) throw error
+      const copy = new Response(c.res.body, c.res)
+      for (const [name, value] of pairs) copy.headers.set(name, value)
+      c.res = copy
+    }
   }
 }
 

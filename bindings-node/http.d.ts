@@ -73,6 +73,8 @@ export declare class HttpLimiter<Args extends unknown[] = unknown[]> {
   /** The proxy header to read (lower case), or `null` when no proxy is trusted. */
   readonly proxyHeader: string | null
   limit(options: LimitOptions<Args>): Limit<Args>
+  /** The key a request is counted on without a `keyGenerator`: the client's address as the trusted proxies say. */
+  clientKey(peer: string | null, forwarded: string | null): string
   /** Decides one request: `args` go to the limit's functions; `peer` is the connection's address. */
   check(limit: Limit<Args>, args: Args, peer: string | null, forwarded: string | null): Promise<Checked>
 }

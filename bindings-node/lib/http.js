@@ -111,11 +111,19 @@ class HttpLimiter {
    * `{ answer, decision }`: `answer` is `null` when skipped; `decision` is `null` when skipped, keyless
    * or answered by the outage status. A bug (a protocol or configuration error) rejects.
    */
+  /**
+   * The key a request is counted on when no `keyGenerator` gives one: the client's address, from `peer`
+   * (the connection's) and `forwarded` (the value of `proxyHeader`) as the trusted proxies say.
+   */
+  clientKey(peer, forwarded) {
+    return this.#client.key(peer ?? null, forwarded ?? null)
+  }
+
   async check(limit, args, peer, forwarded) {
     const skip = limit.skip ?? this.skip
     if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null }
     const keyGenerator = limit.keyGenerator ?? this.keyGenerator
-    const key = keyGenerator !== undefined ? await keyGenerator(...args) : this.#client.key(peer ?? null, forwarded ?? null)
+    const key = keyGenerator !== undefined ? await keyGenerator(...args) : this.clientKey(peer, forwarded)
     if (typeof key !== 'string' && !Buffer.isBuffer(key)) {
       warn(`the keyGenerator answered ${key === null ? 'null' : typeof key}, not a string or Buffer: answering 400`)
       return { answer: this.#options.badKey(), decision: null }

@@ -130,6 +130,55 @@ test('express: an IPv4-mapped peer (a dual-stack server) shares the key of its I
   }
 })
 
+test('hono: an allowed response whose headers cannot change (one passed on from fetch) keeps its status and gets the headers', async () => {
+  const http = require('node:http')
+  const { Hono } = require('hono')
+  const { getRequestListener } = require('@hono/node-server')
+  const { rateLimit } = require('../../bindings-node/hono')
+  const listen = async (server) => {
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return `http://127.0.0.1:${server.address().port}`
+  }
+  const upstream = http.createServer((request, response) => response.writeHead(201).end('from upstream'))
+  const upstreamUrl = await listen(upstream)
+  const app = new Hono()
+  app.use(rateLimit({ rules: '5/minute', getPeer: () => '127.0.0.1' }))
+  app.get('/passed-on', () => fetch(upstreamUrl))
+  const server = http.createServer(getRequestListener(app.fetch))
+  const base = await listen(server)
+  try {
+    const response = await fetch(`${base}/passed-on`)
+    assert.equal(response.status, 201, 'setting the headers of an immutable response threw: a 500')
+    assert.equal(await response.text(), 'from upstream')
+    assert.ok(response.headers.get('ratelimit'), 'the RateLimit header is there')
+  } finally {
+    await new Promise((resolve) => server.close(resolve))
+    await new Promise((resolve) => upstream.close(resolve))
+  }
+})
+
+test("fastify: allowList matches the key the limit counts on (the client's address as the trusted proxies say)", async () => {
+  // Behind a trusted local proxy Fastify's request.ip is the proxy's address: listing it let every
+  // client through, whatever X-Forwarded-For said. Only the listed client itself passes uncounted.
+  const Fastify = require('fastify')
+  const app = Fastify()
+  await app.register(require('ratelock/fastify'), { rules: '2/minute', trustedProxies: ['loopback'], allowList: ['127.0.0.1'] })
+  app.get('/', async () => 'ok')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  try {
+    const base = `http://127.0.0.1:${app.server.address().port}/`
+    const from = async (client) => (await fetch(base, { headers: client ? { 'x-forwarded-for': client } : {} })).status
+    const forwarded = []
+    for (let i = 0; i < 3; i++) forwarded.push(await from('6.6.6.6'))
+    assert.deepEqual(forwarded, [200, 200, 429], 'a forwarded client is counted')
+    const listed = []
+    for (let i = 0; i < 3; i++) listed.push(await from(null))
+    assert.deepEqual(listed, [200, 200, 200], 'the listed address itself is not')
+  } finally {
+    await app.close()
+  }
+})
+
 test("every adapter refuses an option it does not take, naming it (a peer's windowMs would be ignored)", async () => {
   const ratelock = require('../../bindings-node')
   const { rateLimit } = require('../../bindings-node/express')
