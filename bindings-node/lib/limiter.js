@@ -175,11 +175,13 @@ class Limiter {
     }
     signal?.throwIfAborted()
     const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
-    if (!booked.allowed || booked.retryAfterMs <= 0) return booked
+    if (!booked.allowed) return booked
+    // Aborted while the booking was made, even one for now: given back.
     if (signal?.aborted) {
       await this.#giveBack(key, rules, given.cost)
       throw signal.reason
     }
+    if (booked.retryAfterMs <= 0) return booked
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', cancel)

@@ -158,6 +158,16 @@ for (const store of ['memory', 'redis']) {
     await assert.rejects(waiting, /gave up/)
     const next = await limiter.peek(job, '1/second burst 1')
     assert.ok(next.retryAfterMs < 1000, `the booking was not given back: ${next.retryAfterMs} ms`)
+
+    // Aborted while a booking for now was being made: rejected, and the unit given back (it resolved
+    // allowed, the unit spent).
+    const now = fresh()
+    const aborting = new AbortController()
+    const booking = limiter.wait(now, '5/minute', { maxWaitMs: 5000, signal: aborting.signal })
+    aborting.abort(new Error('gave up at once'))
+    await assert.rejects(booking, /gave up at once/)
+    const unspent = (await limiter.peek(fresh(), '5/minute')).remaining
+    assert.equal((await limiter.peek(now, '5/minute')).remaining, unspent, 'the booking was given back')
   })
 
   test(`concurrent waiters are served in booking order with one call each (${store})`, async () => {
