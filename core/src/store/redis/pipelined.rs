@@ -74,6 +74,10 @@ struct Link {
     /// Set, and waiters woken, when the reader task has ended (the stream ended, or a reply closed it).
     reader_ended: AtomicBool,
     reader_end: tokio::sync::Notify,
+    /// Dropped with the link, which stops its reader task: the socket then closes. A TLS stream's
+    /// halves share one socket, so dropping the write half sends no FIN, and the reader, blocked on a
+    /// read that an idle server never answers, kept the socket, the task and a server client open.
+    _reader_stop: oneshot::Sender<()>,
     #[cfg(unix)]
     fd: std::os::fd::RawFd,
 }
@@ -286,6 +290,7 @@ impl Link {
             return Err(transport_error(&err, "connecting"));
         }
         let (outgoing, queue) = mpsc::unbounded_channel();
+        let (reader_stop, stopped) = oneshot::channel();
         let link = Arc::new(Link {
             writer,
             outgoing,
@@ -295,11 +300,12 @@ impl Link {
             refusal: Mutex::new(None),
             reader_ended: AtomicBool::new(false),
             reader_end: tokio::sync::Notify::new(),
+            _reader_stop: reader_stop,
             #[cfg(unix)]
             fd,
         });
         tokio::spawn(write_calls(Arc::downgrade(&link), queue));
-        tokio::spawn(read_until_the_end(Arc::downgrade(&link), reader));
+        tokio::spawn(read_until_the_end(Arc::downgrade(&link), reader, stopped));
         Ok(link)
     }
 
@@ -538,8 +544,16 @@ async fn write_calls(link: std::sync::Weak<Link>, mut queue: mpsc::UnboundedRece
 
 /// A link's reader task ([`read_replies`]), then the news that it ended, for calls waiting to know
 /// whether the server refused them before it closed the connection.
-async fn read_until_the_end(reading: std::sync::Weak<Link>, reader: ReadHalf) {
-    read_replies(&reading, reader).await;
+async fn read_until_the_end(
+    reading: std::sync::Weak<Link>,
+    reader: ReadHalf,
+    stopped: oneshot::Receiver<()>,
+) {
+    tokio::select! {
+        () = read_replies(&reading, reader) => {}
+        // The link is gone (nothing waits on its calls any more): the reader and the socket go too.
+        _ = stopped => return,
+    }
     if let Some(link) = reading.upgrade() {
         link.reader_ended.store(true, Ordering::Release);
         link.reader_end.notify_waiters();
