@@ -44,10 +44,10 @@ impl StoreSettings {
         if let Some(ms) = self.timeout_ms {
             let timeout = convert::millis("timeoutMs", ms)?;
             // The core's own check would name its `timeout` and print a Duration.
-            if timeout < ratelock::store::MIN_TIMEOUT {
+            if timeout < ratelock::store::MIN_TIMEOUT || timeout > ratelock::store::MAX_TIMEOUT {
                 return Err(invalid_argument(
                     "timeoutMs",
-                    format!("expected at least 1 ms, got {ms}"),
+                    format!("expected from 1 ms to 366 days, got {ms}"),
                 ));
             }
             options = options.with_timeout(timeout);

@@ -276,7 +276,12 @@ test('a refused connect says nothing was sent, and a timeout under 1 ms names ti
     return true
   })
   await assert.rejects(new Limiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 0.5 }).hit('k', '10/minute'), (error) => {
-    assert.match(error.message, /invalid argument `timeoutMs`: expected at least 1 ms, got 0\.5/)
+    assert.match(error.message, /invalid argument `timeoutMs`: expected from 1 ms to 366 days, got 0\.5/)
+    return true
+  })
+  // Past 366 days (the core's bound: a timeout near Duration::MAX overflowed a deadline, a panic).
+  await assert.rejects(new Limiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 1e11 }).hit('k', '10/minute'), (error) => {
+    assert.match(error.message, /invalid argument `timeoutMs`: expected from 1 ms to 366 days, got 100000000000/)
     return true
   })
 })

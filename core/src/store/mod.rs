@@ -28,7 +28,7 @@ pub use self::redis::server_code::MODULE_CONTRACT_VERSION;
 pub use self::redis::{function_library, redlock, tagged_script, wire, FunctionLibrary, Gate, RedisStore};
 pub use crate::algorithm::lease::LockState;
 pub use memory::MemoryStore;
-pub use options::{ServerCode, StoreOptions, WhenFull, MEMORY_OPTION_NAMES, MIN_TIMEOUT};
+pub use options::{ServerCode, StoreOptions, WhenFull, MAX_TIMEOUT, MEMORY_OPTION_NAMES, MIN_TIMEOUT};
 pub use roles::{EntryChange, LimitRequest, LimitStore, OverrideChange};
 #[cfg(feature = "runtime")]
 pub use roles::{LockKindStore, LockStore, ReleaseWatch};

@@ -41,6 +41,10 @@ pub struct StoreOptions {
 /// time, so a smaller one (`timeout=1e-12`, a unit slip) would fail every call instead of failing once.
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
+/// The longest timeout a store takes: 366 days ([`MAX_PERIOD`](crate::MAX_PERIOD)). A deadline is now
+/// plus the timeout (or twice it), which a timeout near `Duration::MAX` made overflow: a panic.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// The memory store's bound and what a full store does, as Rust and Python spell them (the names a
 /// binding passes to [`StoreOptions::with_memory_bound`] in its own spelling, and those a memory
 /// store's configuration error names).
@@ -48,19 +52,22 @@ pub const MEMORY_OPTION_NAMES: [&str; 2] = ["max_keys", "when_full"];
 
 impl StoreOptions {
     /// `Ok` for options a store can work with; else the invalid argument naming what is wrong (a
-    /// timeout under [`MIN_TIMEOUT`]). Every store checks its options when it is made.
+    /// timeout under [`MIN_TIMEOUT`] or over [`MAX_TIMEOUT`]). Every store checks its options when it
+    /// is made.
     ///
     /// ```
     /// use std::time::Duration;
     /// let options = ratelock::StoreOptions::default().with_timeout(Duration::from_nanos(1));
     /// let err = ratelock::Store::new("memory://", &options).unwrap_err();
     /// assert!(err.to_string().contains("timeout"));
+    /// let forever = ratelock::StoreOptions::default().with_timeout(Duration::MAX);
+    /// assert!(forever.check().unwrap_err().is_invalid_argument());
     /// ```
     pub fn check(&self) -> Result<()> {
-        if self.timeout < MIN_TIMEOUT {
+        if self.timeout < MIN_TIMEOUT || self.timeout > MAX_TIMEOUT {
             return Err(Error::invalid_argument(
                 "timeout",
-                format!("expected at least 1 ms, got {:?}", self.timeout),
+                format!("expected from 1 ms to 366 days, got {:?}", self.timeout),
             ));
         }
         self.check_tls()
