@@ -112,6 +112,11 @@ async function using(work, acquire, giveBack = (hold) => hold.release()) {
     if (!failed) {
       failed = true
       failure = error
+    } else {
+      // The work's own error is what rejects; the failed release is not lost without a word.
+      process.emitWarning(`the hold was not given back after the work failed (${error.name}: ${error.message})`, {
+        code: 'RATELOCK_RELEASE_FAILED',
+      })
     }
   }
   if (failed) throw failure

@@ -286,6 +286,28 @@ test('a refused connect says nothing was sent, and a timeout under 1 ms names ti
   })
 })
 
+test('using() whose work throws and whose release then fails rejects with the work\'s error, and a warning says the hold was not given back', async () => {
+  const server = await RedisServer.start()
+  const warnings = []
+  const onWarning = (warning) => warnings.push(warning)
+  process.on('warning', onWarning)
+  try {
+    const lock = new DistributedLock(`using-${randomUUID()}`, { url: server.url, timeoutMs: 300, autoRenew: false })
+    await assert.rejects(
+      lock.using(async () => {
+        await server.stop('SIGKILL')
+        throw new Error('the work failed')
+      }),
+      /the work failed/,
+    )
+    await sleep(10) // warnings are emitted on the next tick
+    assert.ok(warnings.some((warning) => warning.code === 'RATELOCK_RELEASE_FAILED'), String(warnings))
+  } finally {
+    process.off('warning', onWarning)
+    await server.close()
+  }
+})
+
 test('an aborted wait rejects with the abort reason also when its refund fails (a warning says so)', async () => {
   const server = await RedisServer.start()
   const warnings = []
