@@ -45,6 +45,12 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
     fn fence(&self) -> Option<u64> {
         None
     }
+    /// How much of a lease of a given length its store's clocks may have taken before this process
+    /// counts it (Redlock's drift allowance; none for one server).
+    #[doc(hidden)]
+    fn clock_drift(&self) -> fn(Duration) -> Duration {
+        |_| Duration::ZERO
+    }
 }
 
 /// A held lease. Release it with [`release`](Self::release); dropping it releases in the background.
@@ -80,7 +86,14 @@ impl<L: Lease> Guard<L> {
         let options = lease.options();
         let events = HoldEvents::new(&options.hooks, lease.what(), sent.into_std());
         events.acquired(lease.fence());
-        let upkeep = Upkeep::start(sent, options.ttl, options.auto_renew, renew, events);
+        let upkeep = Upkeep::start(
+            sent,
+            options.ttl,
+            lease.clock_drift(),
+            options.auto_renew,
+            renew,
+            events,
+        );
         Guard {
             lease,
             upkeep,

@@ -66,6 +66,10 @@ impl Lease for LockLease {
         Some(self.fence)
     }
 
+    fn clock_drift(&self) -> fn(Duration) -> Duration {
+        self.shared.store.clock_drift()
+    }
+
     async fn extend(&self, ttl: Duration) -> Result<Extended> {
         let call = LockCall::Extend {
             owner: &self.shared.owner,

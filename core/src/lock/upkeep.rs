@@ -25,6 +25,10 @@ pub(crate) struct Upkeep {
     watchdog: Option<Arc<Watchdog>>,
     renew: Renew,
     ttl: Duration,
+    /// How much of a lease of a given length the store's clocks may have taken already (Redlock's
+    /// drift allowance; none for one server): a lease's end, as this process counts it, comes that much
+    /// before the store's.
+    drift: fn(Duration) -> Duration,
     auto_renew: bool,
     /// The runtime current when the hold was taken, if any: its watchdog runs there, and a guard
     /// dropped where no runtime is current gives the hold back there.
@@ -40,11 +44,12 @@ impl Upkeep {
     pub(crate) fn start(
         sent: Instant,
         ttl: Duration,
+        drift: fn(Duration) -> Duration,
         auto_renew: bool,
         renew: Renew,
         events: HoldEvents,
     ) -> Self {
-        let lease_end = LeaseEnd::new(sent + ttl);
+        let lease_end = LeaseEnd::new(sent + valid_for(ttl, drift));
         let (sender, lost) = LostSignal::new(lease_end.clone());
         let mut upkeep = Upkeep {
             lease_end,
@@ -53,6 +58,7 @@ impl Upkeep {
             watchdog: None,
             renew,
             ttl,
+            drift,
             auto_renew,
             runtime: tokio::runtime::Handle::try_current().ok(),
             generation: crate::process::generation(),
@@ -80,7 +86,7 @@ impl Upkeep {
     /// Records the answer of a manual extension sent at `sent`.
     pub(crate) fn extended(&self, still_held: bool, sent: Instant, ttl: Duration) {
         if still_held {
-            self.lease_end.set(sent + ttl);
+            self.lease_end.set(sent + valid_for(ttl, self.drift));
             // A watchdog only booked would not see the new end until it starts: start it now.
             if let Some(watchdog) = &self.watchdog {
                 watchdog.start_now();
@@ -113,6 +119,7 @@ impl Upkeep {
             self.lease_end.get()
         };
         let (renew, ttl, auto_renew) = (self.renew.clone(), self.ttl, self.auto_renew);
+        let valid = valid_for(ttl, self.drift);
         let (lease_end, lost, events) = (
             self.lease_end.clone(),
             self.lost_sender.clone(),
@@ -127,7 +134,7 @@ impl Upkeep {
                     runtime.spawn(watchdog::run(
                         first_renewal,
                         renew,
-                        ttl,
+                        (ttl, valid),
                         auto_renew,
                         lease_end,
                         lost,
@@ -243,4 +250,10 @@ fn as_lost(released: Released) -> Released {
         Released::HeldByOther => Released::HeldByOther,
         _ => Released::NotHeld,
     }
+}
+
+/// How long a lease of `ttl` stays valid as this process counts it from its request: `ttl` less what
+/// the store's clocks may have taken of it (`drift`).
+fn valid_for(ttl: Duration, drift: fn(Duration) -> Duration) -> Duration {
+    ttl.saturating_sub(drift(ttl))
 }

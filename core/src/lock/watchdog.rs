@@ -34,7 +34,7 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 pub(crate) async fn run(
     first_renewal: Instant,
     renew: Renew,
-    ttl: Duration,
+    (ttl, valid): (Duration, Duration),
     auto_renew: bool,
     lease_end: Arc<LeaseEnd>,
     lost: Arc<LostSender>,
@@ -71,7 +71,7 @@ pub(crate) async fn run(
         };
         match answer {
             Ok(true) => {
-                lease_end.set(sent + ttl);
+                lease_end.set(sent + valid);
                 next = sent + every;
             }
             Ok(false) => {

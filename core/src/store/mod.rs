@@ -166,6 +166,17 @@ pub enum AnyLockStore {
 }
 
 impl AnyLockStore {
+    /// What this store's clocks may have taken of a lease of a given length before the holder counts
+    /// it: Redlock's drift allowance, none for one server.
+    #[cfg(feature = "runtime")]
+    pub(crate) fn clock_drift(&self) -> fn(std::time::Duration) -> std::time::Duration {
+        match self {
+            #[cfg(feature = "redis")]
+            AnyLockStore::Redlock(_) => redlock::clock_drift,
+            _ => |_| std::time::Duration::ZERO,
+        }
+    }
+
     /// Opens a lock store: every URL [`Store::connect`] takes, and `redlock://host:port,...`.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<AnyLockStore> {
         AnyLockStore::new(url, options)

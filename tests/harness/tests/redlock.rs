@@ -3,7 +3,7 @@
 //! stopped, the lost signal when a majority loses the lease, and a redlock:// URL refused where one
 //! Redis is needed (a limiter given a Redlock store does not compile: see `AnyLockStore`'s docs);
 //! a majority refusing for good is that error, and a failed attempt's grants are given back even
-//! where a server answers only later.
+//! where a server answers only later; the holder counts its lease as ending at Redlock's validity time.
 
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,27 @@ async fn two_of_five_down_still_works_three_down_fails_cleanly() {
     );
     let err = lock.acquire(Duration::from_millis(500)).await.unwrap_err();
     assert!(err.is_store_failure() || err.code() == "WAIT_TIMEOUT", "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_lease_ends_for_its_holder_at_its_validity_time() {
+    // Redlock grants a lease only if the majority answered within its ttl less the clocks' drift (1%
+    // plus 2 ms): the holder counts the lease as ending there too, not at the full ttl, since a
+    // server with a fast clock may already have let it go. Not renewed, a 2 s lease is lost 22 ms
+    // before 2 s from its request.
+    let servers = servers();
+    let store = store(&servers).await;
+    let lock = DistributedLock::new(&store, "redlock:validity", lease_options(2_000, false, false)).unwrap();
+    let started = Instant::now();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    tokio::time::timeout(Duration::from_secs(3), guard.lost_signal().wait())
+        .await
+        .expect("the lease ends");
+    let held = started.elapsed();
+    assert!(
+        held >= Duration::from_millis(1_950) && held < Duration::from_millis(2_000),
+        "the lease ended {held:?} after the request, not at the validity time (1.978 s)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use futures_util::FutureExt;
@@ -27,6 +27,13 @@ use crate::key::LockKeys;
 use crate::store::options::StoreOptions;
 use crate::store::roles::sealed::Sealed;
 use crate::store::roles::{LockStore, ReleaseWatch};
+
+/// What the servers' clocks may have taken of a lease of `ttl` (1% of it, plus 2 ms): a grant is valid
+/// only if the majority answered before `ttl` less this, and a guard counts its lease as ending that
+/// much before `ttl` from its request, as Redlock's validity time is.
+pub(crate) fn clock_drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
 
 /// The URL scheme (servers after it, comma-separated).
 pub(crate) const REDLOCK_SCHEME: &str = "redlock://";
@@ -333,7 +340,7 @@ impl LeaseCalls for RedlockStore {
             .each(|node| node.lock_acquire(keys, owner, ttl_us, reentrant))
             .await;
         let elapsed_us = started.elapsed().as_micros() as u64;
-        let drift_us = ttl_us / 100 + 2_000;
+        let drift_us = clock_drift(Duration::from_micros(ttl_us)).as_micros() as u64;
         let (mut fences, mut holds, mut busy_us) = (vec![None; answers.answers.len()], 1, 0);
         for (fence, answer) in fences.iter_mut().zip(&answers.answers) {
             match answer {
