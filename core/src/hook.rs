@@ -63,6 +63,13 @@ pub enum Answered {
     },
     /// A hook's [`Hook::before_decision`] answered; the store was not asked.
     ByHook,
+    /// The store failed with an outage and the failure policy (`allow`, `deny` or `local`) answered: the
+    /// answer is a degraded decision, and `error` the outage's code (`STORE_UNAVAILABLE` or `TIMEOUT`,
+    /// as [`Error::code`](crate::Error::code) says), which an error under the `raise` policy would be.
+    ByPolicy {
+        /// The outage's error code.
+        error: &'static str,
+    },
 }
 
 /// Something that happened to a hold of a lock kind.

@@ -193,6 +193,17 @@ pub fn of_answer(
     let (elapsed, route) = match how {
         Answered::ByStore { elapsed, route } => (elapsed, route),
         Answered::ByHook => (None, None),
+        // An outage the failure policy answered: counted as the store error it is (as it would be
+        // under `raise`), besides the degraded decision below; no round trip to time.
+        Answered::ByPolicy { error } => {
+            let kind = error.to_ascii_lowercase();
+            record(Measurement {
+                instrument: Instrument::StoreErrors,
+                value: 1.0,
+                attributes: &[("kind", Value::Text(&kind)), store],
+            });
+            (None, None)
+        }
     };
     let route = route.map(|route| ("route", Value::Word(route)));
     match answer {

@@ -1002,15 +1002,11 @@ impl Limiter {
         }
         let started = crate::clock::Stopwatch::start();
         let checked = self.ask_store(&request).await;
-        let answer = self.decide(checked, &request);
-        self.hooked_answer(
-            answer,
-            &request,
-            Answered::ByStore {
-                elapsed: Some(started.elapsed()),
-                route: self.store.limit_route(),
-            },
-        )
+        let how = Answered::ByStore {
+            elapsed: Some(started.elapsed()),
+            route: self.store.limit_route(),
+        };
+        self.settle_hooked(checked, &request, how)
     }
 
     fn run_blocking(
@@ -1054,15 +1050,11 @@ impl Limiter {
         }
         let started = crate::clock::Stopwatch::start();
         let checked = self.store.check_blocking(request)?;
-        let answer = self.decide(checked, request);
-        Some(self.hooked_answer(
-            answer,
-            request,
-            Answered::ByStore {
-                elapsed: Some(started.elapsed()),
-                route: self.store.limit_route(),
-            },
-        ))
+        let how = Answered::ByStore {
+            elapsed: Some(started.elapsed()),
+            route: self.store.limit_route(),
+        };
+        Some(self.settle_hooked(checked, request, how))
     }
 
     /// A hook's answer given before the store is asked, which every hook then sees.
@@ -1107,7 +1099,9 @@ impl Limiter {
     }
 
     /// [`settle`](Self::settle) with hooks attached (kept out of line: the path without hooks stays
-    /// as it was).
+    /// as it was). An outage the failure policy answered reaches the hooks as [`Answered::ByPolicy`],
+    /// with its code: the degraded decision alone would hide it (an error counter saw outages only
+    /// under `raise`).
     #[cold]
     #[inline(never)]
     fn settle_hooked(
@@ -1116,7 +1110,12 @@ impl Limiter {
         request: &LimitRequest<'_>,
         how: Answered,
     ) -> Result<Decision> {
+        let failed = checked.as_ref().err().map(Error::code);
         let answer = self.decide(checked, request);
+        let how = match (failed, &answer) {
+            (Some(error), Ok(_)) => Answered::ByPolicy { error },
+            _ => how,
+        };
         self.hooked_answer(answer, request, how)
     }
 

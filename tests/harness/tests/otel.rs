@@ -143,3 +143,51 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
     assert_eq!(total(&held, &["outcome=lost"]), 1, "{held:?}");
     assert_eq!(total(&points(&finished, "ratelock.lock.lost"), &["kind=lock"]), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_the_failure_policy_answers_is_still_a_store_error() {
+    // Under on_error allow, deny or local the outage becomes a degraded decision before any hook sees
+    // an answer: ratelock.store.errors stayed at 0 in exactly the deployments that fail open.
+    use ratelock::FailurePolicy;
+    for policy in [FailurePolicy::Allow, FailurePolicy::Deny, FailurePolicy::Local] {
+        let exporter = InMemoryMetricExporter::default();
+        let provider = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(exporter.clone()).build())
+            .build();
+        let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+        let mut server = RedisServer::start();
+        let store = Store::connect(
+            &server.url(),
+            &StoreOptions::default().with_timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap();
+        let options = LimiterOptions::default()
+            .with_hook(metrics.clone())
+            .with_on_error(policy);
+        let limiter = Limiter::with_store(store, options).unwrap();
+        let rules = limiter.rules("2/minute").unwrap();
+        server.stop();
+        let answer = limiter.hit("k", &rules, 1).await.unwrap();
+        assert!(answer.degraded, "{policy:?}");
+        provider.force_flush().unwrap();
+        let finished = exporter.get_finished_metrics().unwrap();
+        let errors = points(&finished, "ratelock.store.errors");
+        assert_eq!(
+            total(&errors, &["kind=store_unavailable", "store=redis"]),
+            1,
+            "{policy:?}: {errors:?}"
+        );
+        let decisions = points(&finished, "ratelock.decisions");
+        assert_eq!(
+            total(&decisions, &["outcome=degraded"]),
+            1,
+            "{policy:?}: {decisions:?}"
+        );
+        assert_eq!(
+            total(&points(&finished, "ratelock.store.duration"), &[]),
+            0,
+            "{policy:?}: no round trip"
+        );
+    }
+}
