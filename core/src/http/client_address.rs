@@ -208,10 +208,17 @@ impl ClientAddress {
     ///
     /// An IPv4 client is its address; an IPv6 client is its network (`2001:db8:1:200::/56`), or its
     /// address when the subnet is 128. A peer that is not an IP address (a Unix socket) is used as
-    /// given, or `unknown` when empty. Walking the header, an entry that is not an IP address ends the
-    /// walk at the last trusted address before it, so a malformed header never picks the key.
+    /// given, or `unknown` when empty; but with a hop count of trusted proxies it is the first of them
+    /// (nginx in front over a Unix socket), and the header is walked from its nearest entry. Walking
+    /// the header, an entry that is not an IP address ends the walk at the last trusted address before
+    /// it, so a malformed header never picks the key.
     pub fn key(&self, peer: &str, forwarded: Option<&str>) -> String {
         let Some(peer_ip) = parse_address(peer) else {
+            if let (TrustedProxies::Hops(count), Some(header)) = (&self.trusted, forwarded) {
+                if let Some(client) = self.walk_without_peer(header, *count) {
+                    return self.group(client);
+                }
+            }
             let peer = peer.trim();
             return if peer.is_empty() {
                 "unknown".into()
@@ -240,6 +247,22 @@ impl ClientAddress {
             }
             match parse_address(entry) {
                 Some(next) => client = next,
+                None => break,
+            }
+        }
+        client
+    }
+
+    /// [`walk`](Self::walk) for a peer that is no IP address but the first of `count` trusted hops:
+    /// the header's entries from the right, one per trusted hop; `None` when its nearest names none.
+    fn walk_without_peer(&self, header: &str, count: u32) -> Option<IpAddr> {
+        let mut client = None;
+        for (hops, entry) in self.entries(header).rev().enumerate() {
+            if hops as u64 >= u64::from(count) {
+                break;
+            }
+            match parse_address(entry) {
+                Some(next) => client = Some(next),
                 None => break,
             }
         }
@@ -403,6 +426,11 @@ mod tests {
         assert_eq!(address.key("", None), "unknown");
         assert_eq!(address.key("/run/app.sock", None), "/run/app.sock");
         assert_eq!(address.key("fe80::1%eth0", None), "fe80::/56");
+        // Behind one trusted proxy on a Unix socket, the header names the client.
+        let proxied = ClientAddress::default().with_trusted(TrustedProxies::Hops(1));
+        assert_eq!(proxied.key("/run/app.sock", Some("203.0.113.5")), "203.0.113.5");
+        assert_eq!(proxied.key("", Some("198.51.100.1, 203.0.113.5")), "203.0.113.5");
+        assert_eq!(proxied.key("/run/app.sock", Some("unknown")), "/run/app.sock");
     }
 
     #[test]
