@@ -4,6 +4,7 @@ structured fields, rules, costs and keys from the request, unusable keys, client
 X-Forwarded-For ignored, trusted proxies, IPv6 /56, IPv4-mapped), and the store down under each failure
 policy."""
 
+import http.client
 import json
 from typing import Iterator
 
@@ -75,6 +76,30 @@ def test_a_spoofed_forwarded_for_is_ignored_unless_the_proxy_is_trusted(serve, f
     assert proxied.get("/search", {"X-Forwarded-For": "2001:db8:1:200::1"}).status == 200, "the next /56"
     folded = ["203.0.113.9", "::ffff:203.0.113.9", "::ffff:cb00:7109", "203.0.113.9"]
     assert [proxied.get("/search", {"X-Forwarded-For": a}).status for a in folded] == [200, 200, 200, 429]
+
+
+def _with_two_forwarded_lines(port: int, path: str, client_line: str, proxy_line: str) -> int:
+    """The status of a GET whose X-Forwarded-For comes in two lines: the client's own, then the one
+    its proxy added (as HAProxy's ``option forwardfor`` does)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path)
+        connection.putheader("X-Forwarded-For", client_line)
+        connection.putheader("X-Forwarded-For", proxy_line)
+        connection.endheaders()
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+@EVERY_FRAMEWORK
+def test_every_line_of_the_forwarded_header_is_read(serve, framework):
+    # FastAPI read only the first line, which the client wrote: each made-up address was a new key.
+    proxied = serve(framework, RATELOCK_TRUSTED_PROXIES="1")
+    statuses = [_with_two_forwarded_lines(proxied.port, "/search", f"6.6.6.{n}", "198.51.100.7") for n in range(4)]
+    assert statuses == [200, 200, 200, 429], "the proxy's line names the client"
 
 
 @EVERY_FRAMEWORK

@@ -57,6 +57,12 @@ def test_limited_view_answers_429_with_headers(store_url):
     assert client.get("/limited?vip=1").status_code == 200, "exempt_when skips the limit"
 
 
+def test_a_get_limit_counts_head_which_flask_answers_with_the_get_view(store_url):
+    client = make_app(store_url).test_client()
+    assert [client.head("/limited").status_code for _ in range(3)] == [200, 200, 429]
+    assert client.get("/limited").status_code == 429, "one count for GET and HEAD"
+
+
 def test_headers_parse_as_structured_fields_in_every_draft(store_url):
     for style in ("draft-8", "draft-11"):
         client = make_app(store_url, standard_headers=style).test_client()

@@ -2,6 +2,7 @@
 middleware defaults and exemptions; FastAPI's ``Refused`` without the app's handler; Starlette's
 ``default_limits`` and async functions of the request."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -59,6 +60,17 @@ def test_django_middleware_limits_views_without_their_own_limit(redis_server, fr
         app.stop()
 
 
+@pytest.mark.parametrize("framework", ["django-wsgi", "django-asgi"])
+def test_django_runs_plain_functions_of_the_request_off_the_event_loop(redis_server, framework: str) -> None:
+    # Under ASGI a plain key function ran on the event loop, where Django refuses sync-only code (the
+    # ORM, request.user): a 500 for every request that used it.
+    app = AppServer(framework, {"RATELOCK_URL": redis_server.url})
+    try:
+        assert [app.get("/sync-only-key").status for _ in range(4)] == [200, 200, 200, 429]
+    finally:
+        app.stop()
+
+
 def test_fastapi_refusals_are_http_exceptions_even_without_the_handler() -> None:
     limiter = RateLimiter(denied_body="json")
     app = FastAPI()  # no install(app): FastAPI's own HTTPException handler answers
@@ -72,6 +84,26 @@ def test_fastapi_refusals_are_http_exceptions_even_without_the_handler() -> None
         refused = client.get("/x")
         assert refused.status_code == 429 and refused.headers["Retry-After"] == "60"
         assert json.loads(refused.json()["detail"]) == {"error": "rate_limited", "policy": "1/minute", "retry_after": 60}
+
+
+def test_fastapi_scopes_endpoints_without_a_name_by_their_route() -> None:
+    # A callable object or a functools.partial has no __qualname__: reading it answered 500.
+    limiter = RateLimiter()
+    app = FastAPI()
+
+    class Greeter:
+        async def __call__(self) -> dict:
+            return {"ok": True}
+
+    async def hello(word: str = "hi") -> dict:
+        return {"word": word}
+
+    limit = limiter.limit("2/minute", key_func=lambda request: "one")
+    app.add_api_route("/object", Greeter(), dependencies=[Depends(limit)])
+    app.add_api_route("/partial", functools.partial(hello, word="yo"), dependencies=[Depends(limit)])
+    with TestClient(app) as client:
+        assert [client.get("/object").status_code for _ in range(3)] == [200, 200, 429]
+        assert [client.get("/partial").status_code for _ in range(3)] == [200, 200, 429], "a bucket of its own"
 
 
 def test_starlette_default_limits_and_async_functions_of_the_request() -> None:

@@ -90,10 +90,12 @@ class RateLimiter:
         async def rate_limit(request: Request, response: Response) -> Optional[Decision]:
             limit = base
             if scope is None:
-                endpoint = request.scope.get("endpoint")
-                name = f"{endpoint.__module__}.{endpoint.__qualname__}" if endpoint is not None else request.url.path
+                name = _endpoint_name(request)
                 limit = limits.get(name) or limits.setdefault(name, http.limit(rules, scope=name, key_func=key_func, cost=cost, skip=skip))
-            forwarded = request.headers.get(http.proxy_header) if http.proxy_header else None
+            # Every line of the header, joined: a proxy that adds its own line after the client's would
+            # otherwise leave the client's, which the client chose, as the one read.
+            lines = request.headers.getlist(http.proxy_header) if http.proxy_header else []
+            forwarded = ", ".join(lines) if lines else None
             client = request.client
             checked = await http.check_async(limit, request, peer=client.host if client else None, forwarded=forwarded)
             answer = checked.answer
@@ -108,6 +110,17 @@ class RateLimiter:
             return checked.decision
 
         return rate_limit
+
+
+def _endpoint_name(request: Request) -> str:
+    """The route's endpoint as a scope name (module and qualified name), or the path for an endpoint
+    without one (a callable object, a ``functools.partial``: reading a name they lack answered 500)."""
+    endpoint = request.scope.get("endpoint")
+    qualname = getattr(endpoint, "__qualname__", None)
+    if endpoint is None or qualname is None:
+        route = request.scope.get("route")
+        return str(getattr(route, "path", None) or request.url.path)
+    return f"{getattr(endpoint, '__module__', '')}.{qualname}"
 
 
 __all__ = ["RateLimiter", "Refused", "refused_response"]

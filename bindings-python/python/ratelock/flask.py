@@ -113,9 +113,12 @@ class RateLimiter:
         """Decorates a view with its own limit (replacing the default limits for it), above or below its
         route decorator. ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is
         ``scope`` (default: the view's endpoint) joined to ``key_func()``; ``methods`` limits only those HTTP
-        methods. Several limits on one view are checked from the outermost down, and the first refusal
+        methods (``GET`` includes ``HEAD``, which Flask answers with the GET view). Several limits on one view are checked from the outermost down, and the first refusal
         answers. Bad rule text raises here, when the app is built."""
         only = frozenset(method.upper() for method in methods) if methods else None
+        if only is not None and "GET" in only:
+            # Flask answers HEAD by running the GET view: a GET limit that left HEAD out was bypassed.
+            only = only | {"HEAD"}
         mark = self._limit(rules, scope or "", key_func, cost, exempt_when)
 
         def decorate(view: F) -> F:

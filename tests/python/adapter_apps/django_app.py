@@ -36,6 +36,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.views import View  # noqa: E402
 
+from django.utils.asyncio import async_unsafe  # noqa: E402
+
 from ratelock.django import ratelimit, ratelimit_exempt  # noqa: E402
 
 ASYNC = os.environ.get("RATELOCK_DJANGO_ASYNC") == "1"
@@ -63,6 +65,13 @@ def ok(_request: HttpRequest) -> HttpResponse:
     return JsonResponse({"ok": True})
 
 
+@async_unsafe
+def key_from_the_database(request: HttpRequest) -> str:
+    """A key function as Django code writes them (``request.user``, the ORM): Django refuses to run it
+    on an event loop, as it refuses the ORM there."""
+    return "one user"
+
+
 def current(request: HttpRequest) -> HttpResponse:
     decision = getattr(request, "rate_limit")
     return JsonResponse({"remaining": decision.remaining, "degraded": decision.degraded})
@@ -87,6 +96,7 @@ urlpatterns = [
     path("tenant", ratelimit(lambda r: PLANS[r.GET["plan"]], scope="tenant", key=lambda r: r.GET["plan"])(view(ok))),
     path("cost", (AsyncCostView if ASYNC else CostView).as_view()),
     path("key", ratelimit("5/hour", scope="key", key=lambda r: r.GET.get("k"))(view(ok))),
+    path("sync-only-key", ratelimit("3/hour", scope="sync-only-key", key=key_from_the_database)(view(ok))),
     path("skip", view(ok)),
     path("decision", ratelimit("50/hour", scope="decision")(view(current))),
     path("default", view(ok)),

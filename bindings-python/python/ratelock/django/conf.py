@@ -2,13 +2,17 @@
 sync views (the blocking limiter) and one for async views (the asyncio limiter)."""
 
 import functools
-from typing import Any, Callable, Dict, Optional, Tuple
+import inspect
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, cast
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
 from ratelock.http import HttpLimiter, Limit
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Every key the ``RATELOCK`` dict may hold, with its default.
 DEFAULTS: Dict[str, Any] = {
@@ -54,8 +58,24 @@ def function(value: Any, name: str) -> Optional[Callable[..., Any]]:
     raise ValueError(f"RATELOCK[{name!r}] must be a function or its dotted path")
 
 
+def off_the_loop(function: F, asynchronous: bool) -> F:
+    """``function`` as a request handled on the event loop may call it: a plain function (the ORM, a
+    session: ``request.user``) runs in Django's thread for sync code (``sync_to_async``), as Django runs
+    sync views under ASGI; on the loop it raised ``SynchronousOnlyOperation``, a 500 for every
+    logged-in request. A coroutine function, and any function in sync mode, is kept as it is."""
+    if not asynchronous or inspect.iscoroutinefunction(function):
+        return function
+    return cast(F, sync_to_async(function))
+
+
+def maybe_off_the_loop(function: Optional[F], asynchronous: bool) -> Optional[F]:
+    """``off_the_loop`` of a function that may not be given."""
+    return None if function is None else off_the_loop(function, asynchronous)
+
+
 def build(asynchronous: bool) -> HttpLimiter:
-    """An ``HttpLimiter`` from the settings."""
+    """An ``HttpLimiter`` from the settings (its functions of the request safe on the event loop when
+    ``asynchronous``)."""
     config = configured()
     return HttpLimiter(
         url=config["URL"],
@@ -64,8 +84,8 @@ def build(asynchronous: bool) -> HttpLimiter:
         timeout=config["TIMEOUT"],
         instances=config["INSTANCES"],
         async_limiter=asynchronous,
-        key_func=function(config["KEY_FUNC"], "KEY_FUNC"),
-        skip=function(config["SKIP"], "SKIP"),
+        key_func=maybe_off_the_loop(function(config["KEY_FUNC"], "KEY_FUNC"), asynchronous),
+        skip=maybe_off_the_loop(function(config["SKIP"], "SKIP"), asynchronous),
         standard_headers=config["STANDARD_HEADERS"],
         legacy_headers=config["LEGACY_HEADERS"],
         partition_key=config["PARTITION_KEY"],

@@ -43,7 +43,13 @@ def ratelimit(
         name = scope or f"{owner.__module__}.{owner.__qualname__}"
         asynchronous = inspect.iscoroutinefunction(function) or bool(getattr(owner, "view_is_async", False))
         http = conf.for_mode(asynchronous)
-        limit = http.limit(rules, scope=name, key_func=key, cost=cost, skip=skip)
+        limit = http.limit(
+            rules if isinstance(rules, str) else conf.off_the_loop(rules, asynchronous),
+            scope=name,
+            key_func=conf.maybe_off_the_loop(key, asynchronous),
+            cost=cost if isinstance(cost, int) else conf.off_the_loop(cost, asynchronous),
+            skip=conf.maybe_off_the_loop(skip, asynchronous),
+        )
 
         def request_of(args: Any) -> HttpRequest:
             request: HttpRequest = args[1] if is_method else args[0]
