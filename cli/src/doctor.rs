@@ -69,7 +69,7 @@ pub async fn run(store: &StoreArgs, args: DoctorArgs, json: bool) -> Result<i32,
     let path = server_path(&mut connection, version, &mut report).await;
     eviction(&mut connection, &mut report).await;
     persistence(&mut connection, &mut report).await;
-    permissions(&mut connection, &path, &mut report).await;
+    permissions(&mut connection, &path, &store.prefix, &mut report).await;
     let worst = report.0.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
     if json {
         let findings: Vec<_> = report
@@ -436,8 +436,15 @@ async fn config(connection: &mut MultiplexedConnection, name: &str) -> Option<St
     }
 }
 
-/// The commands ratelock sends, each checked with `ACL DRYRUN` for the connected user.
-async fn permissions(connection: &mut MultiplexedConnection, path: &str, report: &mut Report) {
+/// The commands ratelock sends, each checked with `ACL DRYRUN` for the connected user, on a key and a
+/// channel of `prefix` as ratelock names them (a user whose ACL allows other keys, or other channels,
+/// was told all was well while every call failed with NOPERM).
+async fn permissions(connection: &mut MultiplexedConnection, path: &str, prefix: &str, report: &mut Report) {
+    let keys = ratelock::key::LockKeys::new(prefix, b"doctor");
+    let (key, channel) = (
+        String::from_utf8_lossy(&keys.lease).into_owned(),
+        String::from_utf8_lossy(&keys.channel).into_owned(),
+    );
     let user = match call(connection, redis::cmd("ACL").arg("WHOAMI")).await {
         Ok(user) => text(&user),
         Err(err) => {
@@ -451,7 +458,7 @@ async fn permissions(connection: &mut MultiplexedConnection, path: &str, report:
     };
     let needed: [(&[&str], Severity, &str); 6] = [
         (
-            &["EVALSHA", "0", "0"],
+            &["EVALSHA", "0", "1", &key],
             Severity::Error,
             "every limit and lock call (as a script)",
         ),
@@ -460,19 +467,23 @@ async fn permissions(connection: &mut MultiplexedConnection, path: &str, report:
             Severity::Error,
             "loading the scripts",
         ),
-        (&["FCALL", "ratelock", "0"], Severity::Info, "the Functions path"),
+        (
+            &["FCALL", "ratelock", "1", &key],
+            Severity::Info,
+            "the Functions path",
+        ),
         (
             &["FUNCTION", "LOAD", "x"],
             Severity::Info,
             "loading the Functions library",
         ),
         (
-            &["PUBLISH", "rl:lock", "x"],
+            &["PUBLISH", &channel, "x"],
             Severity::Warn,
             "waking lock waiters at once",
         ),
         (
-            &["SUBSCRIBE", "rl:lock"],
+            &["SUBSCRIBE", &channel],
             Severity::Warn,
             "lock waiters (without it they poll)",
         ),

@@ -22,6 +22,17 @@ pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
         .with_prefix(store.prefix.clone());
     let lock = DistributedLock::new(locks, args.name.as_bytes(), lock_options)?;
     let guard = take(&lock, &args).await?;
+    let outcome = run_holding(&guard, &args).await;
+    // Every way out gives the lock back first, a command that could not start included: a dropped
+    // guard's release runs in the background, which the process's exit cut short (the lock then
+    // stayed held for its whole ttl, and the next run of a cron job found it busy).
+    release(guard).await;
+    outcome
+}
+
+/// Runs the command while `guard` holds the lock: its exit code, or why it could not run or was
+/// stopped.
+async fn run_holding(guard: &LockGuard, args: &LockRunArgs) -> Result<i32, Exit> {
     let token = guard.fencing_token();
     // Listening before the command starts: a signal sent once it runs (it may say it is ready at
     // once) must reach it, not end this process with the lock still held.
@@ -37,7 +48,6 @@ pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_err(|err| Exit::Failed(format!("waiting for the command: {err}")))?;
-                release(guard).await;
                 return Ok(code_of(status));
             }
             () = lost.wait() => {
@@ -72,8 +82,12 @@ async fn take(lock: &DistributedLock, args: &LockRunArgs) -> Result<LockGuard, E
     }
 }
 
-/// Releases the lock after the command ended; a failure is reported, and the command's code stands.
+/// Releases the lock after the command ended (or could not start); a failure is reported, and the
+/// command's code stands. A lock already lost has nothing to give back.
 async fn release(guard: LockGuard) {
+    if guard.is_lost() {
+        return;
+    }
     if let Err(err) = guard.release().await {
         eprintln!("ratelock: releasing the lock failed (it ends with its lease): {err}");
     }

@@ -216,6 +216,66 @@ fn doctor_flags_an_eviction_policy_that_can_evict_limit_keys() {
 }
 
 #[test]
+fn doctor_checks_permissions_on_the_keys_and_channels_of_the_prefix() {
+    // A user whose ACL allows other keys (or another prefix's channels) was told all was well, while
+    // every limit call failed with NOPERM.
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let mut acl = |rules: &[&str]| {
+        let mut command = redis::cmd("ACL");
+        command
+            .arg("SETUSER")
+            .arg("doctor")
+            .arg("reset")
+            .arg("on")
+            .arg(">pw");
+        for rule in rules {
+            command.arg(*rule);
+        }
+        let _: () = command.query(&mut admin).unwrap();
+    };
+    let as_doctor = |prefix: &str| {
+        let url = format!("redis://doctor:pw@127.0.0.1:{}/", server.port());
+        Command::new(env!("CARGO_BIN_EXE_ratelock"))
+            .args(["--url", &url, "--prefix", prefix, "--json", "doctor"])
+            .output()
+            .unwrap()
+    };
+    let permissions = |report: &Output| -> Vec<String> {
+        let view: serde_json::Value = serde_json::from_str(&stdout(report)).unwrap();
+        view["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|finding| finding["check"] == "permissions")
+            .map(|finding| format!("{} {}", finding["severity"], finding["message"]))
+            .collect()
+    };
+    acl(&["+@all", "~other:*", "&rl:*"]);
+    let other_keys = as_doctor("rl");
+    assert_eq!(
+        other_keys.status.code(),
+        Some(1),
+        "{:?}",
+        permissions(&other_keys)
+    );
+    assert!(
+        permissions(&other_keys).iter().any(|p| p.contains("EVALSHA")),
+        "{:?}",
+        permissions(&other_keys)
+    );
+    acl(&["+@all", "~*", "&rl:*"]);
+    let other_channels = as_doctor("app");
+    assert!(
+        permissions(&other_channels).iter().any(|p| p.contains("PUBLISH")),
+        "{:?}",
+        permissions(&other_channels)
+    );
+    let fine = as_doctor("rl");
+    assert_eq!(fine.status.code(), Some(0), "{:?}", permissions(&fine));
+}
+
+#[test]
 fn bad_input_is_named_and_completions_print() {
     let server = RedisServer::start();
     let bad = run(&server, &["limit", "hit", "k", "10/fortnight"]);
@@ -229,6 +289,15 @@ fn bad_input_is_named_and_completions_print() {
     let missing = run(&server, &["lock", "run", "x", "--", "/nonexistent/command"]);
     assert_eq!(missing.status.code(), Some(78));
     assert!(stderr(&missing).contains("cannot start"), "{}", stderr(&missing));
+    // A command that could not start leaves the lock free: ten runs in a row each take it (a dropped
+    // guard's background release was cut short by the exit, and the next run found it busy).
+    for round in 0..10 {
+        let again = run(
+            &server,
+            &["lock", "run", "x", "--ttl", "60s", "--", "/nonexistent/command"],
+        );
+        assert_eq!(again.status.code(), Some(78), "round {round}: {}", stderr(&again));
+    }
     let completions = run(&server, &["completions", "bash"]);
     assert_eq!(completions.status.code(), Some(0));
     assert!(stdout(&completions).contains("ratelock"));
