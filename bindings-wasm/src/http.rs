@@ -148,24 +148,39 @@ impl ClientAddress {
         let mut inner = ratelock::http::ClientAddress::default();
         if let Some(options) = options {
             if let Some(bits) = option_number(&options, "ipv6Subnet")? {
-                let bits = if bits.fract() == 0.0 && (0.0..=255.0).contains(&bits) {
-                    bits as u8
-                } else {
-                    0
-                };
-                inner = inner.with_ipv6_subnet(bits).map_err(to_js)?;
+                if bits.fract() != 0.0 || !(0.0..=128.0).contains(&bits) {
+                    return Err(invalid_argument(
+                        "ipv6Subnet",
+                        format!("expected a prefix length from 0 to 128, got {bits}"),
+                    ));
+                }
+                inner = inner.with_ipv6_subnet(bits as u8).map_err(to_js)?;
             }
             if let Some(header) = option_string(&options, "proxyHeader")? {
                 inner = inner.with_header(header.parse().map_err(to_js)?);
             }
             let trusted = Reflect::get(&options, &"trustedProxies".into())?;
             if let Some(hops) = trusted.as_f64() {
-                inner = inner.with_trusted(ratelock::http::TrustedProxies::Hops(hops.max(0.0) as u32));
+                // Read as given, never coerced: `Infinity` trusted every hop (the client's own entry
+                // became the key), `1.5` one, `-1` none.
+                if hops.fract() != 0.0 || !(0.0..=f64::from(u32::MAX)).contains(&hops) {
+                    return Err(invalid_argument(
+                        "trustedProxies",
+                        format!("expected a whole hop count from 0, got {hops}"),
+                    ));
+                }
+                inner = inner.with_trusted(ratelock::http::TrustedProxies::Hops(hops as u32));
             } else if Array::is_array(&trusted) {
-                let networks: Vec<String> = Array::from(&trusted)
-                    .iter()
-                    .filter_map(|n| n.as_string())
-                    .collect();
+                let mut networks = Vec::new();
+                for network in Array::from(&trusted).iter() {
+                    let Some(text) = network.as_string() else {
+                        return Err(invalid_argument(
+                            "trustedProxies",
+                            "expected every network as a string (\"10.0.0.0/8\", \"loopback\")".into(),
+                        ));
+                    };
+                    networks.push(text);
+                }
                 inner = inner
                     .trust_networks(networks.iter().map(String::as_str))
                     .map_err(to_js)?;

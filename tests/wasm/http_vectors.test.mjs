@@ -58,3 +58,22 @@ for (const c of load('client_keys.json').cases) {
 test('scoped keys', () => {
   for (const c of load('scoped_keys.json').cases) assert.equal(scopedKey(c.scope, c.key), c.expect)
 })
+
+test('ClientAddress refuses options it would have coerced', () => {
+  // Infinity trusted every hop (the client's own entry became the key), 1.5 one, -1 none; a network
+  // that is not a string was dropped without a word; a bad subnet was read as 0.
+  for (const [options, field] of [
+    [{ trustedProxies: Infinity }, 'trustedProxies'],
+    [{ trustedProxies: 1.5 }, 'trustedProxies'],
+    [{ trustedProxies: -1 }, 'trustedProxies'],
+    [{ trustedProxies: ['loopback', 10] }, 'trustedProxies'],
+    [{ ipv6Subnet: 200 }, 'ipv6Subnet'],
+  ]) {
+    assert.throws(() => new ClientAddress(options), (error) => {
+      assert.equal(error.code, 'ERR_RATELOCK_INVALID_ARGUMENT', String(error))
+      assert.match(error.message, new RegExp(field))
+      return true
+    }, JSON.stringify(options))
+  }
+  assert.equal(new ClientAddress({ trustedProxies: 2 }).key('10.0.0.1', '203.0.113.5, 10.0.0.2'), '203.0.113.5')
+})
