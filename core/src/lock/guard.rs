@@ -45,6 +45,13 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
     fn fence(&self) -> Option<u64> {
         None
     }
+    /// Whether a release sent twice gives back no more than one: true for every kind but a
+    /// re-entrant lock, whose release takes one of several holds of the same owner and fence, so that
+    /// a second one, after a first that timed out but ran, takes another's.
+    #[doc(hidden)]
+    fn release_is_idempotent(&self) -> bool {
+        true
+    }
     /// How much of a lease of a given length its store's clocks may have taken before this process
     /// counts it (Redlock's drift allowance; none for one server).
     #[doc(hidden)]
@@ -157,7 +164,9 @@ impl<L: Lease> Guard<L> {
     /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
     /// was unreachable or timed out): the lease is still this guard's and the caller can retry, but it
     /// is no longer renewed, so if nobody retries it runs out at its end (as with `auto_renew` off).
-    /// After a successful release, further calls answer as not held.
+    /// After a successful release, further calls answer as not held. A re-entrant lock's release that
+    /// timed out may have run: retried, it could give back one more hold than this guard's; leave such
+    /// a hold to its lease rather than retry after a [`Timeout`](crate::Error::Timeout).
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
         self.upkeep.give_back(&mut self.released, release).await
@@ -185,8 +194,13 @@ impl<L: Lease> Drop for Guard<L> {
 
 /// A dropped guard's release, in the background: tried again while the store cannot be reached, until
 /// the lease would have run out anyway (then nothing is left to give back); its last answer, which the
-/// hold's hooks hear.
+/// hold's hooks hear. A re-entrant lock's release is sent once: one that failed may have run, and sent
+/// again it would give back another hold of the same owner (the outer guard's), freeing the lock
+/// under it. Its hold then ends with its lease, as an undelivered release's does.
 async fn release_until<L: Lease>(lease: L, end: Instant) -> Result<Released> {
+    if !lease.release_is_idempotent() {
+        return lease.release().await;
+    }
     crate::store::outage_retry::while_outage(end, || lease.release()).await
 }
 

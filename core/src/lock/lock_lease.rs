@@ -70,6 +70,10 @@ impl Lease for LockLease {
         self.shared.store.clock_drift()
     }
 
+    fn release_is_idempotent(&self) -> bool {
+        !self.shared.options.reentrant
+    }
+
     async fn extend(&self, ttl: Duration) -> Result<Extended> {
         let call = LockCall::Extend {
             owner: &self.shared.owner,

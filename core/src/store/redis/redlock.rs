@@ -201,14 +201,16 @@ impl RedlockStore {
     }
 
     /// Gives back the grants of a failed attempt. A server that cannot be reached is asked again in
-    /// the background until the lease (`ttl_us` from now) would have run out anyway; a refusal no
-    /// retry mends is returned.
+    /// the background until the lease (`ttl_us` from now) would have run out anyway, but for a
+    /// `reentrant` lock (a release that failed may have run, and sent again it would take another hold
+    /// of the same owner); a refusal no retry mends is returned.
     async fn release_where_granted(
         &self,
         keys: &LockKeys,
         owner: &str,
         fences: &[Option<u64>],
         ttl_us: u64,
+        reentrant: bool,
     ) -> Result<()> {
         let releases = join_all(
             self.shared
@@ -227,6 +229,7 @@ impl RedlockStore {
         let mut refused = None;
         for ((node, fence), release) in self.shared.nodes.iter().zip(fences).zip(releases) {
             match (release, fence) {
+                (Err(failure), Some(_)) if failure.is_store_failure() && reentrant => {}
                 (Err(failure), Some(fence)) if failure.is_store_failure() => {
                     release_later(node.clone(), keys.clone(), owner.to_owned(), *fence, until);
                 }
@@ -364,7 +367,8 @@ impl LeaseCalls for RedlockStore {
             self.grants().insert(grant_key(keys, owner), fences);
             return Ok(Acquired::Granted { fence, holds });
         }
-        self.release_where_granted(keys, owner, &fences, ttl_us).await?;
+        self.release_where_granted(keys, owner, &fences, ttl_us, reentrant)
+            .await?;
         if answers.answered() < self.quorum() {
             return Err(self.too_few(&answers));
         }

@@ -1,0 +1,51 @@
+//! A dropped re-entrant guard's background release is sent once. Its first try can time out after it
+//! ran (the server held it); sent again, it took the outer guard's hold too: the lock was freed under
+//! a holder that still believed it held it, and another process took it.
+
+use std::time::Duration;
+
+use ratelock::{DistributedLock, LockOptions, Store, StoreOptions};
+use ratelock_testkit::RedisServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_inner_guard_gives_back_its_own_hold_only_even_when_its_release_timed_out() {
+    let server = RedisServer::start();
+    let store = Store::connect(
+        &server.url(),
+        &StoreOptions::default().with_timeout(Duration::from_millis(200)),
+    )
+    .await
+    .unwrap();
+    let options = LockOptions::default()
+        .with_ttl(Duration::from_secs(30))
+        .with_reentrant(true);
+    let lock = DistributedLock::new(&store, "reentrant:replay", options.clone()).unwrap();
+    let outer = lock.try_acquire().await.unwrap().expect("free");
+    let inner = lock.try_acquire().await.unwrap().expect("re-entered");
+    assert_eq!(inner.holds(), 2);
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(600)
+        .arg("WRITE")
+        .query(&mut server.connection())
+        .unwrap();
+    drop(inner); // its release waits out the pause: a timeout, though it runs when the pause ends
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let other = DistributedLock::new(&store, "reentrant:replay", LockOptions::default()).unwrap();
+    // The timeout opened the store's breaker: the first calls start its probe and are refused.
+    let mut taken = other.try_acquire().await;
+    for _ in 0..60 {
+        if taken.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        taken = other.try_acquire().await;
+    }
+    assert!(
+        taken.unwrap().is_none(),
+        "the outer guard's hold was given back too: another holder took the lock"
+    );
+    assert!(!outer.is_lost());
+    outer.release().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
