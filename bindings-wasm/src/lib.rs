@@ -214,10 +214,15 @@ impl Limiter {
         Ok(())
     }
 
-    /// Takes `key`'s override away; true when it had one.
+    /// Takes `key`'s override away; true when it had one still in force at `nowMs` (default
+    /// `Date.now()`: the clock of the calls that set it).
     #[wasm_bindgen(js_name = clearOverride)]
-    pub fn clear_override(&mut self, key: &str) -> Result<bool, JsValue> {
-        let now_us = now_us(None)?;
+    pub fn clear_override(
+        &mut self,
+        key: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
+    ) -> Result<bool, JsValue> {
+        let now_us = now_us(now_ms)?;
         let inner = self.inner.clone();
         Ok(match inner.store() {
             ratelock::Store::Memory(store) => store.set_override(&ratelock::store::OverrideChange {
@@ -417,10 +422,18 @@ impl Limiter {
 
 /// A core error as a JavaScript `Error` with a `name` and a stable `code` (as in the Node package).
 fn to_js(err: ratelock::Error) -> JsValue {
+    // The names of the Node package's classes for the same codes.
     let name = match err.code() {
         "INVALID_RULE" => "InvalidRuleError",
         "INVALID_ARGUMENT" => "InvalidArgumentError",
         "COST_EXCEEDS_CAPACITY" => "CostExceedsCapacityError",
+        "STORE_UNAVAILABLE" => "StoreUnavailableError",
+        "TIMEOUT" => "StoreTimeoutError",
+        "WAIT_TIMEOUT" => "WaitTimeoutError",
+        "LOCK_NOT_OWNED" => "LockNotOwnedError",
+        "LOCK_LOST" => "LockLostError",
+        "PROTOCOL" => "ProtocolError",
+        "CONFIGURATION" => "ConfigurationError",
         _ => "RatelockError",
     };
     coded(name, &format!("ERR_RATELOCK_{}", err.code()), &err.to_string())

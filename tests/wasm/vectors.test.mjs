@@ -34,7 +34,7 @@ for (const file of readdirSync(VECTORS).filter((name) => name.endsWith('.json'))
             step.op === 'set_override'
               ? limiter.setOverride(key, step.override_rules, undefined, nowMs)
               : step.op === 'clear_override'
-                ? limiter.clearOverride(key)
+                ? limiter.clearOverride(key, nowMs)
                 : ['block', 'deny', 'allow'].includes(step.op)
                   ? limiter[step.op](key, step.for_us / 1000, nowMs)
                   : limiter[step.op](key, nowMs)
@@ -95,6 +95,19 @@ test('bad input gets named, typed errors', () => {
       return true
     })
   }
+})
+
+test('a full store and an override cleared on the caller\'s clock answer as in Node', () => {
+  // A full memory store refused with a RatelockError (Node: StoreUnavailableError); clearOverride read
+  // Date.now() whatever clock set the override, so one set at nowMs 0 for a minute "had none".
+  const full = new Limiter({ maxKeys: 64 })
+  assert.throws(() => {
+    for (let i = 0; i < 1000; i++) full.hit(`k${i}`, '1/minute', 1, 1000)
+  }, (error) => error.name === 'StoreUnavailableError' && error.code === 'ERR_RATELOCK_STORE_UNAVAILABLE')
+  const limiter = new Limiter()
+  limiter.setOverride('tenant', '100/minute', 60_000, 0)
+  assert.equal(limiter.clearOverride('tenant', 1000), true)
+  assert.equal(limiter.clearOverride('tenant', 1000), false)
 })
 
 test('without nowMs the clock is Date.now()', () => {
