@@ -31,10 +31,11 @@ impl Hook for Recorder {
             Err(error) => format!("error {}", error.code()),
         };
         let how = match how {
-            Answered::ByStore { elapsed: Some(_), .. } => "store, timed",
-            Answered::ByStore { elapsed: None, .. } => "store",
-            Answered::ByHook => "hook",
-            _ => "other",
+            Answered::ByStore { elapsed: Some(_), .. } => "store, timed".to_owned(),
+            Answered::ByStore { elapsed: None, .. } => "store".to_owned(),
+            Answered::ByHook => "hook".to_owned(),
+            Answered::ByPolicy { error } => format!("policy, {error}"),
+            _ => "other".to_owned(),
         };
         let key = String::from_utf8_lossy(call.key);
         self.seen.lock().unwrap().push(format!(
@@ -143,7 +144,8 @@ async fn outages_and_errors_pass_the_hooks_and_a_hook_may_answer_first() {
     let limiter = Limiter::connect_with(down, raising).await.unwrap();
     assert!(limiter.hit("r", &rules, 1).await.unwrap_err().is_store_failure());
     let seen = recorder.seen();
-    assert_eq!(seen[0], "a cost=1 spend=true degraded (store, timed)");
+    // The failure policy answered the outage: the hooks are told which (a store error counter needs it).
+    assert_eq!(seen[0], "a cost=1 spend=true degraded (policy, STORE_UNAVAILABLE)");
     assert_eq!(
         seen[1],
         "r cost=1 spend=true error STORE_UNAVAILABLE (store, timed)"
