@@ -49,6 +49,6 @@ impl NativeLock {
     /// This handle's owner token.
     #[napi(getter)]
     pub fn owner_token(&self) -> String {
-        self.inner.owner_token().to_owned()
+        self.inner.owner_token()
     }
 }

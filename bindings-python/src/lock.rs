@@ -42,7 +42,7 @@ lock_handle_pymethods! {
         /// This handle's owner token.
         #[getter]
         fn owner_token(&self) -> String {
-            self.inner.owner_token().to_owned()
+            self.inner.owner_token()
         }
     }
 }

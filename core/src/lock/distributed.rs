@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::lock_lease::{lock_guard, LockGuard};
 use super::options::{check_lease, LockOptions};
-use super::owner::owner_token;
+use super::owner::ProcessOwner;
 use super::run_to_end::run_to_end;
 use super::shared::DistributedShared;
 use super::wait::{self, Attempt};
@@ -67,16 +67,17 @@ impl DistributedLock {
             shared: Arc::new(DistributedShared {
                 keys: LockKeys::new(&options.prefix, name),
                 store: store.into(),
-                owner: owner_token()?,
+                owner: ProcessOwner::new()?,
                 name: String::from_utf8_lossy(name).into_owned(),
                 options,
             }),
         })
     }
 
-    /// This handle's owner token (32 hex digits).
-    pub fn owner_token(&self) -> &str {
-        &self.shared.owner
+    /// This handle's owner token in this process (32 hex digits): a handle made before a fork has
+    /// another in the child, which is another owner.
+    pub fn owner_token(&self) -> String {
+        self.shared.owner.token().to_string()
     }
 
     /// Takes the lock if it is free (or re-enters it); `None` if someone else holds it.
@@ -100,7 +101,7 @@ impl DistributedLock {
         wait::until_granted(
             &shared.store,
             &shared.keys.channel,
-            &shared.owner,
+            &shared.owner.token(),
             timeout,
             || self.attempt(),
         )
@@ -142,14 +143,16 @@ impl DistributedLock {
         let shared = self.shared.clone();
         run_to_end(async move {
             let sent = Instant::now();
+            // This process's token: a handle made before a fork is another owner in the child.
+            let owner = shared.owner.token();
             let call = LockCall::Acquire {
-                owner: &shared.owner,
+                owner: &owner,
                 ttl_us: shared.options.ttl.as_micros() as u64,
                 reentrant: shared.options.reentrant,
             };
             Ok(match reply_as!(shared.call(call).await?, LockReply::Acquired)? {
                 Acquired::Granted { fence, holds } => {
-                    Attempt::Got(lock_guard(shared.clone(), fence, holds, sent))
+                    Attempt::Got(lock_guard(shared.clone(), owner.clone(), fence, holds, sent))
                 }
                 Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
             })

@@ -95,7 +95,7 @@ impl FairLock {
         let granted = wait::until_granted(
             &self.shared.store,
             &channel,
-            &self.shared.owner,
+            &self.shared.owner.token(),
             timeout,
             || async {
                 Ok(match self.attempt(id.clone(), true).await? {

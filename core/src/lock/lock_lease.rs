@@ -17,6 +17,8 @@ use crate::store::{AnyLockStore, Store};
 #[derive(Clone)]
 pub struct LockLease {
     shared: Arc<DistributedShared>,
+    /// The owner token the grant was made to (this process's).
+    owner: Arc<str>,
     fence: u64,
     holds: u64,
 }
@@ -34,9 +36,23 @@ impl std::fmt::Debug for LockLease {
     }
 }
 
-/// A guard over a grant whose request was sent at `sent`.
-pub(crate) fn lock_guard(shared: Arc<DistributedShared>, fence: u64, holds: u64, sent: Instant) -> LockGuard {
-    Guard::start(LockLease { shared, fence, holds }, sent)
+/// A guard over a grant to `owner` whose request was sent at `sent`.
+pub(crate) fn lock_guard(
+    shared: Arc<DistributedShared>,
+    owner: Arc<str>,
+    fence: u64,
+    holds: u64,
+    sent: Instant,
+) -> LockGuard {
+    Guard::start(
+        LockLease {
+            shared,
+            owner,
+            fence,
+            holds,
+        },
+        sent,
+    )
 }
 
 impl Guard<LockLease> {
@@ -76,7 +92,7 @@ impl Lease for LockLease {
 
     async fn extend(&self, ttl: Duration) -> Result<Extended> {
         let call = LockCall::Extend {
-            owner: &self.shared.owner,
+            owner: &self.owner,
             fence: self.fence,
             ttl_us: ttl.as_micros() as u64,
         };
@@ -109,7 +125,7 @@ impl Lease for LockLease {
 impl LockLease {
     fn release_call(&self) -> LockCall<'_> {
         LockCall::Release {
-            owner: &self.shared.owner,
+            owner: &self.owner,
             fence: self.fence,
         }
     }

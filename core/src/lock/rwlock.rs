@@ -145,7 +145,7 @@ impl ReadWriteLock {
         let granted = wait::until_granted(
             &shared.store,
             &shared.keys.channel,
-            &shared.owner,
+            &shared.owner.token(),
             timeout,
             || async {
                 Ok(match self.attempt(id.clone(), mode, true).await? {

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
 use super::options::{check_lease, LockOptions};
-use super::owner::owner_token;
+use super::owner::ProcessOwner;
 use super::run_to_end::run_to_end;
 use super::wait::{self, Attempt};
 use crate::algorithm::lease::{Extended, Released};
@@ -44,7 +44,7 @@ pub struct Semaphore {
 struct SemaphoreShared {
     store: Store,
     keys: SemaphoreKeys,
-    owner: Arc<str>,
+    owner: Arc<ProcessOwner>,
     permits: u64,
     options: LockOptions,
     grants: Arc<AtomicU64>,
@@ -64,7 +64,7 @@ impl Semaphore {
     pub fn new(store: &Store, name: impl AsRef<[u8]>, permits: u64, options: LockOptions) -> Result<Self> {
         check_key("name", name.as_ref())?;
         check_options(permits, &options)?;
-        let owner = Arc::from(owner_token()?);
+        let owner = Arc::new(ProcessOwner::new()?);
         Ok(Self::with_owner(
             store,
             name.as_ref(),
@@ -81,7 +81,7 @@ impl Semaphore {
         name: &[u8],
         permits: u64,
         options: LockOptions,
-        owner: Arc<str>,
+        owner: Arc<ProcessOwner>,
         grants: Arc<AtomicU64>,
     ) -> Self {
         Semaphore {
@@ -115,7 +115,7 @@ impl Semaphore {
         wait::until_granted(
             &shared.store,
             &shared.keys.channel,
-            &shared.owner,
+            &shared.owner.token(),
             timeout,
             || self.attempt(id.clone()),
         )
@@ -137,7 +137,7 @@ impl Semaphore {
 
     fn next_id(&self) -> String {
         let n = self.shared.grants.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.shared.owner)
+        format!("{}:{n}", self.shared.owner.token())
     }
 
     /// One try for permit `id`, run to its end even when the caller stops waiting ([`run_to_end`]).
@@ -256,7 +256,7 @@ pub struct ConcurrencyLimiter {
     store: Store,
     limit: u64,
     options: LockOptions,
-    owner: Arc<str>,
+    owner: Arc<ProcessOwner>,
     grants: Arc<AtomicU64>,
 }
 
@@ -269,7 +269,7 @@ impl ConcurrencyLimiter {
             store: store.clone(),
             limit,
             options,
-            owner: Arc::from(owner_token()?),
+            owner: Arc::new(ProcessOwner::new()?),
             grants: Default::default(),
         })
     }

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::options::{check_lease, check_waiter_ttl, LockOptions};
-use super::owner::owner_token;
+use super::owner::ProcessOwner;
 use crate::algorithm::lease::{LockCall, LockReply};
 use crate::error::Result;
 use crate::key::{check_key, check_prefix, FairLockKeys, LockKeys, RwLockKeys};
@@ -17,7 +17,7 @@ pub(crate) struct LockShared<Keys> {
     pub(crate) store: Store,
     pub(crate) keys: Keys,
     pub(crate) options: LockOptions,
-    pub(crate) owner: String,
+    pub(crate) owner: ProcessOwner,
     pub(crate) grants: AtomicU64,
 }
 
@@ -44,15 +44,15 @@ impl<Keys> LockShared<Keys> {
             store: store.clone(),
             keys: keys(&options.prefix, name),
             options,
-            owner: owner_token()?,
+            owner: ProcessOwner::new()?,
             grants: AtomicU64::new(0),
         })
     }
 
-    /// A fresh grant id: the owner token and this handle's grant count.
+    /// A fresh grant id: this process's owner token and this handle's grant count.
     pub(crate) fn next_id(&self) -> String {
         let n = self.grants.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.owner)
+        format!("{}:{n}", self.owner.token())
     }
 }
 
@@ -61,7 +61,7 @@ impl<Keys> LockShared<Keys> {
 pub(crate) struct DistributedShared {
     pub(crate) store: AnyLockStore,
     pub(crate) keys: LockKeys,
-    pub(crate) owner: String,
+    pub(crate) owner: ProcessOwner,
     pub(crate) options: LockOptions,
     /// The lock's name as given (for `Debug`).
     pub(crate) name: String,
