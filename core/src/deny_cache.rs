@@ -52,6 +52,8 @@ type Shard = HashMap<Box<[u8]>, SmallVec<[Remembered; 1]>, RandomState>;
 /// One denial: for which rules and cost, what it said, and until when it holds.
 #[derive(Debug)]
 struct Remembered {
+    /// The limiter's key prefix: two limiters sharing the cache (cloned options) keep apart.
+    prefix: Box<str>,
     rules: Rules,
     cost: u64,
     decision: Decision,
@@ -59,6 +61,13 @@ struct Remembered {
     at: u64,
     /// µs (the call's clock) until which it answers.
     until: u64,
+}
+
+impl Remembered {
+    /// Whether this denial answers `call`: the same prefix, rules and cost.
+    fn matches(&self, call: &LimitCall<'_>) -> bool {
+        self.cost == call.cost && *self.prefix == *call.prefix && self.rules == *call.rules
+    }
 }
 
 impl DenyCache {
@@ -112,10 +121,11 @@ impl DenyCache {
         let mut shard = self.shard(call.key).lock();
         let denials = shard.get_mut(call.key)?;
         denials.retain(|denial| denial.until > now);
+        // An explicit `now` may come earlier than the one a denial was remembered at.
         let found = denials
             .iter()
-            .find(|denial| denial.cost == call.cost && denial.rules == *call.rules)
-            .map(|denial| aged(&denial.decision, now - denial.at));
+            .find(|denial| denial.matches(call))
+            .map(|denial| aged(&denial.decision, now.saturating_sub(denial.at)));
         if denials.is_empty() {
             shard.remove(call.key);
         }
@@ -131,6 +141,7 @@ impl DenyCache {
             return;
         }
         let denial = Remembered {
+            prefix: call.prefix.into(),
             rules: call.rules.clone(),
             cost: call.cost,
             decision: decision.clone(),
@@ -139,7 +150,7 @@ impl DenyCache {
         };
         let mut shard = self.shard(call.key).lock();
         if let Some(denials) = shard.get_mut(call.key) {
-            denials.retain(|kept| !(kept.cost == denial.cost && kept.rules == denial.rules));
+            denials.retain(|kept| !kept.matches(call));
             denials.push(denial);
             return;
         }
@@ -189,7 +200,10 @@ impl Hook for DenyCache {
     fn on_decision(&self, call: &LimitCall<'_>, answer: &mut Result<Decision>, how: Answered) {
         let Ok(decision) = answer else { return };
         let from_store = matches!(how, Answered::ByStore { .. });
-        if from_store && !decision.allowed && !decision.degraded && !decision.cached {
+        // Only a hit's denial: remembered from a peek (or a reservation's), it kept later hits from the
+        // store, which then never wrote the ban a rule's `block` asks of a denied hit.
+        let a_hit = call.spend && call.max_wait_us.is_none();
+        if from_store && a_hit && !decision.allowed && !decision.degraded && !decision.cached {
             self.remember(call, decision, now_of(call));
         }
     }
@@ -240,6 +254,39 @@ mod tests {
             let later = limiter.hit_at("k", &rules, 1, T + 1_000_000).await.unwrap();
             assert!(later.allowed && !later.cached);
             assert_eq!(limiter.deny_cache().unwrap().answered(), 2);
+        });
+    }
+
+    #[test]
+    fn only_a_hits_denial_is_kept_for_its_prefix_and_an_earlier_now_is_safe() {
+        block_on(async {
+            // A peek's denial kept later hits from the store, which then never banned the key.
+            let cache = DenyCache::new(100);
+            let store = Store::new("memory://", &Default::default()).unwrap();
+            let options = LimiterOptions::default().with_deny_cache_of(cache);
+            let limiter = Limiter::with_store(store.clone(), options.clone()).unwrap();
+            let banning = limiter.rules("2/minute block 1 hour").unwrap();
+            for at in 0..2 {
+                assert!(limiter.hit_at("b", &banning, 1, T + at).await.unwrap().allowed);
+            }
+            let peeked = limiter.peek_at("b", &banning, 1, T + 2).await.unwrap();
+            assert!(!peeked.allowed && !peeked.cached);
+            let hit = limiter.hit_at("b", &banning, 1, T + 3).await.unwrap();
+            assert!(!hit.cached, "a peek's denial answered a hit");
+            assert_eq!(hit.reason.name(), "ban", "the denied hit banned the key");
+            // Another limiter on the same cache (cloned options), with another prefix: its own keys.
+            let rules = limiter.rules("1/minute").unwrap();
+            limiter.hit_at("k", &rules, 1, T).await.unwrap();
+            assert!(!limiter.hit_at("k", &rules, 1, T + 1).await.unwrap().allowed);
+            let other = Limiter::with_store(store, options.with_prefix("other")).unwrap();
+            let elsewhere = other.hit_at("k", &rules, 1, T + 2).await.unwrap();
+            assert!(
+                elsewhere.allowed && !elsewhere.cached,
+                "another prefix's denial answered"
+            );
+            // A call at an explicit time before the denial was remembered (out-of-order clocks).
+            let earlier = limiter.hit_at("k", &rules, 1, T).await.unwrap();
+            assert!(!earlier.allowed);
         });
     }
 
