@@ -38,13 +38,23 @@ impl LocalFallback {
     pub(crate) fn decide(&self, request: &LimitRequest<'_>) -> Result<Decision> {
         self.used.store(true, Ordering::Relaxed);
         // A share that cannot be built (a rule near the largest burst × period) keeps the whole rule.
-        let shares = Rules::new(
-            request
-                .rules
+        // Two rules whose shares round to one rule (10 and 9 a minute, halved) count once, in the
+        // first one's place: refused as the same rule twice, every call failed during the outage.
+        let (mut shares, mut share_of) = (Vec::new(), Vec::with_capacity(request.rules.len()));
+        for rule in request.rules.iter() {
+            let share = rule.local_share(self.instances).unwrap_or_else(|_| rule.clone());
+            match shares
                 .iter()
-                .map(|rule| rule.local_share(self.instances).unwrap_or_else(|_| rule.clone()))
-                .collect(),
-        )?;
+                .position(|kept: &crate::Rule| kept.id() == share.id())
+            {
+                Some(at) => share_of.push(at),
+                None => {
+                    share_of.push(shares.len());
+                    shares.push(share);
+                }
+            }
+        }
+        let shares = Rules::unchecked(shares);
         let fits = shares.iter().all(|rule| check_cost(rule, request.cost).is_ok());
         // A cost above this process's share is answered as a peek of one unit, then denied.
         let local = LimitRequest {
@@ -54,6 +64,11 @@ impl LocalFallback {
             ..*request
         };
         let mut decision = Decision::decided(self.store.check(&local)?, local.rules);
+        // The deciding share's first rule, as the caller gave its rules.
+        decision.rule_index = share_of
+            .iter()
+            .position(|&share| share == decision.rule_index)
+            .unwrap_or(decision.rule_index);
         if !fits {
             decision.allowed = false;
             decision.retry_after = decision.reset_after.max(std::time::Duration::from_millis(1));
@@ -67,5 +82,42 @@ impl LocalFallback {
         if self.used.load(Ordering::Relaxed) && self.used.swap(false, Ordering::Relaxed) {
             self.store.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: u64 = 1_763_800_000_000_000;
+
+    #[test]
+    fn rules_whose_shares_round_to_one_rule_count_once_in_the_first_ones_place() {
+        // Halved, 10 and 9 a minute are both 5 a minute: refused as the same rule twice, every call of
+        // the outage failed.
+        let fallback = LocalFallback::new(2, &Default::default());
+        let rules: Rules = "9/minute using fixed_window; 10/minute using fixed_window"
+            .parse()
+            .unwrap();
+        let hit = |now: u64| {
+            fallback.decide(&LimitRequest {
+                prefix: "rl",
+                key: b"k",
+                rules: &rules,
+                cost: 1,
+                spend: true,
+                max_wait_us: None,
+                now_us: Some(now),
+            })
+        };
+        let allowed: Vec<bool> = (0..6).map(|at| hit(T + at).unwrap().allowed).collect();
+        assert_eq!(
+            allowed,
+            [true, true, true, true, true, false],
+            "5 a minute, counted once"
+        );
+        let denied = hit(T + 6).unwrap();
+        assert!(denied.degraded);
+        assert_eq!(denied.rule_index, 0, "the first rule, as given");
     }
 }
