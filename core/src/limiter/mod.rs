@@ -641,12 +641,14 @@ impl Limiter {
         let key = key.as_ref();
         let decision = self.reserve(key, rules, cost, max_wait, None).await?;
         if decision.allowed && !decision.retry_after.is_zero() {
+            // A degraded booking (the local fallback's, in memory) is not the store's to refund: a
+            // refund sent there once it is back would give back units never spent there.
             let mut booking = Booking {
                 limiter: self,
                 key,
                 rules,
                 cost,
-                kept: false,
+                kept: decision.degraded,
             };
             tokio::time::sleep(decision.retry_after).await;
             booking.kept = true;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratelock::Limiter;
+use ratelock::{FailurePolicy, Limiter, LimiterOptions};
 use ratelock_testkit::module::command_calls;
 use ratelock_testkit::redis_server::RedisServer;
 
@@ -87,5 +87,56 @@ async fn a_dropped_wait_gives_its_booking_back() {
     assert!(
         next < Duration::from_secs(1),
         "the slot was not given back: {next:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_wait_booked_by_the_local_fallback_refunds_nothing_on_the_server() {
+    // Booked in memory during an outage (on_error=local), then dropped once the server is back: its
+    // refund went to the server, giving back a unit the server had never lent it.
+    let server = RedisServer::start();
+    let options = LimiterOptions::default()
+        .with_on_error(FailurePolicy::Local)
+        .with_timeout(Duration::from_millis(200));
+    let limiter = Limiter::connect_with(&server.url(), options).await.unwrap();
+    let rules = limiter.rules("12/minute burst 1").unwrap();
+    let spent = limiter.hit("job", &rules, 1).await.unwrap();
+    assert!(
+        spent.allowed && !spent.degraded,
+        "spent on the server: the next unit in 5 s"
+    );
+    server.pause();
+    assert!(
+        limiter.hit("job", &rules, 1).await.unwrap().degraded,
+        "the local fallback answers"
+    );
+    let waiting = tokio::spawn({
+        let limiter = limiter.clone();
+        let rules = rules.clone();
+        async move { limiter.wait("job", &rules, 1, Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await; // booked locally, 5 s ahead
+    server.resume();
+    let recovery = limiter.rules("1000/second").unwrap();
+    let started = std::time::Instant::now();
+    while limiter
+        .hit("recovery", &recovery, 1)
+        .await
+        .map_or(true, |d| d.degraded)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the server is used again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    waiting.abort();
+    let _ = waiting.await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let on_the_server = limiter.peek("job", &rules, 1).await.unwrap();
+    assert!(!on_the_server.degraded);
+    assert!(
+        !on_the_server.allowed,
+        "the server's unit was given back by a refund of a local booking"
     );
 }
