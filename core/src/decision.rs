@@ -135,20 +135,39 @@ impl Decision {
     /// assert!(decision.allowed && decision.would_deny);
     /// # Ok::<(), ratelock::Error>(())
     /// ```
+    /// When enforcing rules deny too, the deciding rule is the enforcing one that waits longest: a
+    /// shadow rule's longer wait is not the caller's to wait (a client told to wait an hour by a
+    /// shadow `1/hour` beside an enforcing `1/minute`, and a deny cache holding that hour).
     #[inline]
     pub fn decided(verdict: Verdict, rules: &[crate::Rule]) -> Self {
         let mut decision = Self::from_verdict(verdict);
-        if !decision.allowed
-            && decision.reason == Reason::Rule
-            && decision
-                .outcomes
-                .iter()
-                .zip(rules)
-                .all(|(outcome, rule)| outcome.allowed || rule.is_shadow())
-        {
-            decision.shadow();
+        if decision.allowed || decision.reason != Reason::Rule {
+            return decision;
+        }
+        let mut enforcing: Option<usize> = None;
+        for (at, (outcome, rule)) in decision.outcomes.iter().zip(rules).enumerate() {
+            let longer =
+                enforcing.is_none_or(|best| outcome.retry_after_us > decision.outcomes[best].retry_after_us);
+            if !outcome.allowed && !rule.is_shadow() && longer {
+                enforcing = Some(at);
+            }
+        }
+        match enforcing {
+            None => decision.shadow(),
+            Some(at) if at != decision.rule_index => decision.decided_by(at),
+            Some(_) => {}
         }
         decision
+    }
+
+    /// The figures of rule `at`'s outcome as the decision's own.
+    fn decided_by(&mut self, at: usize) {
+        let deciding = self.outcomes[at];
+        self.limit = deciding.limit;
+        self.remaining = deciding.remaining;
+        self.reset_after = Duration::from_micros(deciding.reset_after_us);
+        self.retry_after = Duration::from_micros(deciding.retry_after_us);
+        self.rule_index = at;
     }
 
     /// The same decision let through if it denied: `allowed`, with `would_deny` set and enforcement's

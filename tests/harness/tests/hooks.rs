@@ -145,7 +145,10 @@ async fn outages_and_errors_pass_the_hooks_and_a_hook_may_answer_first() {
     assert!(limiter.hit("r", &rules, 1).await.unwrap_err().is_store_failure());
     let seen = recorder.seen();
     // The failure policy answered the outage: the hooks are told which (a store error counter needs it).
-    assert_eq!(seen[0], "a cost=1 spend=true degraded (policy, STORE_UNAVAILABLE)");
+    assert_eq!(
+        seen[0],
+        "a cost=1 spend=true degraded (policy, STORE_UNAVAILABLE)"
+    );
     assert_eq!(
         seen[1],
         "r cost=1 spend=true error STORE_UNAVAILABLE (store, timed)"
