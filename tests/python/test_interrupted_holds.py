@@ -202,3 +202,31 @@ def test_acquire_reads_its_arguments_as_threading_lock_users_write_them(store_ur
     with pytest.raises(ratelock.InvalidArgument, match="non-blocking"):
         other.acquire(blocking=False, timeout=5)
     holder.release()
+
+
+def test_a_fair_lock_wait_interrupted_by_a_signal_handler_leaves_the_queue(redis_server):
+    # The interrupted wait's place was left at the queue's head: the next waiter waited for it to
+    # lapse (waiter_ttl, 5 s) after the holder let go.
+    name = fresh_name()
+    holder = ratelock.FairLock(name, redis_server.url, ttl=30)
+    interrupted = ratelock.FairLock(name, redis_server.url, ttl=30)
+    later = ratelock.FairLock(name, redis_server.url, ttl=30)
+    assert holder.acquire()
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _Alarm
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_Alarm):
+            interrupted.acquire(timeout=10)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    time.sleep(0.2)  # the withdrawal runs in the background
+    holder.release()
+    started = time.monotonic()
+    assert later.acquire(timeout=3)
+    assert time.monotonic() - started < 1.0, "the next waiter waited for the dead place to lapse"
+    later.release()

@@ -118,12 +118,19 @@ impl QueuedLock {
 /// so those behind it need not wait for it to lapse.
 pub(crate) struct Waiting {
     held: Option<QueuedLock>,
+    /// The runtime the wait began on: a wait dropped where none is current (Python's blocking call
+    /// interrupted by a signal handler drops it on the caller's thread) withdraws there. It withdrew
+    /// nothing, and a dead place at a fair lock's head kept every waiter behind it for `waiter_ttl`.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Waiting {
     /// A place that needs removing if the wait fails (`None`: nothing to remove).
     pub(crate) fn new(held: Option<QueuedLock>) -> Self {
-        Waiting { held }
+        Waiting {
+            held,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
     }
 
     /// Ends the wait: on failure the place is removed before the wait's error is returned. A removal
@@ -148,7 +155,10 @@ impl Drop for Waiting {
         let Some(held) = self.held.take() else {
             return;
         };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.take());
+        if let Some(runtime) = runtime {
             runtime.spawn(async move {
                 let _ = held.withdraw().await;
             });
