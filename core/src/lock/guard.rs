@@ -148,8 +148,12 @@ impl<L: Lease> Guard<L> {
         let extended = answer == Extended::Extended;
         if extended && self.is_lost() {
             // The lost signal fired while the extension was on its way: the holder was told to stop,
-            // so the lease it just extended is given back rather than left taken for a whole ttl.
-            let _ = self.lease.release().await;
+            // so the lease it just extended is given back rather than left taken for a whole ttl. Not
+            // a re-entrant lock's: its release takes one hold of several, and the guard's drop (or
+            // release) gives this one back again; that lease is left to end.
+            if self.lease.release_is_idempotent() {
+                let _ = self.lease.release().await;
+            }
             return self.lease.extend_lost().await;
         }
         self.upkeep.extended(extended, sent, ttl);
@@ -164,12 +168,17 @@ impl<L: Lease> Guard<L> {
     /// [`release`](Self::release) that keeps the guard when the release fails on the way (the store
     /// was unreachable or timed out): the lease is still this guard's and the caller can retry, but it
     /// is no longer renewed, so if nobody retries it runs out at its end (as with `auto_renew` off).
-    /// After a successful release, further calls answer as not held. A re-entrant lock's release that
-    /// timed out may have run: retried, it could give back one more hold than this guard's; leave such
-    /// a hold to its lease rather than retry after a [`Timeout`](crate::Error::Timeout).
+    /// After a successful release, further calls answer as not held. A re-entrant lock's release is
+    /// tried once: one that failed on the way may have run, and sent again (by a retry or by the
+    /// guard's drop) it would give back another hold of the same owner, freeing the lock under the
+    /// outer guard; its hold ends with its lease instead, and further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
-        self.upkeep.give_back(&mut self.released, release).await
+        let answer = self.upkeep.give_back(&mut self.released, release).await;
+        if answer.is_err() && !self.lease.release_is_idempotent() {
+            self.released = true;
+        }
+        answer
     }
 
     /// What this guard holds, for messages: `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or

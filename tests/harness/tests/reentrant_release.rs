@@ -49,3 +49,52 @@ async fn a_dropped_inner_guard_gives_back_its_own_hold_only_even_when_its_releas
     outer.release().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inner_guard_whose_release_timed_out_is_not_released_again() {
+    // The explicit release times out after it ran; the guard, dropped after it, sent the release
+    // again (and a retry would too): the outer guard's hold went with it.
+    let server = RedisServer::start();
+    let store = Store::connect(
+        &server.url(),
+        &StoreOptions::default().with_timeout(Duration::from_millis(200)),
+    )
+    .await
+    .unwrap();
+    let options = LockOptions::default()
+        .with_ttl(Duration::from_secs(30))
+        .with_reentrant(true);
+    let lock = DistributedLock::new(&store, "reentrant:retried", options).unwrap();
+    let outer = lock.try_acquire().await.unwrap().expect("free");
+    let mut inner = lock.try_acquire().await.unwrap().expect("re-entered");
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(600)
+        .arg("WRITE")
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(
+        inner.try_release().await.is_err(),
+        "timed out (it runs when the pause ends)"
+    );
+    assert!(
+        inner.try_release().await.is_ok(),
+        "a retry sends nothing: the hold is left to its lease"
+    );
+    drop(inner);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let other = DistributedLock::new(&store, "reentrant:retried", LockOptions::default()).unwrap();
+    let mut taken = other.try_acquire().await;
+    for _ in 0..60 {
+        if taken.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        taken = other.try_acquire().await;
+    }
+    assert!(
+        taken.unwrap().is_none(),
+        "the outer guard's hold was given back too: another holder took the lock"
+    );
+    outer.release().await.unwrap();
+}
