@@ -176,9 +176,11 @@ class Limiter {
     signal?.throwIfAborted()
     const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
     if (!booked.allowed) return booked
+    // A degraded booking (the local fallback's, in memory) is not the store's to give back.
+    const giveBack = () => (booked.degraded ? Promise.resolve() : this.#giveBack(key, rules, given.cost))
     // Aborted while the booking was made, even one for now: given back.
     if (signal?.aborted) {
-      await this.#giveBack(key, rules, given.cost)
+      await giveBack()
       throw signal.reason
     }
     if (booked.retryAfterMs <= 0) return booked
@@ -189,7 +191,7 @@ class Limiter {
       }, Math.ceil(booked.retryAfterMs)) // whole ms: a timer of 100.6 ms may fire at 100, before the slot
       const cancel = () => {
         clearTimeout(timer)
-        this.#giveBack(key, rules, given.cost).then(() => reject(signal.reason))
+        giveBack().then(() => reject(signal.reason))
       }
       signal?.addEventListener('abort', cancel, { once: true })
     })

@@ -249,4 +249,15 @@ impl Decision {
     pub fn rule(&self, index: usize) -> Option<RuleDecision> {
         self.outcomes.get(index).map(|&o| RuleDecision::from(o))
     }
+
+    /// A decision on merged rules told as on the rules given: given rule `i` was merged into
+    /// `merged[i]`. Each takes its merged rule's outcome, and the deciding rule is the first given
+    /// one of the deciding merged rule.
+    pub(crate) fn unmerged(&mut self, merged: &[usize]) {
+        self.outcomes = merged.iter().map(|&at| self.outcomes[at]).collect();
+        self.rule_index = merged
+            .iter()
+            .position(|&at| at == self.rule_index)
+            .unwrap_or(self.rule_index);
+    }
 }

@@ -39,7 +39,8 @@ impl LocalFallback {
         self.used.store(true, Ordering::Relaxed);
         // A share that cannot be built (a rule near the largest burst × period) keeps the whole rule.
         // Two rules whose shares round to one rule (10 and 9 a minute, halved) count once, in the
-        // first one's place: refused as the same rule twice, every call failed during the outage.
+        // first one's place: refused as the same rule twice, every call failed during the outage. The
+        // one kept enforces if either does, and bans for the longer of their bans.
         let (mut shares, mut share_of) = (Vec::new(), Vec::with_capacity(request.rules.len()));
         for rule in request.rules.iter() {
             let share = rule.local_share(self.instances).unwrap_or_else(|_| rule.clone());
@@ -47,7 +48,15 @@ impl LocalFallback {
                 .iter()
                 .position(|kept: &crate::Rule| kept.id() == share.id())
             {
-                Some(at) => share_of.push(at),
+                Some(at) => {
+                    share_of.push(at);
+                    let kept: &crate::Rule = &shares[at];
+                    let stronger = (kept.is_shadow() && !share.is_shadow())
+                        || (kept.is_shadow() == share.is_shadow() && share.block() > kept.block());
+                    if stronger {
+                        shares[at] = share;
+                    }
+                }
                 None => {
                     share_of.push(shares.len());
                     shares.push(share);
@@ -64,11 +73,8 @@ impl LocalFallback {
             ..*request
         };
         let mut decision = Decision::decided(self.store.check(&local)?, local.rules);
-        // The deciding share's first rule, as the caller gave its rules.
-        decision.rule_index = share_of
-            .iter()
-            .position(|&share| share == decision.rule_index)
-            .unwrap_or(decision.rule_index);
+        // As the caller gave its rules: one outcome per rule, and the deciding share's first rule.
+        decision.unmerged(&share_of);
         if !fits {
             decision.allowed = false;
             decision.retry_after = decision.reset_after.max(std::time::Duration::from_millis(1));
@@ -119,5 +125,27 @@ mod tests {
         let denied = hit(T + 6).unwrap();
         assert!(denied.degraded);
         assert_eq!(denied.rule_index, 0, "the first rule, as given");
+        assert_eq!(denied.rules().len(), 2, "an answer per rule given");
+        // A shadow rule merged with an enforcing one enforces.
+        let mixed: Rules = "9/minute using fixed_window shadow; 10/minute using fixed_window"
+            .parse()
+            .unwrap();
+        let mixed_hit = |now: u64| {
+            fallback.decide(&LimitRequest {
+                prefix: "rl",
+                key: b"mixed",
+                rules: &mixed,
+                cost: 1,
+                spend: true,
+                max_wait_us: None,
+                now_us: Some(now),
+            })
+        };
+        let allowed: Vec<bool> = (0..6).map(|at| mixed_hit(T + at).unwrap().allowed).collect();
+        assert_eq!(
+            allowed,
+            [true, true, true, true, true, false],
+            "the merged share enforces"
+        );
     }
 }

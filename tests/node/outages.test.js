@@ -308,6 +308,38 @@ test('using() whose work throws and whose release then fails rejects with the wo
   }
 })
 
+test('an aborted wait booked by the local fallback refunds nothing on the server once it is back', async () => {
+  // Booked in memory during an outage (onError 'local'), aborted once the server is back: its refund
+  // went to the server, giving back a unit the server had never lent.
+  const server = await RedisServer.start()
+  try {
+    const limiter = new Limiter({ url: server.url, onError: 'local', timeoutMs: 200 })
+    const rules = '12/minute burst 1'
+    const spent = await limiter.hit('job', rules)
+    assert.ok(spent.allowed && !spent.degraded, 'spent on the server: the next unit in 5 s')
+    server.pause()
+    assert.ok((await limiter.hit('job', rules)).degraded, 'the local fallback answers')
+    const controller = new AbortController()
+    const waiting = limiter.wait('job', rules, { maxWaitMs: 10_000, signal: controller.signal }).catch((error) => error)
+    await sleep(400) // booked locally, 5 s ahead
+    server.resume()
+    const deadline = Date.now() + 5000
+    while ((await limiter.hit('recovery', '1000/second')).degraded) {
+      assert.ok(Date.now() < deadline, 'the server is used again')
+      await sleep(20)
+    }
+    controller.abort(new Error('gave up'))
+    assert.match(String((await waiting).message), /gave up/)
+    await sleep(300)
+    const onTheServer = await limiter.peek('job', rules)
+    assert.ok(!onTheServer.degraded)
+    assert.ok(!onTheServer.allowed, "the server's unit was given back by a refund of a local booking")
+  } finally {
+    server.resume()
+    await server.close()
+  }
+})
+
 test('an aborted wait rejects with the abort reason also when its refund fails (a warning says so)', async () => {
   const server = await RedisServer.start()
   const warnings = []
@@ -379,9 +411,9 @@ for (const query of ['', '?server_code=scripts']) {
       assert.equal(limiter.breakerState, 'open')
       front.restore()
       await sleep(700) // past the breaker's pause
-      await server.command('CLIENT', 'PAUSE', '600')
+      await server.command('CLIENT', 'PAUSE', '1500')
       const trial = limiter.hit('lost trial', '100/hour').then(() => null, (error) => error)
-      await sleep(200)
+      await sleep(500) // its connection opened, its call held by the pause
       assert.equal(limiter.breakerState, 'half-open', 'the trial is out')
       front.cut()
       assert.ok((await trial) instanceof StoreUnavailableError)

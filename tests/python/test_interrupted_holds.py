@@ -201,6 +201,12 @@ def test_acquire_reads_its_arguments_as_threading_lock_users_write_them(store_ur
     assert other.acquire(False) is False
     with pytest.raises(ratelock.InvalidArgument, match="non-blocking"):
         other.acquire(blocking=False, timeout=5)
+    with pytest.raises(ratelock.InvalidArgument, match="non-blocking"):
+        other.acquire(False, 5)  # threading's (blocking, timeout)
+    started = time.monotonic()
+    with pytest.raises(ratelock.WaitTimeout):
+        other.acquire(True, 0.2)  # waits 0.2 s, as threading reads it (it waited with no limit)
+    assert time.monotonic() - started < 2
     holder.release()
 
 
@@ -230,3 +236,38 @@ def test_a_fair_lock_wait_interrupted_by_a_signal_handler_leaves_the_queue(redis
     assert later.acquire(timeout=3)
     assert time.monotonic() - started < 1.0, "the next waiter waited for the dead place to lapse"
     later.release()
+
+
+def test_a_cancelled_wait_booked_by_the_local_fallback_refunds_nothing_on_the_server():
+    # Booked in memory during an outage (on_error="local"), cancelled once the server is back: its
+    # refund went to the server, giving back a unit the server had never lent.
+    from conftest import RedisServer
+
+    server = RedisServer()
+    try:
+
+        async def main() -> None:
+            limiter = ratelock.asyncio.Limiter(server.url, on_error="local", timeout=0.2)
+            rules = "12/minute burst 1"
+            spent = await limiter.hit("job", rules)
+            assert spent.allowed and not spent.degraded, "spent on the server: the next unit in 5 s"
+            server.pause()
+            assert (await limiter.hit("job", rules)).degraded, "the local fallback answers"
+            waiting = asyncio.create_task(limiter.wait("job", rules, max_wait=10))
+            await asyncio.sleep(0.4)  # booked locally, 5 s ahead
+            server.resume()
+            deadline = time.monotonic() + 5
+            while (await limiter.hit("recovery", "1000/second")).degraded:
+                assert time.monotonic() < deadline, "the server is used again"
+                await asyncio.sleep(0.02)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await asyncio.sleep(0.3)
+            on_the_server = await limiter.peek("job", rules)
+            assert not on_the_server.degraded
+            assert not on_the_server.allowed, "the server's unit was given back by a refund of a local booking"
+
+        asyncio.run(main())
+    finally:
+        server.stop()

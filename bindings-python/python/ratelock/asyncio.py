@@ -149,11 +149,13 @@ class Limiter:
             try:
                 await asyncio.sleep(decision.retry_after)
             except BaseException as interrupted:
-                # The cancellation propagates as itself, whatever the refund does.
-                try:
-                    await asyncio.shield(self.refund(key, rules, cost))
-                except Exception as failed:
-                    note_failed_refund(interrupted, failed)
+                # The cancellation propagates as itself, whatever the refund does. A degraded booking
+                # (the local fallback's, in memory) is not the store's to refund.
+                if not decision.degraded:
+                    try:
+                        await asyncio.shield(self.refund(key, rules, cost))
+                    except Exception as failed:
+                        note_failed_refund(interrupted, failed)
                 raise
         return decision
 

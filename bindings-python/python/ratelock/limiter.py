@@ -154,10 +154,12 @@ class Limiter(_native.Limiter):
             try:
                 time.sleep(decision.retry_after)
             except BaseException as interrupted:
-                # The interruption propagates as itself, whatever the refund does.
-                try:
-                    self.refund(key, rules, cost)
-                except Exception as failed:
-                    note_failed_refund(interrupted, failed)
+                # The interruption propagates as itself, whatever the refund does. A degraded booking
+                # (the local fallback's, in memory) is not the store's to refund.
+                if not decision.degraded:
+                    try:
+                        self.refund(key, rules, cost)
+                    except Exception as failed:
+                        note_failed_refund(interrupted, failed)
                 raise
         return decision
