@@ -97,9 +97,16 @@ where
         Ok(Poll::Ready(result)) => Ok(Ok(result)),
         Ok(Poll::Pending) => {
             live()?;
+            // Signal handlers run on the main thread only: elsewhere nothing is checked (a check
+            // takes the GIL, every 50 ms, for nothing).
+            let main = on_the_main_thread(py);
             py.detach(|| {
                 std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    runtime().block_on(or_signal(future.as_mut()))
+                    if main {
+                        runtime().block_on(or_signal(future.as_mut()))
+                    } else {
+                        Ok(runtime().block_on(future.as_mut()))
+                    }
                 }))
             })
         }
@@ -110,6 +117,36 @@ where
         Ok(Err(signalled)) => Err(signalled),
         Err(panic) => Err(internal_error(panic)),
     }
+}
+
+unsafe extern "C" {
+    /// The calling thread's identifier, as `threading.get_ident()` answers it (Python's stable ABI).
+    fn PyThread_get_thread_ident() -> std::ffi::c_ulong;
+}
+
+/// Whether this is the interpreter's main thread, where Python runs signal handlers (`threading`'s
+/// answer, read once per process: a child forked from another thread has that one as its main; this
+/// thread's identifier is one C call).
+fn on_the_main_thread(py: Python<'_>) -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // The process generation the main thread was read in (0: not yet), and its identifier (0: unknown).
+    static READ_IN: AtomicU64 = AtomicU64::new(0);
+    static MAIN: AtomicU64 = AtomicU64::new(0);
+    let generation = ratelock::process::generation() + 1;
+    if READ_IN.load(Ordering::Acquire) != generation {
+        let main: Option<u64> = py
+            .import("threading")
+            .and_then(|threading| threading.call_method0("main_thread")?.getattr("ident")?.extract())
+            .ok();
+        MAIN.store(main.unwrap_or(0), Ordering::Release);
+        READ_IN.store(generation, Ordering::Release);
+    }
+    // SAFETY: no precondition; the GIL is held.
+    #[allow(clippy::useless_conversion, reason = "c_ulong is 32 bits on Windows, 64 here")]
+    let here = u64::from(unsafe { PyThread_get_thread_ident() });
+    // Unknown: checked, as on the main thread.
+    let main = MAIN.load(Ordering::Acquire);
+    main == 0 || main == here
 }
 
 /// How often a blocked call lets Python run its signal handlers.

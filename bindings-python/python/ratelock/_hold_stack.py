@@ -6,7 +6,7 @@ guards' own work."""
 import asyncio
 import threading
 from contextlib import contextmanager
-from typing import Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
 
 from ratelock import _native
 from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable
@@ -42,15 +42,16 @@ def _holder() -> object:
     return task if task is not None else threading.get_ident()
 
 
-def waits(timeout: Optional[float], blocking: bool) -> Tuple[bool, Optional[float]]:
+def waits(timeout: Any, blocking: Any) -> Tuple[bool, Optional[float]]:
     """``acquire``'s arguments as ``threading.Lock.acquire`` users also write them: whether it waits,
-    and for how long. ``acquire(False)`` (a bool first, ``threading``'s ``blocking``) is a try; a
-    timeout given with ``blocking=False`` is refused, as ``threading`` refuses it."""
+    and for how long. A bool first is ``threading``'s order, ``(blocking, timeout)``: ``acquire(False)``
+    is a try, ``acquire(True, 5)`` waits up to 5 s (``-1``: no limit). A timeout given with a
+    non-blocking acquire is refused, as ``threading`` refuses it."""
     if isinstance(timeout, bool):
-        return timeout and blocking, None
+        timeout, blocking = (None if isinstance(blocking, bool) or blocking == -1 else blocking), timeout
     if not blocking and timeout is not None:
         raise InvalidArgument("invalid argument `timeout`: a non-blocking acquire takes no timeout")
-    return blocking, timeout
+    return bool(blocking), timeout
 
 
 class Holds(Generic[G]):

@@ -5,7 +5,7 @@ import functools
 import inspect
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, cast
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
@@ -62,10 +62,24 @@ def off_the_loop(function: F, asynchronous: bool) -> F:
     """``function`` as a request handled on the event loop may call it: a plain function (the ORM, a
     session: ``request.user``) runs in Django's thread for sync code (``sync_to_async``), as Django runs
     sync views under ASGI; on the loop it raised ``SynchronousOnlyOperation``, a 500 for every
-    logged-in request. A coroutine function, and any function in sync mode, is kept as it is."""
-    if not asynchronous or inspect.iscoroutinefunction(function):
+    logged-in request. Its answer is awaited in turn when it is awaitable (a plain function may answer
+    a coroutine). An async function or callable object (asgiref's test, as Django's), and any function
+    in sync mode, is kept as it is."""
+    if not asynchronous or _is_async(function):
         return function
-    return cast(F, sync_to_async(function))
+    in_thread = sync_to_async(function)
+
+    async def called_off_the_loop(*args: Any) -> Any:
+        answer = await in_thread(*args)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+    return cast(F, called_off_the_loop)
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    return iscoroutinefunction(function) or iscoroutinefunction(getattr(function, "__call__", None))
 
 
 def maybe_off_the_loop(function: Optional[F], asynchronous: bool) -> Optional[F]:
