@@ -23,11 +23,13 @@ async function ratelockFastify(fastify, options = {}) {
   if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
     throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')
   }
-  const skip = options.skip ?? (allowList === undefined ? undefined : allowListSkip(http, allowList, options.keyGenerator))
+  /** The skip of a limit counted on `keyGenerator`: the one given, else the allowList's on that key. */
+  const skipFor = (keyGenerator) =>
+    options.skip ?? (allowList === undefined ? undefined : allowListSkip(http, allowList, keyGenerator))
   const shared = {
     keyGenerator: options.keyGenerator,
     cost: options.cost,
-    skip,
+    skip: skipFor(options.keyGenerator),
   }
   const global = options.global === false ? null : http.limit({ rules: options.rules ?? '60/minute', scope: options.scope, ...shared })
   const hook = options.hook ?? 'onRequest'
@@ -42,7 +44,9 @@ async function ratelockFastify(fastify, options = {}) {
     if (own === undefined || own === false || own === null) return
     if (typeof own !== 'object') throw invalidArgument('config.rateLimit', 'expected an object or false')
     const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
-    const limit = http.limit({ ...shared, ...own, scope: own.scope ?? `${methods} ${route.url}` })
+    // A route's own keyGenerator is the key its allowList is matched on too.
+    const skip = own.skip ?? (own.keyGenerator === undefined ? shared.skip : skipFor(own.keyGenerator))
+    const limit = http.limit({ ...shared, ...own, skip, scope: own.scope ?? `${methods} ${route.url}` })
     for (const method of [route.method].flat()) routeLimits.set(`${method} ${route.url}`, limit)
   })
 

@@ -105,13 +105,6 @@ class HttpLimiter {
   }
 
   /**
-   * Decides one request. `args` are what the framework passes to functions of the request (Express:
-   * `[req, res]`, Koa and Hono: `[ctx]`, Fastify: `[request, reply]`); `peer` is the connection's address
-   * and `forwarded` the value of `proxyHeader` (read only when a proxy is trusted). Resolves to
-   * `{ answer, decision }`: `answer` is `null` when skipped; `decision` is `null` when skipped, keyless
-   * or answered by the outage status. A bug (a protocol or configuration error) rejects.
-   */
-  /**
    * The key a request is counted on when no `keyGenerator` gives one: the client's address, from `peer`
    * (the connection's) and `forwarded` (the value of `proxyHeader`) as the trusted proxies say.
    */
@@ -119,6 +112,13 @@ class HttpLimiter {
     return this.#client.key(peer ?? null, forwarded ?? null)
   }
 
+  /**
+   * Decides one request. `args` are what the framework passes to functions of the request (Express:
+   * `[req, res]`, Koa and Hono: `[ctx]`, Fastify: `[request, reply]`); `peer` is the connection's address
+   * and `forwarded` the value of `proxyHeader` (read only when a proxy is trusted). Resolves to
+   * `{ answer, decision }`: `answer` is `null` when skipped; `decision` is `null` when skipped, keyless
+   * or answered by the outage status. A bug (a protocol or configuration error) rejects.
+   */
   async check(limit, args, peer, forwarded) {
     const skip = limit.skip ?? this.skip
     if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null }

@@ -179,6 +179,27 @@ test("fastify: allowList matches the key the limit counts on (the client's addre
   }
 })
 
+test("fastify: a route's own keyGenerator is the key its allowList is matched on", async () => {
+  const Fastify = require('fastify')
+  const app = Fastify()
+  await app.register(require('ratelock/fastify'), { rules: '2/minute', global: false, allowList: ['vip'] })
+  const perUser = { rules: '2/minute', keyGenerator: (request) => String(request.headers['x-user']) }
+  app.get('/r', { config: { rateLimit: perUser } }, async () => 'ok')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  try {
+    const base = `http://127.0.0.1:${app.server.address().port}/r`
+    const as = async (user) => (await fetch(base, { headers: { 'x-user': user } })).status
+    const vip = []
+    for (let i = 0; i < 3; i++) vip.push(await as('vip'))
+    assert.deepEqual(vip, [200, 200, 200], 'the listed user passes uncounted')
+    const bob = []
+    for (let i = 0; i < 3; i++) bob.push(await as('bob'))
+    assert.deepEqual(bob, [200, 200, 429])
+  } finally {
+    await app.close()
+  }
+})
+
 test("every adapter refuses an option it does not take, naming it (a peer's windowMs would be ignored)", async () => {
   const ratelock = require('../../bindings-node')
   const { rateLimit } = require('../../bindings-node/express')
