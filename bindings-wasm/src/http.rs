@@ -148,10 +148,10 @@ impl ClientAddress {
         let mut inner = ratelock::http::ClientAddress::default();
         if let Some(options) = options {
             if let Some(bits) = option_number(&options, "ipv6Subnet")? {
-                if bits.fract() != 0.0 || !(0.0..=128.0).contains(&bits) {
+                if bits.fract() != 0.0 || !(1.0..=128.0).contains(&bits) {
                     return Err(invalid_argument(
                         "ipv6Subnet",
-                        format!("expected a prefix length from 0 to 128, got {bits}"),
+                        format!("expected a prefix length from 1 to 128, got {bits}"),
                     ));
                 }
                 inner = inner.with_ipv6_subnet(bits as u8).map_err(to_js)?;

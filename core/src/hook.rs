@@ -51,8 +51,8 @@ impl LimitCall<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Answered {
-    /// The store decided (the answer may still be a degraded one: see the `degraded` field of
-    /// [`Decision`]).
+    /// The store answered (a decision or an error; an outage the failure policy answered is
+    /// [`ByPolicy`](Self::ByPolicy)).
     ByStore {
         /// From the call's start to its answer, where it was measured (on a caller-driven wire
         /// connection, on the caller's clock).

@@ -84,10 +84,11 @@ async fn a_tls_connection_ends_with_its_store_and_when_a_timeout_gives_it_up() {
             let mut connection = server.connection();
             move || {
                 let _: redis::RedisResult<()> =
-                    redis::cmd("DEBUG").arg("SLEEP").arg("0.4").query(&mut connection);
+                    redis::cmd("DEBUG").arg("SLEEP").arg("0.8").query(&mut connection);
             }
         });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Time for the sleep to reach the server, on a slow machine too (the hit times out at 200 ms).
+        tokio::time::sleep(Duration::from_millis(250)).await;
         assert!(hit(&store, &rules).await.is_err(), "the call timed out");
         sleeping.join().unwrap();
         tokio::time::sleep(Duration::from_millis(700)).await; // past the breaker's pause
