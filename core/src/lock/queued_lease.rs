@@ -155,14 +155,10 @@ impl Drop for Waiting {
         let Some(held) = self.held.take() else {
             return;
         };
-        let runtime = tokio::runtime::Handle::try_current()
-            .ok()
-            .or_else(|| self.runtime.take());
-        if let Some(runtime) = runtime {
-            runtime.spawn(async move {
-                let _ = held.withdraw().await;
-            });
-        }
+        // Nobody waits for the withdrawal: one that fails leaves the place to lapse (`waiter_ttl`).
+        super::run_to_end::in_background(self.runtime.take(), async move {
+            let _ = held.withdraw().await;
+        });
     }
 }
 

@@ -58,15 +58,26 @@ impl<T: Send + 'static> Drop for ToTheEnd<T> {
         let Some(call) = self.call.take() else {
             return;
         };
-        let runtime = tokio::runtime::Handle::try_current()
-            .ok()
-            .or_else(|| self.runtime.take());
-        if let Some(runtime) = runtime {
-            // Nobody waits for the answer: dropped when it comes, a grant's guard gives it back.
-            runtime.spawn(async move {
-                let _ = call.await;
-            });
-        }
+        // Nobody waits for the answer: dropped when it comes, a grant's guard gives it back.
+        in_background(self.runtime.take(), async move {
+            drop(call.await);
+        });
+    }
+}
+
+/// The runtime current here, else `began_on` (the one a hold or a wait began on: a guard or a wait
+/// dropped where none is current, as Python's blocking API drops them, finishes there).
+pub(crate) fn current_or(began_on: Option<tokio::runtime::Handle>) -> Option<tokio::runtime::Handle> {
+    tokio::runtime::Handle::try_current().ok().or(began_on)
+}
+
+/// Runs `work` as a task of [`current_or`]`(began_on)`; with no runtime at all, nothing can run it.
+pub(crate) fn in_background(
+    began_on: Option<tokio::runtime::Handle>,
+    work: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Some(runtime) = current_or(began_on) {
+        runtime.spawn(work);
     }
 }
 

@@ -189,9 +189,7 @@ impl Upkeep {
 
     /// The runtime to spawn on: the current one, else the one the hold was taken on.
     fn runtime_here(&self) -> Option<tokio::runtime::Handle> {
-        tokio::runtime::Handle::try_current()
-            .ok()
-            .or_else(|| self.runtime.clone())
+        super::run_to_end::current_or(self.runtime.clone())
     }
 
     /// When the lease ends as this process sees it (a release after that has nothing left to give back).

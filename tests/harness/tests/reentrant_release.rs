@@ -7,6 +7,20 @@ use std::time::Duration;
 use ratelock::{DistributedLock, LockOptions, Store, StoreOptions};
 use ratelock_testkit::RedisServer;
 
+/// `lock`'s try_acquire, tried again while the store's breaker (opened by the timeout) refuses it, for
+/// up to 3 s.
+async fn try_past_the_breaker(lock: &DistributedLock) -> ratelock::Result<Option<ratelock::LockGuard>> {
+    let mut taken = lock.try_acquire().await;
+    for _ in 0..60 {
+        if taken.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        taken = lock.try_acquire().await;
+    }
+    taken
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_inner_guard_gives_back_its_own_hold_only_even_when_its_release_timed_out() {
     let server = RedisServer::start();
@@ -32,15 +46,7 @@ async fn a_dropped_inner_guard_gives_back_its_own_hold_only_even_when_its_releas
     drop(inner); // its release waits out the pause: a timeout, though it runs when the pause ends
     tokio::time::sleep(Duration::from_secs(3)).await;
     let other = DistributedLock::new(&store, "reentrant:replay", LockOptions::default()).unwrap();
-    // The timeout opened the store's breaker: the first calls start its probe and are refused.
-    let mut taken = other.try_acquire().await;
-    for _ in 0..60 {
-        if taken.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        taken = other.try_acquire().await;
-    }
+    let taken = try_past_the_breaker(&other).await;
     assert!(
         taken.unwrap().is_none(),
         "the outer guard's hold was given back too: another holder took the lock"
@@ -84,14 +90,7 @@ async fn an_inner_guard_whose_release_timed_out_is_not_released_again() {
     drop(inner);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let other = DistributedLock::new(&store, "reentrant:retried", LockOptions::default()).unwrap();
-    let mut taken = other.try_acquire().await;
-    for _ in 0..60 {
-        if taken.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        taken = other.try_acquire().await;
-    }
+    let taken = try_past_the_breaker(&other).await;
     assert!(
         taken.unwrap().is_none(),
         "the outer guard's hold was given back too: another holder took the lock"
