@@ -39,7 +39,10 @@ if holder == false then
 end
 if holder == owner and reentrant then
   local holds = redis.call('HINCRBY', lease, 'n', 1)
+  -- Read before the PEXPIRE, which on Redis 7.0 deletes a 1 ms lease at once when the server's clock
+  -- crosses a ms between its two readings.
+  local fence = tonumber(redis.call('HGET', lease, 'f'))
   redis.call('PEXPIRE', lease, px)
-  return { 1, tonumber(redis.call('HGET', lease, 'f')), holds }
+  return { 1, fence, holds }
 end
 return { 0, math.max(redis.call('PTTL', lease), 0) * 1000, 0 }

@@ -34,5 +34,8 @@ if held == false and in_use >= limit then
 end
 redis.call('ZADD', key, int(now + ttl_us), id)
 local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+-- Counted before the PEXPIRE, which on Redis 7.0 deletes a set of 1 ms at once when the server's clock
+-- crosses a ms between its two readings.
+local in_use_now = redis.call('ZCARD', key)
 redis.call('PEXPIRE', key, int(math.ceil((last - now) / 1000)))
-return { 1, redis.call('ZCARD', key) }
+return { 1, in_use_now }
