@@ -14,12 +14,13 @@
 -- ARGV[2]   now in microseconds since the Unix epoch, or "" to read the server clock (TIME)
 -- ARGV[3]   cost, an integer >= 1
 -- ARGV[5i-1..5i+3] for rule i (i from 1): algorithm code (g, tb, lb, fw, sw, sl), limit, period in µs,
---           burst, and block in µs (how long a denial of the rule bans the key; 0: it does not).
+--           burst, and block in µs (how long a denial of the rule bans the key; 0: it does not; -1: the
+--           rule is in shadow, and never blocks).
 --           A calendar window (a fixed window on the calendar: ratelock::Calendar) sends its unit's code
 --           (ch, cd, cw, cm, cy: hour, day, ISO week, month, year) and, in place of the period, its
 --           offset from UTC in minutes (an integer within ±1439).
 -- ARGV[last] in "reserve" mode only: the longest wait in µs. Every rule must be gcra, token_bucket or
---           leaky_bucket. When every rule allows now, it is a hit; else, when the longest wait is within
+--           leaky_bucket, and none in shadow. When every rule allows now, it is a hit; else, when the longest wait is within
 --           it, every rule is decided again at now + wait and spent there, and each replies allowed,
 --           with that wait as its retry_after and its reset_after from now; else nothing is spent and
 --           the reply is the denial (ratelock::algorithm::reserve). A reservation never bans.
@@ -31,12 +32,15 @@
 --   A live entry answers first (ratelock::algorithm::standing::Entry::answer): a ban or a deny-list
 --   entry denies every rule with nothing left and its end as the wait; an allow-list entry admits
 --   every rule with its capacity left; nothing is read or spent.
---   When any rule denies, nothing is spent and every rule reports its figures as they stand
---   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1. A hit that a
---   blocking rule denies bans the key for the longest such block, and answers as the ban does.
+--   When any enforcing rule denies, nothing is spent and every rule reports its figures as they stand
+--   (ratelock::algorithm::outcomes); a rule that would have allowed then says allowed = 1. A shadow
+--   rule that denies stops nothing: the other rules are spent, it is not (ratelock::algorithm::spends).
+--   A hit that a blocking rule denies bans the key for the longest such block, and answers as the ban
+--   does.
 -- Errors: "ERR ratelock: ..." for bad arguments or a cost above a rule's capacity (checked for every
 -- rule before anything is read), or an entry no ratelock code writes.
--- Writes: in "hit" mode, the rules' state when every rule allows, the ban when a blocking rule denies;
+-- Writes: in "hit" mode, the allowed rules' state when every enforcing rule allows, the ban when a
+-- blocking rule denies;
 -- every written key gets a TTL (PEXPIRE or PX) of at least one second. A fixed or sliding window's key
 -- gets it at its window's first hit, and later hits in that window keep it: it ends where the window
 -- (the next window, for a sliding one) ends, a point that does not move, or a second after that first
@@ -104,7 +108,7 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
     -- finite cost).
     takes = cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil and block ~= nil
       and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
-      and block >= 0 and block % 1 == 0 and block <= MAX_BLOCK
+      and block >= -1 and block % 1 == 0 and block <= MAX_BLOCK
       and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
     if read_rules then
       if read_rule_count >= MAX_READ_RULES then read_rules, read_rule_count = {}, 0 end
@@ -829,7 +833,7 @@ local function checked_rule(argv, i, cost)
   local calendar = CALENDAR_UNITS[code] ~= nil and period ~= nil and period % 1 == 0 and period >= -1439
     and period <= 1439
   if not (bucket or window or calendar) or limit == nil or period == nil or burst == nil or limit < 1
-    or (period < 1 and not calendar) or burst < 1 or block == nil or block < 0 or block % 1 ~= 0
+    or (period < 1 and not calendar) or burst < 1 or block == nil or block < -1 or block % 1 ~= 0
     or block > MAX_BLOCK then
     return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
   end
@@ -916,9 +920,12 @@ if reserving then
     return redis.error_reply('ERR ratelock: the longest wait must be an integer of µs from 0 to 366 days')
   end
   for i = 1, rules do
-    local code = rule_arguments(i)
+    local code, _, _, _, block = rule_arguments(i)
     if code ~= 'g' and code ~= 'tb' and code ~= 'lb' then
       return redis.error_reply('ERR ratelock: rule ' .. i .. ' cannot be reserved (gcra, token_bucket and leaky_bucket can)')
+    end
+    if block < 0 then
+      return redis.error_reply('ERR ratelock: rule ' .. i .. ' is in shadow, and a reservation enforces its rules')
     end
   end
 end
@@ -1050,13 +1057,17 @@ end
 
 
 -- Every rule decided: its outcome (an allowed one also carries its remaining and reset as they stand,
--- in fields 6 and 7), and the write that spends it.
-local outcomes, writes, all_allowed = {}, {}, true
+-- in fields 6 and 7), and the write that spends it. The request spends when every enforcing rule
+-- allows: a shadow rule (block -1) that denies stops nothing (ratelock::algorithm::spends).
+local outcomes, writes, all_allowed, spends = {}, {}, true, true
 for i = 1, rules do
-  local code, limit, period, burst = rule_arguments(i)
+  local code, limit, period, burst, block = rule_arguments(i)
   local tf, lf = token_fields(i)
   local outcome, write = rules_by_code[code](KEYS[i], now, cost, limit, period, burst, code, tf, lf)
-  if outcome[1] == 0 then all_allowed = false end
+  if outcome[1] == 0 then
+    all_allowed = false
+    if block >= 0 then spends = false end
+  end
   outcomes[i], writes[i] = outcome, write
 end
 -- A reservation that must wait, and may: every rule decided again at the slot and spent there, its
@@ -1081,10 +1092,10 @@ if reserving and not all_allowed then
         booked[i][4], booked[i][5] = booked[i][4] + wait, wait
         keep_for(KEYS[i], px(booked[i][4]))
       end
-      outcomes, all_allowed = booked, true
+      outcomes, all_allowed, spends = booked, true, true
     end
   end
-elseif (mode == 'hit' or reserving) and all_allowed then
+elseif (mode == 'hit' or reserving) and spends then
   -- Keys named twice in one call may change under their later reads: then every rule writes all of
   -- its fields and its expiry (as the module does), else a window written within the window it holds
   -- keeps the expiry its first hit set.
@@ -1103,7 +1114,10 @@ elseif (mode == 'hit' or reserving) and all_allowed then
       named[KEYS[i]] = true
     end
   end
-  for i = 1, rules do writes[i](alone) end
+  -- A shadow rule that denied is not charged.
+  for i = 1, rules do
+    if outcomes[i][1] == 1 then writes[i](alone) end
+  end
 end
 -- A hit that a blocking rule denies bans the key for the longest such block
 -- (ratelock::algorithm::standing::ban_after and banned).
@@ -1125,10 +1139,10 @@ if ban > 0 then
   end
   return reply
 end
--- When any rule denies, nothing is spent, so every rule reports its figures as they stand.
+-- When any enforcing rule denies, nothing is spent, so every rule reports its figures as they stand.
 for i = 1, rules do
   local answer = outcomes[i]
-  if all_allowed or answer[1] == 0 then
+  if spends or answer[1] == 0 then
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = answer[1], answer[2], answer[3], answer[4], answer[5]
   else
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = 1, answer[2], answer[6], answer[7], 0

@@ -89,7 +89,7 @@ pub fn rule_count(keys: usize, args: usize) -> (usize, bool) {
 }
 
 /// A reservation's longest wait (its last argument), checked after the rules as the script checks it,
-/// with every rule reservable; `None` for any other mode.
+/// with every rule reservable and none in shadow; `None` for any other mode.
 pub fn max_wait(head: &Head, argv: &[&[u8]], rules: &[Rule]) -> Result<Option<u64>, String> {
     if !head.reserve {
         return Ok(None);
@@ -100,11 +100,19 @@ pub fn max_wait(head: &Head, argv: &[&[u8]], rules: &[Rule]) -> Result<Option<u6
         .and_then(parse_u64)
         .filter(|&wait| wait <= ratelock::MAX_PERIOD.as_micros() as u64)
         .ok_or("ERR ratelock: the longest wait must be an integer of µs from 0 to 366 days")?;
-    if let Some(i) = rules.iter().position(|rule| !rule.algorithm().uses_burst()) {
-        return Err(format!(
-            "ERR ratelock: rule {} cannot be reserved (gcra, token_bucket and leaky_bucket can)",
-            i + 1
-        ));
+    for (i, rule) in rules.iter().enumerate() {
+        if !rule.algorithm().uses_burst() {
+            return Err(format!(
+                "ERR ratelock: rule {} cannot be reserved (gcra, token_bucket and leaky_bucket can)",
+                i + 1
+            ));
+        }
+        if rule.is_shadow() {
+            return Err(format!(
+                "ERR ratelock: rule {} is in shadow, and a reservation enforces its rules",
+                i + 1
+            ));
+        }
     }
     Ok(Some(max_wait))
 }
@@ -142,9 +150,7 @@ fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, Strin
         (Some(limit), Some(period), Some(burst)) => (limit, period, burst),
         _ => return Err(bad()),
     };
-    let block = parse_u64(argv[at + 4])
-        .filter(|&block| block <= ratelock::MAX_PERIOD.as_micros() as u64)
-        .ok_or_else(bad)?;
+    let policy = policy(argv[at + 4]).ok_or_else(bad)?;
     let capacity = if algorithm.uses_burst() { burst } else { limit };
     if cost.is_some_and(|cost| cost > capacity) {
         return Err(cost_exceeds(i));
@@ -154,10 +160,7 @@ fn build_rule(argv: &[&[u8]], i: usize, cost: Option<u64>) -> Result<Rule, Strin
     let outside =
         |e: ratelock::Error| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}");
     let rule = Rule::build(algorithm, limit, Duration::from_micros(period), burst).map_err(outside)?;
-    match block {
-        0 => Ok(rule),
-        block => rule.with_block(Duration::from_micros(block)).map_err(outside),
-    }
+    policy.apply(rule).map_err(outside)
 }
 
 /// A calendar window's rule: its code is the unit's, and its period argument is the offset from UTC in
@@ -174,14 +177,8 @@ fn build_calendar_rule(
     let offset = parse_i64(argv[at + 2])
         .filter(|offset| offset.abs() <= i64::from(MAX_OFFSET_MINUTES))
         .ok_or_else(bad)?;
-    let (limit, block) = match (
-        number(argv[at + 1]),
-        number(argv[at + 3]),
-        parse_u64(argv[at + 4]),
-    ) {
-        (Some(limit), Some(_), Some(block)) if block <= ratelock::MAX_PERIOD.as_micros() as u64 => {
-            (limit, block)
-        }
+    let (limit, policy) = match (number(argv[at + 1]), number(argv[at + 3]), policy(argv[at + 4])) {
+        (Some(limit), Some(_), Some(policy)) => (limit, policy),
         _ => return Err(bad()),
     };
     if cost.is_some_and(|cost| cost > limit) {
@@ -191,9 +188,35 @@ fn build_calendar_rule(
         |e: ratelock::Error| format!("ERR ratelock module: rule {i} is outside what ratelock accepts: {e}");
     let calendar = Calendar::new(unit).at_offset(offset as i32).map_err(outside)?;
     let rule = Rule::on_calendar(limit, calendar).map_err(outside)?;
-    match block {
-        0 => Ok(rule),
-        block => rule.with_block(Duration::from_micros(block)).map_err(outside),
+    policy.apply(rule).map_err(outside)
+}
+
+/// What a rule's last argument asks beside its limit (`limit.lua`'s header).
+enum Policy {
+    /// Ban the key for this many µs when the rule denies a hit (0: never).
+    Block(u64),
+    /// Only report a denial (`-1`): the rule is in shadow.
+    Shadow,
+}
+
+/// The policy its argument's text gives; `None` for text the script refuses.
+fn policy(text: &[u8]) -> Option<Policy> {
+    if text == b"-1" {
+        return Some(Policy::Shadow);
+    }
+    parse_u64(text)
+        .filter(|&block| block <= ratelock::MAX_PERIOD.as_micros() as u64)
+        .map(Policy::Block)
+}
+
+impl Policy {
+    /// `rule` with this policy.
+    fn apply(self, rule: Rule) -> ratelock::Result<Rule> {
+        match self {
+            Policy::Block(0) => Ok(rule),
+            Policy::Block(block) => rule.with_block(Duration::from_micros(block)),
+            Policy::Shadow => rule.with_shadow(),
+        }
     }
 }
 

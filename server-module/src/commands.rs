@@ -14,7 +14,7 @@ use crate::semaphore_command::{semaphore_acquire, semaphore_extend, semaphore_re
 use crate::{fair_command, rw_command};
 
 /// The version of the RATELOCK.* contract (arguments, replies, stored layout) this module answers.
-pub const CONTRACT_VERSION: i64 = 4;
+pub const CONTRACT_VERSION: i64 = 5;
 
 /// The flags of a command standing in for a script that writes.
 const WRITER: &CStr = c"write deny-oom getkeys-api";

@@ -9,7 +9,7 @@ use ratelock::algorithm::overrides::Overrides;
 use ratelock::algorithm::refund::refund;
 use ratelock::algorithm::reserve;
 use ratelock::algorithm::standing::{ban_after, banned, Entry, Standing, Verdict};
-use ratelock::algorithm::{decide, outcomes};
+use ratelock::algorithm::{decide, outcomes, spends};
 use ratelock::Rule;
 
 use crate::args;
@@ -110,8 +110,9 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
             }
         }
     }
-    let answers = outcomes(&steps);
-    if head.hit && answers.iter().all(|o| o.allowed) {
+    let answers = outcomes(&rules, &steps);
+    if head.hit && spends(&rules, &steps) {
+        // A shadow rule that denied has no update: it is not charged.
         // A key named twice may change under its later reads: its every field is written.
         let shared = opened.len() < keys.len();
         for (i, ((read, step), &at)) in reads.iter().zip(steps).zip(&handle).enumerate() {

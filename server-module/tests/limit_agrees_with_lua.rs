@@ -32,7 +32,7 @@ fn limit_agrees_with_lua() {
     let server = start_server();
     let mut con = connect(&server);
     let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let seed = std::env::var("RATELOCK_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -403,10 +403,10 @@ fn bad_calls_are_refused_alike() {
         (vec![rule, entry], with(&[&one[..4]]), count_error.into()),
         (vec![rule, entry], with(&[&one, &one[..4]]), count_error.into()),
         (vec![], head.to_vec(), count_error.into()),
-        // A block that is not a whole number of µs from 0 to 366 days.
+        // A block that is not a whole number of µs from 0 to 366 days, nor -1 (shadow).
         (
             vec![rule, entry],
-            with(&[&["g", "5", "1000000", "5", "-1"]]),
+            with(&[&["g", "5", "1000000", "5", "-2"]]),
             bad_rule(1),
         ),
         (
@@ -457,7 +457,7 @@ fn bad_calls_are_refused_alike() {
     // A bad second rule is the error, whatever the entry holds: a live ban, or a corrupt entry.
     for held in ["b1763800001000000", "garbage"] {
         let _: () = redis::cmd("SET").arg(entry).arg(held).query(&mut con).unwrap();
-        let args = with(&[&one, &["g", "5", "1000000", "5", "-1"]]);
+        let args = with(&[&one, &["g", "5", "1000000", "5", "-2"]]);
         let costly = ["hit", "1763800000000000", "6", "g", "5", "1000000", "5", "0"];
         for module in [false, true] {
             let keys = [rule, "rl:{bad}:g5/1000b", entry];

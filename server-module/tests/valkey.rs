@@ -60,7 +60,7 @@ fn the_module_answers_and_agrees_with_lua_on_valkey() {
     let info: String = redis::cmd("INFO").arg("server").query(&mut con).unwrap();
     assert!(info.contains("valkey_version:"), "not a Valkey server: {info}");
     let version: i64 = redis::cmd("RATELOCK.VERSION").query(&mut con).unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let tally = agree_with_lua(&mut con, CALLS, 0x7A1_4E7);
     tally.assert_covers_every_outcome(CALLS);
 }

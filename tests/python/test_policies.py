@@ -41,8 +41,10 @@ def test_a_shadow_rule_lets_only_its_own_denial_through(store_url):
     assert limiter.hit(key, rules).allowed
     trial = limiter.hit(key, rules)
     assert trial.allowed and trial.would_deny and trial.rule == "1/minute shadow"
-    # Nothing was spent (enforcement's state): the enforced rule still admits one more.
-    assert limiter.peek(key, "2/minute").allowed
+    # The request went through, so the enforced rule was charged for it: both its units are spent.
+    assert not limiter.peek(key, "2/minute").allowed
+    # The shadow rule was not charged for the hit it denied: it would deny the next for the same wait.
+    assert 59 < limiter.peek(key, "1/minute").retry_after <= 60
 
 
 def test_entries_from_asyncio_agree_with_sync(store_url):

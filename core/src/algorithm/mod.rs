@@ -163,23 +163,43 @@ impl Step {
     }
 }
 
-/// The per-rule answers of a whole request: if every rule allows, each rule's outcome; otherwise
-/// nothing is spent, so every rule reports its figures as they stand.
+/// Whether a hit on `rules` spends: when every enforcing rule allows. A `shadow` rule that denies
+/// neither stops the others (the request goes through, so they are charged for it) nor is charged
+/// itself, as a rule that denies never is; a shadow rule that allows is charged with the rest.
+///
+/// ```
+/// use ratelock::algorithm::{decide, spends};
+/// let rules: ratelock::Rules = "1/minute shadow; 100/hour".parse()?;
+/// let spent = Some(ratelock::algorithm::State::Gcra { tat: 60_000_000 });
+/// let steps = [decide(&rules[0], spent.as_ref(), 0, 1)?, decide(&rules[1], None, 0, 1)?];
+/// assert!(!steps[0].outcome.allowed && spends(&rules, &steps));
+/// # Ok::<(), ratelock::Error>(())
+/// ```
+#[inline]
+pub fn spends(rules: &[Rule], steps: &[Step]) -> bool {
+    rules
+        .iter()
+        .zip(steps)
+        .all(|(rule, step)| step.outcome.allowed || rule.is_shadow())
+}
+
+/// The per-rule answers of a whole request on `rules`: when it [`spends`], each rule's outcome (a
+/// shadow rule that denies reports its denial); otherwise nothing is spent, so every rule reports its
+/// figures as they stand.
 ///
 /// ```
 /// use ratelock::algorithm::{decide, outcomes};
-/// let fast: ratelock::Rule = "5/second".parse()?;
-/// let slow: ratelock::Rule = "1/minute".parse()?;
-/// let steps = [decide(&fast, None, 0, 2)?, decide(&slow, None, 0, 2).unwrap_or_else(|_| decide(&slow, None, 0, 1).unwrap())];
-/// let answers = outcomes(&steps);
-/// assert_eq!(answers[0].remaining, if answers[1].allowed { 3 } else { 5 });
+/// let rules: ratelock::Rules = "5/second; 1/minute".parse()?;
+/// let steps = [decide(&rules[0], None, 0, 1)?, decide(&rules[1], None, 0, 1)?];
+/// let answers = outcomes(&rules, &steps);
+/// assert_eq!(answers[0].remaining, 4);
 /// # Ok::<(), ratelock::Error>(())
 /// ```
-pub fn outcomes(steps: &[Step]) -> Outcomes {
-    let all_allowed = steps.iter().all(|s| s.outcome.allowed);
+pub fn outcomes(rules: &[Rule], steps: &[Step]) -> Outcomes {
+    let spent = spends(rules, steps);
     steps
         .iter()
-        .map(|s| if all_allowed { s.outcome } else { s.unspent })
+        .map(|s| if spent { s.outcome } else { s.unspent })
         .collect()
 }
 

@@ -17,7 +17,7 @@ use crate::algorithm::overrides::{self, Overrides};
 use crate::algorithm::refund::refund;
 use crate::algorithm::reserve;
 use crate::algorithm::standing::{ban_after, banned, Entry, Verdict};
-use crate::algorithm::{decide, outcomes, Outcomes, State, Step};
+use crate::algorithm::{decide, outcomes, spends, Outcomes, State, Step};
 use crate::clock::process_now_us;
 use crate::error::{Error, Result};
 use crate::key::write_base;
@@ -333,12 +333,14 @@ impl MemoryStore {
                 }
             }
         }
-        let outcomes = outcomes(&steps);
-        if request.spend && outcomes.iter().all(|o| o.allowed) {
-            // Room for every new key first, so a refusal leaves none of the rules spent.
+        let outcomes = outcomes(rules, &steps);
+        if request.spend && spends(rules, &steps) {
+            // Room for every new key first, so a refusal leaves none of the rules spent (a shadow rule
+            // that denies writes nothing).
             let new_keys = rules
                 .iter()
-                .filter(|rule| !shard.map.contains(keys.of(rule)))
+                .zip(&steps)
+                .filter(|(rule, step)| step.update.is_some() && !shard.map.contains(keys.of(rule)))
                 .count();
             let room = Room {
                 new_keys,

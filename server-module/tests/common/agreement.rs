@@ -1,5 +1,5 @@
 //! The agreement of RATELOCK.LIMIT with `core/lua/limit.lua`: generated calls (every algorithm and calendar unit, 1 to
-//! 3 rules, some that ban when they deny, hit, peek, refund and reserve, explicit `now`, costs up to past capacity, now
+//! 3 rules, some that ban when they deny, some in shadow, hit, peek, refund and reserve, explicit `now`, costs up to past capacity, now
 //! and then a deny-list or allow-list entry put on the key) sent through the script (by
 //! EVALSHA) on one set of keys and through the module on a copy of them, with identical replies and
 //! identical stored state (type, value, PTTL within a few ms) asserted after every call.
@@ -11,14 +11,14 @@ use redis::{Connection, Value};
 use super::{key_snapshots, lua_script, run, wall_us, Rng, PTTL_SLACK_MS};
 
 /// One rule as the script takes it: code, limit, period µs (a calendar window's offset from UTC in
-/// minutes), burst, block µs (0: no ban).
+/// minutes), burst, block µs (0: no ban; -1: the rule is in shadow).
 #[derive(Debug, Clone)]
 pub struct Shape {
     pub code: &'static str,
     pub limit: u64,
     pub period: i64,
     pub burst: u64,
-    pub block_us: u64,
+    pub block_us: i64,
 }
 
 /// A fixed set of rule shapes; every key belongs to one shape, as ratelock's keys do (the rule id).
@@ -35,8 +35,9 @@ pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
                 limit
             };
             let period_us = periods_ms[rng.below(periods_ms.len() as u64) as usize] * 1000;
-            let blocks_ms = [0, 0, 0, 0, 50, 400, 2_000];
-            let block_us = blocks_ms[rng.below(blocks_ms.len() as u64) as usize] * 1000;
+            // Some rules ban when they deny, some are in shadow (-1), most do neither.
+            let blocks_us = [0, 0, 0, 0, 50_000, 400_000, 2_000_000, -1, -1];
+            let block_us = blocks_us[rng.below(blocks_us.len() as u64) as usize];
             Shape {
                 code,
                 limit,
@@ -63,7 +64,7 @@ pub fn shapes(rng: &mut Rng) -> Vec<Shape> {
             limit,
             period: offset,
             burst: limit,
-            block_us: [0, 0, 400_000][rng.below(3) as usize],
+            block_us: [0, 0, 400_000, -1][rng.below(4) as usize],
         });
     }
     shapes

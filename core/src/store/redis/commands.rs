@@ -122,15 +122,24 @@ trait ArgSink {
     }
 }
 
-/// `rule`'s five arguments of a limit call, into `sink`.
+/// `rule`'s five arguments of a limit call, into `sink`. The last is its block in µs, 0 when it does
+/// not block, or -1 for a `shadow` rule (which cannot block): the store then spends the other rules
+/// when it alone denies.
 fn write_rule_args(rule: &Rule, sink: &mut (impl ArgSink + ?Sized)) {
     let (code, period) = rule.wire_code_and_period();
     sink.bytes(code.as_bytes());
     sink.number(rule.limit());
     sink.signed(period);
     sink.number(rule.burst());
-    sink.number(rule.block_us().unwrap_or(0));
+    if rule.is_shadow() {
+        sink.signed(SHADOW_BLOCK);
+    } else {
+        sink.number(rule.block_us().unwrap_or(0));
+    }
 }
+
+/// The block argument that marks a `shadow` rule on the wire (`limit.lua`'s header).
+const SHADOW_BLOCK: i64 = -1;
 
 impl ArgSink for Cmd {
     fn bytes(&mut self, arg: &[u8]) {

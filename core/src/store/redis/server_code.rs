@@ -22,7 +22,7 @@ pub use crate::store::options::ServerCode;
 
 /// The contract version of the RATELOCK.* commands this client speaks (the module's
 /// `RATELOCK.VERSION`).
-pub const MODULE_CONTRACT_VERSION: i64 = 4;
+pub const MODULE_CONTRACT_VERSION: i64 = 5;
 
 /// Which server code serves one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
