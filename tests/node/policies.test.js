@@ -44,7 +44,10 @@ for (const store of ['memory', 'redis']) {
       assert.ok((await limiter.hit(key, rules)).allowed)
       const trial = await limiter.hit(key, rules)
       assert.deepEqual([trial.allowed, trial.wouldDeny, trial.rule], [true, true, '1/minute shadow'])
-      assert.equal((await limiter.peek(key, '2/minute')).allowed, true, 'nothing spent, as enforcement: one more fits')
+      // The request went through, so the enforced rule was charged for it; the shadow rule, which denied, was not.
+      assert.equal((await limiter.peek(key, '2/minute')).allowed, false, 'the enforced rule is spent')
+      const shadow = await limiter.peek(key, '1/minute')
+      assert.ok(shadow.retryAfterMs > 59_000 && shadow.retryAfterMs <= 60_000, `the shadow rule's wait: ${shadow.retryAfterMs}`)
     })
 
     test('entries: block, unblock, deny, allow and clear', async () => {
