@@ -45,8 +45,10 @@ pub unsafe fn register(ctx: *mut Ctx) -> bool {
         (c"RATELOCK.SEMAPHORE_RELEASE", semaphore_release, FREEING),
         (c"RATELOCK.SEMAPHORE_EXTEND", semaphore_extend, WRITER),
         (c"RATELOCK.SEMAPHORE_STATE", semaphore_state, READER),
-        (c"RATELOCK.FAIR_LOCK", fair_lock, WRITER),
-        (c"RATELOCK.RW_LOCK", rw_lock, WRITER),
+        // Each refuses its acquire on a full server itself (`Context::refuse_when_full`): its release,
+        // extend and withdraw give memory back.
+        (c"RATELOCK.FAIR_LOCK", fair_lock, FREEING),
+        (c"RATELOCK.RW_LOCK", rw_lock, FREEING),
     ];
     table.iter().all(|(name, func, flags)| {
         let created = (api().create_command)(ctx, name.as_ptr(), *func, flags.as_ptr(), 0, 0, 0) == api::OK;

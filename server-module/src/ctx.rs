@@ -133,6 +133,20 @@ impl Context {
         }
     }
 
+    /// Refuses, with Redis's own `OOM` error, a call that would grow the data of a server past its
+    /// `maxmemory` (after the evictions Redis ran before the command): what a `deny-oom` command gets,
+    /// for a command that is `deny-oom` only in some of its operations (an acquire, not a release).
+    pub fn refuse_when_full(&self) -> Result<(), String> {
+        /// `REDISMODULE_CTX_FLAGS_OOM`: the server is past its `maxmemory`.
+        const OUT_OF_MEMORY: c_int = 1 << 10;
+        // SAFETY: a live context.
+        let flags = unsafe { (api().get_context_flags)(self.ctx) };
+        if flags & OUT_OF_MEMORY != 0 {
+            return Err("OOM command not allowed when used memory > 'maxmemory'.".into());
+        }
+        Ok(())
+    }
+
     /// The server's clock in ms since the Unix epoch (what PXAT and PEXPIREAT compare against).
     pub fn server_ms(&self) -> u64 {
         // SAFETY: a plain clock read.

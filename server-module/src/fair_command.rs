@@ -31,6 +31,10 @@ pub fn contract_args(keys: usize, _argv: &[&[u8]]) -> Option<usize> {
 /// Serves one call: the script's reply, or an error text.
 pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     expect_shape("RATELOCK.FAIR_LOCK", keys.len(), argv.len(), KEYS, ARGS)?;
+    // Only an acquire grows the data: the rest runs on a full server too.
+    if matches!(argv[0], b"acquire" | b"try") {
+        cx.refuse_when_full()?;
+    }
     let keys = FairKeys {
         holder: keys[0],
         queue: keys[1],

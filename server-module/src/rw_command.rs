@@ -32,6 +32,10 @@ pub fn contract_args(keys: usize, _argv: &[&[u8]]) -> Option<usize> {
 /// Serves one call: the script's reply, or an error text.
 pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     expect_shape("RATELOCK.RW_LOCK", keys.len(), argv.len(), KEYS, ARGS)?;
+    // Only an acquire grows the data: the rest runs on a full server too.
+    if argv[0] == b"acquire" {
+        cx.refuse_when_full()?;
+    }
     let keys = RwKeys {
         readers: keys[0],
         writer: keys[1],

@@ -42,27 +42,41 @@ pub(crate) static LIBRARY: LazyLock<Library> =
 /// their EVALSHA form and the module's commands do, so a full server can still free its locks. (A
 /// function without flags is refused then, and a refused release left a lock taken until its lease
 /// ran out.)
-const FREEING: [&str; 4] = [
+const FREEING: [&str; 6] = [
     "lock_release",
     "lock_extend",
     "lock_force_release",
     "semaphore_release",
+    "fair_lock_freeing",
+    "rw_lock_freeing",
 ];
 
-/// The library of `scripts` (each a name and its source).
+/// The library of `scripts` (each a name and its source). A source given twice (a script registered a
+/// second time under another name and flags) is written once; both functions call it.
 fn build<'s>(scripts: impl Iterator<Item = (&'s str, &'s str)>) -> Library {
     let mut code = format!("#!lua name=ratelock_{HASH_PLACE}\n{PRELUDE}\n{FENCE}\n");
-    for (index, (name, source)) in scripts.enumerate() {
-        let (definitions, body) = split_definitions(source);
+    let mut written: Vec<&str> = Vec::new();
+    for (name, source) in scripts {
         let flags = if FREEING.contains(&name) {
             "'allow-oom'"
         } else {
             ""
         };
-        code.push_str(&definitions);
+        let index = match written.iter().position(|earlier| *earlier == source) {
+            Some(index) => index,
+            None => {
+                let (definitions, body) = split_definitions(source);
+                code.push_str(&definitions);
+                code.push_str(&format!(
+                    "local function script_{}(KEYS, ARGV)\n{body}\nend\n",
+                    written.len()
+                ));
+                written.push(source);
+                written.len() - 1
+            }
+        };
         code.push_str(&format!(
-            "local function script_{index}(KEYS, ARGV)\n{body}\nend\n\
-             redis.register_function{{function_name = 'ratelock_{name}_{HASH_PLACE}', flags = {{{flags}}}, \
+            "redis.register_function{{function_name = 'ratelock_{name}_{HASH_PLACE}', flags = {{{flags}}}, \
              callback = function(KEYS, ARGV)\n\
              local ratelock_call_tag = table.remove(ARGV)\n\
              local ratelock_reply = script_{index}(KEYS, ARGV)\n\

@@ -11,8 +11,9 @@ use super::commands::script_call;
 use super::lease_calls::LeaseCalls;
 use super::reply::integers;
 use super::script::{
-    FAIR_LOCK, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE, LOCK_STATE, RW_LOCK,
-    SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE, SEMAPHORE_STATE,
+    LuaScript, FAIR_LOCK, FAIR_LOCK_FREEING, LOCK_ACQUIRE, LOCK_EXTEND, LOCK_FORCE_RELEASE, LOCK_RELEASE,
+    LOCK_STATE, RW_LOCK, RW_LOCK_FREEING, SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_RELEASE,
+    SEMAPHORE_STATE,
 };
 use super::RedisStore;
 use crate::algorithm::fair::{FairCall, FairReply};
@@ -223,10 +224,14 @@ impl RedisStore {
         call: FairCall<'_>,
         now: Option<u64>,
     ) -> Result<FairReply> {
-        let mut cmd = script_call(
-            &FAIR_LOCK,
-            &[&keys.holder, &keys.queue, &keys.places, &keys.fence],
-        );
+        // What gives memory back or rewrites a hold's end runs on a full server too (FAIR_LOCK_FREEING).
+        let script: &LuaScript = match call {
+            FairCall::Release { .. } | FairCall::Extend { .. } | FairCall::Withdraw { .. } => {
+                &FAIR_LOCK_FREEING
+            }
+            FairCall::Acquire { .. } | FairCall::State => &FAIR_LOCK,
+        };
+        let mut cmd = script_call(script, &[&keys.holder, &keys.queue, &keys.places, &keys.fence]);
         let (op, id, fence, ttl_us, waiter_ttl_us) = match call {
             FairCall::Acquire {
                 id,
@@ -253,7 +258,7 @@ impl RedisStore {
             .arg(waiter_ttl_us)
             .arg(&keys.wake_prefix);
         let count = if op == "state" { 4 } else { 3 };
-        let reply = integers(self.eval(&FAIR_LOCK, cmd).await?, count)?;
+        let reply = integers(self.eval(script, cmd).await?, count)?;
         let n = |i: usize| reply[i].max(0) as u64;
         Ok(match call {
             FairCall::Acquire { .. } if reply[0] == 1 => FairReply::Granted { fence: n(1) },
@@ -273,10 +278,12 @@ impl RedisStore {
 
     /// Runs one read-write-lock operation at `now` (µs; the server clock when `None`).
     async fn rw_lock(&self, keys: &RwLockKeys, call: RwCall<'_>, now: Option<u64>) -> Result<RwReply> {
-        let mut cmd = script_call(
-            &RW_LOCK,
-            &[&keys.readers, &keys.writer, &keys.waiting, &keys.fence],
-        );
+        // What gives memory back or rewrites a hold's end runs on a full server too (RW_LOCK_FREEING).
+        let script: &LuaScript = match call {
+            RwCall::Release { .. } | RwCall::Extend { .. } | RwCall::Withdraw { .. } => &RW_LOCK_FREEING,
+            RwCall::Acquire { .. } | RwCall::State => &RW_LOCK,
+        };
+        let mut cmd = script_call(script, &[&keys.readers, &keys.writer, &keys.waiting, &keys.fence]);
         let mode_code = |mode: RwMode| if mode == RwMode::Read { "r" } else { "w" };
         let flag = |on: bool| if on { "1" } else { "0" };
         let (op, id, mode, fence, ttl_us) = match call {
@@ -311,7 +318,7 @@ impl RedisStore {
             .arg(flag(queue))
             .arg(&keys.channel);
         let count = if op == "state" { 5 } else { 2 };
-        let reply = integers(self.eval(&RW_LOCK, cmd).await?, count)?;
+        let reply = integers(self.eval(script, cmd).await?, count)?;
         let n = |i: usize| reply[i].max(0) as u64;
         Ok(match call {
             RwCall::Acquire { .. } if reply[0] == 1 => RwReply::Granted { fence: n(1) },

@@ -174,6 +174,25 @@ pub(crate) static RW_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
         "RATELOCK.RW_LOCK",
     )
 });
+/// `fair_lock.lua` again, for the operations that give memory back or rewrite a hold's end in place
+/// (release, withdraw, extend): its function runs while the server is out of memory (`functions.rs`'s
+/// `FREEING`), as the module's command does for them and as a plain lock's release and extend do, so
+/// a full server can still free its fair locks and keep their leases.
+pub(crate) static FAIR_LOCK_FREEING: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "fair_lock_freeing",
+        include_str!("../../../lua/fair_lock.lua"),
+        "RATELOCK.FAIR_LOCK",
+    )
+});
+/// `rw_lock.lua` again, for its release, withdraw and extend (see [`FAIR_LOCK_FREEING`]).
+pub(crate) static RW_LOCK_FREEING: LazyLock<LuaScript> = LazyLock::new(|| {
+    script(
+        "rw_lock_freeing",
+        include_str!("../../../lua/rw_lock.lua"),
+        "RATELOCK.RW_LOCK",
+    )
+});
 
 /// Every script, in one list (the `ratelock` function library holds them all).
 /// Puts or removes a key's ban or list entry: rare calls, so there is no module command for it (with
@@ -181,7 +200,7 @@ pub(crate) static RW_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
 pub(crate) static STANDING: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new("standing", include_str!("../../../lua/standing.lua")));
 
-pub(crate) static ALL: [&LazyLock<LuaScript>; 13] = [
+pub(crate) static ALL: [&LazyLock<LuaScript>; 15] = [
     &LIMIT,
     &STANDING,
     &LOCK_ACQUIRE,
@@ -195,4 +214,6 @@ pub(crate) static ALL: [&LazyLock<LuaScript>; 13] = [
     &SEMAPHORE_STATE,
     &FAIR_LOCK,
     &RW_LOCK,
+    &FAIR_LOCK_FREEING,
+    &RW_LOCK_FREEING,
 ];
