@@ -7,13 +7,15 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any, Dict
 
 import pytest
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from adapter_servers import AppServer, HERE
@@ -106,6 +108,36 @@ def test_fastapi_scopes_endpoints_without_a_name_by_their_route() -> None:
         assert [client.get("/partial").status_code for _ in range(3)] == [200, 200, 429], "a bucket of its own"
 
 
+def test_fastapi_headers_reach_a_response_the_endpoint_returns() -> None:
+    # FastAPI copies a dependency's headers only onto a response it builds: an endpoint returning its own
+    # JSONResponse went out without them.
+    limiter = RateLimiter(legacy_headers=True)
+    app = FastAPI()
+    limiter.install(app)
+    limit = limiter.limit("5/minute", key_func=lambda request: "one")
+
+    @app.get("/built", dependencies=[Depends(limit)])
+    async def built() -> dict:
+        return {"ok": True}
+
+    @app.get("/returned", dependencies=[Depends(limit)])
+    async def returned() -> JSONResponse:
+        return JSONResponse({"ok": True}, headers={"X-RateLimit-Limit": "mine"})
+
+    with TestClient(app) as client:
+        made = client.get("/built")
+        given = client.get("/returned")
+    assert made.status_code == given.status_code == 200
+
+    def limit_headers(response: Any) -> Dict[str, str]:
+        return {k.lower(): v for k, v in response.headers.items() if "ratelimit" in k.lower() and k.lower() != "x-ratelimit-limit"}
+
+    assert made.headers["X-RateLimit-Remaining"] == "4" and len(limit_headers(made)) >= 2
+    assert limit_headers(given) == limit_headers(made)
+    # A header the endpoint set itself is its own.
+    assert given.headers.get_list("X-RateLimit-Limit") == ["mine"]
+
+
 def test_starlette_default_limits_and_async_functions_of_the_request() -> None:
     async def key(request: Request) -> str:
         return request.query_params["user"]
@@ -118,6 +150,32 @@ def test_starlette_default_limits_and_async_functions_of_the_request() -> None:
     with TestClient(app) as client:
         assert [client.get("/?user=ann").status_code for _ in range(3)] == [200, 200, 429]
         assert client.get("/?user=bob").status_code == 200
+
+
+def test_starlette_routes_without_a_scope_keep_buckets_of_their_own() -> None:
+    # Each route's own middleware, no scope named: they shared the bucket "default", so a client's hits
+    # on one route used up the other's limit. An app-wide middleware still counts every route together.
+    async def home(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    def key(_request: Request) -> str:
+        return "one"
+
+    from ratelock.http import HttpLimiter
+
+    shared = HttpLimiter(async_limiter=True)  # one store for both routes, as an app shares its Redis
+
+    def limited(path: str) -> Route:
+        return Route(path, home, middleware=[Middleware(RateLimitMiddleware, http=shared, rules="2/minute", key_func=key)])
+
+    app = Starlette(routes=[limited("/login"), limited("/signup")])
+    with TestClient(app) as client:
+        assert [client.get("/login").status_code for _ in range(3)] == [200, 200, 429]
+        assert [client.get("/signup").status_code for _ in range(3)] == [200, 200, 429]
+    whole = Starlette(routes=[Route("/a", home), Route("/b", home)])
+    whole.add_middleware(RateLimitMiddleware, rules="2/minute", key_func=key)
+    with TestClient(whole) as client:
+        assert [client.get(path).status_code for path in ("/a", "/b", "/a", "/b")] == [200, 200, 429, 429]
 
 
 def test_starlette_refuses_http_with_options_it_would_ignore() -> None:

@@ -15,11 +15,13 @@ and the asyncio limiter.
         return {"remaining": decision.remaining}
 
 A refused request raises ``Refused`` (an ``HTTPException``); with the app given to ``RateLimiter`` (or
-``install(app)``) it is answered with the core's exact body, headers and status. For limits on every
-route, ``ratelock.starlette.RateLimitMiddleware`` works in FastAPI apps as well.
+``install(app)``) it is answered with the core's exact body, headers and status, and an allowed one's
+rate-limit headers reach every response, also one the endpoint returns itself (FastAPI copies a
+dependency's headers only onto the responses it builds). For limits on every route,
+``ratelock.starlette.RateLimitMiddleware`` works in FastAPI apps as well.
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, MutableMapping, Optional, Tuple, Union
 
 from fastapi import FastAPI, HTTPException, Request, Response
 
@@ -28,6 +30,9 @@ from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+#: The request state's entry holding the headers of the latest allowed check, for ``HeadersOnEveryResponse``.
+_HEADERS = "ratelock_headers"
 
 
 class Refused(HTTPException):
@@ -68,8 +73,10 @@ class RateLimiter:
             self.install(app)
 
     def install(self, app: FastAPI) -> None:
-        """Answers ``Refused`` with the core's exact response in `app`."""
+        """Answers ``Refused`` with the core's exact response in `app`, and puts an allowed request's
+        rate-limit headers on whatever response the endpoint gives (``HeadersOnEveryResponse``)."""
         app.add_exception_handler(Refused, refused_response)
+        app.add_middleware(HeadersOnEveryResponse)
 
     def limit(
         self,
@@ -107,9 +114,37 @@ class RateLimiter:
                 raise Refused(answer)
             for name, value in answer.headers:
                 response.headers[name] = value
+            setattr(request.state, _HEADERS, list(answer.headers))
             return checked.decision
 
         return rate_limit
+
+
+class HeadersOnEveryResponse:
+    """ASGI middleware (``install`` adds it) that adds the rate-limit headers of a request's latest
+    allowed check to its response when the response lacks them: FastAPI copies the headers a dependency
+    set only onto a response it builds, not onto a ``Response`` the endpoint returns."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            decided: Optional[List[Tuple[str, str]]] = (scope.get("state") or {}).get(_HEADERS)
+            if message["type"] == "http.response.start" and decided:
+                headers = list(message.get("headers", []))
+                present = {bytes(name).lower() for name, _ in headers}
+                for name, value in decided:
+                    if name.lower().encode("latin-1") not in present:
+                        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 def _endpoint_name(request: Request) -> str:
@@ -123,4 +158,4 @@ def _endpoint_name(request: Request) -> str:
     return f"{getattr(endpoint, '__module__', '')}.{qualname}"
 
 
-__all__ = ["RateLimiter", "Refused", "refused_response"]
+__all__ = ["HeadersOnEveryResponse", "RateLimiter", "Refused", "refused_response"]

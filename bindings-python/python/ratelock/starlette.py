@@ -9,16 +9,18 @@
     # or: app.add_middleware(RateLimitMiddleware, url=..., rules="100/minute", key_func=...)
 
 For one route, give the route its own: ``Route("/login", login, middleware=[Middleware(RateLimitMiddleware,
-rules="5/minute", scope="login")])``. The decision is on ``request.state.rate_limit``.
+rules="5/minute")])``; each route's middleware counts in a bucket of its own (its route's path, unless
+``scope`` names one). The decision is on ``request.state.rate_limit``.
 """
 
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Union
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ratelock._native import InvalidArgument
-from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
+from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, Maybe
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -28,7 +30,9 @@ class RateLimitMiddleware:
     """Limits every HTTP request that reaches it: ``rules`` (text, or a function of the ``Request``
     answering text) under ``scope``, keyed by ``key_func(request)`` (default: the client address), taking
     ``cost``, unless ``skip(request)``; the functions may be sync or async. ``default_limits`` is another
-    name for ``rules``. Pass ``http`` (a ``ratelock.http.HttpLimiter`` with ``async_limiter=True``) to
+    name for ``rules``. Without ``scope``, a middleware on the app counts every request in the scope
+    ``default``, and one on a route (or on a mounted app) in its route's path, so that two routes' limits
+    never share a bucket. Pass ``http`` (a ``ratelock.http.HttpLimiter`` with ``async_limiter=True``) to
     share one between middlewares; otherwise the other keywords build one (see ``HttpLimiter``)."""
 
     def __init__(
@@ -37,7 +41,7 @@ class RateLimitMiddleware:
         *,
         rules: Union[str, Callable[[Request], Maybe], None] = None,
         default_limits: Union[str, Callable[[Request], Maybe], None] = None,
-        scope: str = "default",
+        scope: Optional[str] = None,
         key_func: Optional[Callable[[Request], Maybe]] = None,
         cost: Union[int, Callable[[Request], Maybe]] = 1,
         skip: Optional[Callable[[Request], Maybe]] = None,
@@ -56,7 +60,9 @@ class RateLimitMiddleware:
         chosen = rules if rules is not None else default_limits
         if chosen is None:
             chosen = "60/minute"
-        self.limit = self.http.limit(chosen, scope=scope, key_func=key_func, cost=cost, skip=skip)
+        self.limit = self.http.limit(chosen, scope=scope or "default", key_func=key_func, cost=cost, skip=skip)
+        # Without a scope: the limit of each route the middleware has seen, by the route's path.
+        self._by_route: Optional[Dict[str, Limit]] = {} if scope is None else None
         self._proxy_header = None if self.http.proxy_header is None else self.http.proxy_header.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -64,7 +70,7 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        checked = await self.http.check_async(self.limit, request, peer=_peer(scope), forwarded=self._forwarded(scope))
+        checked = await self.http.check_async(self._limit_of(scope), request, peer=_peer(scope), forwarded=self._forwarded(scope))
         if checked.decision is not None:
             request.state.rate_limit = checked.decision
         answer = checked.answer
@@ -74,6 +80,17 @@ class RateLimitMiddleware:
             await send_answer(answer, send)
         else:
             await self.app(scope, receive, _adding_headers(checked, send))
+
+    def _limit_of(self, scope: Scope) -> Limit:
+        """The limit for this request: under the route's path when no scope was named and the middleware
+        sits on a route (the router has matched it: ``scope["route"]``)."""
+        path = getattr(scope.get("route"), "path", None)
+        if self._by_route is None or not path:
+            return self.limit
+        limit = self._by_route.get(path)
+        if limit is None:
+            limit = self._by_route.setdefault(path, replace(self.limit, scope=str(path)))
+        return limit
 
     def _forwarded(self, scope: Scope) -> Optional[str]:
         if self._proxy_header is None:
