@@ -95,7 +95,7 @@ class Limiter {
     }
   }
 
-  /** Takes `cost` units from every rule for `key` if all allow it; otherwise takes nothing. */
+  /** Takes `cost` units from every rule for `key` if every enforcing rule allows it (a `shadow` rule that denies is not charged); otherwise takes nothing. */
   hit(key, rules, options) {
     return this.#check(true, key, rules, options)
   }

@@ -103,7 +103,8 @@ impl Limiter {
         })
     }
 
-    /// Takes `cost` units (default 1) from every rule for `key` if all allow it, at `nowMs`
+    /// Takes `cost` units (default 1) from every rule for `key` if every enforcing rule allows it (a
+    /// `shadow` rule that denies is not charged), at `nowMs`
     /// (default `Date.now()`); otherwise takes nothing.
     #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn hit(

@@ -1,5 +1,5 @@
 -- limit.lua — checks a key's ban or list entry, then every rule of the key, in one call, all or nothing
--- (ratelock's `hit` and `peek`).
+-- but for shadow rules (ratelock's `hit` and `peek`).
 --
 -- KEYS[i]   storage key of rule i: <prefix>:{<escaped user key>}:<rule id> (one hash slot for all)
 -- KEYS[n+1] the key's ban or list entry: <prefix>:{<escaped user key>}:standing (the same slot)
@@ -108,7 +108,7 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
     -- finite cost).
     takes = cost ~= nil and limit ~= nil and period ~= nil and burst ~= nil and block ~= nil
       and cost >= 1 and cost % 1 == 0 and limit >= 1 and period >= 1 and burst >= 1 and cost <= capacity
-      and block >= -1 and block % 1 == 0 and block <= MAX_BLOCK
+      and (block >= 0 or ARGV[8] == '-1') and block % 1 == 0 and block <= MAX_BLOCK
       and (bucket or code == 'fw' or code == 'sw' or code == 'sl')
     if read_rules then
       if read_rule_count >= MAX_READ_RULES then read_rules, read_rule_count = {}, 0 end
@@ -833,7 +833,8 @@ local function checked_rule(argv, i, cost)
   local calendar = CALENDAR_UNITS[code] ~= nil and period ~= nil and period % 1 == 0 and period >= -1439
     and period <= 1439
   if not (bucket or window or calendar) or limit == nil or period == nil or burst == nil or limit < 1
-    or (period < 1 and not calendar) or burst < 1 or block == nil or block < -1 or block % 1 ~= 0
+    or (period < 1 and not calendar) or burst < 1 or block == nil or (block < 0 and argv[at + 5] ~= '-1')
+    or block % 1 ~= 0
     or block > MAX_BLOCK then
     return redis.error_reply('ERR ratelock: bad rule arguments for key ' .. i)
   end

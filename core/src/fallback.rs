@@ -43,7 +43,12 @@ impl LocalFallback {
         // one kept enforces if either does, and bans for the longer of their bans.
         let (mut shares, mut share_of) = (Vec::new(), Vec::with_capacity(request.rules.len()));
         for rule in request.rules.iter() {
-            let share = rule.local_share(self.instances).unwrap_or_else(|_| rule.clone());
+            let mut share = rule.local_share(self.instances).unwrap_or_else(|_| rule.clone());
+            // A shadow rule decides nothing: a share too small for the cost is checked whole, rather
+            // than denying a call only it would deny (and leaving the enforcing rules unspent).
+            if share.is_shadow() && check_cost(&share, request.cost).is_err() {
+                share = rule.clone();
+            }
             match shares
                 .iter()
                 .position(|kept: &crate::Rule| kept.id() == share.id())
@@ -146,6 +151,34 @@ mod tests {
             allowed,
             [true, true, true, true, true, false],
             "the merged share enforces"
+        );
+    }
+
+    #[test]
+    fn a_cost_above_a_shadow_rules_share_denies_nothing() {
+        // A quarter of 10 a minute is 2 (rounded down), below a cost of 5: every call of the outage was
+        // a degraded denial, with the enforcing rule never spent, though only the shadow rule's share
+        // could not take it.
+        let fallback = LocalFallback::new(4, &Default::default());
+        let rules: Rules = "10/minute using fixed_window shadow; 100/minute using fixed_window"
+            .parse()
+            .unwrap();
+        let hit = fallback
+            .decide(&LimitRequest {
+                prefix: "rl",
+                key: b"k",
+                rules: &rules,
+                cost: 5,
+                spend: true,
+                max_wait_us: None,
+                now_us: Some(T),
+            })
+            .unwrap();
+        assert!(hit.allowed && hit.degraded, "{hit:?}");
+        assert_eq!(
+            hit.rule(1).unwrap().remaining,
+            20,
+            "the enforcing rule's share (25) is spent"
         );
     }
 }

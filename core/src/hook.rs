@@ -21,7 +21,7 @@ pub struct LimitCall<'a> {
     pub prefix: &'a str,
     /// The user key (never a metric attribute: unbounded).
     pub key: &'a [u8],
-    /// The rules checked, all or nothing.
+    /// The rules checked, all or nothing (a `shadow` rule that denies stops nothing).
     pub rules: &'a Rules,
     /// Units asked for.
     pub cost: u64,

@@ -403,10 +403,21 @@ fn bad_calls_are_refused_alike() {
         (vec![rule, entry], with(&[&one[..4]]), count_error.into()),
         (vec![rule, entry], with(&[&one, &one[..4]]), count_error.into()),
         (vec![], head.to_vec(), count_error.into()),
-        // A block that is not a whole number of µs from 0 to 366 days, nor -1 (shadow).
+        // A block that is not a whole number of µs from 0 to 366 days, nor -1 (shadow) as its client
+        // writes it.
         (
             vec![rule, entry],
             with(&[&["g", "5", "1000000", "5", "-2"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", "-1.0"]]),
+            bad_rule(1),
+        ),
+        (
+            vec![rule, entry],
+            with(&[&["g", "5", "1000000", "5", " -1"]]),
             bad_rule(1),
         ),
         (

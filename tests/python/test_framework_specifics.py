@@ -178,6 +178,19 @@ def test_starlette_routes_without_a_scope_keep_buckets_of_their_own() -> None:
         assert [client.get(path).status_code for path in ("/a", "/b", "/a", "/b")] == [200, 200, 429, 429]
 
 
+def test_starlette_names_a_route_by_its_endpoint_where_the_router_sets_no_route() -> None:
+    # Starlette releases before `scope["route"]` set only `scope["endpoint"]` when matching a route.
+    from ratelock.starlette import _route_name
+
+    async def login(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    assert _route_name({"type": "http", "route": Route("/login", login), "endpoint": login}) == "/login"
+    named = _route_name({"type": "http", "endpoint": login})
+    assert named is not None and named.endswith("login") and named.startswith(__name__)
+    assert _route_name({"type": "http"}) is None, "before routing: the app's middleware"
+
+
 def test_starlette_refuses_http_with_options_it_would_ignore() -> None:
     from ratelock import InvalidArgument
     from ratelock.http import HttpLimiter

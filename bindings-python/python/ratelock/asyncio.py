@@ -106,7 +106,8 @@ class Limiter:
     async def hit(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
-        """Takes ``cost`` units from every rule for ``key`` if all allow it; otherwise takes nothing."""
+        """Takes ``cost`` units from every rule for ``key`` if every enforcing rule allows it (a ``shadow``
+        rule that denies is not charged); otherwise takes nothing."""
         return await self._native.check_async(_completions(), key, rules, cost, now_us=now_us, spend=True)
 
     async def peek(

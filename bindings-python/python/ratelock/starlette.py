@@ -60,7 +60,7 @@ class RateLimitMiddleware:
         chosen = rules if rules is not None else default_limits
         if chosen is None:
             chosen = "60/minute"
-        self.limit = self.http.limit(chosen, scope=scope or "default", key_func=key_func, cost=cost, skip=skip)
+        self.limit = self.http.limit(chosen, scope="default" if scope is None else scope, key_func=key_func, cost=cost, skip=skip)
         # Without a scope: the limit of each route the middleware has seen, by the route's path.
         self._by_route: Optional[Dict[str, Limit]] = {} if scope is None else None
         self._proxy_header = None if self.http.proxy_header is None else self.http.proxy_header.encode()
@@ -82,14 +82,17 @@ class RateLimitMiddleware:
             await self.app(scope, receive, _adding_headers(checked, send))
 
     def _limit_of(self, scope: Scope) -> Limit:
-        """The limit for this request: under the route's path when no scope was named and the middleware
-        sits on a route (the router has matched it: ``scope["route"]``)."""
-        path = getattr(scope.get("route"), "path", None)
-        if self._by_route is None or not path:
+        """The limit for this request: under its route when no scope was named and the middleware sits
+        on a route, which the router has matched by then (``scope["route"]``'s path; a Starlette that
+        does not set it, the matched endpoint's name)."""
+        if self._by_route is None:
             return self.limit
-        limit = self._by_route.get(path)
+        route = _route_name(scope)
+        if route is None:
+            return self.limit
+        limit = self._by_route.get(route)
         if limit is None:
-            limit = self._by_route.setdefault(path, replace(self.limit, scope=str(path)))
+            limit = self._by_route.setdefault(route, replace(self.limit, scope=route))
         return limit
 
     def _forwarded(self, scope: Scope) -> Optional[str]:
@@ -97,6 +100,19 @@ class RateLimitMiddleware:
             return None
         values = [value.decode("latin-1") for name, value in scope["headers"] if name == self._proxy_header]
         return ", ".join(values) if values else None
+
+
+def _route_name(scope: Scope) -> Optional[str]:
+    """The matched route's path, else the matched endpoint's module and name; ``None`` before routing
+    (a middleware on the app)."""
+    path = getattr(scope.get("route"), "path", None)
+    if path:
+        return str(path)
+    endpoint = scope.get("endpoint")
+    if endpoint is None:
+        return None
+    name = getattr(endpoint, "__qualname__", None) or type(endpoint).__qualname__
+    return f"{getattr(endpoint, '__module__', '')}.{name}"
 
 
 def _peer(scope: Scope) -> Optional[str]:

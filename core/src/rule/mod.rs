@@ -176,11 +176,11 @@ impl Rule {
         (self.block_us > 0).then_some(self.block_us)
     }
 
-    /// The same rule in shadow (the `shadow` word of the rule text): it is decided and spent exactly
-    /// as when it enforces, so its state is what enforcement would leave, but a request only it denies
-    /// is allowed, with [`Decision::would_deny`](crate::Decision::would_deny) set and the figures
-    /// enforcement would have answered. A rule that enforces still denies beside it. A shadow rule
-    /// cannot `block` (the ban would enforce it).
+    /// The same rule in shadow (the `shadow` word of the rule text): it is decided and spent as when it
+    /// enforces (charged for what it admits, not for what it denies), but a request only shadow rules
+    /// deny is allowed, with [`Decision::would_deny`](crate::Decision::would_deny) set and the figures
+    /// enforcement would have answered, and the enforcing rules beside it are charged for it. A rule
+    /// that enforces still denies beside it. A shadow rule cannot `block` (the ban would enforce it).
     ///
     /// ```
     /// let rule: ratelock::Rule = "100/minute".parse()?;

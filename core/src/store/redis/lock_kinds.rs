@@ -224,12 +224,10 @@ impl RedisStore {
         call: FairCall<'_>,
         now: Option<u64>,
     ) -> Result<FairReply> {
-        // What gives memory back or rewrites a hold's end runs on a full server too (FAIR_LOCK_FREEING).
+        // All but an acquire runs on a full server too (FAIR_LOCK_FREEING), as on the module.
         let script: &LuaScript = match call {
-            FairCall::Release { .. } | FairCall::Extend { .. } | FairCall::Withdraw { .. } => {
-                &FAIR_LOCK_FREEING
-            }
-            FairCall::Acquire { .. } | FairCall::State => &FAIR_LOCK,
+            FairCall::Acquire { .. } => &FAIR_LOCK,
+            _ => &FAIR_LOCK_FREEING,
         };
         let mut cmd = script_call(script, &[&keys.holder, &keys.queue, &keys.places, &keys.fence]);
         let (op, id, fence, ttl_us, waiter_ttl_us) = match call {
@@ -278,10 +276,10 @@ impl RedisStore {
 
     /// Runs one read-write-lock operation at `now` (µs; the server clock when `None`).
     async fn rw_lock(&self, keys: &RwLockKeys, call: RwCall<'_>, now: Option<u64>) -> Result<RwReply> {
-        // What gives memory back or rewrites a hold's end runs on a full server too (RW_LOCK_FREEING).
+        // All but an acquire runs on a full server too (RW_LOCK_FREEING), as on the module.
         let script: &LuaScript = match call {
-            RwCall::Release { .. } | RwCall::Extend { .. } | RwCall::Withdraw { .. } => &RW_LOCK_FREEING,
-            RwCall::Acquire { .. } | RwCall::State => &RW_LOCK,
+            RwCall::Acquire { .. } => &RW_LOCK,
+            _ => &RW_LOCK_FREEING,
         };
         let mut cmd = script_call(script, &[&keys.readers, &keys.writer, &keys.waiting, &keys.fence]);
         let mode_code = |mode: RwMode| if mode == RwMode::Read { "r" } else { "w" };

@@ -174,10 +174,10 @@ pub(crate) static RW_LOCK: LazyLock<LuaScript> = LazyLock::new(|| {
         "RATELOCK.RW_LOCK",
     )
 });
-/// `fair_lock.lua` again, for the operations that give memory back or rewrite a hold's end in place
-/// (release, withdraw, extend): its function runs while the server is out of memory (`functions.rs`'s
-/// `FREEING`), as the module's command does for them and as a plain lock's release and extend do, so
-/// a full server can still free its fair locks and keep their leases.
+/// `fair_lock.lua` again, for every operation but an acquire (release, withdraw, extend, state): its
+/// function runs while the server is out of memory (`functions.rs`'s `FREEING`), as the module's
+/// command does for them and as a plain lock's release and extend do, so a full server can still free
+/// its fair locks and keep their leases.
 pub(crate) static FAIR_LOCK_FREEING: LazyLock<LuaScript> = LazyLock::new(|| {
     script(
         "fair_lock_freeing",
@@ -185,7 +185,7 @@ pub(crate) static FAIR_LOCK_FREEING: LazyLock<LuaScript> = LazyLock::new(|| {
         "RATELOCK.FAIR_LOCK",
     )
 });
-/// `rw_lock.lua` again, for its release, withdraw and extend (see [`FAIR_LOCK_FREEING`]).
+/// `rw_lock.lua` again, for every operation but an acquire (see [`FAIR_LOCK_FREEING`]).
 pub(crate) static RW_LOCK_FREEING: LazyLock<LuaScript> = LazyLock::new(|| {
     script(
         "rw_lock_freeing",
