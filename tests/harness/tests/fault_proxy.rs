@@ -136,6 +136,26 @@ fn a_cut_resets_open_connections_and_new_ones_open() {
 }
 
 #[test]
+fn a_cut_returns_once_the_reset_has_reached_the_client() {
+    // Tests and the kit's `cut` command go on at once after a cut: it used to return before the proxy's
+    // thread had reset anything, so a call made right after could still go through (or die mid-call).
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port(), 1, 5);
+    for round in 0..20 {
+        let mut through = client(proxy.port(0));
+        assert_eq!(ask(&mut through, "PING").unwrap(), "+PONG");
+        proxy.cut(0);
+        through.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        let read = through.read(&mut byte);
+        assert!(
+            matches!(&read, Ok(0)) || matches!(&read, Err(e) if e.kind() == ErrorKind::ConnectionReset),
+            "round {round}: right after the cut the client reads {read:?}, not the reset"
+        );
+    }
+}
+
+#[test]
 fn a_partition_of_one_door_spares_the_others_and_heals() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port(), 2, 6);

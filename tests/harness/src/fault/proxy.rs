@@ -5,8 +5,8 @@
 //! tests and other processes (through the `fault_proxy` binary) use it alike.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -38,7 +38,35 @@ struct Door {
     fault: watch::Sender<Fault>,
     /// Bumped by `cut`: every connection opened before it is reset.
     cuts: watch::Sender<u64>,
+    /// The connections open through the door: an id each, and the cut count when it opened.
+    open: Mutex<Vec<(u64, u64)>>,
+    next_id: AtomicU64,
     seed: AtomicU64,
+}
+
+impl Door {
+    /// Keeps `cuts_seen` (the cut count a new connection opened at) until the guard drops.
+    fn opened(&self, cuts_seen: u64) -> Opened<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.lock_open().push((id, cuts_seen));
+        Opened { door: self, id }
+    }
+
+    fn lock_open(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A connection's place in its door's `open` list, taken off when the connection ends.
+struct Opened<'d> {
+    door: &'d Door,
+    id: u64,
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        self.door.lock_open().retain(|(id, _)| *id != self.id);
+    }
 }
 
 /// A proxy for one upstream server with `doors` listening ports. Dropping it stops every connection.
@@ -74,6 +102,8 @@ impl FaultProxy {
                     port: listener.local_addr().expect("bound").port(),
                     fault: watch::channel(Fault::default()).0,
                     cuts: watch::channel(0).0,
+                    open: Mutex::new(Vec::new()),
+                    next_id: AtomicU64::new(0),
                     seed: AtomicU64::new(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 })
                 .collect(),
@@ -127,9 +157,20 @@ impl FaultProxy {
         *self.doors[door].fault.borrow()
     }
 
-    /// Resets every connection open through door `door` (the client sees RST); new ones still open.
+    /// Resets every connection open through door `door` (the client sees RST); new ones still open. It
+    /// returns once those connections are reset (within 2 s), so that the caller's next step meets the
+    /// reset rather than racing the proxy's thread to it.
     pub fn cut(&self, door: usize) {
-        self.doors[door].cuts.send_modify(|cuts| *cuts += 1);
+        let door = &self.doors[door];
+        let mut made = 0;
+        door.cuts.send_modify(|cuts| {
+            *cuts += 1;
+            made = *cuts;
+        });
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while door.lock_open().iter().any(|(_, seen)| *seen < made) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Bytes of replies thrown away so far (half-open).
@@ -165,8 +206,11 @@ async fn accept(
 /// Carries one client's connection both ways until either side closes or the door cuts it.
 async fn carry(client: TcpStream, upstream: u16, door: &Door, dropped: &AtomicU64) -> std::io::Result<()> {
     let _ = client.set_nodelay(true);
+    // The cuts this connection has seen, and its place among the door's open connections (dropped
+    // last, once the sockets are): a later cut resets it, and `cut` waits for that.
     let mut cuts = door.cuts.subscribe();
-    cuts.mark_unchanged();
+    let seen = *cuts.borrow_and_update();
+    let _opened = door.opened(seen);
     let mut fault = door.fault.subscribe();
     // A partitioned door holds a new client unanswered: no server connection until it heals.
     if fault.borrow().partitioned {
@@ -181,18 +225,20 @@ async fn carry(client: TcpStream, upstream: u16, door: &Door, dropped: &AtomicU6
     let (client_in, client_out) = client.into_split();
     let (server_in, server_out) = server.into_split();
     let seed = door.seed.fetch_add(1, Ordering::Relaxed);
+    // Each pump watches for cuts from what this connection has seen: a cut made while it connected
+    // upstream is not missed.
     let requests = pump(
-        client_in,
-        server_out,
+        (client_in, server_out),
         door,
+        cuts.clone(),
         Way::Requests,
         SplitMix::new(seed),
         dropped,
     );
     let replies = pump(
-        server_in,
-        client_out,
+        (server_in, client_out),
         door,
+        cuts,
         Way::Replies,
         SplitMix::new(!seed),
         dropped,
@@ -215,16 +261,14 @@ enum Way {
 
 /// Moves bytes from `from` to `to`, applying the door's fault to each chunk as it arrives.
 async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
+    (mut from, mut to): (OwnedReadHalf, OwnedWriteHalf),
     door: &Door,
+    mut cuts: watch::Receiver<u64>,
     way: Way,
     mut rng: SplitMix,
     dropped: &AtomicU64,
 ) -> std::io::Result<()> {
     let mut fault = door.fault.subscribe();
-    let mut cuts = door.cuts.subscribe();
-    cuts.mark_unchanged();
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
         let n = tokio::select! {
