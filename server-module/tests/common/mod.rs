@@ -166,11 +166,23 @@ pub struct KeySnapshot {
 /// How far apart two copies' PTTLs may be: the second copy is written a moment after the first.
 pub const PTTL_SLACK_MS: i64 = 25;
 
+/// [`PTTL_SLACK_MS`], or more when the two copies compared were written or read further apart than
+/// that: the time since `started` (the first of them), and 2 ms for the reads' rounding. A stalled CI
+/// machine once took longer than the fixed slack between two round trips.
+pub fn slack_since(started: Instant) -> i64 {
+    PTTL_SLACK_MS.max(started.elapsed().as_millis() as i64 + 2)
+}
+
 impl KeySnapshot {
     /// Same type and contents, and PTTLs within [`PTTL_SLACK_MS`] (or the same "no TTL" / "no key").
     pub fn agrees_with(&self, other: &KeySnapshot) -> bool {
+        self.agrees_within(other, PTTL_SLACK_MS)
+    }
+
+    /// [`agrees_with`](Self::agrees_with), the PTTLs within `slack_ms`.
+    pub fn agrees_within(&self, other: &KeySnapshot, slack_ms: i64) -> bool {
         let ttls_agree = (self.pttl < 0 && self.pttl == other.pttl)
-            || (self.pttl >= 0 && other.pttl >= 0 && (self.pttl - other.pttl).abs() <= PTTL_SLACK_MS);
+            || (self.pttl >= 0 && other.pttl >= 0 && (self.pttl - other.pttl).abs() <= slack_ms);
         self.kind == other.kind && self.contents == other.contents && ttls_agree
     }
 }
