@@ -3,6 +3,7 @@ errors, and an event loop that keeps running while calls are in flight."""
 
 import asyncio
 import concurrent.futures
+import socket
 import uuid
 
 import pytest
@@ -68,7 +69,10 @@ def test_a_cancelled_call_is_skipped_and_the_loop_goes_on(redis_server):
         limiter = ratelock.asyncio.Limiter(redis_server.url)
         key = f"py:{uuid.uuid4().hex}"
         await limiter.hit("warm", "5/second")
-        sleeper = redis_server.command("DEBUG", "SLEEP", "0.3")
+        # Sent on a socket of its own (no process to start first), the server is asleep at once: the hit
+        # below waits for it, and is cancelled while it does.
+        sleeper = socket.create_connection(("127.0.0.1", redis_server.port))
+        sleeper.sendall(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n0.5\r\n")
         await asyncio.sleep(0.05)
         in_flight = asyncio.ensure_future(limiter.hit(key, "10/minute"))
         await asyncio.sleep(0.05)
@@ -78,7 +82,9 @@ def test_a_cancelled_call_is_skipped_and_the_loop_goes_on(redis_server):
         # The command was already sent, so its hit still counts once the server answers.
         decision = await limiter.hit(key, "10/minute")
         assert decision.allowed and decision.remaining == 8
-        sleeper.wait(timeout=5)
+        sleeper.settimeout(5)
+        assert sleeper.recv(64).startswith(b"+OK")
+        sleeper.close()
 
     asyncio.run(run())
     assert loop_errors == [], "resolving the cancelled call's future failed in the loop"
