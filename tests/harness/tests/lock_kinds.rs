@@ -218,7 +218,16 @@ async fn a_waiting_writer_holds_back_new_readers_unless_told_not_to() {
                 let lock = lock.clone();
                 async move { lock.acquire_write(WAIT).await.unwrap() }
             });
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            if prefer_writers {
+                // The writer has tried once and marked itself waiting (a slow start would let the
+                // late reader in before it).
+                eventually_async("the writer marking itself waiting", async || {
+                    lock.state().await.unwrap().waiting_writers == 1
+                })
+                .await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             let late_reader = lock.try_acquire_read().await.unwrap();
             assert_eq!(
                 late_reader.is_none(),
