@@ -28,13 +28,20 @@ async fn limiter(server: &RedisServer, timeout_ms: u64) -> Limiter {
     limiter
 }
 
-/// Makes the server sleep for `seconds` on another connection, from another thread.
+/// Makes the server sleep for `seconds` on another connection, from another thread, and returns once
+/// it is asleep (a PING on a third connection goes unanswered).
 fn server_sleeps(server: &RedisServer, seconds: f64) -> std::thread::JoinHandle<()> {
     let mut blocker = server.connection();
     let sleeper = std::thread::spawn(move || {
         let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query(&mut blocker);
     });
-    std::thread::sleep(Duration::from_millis(50));
+    eventually("the server falling asleep", || {
+        let mut probe = std::net::TcpStream::connect(("127.0.0.1", server.port())).ok()?;
+        probe.set_read_timeout(Some(Duration::from_millis(20))).ok()?;
+        std::io::Write::write_all(&mut probe, b"PING\r\n").ok()?;
+        let mut reply = [0u8; 7];
+        std::io::Read::read(&mut probe, &mut reply).is_err().then_some(())
+    });
     sleeper
 }
 
@@ -48,20 +55,21 @@ async fn a_free_lane_answers_and_a_busy_one_declines_at_once() {
         .expect("the lane is free");
     assert_eq!(first.unwrap().remaining, 9);
 
-    let sleeper = server_sleeps(&server, 0.5);
+    let sleeper = server_sleeps(&server, 0.8);
     let occupant = {
         let (limiter, rules) = (limiter.clone(), rules.clone());
         std::thread::spawn(move || limiter.try_hit_blocking("k", &rules, 1, None))
     };
-    std::thread::sleep(Duration::from_millis(50));
+    // The occupant's thread has started and taken the lane by then, on a loaded machine too.
+    std::thread::sleep(Duration::from_millis(150));
     let asked = Instant::now();
     assert!(
         limiter.try_hit_blocking("k", &rules, 1, None).is_none(),
         "a busy lane must send the caller to the async path"
     );
     assert!(
-        asked.elapsed() < Duration::from_millis(100),
-        "declining must not wait"
+        asked.elapsed() < Duration::from_millis(250),
+        "declining must not wait (the lane stays busy some 600 ms more)"
     );
     let occupied = occupant.join().unwrap().expect("the occupant had the lane");
     assert_eq!(occupied.unwrap().remaining, 8);
