@@ -50,39 +50,20 @@ fn pipelined(
     pipe.query(con).unwrap()
 }
 
-#[test]
-fn a_re_entered_lock_of_one_ms_answers_its_token_and_holds() {
+/// The calls of batch `first..first + BATCH` (the same count of calls per index, in index order).
+type Batch = Vec<(Vec<String>, Vec<String>)>;
+
+/// Sends `script`'s calls through each path in pipelined batches (`batch(first)` makes one batch),
+/// until CALLS or the time limit, handing each batch's replies to `check` with the path's command and
+/// the batch's first index.
+fn in_batches(script: &str, batch: impl Fn(usize) -> Batch, mut check: impl FnMut(&str, usize, Vec<Value>)) {
     let server = start_server();
     let mut con = connect(&server);
-    for path in paths(&mut con, "lock_acquire") {
+    for path in paths(&mut con, script) {
         let started = Instant::now();
         let mut done = 0;
         while done < CALLS && started.elapsed() < TIME_LIMIT {
-            // Each lock is taken for a minute, then re-entered for 500 µs.
-            let mut calls = Vec::with_capacity(BATCH * 2);
-            for i in done..done + BATCH {
-                let keys = vec![format!("{{l{i}}}:lock"), format!("{{l{i}}}:fence")];
-                calls.push((
-                    keys.clone(),
-                    vec!["o".into(), "60000000".into(), "1".into(), String::new()],
-                ));
-                calls.push((keys, vec!["o".into(), "500".into(), "1".into(), String::new()]));
-            }
-            let replies = pipelined(&mut con, &path, &calls);
-            for (i, pair) in replies.chunks(2).enumerate() {
-                let Value::Array(granted) = &pair[0] else {
-                    panic!("{}: acquire answered {:?}", path.0, pair[0])
-                };
-                let fence = granted[1].clone();
-                assert_eq!(
-                    pair[1],
-                    Value::Array(vec![Value::Int(1), fence, Value::Int(2)]),
-                    "{}: the re-entry of lock {} (call {})",
-                    path.0,
-                    done + i,
-                    done + i
-                );
-            }
+            check(&path.0, done, pipelined(&mut con, &path, &batch(done)));
             done += BATCH;
         }
         assert!(done >= BATCH, "{}: no call ran", path.0);
@@ -90,31 +71,44 @@ fn a_re_entered_lock_of_one_ms_answers_its_token_and_holds() {
 }
 
 #[test]
-fn a_semaphore_permit_of_one_ms_counts_the_permits_in_use() {
-    let server = start_server();
-    let mut con = connect(&server);
-    for path in paths(&mut con, "semaphore_acquire") {
-        let started = Instant::now();
-        let mut done = 0;
-        while done < CALLS && started.elapsed() < TIME_LIMIT {
-            // Each semaphore's one permit, of 500 µs, on the server's clock.
-            let calls: Vec<_> = (done..done + BATCH)
-                .map(|i| {
-                    let keys = vec![format!("{{s{i}}}:permits")];
-                    (keys, vec!["p".into(), "2".into(), "500".into(), String::new()])
-                })
-                .collect();
-            for (i, reply) in pipelined(&mut con, &path, &calls).into_iter().enumerate() {
-                assert_eq!(
-                    reply,
-                    Value::Array(vec![Value::Int(1), Value::Int(1)]),
-                    "{}: semaphore {}",
-                    path.0,
-                    done + i
-                );
-            }
-            done += BATCH;
+fn a_re_entered_lock_of_one_ms_answers_its_token_and_holds() {
+    // Each lock is taken for a minute, then re-entered for 500 µs.
+    let batch = |first: usize| -> Batch {
+        let mut calls = Vec::with_capacity(BATCH * 2);
+        for i in first..first + BATCH {
+            let keys = vec![format!("{{l{i}}}:lock"), format!("{{l{i}}}:fence")];
+            let taken = vec!["o".into(), "60000000".into(), "1".into(), String::new()];
+            calls.push((keys.clone(), taken));
+            calls.push((keys, vec!["o".into(), "500".into(), "1".into(), String::new()]));
         }
-        assert!(done >= BATCH, "{}: no call ran", path.0);
-    }
+        calls
+    };
+    in_batches("lock_acquire", batch, |path, first, replies| {
+        for (i, pair) in replies.chunks(2).enumerate() {
+            let Value::Array(granted) = &pair[0] else {
+                panic!("{path}: acquire answered {:?}", pair[0])
+            };
+            let reentered = Value::Array(vec![Value::Int(1), granted[1].clone(), Value::Int(2)]);
+            assert_eq!(pair[1], reentered, "{path}: the re-entry of lock {}", first + i);
+        }
+    });
+}
+
+#[test]
+fn a_semaphore_permit_of_one_ms_counts_the_permits_in_use() {
+    // Each semaphore's one permit, of 500 µs, on the server's clock.
+    let batch = |first: usize| -> Batch {
+        (first..first + BATCH)
+            .map(|i| {
+                let keys = vec![format!("{{s{i}}}:permits")];
+                (keys, vec!["p".into(), "2".into(), "500".into(), String::new()])
+            })
+            .collect()
+    };
+    in_batches("semaphore_acquire", batch, |path, first, replies| {
+        for (i, reply) in replies.into_iter().enumerate() {
+            let granted = Value::Array(vec![Value::Int(1), Value::Int(1)]);
+            assert_eq!(reply, granted, "{path}: semaphore {}", first + i);
+        }
+    });
 }

@@ -12,6 +12,7 @@ use ratelock::{
     DistributedLock, Extended, FairLock, LockOptions, ReadWriteLock, Released, Semaphore, Store, StoreOptions,
 };
 use ratelock_testkit::module::server_with_module;
+use ratelock_testkit::RedisServer;
 
 /// Sets the server's `maxmemory` (`0`: no bound).
 fn max_memory(connection: &mut redis::Connection, bytes: &str) {
@@ -23,17 +24,29 @@ fn max_memory(connection: &mut redis::Connection, bytes: &str) {
         .unwrap();
 }
 
+/// A lease of 30 s, not renewed (each renewal the test makes is its own).
+fn options() -> LockOptions {
+    LockOptions::default()
+        .with_ttl(Duration::from_secs(30))
+        .with_auto_renew(false)
+}
+
+/// A store on `server` for each server path: the module, the Functions library, EVALSHA.
+async fn stores_on_every_path(server: &RedisServer) -> Vec<(ServerCode, Store)> {
+    let mut stores = Vec::new();
+    for code in [ServerCode::Module, ServerCode::Lua, ServerCode::Scripts] {
+        let options = StoreOptions::default().with_server_code(code);
+        stores.push((code, Store::connect(&server.url(), &options).await.unwrap()));
+    }
+    stores
+}
+
 #[tokio::test]
 async fn a_full_server_still_takes_back_locks_and_extends_leases_on_every_path() {
     let server = server_with_module(&[]);
     let mut connection = server.connection();
-    let options = LockOptions::default()
-        .with_ttl(Duration::from_secs(30))
-        .with_auto_renew(false);
-    for code in [ServerCode::Module, ServerCode::Lua, ServerCode::Scripts] {
-        let store = Store::connect(&server.url(), &StoreOptions::default().with_server_code(code))
-            .await
-            .unwrap();
+    let options = options();
+    for (code, store) in stores_on_every_path(&server).await {
         let lock = DistributedLock::new(&store, format!("oom:{code:?}:lock"), options.clone()).unwrap();
         let forced = DistributedLock::new(&store, format!("oom:{code:?}:forced"), options.clone()).unwrap();
         let permits = Semaphore::new(&store, format!("oom:{code:?}:permits"), 2, options.clone()).unwrap();
@@ -67,13 +80,8 @@ async fn a_full_server_still_takes_back_locks_and_extends_leases_on_every_path()
 async fn a_full_server_still_takes_back_fair_and_read_write_holds_on_every_path() {
     let server = server_with_module(&[]);
     let mut connection = server.connection();
-    let options = LockOptions::default()
-        .with_ttl(Duration::from_secs(30))
-        .with_auto_renew(false);
-    for code in [ServerCode::Module, ServerCode::Lua, ServerCode::Scripts] {
-        let store = Store::connect(&server.url(), &StoreOptions::default().with_server_code(code))
-            .await
-            .unwrap();
+    let options = options();
+    for (code, store) in stores_on_every_path(&server).await {
         let fair = FairLock::new(&store, format!("oom:{code:?}:fair"), options.clone()).unwrap();
         let readers = ReadWriteLock::new(&store, format!("oom:{code:?}:read"), options.clone()).unwrap();
         let writers = ReadWriteLock::new(&store, format!("oom:{code:?}:write"), options.clone()).unwrap();
