@@ -466,13 +466,13 @@ if (#KEYS == 2 or #KEYS == 3) and #ARGV == 8 then
       local stamp = int(now)
       local taken = redis.call('ZCOUNT', key, stamp, stamp)
       if cost == 1 then
-        redis.call('ZADD', key, stamp, stamp .. ':' .. taken)
+        redis.call('ZADD', key, stamp, string.format('%s:%05d', stamp, taken))
       else
         -- Several units at once (rare): one ZADD of them all, as the general path sends.
         local args = {}
         for n = taken, taken + cost - 1 do
           args[#args + 1] = stamp
-          args[#args + 1] = stamp .. ':' .. n
+          args[#args + 1] = string.format('%s:%05d', stamp, n)
         end
         redis.call('ZADD', key, unpack(args))
       end
@@ -764,7 +764,10 @@ local function rule_sliding(key, now, cost, limit, period)
   end
 end
 
--- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores.
+-- Sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>" unique even for equal scores,
+-- n numbering the µs's units from 0 in five digits (a log holds at most 10,000), so that the
+-- greatest member of a µs is its latest unit: a refund's ZPOPMAX takes it, and the next hit's ZCOUNT
+-- numbers on from the units left without reusing a name (unpadded, "9" sorted after "11").
 local function rule_log(key, now, cost, limit, period)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - period)
   local count = redis.call('ZCARD', key)
@@ -786,7 +789,7 @@ local function rule_log(key, now, cost, limit, period)
     local args = {}
     for n = taken, taken + cost - 1 do
       args[#args + 1] = stamp
-      args[#args + 1] = stamp .. ':' .. n
+      args[#args + 1] = string.format('%s:%05d', stamp, n)
     end
     redis.call('ZADD', key, unpack(args))
     redis.call('PEXPIRE', key, px(reset))

@@ -6,7 +6,8 @@
 //! - leaky bucket: hash {v = level as µs of drain, l = last update µs};
 //! - fixed window: hash {w = window index, c = count};
 //! - sliding window: hash {w = window index, c = its count, p = previous window's count};
-//! - sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>".
+//! - sliding log: sorted set, score = µs of an admitted unit, member "<µs>:<n>", n in five digits
+//!   (`limit.lua`'s layout: a refund's ZPOPMAX then takes a µs's latest unit).
 //!
 //! Numbers are decimal integers. Every write sets an absolute expiry (PXAT / PEXPIREAT) of
 //! `max(ceil(ttl µs / 1000), 1000)` ms from the server clock, the script's `px` with its 1 s floor, and
@@ -200,7 +201,7 @@ pub fn write(
                 Ok(())
             })?;
             let members: Vec<Vec<u8>> = (taken..taken + count)
-                .map(|n| format!("{at}:{n}").into_bytes())
+                .map(|n| format!("{at}:{n:05}").into_bytes())
                 .collect();
             stored.zset_add(at as f64, Digits::of(at).as_bytes(), &members)?;
             stored.expire_at(expire_at)
