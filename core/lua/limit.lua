@@ -20,10 +20,10 @@
 --           (ch, cd, cw, cm, cy: hour, day, ISO week, month, year) and, in place of the period, its
 --           offset from UTC in minutes (an integer within ±1439).
 -- ARGV[last] in "reserve" mode only: the longest wait in µs. Every rule must be gcra, token_bucket or
---           leaky_bucket, and none in shadow. When every rule allows now, it is a hit; else, when the longest wait is within
---           it, every rule is decided again at now + wait and spent there, and each replies allowed,
---           with that wait as its retry_after and its reset_after from now; else nothing is spent and
---           the reply is the denial (ratelock::algorithm::reserve). A reservation never bans.
+--           leaky_bucket, and none in shadow. When every rule allows now, it is a hit; else, when the
+--           longest wait is within it, every rule is decided again at now + wait and spent there, and
+--           each replies allowed, with that wait as its retry_after and its reset_after from now; else
+--           nothing is spent and the reply is the denial (ratelock::algorithm::reserve). A reservation never bans.
 -- At most 100 rules (ratelock::MAX_RULES): more is an error, so no call can hold the server for long.
 --
 -- Reply: the reason (0 the rules, 1 a ban, 2 the deny list, 3 the allow list), then a flat array of 5

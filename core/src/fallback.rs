@@ -102,6 +102,19 @@ mod tests {
 
     const T: u64 = 1_763_800_000_000_000;
 
+    /// A hit of `cost` on `key` under `rules`, at `now`.
+    fn hit_of<'r>(key: &'r [u8], rules: &'r Rules, cost: u64, now: u64) -> LimitRequest<'r> {
+        LimitRequest {
+            prefix: "rl",
+            key,
+            rules,
+            cost,
+            spend: true,
+            max_wait_us: None,
+            now_us: Some(now),
+        }
+    }
+
     #[test]
     fn rules_whose_shares_round_to_one_rule_count_once_in_the_first_ones_place() {
         // Halved, 10 and 9 a minute are both 5 a minute: refused as the same rule twice, every call of
@@ -110,17 +123,7 @@ mod tests {
         let rules: Rules = "9/minute using fixed_window; 10/minute using fixed_window"
             .parse()
             .unwrap();
-        let hit = |now: u64| {
-            fallback.decide(&LimitRequest {
-                prefix: "rl",
-                key: b"k",
-                rules: &rules,
-                cost: 1,
-                spend: true,
-                max_wait_us: None,
-                now_us: Some(now),
-            })
-        };
+        let hit = |now: u64| fallback.decide(&hit_of(b"k", &rules, 1, now));
         let allowed: Vec<bool> = (0..6).map(|at| hit(T + at).unwrap().allowed).collect();
         assert_eq!(
             allowed,
@@ -135,17 +138,7 @@ mod tests {
         let mixed: Rules = "9/minute using fixed_window shadow; 10/minute using fixed_window"
             .parse()
             .unwrap();
-        let mixed_hit = |now: u64| {
-            fallback.decide(&LimitRequest {
-                prefix: "rl",
-                key: b"mixed",
-                rules: &mixed,
-                cost: 1,
-                spend: true,
-                max_wait_us: None,
-                now_us: Some(now),
-            })
-        };
+        let mixed_hit = |now: u64| fallback.decide(&hit_of(b"mixed", &mixed, 1, now));
         let allowed: Vec<bool> = (0..6).map(|at| mixed_hit(T + at).unwrap().allowed).collect();
         assert_eq!(
             allowed,
@@ -156,24 +149,14 @@ mod tests {
 
     #[test]
     fn a_cost_above_a_shadow_rules_share_denies_nothing() {
-        // A quarter of 10 a minute is 2 (rounded down), below a cost of 5: every call of the outage was
+        // A quarter of 10 a minute is 3 (rounded up), below a cost of 5: every call of the outage was
         // a degraded denial, with the enforcing rule never spent, though only the shadow rule's share
         // could not take it.
         let fallback = LocalFallback::new(4, &Default::default());
         let rules: Rules = "10/minute using fixed_window shadow; 100/minute using fixed_window"
             .parse()
             .unwrap();
-        let hit = fallback
-            .decide(&LimitRequest {
-                prefix: "rl",
-                key: b"k",
-                rules: &rules,
-                cost: 5,
-                spend: true,
-                max_wait_us: None,
-                now_us: Some(T),
-            })
-            .unwrap();
+        let hit = fallback.decide(&hit_of(b"k", &rules, 5, T)).unwrap();
         assert!(hit.allowed && hit.degraded, "{hit:?}");
         assert_eq!(
             hit.rule(1).unwrap().remaining,

@@ -27,6 +27,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 
 from ratelock._native import Decision
 from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
+from ratelock.starlette import with_headers
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -134,15 +135,11 @@ class HeadersOnEveryResponse:
             return
 
         async def sending(message: MutableMapping[str, Any]) -> None:
+            if message["type"] != "http.response.start":
+                await send(message)
+                return
             decided: Optional[List[Tuple[str, str]]] = (scope.get("state") or {}).get(_HEADERS)
-            if message["type"] == "http.response.start" and decided:
-                headers = list(message.get("headers", []))
-                present = {bytes(name).lower() for name, _ in headers}
-                for name, value in decided:
-                    if name.lower().encode("latin-1") not in present:
-                        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-                message = {**message, "headers": headers}
-            await send(message)
+            await send(with_headers(message, decided, keep_own=True) if decided else message)
 
         await self.app(scope, receive, sending)
 

@@ -14,7 +14,7 @@ rules="5/minute")])``; each route's middleware counts in a bucket of its own (it
 """
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -122,15 +122,26 @@ def _peer(scope: Scope) -> Optional[str]:
 
 def _adding_headers(checked: Checked, send: Send) -> Send:
     """`send` that adds the check's headers to the app's response."""
-    extra = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in checked.answer.headers] if checked.answer else []
+    extra = list(checked.answer.headers) if checked.answer else []
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and extra:
-            message = dict(message)
-            message["headers"] = list(message.get("headers", [])) + extra
+            message = with_headers(message, extra)
         await send(message)
 
     return sending
+
+
+def with_headers(start: Message, headers: Sequence[Tuple[str, str]], *, keep_own: bool = False) -> Message:
+    """An ``http.response.start`` message with `headers` added; with `keep_own`, a header the response
+    already has stays as the response set it."""
+    sent = list(start.get("headers", []))
+    own = {bytes(name).lower() for name, _ in sent} if keep_own else set()
+    for name, value in headers:
+        encoded = name.lower().encode("latin-1")
+        if encoded not in own:
+            sent.append((encoded, value.encode("latin-1")))
+    return {**start, "headers": sent}
 
 
 async def send_answer(answer: HttpAnswer, send: Send) -> None:
@@ -143,4 +154,4 @@ async def send_answer(answer: HttpAnswer, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["RateLimitMiddleware", "send_answer"]
+__all__ = ["RateLimitMiddleware", "send_answer", "with_headers"]
