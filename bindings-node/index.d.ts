@@ -210,6 +210,11 @@ export interface LockOptions extends LockKindOptions {
 export interface AcquireOptions {
   /** How long to wait (default: no limit); then `WaitTimeoutError`. */
   timeoutMs?: number
+  /**
+   * Stops the wait: the promise rejects with the signal's reason, and nothing stays taken (a fair
+   * lock's place is withdrawn, a hold granted meanwhile is given back).
+   */
+  signal?: AbortSignal
 }
 
 /**

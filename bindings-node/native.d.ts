@@ -8,6 +8,14 @@ export declare class ExternalObject<T> {
   }
 }
 
+/** A one-way switch: off when made, on for good once `abort` is called. */
+export declare class NativeAbortSwitch {
+  /** A switch that is off. */
+  constructor()
+  /** Turns the switch on: the acquire watching it stops waiting (at once, or when it starts). */
+  abort(): void
+}
+
 /** The client-address rules of one adapter. */
 export declare class NativeClientAddress {
   constructor(init: ClientAddressInit)
@@ -21,8 +29,11 @@ export declare class NativeClientAddress {
 export declare class NativeFairLock {
   /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
-  acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
+  /**
+   * Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+   * when `abort` (an `AbortSignal`'s switch) is turned on first.
+   */
+  acquire(timeoutMs?: number | undefined | null, abort?: NativeAbortSwitch | undefined | null): Promise<NativeGuard>
   /** The lock as it stands: holder, lease, last token, queue length. */
   state(): Promise<FairLockState>
   /** Whether anyone holds the lock now. */
@@ -148,8 +159,11 @@ export declare class NativeLimiter {
 export declare class NativeLock {
   /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
-  acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
+  /**
+   * Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+   * when `abort` (an `AbortSignal`'s switch) is turned on first.
+   */
+  acquire(timeoutMs?: number | undefined | null, abort?: NativeAbortSwitch | undefined | null): Promise<NativeGuard>
   /** Whether anyone holds the lock now. */
   isLocked(): Promise<boolean>
   /** Milliseconds left on the current lease, or `null` when free. */
@@ -164,12 +178,18 @@ export declare class NativeLock {
 export declare class NativeReadWriteLock {
   /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquireRead(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
-  acquireRead(timeoutMs?: number | undefined | null): Promise<NativeGuard>
+  /**
+   * Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+   * when `abort` (an `AbortSignal`'s switch) is turned on first.
+   */
+  acquireRead(timeoutMs?: number | undefined | null, abort?: NativeAbortSwitch | undefined | null): Promise<NativeGuard>
   /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquireWrite(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
-  acquireWrite(timeoutMs?: number | undefined | null): Promise<NativeGuard>
+  /**
+   * Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+   * when `abort` (an `AbortSignal`'s switch) is turned on first.
+   */
+  acquireWrite(timeoutMs?: number | undefined | null, abort?: NativeAbortSwitch | undefined | null): Promise<NativeGuard>
   /** The lock as it stands: readers, writer, waiting writers, last token. */
   state(): Promise<RwLockState>
 }
@@ -178,8 +198,11 @@ export declare class NativeReadWriteLock {
 export declare class NativeSemaphore {
   /** A hold if the core grants one at once; `null` otherwise (never waits). */
   tryAcquire(): Promise<NativeGuard | null>
-  /** Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT. */
-  acquire(timeoutMs?: number | undefined | null): Promise<NativeGuard>
+  /**
+   * Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+   * when `abort` (an `AbortSignal`'s switch) is turned on first.
+   */
+  acquire(timeoutMs?: number | undefined | null, abort?: NativeAbortSwitch | undefined | null): Promise<NativeGuard>
   /** Permits in use now. */
   inUse(): Promise<number>
 }

@@ -82,6 +82,13 @@ function optionalBoolean(name, value) {
   return value
 }
 
+/** An optional `AbortSignal`. */
+function optionalSignal(name, value) {
+  if (value === undefined || value === null) return undefined
+  if (!(value instanceof AbortSignal)) throw invalidArgument(name, `expected an AbortSignal, got ${describe(value)}`)
+  return value
+}
+
 /** An optional string. */
 function optionalString(name, value) {
   if (value === undefined || value === null) return undefined
@@ -182,6 +189,7 @@ module.exports = {
   notANumber,
   optionalNumber,
   optionalBoolean,
+  optionalSignal,
   optionalString,
   optionalMetrics,
   options,

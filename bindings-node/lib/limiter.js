@@ -169,10 +169,7 @@ class Limiter {
    */
   async wait(key, rules, options) {
     const given = check.options('options', options, ['cost', 'maxWaitMs', 'signal'])
-    const signal = given.signal
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw invalidArgument('signal', 'expected an AbortSignal')
-    }
+    const signal = check.optionalSignal('signal', given.signal)
     signal?.throwIfAborted()
     const booked = await this.reserve(key, rules, { cost: given.cost, maxWaitMs: given.maxWaitMs })
     if (!booked.allowed) return booked

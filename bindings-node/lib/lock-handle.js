@@ -6,6 +6,7 @@
 
 const check = require('./arguments')
 const { Connection } = require('./connection')
+const native = require('./native')
 
 /** The options of every lock kind besides the store's, with their type checks (the addon checks the
  * values). */
@@ -50,13 +51,31 @@ class LockHandle {
 
   /**
    * A hold from the native `method` that waits up to `options.timeoutMs` (none: no limit), e.g.
-   * `acquire`; rejects with `WaitTimeoutError` when the time passes.
+   * `acquire`; rejects with `WaitTimeoutError` when the time passes. `options.signal` (an
+   * `AbortSignal`) stops the wait: it rejects with the signal's reason, and nothing stays taken (a fair
+   * lock's place is withdrawn, a hold granted meanwhile is given back). A hold granted before the abort
+   * is kept.
    * @param {string} method
-   * @param {{ timeoutMs?: number }} [options]
+   * @param {{ timeoutMs?: number, signal?: AbortSignal }} [options]
    */
   async acquire(method, options) {
-    const timeoutMs = check.optionalNumber('timeoutMs', check.options('options', options, ['timeoutMs']).timeoutMs)
-    return new this.#Grant(await this.#connection.call(method, timeoutMs))
+    const given = check.options('options', options, ['timeoutMs', 'signal'])
+    const timeoutMs = check.optionalNumber('timeoutMs', given.timeoutMs)
+    const signal = check.optionalSignal('signal', given.signal)
+    if (signal === undefined) return new this.#Grant(await this.#connection.call(method, timeoutMs))
+    signal.throwIfAborted()
+    const aborts = new native.NativeAbortSwitch()
+    const abort = () => aborts.abort()
+    signal.addEventListener('abort', abort, { once: true })
+    try {
+      return new this.#Grant(await this.#connection.call(method, timeoutMs, aborts))
+    } catch (error) {
+      // Whatever ended the wait once the signal aborted, the caller asked for the abort.
+      if (signal.aborted) throw signal.reason
+      throw error
+    } finally {
+      signal.removeEventListener('abort', abort)
+    }
   }
 }
 

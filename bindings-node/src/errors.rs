@@ -62,6 +62,15 @@ pub(crate) fn invalid_argument(name: &str, problem: impl Display) -> Error {
     )
 }
 
+/// A wait its `AbortSignal` ended: no hold was taken. Coded as the wait's end without a hold
+/// (WAIT_TIMEOUT); `lib/` answers the signal's reason in its place, so it reaches no caller as itself.
+pub(crate) fn aborted_wait() -> Error {
+    coded(
+        "ERR_RATELOCK_WAIT_TIMEOUT",
+        "the wait was aborted by its AbortSignal",
+    )
+}
+
 /// A panic inside the core, caught before it reaches JavaScript.
 pub(crate) fn internal(panic: Box<dyn std::any::Any + Send>) -> Error {
     let what = panic

@@ -5,6 +5,7 @@
 // napi-rs registers exports only outside `cfg(test)`; a test build (clippy --all-targets) sees them unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod abort_switch;
 mod completions;
 mod convert;
 mod decision_numbers;

@@ -155,19 +155,22 @@ macro_rules! lock_handle {
                     })
                 }
 
-                /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT.
+                /// Waits up to `timeoutMs` (none: no limit) for a hold; rejects with WAIT_TIMEOUT, also
+                /// when `abort` (an `AbortSignal`'s switch) is turned on first.
                 #[napi(ts_return_type = "Promise<NativeGuard>")]
                 pub fn $wait<'env>(
                     &self,
                     env: &'env napi::Env,
                     timeout_ms: Option<f64>,
+                    abort: Option<&$crate::abort_switch::NativeAbortSwitch>,
                 ) -> Result<napi::bindgen_prelude::PromiseRaw<'env, $crate::guard::NativeGuard>> {
                     let lock = self.inner.clone();
+                    let watched = $crate::abort_switch::Watched::of(abort);
                     $crate::runtime::promise_of(env, async move {
                         // Checked in the future: a bad argument rejects, as every error does.
                         let wait = $crate::lock_handle::wait_limit(timeout_ms)?;
                         let take = |lock: $core| async move { lock.$wait(wait).await };
-                        let guard = $crate::lock_handle::ask(&lock, take).await?;
+                        let guard = watched.or_abort($crate::lock_handle::ask(&lock, take)).await?;
                         Ok($crate::guard::NativeGuard::new(guard))
                     })
                 }
