@@ -68,6 +68,9 @@ impl Completions {
             }
         }
         let batch = std::mem::take(&mut *self.shared.finished.lock());
+        // The checks' measurements (made on the runtime's thread) are recorded before their futures
+        // resolve.
+        crate::metrics_queue::drain(py);
         let mut first_failure = None;
         for (future, answer) in batch {
             if let Err(failure) = resolve(py, future.bind(py), answer) {

@@ -15,6 +15,7 @@ mod lock_handle;
 mod lock_options;
 mod lock_states;
 mod metrics;
+mod metrics_queue;
 mod runtime;
 mod rwlock;
 mod semaphore;

@@ -346,7 +346,7 @@ impl PyLimiter {
         // First on this thread: the memory store always answers (with the GIL held: it never waits),
         // Redis when its blocking connection is free (GIL released); otherwise through the runtime.
         let answer = if check.limiter.store().does_io() {
-            py.detach(|| catch_panic(|| check.decide_blocking()))
+            crate::metrics_queue::detached(py, || catch_panic(|| check.decide_blocking()))
         } else {
             catch_panic(|| check.decide_blocking())
         };

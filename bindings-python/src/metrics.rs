@@ -10,29 +10,53 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use ratelock::hook::Hook;
 use ratelock::metrics::{Instrument, Measurement, Recording};
 
-/// Hands one measurement to `record`, on the thread that made it (attached to Python for the call).
-/// Nothing is recorded while the interpreter shuts down. An exception `record` raises cannot reach the
-/// call that made the measurement: it goes to `sys.unraisablehook`, as an exception in a `__del__`
-/// does.
-fn send(record: &Py<PyAny>, measurement: Measurement<'_>) {
-    let _shutting_down = Python::try_attach(|py| {
-        let sent = (|| -> PyResult<()> {
-            let attributes = PyDict::new(py);
-            for (name, value) in measurement.attributes {
-                attributes.set_item(*name, value.as_str())?;
-            }
-            let name = measurement.instrument.name();
-            if measurement.instrument.is_histogram() {
-                record.call1(py, (name, measurement.value, attributes))?;
-            } else {
-                record.call1(py, (name, measurement.value as u64, attributes))?;
-            }
-            Ok(())
-        })();
-        if let Err(err) = sent {
-            err.write_unraisable(py, Some(record.bind(py)));
+use crate::metrics_queue::{self, Queued};
+
+/// Hands one measurement to `record`: at once on a thread that holds the GIL, else through the queue
+/// (`metrics_queue`), so that no thread takes the GIL to record (the runtime's thread least of all).
+fn send(record: &Arc<Py<PyAny>>, measurement: Measurement<'_>) {
+    let queued = Queued {
+        record: record.clone(),
+        name: measurement.instrument.name(),
+        histogram: measurement.instrument.is_histogram(),
+        value: measurement.value,
+        attributes: measurement
+            .attributes
+            .iter()
+            .map(|(name, value)| (*name, value.as_str().to_owned()))
+            .collect(),
+    };
+    if metrics_queue::holds_the_gil() {
+        // Attaching where the GIL is held already takes nothing. (Counters and histograms add up alike
+        // in any order, so one queued on another thread may be recorded after this one.)
+        let _finalizing = Python::try_attach(|py| send_now(py, queued));
+    } else {
+        metrics_queue::push(queued);
+    }
+}
+
+/// Records `measurement` (the GIL held). An exception `record` raises cannot reach the call that made
+/// the measurement: it goes to `sys.unraisablehook`, as an exception in a `__del__` does.
+pub(crate) fn send_now(py: Python<'_>, measurement: Queued) {
+    let sent = (|| -> PyResult<()> {
+        let attributes = PyDict::new(py);
+        for (name, value) in &measurement.attributes {
+            attributes.set_item(*name, value.as_str())?;
         }
-    });
+        if measurement.histogram {
+            measurement
+                .record
+                .call1(py, (measurement.name, measurement.value, attributes))?;
+        } else {
+            measurement
+                .record
+                .call1(py, (measurement.name, measurement.value as u64, attributes))?;
+        }
+        Ok(())
+    })();
+    if let Err(err) = sent {
+        err.write_unraisable(py, Some(measurement.record.bind(py)));
+    }
 }
 
 /// The hook of a `metrics=` argument (`None` for none), which must be callable.
@@ -47,7 +71,7 @@ pub(crate) fn hook_of(metrics: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc
             record.get_type().name()?
         )));
     }
-    let record = record.clone().unbind();
+    let record = Arc::new(record.clone().unbind());
     Ok(Some(Arc::new(Recording::new(move |measurement| {
         send(&record, measurement)
     }))))

@@ -38,7 +38,11 @@ fn slot() -> &'static ProcessRuntimeSlot {
             .worker_threads(1)
             .thread_name("ratelock")
             // The host's stop and reload signals go to its own threads (see ratelock::host_signals).
-            .on_thread_start(ratelock::host_signals::keep_off_this_thread)
+            .on_thread_start(|| {
+                ratelock::host_signals::keep_off_this_thread();
+                // Its measurements wait for a thread that holds the GIL (`metrics_queue`).
+                crate::metrics_queue::runtime_thread_started();
+            })
             .enable_all()
             .build()
             .expect("ratelock cannot start its tokio runtime");
@@ -81,6 +85,8 @@ pub(crate) fn stop_at_exit(py: Python<'_>) {
     if let Some(runtime) = slot.owned.lock().take() {
         py.detach(|| runtime.shutdown_timeout(EXIT_GRACE));
     }
+    // Measurements the runtime's threads made last, while a recorder can still take them.
+    crate::metrics_queue::drain(py);
 }
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
@@ -100,7 +106,8 @@ where
             // Signal handlers run on the main thread only: elsewhere nothing is checked (a check
             // takes the GIL, every 50 ms, for nothing).
             let main = on_the_main_thread(py);
-            py.detach(|| {
+            // What the call measures meanwhile is recorded before it returns.
+            crate::metrics_queue::detached(py, || {
                 std::panic::catch_unwind(AssertUnwindSafe(|| {
                     if main {
                         runtime().block_on(or_signal(future.as_mut()))
@@ -198,6 +205,9 @@ where
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
     live()?;
+    // Earlier calls' measurements (an asyncio lock call's, made on the runtime's thread) are recorded
+    // here at the latest, on the loop's thread.
+    crate::metrics_queue::drain(py);
     let mut future = Box::pin(AssertUnwindSafe(future).catch_unwind());
     match poll_here(future.as_mut()) {
         Poll::Ready(outcome) => {

@@ -5,6 +5,7 @@ exception raised by the recorder reaches sys.unraisablehook, never the call."""
 
 import asyncio
 import sys
+import threading
 import uuid
 from typing import Any, Dict, List, Tuple
 
@@ -140,3 +141,27 @@ def test_metrics_must_be_callable():
         ratelock.Limiter(metrics="prometheus")  # type: ignore[arg-type]
     with pytest.raises(ratelock.InvalidArgument, match="metrics"):
         ratelock.DistributedLock("x", metrics=3)  # type: ignore[arg-type]
+
+
+def test_measurements_are_recorded_on_the_calling_or_loop_thread_never_the_runtimes(redis_server):
+    # Recording takes the GIL: on the runtime's thread it stalled every connection of the process
+    # behind whatever Python code held the GIL. Every hit below is decided on the runtime's thread
+    # (Redis, concurrent asyncio tasks and a blocking call); each measurement must reach the recorder
+    # on a Python thread of the application: the loop's, or the caller's.
+    seen: List[str] = []
+
+    def record(name: str, value: float, attributes: Dict[str, str]) -> None:
+        seen.append(threading.current_thread().name)
+
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(redis_server.url, metrics=record)
+        await asyncio.gather(*(limiter.hit(fresh("k"), "5/second") for _ in range(200)))
+
+    asyncio.run(run())
+    blocking = ratelock.Limiter(redis_server.url, metrics=record)
+    caller = threading.Thread(target=lambda: [blocking.hit(fresh("k"), "5/second") for _ in range(50)],
+                              name="caller")
+    caller.start()
+    caller.join(30)
+    assert len(seen) >= 250 * 2, len(seen)  # a decision and a round trip per hit
+    assert set(seen) <= {"MainThread", "caller"}, sorted(set(seen))
