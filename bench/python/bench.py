@@ -360,10 +360,18 @@ def ratelock_memory_hit(key: str) -> Hit:
     return lambda: limiter.hit(key, RULE)
 
 
-def ratelock_async_hit(url: str, key: str) -> AsyncHit:
+def ratelock_async_hit(url: str, key: str, metered: bool = False) -> AsyncHit:
+    """An asyncio hit; `metered`: with ratelock.otel.Metrics on an SDK provider (an in-memory reader)."""
     import ratelock.asyncio
 
-    limiter = ratelock.asyncio.Limiter(url)
+    metrics = None
+    if metered:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from ratelock.otel import Metrics
+
+        metrics = Metrics(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    limiter = ratelock.asyncio.Limiter(url, metrics=metrics)
     return lambda: limiter.hit(key, RULE)
 
 
@@ -550,6 +558,12 @@ def compare_asyncio_redis(report: Report, url: str, port: int) -> None:
         asyncio.run(measure_tasks(limits_async_fixed_window_hit(port, "bench:async"))),
     )
     report.compare_rates(f"Redis hit, asyncio {TASKS} tasks vs limits.aio FixedWindow", ours, theirs, 4.0)
+    # What metrics cost where the decision is made on ratelock's thread and recorded on the loop's.
+    metered = report.record(
+        "ratelock.asyncio.Limiter(url, metrics=Metrics(provider))",
+        asyncio.run(measure_tasks(ratelock_async_hit(url, "bench:async-metered", metered=True))),
+    )
+    report.compare_rates(f"Redis hit, asyncio {TASKS} tasks, with metrics vs without", metered, ours, None)
 
 
 def after_each(first: Hit, then: Hit) -> Hit:
