@@ -21,7 +21,9 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
     let mut connection = connect(&store.url, store.timeout).await?;
     let mut base = Vec::new();
     ratelock::key::write_base(&mut base, &store.prefix, args.key.as_bytes());
-    let entry = read_entry(&mut connection, &base).await?;
+    // The server's clock, which every stored time was read from: the local one may be off.
+    let now = server_now_us(&mut connection).await?;
+    let entry = read_entry(&mut connection, &base, now).await?;
     let held_override = read_override(&mut connection, &base).await?;
     let limiter = crate::limit::limiter(store).await?;
     let mut rules_json = Vec::new();
@@ -36,14 +38,23 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
         for rule in rules.iter() {
             let key = ratelock::key::storage_key(&store.prefix, args.key.as_bytes(), rule);
             let (fields, ttl) = read_state(&mut connection, &key).await?;
-            let described = describe(rule, &fields);
+            // Under an override, the rule decides with the override's limit and burst (a token
+            // bucket in fields of its own): its state is read as that rule's.
+            let applied = held_override.2.as_ref().and_then(|held| held.applied(rule));
+            let deciding = applied.as_ref().unwrap_or(rule);
+            let tokens = overrides::token_fields(rule, deciding);
+            let described = describe(deciding, &fields, now, tokens.as_ref());
+            let under = applied.as_ref().map_or_else(String::new, |applied| {
+                format!(", as {applied} under the override")
+            });
             lines.push(format!(
-                "  {rule} ({}): {described}{}",
+                "  {rule} ({}{under}): {described}{}",
                 String::from_utf8_lossy(&key),
                 ttl.map_or_else(String::new, |ttl| format!("; expires in {}", human(ttl)))
             ));
             rules_json.push(json!({
                 "rule": rule.to_string(),
+                "deciding_rule": deciding.to_string(),
                 "storage_key": String::from_utf8_lossy(&key),
                 "fields": fields.iter().map(|(k, v)| (k.clone(), Json::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
                 "ttl_ms": ttl.map(|ttl| ttl.as_millis() as u64),
@@ -92,8 +103,21 @@ pub async fn query(connection: &mut MultiplexedConnection, cmd: &redis::Cmd) -> 
         .map_err(|err| Exit::Failed(format!("reading the store: {err}")))
 }
 
-/// The key's entry: as JSON and as a phrase.
-async fn read_entry(connection: &mut MultiplexedConnection, base: &[u8]) -> Result<(Json, String), Exit> {
+/// The server's clock (`TIME`), in µs since the Unix epoch.
+async fn server_now_us(connection: &mut MultiplexedConnection) -> Result<u64, Exit> {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(connection)
+        .await
+        .map_err(|err| Exit::Failed(format!("reading the server's clock: {err}")))?;
+    Ok(seconds * 1_000_000 + micros)
+}
+
+/// The key's entry at `now` (µs, the server's clock): as JSON and as a phrase.
+async fn read_entry(
+    connection: &mut MultiplexedConnection,
+    base: &[u8],
+    now: u64,
+) -> Result<(Json, String), Exit> {
     let mut key = base.to_vec();
     key.extend_from_slice(standing::KEY_SUFFIX);
     let raw = match query(connection, redis::cmd("GET").arg(&key)).await? {
@@ -110,7 +134,7 @@ async fn read_entry(connection: &mut MultiplexedConnection, base: &[u8]) -> Resu
         ));
     };
     let kind = entry.standing.reason().name();
-    let left = entry.until_us.saturating_sub(now_us());
+    let left = entry.until_us.saturating_sub(now);
     let phrase = if left == 0 {
         format!("{kind}, ended")
     } else {
@@ -119,22 +143,26 @@ async fn read_entry(connection: &mut MultiplexedConnection, base: &[u8]) -> Resu
     Ok((json!({ "kind": kind, "until_us": entry.until_us }), phrase))
 }
 
-/// The key's override: as JSON and as a phrase.
-async fn read_override(connection: &mut MultiplexedConnection, base: &[u8]) -> Result<(Json, String), Exit> {
+/// The key's override: as JSON, as a phrase, and the override itself when it is readable.
+async fn read_override(
+    connection: &mut MultiplexedConnection,
+    base: &[u8],
+) -> Result<(Json, String, Option<overrides::Overrides>), Exit> {
     let mut key = base.to_vec();
     key.extend_from_slice(overrides::KEY_SUFFIX);
     let raw = match query(connection, redis::cmd("GET").arg(&key)).await? {
         Value::BulkString(raw) => raw,
-        _ => return Ok((Json::Null, "none".into())),
+        _ => return Ok((Json::Null, "none".into(), None)),
     };
     match overrides::Overrides::parse(&raw) {
         Some(held) => {
             let texts: Vec<String> = held.rules().iter().map(ToString::to_string).collect();
-            Ok((json!({ "rules": texts }), texts.join("; ")))
+            Ok((json!({ "rules": texts }), texts.join("; "), Some(held)))
         }
         None => Ok((
             json!({ "unreadable": String::from_utf8_lossy(&raw) }),
             format!("unreadable text {:?}", String::from_utf8_lossy(&raw)),
+            None,
         )),
     }
 }
@@ -197,8 +225,9 @@ async fn read_state(
     Ok((fields, ttl))
 }
 
-/// What a rule's stored fields mean, in words.
-fn describe(rule: &Rule, fields: &[(String, String)]) -> String {
+/// What a rule's stored fields mean at `now` (µs, the server's clock), in words; `tokens`: the fields
+/// of a token bucket under an override (its own bucket), in place of `t` and `l`.
+fn describe(rule: &Rule, fields: &[(String, String)], now: u64, tokens: Option<&(String, String)>) -> String {
     if fields.is_empty() {
         return "nothing stored (fresh: the whole limit is available)".into();
     }
@@ -208,7 +237,6 @@ fn describe(rule: &Rule, fields: &[(String, String)]) -> String {
             .find(|(k, _)| k == name)
             .and_then(|(_, v)| v.parse::<u64>().ok())
     };
-    let now = now_us();
     let until = |us: u64| human(Duration::from_micros(us.saturating_sub(now)));
     match rule.algorithm() {
         Algorithm::Gcra => field("value").map_or_else(String::new, |tat| {
@@ -217,19 +245,21 @@ fn describe(rule: &Rule, fields: &[(String, String)]) -> String {
                 until(tat)
             )
         }),
-        Algorithm::TokenBucket => match (field("t"), field("l")) {
-            (Some(tokens), Some(last)) => {
-                let period = rule.period().as_micros() as u64;
-                let scale = period / gcd(rule.limit(), period);
-                format!(
-                    "{:.3} tokens of {} as of {} ago (before refill)",
-                    tokens as f64 / scale as f64,
-                    rule.burst(),
-                    human(Duration::from_micros(now.saturating_sub(last)))
-                )
+        Algorithm::TokenBucket => {
+            match tokens.map_or((field("t"), field("l")), |(t, l)| (field(t), field(l))) {
+                (Some(tokens), Some(last)) => {
+                    let period = rule.period().as_micros() as u64;
+                    let scale = period / gcd(rule.limit(), period);
+                    format!(
+                        "{:.3} tokens of {} as of {} ago (before refill)",
+                        tokens as f64 / scale as f64,
+                        rule.burst(),
+                        human(Duration::from_micros(now.saturating_sub(last)))
+                    )
+                }
+                _ => format!("fields {fields:?}"),
             }
-            _ => format!("fields {fields:?}"),
-        },
+        }
         Algorithm::LeakyBucket => match field("v") {
             Some(level) => format!(
                 "the funnel drains in {} from its last update",

@@ -182,6 +182,41 @@ fn inspect_agrees_with_the_hit_that_follows() {
 }
 
 #[test]
+fn inspect_reads_a_rules_state_as_its_override_decides_it() {
+    // A tenant's plan raises 5/minute to 50/minute (a fixed window) and a token bucket's 4/second to
+    // 40/second, whose state is a bucket of its own. Inspect must count against the override's limit
+    // and read the override's bucket, as the next hit does.
+    let server = RedisServer::start();
+    let rules = "5/minute using fixed_window; 4/second using token_bucket";
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let limiter = ratelock::Limiter::connect(&server.url()).await.unwrap();
+        let plan = limiter
+            .rules("50/minute using fixed_window; 40/second using token_bucket")
+            .unwrap();
+        limiter.set_override("tenant:9", &plan, None, None).await.unwrap();
+    });
+    for _ in 0..3 {
+        assert_eq!(
+            run(&server, &["limit", "hit", "tenant:9", rules]).status.code(),
+            Some(0)
+        );
+    }
+    let text = stdout(&run(&server, &["inspect", "tenant:9", rules]));
+    assert!(text.contains("3 of 50 counted"), "{text}");
+    assert!(text.contains("tokens of 40"), "{text}");
+    assert!(text.contains("as 50/minute"), "{text}");
+    let view: serde_json::Value =
+        serde_json::from_str(&stdout(&run(&server, &["--json", "inspect", "tenant:9", rules]))).unwrap();
+    // The hits ran as separate commands, so the bucket refilled a little between them.
+    let bucket = view["rules"][1]["state"].as_str().unwrap();
+    let tokens: f64 = bucket.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        bucket.contains(" tokens of 40 as of") && (37.0..40.0).contains(&tokens),
+        "the override's bucket less the 3 spent, as of its last update: {view}"
+    );
+}
+
+#[test]
 fn doctor_flags_an_eviction_policy_that_can_evict_limit_keys() {
     let risky = RedisServer::start_with(&["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"]);
     let report = run(&risky, &["doctor"]);
