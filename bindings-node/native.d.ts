@@ -336,7 +336,7 @@ export interface LimiterOptions {
   /** The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`). */
   denyCacheMaxAgeMs?: number
   /** Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`). */
-  metrics?: (name: string, value: number, attributes: Record<string, string>) => void
+  metrics?: (name: string, value: number, attributes: Record<string, string>, dropped: number) => void
 }
 
 /**
@@ -360,11 +360,14 @@ export interface LockSettings {
   /** A read-write lock only: a waiting writer holds back new readers (default true). */
   preferWriters?: boolean
   /** Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`). */
-  metrics?: (name: string, value: number, attributes: Record<string, string>) => void
+  metrics?: (name: string, value: number, attributes: Record<string, string>, dropped: number) => void
 }
 
 /** The longest key, in bytes, any call accepts (64 KiB); a longer one is an invalid argument. */
 export declare const MAX_KEY_BYTES: number
+
+/** [`MAX_QUEUED`] for JavaScript (the warning of dropped measurements quotes it). */
+export declare const MAX_QUEUED_MEASUREMENTS: number
 
 /** The most rules one call checks together (100); more is an invalid rule. */
 export declare const MAX_RULES: number

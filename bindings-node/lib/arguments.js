@@ -3,6 +3,7 @@
 // named `InvalidArgumentError` as a wrong value (the addon checks values).
 
 const { invalidArgument } = require('./errors')
+const native = require('./native')
 
 /** How many characters of a value an error message quotes (as the addon does). */
 const EXCERPT_CHARS = 64
@@ -102,11 +103,21 @@ function optionalString(name, value) {
  */
 function optionalMetrics(name, value) {
   if (value === undefined || value === null) return undefined
-  if (typeof value === 'function') return value
-  if (typeof value === 'object' && typeof value.record === 'function') {
-    return (instrument, measured, attributes) => value.record(instrument, measured, attributes)
+  let record
+  if (typeof value === 'function') record = value
+  else if (typeof value === 'object' && typeof value.record === 'function') {
+    record = (instrument, measured, attributes) => value.record(instrument, measured, attributes)
+  } else {
+    throw invalidArgument(name, `expected a Metrics of ratelock/otel (or a record function), got ${describe(value)}`)
   }
-  throw invalidArgument(name, `expected a Metrics of ratelock/otel (or a record function), got ${describe(value)}`)
+  // The addon says how many measurements it dropped while its queue to this thread was full.
+  return (instrument, measured, attributes, dropped) => {
+    if (dropped > 0) {
+      process.emitWarning(`${dropped} measurements were dropped: ${native.MAX_QUEUED_MEASUREMENTS} already waited for this thread`,
+        { code: 'RATELOCK_METRICS_DROPPED' })
+    }
+    record(instrument, measured, attributes)
+  }
 }
 
 /** A function. */

@@ -38,7 +38,9 @@ pub struct LimiterOptions {
     /// The longest the deny cache holds a denial, in ms (default: until its `retryAfterMs`).
     pub deny_cache_max_age_ms: Option<f64>,
     /// Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`).
-    #[napi(ts_type = "(name: string, value: number, attributes: Record<string, string>) => void")]
+    #[napi(
+        ts_type = "(name: string, value: number, attributes: Record<string, string>, dropped: number) => void"
+    )]
     pub metrics: Option<crate::metrics::Record>,
 }
 

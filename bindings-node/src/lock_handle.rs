@@ -38,7 +38,9 @@ pub struct LockSettings {
     /// A read-write lock only: a waiting writer holds back new readers (default true).
     pub prefer_writers: Option<bool>,
     /// Called with every measurement (`lib/otel.js`'s `Metrics` passes its own `record`).
-    #[napi(ts_type = "(name: string, value: number, attributes: Record<string, string>) => void")]
+    #[napi(
+        ts_type = "(name: string, value: number, attributes: Record<string, string>, dropped: number) => void"
+    )]
     pub metrics: Option<crate::metrics::Record>,
 }
 

@@ -166,3 +166,28 @@ test('with no provider given, Metrics records to the global one', () => {
   assert.equal(run.status, 0, run.stderr)
   assert.match(run.stdout, /ratelock\.decisions/)
 })
+
+test('measurements beyond the queue to this thread are dropped, counted and warned of, never piled up', async () => {
+  // A loop of hitSync calls that never yields queues each call's measurements with nothing to take
+  // them: past the addon's bound they are dropped, and the next one handed over says how many.
+  let recorded = 0
+  const limiter = new ratelock.Limiter({ metrics: () => recorded++ })
+  const warned = []
+  const onWarning = (warning) => {
+    if (warning.code === 'RATELOCK_METRICS_DROPPED') warned.push(warning.message)
+  }
+  process.on('warning', onWarning)
+  const calls = 150_000
+  for (let i = 0; i < calls; i++) limiter.hitSync(`flood:${i % 100}`, '1000000/second')
+  // The queued ones run (until the count stops growing); then one more measurement carries the count.
+  for (let seen = -1; seen !== recorded; await sleep(100)) seen = recorded
+  const queued = recorded
+  limiter.hitSync('flood:last', '1000000/second')
+  const deadline = Date.now() + 10_000
+  for (let seen = -1; (seen !== recorded || warned.length === 0) && Date.now() < deadline; await sleep(50)) seen = recorded
+  process.off('warning', onWarning)
+  assert.ok(queued <= 100_000, `${queued} measurements piled up`)
+  assert.equal(warned.length, 1, warned.join('\n'))
+  const dropped = Number(warned[0].match(/^(\d+) measurements were dropped/)[1])
+  assert.ok(queued + dropped >= calls, `${queued} recorded and ${dropped} dropped of ${calls} calls' measurements`)
+})
