@@ -53,8 +53,8 @@ class LockHandle {
    * A hold from the native `method` that waits up to `options.timeoutMs` (none: no limit), e.g.
    * `acquire`; rejects with `WaitTimeoutError` when the time passes. `options.signal` (an
    * `AbortSignal`) stops the wait: it rejects with the signal's reason, and nothing stays taken (a fair
-   * lock's place is withdrawn, a hold granted meanwhile is given back). A hold granted before the abort
-   * is kept.
+   * lock's place is withdrawn, a hold granted meanwhile is given back, also one granted just before the
+   * abort that the caller had not seen yet).
    * @param {string} method
    * @param {{ timeoutMs?: number, signal?: AbortSignal }} [options]
    */
@@ -67,8 +67,9 @@ class LockHandle {
     const aborts = new native.NativeAbortSwitch()
     const abort = () => aborts.abort()
     signal.addEventListener('abort', abort, { once: true })
+    let hold
     try {
-      return new this.#Grant(await this.#connection.call(method, timeoutMs, aborts))
+      hold = new this.#Grant(await this.#connection.call(method, timeoutMs, aborts))
     } catch (error) {
       // Whatever ended the wait once the signal aborted, the caller asked for the abort.
       if (signal.aborted) throw signal.reason
@@ -76,6 +77,17 @@ class LockHandle {
     } finally {
       signal.removeEventListener('abort', abort)
     }
+    // Granted, but the signal aborted before the caller could see it: given back, as a wait the abort
+    // stopped gives back what the store granted meanwhile.
+    if (signal.aborted) {
+      await hold.release().catch((error) => {
+        process.emitWarning(`the hold granted as its wait was aborted was not given back (${error.name}: ${error.message})`, {
+          code: 'RATELOCK_RELEASE_FAILED',
+        })
+      })
+      throw signal.reason
+    }
+    return hold
   }
 }
 

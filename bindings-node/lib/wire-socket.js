@@ -234,7 +234,7 @@ class Link {
       this.#end(why)
     })
     // The preamble and the module check go first (the socket holds them until it connects).
-    this.flush()
+    this.#write()
   }
 
   /** Submits call `id` (`admitted`: the breaker let it through already); true when it was answered
@@ -242,7 +242,7 @@ class Link {
   submit(id, key, rules, cost, nowMs, spend, admitted) {
     const deadline = performance.now() + this.#timeoutMs
     if (native.wireSubmitInto(this.#codec, id, key, rules, cost, nowMs, spend, deadline, admitted)) return true
-    if (++this.#unwritten >= WRITE_EVERY) this.flush()
+    if (++this.#unwritten >= WRITE_EVERY) this.#write()
     else this.#scheduleFlush()
     this.#arm()
     return false
@@ -251,7 +251,7 @@ class Link {
   /** Takes over calls another connection never wrote (same bytes, same deadlines). */
   adopt(unsent) {
     native.wireAdopt(this.#codec, unsent)
-    this.flush()
+    this.#write()
     // Their deadlines are the ones they were submitted with, sooner than a new call's.
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
@@ -265,9 +265,14 @@ class Link {
     }
   }
 
-  /** Writes what the codec has for the socket, in one system call. */
+  /** The tick's end: writes what the codec has for the socket. */
   flush() {
     this.#flushing = false
+    this.#write()
+  }
+
+  /** Writes what the codec has for the socket, in one system call (the tick's flush stays scheduled). */
+  #write() {
     this.#unwritten = 0
     if (this.#holding) {
       this.#held = true
@@ -322,7 +327,7 @@ class Link {
       this.#socket.destroy(new Error(native.wireCloseReason(codec)))
       return
     }
-    if (status & STATUS_OUTPUT) this.flush() // a retry after NOSCRIPT or a refused module command
+    if (status & STATUS_OUTPUT) this.#write() // a retry after NOSCRIPT or a refused module command
     if (this.#retired && status & STATUS_IDLE) this.#socket.destroy() // its last awaited reply came
   }
 

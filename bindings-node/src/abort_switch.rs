@@ -60,11 +60,17 @@ impl Watched {
     }
 
     /// `wait` unless the switch turns on first: then `wait` is dropped and the call rejects with
-    /// [`aborted_wait`](crate::errors::aborted_wait). A wait that is ready wins a tie.
+    /// [`aborted_wait`](crate::errors::aborted_wait). A wait that is ready wins a tie (`lib/` gives its
+    /// hold back when the signal aborted meanwhile).
     pub(crate) async fn or_abort<T>(self, wait: impl Future<Output = Result<T>>) -> Result<T> {
         let Some(shared) = self.0 else {
             return wait.await;
         };
+        // Aborted before the wait began (while the store was opened, say): it never starts, so
+        // nothing is granted, not even a free lock on the first poll.
+        if shared.aborted.load(Ordering::Acquire) {
+            return Err(crate::errors::aborted_wait());
+        }
         let aborted = async {
             let flipped = shared.flipped.notified();
             tokio::pin!(flipped);

@@ -1,24 +1,26 @@
-//! Measurements made on a thread that does not hold the GIL (the runtime's thread, or a caller blocked
-//! with the GIL released) wait here for a thread that does, instead of taking the GIL where they are
-//! made. Taken on the runtime's thread, the GIL stalled every connection of the process behind the
-//! Python code that held it: 100 concurrent asyncio hits with metrics ran at 0.15x the rate without,
-//! and at 0.02x beside one busy Python thread.
+//! Measurements made on a thread that does not hold the GIL (the runtime's threads, or a caller blocked
+//! with the GIL released) wait here for a thread that does, instead of waiting for the GIL where they
+//! are made. Recorded on the runtime's thread, each waited for the GIL and stalled every connection of
+//! the process behind the Python code that held it: 100 concurrent asyncio hits with metrics ran at
+//! 0.15x the rate without, and at 0.02x beside one busy Python thread.
 //!
 //! The queue is drained, in the order the measurements were made:
-//! - when a blocking call returns to Python ([`crate::runtime::run`]), so that a call's measurements
-//!   are recorded before it returns;
+//! - when a blocking call returns to Python ([`detached`]), so that a call's measurements are recorded
+//!   before it returns;
 //! - when an asyncio loop resolves finished checks (`Completions::drain`), before their futures, and
 //!   when it starts any other call (`crate::runtime::spawn`);
-//! - otherwise (a watchdog's renewal, a hold lost, a release in the background, an asyncio lock call)
-//!   by a thread of the runtime's blocking pool, [`LATE_DRAIN`] after the first measurement queued.
+//! - otherwise (a watchdog's renewal, a hold lost, a release in the background, an asyncio lock call
+//!   with no call after it): what has waited [`LATE_DRAIN`] is recorded by a thread of the runtime's
+//!   blocking pool, which may wait for the GIL without stalling a connection.
 //!
-//! One drain runs at a time (`draining`, always taken before the GIL), so a drain that returns has
-//! recorded everything queued before it began. At most [`MAX_QUEUED`] measurements wait; more are
-//! dropped and counted, and the next drain warns how many.
+//! One drain runs at a time (`draining`, always taken before the GIL), and a drain that finds another
+//! running waits for it, so a drain that returns has recorded everything queued before it began. At
+//! most [`MAX_QUEUED`] measurements wait; more are dropped and counted, and the next drain warns how
+//! many. Once the interpreter starts to exit ([`close`]), no thread of the runtime attaches to it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -26,9 +28,10 @@ use pyo3::prelude::*;
 /// The most measurements that wait for the GIL; beyond, they are dropped (and counted).
 const MAX_QUEUED: usize = 100_000;
 
-/// How long a measurement may wait for a call's return or an asyncio drain before a thread of the
-/// blocking pool records it.
-const LATE_DRAIN: Duration = Duration::from_millis(50);
+/// How long a measurement waits for a call's return or an asyncio drain before a thread of the
+/// blocking pool records it. Long enough that a busy loop or caller records its own (on its thread);
+/// metrics are exported every few seconds at the most.
+const LATE_DRAIN: Duration = Duration::from_secs(1);
 
 /// One measurement as made: where it goes, the instrument's name, a histogram's or a counter's value,
 /// and the attributes.
@@ -42,39 +45,31 @@ pub(crate) struct Queued {
 
 #[derive(Default)]
 struct Queue {
-    waiting: Mutex<Vec<Queued>>,
-    /// Whether any measurement waits (read without the lock on every drain point).
+    waiting: Mutex<Waiting>,
+    /// Whether any measurement waits: read without the lock on every drain point, set and cleared
+    /// under it.
     pending: AtomicBool,
-    /// Whether a late drain is scheduled.
-    scheduled: AtomicBool,
     /// Held by the one drain that runs (taken before the GIL).
     draining: Mutex<()>,
+    /// Set (under `draining`) when the interpreter starts to exit.
+    closed: AtomicBool,
     dropped: AtomicU64,
 }
 
+/// The queue itself, with when each measurement was queued, and whether a late drain is scheduled
+/// (both under one lock, so a push never misses a scheduled drain ending).
+#[derive(Default)]
+struct Waiting {
+    measurements: Vec<(Instant, Queued)>,
+    late_drain_scheduled: bool,
+}
+
 thread_local! {
-    /// Whether this thread is inside [`drain`].
+    /// Whether this thread is inside a drain.
     static DRAINING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Unlocks the drain lock, taken on this thread (its guard forgotten: a guard cannot leave the closure
-/// that waited for it without the GIL).
-struct Unlock<'a>(&'a Mutex<()>);
-
-impl Drop for Unlock<'_> {
-    fn drop(&mut self) {
-        // SAFETY: this thread locked it (in `drain`) and forgot the guard; nothing else unlocks it.
-        unsafe { self.0.force_unlock() };
-    }
-}
-
-/// Clears [`DRAINING_HERE`] when a drain ends, a panic in a recorder's call included.
-struct ResetOnDrop;
-
-impl Drop for ResetOnDrop {
-    fn drop(&mut self) {
-        DRAINING_HERE.set(false);
-    }
+    /// Whether this thread runs ratelock's code without the GIL: a thread of the runtime, or a caller
+    /// inside [`detached`].
+    static OFF_THE_GIL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// This process's queue (a forked child starts with an empty one).
@@ -82,12 +77,6 @@ static QUEUE: ratelock::process::PerProcess<Queue> = ratelock::process::PerProce
 
 fn queue() -> &'static Queue {
     QUEUE.get_or_init(Queue::default)
-}
-
-thread_local! {
-    /// Whether this thread runs ratelock's code without the GIL: a thread of the runtime, or a caller
-    /// inside [`detached`].
-    static OFF_THE_GIL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Whether the calling thread holds the GIL, as far as ratelock's code can tell: any thread but the
@@ -116,68 +105,139 @@ pub(crate) fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send)
 /// Queues `measurement` for a thread that holds the GIL, and schedules a late drain.
 pub(crate) fn push(measurement: Queued) {
     let queue = queue();
-    {
+    let schedule = {
         let mut waiting = queue.waiting.lock();
-        if waiting.len() >= MAX_QUEUED {
+        if waiting.measurements.len() >= MAX_QUEUED {
             queue.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        waiting.push(measurement);
+        waiting.measurements.push((Instant::now(), measurement));
         queue.pending.store(true, Ordering::Release);
-    }
-    if !queue.scheduled.swap(true, Ordering::AcqRel) {
+        !std::mem::replace(&mut waiting.late_drain_scheduled, true)
+    };
+    if schedule {
         schedule_late_drain(queue);
     }
 }
 
-/// A drain on the blocking pool after [`LATE_DRAIN`], should none have run by then (the runtime's own
-/// threads never wait for the GIL). None once the interpreter exits: its exit drains what is left.
+/// Records on a thread of the blocking pool what has waited [`LATE_DRAIN`], and again while anything
+/// waits (the runtime's own threads never wait for the GIL). None once the interpreter exits.
 fn schedule_late_drain(queue: &'static Queue) {
     if crate::runtime::live().is_err() {
-        queue.scheduled.store(false, Ordering::Release);
+        queue.waiting.lock().late_drain_scheduled = false;
         return;
     }
     crate::runtime::runtime().spawn(async move {
-        tokio::time::sleep(LATE_DRAIN).await;
-        queue.scheduled.store(false, Ordering::Release);
-        if queue.pending.load(Ordering::Acquire) {
-            let _done = tokio::task::spawn_blocking(|| {
-                let _finalizing = Python::try_attach(drain);
-            })
-            .await;
+        loop {
+            tokio::time::sleep(LATE_DRAIN).await;
+            let recorded = tokio::task::spawn_blocking(move || late_drain(queue)).await;
+            let mut waiting = queue.waiting.lock();
+            if recorded.is_err() || waiting.measurements.is_empty() {
+                waiting.late_drain_scheduled = false;
+                return;
+            }
         }
     });
 }
 
-/// Records every queued measurement, in order, on this thread (which holds the GIL). Cheap when none
-/// waits: one atomic load.
-pub(crate) fn drain(py: Python<'_>) {
-    let queue = queue();
-    if !queue.pending.load(Ordering::Acquire) || DRAINING_HERE.get() {
+/// The late drain: the measurements that have waited [`LATE_DRAIN`], unless the interpreter exits.
+fn late_drain(queue: &'static Queue) {
+    // The drain lock first, without the GIL; then, unless the exit has begun, the GIL.
+    let _draining = queue.draining.lock();
+    if queue.closed.load(Ordering::Acquire) {
         return;
     }
-    // A recorder that calls ratelock would drain again inside this drain, and wait for itself.
-    DRAINING_HERE.set(true);
-    let _reset = ResetOnDrop;
-    // The drain lock before the GIL, always: a drain that must wait for another waits without the GIL,
-    // which the other may need to finish.
+    let Some(stale_from) = Instant::now().checked_sub(LATE_DRAIN) else {
+        return;
+    };
+    let _attached = Python::try_attach(|py| {
+        let batch = take(queue, |at| at <= stale_from);
+        record(py, queue, batch);
+    });
+}
+
+/// Records every queued measurement, in order, on this thread (which holds the GIL). Cheap when none
+/// waits and no drain runs: two atomic loads.
+pub(crate) fn drain(py: Python<'_>) {
+    let queue = queue();
+    let running = queue.draining.is_locked();
+    if (!queue.pending.load(Ordering::Acquire) && !running) || DRAINING_HERE.get() {
+        return;
+    }
+    // The drain lock before the GIL, always: a drain that must wait for another (it may be recording
+    // what this thread's call measured) waits without the GIL, which the other may need to finish.
     if let Some(taken) = queue.draining.try_lock() {
         std::mem::forget(taken);
     } else {
         py.detach(|| std::mem::forget(queue.draining.lock()));
     }
     let _draining = Unlock(&queue.draining);
-    let batch = {
-        let mut waiting = queue.waiting.lock();
-        queue.pending.store(false, Ordering::Release);
-        std::mem::take(&mut *waiting)
-    };
+    let batch = take(queue, |_| true);
+    record(py, queue, batch);
+}
+
+/// Takes the queued measurements from the first on while `taken(when queued)` says so.
+fn take(queue: &Queue, taken: impl Fn(Instant) -> bool) -> Vec<Queued> {
+    let mut waiting = queue.waiting.lock();
+    let count = waiting
+        .measurements
+        .iter()
+        .take_while(|(at, _)| taken(*at))
+        .count();
+    let batch = waiting
+        .measurements
+        .drain(..count)
+        .map(|(_, measurement)| measurement)
+        .collect();
+    queue
+        .pending
+        .store(!waiting.measurements.is_empty(), Ordering::Release);
+    batch
+}
+
+/// Records `batch` (the drain lock and the GIL held), then warns of any dropped.
+fn record(py: Python<'_>, queue: &Queue, batch: Vec<Queued>) {
+    // A recorder that calls ratelock would drain again inside this drain, and wait for itself.
+    DRAINING_HERE.set(true);
+    let _reset = ResetOnDrop;
     for measurement in batch {
         crate::metrics::send_now(py, measurement);
     }
     let dropped = queue.dropped.swap(0, Ordering::Relaxed);
     if dropped > 0 {
         warn_dropped(py, dropped);
+    }
+}
+
+/// At the interpreter's exit (the GIL held, the runtime stopped): what still waits is recorded here,
+/// and no thread of the runtime attaches to the interpreter after this.
+pub(crate) fn close(py: Python<'_>) {
+    let queue = queue();
+    py.detach(|| std::mem::forget(queue.draining.lock()));
+    let _draining = Unlock(&queue.draining);
+    queue.closed.store(true, Ordering::Release);
+    let batch = take(queue, |_| true);
+    record(py, queue, batch);
+}
+
+/// Unlocks the drain lock, taken on this thread (its guard forgotten: a guard cannot leave the closure
+/// that waited for it without the GIL).
+struct Unlock<'a>(&'a Mutex<()>);
+
+impl Drop for Unlock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: this thread locked it (in `drain` or `close`) and forgot the guard; nothing else
+        // unlocks it.
+        unsafe { self.0.force_unlock() };
+    }
+}
+
+/// Clears [`DRAINING_HERE`] when a drain ends, a panic in a recorder's call included.
+struct ResetOnDrop;
+
+impl Drop for ResetOnDrop {
+    fn drop(&mut self) {
+        DRAINING_HERE.set(false);
     }
 }
 

@@ -85,8 +85,9 @@ pub(crate) fn stop_at_exit(py: Python<'_>) {
     if let Some(runtime) = slot.owned.lock().take() {
         py.detach(|| runtime.shutdown_timeout(EXIT_GRACE));
     }
-    // Measurements the runtime's threads made last, while a recorder can still take them.
-    crate::metrics_queue::drain(py);
+    // Measurements the runtime's threads made last, while a recorder can still take them; no thread
+    // of the runtime attaches after this.
+    crate::metrics_queue::close(py);
 }
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or

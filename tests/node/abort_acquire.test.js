@@ -122,3 +122,19 @@ test('using() with an aborted wait never runs its work', async () => {
   assert.equal(ran, false)
   await holder.release()
 })
+
+for (const store of ['memory', 'redis']) {
+  test(`${store}: a free lock whose acquire is aborted at once is not handed over, and stays free`, async () => {
+    // The abort lands while the handle connects, or just as the grant comes back: either way the
+    // caller asked not to hold it.
+    const name = `abort:${randomUUID()}`
+    const options = store === 'redis' ? { url: redis.url } : {}
+    const lock = new ratelock.DistributedLock(name, options)
+    const controller = new AbortController()
+    const acquiring = lock.acquire({ signal: controller.signal })
+    controller.abort()
+    await assert.rejects(acquiring, (error) => error.name === 'AbortError')
+    assert.equal(lock.fencingToken, null)
+    assert.equal(await new ratelock.DistributedLock(name, options).tryAcquire(), true, 'the lock was left free')
+  })
+}

@@ -4,8 +4,10 @@ round trips, store errors, lock waits, holds and losses; keys never among the at
 exception raised by the recorder reaches sys.unraisablehook, never the call."""
 
 import asyncio
+import subprocess
 import sys
 import threading
+import time
 import uuid
 from typing import Any, Dict, List, Tuple
 
@@ -165,3 +167,17 @@ def test_measurements_are_recorded_on_the_calling_or_loop_thread_never_the_runti
     caller.join(30)
     assert len(seen) >= 250 * 2, len(seen)  # a decision and a round trip per hit
     assert set(seen) <= {"MainThread", "caller"}, sorted(set(seen))
+
+
+def test_a_loss_measured_in_the_background_is_recorded_with_no_call_after_it(redis_server, reader, metrics):
+    # The watchdog finds the hold taken on ratelock's own thread; nothing calls ratelock after that, so
+    # no call's return records it: the late drain must.
+    name = fresh("idle")
+    lock = ratelock.DistributedLock(name, redis_server.url, ttl=0.6, metrics=metrics)
+    assert lock.acquire()
+    subprocess.run(["redis-cli", "-p", str(redis_server.port), "DEL", f"rl:{{{name}}}:lock"], check=True,
+                   capture_output=True)
+    deadline = time.monotonic() + 10
+    while not total(points(reader, "ratelock.lock.lost"), kind="lock") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert total(points(reader, "ratelock.lock.lost"), kind="lock") == 1
