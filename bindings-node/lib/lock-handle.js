@@ -7,6 +7,7 @@
 const check = require('./arguments')
 const { Connection } = require('./connection')
 const native = require('./native')
+const { LockLostError, LockNotOwnedError } = require('./errors')
 
 /** The options of every lock kind besides the store's, with their type checks (the addon checks the
  * values). */
@@ -81,6 +82,8 @@ class LockHandle {
     // stopped gives back what the store granted meanwhile.
     if (signal.aborted) {
       await hold.release().catch((error) => {
+        // Lost or gone meanwhile: nothing is held, so nothing is left to give back.
+        if (error instanceof LockLostError || error instanceof LockNotOwnedError) return
         process.emitWarning(`the hold granted as its wait was aborted was not given back (${error.name}: ${error.message})`, {
           code: 'RATELOCK_RELEASE_FAILED',
         })

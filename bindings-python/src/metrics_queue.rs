@@ -142,14 +142,20 @@ fn schedule_late_drain(queue: &'static Queue) {
 
 /// The late drain: the measurements that have waited [`LATE_DRAIN`], unless the interpreter exits.
 fn late_drain(queue: &'static Queue) {
+    let Some(stale_from) = Instant::now().checked_sub(LATE_DRAIN) else {
+        return;
+    };
+    // Under steady load the loops and callers record everything: then nothing is stale, and nobody is
+    // made to wait for this drain.
+    let oldest = queue.waiting.lock().measurements.first().map(|(at, _)| *at);
+    if oldest.is_none_or(|at| at > stale_from) {
+        return;
+    }
     // The drain lock first, without the GIL; then, unless the exit has begun, the GIL.
     let _draining = queue.draining.lock();
     if queue.closed.load(Ordering::Acquire) {
         return;
     }
-    let Some(stale_from) = Instant::now().checked_sub(LATE_DRAIN) else {
-        return;
-    };
     let _attached = Python::try_attach(|py| {
         let batch = take(queue, |at| at <= stale_from);
         record(py, queue, batch);
@@ -160,8 +166,9 @@ fn late_drain(queue: &'static Queue) {
 /// waits and no drain runs: two atomic loads.
 pub(crate) fn drain(py: Python<'_>) {
     let queue = queue();
-    let running = queue.draining.is_locked();
-    if (!queue.pending.load(Ordering::Acquire) && !running) || DRAINING_HERE.get() {
+    // `pending` first: found clear, it was cleared by a drain's take, made under the drain lock, so
+    // that drain is seen running here until it has recorded what it took.
+    if DRAINING_HERE.get() || (!queue.pending.load(Ordering::Acquire) && !queue.draining.is_locked()) {
         return;
     }
     // The drain lock before the GIL, always: a drain that must wait for another (it may be recording
