@@ -13,49 +13,78 @@ use ratelock::metrics::{Instrument, Measurement, Recording};
 use crate::metrics_queue::{self, Queued};
 
 /// Hands one measurement to `record`: at once on a thread that holds the GIL, else through the queue
-/// (`metrics_queue`), so that no thread takes the GIL to record (the runtime's thread least of all).
+/// (`metrics_queue`), so that no thread waits for the GIL to record (the runtime's thread least of
+/// all). Only a queued measurement is copied.
 fn send(record: &Arc<Py<PyAny>>, measurement: Measurement<'_>) {
-    let queued = Queued {
-        record: record.clone(),
-        name: measurement.instrument.name(),
-        histogram: measurement.instrument.is_histogram(),
-        value: measurement.value,
-        attributes: measurement
-            .attributes
-            .iter()
-            .map(|(name, value)| (*name, value.as_str().to_owned()))
-            .collect(),
-    };
+    let (name, histogram) = (
+        measurement.instrument.name(),
+        measurement.instrument.is_histogram(),
+    );
     if metrics_queue::holds_the_gil() {
         // Attaching where the GIL is held already takes nothing. (Counters and histograms add up alike
         // in any order, so one queued on another thread may be recorded after this one.)
-        let _finalizing = Python::try_attach(|py| send_now(py, queued));
+        let attributes = measurement
+            .attributes
+            .iter()
+            .map(|(key, value)| (*key, value.as_str()));
+        let _finalizing =
+            Python::try_attach(|py| call(py, record, name, histogram, measurement.value, attributes));
     } else {
-        metrics_queue::push(queued);
+        metrics_queue::push(Queued {
+            record: record.clone(),
+            name,
+            histogram,
+            value: measurement.value,
+            attributes: measurement
+                .attributes
+                .iter()
+                .map(|(key, value)| (*key, value.as_str().to_owned()))
+                .collect(),
+        });
     }
 }
 
-/// Records `measurement` (the GIL held). An exception `record` raises cannot reach the call that made
-/// the measurement: it goes to `sys.unraisablehook`, as an exception in a `__del__` does.
-pub(crate) fn send_now(py: Python<'_>, measurement: Queued) {
+/// Records a queued measurement (the GIL held).
+pub(crate) fn send_now(py: Python<'_>, queued: Queued) {
+    let attributes = queued
+        .attributes
+        .iter()
+        .map(|(key, value)| (*key, value.as_str()));
+    call(
+        py,
+        &queued.record,
+        queued.name,
+        queued.histogram,
+        queued.value,
+        attributes,
+    );
+}
+
+/// `record(name, value, attributes)` (the GIL held; a counter's value as an integer). An exception
+/// `record` raises cannot reach the call that made the measurement: it goes to `sys.unraisablehook`, as
+/// an exception in a `__del__` does.
+fn call<'a>(
+    py: Python<'_>,
+    record: &Py<PyAny>,
+    name: &'static str,
+    histogram: bool,
+    value: f64,
+    attributes: impl Iterator<Item = (&'static str, &'a str)>,
+) {
     let sent = (|| -> PyResult<()> {
-        let attributes = PyDict::new(py);
-        for (name, value) in &measurement.attributes {
-            attributes.set_item(*name, value.as_str())?;
+        let given = PyDict::new(py);
+        for (key, text) in attributes {
+            given.set_item(key, text)?;
         }
-        if measurement.histogram {
-            measurement
-                .record
-                .call1(py, (measurement.name, measurement.value, attributes))?;
+        if histogram {
+            record.call1(py, (name, value, given))?;
         } else {
-            measurement
-                .record
-                .call1(py, (measurement.name, measurement.value as u64, attributes))?;
+            record.call1(py, (name, value as u64, given))?;
         }
         Ok(())
     })();
     if let Err(err) = sent {
-        err.write_unraisable(py, Some(measurement.record.bind(py)));
+        err.write_unraisable(py, Some(record.bind(py)));
     }
 }
 

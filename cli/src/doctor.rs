@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::args::{DoctorArgs, StoreArgs};
 use crate::exit::Exit;
-use crate::inspect::{connect, now_us};
+use crate::inspect::{connect, now_us, server_now_us};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -208,18 +208,11 @@ async fn round_trip(connection: &mut MultiplexedConnection, report: &mut Report)
 /// The server's TIME against this machine's clock, at the midpoint of the round trip.
 async fn clock_skew(connection: &mut MultiplexedConnection, report: &mut Report) {
     let before = now_us();
-    let reply = call(connection, &redis::cmd("TIME")).await;
+    let reply = server_now_us(connection).await;
     let after = now_us();
-    let server_us = match reply {
-        Ok(Value::Array(parts)) if parts.len() == 2 => {
-            let seconds: u64 = text(&parts[0]).parse().unwrap_or(0);
-            let micros: u64 = text(&parts[1]).parse().unwrap_or(0);
-            seconds * 1_000_000 + micros
-        }
-        _ => {
-            report.add(Severity::Warn, "clock", "TIME is not answered: skew unknown");
-            return;
-        }
+    let Ok(server_us) = reply else {
+        report.add(Severity::Warn, "clock", "TIME is not answered: skew unknown");
+        return;
     };
     let local = (before + after) / 2;
     let skew = Duration::from_micros(server_us.abs_diff(local));

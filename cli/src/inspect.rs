@@ -24,13 +24,13 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
     // The server's clock, which every stored time was read from: the local one may be off.
     let now = server_now_us(&mut connection).await?;
     let entry = read_entry(&mut connection, &base, now).await?;
-    let held_override = read_override(&mut connection, &base).await?;
+    let (override_json, override_phrase, held_override) = read_override(&mut connection, &base).await?;
     let limiter = crate::limit::limiter(store).await?;
     let mut rules_json = Vec::new();
     let mut lines = vec![
         format!("key {:?} under prefix {:?}", args.key, store.prefix),
         format!("  entry: {}", entry.1),
-        format!("  override: {}", held_override.1),
+        format!("  override: {override_phrase}"),
     ];
     let mut next = None;
     if let Some(text) = &args.rules {
@@ -40,7 +40,7 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
             let (fields, ttl) = read_state(&mut connection, &key).await?;
             // Under an override, the rule decides with the override's limit and burst (a token
             // bucket in fields of its own): its state is read as that rule's.
-            let applied = held_override.2.as_ref().and_then(|held| held.applied(rule));
+            let applied = held_override.as_ref().and_then(|held| held.applied(rule));
             let deciding = applied.as_ref().unwrap_or(rule);
             let tokens = overrides::token_fields(rule, deciding);
             let described = describe(deciding, &fields, now, tokens.as_ref());
@@ -72,7 +72,7 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
                 "key": args.key,
                 "prefix": store.prefix,
                 "entry": entry.0,
-                "override": held_override.0,
+                "override": override_json,
                 "rules": rules_json,
                 "next_hit": next,
             })
@@ -104,7 +104,7 @@ pub async fn query(connection: &mut MultiplexedConnection, cmd: &redis::Cmd) -> 
 }
 
 /// The server's clock (`TIME`), in µs since the Unix epoch.
-async fn server_now_us(connection: &mut MultiplexedConnection) -> Result<u64, Exit> {
+pub async fn server_now_us(connection: &mut MultiplexedConnection) -> Result<u64, Exit> {
     let (seconds, micros): (u64, u64) = redis::cmd("TIME")
         .query_async(connection)
         .await
