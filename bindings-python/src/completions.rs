@@ -1,8 +1,8 @@
-//! Finished limiter checks (`check_async`: hits and peeks, the hot path) handed back to an asyncio event
-//! loop without the runtime thread ever taking the GIL. A finished check is queued here and, when the
-//! queue was empty, one byte is written to a socket the loop watches (`loop.add_reader`); the loop then
-//! drains every finished check at once and resolves their futures. Under load many completions share one
-//! wake-up and the GIL stays with the loop. (The limiter's other calls are awaitables of the runtime.)
+//! Finished asyncio calls (hits and peeks, the hot path, and every other `x_async`) handed back to their
+//! event loop without the runtime thread ever taking the GIL. A finished call is queued here and, when
+//! the queue was empty, one byte is written to a socket the loop watches (`loop.add_reader`); the loop
+//! then drains every finished call at once, makes each answer a Python object and resolves its future.
+//! Under load many completions share one wake-up, and a busy Python thread never stalls the runtime.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -13,15 +13,47 @@ use futures_util::FutureExt;
 use parking_lot::Mutex;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyWeakrefReference;
 
 use crate::decision::PyDecision;
 use crate::runtime::{poll_here, runtime, settle};
 
-/// What a finished call delivers to its asyncio future: the limiter's decision, or its error.
-pub(crate) type Answer = PyResult<PyDecision>;
+/// What a finished call delivers to its asyncio future: its answer, or its error.
+pub(crate) type Answer = PyResult<Reply>;
 
-/// The finished-call queue of one asyncio event loop (`ratelock.asyncio` makes one per loop).
+/// A finished call's answer, made a Python object only on the loop's thread (under the GIL).
+pub(crate) enum Reply {
+    /// A limiter's decision (the hot path: no conversion to box).
+    Decision(PyDecision),
+    /// Any other answer, with its conversion.
+    Value(Conversion),
+}
+
+/// How an answer becomes a Python object, run under the GIL.
+pub(crate) type Conversion = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
+
+impl Reply {
+    /// `value`, converted when its future resolves.
+    pub(crate) fn value<T>(value: T) -> Reply
+    where
+        T: for<'py> IntoPyObject<'py> + Send + 'static,
+    {
+        Reply::Value(Box::new(move |py| {
+            pyo3::IntoPyObjectExt::into_bound_py_any(value, py)
+        }))
+    }
+
+    fn into_python(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        match self {
+            Reply::Decision(decision) => Ok(Bound::new(py, decision)?.into_any()),
+            Reply::Value(convert) => convert(py),
+        }
+    }
+}
+
+/// The finished-call queue of one asyncio event loop, made on the loop's first call
+/// ([`Completions::of_running_loop`]).
 #[pyclass(name = "Completions", module = "ratelock._native", frozen)]
 pub(crate) struct Completions {
     shared: std::sync::Arc<Shared>,
@@ -39,25 +71,6 @@ struct Shared {
 
 #[pymethods]
 impl Completions {
-    /// A queue whose futures belong to `event_loop`; register `fileno()` with `add_reader(fd, drain)`.
-    #[new]
-    fn new(event_loop: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let (wake_reader, wake_writer) = sockets::pair()?;
-        Ok(Completions {
-            shared: std::sync::Arc::new(Shared {
-                finished: Mutex::new(Vec::new()),
-                wake_writer,
-            }),
-            wake_reader,
-            event_loop: PyWeakrefReference::new(event_loop)?.unbind(),
-        })
-    }
-
-    /// The descriptor that becomes readable when finished calls wait to be drained.
-    fn fileno(&self) -> i64 {
-        sockets::descriptor(&self.wake_reader)
-    }
-
     /// Resolves the future of every finished call (the loop's reader callback). A future cancelled
     /// meanwhile is skipped; the first failure to resolve one is raised after all others are resolved.
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
@@ -82,9 +95,68 @@ impl Completions {
 }
 
 impl Completions {
+    /// The running event loop's queue, made (and its socket watched by the loop) on the loop's first
+    /// call. Raises `RuntimeError` outside a running loop, as `asyncio.get_running_loop` does.
+    pub(crate) fn of_running_loop(py: Python<'_>) -> PyResult<Bound<'_, Completions>> {
+        // Each loop's queue, kept while the loop lives (a `WeakKeyDictionary`: the queue holds its loop
+        // weakly, so the entry goes with the loop).
+        static QUEUES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        static RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let event_loop = RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
+        let queues = QUEUES.get_or_try_init(py, || {
+            let made = py.import("weakref")?.getattr("WeakKeyDictionary")?.call0()?;
+            Ok::<_, PyErr>(made.unbind())
+        })?;
+        let queues = queues.bind(py);
+        if let Ok(found) = queues
+            .call_method1(intern!(py, "get"), (&event_loop,))?
+            .cast_into::<Completions>()
+        {
+            return Ok(found);
+        }
+        let (wake_reader, wake_writer) = sockets::pair()?;
+        let made = Bound::new(
+            py,
+            Completions {
+                shared: std::sync::Arc::new(Shared {
+                    finished: Mutex::new(Vec::new()),
+                    wake_writer,
+                }),
+                wake_reader,
+                event_loop: PyWeakrefReference::new(&event_loop)?.unbind(),
+            },
+        )?;
+        let descriptor = sockets::descriptor(&made.get().wake_reader);
+        event_loop.call_method1(
+            intern!(py, "add_reader"),
+            (descriptor, made.getattr(intern!(py, "drain"))?),
+        )?;
+        queues.set_item(&event_loop, &made)?;
+        Ok(made)
+    }
+
     /// Starts `work` and returns an asyncio future of its answer. `work` is polled once right here, so a
-    /// call that needs no I/O (the memory store) resolves at once; otherwise it goes on on the runtime.
+    /// call that needs no I/O (the memory store) resolves at once and calls reach a connection in the
+    /// order the loop made them; otherwise it goes on on the runtime. A hit goes on when its future is
+    /// cancelled (its request may be on the wire already): see [`Completions::submit_cancellable`].
     pub(crate) fn submit<'py, F>(&self, py: Python<'py>, work: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Answer> + Send + 'static,
+    {
+        self.start(py, work, false)
+    }
+
+    /// [`Completions::submit`] for a call that stops when its future is cancelled (an awaiting acquire
+    /// gives up its place, a waiting `wait_lost` ends): `work` is dropped on the runtime, as a cancelled
+    /// tokio task is, and a lock call gives back what it was granted meanwhile.
+    pub(crate) fn submit_cancellable<'py, F>(&self, py: Python<'py>, work: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Answer> + Send + 'static,
+    {
+        self.start(py, work, true)
+    }
+
+    fn start<'py, F>(&self, py: Python<'py>, work: F, cancellable: bool) -> PyResult<Bound<'py, PyAny>>
     where
         F: Future<Output = Answer> + Send + 'static,
     {
@@ -103,13 +175,34 @@ impl Completions {
                     return Ok(future);
                 }
                 let (shared, target) = (self.shared.clone(), future.clone().unbind());
+                let (work, stop) = futures_util::future::abortable(work);
                 runtime().spawn(async move {
-                    let answer = settle(work.await);
-                    shared.push(target, answer);
+                    // Aborted: the future was cancelled, and nothing waits for an answer.
+                    if let Ok(outcome) = work.await {
+                        shared.push(target, settle(outcome));
+                    }
                 });
+                if cancellable {
+                    let on_done = Bound::new(py, StopOnCancel { stop })?;
+                    future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
+                }
             }
         }
         Ok(future)
+    }
+}
+
+/// The done callback of a cancellable call's future: a cancelled future drops the call's work. (Done
+/// with an answer, the work has ended, and stopping it changes nothing.)
+#[pyclass(frozen)]
+struct StopOnCancel {
+    stop: futures_util::future::AbortHandle,
+}
+
+#[pymethods]
+impl StopOnCancel {
+    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+        self.stop.abort();
     }
 }
 
@@ -132,8 +225,8 @@ fn resolve(py: Python<'_>, future: &Bound<'_, PyAny>, answer: Answer) -> PyResul
     if future.call_method0(intern!(py, "done"))?.is_truthy()? {
         return Ok(());
     }
-    match answer {
-        Ok(decision) => future.call_method1(intern!(py, "set_result"), (Py::new(py, decision)?,))?,
+    match answer.and_then(|reply| reply.into_python(py)) {
+        Ok(value) => future.call_method1(intern!(py, "set_result"), (value,))?,
         Err(error) => future.call_method1(intern!(py, "set_exception"), (error.into_value(py),))?,
     };
     Ok(())

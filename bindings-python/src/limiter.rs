@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::async_twins::pymethods_with_async_twins;
-use crate::completions::Completions;
+use crate::completions::{Completions, Reply};
 use crate::convert;
 use crate::decision::PyDecision;
 use crate::errors::to_py;
@@ -254,14 +254,12 @@ pymethods_with_async_twins! {
             self.check(py, key, rules, cost, now_us, false)
         }
 
-        /// `hit` (`spend`) or `peek` for asyncio: a future of the `Decision`, resolved through the loop's
-        /// `completions`.
-        #[pyo3(signature = (completions, key, rules, cost=None, *, now_us=None, spend))]
-        #[allow(clippy::too_many_arguments)]
+        /// `hit` (`spend`) or `peek` for asyncio: a future of the `Decision`, resolved through the running
+        /// loop's completions.
+        #[pyo3(signature = (key, rules, cost=None, *, now_us=None, spend))]
         fn check_async<'py>(
             &self,
             py: Python<'py>,
-            completions: &Completions,
             key: &Bound<'py, PyAny>,
             rules: &Bound<'py, PyAny>,
             cost: Option<&Bound<'py, PyAny>>,
@@ -272,7 +270,8 @@ pymethods_with_async_twins! {
             let check = self
                 .prepare(key.as_bytes(), rules, cost, now_us, spend)?
                 .into_owned();
-            completions.submit(py, async move { check.decide().await.map_err(to_py) })
+            let completions = Completions::of_running_loop(py)?;
+            completions.get().submit(py, async move { check.decide().await.map(Reply::Decision).map_err(to_py) })
         }
 
         /// Where the store's circuit breaker stands in this process: "closed", "open" or "half-open";

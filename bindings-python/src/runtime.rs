@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use pyo3::prelude::*;
 
 use crate::errors::{internal_error, to_py};
@@ -75,9 +74,8 @@ const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Shuts this process's runtime down while the interpreter can still run Python code (registered with
 /// `atexit` when the module loads, so after every exit handler registered later). A runtime thread
 /// that attaches to the interpreter once it is finalizing aborts the process (`PyGILState_Release`:
-/// "must be current when releasing"): pyo3-async-runtimes hands each finished awaitable back under the
-/// GIL, and an answer that lands while `asyncio.run` returns did exactly that. Holds still open are not
-/// released here; their leases run out on the store.
+/// "must be current when releasing"); the exit closes the metrics queue so that its late drain never
+/// does. Holds still open are not released here; their leases run out on the store.
 #[pyfunction]
 pub(crate) fn stop_at_exit(py: Python<'_>) {
     let Some(slot) = RUNTIME.get() else { return };
@@ -197,30 +195,25 @@ pub(crate) fn catch_panic<T>(call: impl FnOnce() -> T) -> PyResult<T> {
     std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(internal_error)
 }
 
-/// Starts `future` and returns an asyncio awaitable of its result. Like [`run`], it is polled once on
-/// the calling thread first, so calls reach a connection in the order the event loop made them (two
-/// `reserve` calls book their slots in call order); what is still pending goes on on the shared runtime.
+/// Starts `future` and returns an asyncio future of its result, resolved through the running loop's
+/// [`Completions`](crate::completions::Completions): the runtime's thread never takes the GIL for it, and
+/// the result becomes a Python object on the loop's thread. Like [`run`], it is polled once on the
+/// calling thread first, so calls reach a connection in the order the event loop made them (two `reserve`
+/// calls book their slots in call order). Cancelling the future drops the call.
 pub(crate) fn spawn<'py, T, F>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = PyResult<T>> + Send + 'static,
 {
     live()?;
-    // Earlier calls' measurements (an asyncio lock call's, made on the runtime's thread) are recorded
-    // here at the latest, on the loop's thread.
+    // Earlier calls' measurements (made on the runtime's thread) are recorded here at the latest, on the
+    // loop's thread.
     crate::metrics_queue::drain(py);
-    let mut future = Box::pin(AssertUnwindSafe(future).catch_unwind());
-    match poll_here(future.as_mut()) {
-        Poll::Ready(outcome) => {
-            let answer = settle(outcome);
-            pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move { answer })
-        }
-        Poll::Pending => {
-            pyo3_async_runtimes::generic::future_into_py::<ProcessRuntime, _, _>(py, async move {
-                settle(future.await)
-            })
-        }
-    }
+    let completions = crate::completions::Completions::of_running_loop(py)?;
+    completions.get().submit_cancellable(
+        py,
+        async move { future.await.map(crate::completions::Reply::value) },
+    )
 }
 
 /// Starts the core call `call` on the shared runtime and returns an asyncio awaitable of its answer: the
@@ -231,44 +224,4 @@ where
     F: Future<Output = ratelock::Result<T>> + Send + 'static,
 {
     spawn(py, async move { call.await.map_err(to_py) })
-}
-
-/// pyo3-async-runtimes over this process's runtime. Its own tokio runtime is set once per process
-/// image and would outlive a fork with no threads behind it; this one follows `runtime()`.
-struct ProcessRuntime;
-
-tokio::task_local! {
-    static TASK_LOCALS: pyo3_async_runtimes::TaskLocals;
-}
-
-impl pyo3_async_runtimes::generic::Runtime for ProcessRuntime {
-    type JoinError = tokio::task::JoinError;
-    type JoinHandle = tokio::task::JoinHandle<()>;
-
-    fn spawn<F>(fut: F) -> Self::JoinHandle
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        runtime().spawn(fut)
-    }
-
-    fn spawn_blocking<F>(f: F) -> Self::JoinHandle
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        runtime().spawn_blocking(f)
-    }
-}
-
-impl pyo3_async_runtimes::generic::ContextExt for ProcessRuntime {
-    fn scope<F, R>(locals: pyo3_async_runtimes::TaskLocals, fut: F) -> Pin<Box<dyn Future<Output = R> + Send>>
-    where
-        F: Future<Output = R> + Send + 'static,
-    {
-        Box::pin(TASK_LOCALS.scope(locals, fut))
-    }
-
-    fn get_task_locals() -> Option<pyo3_async_runtimes::TaskLocals> {
-        TASK_LOCALS.try_with(Clone::clone).ok()
-    }
 }

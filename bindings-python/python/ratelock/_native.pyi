@@ -105,8 +105,6 @@ class Client:
 
 @final
 class Completions:
-    def __new__(cls, event_loop: asyncio.AbstractEventLoop) -> Completions: ...
-    def fileno(self) -> int: ...
     def drain(self) -> None: ...
 
 @final
@@ -241,7 +239,6 @@ class Limiter:
     def breaker_state(self) -> Optional[Literal["closed", "open", "half-open"]]: ...
     def check_async(
         self,
-        completions: Completions,
         key: Union[str, bytes],
         rules: str,
         cost: Optional[int] = None,

@@ -11,7 +11,6 @@ Examples:
 """
 
 import asyncio
-import weakref
 from typing import Literal, Optional, Union
 
 from ratelock import _native
@@ -25,23 +24,6 @@ from ratelock._native import Client, Decision
 from ratelock.otel import MetricsRecorder
 from ratelock.lock import LockKind
 from ratelock.semaphore import SemaphoreKind
-
-_COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Completions]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _completions() -> _native.Completions:
-    """The running loop's queue of finished limiter calls: the runtime queues answers there without
-    taking the GIL, and the loop resolves them in batches when the queue's socket becomes readable."""
-    loop = asyncio.get_running_loop()
-    completions = _COMPLETIONS.get(loop)
-    if completions is None:
-        completions = _native.Completions(loop)
-        loop.add_reader(completions.fileno(), completions.drain)
-        _COMPLETIONS[loop] = completions
-    return completions
-
 
 async def connect(
     url: Optional[str] = None,
@@ -108,13 +90,13 @@ class Limiter:
     ) -> Decision:
         """Takes ``cost`` units from every rule for ``key`` if every enforcing rule allows it (a ``shadow``
         rule that denies is not charged); otherwise takes nothing."""
-        return await self._native.check_async(_completions(), key, rules, cost, now_us=now_us, spend=True)
+        return await self._native.check_async(key, rules, cost, now_us=now_us, spend=True)
 
     async def peek(
         self, key: Union[str, bytes], rules: str, cost: Optional[int] = None, *, now_us: Optional[int] = None
     ) -> Decision:
         """Answers what ``hit`` would answer, without spending anything."""
-        return await self._native.check_async(_completions(), key, rules, cost, now_us=now_us, spend=False)
+        return await self._native.check_async(key, rules, cost, now_us=now_us, spend=False)
 
     async def reset(self, key: Union[str, bytes], rules: str) -> None:
         """Forgets the state of every given rule for ``key``."""
