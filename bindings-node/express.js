@@ -3,7 +3,7 @@
 // core (lib/http.js): one round trip per request decides, and the core renders every header and body.
 //   app.use(require('ratelock/express').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
-const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { middlewareOf, headerPairs, peerOf, forwardedOf, settleWhenSent } = require('./lib/http')
 const { invalidArgument } = require('./lib/errors')
 
 /**
@@ -14,7 +14,8 @@ const { invalidArgument } = require('./lib/errors')
  *   `keyGenerator(req, res)` (default: the client address), `skip(req, res)`, `cost` (number or
  *   function), `handler(req, res, next, options)` for refusals, `message` (a body of your own, or a
  *   function of `(req, res)`), `passOnStoreError` (= `onError: 'allow'`), `requestPropertyName`
- *   (where the decision goes on `req`, default 'rateLimit').
+ *   (where the decision goes on `req`, default 'rateLimit'); `skipSuccessfulRequests`,
+ *   `skipFailedRequests` and `requestWasSuccessful(req, res)` (which answered requests stay counted).
  */
 function rateLimit(options = {}) {
   const { http, limit } = middlewareOf(options, ['handler', 'message', 'requestPropertyName'])
@@ -27,9 +28,10 @@ function rateLimit(options = {}) {
 
   return async function ratelockRateLimit(req, res, next) {
     try {
-      const { answer, decision } = await http.check(limit, [req, res], peerOf(req), forwardedOf(http, req))
+      const { answer, decision, counted } = await http.check(limit, [req, res], peerOf(req), forwardedOf(http, req))
       if (answer === null) return next()
       if (decision !== null) req[property] = decision
+      settleWhenSent(http, limit, counted, [req, res], res)
       for (const [name, value] of headerPairs(answer)) res.setHeader(name, value)
       if (answer.proceed) return next()
       return await handler(req, res, next, { answer, decision, message })

@@ -4,7 +4,7 @@
 // `config: { rateLimit: { rules, ... } }` (or `rateLimit: false`):
 //   await fastify.register(require('ratelock/fastify'), { url: process.env.REDIS_URL, rules: '100/minute' })
 
-const { httpLimiterOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { httpLimiterOf, headerPairs, peerOf, forwardedOf, settleWhenSent } = require('./lib/http')
 const { invalidArgument } = require('./lib/errors')
 
 /**
@@ -13,7 +13,9 @@ const { invalidArgument } = require('./lib/errors')
  *   function of `(request, reply)`; default '60/minute'), `keyGenerator(request, reply)`, `skip`,
  *   `allowList` (keys, or a function of `(request, key)`, let through uncounted), `cost`, `global`
  *   (limit every route, default true), `hook` ('onRequest' or 'preHandler', default 'onRequest'),
- *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit').
+ *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit');
+ *   `skipSuccessfulRequests`, `skipFailedRequests` and `requestWasSuccessful(request, reply)` (which
+ *   answered requests stay counted, as express-rate-limit names them).
  */
 async function ratelockFastify(fastify, options = {}) {
   // `logLevel` and `logSerializers` are Fastify's own options for any plugin it registers.
@@ -30,6 +32,9 @@ async function ratelockFastify(fastify, options = {}) {
     keyGenerator: options.keyGenerator,
     cost: options.cost,
     skip: skipFor(options.keyGenerator),
+    skipSuccessfulRequests: options.skipSuccessfulRequests,
+    skipFailedRequests: options.skipFailedRequests,
+    requestWasSuccessful: options.requestWasSuccessful,
   }
   const global = options.global === false ? null : http.limit({ rules: options.rules ?? '60/minute', scope: options.scope, ...shared })
   const hook = options.hook ?? 'onRequest'
@@ -55,9 +60,10 @@ async function ratelockFastify(fastify, options = {}) {
     if (own === false) return
     const limit = routeLimits.get(`${request.method} ${request.routeOptions?.url}`) ?? global
     if (limit === null || limit === undefined) return
-    const { answer, decision } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
+    const { answer, decision, counted } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
     if (answer === null) return
     if (decision !== null) request[property] = decision
+    settleWhenSent(http, limit, counted, [request, reply], reply.raw)
     for (const [name, value] of headerPairs(answer)) reply.header(name, value)
     if (answer.proceed) return
     reply.code(answer.status)

@@ -10,7 +10,9 @@ const { invalidArgument } = require('./lib/errors')
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
  *   function of `c`; default '60/minute'), `scope`, `keyGenerator(c)`, `skip(c)`, `cost`, `getPeer(c)`
  *   (the connection's address; default: the Node socket's), `message` (a body of your own, or a
- *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit').
+ *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit');
+ *   `skipSuccessfulRequests`, `skipFailedRequests` and `requestWasSuccessful(c)` (which answered
+ *   requests stay counted, as express-rate-limit and hono-rate-limiter name them).
  */
 function rateLimit(options = {}) {
   const { http, limit } = middlewareOf(options, ['getPeer', 'message', 'requestPropertyName'])
@@ -23,7 +25,7 @@ function rateLimit(options = {}) {
 
   return async function ratelockRateLimit(c, next) {
     const forwarded = http.proxyHeader === null ? null : (c.req.header(http.proxyHeader) ?? null)
-    const { answer, decision } = await http.check(limit, [c], getPeer(c), forwarded)
+    const { answer, decision, counted } = await http.check(limit, [c], getPeer(c), forwarded)
     if (answer === null) return next()
     if (decision !== null) c.set(property, decision)
     if (!answer.proceed) {
@@ -35,6 +37,8 @@ function rateLimit(options = {}) {
       return c.body(answer.body, answer.status, { ...headers, 'Content-Type': answer.contentType })
     }
     await next()
+    // Hono has answered a handler's error by now (its onError's response, a 500 by default).
+    http.settle(limit, counted, [c], c.res.status)
     const pairs = [...headerPairs(answer)]
     try {
       for (const [name, value] of pairs) c.res.headers.set(name, value)

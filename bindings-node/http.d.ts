@@ -19,6 +19,25 @@ export interface HttpAnswer {
 export interface Checked {
   answer: HttpAnswer | null
   decision: Decision | null
+  /** What the request spent, when its limit may give it back once answered (for `settle`); else `null`. */
+  counted: Counted | null
+}
+
+/** What an allowed request spent: its scoped key, its rules and its cost. */
+export interface Counted {
+  readonly key: string | Buffer
+  readonly rules: string
+  readonly cost: number
+}
+
+/** Which answered requests stay counted, with express-rate-limit's names. */
+export interface CountingOptions<Args extends unknown[] = unknown[]> {
+  /** Gives a request's units back once it succeeded (default false): e.g. count only failed logins. */
+  skipSuccessfulRequests?: boolean
+  /** Gives a request's units back once it failed (default false). */
+  skipFailedRequests?: boolean
+  /** Whether a request sent whole succeeded (default: its status is below 400). */
+  requestWasSuccessful?: (...request: Args) => Awaitable<boolean>
 }
 
 /** A value, or a promise of one. */
@@ -52,7 +71,7 @@ export interface HttpLimiterOptions<Args extends unknown[] = unknown[]> extends 
 }
 
 /** One limit: `rules` (text or a function of the request), `scope`, `keyGenerator`, `cost`, `skip`. */
-export interface LimitOptions<Args extends unknown[] = unknown[]> {
+export interface LimitOptions<Args extends unknown[] = unknown[]> extends CountingOptions<Args> {
   rules: string | ((...request: Args) => Awaitable<string>)
   /** Keeps this limit's buckets apart from every other limit's (default `'default'`). */
   scope?: string
@@ -77,6 +96,11 @@ export declare class HttpLimiter<Args extends unknown[] = unknown[]> {
   clientKey(peer: string | null, forwarded: string | null): string
   /** Decides one request: `args` go to the limit's functions; `peer` is the connection's address. */
   check(limit: Limit<Args>, args: Args, peer: string | null, forwarded: string | null): Promise<Checked>
+  /**
+   * Gives `counted` back when the limit does not count the request's outcome: `status` is the
+   * response's, or `null` when it was not sent whole (then it failed). Never rejects (a failure warns).
+   */
+  settle(limit: Limit<Args>, counted: Counted | null, args: Args, status: number | null): Promise<void>
 }
 
 /** The `[name, value]` pairs of an answer's headers. */
@@ -87,7 +111,7 @@ export declare function scopedKey(scope: string, key: string): string
 export declare function scopedKey(scope: string, key: Buffer): Buffer
 
 /** What every adapter's options share. */
-export interface AdapterOptions<Args extends unknown[]> extends HttpLimiterOptions<Args> {
+export interface AdapterOptions<Args extends unknown[]> extends HttpLimiterOptions<Args>, CountingOptions<Args> {
   /** An `HttpLimiter` to share between adapters (its options then come from it). */
   http?: HttpLimiter<Args>
   /** Rule text (default `'60/minute'`), or a function of the request answering text. */

@@ -8,7 +8,8 @@ const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
  *   function of `ctx`; default '60/minute'), `scope`, `keyGenerator(ctx)`, `skip(ctx)`, `cost`,
  *   `message` (a body of your own, or a function of `ctx`), `requestPropertyName` (the decision goes on
- *   `ctx.state`, default 'rateLimit').
+ *   `ctx.state`, default 'rateLimit'); `skipSuccessfulRequests`, `skipFailedRequests` and
+ *   `requestWasSuccessful(ctx)` (which answered requests stay counted, as express-rate-limit names them).
  */
 function rateLimit(options = {}) {
   const { http, limit } = middlewareOf(options, ['message', 'requestPropertyName'])
@@ -16,11 +17,11 @@ function rateLimit(options = {}) {
   const message = options.message
 
   return async function ratelockRateLimit(ctx, next) {
-    const { answer, decision } = await http.check(limit, [ctx], peerOf(ctx.req), forwardedOf(http, ctx.req))
+    const { answer, decision, counted } = await http.check(limit, [ctx], peerOf(ctx.req), forwardedOf(http, ctx.req))
     if (answer === null) return next()
     if (decision !== null) ctx.state[property] = decision
     for (const [name, value] of headerPairs(answer)) ctx.set(name, value)
-    if (answer.proceed) return next()
+    if (answer.proceed) return settleAfter(http, limit, counted, ctx, next)
     ctx.status = answer.status
     if (message !== undefined) {
       ctx.body = typeof message === 'function' ? await message(ctx) : message
@@ -29,6 +30,21 @@ function rateLimit(options = {}) {
     ctx.type = answer.contentType
     ctx.body = answer.body
   }
+}
+
+/**
+ * Runs the rest of the chain, then settles `counted` (see `HttpLimiter.settle`) with the status it left,
+ * or as failed when it threw (the error goes on to Koa).
+ */
+async function settleAfter(http, limit, counted, ctx, next) {
+  if (counted === null) return next()
+  try {
+    await next()
+  } catch (error) {
+    http.settle(limit, counted, [ctx], null)
+    throw error
+  }
+  http.settle(limit, counted, [ctx], ctx.status)
 }
 
 module.exports = { rateLimit }

@@ -25,7 +25,9 @@ const HTTP_OWN_OPTIONS = [
 /** Every option an `HttpLimiter` takes: a `Limiter`'s (for the one it makes) and its own. */
 const HTTP_LIMITER_OPTIONS = [...LIMITER_OPTION_NAMES, ...HTTP_OWN_OPTIONS]
 /** What a limit is made of (`HttpLimiter.limit`). */
-const LIMIT_OPTIONS = ['rules', 'scope', 'keyGenerator', 'cost', 'skip']
+const LIMIT_OPTIONS = [
+  'rules', 'scope', 'keyGenerator', 'cost', 'skip', 'skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful',
+]
 /** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
 const ADAPTER_OPTIONS = [...new Set([...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', ...LIMIT_OPTIONS])]
 
@@ -80,11 +82,19 @@ class HttpLimiter {
   /**
    * A limit, checked now where it can be (rule text parses; functions are functions), so a bad limit
    * fails when the app starts: `rules` (text, or a function of the request answering text, e.g. a
-   * tenant's plan), `scope` (default 'default'), `keyGenerator`, `cost` (a number or a function), `skip`.
-   * @param {{ rules: any, scope?: string, keyGenerator?: Function, cost?: any, skip?: Function }} limit
+   * tenant's plan), `scope` (default 'default'), `keyGenerator`, `cost` (a number or a function), `skip`;
+   * and which requests count once answered, as express-rate-limit says it: `skipSuccessfulRequests`
+   * and `skipFailedRequests` give an allowed request's units back when it succeeded or failed, as
+   * `requestWasSuccessful(...request)` tells (default: a status below 400; a response that was not sent
+   * whole failed).
+   * @param {{ rules: any, scope?: string, keyGenerator?: Function, cost?: any, skip?: Function,
+   *   skipSuccessfulRequests?: boolean, skipFailedRequests?: boolean, requestWasSuccessful?: Function }} limit
    */
   limit(limit) {
-    const { rules, scope = 'default', keyGenerator, cost = 1, skip } = check.options('limit', limit, LIMIT_OPTIONS)
+    const {
+      rules, scope = 'default', keyGenerator, cost = 1, skip,
+      skipSuccessfulRequests = false, skipFailedRequests = false, requestWasSuccessful,
+    } = check.options('limit', limit, LIMIT_OPTIONS)
     if (typeof rules === 'string') {
       try {
         native.parseRules(rules, this.limiter.defaultAlgorithm)
@@ -94,14 +104,19 @@ class HttpLimiter {
     } else if (!isFunction(rules)) {
       throw invalidArgument('rules', 'expected rule text or a function of the request')
     }
-    for (const [name, value] of [['keyGenerator', keyGenerator], ['skip', skip]]) {
+    for (const [name, value] of [['keyGenerator', keyGenerator], ['skip', skip], ['requestWasSuccessful', requestWasSuccessful]]) {
       if (value !== undefined && !isFunction(value)) throw invalidArgument(name, 'expected a function')
+    }
+    for (const [name, value] of [['skipSuccessfulRequests', skipSuccessfulRequests], ['skipFailedRequests', skipFailedRequests]]) {
+      if (typeof value !== 'boolean') throw invalidArgument(name, 'expected true or false')
     }
     if (!isFunction(cost) && !(Number.isSafeInteger(cost) && cost >= 1)) {
       throw invalidArgument('cost', 'expected an integer >= 1 or a function of the request')
     }
     if (typeof scope !== 'string') throw invalidArgument('scope', 'expected a string')
-    return Object.freeze({ rules, scope, keyGenerator, cost, skip })
+    return Object.freeze({
+      rules, scope, keyGenerator, cost, skip, skipSuccessfulRequests, skipFailedRequests, requestWasSuccessful,
+    })
   }
 
   /**
@@ -116,24 +131,26 @@ class HttpLimiter {
    * Decides one request. `args` are what the framework passes to functions of the request (Express:
    * `[req, res]`, Koa and Hono: `[ctx]`, Fastify: `[request, reply]`); `peer` is the connection's address
    * and `forwarded` the value of `proxyHeader` (read only when a proxy is trusted). Resolves to
-   * `{ answer, decision }`: `answer` is `null` when skipped; `decision` is `null` when skipped, keyless
-   * or answered by the outage status. A bug (a protocol or configuration error) rejects.
+   * `{ answer, decision, counted }`: `answer` is `null` when skipped; `decision` is `null` when skipped,
+   * keyless or answered by the outage status; `counted` is what the request spent when the limit may give
+   * it back once answered (`skipSuccessfulRequests`, `skipFailedRequests`), for [`settle`], else `null`. A
+   * bug (a protocol or configuration error) rejects.
    */
   async check(limit, args, peer, forwarded) {
     const skip = limit.skip ?? this.skip
-    if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null }
+    if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null, counted: null }
     const keyGenerator = limit.keyGenerator ?? this.keyGenerator
     const key = keyGenerator !== undefined ? await keyGenerator(...args) : this.clientKey(peer, forwarded)
     if (typeof key !== 'string' && !Buffer.isBuffer(key)) {
       warn(`the keyGenerator answered ${key === null ? 'null' : typeof key}, not a string or Buffer: answering 400`)
-      return { answer: this.#options.badKey(), decision: null }
+      return { answer: this.#options.badKey(), decision: null, counted: null }
     }
     let joined
     try {
       joined = native.scopedKey(limit.scope, key)
     } catch (error) {
       warn(`the request's key is not usable (${fromNative(error).message}): answering 400`)
-      return { answer: this.#options.badKey(), decision: null }
+      return { answer: this.#options.badKey(), decision: null, counted: null }
     }
     // A value that is not a function is used as it is: awaiting it would cost a microtask hop.
     const rules = isFunction(limit.rules) ? await limit.rules(...args) : limit.rules
@@ -145,7 +162,7 @@ class HttpLimiter {
       const answer = error instanceof RatelockError ? this.#options.failure(error.code ?? '') : null
       if (answer === null) throw error
       warn(`the store failed (${error.message}): answering ${answer.status}`)
-      return { answer, decision: null }
+      return { answer, decision: null, counted: null }
     }
     const answer = this.#options.answer(
       rules,
@@ -158,8 +175,47 @@ class HttpLimiter {
       key,
       Date.now(),
     )
-    return { answer, decision }
+    // Only an allowed hit that the store spent can be given back (a degraded one spent nothing).
+    const mayGiveBack = (limit.skipSuccessfulRequests || limit.skipFailedRequests) && decision.allowed && !decision.degraded
+    return { answer, decision, counted: mayGiveBack ? { key: joined, rules, cost } : null }
   }
+
+  /**
+   * Gives a request's units back once it is answered, when the limit does not count its outcome
+   * (`skipSuccessfulRequests`, `skipFailedRequests`). `counted` is `check`'s; `status` is the response's,
+   * or `null` when it was not sent whole (closed early, or an error): then it failed. Never rejects: the
+   * response is gone, so a failure (of `requestWasSuccessful`, or of the refund) is a warning, and the
+   * request stays counted.
+   */
+  async settle(limit, counted, args, status) {
+    if (counted === null) return
+    try {
+      let succeeded = status !== null
+      if (succeeded) succeeded = limit.requestWasSuccessful ? Boolean(await limit.requestWasSuccessful(...args)) : status < 400
+      if (!(succeeded ? limit.skipSuccessfulRequests : limit.skipFailedRequests)) return
+      await this.limiter.refund(counted.key, counted.rules, { cost: counted.cost })
+    } catch (error) {
+      warn(`an answered request was to be uncounted but stays counted (${error?.name}: ${error?.message})`)
+    }
+  }
+}
+
+/**
+ * Settles `counted` (see `HttpLimiter.settle`) when the Node response `res` ends: with its status once
+ * it is sent whole, as failed when it closes first or fails. Express and Fastify (its raw response).
+ */
+function settleWhenSent(http, limit, counted, args, res) {
+  if (counted === null) return
+  let settled = false
+  const settle = (status) => {
+    if (settled) return
+    settled = true
+    http.settle(limit, counted, args, status)
+  }
+  res.once('finish', () => settle(res.statusCode))
+  // After 'finish' this changes nothing; before it, the client went away.
+  res.once('close', () => settle(null))
+  res.once('error', () => settle(null))
 }
 
 /** `headers` of an answer (`[name, value, name, value, ...]`) as [name, value] pairs. */
@@ -197,6 +253,9 @@ function middlewareOf(options, own) {
     keyGenerator: options.keyGenerator,
     cost: options.cost,
     skip: options.skip,
+    skipSuccessfulRequests: options.skipSuccessfulRequests,
+    skipFailedRequests: options.skipFailedRequests,
+    requestWasSuccessful: options.requestWasSuccessful,
   })
   return { http, limit }
 }
@@ -211,4 +270,6 @@ function forwardedOf(http, incoming) {
   return Array.isArray(value) ? value.join(', ') : (value ?? null)
 }
 
-module.exports = { HttpLimiter, headerPairs, httpLimiterOf, middlewareOf, peerOf, forwardedOf, scopedKey: native.scopedKey }
+module.exports = {
+  HttpLimiter, headerPairs, httpLimiterOf, middlewareOf, peerOf, forwardedOf, settleWhenSent, scopedKey: native.scopedKey,
+}

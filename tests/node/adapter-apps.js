@@ -1,7 +1,8 @@
 'use strict'
 // One small app per Node framework (Express, Fastify, Koa, Hono on @hono/node-server), each limited the
 // same way through ratelock's adapter for it, with the routes of the Python adapter apps
-// (tests/python/adapter_apps): /search, /ban, /shadow, /tenant, /cost, /key, /skip, /decision. `serve` listens on a
+// (tests/python/adapter_apps): /search, /ban, /shadow, /tenant, /cost, /key, /skip, /decision; and /login and
+// /upload, which count only failed or only successful requests. `serve` listens on a
 // free port and answers its base URL; `node adapter-apps.js <framework>` serves one from its
 // environment (RATELOCK_URL, RATELOCK_ON_ERROR, ...) and prints its port, for the cross-language tests.
 
@@ -14,6 +15,8 @@ const BAN_RULES = '2/hour block 10 minutes'
 /** `/shadow`: a rule in shadow, which lets every request through and still says what it would do. */
 const SHADOW_RULES = '2/hour shadow'
 const PLANS = { free: '2/hour', pro: '5/hour' }
+/** `/login` and `/upload`: the requests they count. */
+const COUNTED_RULES = '2/hour'
 const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono']
 
 /** The options every adapter takes, from a plain settings object (as the Python apps read their env). */
@@ -44,8 +47,23 @@ function routes() {
     { path: '/key', limit: { rules: '5/hour', scope: 'key', keyGenerator: (url) => query(url).get('k') ?? undefined } },
     { path: '/skip', limit: { rules: '1/hour', scope: 'skip', skip: () => true } },
     { path: '/decision', limit: { rules: '50/hour', scope: 'decision' }, decision: true },
+    // Only failed logins count: `?ok=1` succeeds, anything else is a 401.
+    {
+      path: '/login',
+      limit: { rules: COUNTED_RULES, scope: 'login', skipSuccessfulRequests: true },
+      status: (url) => (query(url).get('ok') === '1' ? 200 : 401),
+    },
+    // Only successful uploads count: without `?ok=1` the handler fails with a 500.
+    {
+      path: '/upload',
+      limit: { rules: COUNTED_RULES, scope: 'upload', skipFailedRequests: true },
+      status: (url) => (query(url).get('ok') === '1' ? 200 : 500),
+    },
   ]
 }
+
+/** The status a route answers `url` with. */
+const statusOf = (route, url) => route.status?.(url) ?? 200
 
 /** A route's limit options for an adapter whose functions get `args`, reading the URL with `urlOf`. */
 function limitFor(route, urlOf) {
@@ -64,7 +82,7 @@ function expressApp(settings) {
   for (const route of routes()) {
     const limit = rateLimit({ http: shared, ...limitFor(route, (req) => req.originalUrl) })
     app.get(route.path, limit, (req, res) => {
-      res.type('application/json').send(route.decision ? decisionBody(req.rateLimit) : '{"ok":true}')
+      res.status(statusOf(route, req.originalUrl)).type('application/json').send(route.decision ? decisionBody(req.rateLimit) : '{"ok":true}')
     })
   }
   return http.createServer(app)
@@ -75,7 +93,7 @@ async function fastifyApp(settings) {
   await fastify.register(require('ratelock/fastify'), { ...adapterOptions(settings), global: false })
   for (const route of routes()) {
     fastify.get(route.path, { config: { rateLimit: limitFor(route, (request) => request.url) } }, async (request, reply) => {
-      reply.type('application/json')
+      reply.code(statusOf(route, request.url)).type('application/json')
       return route.decision ? decisionBody(request.rateLimit) : '{"ok":true}'
     })
   }
@@ -94,6 +112,7 @@ function koaApp(settings) {
     const entry = limited.get(ctx.path)
     if (!entry) return next()
     return entry.middleware(ctx, async () => {
+      ctx.status = statusOf(entry.route, ctx.url)
       ctx.type = 'application/json'
       ctx.body = entry.route.decision ? decisionBody(ctx.state.rateLimit) : '{"ok":true}'
     })
@@ -110,7 +129,9 @@ function honoApp(settings) {
   const shared = new HttpLimiter(adapterOptions(settings))
   for (const route of routes()) {
     app.get(route.path, rateLimit({ http: shared, ...limitFor(route, (c) => c.req.url) }), (c) =>
-      c.body(route.decision ? decisionBody(c.get('rateLimit')) : '{"ok":true}', 200, { 'Content-Type': 'application/json' }),
+      c.body(route.decision ? decisionBody(c.get('rateLimit')) : '{"ok":true}', statusOf(route, c.req.url), {
+        'Content-Type': 'application/json',
+      }),
     )
   }
   return http.createServer(getRequestListener(app.fetch))
@@ -134,7 +155,7 @@ async function serve(framework, settings = {}, host = '127.0.0.1') {
   }
 }
 
-module.exports = { FRAMEWORKS, SEARCH_RULES, serve }
+module.exports = { FRAMEWORKS, SEARCH_RULES, COUNTED_RULES, serve }
 
 if (require.main === module) {
   const framework = process.argv[2]

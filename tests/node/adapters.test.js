@@ -7,9 +7,13 @@
 const assert = require('node:assert/strict')
 const net = require('node:net')
 const { after, before, test } = require('node:test')
+const { randomUUID } = require('node:crypto')
 const { parseList } = require('structured-headers')
 
-const { FRAMEWORKS, serve } = require('./adapter-apps')
+const { Limiter } = require('../../bindings-node')
+const { scopedKey } = require('../../bindings-node/http')
+
+const { FRAMEWORKS, COUNTED_RULES, serve } = require('./adapter-apps')
 const { RedisServer } = require('./redis-server')
 
 process.env.RATELOCK_QUIET = '1'
@@ -230,4 +234,42 @@ test("every adapter refuses an option it does not take, naming it (a peer's wind
   await shadowing.limiter.hit('shadowed', '1/minute')
   const second = await shadowing.limiter.hit('shadowed', '1/minute')
   assert.ok(second.allowed && second.wouldDeny, 'the shadow option reached the limiter')
+})
+
+for (const framework of FRAMEWORKS) {
+  test(`${framework}: skipSuccessfulRequests counts only failed requests, skipFailedRequests only successful ones`, async () => {
+    const prefix = `n${randomUUID().slice(0, 10)}`
+    const peer = new Limiter({ url: redis.url, prefix })
+    // A given-back request is refunded once its response is sent: wait (bounded) until the store says
+    // so. `remaining` is a peek's: what would be left after one more request.
+    const settlesAt = async (scope, remaining) => {
+      const key = scopedKey(scope, '127.0.0.1')
+      let seen
+      for (const started = Date.now(); Date.now() - started < 3000; await new Promise((r) => setTimeout(r, 5))) {
+        seen = (await peer.peek(key, COUNTED_RULES)).remaining
+        if (seen === remaining) return
+      }
+      assert.equal(seen, remaining, `${scope}: the store's remaining once the response was sent`)
+    }
+    await with_(framework, { prefix }, async (get) => {
+      // Successful logins are given back: more of them than the limit go through.
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await get('/login?ok=1')).status, 200)
+        await settlesAt('login', 1)
+      }
+      assert.deepEqual(await statuses(get, [['/login'], ['/login'], ['/login'], ['/login?ok=1']]), [401, 401, 429, 429])
+      // Failed uploads are given back; successful ones count.
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await get('/upload')).status, 500)
+        await settlesAt('upload', 1)
+      }
+      assert.deepEqual(await statuses(get, [['/upload?ok=1'], ['/upload?ok=1'], ['/upload?ok=1']]), [200, 200, 429])
+    })
+  })
+}
+
+test('a limit refuses counting options of the wrong kind, naming them', () => {
+  const http = new (require('../../bindings-node/http').HttpLimiter)()
+  assert.throws(() => http.limit({ rules: '1/minute', skipFailedRequests: 'yes' }), /skipFailedRequests/)
+  assert.throws(() => http.limit({ rules: '1/minute', requestWasSuccessful: true }), /requestWasSuccessful/)
 })

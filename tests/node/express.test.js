@@ -155,3 +155,41 @@ test('bad middleware options are named', () => {
   assert.throws(() => rateLimit({ rules: '5/fortnight' }), /fortnight/)
   assert.throws(() => rateLimit({ limiter: {}, passOnStoreError: true }), /`passOnStoreError`/)
 })
+
+test('requestWasSuccessful decides what failed, and a response the client left before it was sent failed', async () => {
+  const limiter = new Limiter({ url: redis.url, prefix: `e${randomUUID().slice(0, 8)}` })
+  // Only 201s succeed here; failures are given back, so only 201s count.
+  const limit = rateLimit({
+    limiter,
+    rules: '1/hour',
+    skipFailedRequests: true,
+    requestWasSuccessful: (_req, res) => res.statusCode === 201,
+  })
+  const app = express()
+  app.get('/ok', limit, (_req, res) => res.status(200).send('counted only as a failure'))
+  app.get('/slow', limit, (req, res) => {
+    const answer = setTimeout(() => res.status(201).send('made'), 400)
+    req.on('close', () => res.writableFinished || clearTimeout(answer))
+  })
+  // Given back once its response is sent (or the client is gone): wait, bounded, until the store says so.
+  const givenBack = async () => {
+    let peeked
+    for (const started = Date.now(); Date.now() - started < 3000; await new Promise((r) => setTimeout(r, 5))) {
+      peeked = await limiter.peek('default:127.0.0.1', '1/hour')
+      if (peeked.allowed) return
+    }
+    assert.ok(peeked.allowed, 'the request was given back')
+  }
+  await serving(app, async (base) => {
+    assert.equal((await fetch(`${base}/ok`)).status, 200)
+    await givenBack()
+    const leaving = new AbortController()
+    const left = fetch(`${base}/slow`, { signal: leaving.signal }).catch((error) => error.name)
+    await new Promise((r) => setTimeout(r, 100))
+    leaving.abort()
+    assert.equal(await left, 'AbortError')
+    await givenBack()
+    assert.equal((await fetch(`${base}/slow`)).status, 201)
+    assert.equal((await fetch(`${base}/ok`)).status, 429)
+  })
+})
