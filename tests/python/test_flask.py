@@ -295,3 +295,42 @@ def test_bytes_keys_stay_distinct(store_url):
     assert client.get("/raw?hex=ff").status_code == 429
     assert client.get("/raw?hex=616e6e").status_code == 200
     assert client.get("/raw?hex=616e6e").status_code == 429
+
+
+def test_deduct_when_gives_back_what_it_does_not_count(store_url, caplog):
+    # Flask-Limiter's deduct_when: an allowed request stays counted only when it answers true for the
+    # response; otherwise its units are given back once the response is made.
+    app = Flask(__name__)
+    failed = lambda response: response.status_code >= 400  # noqa: E731
+    limits = RateLimiter(
+        app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute", default_limits_deduct_when=failed
+    )
+
+    @app.post("/login")
+    @limits.limit("2/minute", deduct_when=failed)
+    def login():
+        return (jsonify(ok=True), 200) if request.args.get("password") == "right" else (jsonify(ok=False), 401)
+
+    @app.get("/crash")
+    @limits.limit("1/minute", deduct_when=lambda response: response.status_code < 500)
+    def crash():
+        raise RuntimeError("a view that fails")
+
+    @app.get("/page")
+    def page():
+        return ("ok", 200) if request.args.get("ok") else ("gone", 404)
+
+    @app.get("/unsure")
+    @limits.limit("1/minute", deduct_when=lambda response: 1 / 0)
+    def unsure():
+        return "ok"
+
+    client = app.test_client()
+    assert [client.post("/login?password=right").status_code for _ in range(4)] == [200] * 4, "successes are given back"
+    assert [client.post("/login").status_code for _ in range(3)] == [401, 401, 429]
+    assert [client.get("/crash").status_code for _ in range(3)] == [500] * 3, "a view's error response is given back too"
+    assert [client.get("/page?ok=1").status_code for _ in range(3)] == [200] * 3, "the default limits' deduct_when"
+    assert [client.get("/page").status_code for _ in range(3)] == [404, 404, 429]
+    # A deduct_when that fails leaves the request counted, and says so.
+    assert [client.get("/unsure").status_code for _ in range(2)] == [200, 429]
+    assert "stays counted" in caplog.text and "ZeroDivisionError" in caplog.text

@@ -199,3 +199,37 @@ def test_starlette_refuses_http_with_options_it_would_ignore() -> None:
     with pytest.raises(InvalidArgument, match="on_error"):
         RateLimitMiddleware(Starlette(), http=shared, on_error="allow")
     assert RateLimitMiddleware(Starlette(), http=shared).http is shared
+
+
+def test_the_flows_settle_gives_back_what_deduct_when_does_not_count_sync_and_async(store_url) -> None:
+    # For a framework of one's own: check, make the response, then settle with it.
+    import asyncio
+    import uuid
+
+    from ratelock.http import HttpLimiter
+
+    prefix = f"s{uuid.uuid4().hex[:8]}"
+    sync = HttpLimiter(url=store_url, prefix=prefix)
+    failed_only = sync.limit("2/minute", scope="sync", deduct_when=lambda status: status >= 400)
+    statuses = []
+    for status in (200, 200, 200, 401, 401, 401):
+        checked = sync.check(failed_only, None, peer="203.0.113.9")
+        statuses.append(checked.answer.status if checked.answer else None)
+        sync.settle(failed_only, checked.counted, status)
+    assert statuses == [200, 200, 200, 200, 200, 429]
+
+    async def run() -> list:
+        async_http = HttpLimiter(url=store_url, prefix=prefix, async_limiter=True)
+
+        async def succeeded(status: int) -> bool:
+            return status < 400
+
+        successes_only = async_http.limit("1/minute", scope="async", deduct_when=succeeded)
+        seen = []
+        for status in (500, 500, 200, 200):
+            checked = await async_http.check_async(successes_only, None, peer="203.0.113.9")
+            seen.append(checked.answer.status if checked.answer else None)
+            await async_http.settle_async(successes_only, checked.counted, status)
+        return seen
+
+    assert asyncio.run(run()) == [200, 200, 200, 429]

@@ -19,7 +19,7 @@ from flask import Flask, Request, Response, g, request
 from werkzeug.local import LocalProxy
 
 from ratelock._native import Decision
-from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit
+from ratelock.http import Counted, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -66,6 +66,7 @@ class RateLimiter:
         app: Optional[Flask] = None,
         *,
         default_limits: Union[str, RulesFunc, None] = None,
+        default_limits_deduct_when: Optional[Callable[[Response], bool]] = None,
         key_func: Optional[KeyFunc] = None,
         skip: Optional[Callable[[], bool]] = None,
         **options: "Unpack[HttpLimiterOptions]",
@@ -78,7 +79,11 @@ class RateLimiter:
             **options,
         )
         self.limiter = self.http.limiter
-        self.default_limit = None if default_limits is None else self._limit(default_limits, "default", None, 1, None)
+        self.default_limit = (
+            None
+            if default_limits is None
+            else self._limit(default_limits, "default", None, 1, None, default_limits_deduct_when)
+        )
         self._exempt: Set[Callable[..., Any]] = set()
         self._limits: Dict[Callable[..., Any], List[_Mark]] = {}
         # Each registered view's marks as `_marks` found them, so a request looks them up once.
@@ -109,17 +114,21 @@ class RateLimiter:
         exempt_when: Optional[Callable[[], bool]] = None,
         methods: Optional[Iterable[str]] = None,
         scope: Optional[str] = None,
+        deduct_when: Optional[Callable[[Response], bool]] = None,
     ) -> Callable[[F], F]:
         """Decorates a view with its own limit (replacing the default limits for it), above or below its
         route decorator. ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is
         ``scope`` (default: the view's endpoint) joined to ``key_func()``; ``methods`` limits only those HTTP
         methods (``GET`` includes ``HEAD``, which Flask answers with the GET view). Several limits on one view are checked from the outermost down, and the first refusal
-        answers. Bad rule text raises here, when the app is built."""
+        answers. ``deduct_when(response)``, as in Flask-Limiter, keeps an allowed request counted only when
+        it answers true (count only failed logins: ``lambda response: response.status_code >= 400``); its
+        units are given back otherwise, once the response is made. Bad rule text raises here, when the app
+        is built."""
         only = frozenset(method.upper() for method in methods) if methods else None
         if only is not None and "GET" in only:
             # Flask answers HEAD by running the GET view: a GET limit that left HEAD out was bypassed.
             only = only | {"HEAD"}
-        mark = self._limit(rules, scope or "", key_func, cost, exempt_when)
+        mark = self._limit(rules, scope or "", key_func, cost, exempt_when, deduct_when)
 
         def decorate(view: F) -> F:
             self._limits.setdefault(view, []).insert(0, (mark, only, scope))
@@ -141,6 +150,7 @@ class RateLimiter:
         key_func: Optional[KeyFunc],
         cost: Union[int, Callable[[], int]],
         skip: Optional[Callable[[], bool]],
+        deduct_when: Optional[Callable[[Response], bool]],
     ) -> Limit:
         return self.http.limit(
             rules if isinstance(rules, str) else (lambda _request: rules()),
@@ -148,6 +158,7 @@ class RateLimiter:
             key_func=_of_request(key_func),
             cost=cost if isinstance(cost, int) else (lambda _request: cost()),
             skip=_of_request(skip),
+            deduct_when=deduct_when,
         )
 
     def _check_limits(self, app: Flask) -> Optional[Response]:
@@ -205,6 +216,8 @@ class RateLimiter:
         store = g._get_current_object()
         if checked.decision is not None:
             store.ratelock_decision = checked.decision
+        if checked.counted is not None:
+            store.setdefault("ratelock_counted", []).append((limit, checked.counted))
         if answer.proceed:
             store.ratelock_headers = answer.headers
             return None
@@ -216,15 +229,21 @@ class RateLimiter:
         """`limit` under the view's endpoint, when it was given no scope of its own (made once)."""
         scoped = self._endpoint_limits.get((id(limit), endpoint))
         if scoped is None:
-            scoped = Limit(limit.rules, endpoint, limit.key_func, limit.cost, limit.skip)
+            scoped = Limit(limit.rules, endpoint, limit.key_func, limit.cost, limit.skip, limit.deduct_when)
             self._endpoint_limits[(id(limit), endpoint)] = scoped
         return scoped
 
     def _add_headers(self, response: Response) -> Response:
-        headers: Optional[List[Tuple[str, str]]] = g._get_current_object().pop("ratelock_headers", None)
+        """Adds the check's headers to the app's response, and gives back what a ``deduct_when`` does not
+        count (Flask runs this for a view's error response too)."""
+        store = g._get_current_object()
+        headers: Optional[List[Tuple[str, str]]] = store.pop("ratelock_headers", None)
         if headers:
             for name, value in headers:
                 response.headers[name] = value
+        counted: List[Tuple[Limit, Counted]] = store.pop("ratelock_counted", [])
+        for limit, spent in counted:
+            self.http.settle(limit, spent, response)
         return response
 
 

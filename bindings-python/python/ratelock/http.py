@@ -28,6 +28,7 @@ from typing import (
     Tuple,
     TypedDict,
     Union,
+    cast,
 )
 
 from ratelock._native import (
@@ -78,21 +79,34 @@ class Limit:
     """One limit an adapter checks: ``rules`` (text, or a function of the request answering text, e.g. a
     tenant's plan), under ``scope`` (so two limits never share a bucket), keyed by ``key_func(request)``
     (default: the client address), taking ``cost`` units (an int or a function of the request), unless
-    ``skip(request)`` is true."""
+    ``skip(request)`` is true. With ``deduct_when(response)`` (Flask-Limiter's name), an allowed request
+    stays counted only when it answers true once the response is made; otherwise its units are given
+    back (``HttpLimiter.settle``)."""
 
     rules: Union[str, Callable[[Any], Maybe]]
     scope: str = "default"
     key_func: Optional[Callable[[Any], Maybe]] = None
     cost: Union[int, Callable[[Any], Maybe]] = 1
     skip: Optional[Callable[[Any], Maybe]] = None
+    deduct_when: Optional[Callable[[Any], Maybe]] = None
+
+
+class Counted(NamedTuple):
+    """What an allowed request spent, to give back once answered: its bucket's key, its rules, its cost."""
+
+    key: Union[str, bytes]
+    rules: str
+    cost: int
 
 
 class Checked(NamedTuple):
     """The outcome of one request: ``answer`` (None when skipped) and the ``decision`` behind it (None
-    when skipped, keyless or answered by the outage status). A tuple: made once per request, cheaply."""
+    when skipped, keyless or answered by the outage status); ``counted`` is what it spent when its limit
+    has a ``deduct_when`` (for ``HttpLimiter.settle``), else None. A tuple: made once per request, cheaply."""
 
     answer: Optional[HttpAnswer]
     decision: Optional[Decision]
+    counted: Optional[Counted] = None
 
 
 #: One step of a check that needs the world: an awaitable to await (async only), or a hit to make.
@@ -167,6 +181,7 @@ class HttpLimiter:
         key_func: Optional[Callable[[Any], Maybe]] = None,
         cost: Union[int, Callable[[Any], Maybe]] = 1,
         skip: Optional[Callable[[Any], Maybe]] = None,
+        deduct_when: Optional[Callable[[Any], Maybe]] = None,
     ) -> Limit:
         """A ``Limit``, checked now where it can be (rule text parses, arguments have the right kinds), so a
         bad limit fails when the app starts rather than on its first request."""
@@ -177,11 +192,13 @@ class HttpLimiter:
         for name, value in (("key_func", key_func), ("skip", skip)):
             if value is not None and not callable(value):
                 raise InvalidArgument(f"invalid argument `{name}`: expected a function of the request")
+        if deduct_when is not None and not callable(deduct_when):
+            raise InvalidArgument("invalid argument `deduct_when`: expected a function of the response")
         if not (callable(cost) or (isinstance(cost, int) and not isinstance(cost, bool) and cost >= 1)):
             raise InvalidArgument("invalid argument `cost`: expected an int >= 1 or a function of the request")
         if not isinstance(scope, str):
             raise InvalidArgument("invalid argument `scope`: expected str")
-        return Limit(rules, scope, key_func, cost, skip)
+        return Limit(rules, scope, key_func, cost, skip, deduct_when)
 
     def check(self, limit: Limit, request: Any, *, peer: Optional[str], forwarded: Optional[str] = None) -> Checked:
         """Decides one request of a sync app: ``peer`` is the connection's address, ``forwarded`` the value
@@ -196,7 +213,8 @@ class HttpLimiter:
                 decision = self.limiter.hit(joined, limit.rules, limit.cost)
             except RatelockError as error:
                 return self._failed(error)
-            return Checked(self.options.answer(decision, key), decision)
+            counted = _counted(limit, decision, joined, cast(str, limit.rules), cast(int, limit.cost))
+            return Checked(self.options.answer(decision, key), decision, counted)
         steps = self._steps(limit, request, peer, forwarded)
         sent: Any = None
         thrown: Optional[BaseException] = None
@@ -271,7 +289,32 @@ class HttpLimiter:
             decision: Decision = yield (joined, rules, cost)
         except RatelockError as error:
             return self._failed(error)
-        return Checked(self.options.answer(decision, key), decision)
+        return Checked(self.options.answer(decision, key), decision, _counted(limit, decision, joined, rules, cost))
+
+    def settle(self, limit: Limit, counted: Optional[Counted], response: Any) -> None:
+        """Gives ``counted`` (a ``Checked``'s) back when ``limit.deduct_when(response)`` is false, once the
+        app has made its response. Never raises: the response is made, so a failure (of ``deduct_when``, or
+        of the refund) is logged, and the request stays counted."""
+        if counted is None or limit.deduct_when is None:
+            return
+        try:
+            if not limit.deduct_when(response):
+                self.limiter.refund(counted.key, counted.rules, counted.cost)
+        except Exception as error:  # noqa: BLE001 - the response is made: log, never raise
+            log.warning("ratelock: an answered request was to be given back but stays counted (%r)", error)
+
+    async def settle_async(self, limit: Limit, counted: Optional[Counted], response: Any) -> None:
+        """``settle`` for an async app: ``deduct_when`` may answer an awaitable, and the refund is awaited."""
+        if counted is None or limit.deduct_when is None:
+            return
+        try:
+            deducted = limit.deduct_when(response)
+            if inspect.isawaitable(deducted):
+                deducted = await deducted
+            if not deducted:
+                await self.limiter.refund(counted.key, counted.rules, counted.cost)
+        except Exception as error:  # noqa: BLE001 - the response is made: log, never raise
+            log.warning("ratelock: an answered request was to be given back but stays counted (%r)", error)
 
     def _joined(self, scope: str, key: Union[str, bytes]) -> Union[str, bytes, Checked]:
         """The bucket's key, `scope` joined to `key`; or the 400 answer when the key is not usable."""
@@ -291,6 +334,14 @@ class HttpLimiter:
         return Checked(answer, None)
 
 
+def _counted(limit: Limit, decision: Decision, key: Union[str, bytes], rules: str, cost: int) -> Optional[Counted]:
+    """What an allowed request spent, when its limit may give it back once answered (a request let
+    through ``degraded`` spent nothing)."""
+    if limit.deduct_when is None or not decision.allowed or decision.degraded:
+        return None
+    return Counted(key, rules, cost)
+
+
 def _value(given: Maybe) -> Generator[Any, Any, Any]:
     """A function's answer: as given, or (in an async app) awaited by the driver."""
     if inspect.isawaitable(given):
@@ -305,6 +356,7 @@ def response_headers(checked: Checked) -> List[Tuple[str, str]]:
 
 __all__ = [
     "Checked",
+    "Counted",
     "ClientAddress",
     "HttpAnswer",
     "HttpLimiter",
