@@ -233,3 +233,41 @@ def test_the_flows_settle_gives_back_what_deduct_when_does_not_count_sync_and_as
         return seen
 
     assert asyncio.run(run()) == [200, 200, 200, 429]
+
+
+def test_starlette_and_fastapi_deduct_when_give_back_what_it_does_not_count() -> None:
+    # Only failed logins count (deduct_when: a status of 400 or more); an endpoint that raises is a 500.
+    def failed(response: Any) -> bool:
+        return bool(response.status_code >= 400)
+
+    async def succeeded_async(response: Any) -> bool:
+        return bool(response.status_code < 400)
+
+    async def login(request: Request) -> PlainTextResponse:
+        right = request.query_params.get("password") == "right"
+        return PlainTextResponse("welcome" if right else "no", status_code=200 if right else 401)
+
+    async def crash(_request: Request) -> PlainTextResponse:
+        raise RuntimeError("an endpoint that fails")
+
+    app = Starlette(
+        routes=[
+            Route("/login", login, middleware=[Middleware(RateLimitMiddleware, rules="2/minute", deduct_when=failed)]),
+            Route("/crash", crash, middleware=[Middleware(RateLimitMiddleware, rules="1/minute", deduct_when=succeeded_async)]),
+        ]
+    )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert [client.get("/login?password=right").status_code for _ in range(4)] == [200] * 4
+        assert [client.get("/login").status_code for _ in range(3)] == [401, 401, 429]
+        assert [client.get("/crash").status_code for _ in range(3)] == [500] * 3, "an endpoint's failure is given back"
+
+    api = FastAPI()
+    limiter = RateLimiter(api)
+
+    @api.get("/login", dependencies=[Depends(limiter.limit("2/minute", deduct_when=failed))])
+    async def api_login(password: str = "") -> JSONResponse:
+        return JSONResponse({"ok": password == "right"}, status_code=200 if password == "right" else 401)
+
+    with TestClient(api) as client:
+        assert [client.get("/login?password=right").status_code for _ in range(4)] == [200] * 4
+        assert [client.get("/login").status_code for _ in range(3)] == [401, 401, 429]

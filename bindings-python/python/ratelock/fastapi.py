@@ -26,14 +26,16 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, MutableMapping, Opt
 from fastapi import FastAPI, HTTPException, Request, Response
 
 from ratelock._native import Decision
-from ratelock.http import HttpAnswer, HttpLimiter, HttpLimiterOptions, Maybe
-from ratelock.starlette import with_headers
+from ratelock.http import Counted, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, Maybe
+from ratelock.starlette import recording_start, settle_started, with_headers
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 #: The request state's entry holding the headers of the latest allowed check, for ``HeadersOnEveryResponse``.
 _HEADERS = "ratelock_headers"
+#: The request state's entry holding what its checks spent that a ``deduct_when`` may give back.
+_COUNTED = "ratelock_counted"
 
 
 class Refused(HTTPException):
@@ -87,11 +89,16 @@ class RateLimiter:
         cost: Union[int, Callable[[Request], Maybe]] = 1,
         scope: Optional[str] = None,
         skip: Optional[Callable[[Request], Maybe]] = None,
+        deduct_when: Optional[Callable[[Response], Maybe]] = None,
     ) -> Callable[..., Any]:
         """A dependency that checks `rules` (text, or a function of the request answering text) and
         answers the ``Decision`` (None when skipped). The bucket is ``scope`` (default: the route's endpoint
-        function) joined to the request's key. Bad rule text raises here, when the app is built."""
-        base = self.http.limit(rules, scope=scope or "", key_func=key_func, cost=cost, skip=skip)
+        function) joined to the request's key. ``deduct_when(response)`` (sync or async; Flask-Limiter's
+        name) keeps an allowed request counted only when it answers true for the response (its status and
+        headers; a 500 when the endpoint raised), with the app installed (``install``); otherwise the
+        units are given back once the request is answered. Bad rule text raises here, when the app is
+        built."""
+        base = self.http.limit(rules, scope=scope or "", key_func=key_func, cost=cost, skip=skip, deduct_when=deduct_when)
         limits: Dict[str, Any] = {}
         http = self.http
 
@@ -99,7 +106,9 @@ class RateLimiter:
             limit = base
             if scope is None:
                 name = _endpoint_name(request)
-                limit = limits.get(name) or limits.setdefault(name, http.limit(rules, scope=name, key_func=key_func, cost=cost, skip=skip))
+                limit = limits.get(name) or limits.setdefault(
+                    name, http.limit(rules, scope=name, key_func=key_func, cost=cost, skip=skip, deduct_when=deduct_when)
+                )
             # Every line of the header, joined: a proxy that adds its own line after the client's would
             # otherwise leave the client's, which the client chose, as the one read.
             lines = request.headers.getlist(http.proxy_header) if http.proxy_header else []
@@ -113,6 +122,10 @@ class RateLimiter:
                 request.state.rate_limit = checked.decision
             if not answer.proceed:
                 raise Refused(answer)
+            if checked.counted is not None:
+                counted: List[Tuple[HttpLimiter, Limit, Counted]] = getattr(request.state, _COUNTED, [])
+                counted.append((http, limit, checked.counted))
+                setattr(request.state, _COUNTED, counted)
             for name, value in answer.headers:
                 response.headers[name] = value
             setattr(request.state, _HEADERS, list(answer.headers))
@@ -124,7 +137,8 @@ class RateLimiter:
 class HeadersOnEveryResponse:
     """ASGI middleware (``install`` adds it) that adds the rate-limit headers of a request's latest
     allowed check to its response when the response lacks them: FastAPI copies the headers a dependency
-    set only onto a response it builds, not onto a ``Response`` the endpoint returns."""
+    set only onto a response it builds, not onto a ``Response`` the endpoint returns. Once the request is
+    answered, it gives back what a limit's ``deduct_when`` does not count."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -141,7 +155,13 @@ class HeadersOnEveryResponse:
             decided: Optional[List[Tuple[str, str]]] = (scope.get("state") or {}).get(_HEADERS)
             await send(with_headers(message, decided, keep_own=True) if decided else message)
 
-        await self.app(scope, receive, sending)
+        started: List[MutableMapping[str, Any]] = []
+        try:
+            await self.app(scope, receive, recording_start(sending, started))
+        finally:
+            counted = (scope.get("state") or {}).get(_COUNTED)
+            if counted:
+                await settle_started(counted, started)
 
 
 def _endpoint_name(request: Request) -> str:

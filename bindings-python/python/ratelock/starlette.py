@@ -14,13 +14,14 @@ rules="5/minute")])``; each route's middleware counts in a bucket of its own (it
 """
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ratelock._native import InvalidArgument
-from ratelock.http import Checked, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, Maybe
+from ratelock.http import Checked, Counted, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, Maybe
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -32,8 +33,11 @@ class RateLimitMiddleware:
     ``cost``, unless ``skip(request)``; the functions may be sync or async. ``default_limits`` is another
     name for ``rules``. Without ``scope``, a middleware on the app counts every request in the scope
     ``default``, and one on a route (or on a mounted app) in its route's path, so that two routes' limits
-    never share a bucket. Pass ``http`` (a ``ratelock.http.HttpLimiter`` with ``async_limiter=True``) to
-    share one between middlewares; otherwise the other keywords build one (see ``HttpLimiter``)."""
+    never share a bucket. ``deduct_when(response)`` (sync or async; Flask-Limiter's name) keeps an allowed
+    request counted only when it answers true for the response (its status and headers; a 500 when the
+    app raised); otherwise the request's units are given back once it is answered. Pass ``http`` (a
+    ``ratelock.http.HttpLimiter`` with ``async_limiter=True``) to share one between middlewares;
+    otherwise the other keywords build one (see ``HttpLimiter``)."""
 
     def __init__(
         self,
@@ -45,6 +49,7 @@ class RateLimitMiddleware:
         key_func: Optional[Callable[[Request], Maybe]] = None,
         cost: Union[int, Callable[[Request], Maybe]] = 1,
         skip: Optional[Callable[[Request], Maybe]] = None,
+        deduct_when: Optional[Callable[[Response], Maybe]] = None,
         http: Optional[HttpLimiter] = None,
         **options: "Unpack[HttpLimiterOptions]",
     ) -> None:
@@ -60,7 +65,9 @@ class RateLimitMiddleware:
         chosen = rules if rules is not None else default_limits
         if chosen is None:
             chosen = "60/minute"
-        self.limit = self.http.limit(chosen, scope="default" if scope is None else scope, key_func=key_func, cost=cost, skip=skip)
+        self.limit = self.http.limit(
+            chosen, scope="default" if scope is None else scope, key_func=key_func, cost=cost, skip=skip, deduct_when=deduct_when
+        )
         # Without a scope: the limit of each route the middleware has seen, by the route's path.
         self._by_route: Optional[Dict[str, Limit]] = {} if scope is None else None
         self._proxy_header = None if self.http.proxy_header is None else self.http.proxy_header.encode()
@@ -70,7 +77,8 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        checked = await self.http.check_async(self._limit_of(scope), request, peer=_peer(scope), forwarded=self._forwarded(scope))
+        limit = self._limit_of(scope)
+        checked = await self.http.check_async(limit, request, peer=_peer(scope), forwarded=self._forwarded(scope))
         if checked.decision is not None:
             request.state.rate_limit = checked.decision
         answer = checked.answer
@@ -78,8 +86,14 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
         elif not answer.proceed:
             await send_answer(answer, send)
-        else:
+        elif checked.counted is None:
             await self.app(scope, receive, _adding_headers(checked, send))
+        else:
+            started: List[Message] = []
+            try:
+                await self.app(scope, receive, recording_start(_adding_headers(checked, send), started))
+            finally:
+                await settle_started([(self.http, limit, checked.counted)], started)
 
     def _limit_of(self, scope: Scope) -> Limit:
         """The limit for this request: under its route when no scope was named and the middleware sits
@@ -120,6 +134,29 @@ def _peer(scope: Scope) -> Optional[str]:
     return None if not client else str(client[0])
 
 
+def recording_start(send: Send, started: List[Message]) -> Send:
+    """`send` that keeps the response's ``http.response.start`` in `started`."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            started.append(message)
+        await send(message)
+
+    return sending
+
+
+async def settle_started(counted: Sequence[Tuple[HttpLimiter, Limit, Counted]], started: List[Message]) -> None:
+    """Settles each of `counted` (``HttpLimiter.settle_async``) with the response the app started
+    (`started`, from ``recording_start``): its status and headers, as a ``Response`` without a body; a
+    500 when the app raised before starting one."""
+    start = started[-1] if started else None
+    response = Response(status_code=500 if start is None else int(start["status"]))
+    if start is not None:
+        response.raw_headers = [(bytes(name), bytes(value)) for name, value in start.get("headers", [])]
+    for http, limit, spent in counted:
+        await http.settle_async(limit, spent, response)
+
+
 def _adding_headers(checked: Checked, send: Send) -> Send:
     """`send` that adds the check's headers to the app's response."""
     extra = list(checked.answer.headers) if checked.answer else []
@@ -154,4 +191,4 @@ async def send_answer(answer: HttpAnswer, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["RateLimitMiddleware", "send_answer", "with_headers"]
+__all__ = ["RateLimitMiddleware", "recording_start", "send_answer", "settle_started", "with_headers"]
