@@ -271,3 +271,55 @@ def test_starlette_and_fastapi_deduct_when_give_back_what_it_does_not_count() ->
     with TestClient(api) as client:
         assert [client.get("/login?password=right").status_code for _ in range(4)] == [200] * 4
         assert [client.get("/login").status_code for _ in range(3)] == [401, 401, 429]
+
+
+def test_django_ratelimit_deduct_when_gives_back_what_it_does_not_count() -> None:
+    script = textwrap.dedent(
+        """
+        import asyncio
+        import django
+        from django.conf import settings
+        settings.configure(SECRET_KEY="x", INSTALLED_APPS=["ratelock.django"])
+        django.setup()
+        from django.http import HttpResponse
+        from django.test import RequestFactory
+        from ratelock.django import ratelimit
+
+        failed = lambda response: response.status_code >= 400
+
+        @ratelimit("2/minute", deduct_when=failed)
+        def login(request):
+            return HttpResponse(status=200 if request.GET.get("password") == "right" else 401)
+
+        @ratelimit("1/minute", deduct_when=lambda response: response.status_code < 500)
+        def crash(request):
+            raise RuntimeError("a view that fails")
+
+        @ratelimit("2/minute", deduct_when=failed)
+        async def login_async(request):
+            return HttpResponse(status=200 if request.GET.get("password") == "right" else 401)
+
+        def status(view, path):
+            try:
+                return view(RequestFactory().get(path)).status_code
+            except RuntimeError:
+                return 500
+
+        print([status(login, "/?password=right") for _ in range(4)], [status(login, "/") for _ in range(3)])
+        print([status(crash, "/") for _ in range(3)])
+
+        async def run():
+            ok = [(await login_async(RequestFactory().get("/?password=right"))).status_code for _ in range(4)]
+            failed_ones = [(await login_async(RequestFactory().get("/"))).status_code for _ in range(3)]
+            return ok, failed_ones
+
+        print(*asyncio.run(run()))
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "[200, 200, 200, 200] [401, 401, 429]",
+        "[500, 500, 500]",
+        "[200, 200, 200, 200] [401, 401, 429]",
+    ]

@@ -5,7 +5,7 @@ import functools
 import inspect
 from typing import Any, Callable, Optional, TypeVar, Union
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from ratelock.django import conf
 from ratelock.django.responses import add_headers, check, check_async, refusal_of
@@ -25,11 +25,14 @@ def ratelimit(
     cost: Union[int, Callable[[HttpRequest], Maybe]] = 1,
     scope: Optional[str] = None,
     skip: Optional[Callable[[HttpRequest], Maybe]] = None,
+    deduct_when: Optional[Callable[[HttpResponseBase], Maybe]] = None,
 ) -> Callable[[V], V]:
     """Limits a view: `rules` (text, or a function of the request answering text) keyed by ``key(request)``
-    (default: the client address), taking ``cost``, unless ``skip(request)``. On a class-based view it
-    limits ``dispatch``. Bad rule text raises here, when the view is defined."""
-    conf.limiters()[0].limit(rules, scope=scope or "", key_func=key, cost=cost, skip=skip)  # checks it now
+    (default: the client address), taking ``cost``, unless ``skip(request)``. ``deduct_when(response)``
+    (Flask-Limiter's name) keeps an allowed request counted only when it answers true for the view's
+    response (a 500 when the view raised); otherwise its units are given back once the view returns. On a
+    class-based view it limits ``dispatch``. Bad rule text raises here, when the view is defined."""
+    conf.limiters()[0].limit(rules, scope=scope or "", key_func=key, cost=cost, skip=skip, deduct_when=deduct_when)  # checks it now
 
     def decorate(view: V) -> V:
         if inspect.isclass(view):
@@ -49,6 +52,7 @@ def ratelimit(
             key_func=conf.maybe_off_the_loop(key, asynchronous),
             cost=cost if isinstance(cost, int) else conf.off_the_loop(cost, asynchronous),
             skip=conf.maybe_off_the_loop(skip, asynchronous),
+            deduct_when=conf.maybe_off_the_loop(deduct_when, asynchronous),
         )
 
         def request_of(args: Any) -> HttpRequest:
@@ -63,7 +67,14 @@ def ratelimit(
                 refused = refusal_of(checked)
                 if refused is not None:
                     return refused
-                return add_headers(checked, await function(*args, **kwargs))
+                if checked.counted is None:
+                    return add_headers(checked, await function(*args, **kwargs))
+                response: HttpResponseBase = HttpResponse(status=500)
+                try:
+                    response = await function(*args, **kwargs)
+                finally:
+                    await http.settle_async(limit, checked.counted, response)
+                return add_headers(checked, response)
 
             setattr(limited_async, MARK, True)
             return limited_async
@@ -74,7 +85,14 @@ def ratelimit(
             refused = refusal_of(checked)
             if refused is not None:
                 return refused
-            return add_headers(checked, function(*args, **kwargs))
+            if checked.counted is None:
+                return add_headers(checked, function(*args, **kwargs))
+            response: HttpResponseBase = HttpResponse(status=500)
+            try:
+                response = function(*args, **kwargs)
+            finally:
+                http.settle(limit, checked.counted, response)
+            return add_headers(checked, response)
 
         setattr(limited, MARK, True)
         return limited
