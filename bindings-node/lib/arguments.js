@@ -130,19 +130,22 @@ function fn(name, value) {
  * An options object (`undefined`: empty) whose fields are among `known`: any other field given a value
  * is an invalid argument naming it, since a misspelt option (`timeout` for `timeoutMs`) would otherwise
  * fall back to its default without a word.
+ * A peer's option (express-rate-limit's `windowMs`) names what takes its place (`hints`).
  * @param {string} name
  * @param {unknown} value
  * @param {readonly string[]} known
+ * @param {Readonly<Record<string, string>>} [hints] what to write instead of a peer's option, by its name
  * @returns {Record<string, any>}
  */
-function options(name, value, known) {
+function options(name, value, known, hints = {}) {
   if (value === undefined || value === null) return {}
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw invalidArgument(name, `expected an options object, got ${describe(value)}`)
   }
   for (const [field, given] of Object.entries(value)) {
     if (given !== undefined && !known.includes(field)) {
-      throw invalidArgument(name, `has no option ${JSON.stringify(field)} (the options here: ${known.join(', ')})`)
+      const instead = Object.hasOwn(hints, field) ? `; ${hints[field]}` : ''
+      throw invalidArgument(name, `has no option ${JSON.stringify(field)}${instead} (the options here: ${known.join(', ')})`)
     }
   }
   return value

@@ -28,6 +28,20 @@ const HTTP_LIMITER_OPTIONS = [...LIMITER_OPTION_NAMES, ...HTTP_OWN_OPTIONS]
 const LIMIT_OPTIONS = [
   'rules', 'scope', 'keyGenerator', 'cost', 'skip', 'skipSuccessfulRequests', 'skipFailedRequests', 'requestWasSuccessful',
 ]
+/**
+ * The peers' options that rule text replaces (express-rate-limit's, @fastify/rate-limit's, koa-ratelimit's),
+ * each with what to write instead: a migrating app learns the spelling from the error.
+ */
+const RULES_INSTEAD = "write the limit and its window as rule text instead: rules: '100/15 minutes' (or '100 per 15 minutes')"
+const PEER_OPTION_HINTS = Object.freeze({
+  windowMs: RULES_INSTEAD,
+  max: RULES_INSTEAD,
+  limit: RULES_INSTEAD,
+  timeWindow: RULES_INSTEAD,
+  duration: RULES_INSTEAD,
+  store: 'give url (a Redis URL) or limiter instead: ratelock keeps its own store',
+  standardHeader: "the option is standardHeaders ('draft-6', 'draft-7', 'draft-8', 'draft-11' or true)",
+})
 /** What every framework adapter takes beside them: one to share, the outage shorthand, and its limit. */
 const ADAPTER_OPTIONS = [...new Set([...HTTP_LIMITER_OPTIONS, 'http', 'passOnStoreError', ...LIMIT_OPTIONS])]
 
@@ -227,7 +241,7 @@ function* headerPairs(answer) {
 function httpLimiterOf(options, own = []) {
   if (options === null) throw invalidArgument('options', 'expected an options object')
   // A peer's option name (express-rate-limit's `windowMs`, `max`) would otherwise be ignored.
-  check.options('options', options, [...ADAPTER_OPTIONS, ...own])
+  check.options('options', options, [...ADAPTER_OPTIONS, ...own], PEER_OPTION_HINTS)
   if (options.passOnStoreError !== undefined) {
     if (options.limiter !== undefined) {
       throw invalidArgument('passOnStoreError', "give the limiter onError: 'allow' instead")

@@ -217,6 +217,10 @@ test("every adapter refuses an option it does not take, naming it (a peer's wind
     return true
   }
   assert.throws(() => rateLimit({ windowMs: 60_000, max: 100 }), refused('windowMs'))
+  // A peer's option says what takes its place.
+  assert.throws(() => rateLimit({ windowMs: 60_000, max: 100 }), /instead: rules: '100\/15 minutes'/)
+  assert.throws(() => koa.rateLimit({ max: 100, duration: 60_000 }), /has no option "max"; write the limit/)
+  assert.throws(() => hono.rateLimit({ standardHeader: true }), /the option is standardHeaders/)
   assert.throws(() => koa.rateLimit({ rules: '5/minute', handler: () => {} }), refused('handler'))
   assert.throws(() => hono.rateLimit({ rules: '5/minute', standardHeader: true }), refused('standardHeader'))
   assert.throws(() => new HttpLimiter({ rules: '5/minute' }), refused('rules'))
