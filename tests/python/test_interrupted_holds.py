@@ -271,3 +271,43 @@ def test_a_cancelled_wait_booked_by_the_local_fallback_refunds_nothing_on_the_se
         asyncio.run(main())
     finally:
         server.stop()
+
+
+def test_a_closed_wait_gives_its_booking_back(store_url):
+    # A coroutine closed while it waits (close(), or collected unfinished while its loop runs) may not
+    # await again: awaiting the refund there raised "coroutine ignored GeneratorExit".
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(store_url, prefix=f"w{uuid.uuid4().hex[:8]}")
+        assert (await limiter.hit("k", "1/5 seconds")).allowed
+        before = (await limiter.peek("k", "1/5 seconds")).retry_after
+        waiting = limiter.wait("k", "1/5 seconds", max_wait=60)
+        # Drive it by hand until it sleeps until its slot (about 5 s): every other step ends at once.
+        step = waiting.send(None)
+        while (await asyncio.wait([step], timeout=1.0))[0]:
+            step = waiting.send(None)
+        assert (await limiter.peek("k", "1/5 seconds")).retry_after > before + 3, "the wait booked its slot"
+        waiting.close()
+        for _ in range(200):
+            if (await limiter.peek("k", "1/5 seconds")).retry_after <= before + 1:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the closed wait's booking was not given back")
+
+    asyncio.run(run())
+
+
+def test_an_async_generator_closed_in_its_async_with_releases_before_aclose_returns(store_url):
+    # aclose() may await: the release is made there, not left to a task after it.
+    async def run() -> None:
+        name = fresh_name()
+
+        async def holding():  # type: ignore[no-untyped-def]
+            async with ratelock.asyncio.DistributedLock(name, store_url, ttl=30):
+                yield "held"
+
+        generator = holding()
+        assert await generator.__anext__() == "held"
+        await generator.aclose()
+        assert not await ratelock.asyncio.DistributedLock(name, store_url).locked()
+
+    asyncio.run(run())

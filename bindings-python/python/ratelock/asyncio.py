@@ -19,7 +19,7 @@ from ratelock._async_fair_lock import FairLock
 from ratelock._async_holding import AsyncHolding
 from ratelock._async_lease_guard import LeaseGuard
 from ratelock._async_rwlock import ReadWriteLock
-from ratelock._interrupted import note_failed_refund
+from ratelock._interrupted import finish_in_background, note_failed_refund
 from ratelock._native import Client, Decision
 from ratelock.otel import MetricsRecorder
 from ratelock.lock import LockKind
@@ -131,6 +131,11 @@ class Limiter:
         if decision.allowed and decision.retry_after > 0:
             try:
                 await asyncio.sleep(decision.retry_after)
+            except GeneratorExit:
+                # Closed, never to be awaited again (it may not await here): the refund goes on in a task.
+                if not decision.degraded:
+                    finish_in_background(lambda: self.refund(key, rules, cost), "giving back a closed wait's booking")
+                raise
             except BaseException as interrupted:
                 # The cancellation propagates as itself, whatever the refund does. A degraded booking
                 # (the local fallback's, in memory) is not the store's to refund.
