@@ -1,7 +1,7 @@
 // Types of `ratelock/fastify` (fastify.js), structural so that Fastify itself is not required.
 
 import type { Decision } from './index'
-import type { AdapterOptions, Awaitable, HttpAnswer } from './http'
+import type { AdapterOptions, Awaitable, CountingOptions, HttpAnswer } from './http'
 
 /** The plugin: `await fastify.register(ratelockFastify, { url, rules: '100/minute' })`. */
 declare function ratelockFastify(fastify: any, options?: ratelockFastify.RateLimitPluginOptions): Promise<void>
@@ -25,7 +25,7 @@ declare namespace ratelockFastify {
   }
 
   /** A route's own limit, under `config.rateLimit`. */
-  export interface RouteRateLimit<Request = any, Reply = any> {
+  export interface RouteRateLimit<Request = any, Reply = any> extends CountingOptions<[Request, Reply]> {
     rules: string | ((request: Request, reply: Reply) => Awaitable<string>)
     scope?: string
     keyGenerator?: (request: Request, reply: Reply) => Awaitable<string | Buffer | null | undefined>

@@ -36,8 +36,14 @@ function rateLimit(options = {}) {
       }
       return c.body(answer.body, answer.status, { ...headers, 'Content-Type': answer.contentType })
     }
-    await next()
-    // Hono has answered a handler's error by now (its onError's response, a 500 by default).
+    try {
+      await next()
+    } catch (error) {
+      http.settle(limit, counted, [c], null)
+      throw error
+    }
+    // Hono has answered a handler's error by now (its onError's response, a 500 by default). The
+    // response is made, not yet sent: Hono hands it to its runtime after the middleware returns.
     http.settle(limit, counted, [c], c.res.status)
     const pairs = [...headerPairs(answer)]
     try {

@@ -2,7 +2,7 @@
 // Koa middleware on the adapter core (lib/http.js):
 //   app.use(require('ratelock/koa').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
-const { middlewareOf, headerPairs, peerOf, forwardedOf } = require('./lib/http')
+const { middlewareOf, headerPairs, peerOf, forwardedOf, settleWhenSent } = require('./lib/http')
 
 /**
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
@@ -21,7 +21,10 @@ function rateLimit(options = {}) {
     if (answer === null) return next()
     if (decision !== null) ctx.state[property] = decision
     for (const [name, value] of headerPairs(answer)) ctx.set(name, value)
-    if (answer.proceed) return settleAfter(http, limit, counted, ctx, next)
+    if (answer.proceed) {
+      settleWhenSent(http, limit, counted, [ctx], ctx.res)
+      return next()
+    }
     ctx.status = answer.status
     if (message !== undefined) {
       ctx.body = typeof message === 'function' ? await message(ctx) : message
@@ -30,21 +33,6 @@ function rateLimit(options = {}) {
     ctx.type = answer.contentType
     ctx.body = answer.body
   }
-}
-
-/**
- * Runs the rest of the chain, then settles `counted` (see `HttpLimiter.settle`) with the status it left,
- * or as failed when it threw (the error goes on to Koa).
- */
-async function settleAfter(http, limit, counted, ctx, next) {
-  if (counted === null) return next()
-  try {
-    await next()
-  } catch (error) {
-    http.settle(limit, counted, [ctx], null)
-    throw error
-  }
-  http.settle(limit, counted, [ctx], ctx.status)
 }
 
 module.exports = { rateLimit }

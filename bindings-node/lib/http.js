@@ -189,8 +189,15 @@ class HttpLimiter {
       key,
       Date.now(),
     )
-    // Only an allowed hit that the store spent can be given back (a degraded one spent nothing).
-    const mayGiveBack = (limit.skipSuccessfulRequests || limit.skipFailedRequests) && decision.allowed && !decision.degraded
+    // Only what the rules spent can be given back: an allowed hit decided by the rules, all of them
+    // enforced. A degraded one spent nothing, an allow-listed one neither, and one let through in shadow
+    // spent nothing on the rule that would deny (a refund gives back to every rule).
+    const mayGiveBack =
+      (limit.skipSuccessfulRequests || limit.skipFailedRequests) &&
+      decision.allowed &&
+      !decision.degraded &&
+      !decision.wouldDeny &&
+      decision.reason === 'rule'
     return { answer, decision, counted: mayGiveBack ? { key: joined, rules, cost } : null }
   }
 
@@ -226,6 +233,9 @@ function settleWhenSent(http, limit, counted, args, res) {
     settled = true
     http.settle(limit, counted, args, status)
   }
+  // Ended while `check` waited for the store: its events have gone by.
+  if (res.writableFinished) return settle(res.statusCode)
+  if (res.destroyed || res.closed) return settle(null)
   res.once('finish', () => settle(res.statusCode))
   // After 'finish' this changes nothing; before it, the client went away.
   res.once('close', () => settle(null))

@@ -18,6 +18,7 @@ use pyo3::types::PyWeakrefReference;
 
 use crate::decision::PyDecision;
 use crate::runtime::{poll_here, runtime, settle};
+use crate::stale_answers::{Watch, Watched};
 
 /// What a finished call delivers to its asyncio future: its answer, or its error.
 pub(crate) type Answer = PyResult<Reply>;
@@ -67,6 +68,9 @@ pub(crate) struct Completions {
 struct Shared {
     finished: Mutex<Vec<(Py<PyAny>, Answer)>>,
     wake_writer: sockets::Socket,
+    /// The loop, weakly, for the looks at an undrained queue ([`crate::stale_answers`]).
+    event_loop: Py<PyWeakrefReference>,
+    watch: Watch,
 }
 
 #[pymethods]
@@ -81,6 +85,7 @@ impl Completions {
             }
         }
         let batch = std::mem::take(&mut *self.shared.finished.lock());
+        self.shared.watch.drained();
         // The checks' measurements (made on the runtime's thread) are recorded before their futures
         // resolve.
         crate::metrics_queue::drain(py);
@@ -115,15 +120,18 @@ impl Completions {
             return Ok(found);
         }
         let (wake_reader, wake_writer) = sockets::pair()?;
+        let weak_loop = PyWeakrefReference::new(&event_loop)?.unbind();
         let made = Bound::new(
             py,
             Completions {
                 shared: std::sync::Arc::new(Shared {
                     finished: Mutex::new(Vec::new()),
                     wake_writer,
+                    event_loop: weak_loop.clone_ref(py),
+                    watch: Watch::default(),
                 }),
                 wake_reader,
-                event_loop: PyWeakrefReference::new(&event_loop)?.unbind(),
+                event_loop: weak_loop,
             },
         )?;
         let descriptor = sockets::descriptor(&made.get().wake_reader);
@@ -168,6 +176,16 @@ impl Completions {
         let future = event_loop.call_method0(intern!(py, "create_future"))?;
         let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
         match poll_here(work.as_mut()) {
+            Poll::Ready(outcome) if cancellable => {
+                // Answered at once (the memory store): resolved on the loop's next turn, so that awaiting
+                // a lock call always lets other tasks run (a loop of `acquire(blocking=False)` would
+                // otherwise never let the holder release). A hit stays at once: the hot path.
+                let later = ResolveSoon {
+                    future: future.clone().unbind(),
+                    answer: Mutex::new(Some(settle(outcome))),
+                };
+                event_loop.call_method1(intern!(py, "call_soon"), (Bound::new(py, later)?,))?;
+            }
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
                 if let Err(exiting) = crate::runtime::live() {
@@ -175,6 +193,10 @@ impl Completions {
                     return Ok(future);
                 }
                 let (shared, target) = (self.shared.clone(), future.clone().unbind());
+                if !cancellable {
+                    runtime().spawn(async move { shared.push(target, settle(work.await)) });
+                    return Ok(future);
+                }
                 let (work, stop) = futures_util::future::abortable(work);
                 runtime().spawn(async move {
                     // Aborted: the future was cancelled, and nothing waits for an answer.
@@ -182,13 +204,30 @@ impl Completions {
                         shared.push(target, settle(outcome));
                     }
                 });
-                if cancellable {
-                    let on_done = Bound::new(py, StopOnCancel { stop })?;
-                    future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
-                }
+                let on_done = Bound::new(py, StopOnCancel { stop })?;
+                future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
             }
         }
         Ok(future)
+    }
+}
+
+/// An answer had at once, resolved by the loop's next turn (`loop.call_soon`); skipped, and dropped,
+/// when the future was cancelled meanwhile (a dropped grant gives itself back).
+#[pyclass(frozen)]
+struct ResolveSoon {
+    future: Py<PyAny>,
+    answer: Mutex<Option<Answer>>,
+}
+
+#[pymethods]
+impl ResolveSoon {
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let answer = self.answer.lock().take();
+        match answer {
+            Some(answer) => resolve(py, self.future.bind(py), answer),
+            None => Ok(()),
+        }
     }
 }
 
@@ -207,17 +246,54 @@ impl StopOnCancel {
 }
 
 impl Shared {
-    /// Queues a finished call; the first one queued since the last drain wakes the loop.
-    fn push(&self, future: Py<PyAny>, answer: Answer) {
-        let first = {
+    /// Queues a finished call; the first one queued since the last drain wakes the loop, and one queued
+    /// while no look is scheduled schedules one (a loop closed meanwhile never drains it).
+    fn push(self: &std::sync::Arc<Self>, future: Py<PyAny>, answer: Answer) {
+        let (first, look) = {
             let mut finished = self.finished.lock();
             finished.push((future, answer));
-            finished.len() == 1
+            (finished.len() == 1, self.watch.needs_look())
         };
         if first {
             // A full socket buffer (WouldBlock) means wake-ups are already pending.
             let _ = (&self.wake_writer).write(&[1]);
         }
+        if look {
+            crate::stale_answers::look_later(self.clone());
+        }
+    }
+}
+
+impl Watched for Shared {
+    fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
+    fn still_waiting(&self) -> bool {
+        let finished = self.finished.lock();
+        if finished.is_empty() {
+            self.watch.stop();
+            return false;
+        }
+        true
+    }
+
+    /// A closed loop never runs its reader again, and a collected one is gone: what waits for it is
+    /// dropped here, under the GIL (its futures with it; a lock's grant gives itself back).
+    fn sweep(&self, py: Python<'_>) {
+        let closed = match self.event_loop.bind(py).upgrade() {
+            None => true,
+            // A loop that cannot say is taken as open: its answers stay.
+            Some(event_loop) => event_loop
+                .call_method0(intern!(py, "is_closed"))
+                .and_then(|closed| closed.is_truthy())
+                .unwrap_or(false),
+        };
+        if !closed {
+            return;
+        }
+        let stale = std::mem::take(&mut *self.finished.lock());
+        drop(stale);
     }
 }
 

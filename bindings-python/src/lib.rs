@@ -19,6 +19,7 @@ mod metrics_queue;
 mod runtime;
 mod rwlock;
 mod semaphore;
+mod stale_answers;
 mod stores;
 
 use pyo3::prelude::*;

@@ -86,6 +86,7 @@ pub(crate) fn stop_at_exit(py: Python<'_>) {
     // Measurements the runtime's threads made last, while a recorder can still take them; no thread
     // of the runtime attaches after this.
     crate::metrics_queue::close(py);
+    crate::stale_answers::close(py);
 }
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or

@@ -53,17 +53,20 @@ function routes() {
       limit: { rules: COUNTED_RULES, scope: 'login', skipSuccessfulRequests: true },
       status: (url) => (query(url).get('ok') === '1' ? 200 : 401),
     },
-    // Only successful uploads count: without `?ok=1` the handler fails with a 500.
+    // Only successful uploads count: without `?ok=1` the handler throws (the framework answers 500).
     {
       path: '/upload',
       limit: { rules: COUNTED_RULES, scope: 'upload', skipFailedRequests: true },
-      status: (url) => (query(url).get('ok') === '1' ? 200 : 500),
+      throws: (url) => query(url).get('ok') !== '1',
     },
   ]
 }
 
-/** The status a route answers `url` with. */
-const statusOf = (route, url) => route.status?.(url) ?? 200
+/** The status a route answers `url` with; throws where the route's handler fails. */
+function statusOf(route, url) {
+  if (route.throws?.(url)) throw new Error('the handler failed')
+  return route.status?.(url) ?? 200
+}
 
 /** A route's limit options for an adapter whose functions get `args`, reading the URL with `urlOf`. */
 function limitFor(route, urlOf) {

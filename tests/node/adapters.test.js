@@ -244,33 +244,54 @@ for (const framework of FRAMEWORKS) {
   test(`${framework}: skipSuccessfulRequests counts only failed requests, skipFailedRequests only successful ones`, async () => {
     const prefix = `n${randomUUID().slice(0, 10)}`
     const peer = new Limiter({ url: redis.url, prefix })
-    // A given-back request is refunded once its response is sent: wait (bounded) until the store says
-    // so. `remaining` is a peek's: what would be left after one more request.
-    const settlesAt = async (scope, remaining) => {
+    // A given-back request is refunded once its response is sent: wait (bounded) until the store counts
+    // `spent` of the limit's two units (a peek answers what one more request would leave).
+    const settlesAt = async (scope, spent) => {
       const key = scopedKey(scope, '127.0.0.1')
+      const counts = (peeked) => (!peeked.allowed ? 2 : 1 - peeked.remaining)
       let seen
       for (const started = Date.now(); Date.now() - started < 3000; await new Promise((r) => setTimeout(r, 5))) {
-        seen = (await peer.peek(key, COUNTED_RULES)).remaining
-        if (seen === remaining) return
+        seen = counts(await peer.peek(key, COUNTED_RULES))
+        if (seen === spent) return
       }
-      assert.equal(seen, remaining, `${scope}: the store's remaining once the response was sent`)
+      assert.equal(seen, spent, `${scope}: the units counted once the responses were sent`)
     }
     await with_(framework, { prefix }, async (get) => {
-      // Successful logins are given back: more of them than the limit go through.
+      // A failed login counts; a successful one gives back its own unit, and only its own.
+      assert.equal((await get('/login')).status, 401)
       for (let i = 0; i < 3; i++) {
         assert.equal((await get('/login?ok=1')).status, 200)
         await settlesAt('login', 1)
       }
-      assert.deepEqual(await statuses(get, [['/login'], ['/login'], ['/login'], ['/login?ok=1']]), [401, 401, 429, 429])
+      assert.deepEqual(await statuses(get, [['/login'], ['/login'], ['/login?ok=1']]), [401, 429, 429])
       // Failed uploads are given back; successful ones count.
       for (let i = 0; i < 3; i++) {
         assert.equal((await get('/upload')).status, 500)
-        await settlesAt('upload', 1)
+        await settlesAt('upload', 0)
       }
       assert.deepEqual(await statuses(get, [['/upload?ok=1'], ['/upload?ok=1'], ['/upload?ok=1']]), [200, 200, 429])
     })
   })
 }
+
+test('only what the rules spent is given back: nothing for a shadowed, allow-listed or degraded request', async () => {
+  const { HttpLimiter } = require('../../bindings-node/http')
+  // Each case on a client of its own (the memory store is the process's).
+  const counted = async (http, rules, peer) => {
+    const limit = http.limit({ rules, skipSuccessfulRequests: true })
+    return (await http.check(limit, [], peer, null)).counted
+  }
+  const shadowing = new HttpLimiter({ shadow: true })
+  assert.notEqual(await counted(shadowing, '1/hour', '192.0.2.1'), null, 'spent: may be given back')
+  assert.equal(await counted(shadowing, '1/hour', '192.0.2.1'), null, 'let through in shadow: spent nothing')
+  const enforcing = new HttpLimiter()
+  assert.notEqual(await counted(enforcing, '1/hour shadow; 10/hour', '192.0.2.2'), null)
+  assert.equal(await counted(enforcing, '1/hour shadow; 10/hour', '192.0.2.2'), null, 'the shadow rule that would deny took nothing')
+  await enforcing.limiter.allow('default:192.0.2.3', 60_000)
+  assert.equal(await counted(enforcing, '1/hour', '192.0.2.3'), null, 'an allow-listed request spent nothing')
+  const down = new HttpLimiter({ url: `redis://127.0.0.1:${await deadPort()}`, onError: 'allow', timeoutMs: 300 })
+  assert.equal(await counted(down, '1/hour', '192.0.2.4'), null, 'a degraded answer spent nothing')
+})
 
 test('a limit refuses counting options of the wrong kind, naming them', () => {
   const http = new (require('../../bindings-node/http').HttpLimiter)()

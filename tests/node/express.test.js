@@ -167,9 +167,11 @@ test('requestWasSuccessful decides what failed, and a response the client left b
   })
   const app = express()
   app.get('/ok', limit, (_req, res) => res.status(200).send('counted only as a failure'))
-  app.get('/slow', limit, (req, res) => {
+  let handlerStarted = () => {}
+  app.get('/slow', limit, (_req, res) => {
+    handlerStarted()
     const answer = setTimeout(() => res.status(201).send('made'), 400)
-    req.on('close', () => res.writableFinished || clearTimeout(answer))
+    res.once('close', () => clearTimeout(answer))
   })
   // Given back once its response is sent (or the client is gone): wait, bounded, until the store says so.
   const givenBack = async () => {
@@ -184,8 +186,9 @@ test('requestWasSuccessful decides what failed, and a response the client left b
     assert.equal((await fetch(`${base}/ok`)).status, 200)
     await givenBack()
     const leaving = new AbortController()
+    const started = new Promise((resolve) => (handlerStarted = resolve))
     const left = fetch(`${base}/slow`, { signal: leaving.signal }).catch((error) => error.name)
-    await new Promise((r) => setTimeout(r, 100))
+    await started
     leaving.abort()
     assert.equal(await left, 'AbortError')
     await givenBack()

@@ -195,10 +195,16 @@ def test_every_awaitable_is_resolved_by_the_loop_never_from_the_runtimes_thread(
 
 
 def test_a_cancelled_acquire_stops_waiting_and_takes_nothing(redis_server):
-    # Cancelling an awaiting acquire drops its call on the runtime: the lock is free again for the next
-    # caller at once, not when the cancelled wait would have timed out.
+    # Cancelling an awaiting acquire drops its call on the runtime: it never takes the lock after its
+    # cancel. (A grant taken and given back in between would announce a second release.)
+    import redis
+
+    name = f"alock:{uuid.uuid4().hex}"
+    releases = redis.Redis.from_url(redis_server.url).pubsub()
+    releases.subscribe(f"rl:{{{name}}}:released")
+    assert releases.get_message(timeout=2)["type"] == "subscribe"
+
     async def run() -> None:
-        name = f"alock:{uuid.uuid4().hex}"
         holder = ratelock.asyncio.DistributedLock(name, redis_server.url, ttl=5)
         waiter = ratelock.asyncio.DistributedLock(name, redis_server.url, ttl=5)
         assert await holder.acquire()
@@ -209,7 +215,57 @@ def test_a_cancelled_acquire_stops_waiting_and_takes_nothing(redis_server):
             await waiting
         await holder.release()
         await asyncio.sleep(0.3)
-        assert await holder.acquire(blocking=False), "the cancelled acquire took the lock after its cancel"
+        assert await holder.acquire(blocking=False), "the cancelled acquire holds the lock"
+        announced = []
+        while (message := releases.get_message(timeout=0.3)) is not None:
+            announced.append(message["data"])
+        assert announced == [b"released"], "the cancelled acquire took the lock after its cancel, and gave it back"
+        await holder.release()
+
+    asyncio.run(run())
+
+
+def test_a_grant_answered_to_a_closed_loop_is_given_back(redis_server):
+    # A loop closed while one of its acquires still waited: the grant that comes after has no loop to
+    # drain it. It is dropped, and so given back, instead of being held (and renewed) for good.
+    name = f"alock:{uuid.uuid4().hex}"
+    holder = ratelock.DistributedLock(name, redis_server.url, ttl=30)
+    assert holder.acquire()
+    event_loop = asyncio.new_event_loop()
+    waiter = ratelock.asyncio.DistributedLock(name, redis_server.url, ttl=2)
+    waiting = event_loop.create_task(waiter.acquire(timeout=30))
+    event_loop.run_until_complete(asyncio.sleep(0.2))
+    assert not waiting.done()
+    event_loop.close()
+    holder.release()  # the waiter is granted the lock now, its loop closed
+    later = ratelock.DistributedLock(name, redis_server.url, ttl=5)
+    assert later.acquire(timeout=10), "the grant answered to a closed loop was never given back"
+    later.release()
+
+
+def test_a_memory_lock_polled_in_a_loop_lets_its_holder_release(store_url):
+    # An answer had at once resolves on the loop's next turn: a loop of try-acquires yields, so the task
+    # holding the lock gets to release it.
+    async def run() -> int:
+        name = f"alock:{uuid.uuid4().hex}"
+        holder = ratelock.asyncio.DistributedLock(name, store_url, ttl=5)
+        other = ratelock.asyncio.DistributedLock(name, store_url, ttl=5)
+        assert await holder.acquire()
+
+        async def release_soon() -> None:
+            await asyncio.sleep(0)
+            await holder.release()
+
+        releasing = asyncio.create_task(release_soon())
+        tries = 0
+        while not await other.acquire(blocking=False):
+            tries += 1
+            if tries > 10_000:
+                releasing.cancel()
+                raise AssertionError("the polling loop never let the holder run")
+        await releasing
+        await other.release()
+        return tries
 
     asyncio.run(run())
 

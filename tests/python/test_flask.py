@@ -326,11 +326,38 @@ def test_deduct_when_gives_back_what_it_does_not_count(store_url, caplog):
         return "ok"
 
     client = app.test_client()
+    # A failed login counts; a successful one gives back its own unit, and only its own.
+    assert client.post("/login").status_code == 401
     assert [client.post("/login?password=right").status_code for _ in range(4)] == [200] * 4, "successes are given back"
-    assert [client.post("/login").status_code for _ in range(3)] == [401, 401, 429]
+    assert [client.post("/login").status_code for _ in range(2)] == [401, 429]
     assert [client.get("/crash").status_code for _ in range(3)] == [500] * 3, "a view's error response is given back too"
     assert [client.get("/page?ok=1").status_code for _ in range(3)] == [200] * 3, "the default limits' deduct_when"
     assert [client.get("/page").status_code for _ in range(3)] == [404, 404, 429]
     # A deduct_when that fails leaves the request counted, and says so.
     assert [client.get("/unsure").status_code for _ in range(2)] == [200, 429]
     assert "stays counted" in caplog.text and "ZeroDivisionError" in caplog.text
+
+
+def test_deduct_when_settles_an_error_flask_lets_propagate(store_url):
+    # With TESTING (or PROPAGATE_EXCEPTIONS) the view's error reaches the caller and no after_request
+    # runs: the teardown settles it as a 500.
+    app = Flask(__name__)
+    app.testing = True
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/crash")
+    @limits.limit("1/minute", deduct_when=lambda response: response.status_code < 500)
+    def crash():
+        raise RuntimeError("a view that fails")
+
+    client = app.test_client()
+    for _ in range(3):
+        try:
+            client.get("/crash")
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("the view's error propagates under TESTING")
+    from ratelock.http import scoped_key
+
+    assert limits.limiter.peek(scoped_key("crash", "127.0.0.1"), "1/minute").allowed, "the failures were given back"

@@ -10,6 +10,8 @@ import textwrap
 from typing import Any, Dict
 
 import pytest
+
+import ratelock
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 from starlette.applications import Starlette
@@ -323,3 +325,28 @@ def test_django_ratelimit_deduct_when_gives_back_what_it_does_not_count() -> Non
         "[500, 500, 500]",
         "[200, 200, 200, 200] [401, 401, 429]",
     ]
+
+
+def test_the_flow_gives_back_only_what_the_rules_spent() -> None:
+    # Nothing for a request let through in shadow, allow-listed, or degraded: a refund gives back to
+    # every rule, so it would take back units that other requests spent.
+    import socket
+
+    from ratelock.http import HttpLimiter
+
+    def counted(http: HttpLimiter, rules: str, peer: str) -> Any:
+        return http.check(http.limit(rules, deduct_when=lambda response: False), None, peer=peer).counted
+
+    shadowing = HttpLimiter(limiter=ratelock.Limiter(shadow=True))
+    assert counted(shadowing, "1/hour", "192.0.2.1") is not None, "spent: may be given back"
+    assert counted(shadowing, "1/hour", "192.0.2.1") is None, "let through in shadow: spent nothing"
+    enforcing = HttpLimiter()
+    assert counted(enforcing, "1/hour shadow; 10/hour", "192.0.2.2") is not None
+    assert counted(enforcing, "1/hour shadow; 10/hour", "192.0.2.2") is None, "the shadow rule that would deny took nothing"
+    enforcing.limiter.allow("default:192.0.2.3", 60)
+    assert counted(enforcing, "1/hour", "192.0.2.3") is None, "an allow-listed request spent nothing"
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    down = HttpLimiter(url=f"redis://127.0.0.1:{port}", on_error="allow", timeout=0.3)
+    assert counted(down, "1/hour", "192.0.2.4") is None, "a degraded answer spent nothing"

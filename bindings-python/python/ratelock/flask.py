@@ -104,6 +104,7 @@ class RateLimiter:
 
         app.before_request(check_limits)
         app.after_request(self._add_headers)
+        app.teardown_request(self._settle_unanswered)
 
     def limit(
         self,
@@ -245,6 +246,13 @@ class RateLimiter:
         for limit, spent in counted:
             self.http.settle(limit, spent, response)
         return response
+
+    def _settle_unanswered(self, _error: Optional[BaseException]) -> None:
+        """Settles, as a 500, what no response settled: an error Flask lets propagate (``TESTING``,
+        ``PROPAGATE_EXCEPTIONS``, debug) or an ``after_request`` hook that raised skips ``_add_headers``."""
+        counted: List[Tuple[Limit, Counted]] = g._get_current_object().pop("ratelock_counted", [])
+        for limit, spent in counted:
+            self.http.settle(limit, spent, Response(status=500))
 
 
 def refusal(answer: HttpAnswer) -> Response:

@@ -335,9 +335,12 @@ class HttpLimiter:
 
 
 def _counted(limit: Limit, decision: Decision, key: Union[str, bytes], rules: str, cost: int) -> Optional[Counted]:
-    """What an allowed request spent, when its limit may give it back once answered (a request let
-    through ``degraded`` spent nothing)."""
+    """What an allowed request spent, when its limit may give it back once answered: only a hit the rules
+    decided, all of them enforced. One let through ``degraded`` spent nothing, an allow-listed one neither,
+    and one let through in shadow nothing on the rule that would deny (a refund gives back to every rule)."""
     if limit.deduct_when is None or not decision.allowed or decision.degraded:
+        return None
+    if decision.would_deny or decision.reason != "rule":
         return None
     return Counted(key, rules, cost)
 
