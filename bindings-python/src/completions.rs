@@ -176,16 +176,6 @@ impl Completions {
         let future = event_loop.call_method0(intern!(py, "create_future"))?;
         let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
         match poll_here(work.as_mut()) {
-            Poll::Ready(outcome) if cancellable => {
-                // Answered at once (the memory store): resolved on the loop's next turn, so that awaiting
-                // a lock call always lets other tasks run (a loop of `acquire(blocking=False)` would
-                // otherwise never let the holder release). A hit stays at once: the hot path.
-                let later = ResolveSoon {
-                    future: future.clone().unbind(),
-                    answer: Mutex::new(Some(settle(outcome))),
-                };
-                event_loop.call_method1(intern!(py, "call_soon"), (Bound::new(py, later)?,))?;
-            }
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
                 if let Err(exiting) = crate::runtime::live() {
@@ -209,25 +199,6 @@ impl Completions {
             }
         }
         Ok(future)
-    }
-}
-
-/// An answer had at once, resolved by the loop's next turn (`loop.call_soon`); skipped, and dropped,
-/// when the future was cancelled meanwhile (a dropped grant gives itself back).
-#[pyclass(frozen)]
-struct ResolveSoon {
-    future: Py<PyAny>,
-    answer: Mutex<Option<Answer>>,
-}
-
-#[pymethods]
-impl ResolveSoon {
-    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let answer = self.answer.lock().take();
-        match answer {
-            Some(answer) => resolve(py, self.future.bind(py), answer),
-            None => Ok(()),
-        }
     }
 }
 
@@ -276,6 +247,12 @@ impl Watched for Shared {
             return false;
         }
         true
+    }
+
+    fn stop_looks(&self) -> bool {
+        let finished = self.finished.lock();
+        self.watch.stop();
+        !finished.is_empty()
     }
 
     /// A closed loop never runs its reader again, and a collected one is gone: what waits for it is

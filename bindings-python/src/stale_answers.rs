@@ -12,10 +12,17 @@ use pyo3::prelude::*;
 
 /// How long a queue may stay undrained before its loop is looked at.
 const LOOK_AFTER: Duration = Duration::from_secs(1);
+/// The longest wait between two looks at a loop found open but not draining (stopped, to run again):
+/// each look doubles the wait up to this.
+const LOOK_AFTER_AT_MOST: Duration = Duration::from_secs(60);
 
 /// Held by a look while it is attached to the interpreter; set once the interpreter exits, after which
-/// no look attaches.
-static EXITED: Mutex<bool> = Mutex::new(false);
+/// no look attaches. One per process: a child forked while a look held it gets its own.
+static EXITED: ratelock::process::PerProcess<Mutex<bool>> = ratelock::process::PerProcess::new();
+
+fn exited() -> &'static Mutex<bool> {
+    EXITED.get_or_init(|| Mutex::new(false))
+}
 
 /// What a queue tells its looks: whether one is scheduled, and how many drains it has had.
 #[derive(Default)]
@@ -48,6 +55,9 @@ pub(crate) trait Watched: Send + Sync + 'static {
     /// Whether answers wait; when none does, it ends the looks ([`Watch::stop`]) under the queue's own
     /// lock, so that an answer queued meanwhile schedules the next.
     fn still_waiting(&self) -> bool;
+    /// Ends the looks, under the queue's own lock, whatever waits; true when answers wait (then a new
+    /// look must be scheduled for them).
+    fn stop_looks(&self) -> bool;
     /// Drops what waits when the queue's loop is closed or gone (the GIL held).
     fn sweep(&self, py: Python<'_>);
 }
@@ -61,33 +71,39 @@ pub(crate) fn look_later<Q: Watched>(queue: std::sync::Arc<Q>) {
     }
     crate::runtime::runtime().spawn(async move {
         let mut drains = queue.watch().drains.load(Ordering::Relaxed);
+        let mut wait = LOOK_AFTER;
         loop {
-            tokio::time::sleep(LOOK_AFTER).await;
+            tokio::time::sleep(wait).await;
             if !queue.still_waiting() {
                 return;
             }
             let now = queue.watch().drains.load(Ordering::Relaxed);
             if now != drains {
                 drains = now;
+                wait = LOOK_AFTER;
                 continue;
             }
             let looked = queue.clone();
             let swept = tokio::task::spawn_blocking(move || {
-                let exited = EXITED.lock();
+                let exited = exited().lock();
                 if !*exited {
                     Python::try_attach(|py| looked.sweep(py));
                 }
             })
             .await;
             if swept.is_err() {
-                queue.watch().stop();
+                // The runtime is shutting down (or the look panicked): no look waits any more.
+                if queue.stop_looks() && queue.watch().needs_look() {
+                    look_later(queue);
+                }
                 return;
             }
+            wait = (wait * 2).min(LOOK_AFTER_AT_MOST);
         }
     });
 }
 
 /// At the interpreter's exit (the GIL held): no look attaches after this.
 pub(crate) fn close(py: Python<'_>) {
-    py.detach(|| *EXITED.lock() = true);
+    py.detach(|| *exited().lock() = true);
 }

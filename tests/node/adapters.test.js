@@ -298,3 +298,100 @@ test('a limit refuses counting options of the wrong kind, naming them', () => {
   assert.throws(() => http.limit({ rules: '1/minute', skipFailedRequests: 'yes' }), /skipFailedRequests/)
   assert.throws(() => http.limit({ rules: '1/minute', requestWasSuccessful: true }), /requestWasSuccessful/)
 })
+
+/** Serves a Node request listener on a free loopback port for the length of `use(base)`. */
+async function servingListener(listener, use) {
+  const http = require('node:http')
+  const server = http.createServer(listener)
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    return await use(`http://127.0.0.1:${server.address().port}`)
+  } finally {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+}
+
+test('koa: a request is settled on the response sent, after an upstream middleware handled the error', async () => {
+  // The handler throws; a middleware in front answers 418, which this limit counts as a success: the
+  // response sent decides, not the error the chain threw.
+  const Koa = require('koa')
+  const { rateLimit } = require('../../bindings-node/koa')
+  const app = new Koa()
+  app.use(async (ctx, next) => {
+    try {
+      await next()
+    } catch {
+      ctx.status = 418
+      ctx.body = 'handled'
+    }
+  })
+  app.use(rateLimit({
+    rules: '1/hour',
+    prefix: `k${randomUUID().slice(0, 8)}`,
+    skipSuccessfulRequests: true,
+    requestWasSuccessful: (ctx) => ctx.status === 418,
+  }))
+  app.use(() => {
+    throw new Error('the handler failed')
+  })
+  await servingListener(app.callback(), async (base) => {
+    const seen = []
+    for (let i = 0; i < 3; i++) {
+      seen.push((await fetch(base)).status)
+      await new Promise((r) => setTimeout(r, 100)) // the refund follows the response
+    }
+    assert.deepEqual(seen, [418, 418, 418], 'each handled failure was a success given back')
+  })
+})
+
+test('hono: a handler that throws what is not an Error is settled as failed', async () => {
+  const { Hono } = require('hono')
+  const { getRequestListener } = require('@hono/node-server')
+  const { rateLimit } = require('../../bindings-node/hono')
+  const app = new Hono()
+  app.use(rateLimit({ rules: '1/hour', prefix: `h${randomUUID().slice(0, 8)}`, skipFailedRequests: true, getPeer: () => '127.0.0.1' }))
+  app.get('/', () => {
+    throw 'not an Error' // eslint-disable-line no-throw-literal
+  })
+  const listener = getRequestListener(app.fetch, { errorHandler: () => new Response('failed', { status: 500 }) })
+  await servingListener(listener, async (base) => {
+    const seen = []
+    for (let i = 0; i < 3; i++) {
+      seen.push((await fetch(base)).status)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.ok(!seen.includes(429), `every failure was given back: ${seen}`)
+  })
+})
+
+test('express: a client gone while the store was asked is settled as failed', async () => {
+  const express = require('express')
+  const { Limiter } = require('../../bindings-node')
+  const { rateLimit } = require('../../bindings-node/express')
+  let gone = () => {}
+  const left = new Promise((resolve) => (gone = resolve))
+  const limiter = new Limiter({ prefix: `x${randomUUID().slice(0, 8)}` })
+  const app = express()
+  const limit = rateLimit({
+    limiter,
+    rules: '1/hour',
+    skipFailedRequests: true,
+    // The key comes only once the client has left: the response ended before the limit was checked.
+    keyGenerator: async (_req, res) => {
+      await new Promise((resolve) => res.once('close', resolve)).then(gone)
+      return 'client'
+    },
+  })
+  app.get('/', limit, (_req, res) => res.status(201).send('made'))
+  await servingListener(app, async (base) => {
+    const leaving = new AbortController()
+    const request = fetch(base, { signal: leaving.signal }).catch((error) => error.name)
+    await new Promise((r) => setTimeout(r, 100))
+    leaving.abort()
+    assert.equal(await request, 'AbortError')
+    await left
+    await new Promise((r) => setTimeout(r, 300)) // its hit, then its refund
+    assert.ok((await limiter.peek('default:client', '1/hour')).allowed, 'the request whose client left was given back')
+  })
+})

@@ -200,7 +200,8 @@ def test_a_cancelled_acquire_stops_waiting_and_takes_nothing(redis_server):
     import redis
 
     name = f"alock:{uuid.uuid4().hex}"
-    releases = redis.Redis.from_url(redis_server.url).pubsub()
+    client = redis.Redis.from_url(redis_server.url)
+    releases = client.pubsub()
     releases.subscribe(f"rl:{{{name}}}:released")
     assert releases.get_message(timeout=2)["type"] == "subscribe"
 
@@ -222,7 +223,11 @@ def test_a_cancelled_acquire_stops_waiting_and_takes_nothing(redis_server):
         assert announced == [b"released"], "the cancelled acquire took the lock after its cancel, and gave it back"
         await holder.release()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        releases.close()
+        client.close()
 
 
 def test_a_grant_answered_to_a_closed_loop_is_given_back(redis_server):

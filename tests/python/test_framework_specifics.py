@@ -331,16 +331,18 @@ def test_the_flow_gives_back_only_what_the_rules_spent() -> None:
     # Nothing for a request let through in shadow, allow-listed, or degraded: a refund gives back to
     # every rule, so it would take back units that other requests spent.
     import socket
+    import uuid
 
     from ratelock.http import HttpLimiter
 
     def counted(http: HttpLimiter, rules: str, peer: str) -> Any:
         return http.check(http.limit(rules, deduct_when=lambda response: False), None, peer=peer).counted
 
-    shadowing = HttpLimiter(limiter=ratelock.Limiter(shadow=True))
+    prefix = f"g{uuid.uuid4().hex[:8]}"  # the memory store is the process's: keys of this run only
+    shadowing = HttpLimiter(limiter=ratelock.Limiter(prefix=prefix, shadow=True))
     assert counted(shadowing, "1/hour", "192.0.2.1") is not None, "spent: may be given back"
     assert counted(shadowing, "1/hour", "192.0.2.1") is None, "let through in shadow: spent nothing"
-    enforcing = HttpLimiter()
+    enforcing = HttpLimiter(prefix=prefix)
     assert counted(enforcing, "1/hour shadow; 10/hour", "192.0.2.2") is not None
     assert counted(enforcing, "1/hour shadow; 10/hour", "192.0.2.2") is None, "the shadow rule that would deny took nothing"
     enforcing.limiter.allow("default:192.0.2.3", 60)

@@ -311,3 +311,24 @@ def test_an_async_generator_closed_in_its_async_with_releases_before_aclose_retu
         assert not await ratelock.asyncio.DistributedLock(name, store_url).locked()
 
     asyncio.run(run())
+
+
+def test_a_wait_cancelled_while_it_books_gives_the_booking_back(redis_server):
+    # Cancelled while its reservation is on the wire: the server books the slot anyway, and the booking
+    # is given back once its answer comes (it was dropped with the cancelled call, and stayed spent).
+    async def run() -> None:
+        limiter = ratelock.asyncio.Limiter(redis_server.url, prefix=f"w{uuid.uuid4().hex[:8]}")
+        assert (await limiter.hit("k", "1/5 seconds")).allowed
+        before = (await limiter.peek("k", "1/5 seconds")).retry_after
+        waiting = asyncio.ensure_future(limiter.wait("k", "1/5 seconds", max_wait=60))
+        await asyncio.sleep(0)  # it sends its reservation, and awaits the answer
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        for _ in range(200):
+            if (await limiter.peek("k", "1/5 seconds")).retry_after <= before + 1:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the interrupted booking was not given back")
+
+    asyncio.run(run())

@@ -2,6 +2,7 @@
 ``Semaphore``, ``FairLock`` of ``ratelock.asyncio``): awaitable ``acquire``/``release``, ``extend`` and
 ``wait_lost``, and ``async with``, over ``Holds``. No call blocks the event loop."""
 
+import asyncio
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
@@ -17,7 +18,11 @@ class AsyncHolding(Holds[G], Asynchronous):
     async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
         blocking, timeout = waits(timeout, blocking)
-        return self._keep(await (self._handle.acquire_async(timeout) if blocking else self._handle.try_acquire_async()))
+        granted = self._keep(await (self._handle.acquire_async(timeout) if blocking else self._handle.try_acquire_async()))
+        if not granted:
+            # A memory store answers at once: a loop of tries must still let the holder's task run.
+            await asyncio.sleep(0)
+        return granted
 
     async def release(self) -> ReleaseOutcome:
         """Gives back the latest hold; see ``ratelock.DistributedLock.release``."""

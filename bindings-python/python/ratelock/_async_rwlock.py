@@ -1,6 +1,7 @@
 """``ratelock.asyncio.ReadWriteLock``: ``ratelock.ReadWriteLock`` for asyncio code; waits never block the
 event loop, and each acquire gives its own ``ratelock.asyncio.LeaseGuard``."""
 
+import asyncio
 from typing import Optional
 
 from ratelock import _native
@@ -31,7 +32,7 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
 
     async def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
-        return self._held(await self._reading.try_acquire_async())
+        return await self._tried(await self._reading.try_acquire_async())
 
     def acquire_write(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
@@ -40,7 +41,14 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
 
     async def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None``."""
-        return self._held(await self._writing.try_acquire_async())
+        return await self._tried(await self._writing.try_acquire_async())
 
     def _held(self, guard: Optional[_native.LeaseGuard]) -> Optional[LeaseGuard]:
         return None if guard is None else LeaseGuard(guard, self._ttl)
+
+    async def _tried(self, guard: Optional[_native.LeaseGuard]) -> Optional[LeaseGuard]:
+        """A try's hold; a try that failed first lets other tasks run (a memory store answers at once, and
+        a loop of tries must still let the holder's task release)."""
+        if guard is None:
+            await asyncio.sleep(0)
+        return self._held(guard)

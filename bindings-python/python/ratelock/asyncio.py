@@ -11,7 +11,7 @@ Examples:
 """
 
 import asyncio
-from typing import Literal, Optional, Union
+from typing import Callable, Literal, Optional, Union
 
 from ratelock import _native
 from ratelock._earlier_names import earlier_names
@@ -127,7 +127,13 @@ class Limiter:
         """Reserves, then sleeps until the slot (see ``ratelock.Limiter.wait``). A cancelled wait gives
         its booking back with ``refund`` before the cancellation propagates (as itself, even when the
         refund fails: that failure is logged on the ``ratelock`` logger)."""
-        decision = await self.reserve(key, rules, cost, max_wait=max_wait)
+        # Shielded: interrupted while booking, the booking may still be made; it is given back once it is.
+        reserving = asyncio.ensure_future(self.reserve(key, rules, cost, max_wait=max_wait))
+        try:
+            decision = await asyncio.shield(reserving)
+        except BaseException:
+            reserving.add_done_callback(self._give_back_booking(key, rules, cost))
+            raise
         if decision.allowed and decision.retry_after > 0:
             try:
                 await asyncio.sleep(decision.retry_after)
@@ -146,6 +152,20 @@ class Limiter:
                         note_failed_refund(interrupted, failed)
                 raise
         return decision
+
+    def _give_back_booking(
+        self, key: Union[str, bytes], rules: str, cost: Optional[int]
+    ) -> "Callable[[asyncio.Future[Decision]], None]":
+        """The done callback of a reservation whose wait was interrupted: a booking it made is refunded."""
+
+        def give_back(reserving: "asyncio.Future[Decision]") -> None:
+            if reserving.cancelled() or reserving.exception() is not None:
+                return
+            booked = reserving.result()
+            if booked.allowed and not booked.degraded:
+                finish_in_background(lambda: self.refund(key, rules, cost), "giving back an interrupted wait's booking")
+
+        return give_back
 
     async def set_override(
         self, key: Union[str, bytes], rules: str, ttl: Optional[float] = None, *, now_us: Optional[int] = None
