@@ -262,3 +262,31 @@ test('an idle reset (RST) fails no call: the wire client and the lock path recon
     assert.equal(admitted, 8)
   })
 })
+
+test('a grant nobody heard of is given back: the lock frees long before its lease ends, and the handle takes it again', async () => {
+  const binaries = kitBinaries()
+  const server = await RedisServer.start()
+  try {
+    const proxy = await Proxy.start(binaries, 'fault_proxy', [server.port, 1, SEED])
+    try {
+      const url = `redis://127.0.0.1:${proxy.ports[0]}/`
+      const seen = new ratelock.DistributedLock('unanswered-node', { url: `redis://127.0.0.1:${server.port}/` })
+      const lock = new ratelock.DistributedLock('unanswered-node', { url, ttlMs: 30_000, timeoutMs: 300 })
+      await lock.acquire({ timeoutMs: 1000 })
+      await lock.release()
+      // Replies thrown away: the server runs the acquire, the client hears nothing.
+      await proxy.command('set 0 0 0 0 1 0 0')
+      await assert.rejects(lock.tryAcquire(), (err) => err instanceof ratelock.RatelockError)
+      await proxy.command('clear')
+      const until = Date.now() + 5000
+      while ((await seen.isLocked()) && Date.now() < until) await sleep(20)
+      assert.equal(await seen.isLocked(), false, 'the grant nobody heard of still holds the lock')
+      await lock.acquire({ timeoutMs: 5000 })
+      await lock.release()
+    } finally {
+      await proxy.stop()
+    }
+  } finally {
+    await server.close()
+  }
+})

@@ -324,3 +324,52 @@ def test_an_idle_reset_fails_no_call(binaries: Path) -> None:
             return allowed
 
         assert asyncio.run(asyncio_calls()) == 5
+
+
+def test_a_grant_nobody_heard_of_is_given_back(binaries: Path) -> None:
+    """An acquire whose reply is lost (the proxy throws replies away; the server runs the script)
+    raises, and the grant it may have been made is given back once the store answers again: the lock
+    is free long before its 30 s lease ends, and the same handle takes it again. Blocking and
+    asyncio."""
+    server = RedisServer()
+    proxy = Proxy(binaries, server.port, 1, SEED)
+    try:
+        url = f"redis://127.0.0.1:{proxy.ports[0]}/"
+        direct = f"redis://127.0.0.1:{server.port}/"
+
+        def freed(name: str) -> bool:
+            seen = ratelock.DistributedLock(name, direct)
+            until = time.monotonic() + 5
+            while time.monotonic() < until:
+                if not seen.locked():
+                    return True
+                time.sleep(0.02)
+            return False
+
+        lock = ratelock.DistributedLock("unanswered-py", url, ttl=30, timeout=0.3)
+        with lock:
+            pass
+        proxy.command("set 0 0 0 0 1 0 0")
+        with pytest.raises(ratelock.RatelockError):
+            lock.acquire(blocking=False)
+        proxy.command("clear")
+        assert freed("unanswered-py"), "the grant nobody heard of still holds the lock"
+        assert lock.acquire(timeout=5)
+        lock.release()
+
+        async def asyncio_lock() -> None:
+            lock = ratelock.asyncio.DistributedLock("unanswered-py-async", url=url, ttl=30, timeout=0.3)
+            async with lock:
+                pass
+            proxy.command("set 0 0 0 0 1 0 0")
+            with pytest.raises(ratelock.RatelockError):
+                await lock.acquire(blocking=False)
+            proxy.command("clear")
+            assert await asyncio.to_thread(freed, "unanswered-py-async"), "asyncio: the grant still holds"
+            assert await lock.acquire(timeout=5)
+            await lock.release()
+
+        asyncio.run(asyncio_lock())
+    finally:
+        proxy.stop()
+        server.stop()

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::give_back::may_have_run;
 use super::lock_lease::{lock_guard, LockGuard};
 use super::options::{check_lease, LockOptions};
+use super::own_grants::{begin_try, give_back_orphan, OwnGrants};
 use super::owner::ProcessOwner;
 use super::run_to_end::run_to_end;
 use super::shared::DistributedShared;
@@ -70,6 +72,7 @@ impl DistributedLock {
                 owner: ProcessOwner::new()?,
                 name: String::from_utf8_lossy(name).into_owned(),
                 options,
+                own: OwnGrants::default(),
             }),
         })
     }
@@ -138,10 +141,13 @@ impl DistributedLock {
         )
     }
 
-    /// One try, run to its end even when the caller stops waiting ([`run_to_end`]).
+    /// One try, run to its end even when the caller stops waiting ([`run_to_end`]). A try that fails
+    /// after its request may have reached the store leaves the handle to give back any grant it was
+    /// made but never heard of ([`give_back_orphan`]).
     async fn attempt(&self) -> Result<Attempt<LockGuard>> {
         let shared = self.shared.clone();
         run_to_end(async move {
+            let in_flight = begin_try(&shared);
             let sent = Instant::now();
             // This process's token: a handle made before a fork is another owner in the child.
             let owner = shared.owner.token();
@@ -150,12 +156,25 @@ impl DistributedLock {
                 ttl_us: shared.options.ttl.as_micros() as u64,
                 reentrant: shared.options.reentrant,
             };
-            Ok(match reply_as!(shared.call(call).await?, LockReply::Acquired)? {
-                Acquired::Granted { fence, holds } => {
+            let answer = match shared.call(call).await {
+                Ok(reply) => reply_as!(reply, LockReply::Acquired),
+                Err(err) => Err(err),
+            };
+            let attempt = match answer {
+                Ok(Acquired::Granted { fence, holds }) => {
                     Attempt::Got(lock_guard(shared.clone(), owner.clone(), fence, holds, sent))
                 }
-                Acquired::Busy { remaining_us } => Attempt::Busy(Duration::from_micros(remaining_us)),
-            })
+                Ok(Acquired::Busy { remaining_us }) => Attempt::Busy(Duration::from_micros(remaining_us)),
+                Err(err) => {
+                    drop(in_flight);
+                    if may_have_run(&err) {
+                        give_back_orphan(&shared, owner);
+                    }
+                    return Err(err);
+                }
+            };
+            drop(in_flight);
+            Ok(attempt)
         })
         .await
     }

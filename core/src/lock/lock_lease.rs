@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::guard::{Guard, Lease, Sealed};
 use super::options::LockOptions;
+use super::own_grants::{live_grant, LiveGrant};
 use super::shared::DistributedShared;
 use crate::algorithm::lease::{Extended, LockCall, LockReply, Released};
 use crate::error::Result;
@@ -21,6 +22,8 @@ pub struct LockLease {
     owner: Arc<str>,
     fence: u64,
     holds: u64,
+    /// The grant in its handle's book while any clone of this lease lives.
+    _live: Arc<LiveGrant>,
 }
 
 /// A held lock: [`Guard`] over a [`LockLease`]. Release it with [`release`](Guard::release); dropping
@@ -46,6 +49,7 @@ pub(crate) fn lock_guard(
 ) -> LockGuard {
     Guard::start(
         LockLease {
+            _live: live_grant(&shared, fence),
             shared,
             owner,
             fence,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::give_back::{may_have_run, release_in_background};
 use super::guard::{Guard, Lease, Sealed};
 use super::options::{check_lease, LockOptions};
 use super::owner::ProcessOwner;
@@ -98,7 +99,9 @@ impl Semaphore {
 
     /// Takes a permit if one is free.
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
-        Ok(match self.attempt(self.next_id()).await? {
+        let id = self.next_id();
+        let answer = self.attempt(id.clone()).await;
+        Ok(match self.given_up(answer, id)? {
             Attempt::Got(guard) => Some(guard),
             Attempt::Busy(_) => None,
         })
@@ -112,14 +115,29 @@ impl Semaphore {
     async fn wait(&self, timeout: Duration) -> Result<PermitGuard> {
         let shared = &self.shared;
         let id = self.next_id();
-        wait::until_granted(
+        let answer = wait::until_granted(
             &shared.store,
             &shared.keys.channel,
             &shared.owner.token(),
             timeout,
             || self.attempt(id.clone()),
         )
-        .await
+        .await;
+        self.given_up(answer, id)
+    }
+
+    /// `answer` as it is, after giving back in the background the permit `id` may have been granted
+    /// when its last try failed with the store's answer unheard. (Within a wait, each try asks for the
+    /// same `id`, and a grant nobody heard of is granted again to the next try.)
+    fn given_up<T>(&self, answer: Result<T>, id: String) -> Result<T> {
+        if matches!(&answer, Err(err) if may_have_run(err)) {
+            let shared = self.shared.clone();
+            release_in_background(self.shared.options.ttl, move || {
+                let (shared, id) = (shared.clone(), id.clone());
+                async move { shared.done(SemaphoreCall::Release { id: &id }).await.map(drop) }
+            });
+        }
+        answer
     }
 
     /// Permits in use now (leases not yet ended).

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::options::{check_lease, check_waiter_ttl, LockOptions};
+use super::own_grants::OwnGrants;
 use super::owner::ProcessOwner;
 use crate::algorithm::lease::{LockCall, LockReply};
 use crate::error::Result;
@@ -65,6 +66,8 @@ pub(crate) struct DistributedShared {
     pub(crate) options: LockOptions,
     /// The lock's name as given (for `Debug`).
     pub(crate) name: String,
+    /// This handle's live grants and tries in flight, to give back a grant nobody heard of.
+    pub(crate) own: OwnGrants,
 }
 
 impl DistributedShared {

@@ -1,0 +1,174 @@
+//! An acquire whose answer never came (the store timed out after the request was written) may still
+//! have been granted on the server. Nobody holds a guard over that grant. It used to keep the lock
+//! taken until its lease ran out, and the handle's own next try waited on its own owner token. Here the
+//! fault proxy throws the replies away while the server runs the scripts: the grant is given back
+//! soon after the store answers again, and a hold the handle's live guard (or another owner) has is
+//! never touched.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use ratelock::{DistributedLock, LockOptions, Semaphore, Store, StoreOptions};
+use ratelock_testkit::fault::{Fault, FaultProxy};
+use ratelock_testkit::RedisServer;
+
+/// Much longer than the test: a hold still taken at its end was never given back.
+const TTL: Duration = Duration::from_secs(30);
+
+/// Replies thrown away: the server runs every command, the client hears nothing.
+const DROP_REPLIES: Fault = Fault {
+    latency: Duration::ZERO,
+    jitter: Duration::ZERO,
+    stall_replies: false,
+    drop_replies: true,
+    partitioned: false,
+    bandwidth: None,
+};
+
+/// The server, a proxy in front of it, a store through the proxy (short timeout) and one straight
+/// to the server, which sees the truth.
+struct Setup {
+    _server: RedisServer,
+    proxy: FaultProxy,
+    through: Store,
+    direct: Store,
+}
+
+async fn setup() -> Setup {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port(), 1, 11);
+    let options = StoreOptions::default().with_timeout(Duration::from_millis(300));
+    let through = Store::connect(&proxy.url(0), &options).await.unwrap();
+    let direct = Store::connect(&server.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    Setup {
+        _server: server,
+        proxy,
+        through,
+        direct,
+    }
+}
+
+/// Runs `call` with every reply thrown away, and answers its error once the store answers again
+/// (its breaker opened on the timeout).
+async fn unanswered<T: std::fmt::Debug>(
+    setup: &Setup,
+    call: impl Future<Output = ratelock::Result<T>>,
+) -> ratelock::Error {
+    setup.proxy.set(0, DROP_REPLIES);
+    let answer = call.await;
+    setup.proxy.set(0, Fault::default());
+    let probe = DistributedLock::new(&setup.through, "unanswered:probe", options()).unwrap();
+    assert!(
+        soon(|| async { probe.state().await.is_ok() }).await,
+        "the store never answered again"
+    );
+    answer.expect_err("answered although every reply was thrown away")
+}
+
+/// Polls `done` until it answers true, for at most 5 s; whether it did.
+async fn soon<F: Future<Output = bool>>(done: impl Fn() -> F) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if done().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+fn options() -> LockOptions {
+    LockOptions::default().with_ttl(TTL)
+}
+
+#[tokio::test]
+async fn a_lock_granted_to_an_unanswered_acquire_is_given_back_and_the_handle_takes_it_again() {
+    let setup = setup().await;
+    let lock = DistributedLock::new(&setup.through, "unanswered:lock", options()).unwrap();
+    let seen = DistributedLock::new(&setup.direct, "unanswered:lock", options()).unwrap();
+    // Scripts loaded and the connection made before the fault.
+    lock.try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let err = unanswered(&setup, lock.try_acquire()).await;
+    assert!(err.is_store_failure(), "{err}");
+    assert!(
+        soon(|| async { !seen.is_locked().await.unwrap() }).await,
+        "the grant nobody heard of still holds the lock: {:?}",
+        seen.state().await.unwrap()
+    );
+    let again = lock.acquire(Duration::from_secs(5)).await.unwrap();
+    again.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handles_live_guard_and_another_owners_hold_are_left_alone() {
+    let setup = setup().await;
+    let lock = DistributedLock::new(&setup.through, "unanswered:held", options()).unwrap();
+    let seen = DistributedLock::new(&setup.direct, "unanswered:held", options()).unwrap();
+
+    let guard = lock.try_acquire().await.unwrap().unwrap();
+    let err = unanswered(&setup, lock.try_acquire()).await;
+    assert!(err.is_store_failure(), "{err}");
+    // Long enough for a give-back to have run (its first look comes at once once the store answers).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let state = seen.state().await.unwrap();
+    assert!(
+        state.held && state.holder_fence == guard.fencing_token(),
+        "the live guard's hold was taken: {state:?}"
+    );
+    guard.release().await.unwrap();
+
+    let other = seen.try_acquire().await.unwrap().unwrap();
+    let err = unanswered(&setup, lock.try_acquire()).await;
+    assert!(err.is_store_failure(), "{err}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let state = seen.state().await.unwrap();
+    assert!(
+        state.held && state.holder_fence == other.fencing_token(),
+        "another owner's hold was taken: {state:?}"
+    );
+    other.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_permit_granted_to_an_unanswered_try_is_given_back() {
+    let setup = setup().await;
+    let permits = Semaphore::new(&setup.through, "unanswered:permits", 2, options()).unwrap();
+    let seen = Semaphore::new(&setup.direct, "unanswered:permits", 2, options()).unwrap();
+    permits
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let err = unanswered(&setup, permits.try_acquire()).await;
+    assert!(err.is_store_failure(), "{err}");
+    assert!(
+        soon(|| async { seen.in_use().await.unwrap() == 0 }).await,
+        "the permit nobody heard of is still in use"
+    );
+
+    // Within a wait, the next try asks for the same permit and is granted it: that one is kept.
+    setup.proxy.set(0, DROP_REPLIES);
+    let clear = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        setup.proxy.set(0, Fault::default());
+    };
+    let (held, ()) = tokio::join!(permits.acquire(Duration::from_secs(10)), clear);
+    let held = held.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(seen.in_use().await.unwrap(), 1, "the waited-for permit");
+    held.release().await.unwrap();
+    assert_eq!(seen.in_use().await.unwrap(), 0);
+}
