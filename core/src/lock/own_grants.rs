@@ -10,11 +10,16 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use tokio::time::Instant;
 
-use super::give_back::{ask_again_after, Pauses};
 use super::shared::DistributedShared;
 use crate::algorithm::lease::{LockCall, LockReply, Released};
 use crate::error::Result;
+use crate::store::outage_retry::while_outage;
+
+/// The pause before another look when one could not be trusted (a try was in flight) or gave back one
+/// hold of a re-entered orphan.
+const LOOK_AGAIN_AFTER: Duration = Duration::from_millis(50);
 
 /// The book of one handle (shared by its clones), kept per process: a child after a fork has another
 /// owner token, and none of its parent's guards or tries.
@@ -117,8 +122,8 @@ impl Drop for LiveGrant {
 /// and the orphan lapses with its lease). The task looks at the lock only while no try of the handle is
 /// in flight, so a grant on its way to a guard is never taken for an orphan, and it gives back only
 /// the grant it saw (`owner` and fencing token), so a later grant is never touched. A store that does
-/// not answer is asked again ([`Pauses`]) for at most one lease length, after which any orphan has
-/// lapsed. One task per handle at a time; a failure while it runs makes it look again.
+/// not answer is asked again (`while_outage`) for at most one lease length, after which any orphan
+/// has lapsed. One task per handle at a time; a failure while it runs makes it look again.
 ///
 /// A re-entrant hold that a live guard holds is left alone: whether the lost try re-entered it cannot
 /// be told, so such a hold may stay taken until its lease runs out after the last guard's release.
@@ -137,28 +142,24 @@ pub(crate) fn give_back_orphan(shared: &Arc<DistributedShared>, owner: Arc<str>)
     };
     let shared = shared.clone();
     runtime.spawn(async move {
-        let mut pauses = Pauses::over(shared.options.ttl);
+        let until = Instant::now() + shared.options.ttl;
         loop {
             let seen = shared.own.book().suspected;
-            let done = match look_once(&shared, &owner).await {
-                Ok(done) => done,
-                Err(err) => !ask_again_after(&err),
-            };
-            let pause = {
+            // Nobody is left to tell of a failure: past an outage as long as the lease, or one no
+            // retry mends, the orphan (if any) lapses with its lease.
+            let done = while_outage(until, || look_once(&shared, &owner))
+                .await
+                .unwrap_or(true);
+            let over = Instant::now() + LOOK_AGAIN_AFTER >= until;
+            {
                 let mut book = shared.own.book();
-                let pause = if done {
-                    Some(Duration::ZERO)
-                } else {
-                    pauses.next_pause()
-                };
-                if pause.is_none() || (done && book.suspected == seen) {
+                if over || (done && book.suspected == seen) {
                     book.giving_back = false;
                     return;
                 }
-                pause
-            };
-            if let Some(pause) = pause.filter(|pause| !pause.is_zero()) {
-                tokio::time::sleep(pause).await;
+            }
+            if !done {
+                tokio::time::sleep(LOOK_AGAIN_AFTER).await;
             }
         }
     });

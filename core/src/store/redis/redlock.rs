@@ -2,7 +2,9 @@
 //! operation goes to all servers at once, each bounded by the store's timeout. A grant needs a majority
 //! and a remaining validity of `ttl − elapsed − drift` (drift = 1% of the ttl + 2 ms); a failed attempt
 //! is released everywhere (a server that cannot be reached for that is asked again in the background
-//! until the lease would have run out). The fencing token is the largest of the servers' tokens; each
+//! until the lease would have run out). A server whose answer to an acquire never came is asked what it
+//! holds, and a grant to the owner there that is not its part of a live grant is released; a last
+//! release a server did not get is sent again. The fencing token is the largest of the servers' tokens; each
 //! server's own token is kept so release and extend show every server the grant it made. A call
 //! without a majority fails with the first refusal no retry mends (configuration, protocol) when a
 //! server gave one, else as an outage naming what each server said.
@@ -73,8 +75,14 @@ struct Shared {
     grants: Mutex<Grants>,
 }
 
-/// Each server's own fencing token of a live grant (`None` where it did not grant), by (lease key, owner).
-type Grants = HashMap<(Vec<u8>, String), Vec<Option<u64>>>;
+/// Each live grant, by (lease key, owner).
+type Grants = HashMap<(Vec<u8>, String), Grant>;
+
+/// A live grant: each server's own fencing token (`None` where it did not grant), and its lease length.
+struct Grant {
+    fences: Vec<Option<u64>>,
+    ttl_us: u64,
+}
 
 impl Sealed for RedlockStore {}
 
@@ -246,7 +254,7 @@ impl RedlockStore {
     fn fences_of(&self, keys: &LockKeys, owner: &str, fence: u64) -> Vec<Option<u64>> {
         self.grants()
             .get(&grant_key(keys, owner))
-            .cloned()
+            .map(|grant| grant.fences.clone())
             .unwrap_or_else(|| vec![Some(fence); self.shared.nodes.len()])
     }
 
@@ -287,21 +295,31 @@ impl RedlockStore {
 struct Answers<T> {
     answers: Vec<Option<T>>,
     failures: Vec<Error>,
+    /// The servers whose call failed after it may have run there (an outage or a protocol error).
+    unheard: Vec<usize>,
 }
 
 impl<T> Answers<T> {
     fn of(results: Vec<Result<Option<T>>>) -> Self {
-        let mut failures = Vec::new();
+        let (mut failures, mut unheard) = (Vec::new(), Vec::new());
         let answers = results
             .into_iter()
-            .map(|result| {
+            .enumerate()
+            .map(|(at, result)| {
                 result.unwrap_or_else(|failure| {
+                    if failure.is_store_failure() || failure.is_protocol() {
+                        unheard.push(at);
+                    }
                     failures.push(failure);
                     None
                 })
             })
             .collect();
-        Answers { answers, failures }
+        Answers {
+            answers,
+            failures,
+            unheard,
+        }
     }
 
     /// How many servers answered.
@@ -325,6 +343,42 @@ fn release_later(node: RedisStore, keys: LockKeys, owner: String, fence: u64, un
         // Nobody awaits this: a refusal, like a last outage, leaves the grant to its lease.
         let _ =
             crate::store::outage_retry::while_outage(until, || node.lock_release(&keys, &owner, fence)).await;
+    });
+}
+
+/// Gives back, in the background, a grant to `owner` on server `at` that no answer told of (its acquire
+/// failed after it may have run there), unless it is the server's part of the grant this handle holds.
+/// The server is asked what it holds, then to release that fence of `owner` only, so another owner's
+/// hold is never touched; again while it cannot be reached, until `until`.
+fn give_back_unheard(
+    shared: Arc<Shared>,
+    at: usize,
+    keys: LockKeys,
+    owner: String,
+    until: tokio::time::Instant,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let node = &shared.nodes[at];
+        let look = || async {
+            let state = node.lock_state(&keys).await?;
+            let held_here = shared
+                .grants
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .get(&grant_key(&keys, &owner))
+                .and_then(|grant| grant.fences[at]);
+            if !state.held || held_here == Some(state.holder_fence) {
+                return Ok(());
+            }
+            node.lock_release(&keys, &owner, state.holder_fence)
+                .await
+                .map(drop)
+        };
+        // Nobody awaits this: a refusal, like a last outage, leaves the grant to its lease.
+        let _ = crate::store::outage_retry::while_outage(until, look).await;
     });
 }
 
@@ -362,9 +416,22 @@ impl LeaseCalls for RedlockStore {
         }
         let granted = fences.iter().flatten().count();
         let valid = ttl_us.saturating_sub(elapsed_us + drift_us) > 0;
-        if granted >= self.quorum() && valid {
+        let won = granted >= self.quorum() && valid;
+        if won {
+            let grant = Grant {
+                fences: fences.clone(),
+                ttl_us,
+            };
+            self.grants().insert(grant_key(keys, owner), grant);
+        }
+        // A server that did not answer may have granted all the same (after the grant above is
+        // recorded, so its own parts are known).
+        let until = tokio::time::Instant::now() + Duration::from_micros(ttl_us);
+        for &at in &answers.unheard {
+            give_back_unheard(self.shared.clone(), at, keys.clone(), owner.to_owned(), until);
+        }
+        if won {
             let fence = fences.iter().flatten().copied().max().unwrap_or(0);
-            self.grants().insert(grant_key(keys, owner), fences);
             return Ok(Acquired::Granted { fence, holds });
         }
         self.release_where_granted(keys, owner, &fences, ttl_us, reentrant)
@@ -399,7 +466,18 @@ impl LeaseCalls for RedlockStore {
             Released::NotHeld
         };
         if !matches!(outcome, Released::StillHeld { .. }) {
-            self.grants().remove(&grant_key(keys, owner));
+            let grant = self.grants().remove(&grant_key(keys, owner));
+            // The last hold is given back: a server that could not be told is asked again in the
+            // background (its fence alone, so a later grant there is never touched).
+            if let (Released::Released, Some(grant)) = (outcome, grant) {
+                let until = tokio::time::Instant::now() + Duration::from_micros(grant.ttl_us);
+                for &at in &answers.unheard {
+                    if let Some(fence) = fences[at] {
+                        let node = self.shared.nodes[at].clone();
+                        release_later(node, keys.clone(), owner.to_owned(), fence, until);
+                    }
+                }
+            }
         }
         Ok(outcome)
     }
