@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::options::LockOptions;
-use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
+use super::queued_lease::{lease_guard, unless_unheard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
 use super::run_to_end::run_to_end;
 use super::shared::FairShared;
@@ -78,7 +78,9 @@ impl FairLock {
 
     /// Takes the lock if it is free and nobody is waiting; never queues.
     pub async fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
-        Ok(self.attempt(self.shared.next_id().into(), false).await?.ok())
+        let id: Arc<str> = Arc::from(self.shared.next_id());
+        let answer = self.attempt(id.clone(), false).await;
+        Ok(unless_unheard(QueuedLock::Fair(self.shared.clone(), id), answer)?.ok())
     }
 
     /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`](crate::Error::WaitTimeout) after).
@@ -106,7 +108,8 @@ impl FairLock {
             },
         )
         .await;
-        place.settle(granted).await
+        let answer = place.settle(granted).await;
+        unless_unheard(QueuedLock::Fair(self.shared.clone(), id), answer)
     }
 
     /// The lock as it stands: holder, lease, last token, queue length.

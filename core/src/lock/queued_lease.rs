@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::give_back::{may_have_run, release_in_background};
 use super::guard::{Guard, Lease, Sealed};
 use super::options::LockOptions;
 use super::shared::{FairShared, RwShared};
@@ -75,6 +76,36 @@ impl QueuedLock {
         })
     }
 
+    /// Gives back a grant to this id that no answer told of. The lock's state names the holder's (or
+    /// the writer's) fencing token, and a release by this id with that token gives back only a grant
+    /// this id holds. A read hold cannot be found so (the state names no reader's token): it lapses
+    /// with its lease.
+    async fn give_back_unheard(&self) -> Result<()> {
+        let fence = match self {
+            QueuedLock::Fair(shared, _) => {
+                match shared
+                    .store
+                    .fair_lock(&shared.keys, FairCall::State, None)
+                    .await?
+                {
+                    FairReply::State { holder_fence, .. } => holder_fence,
+                    other => return Err(super::reply::unexpected(other)),
+                }
+            }
+            QueuedLock::Rw(shared, _, RwMode::Write) => {
+                match shared.store.rw_lock(&shared.keys, RwCall::State, None).await? {
+                    RwReply::State { writer_fence, .. } => writer_fence,
+                    other => return Err(super::reply::unexpected(other)),
+                }
+            }
+            QueuedLock::Rw(_, _, RwMode::Read) => 0,
+        };
+        if fence != 0 {
+            self.release(fence).await?;
+        }
+        Ok(())
+    }
+
     /// Leaves the queue (fair lock) or removes the waiting mark (writer); false if there was none.
     async fn withdraw(&self) -> Result<bool> {
         Ok(match self {
@@ -111,6 +142,20 @@ impl QueuedLock {
             }
         }
     }
+}
+
+/// `answer` as it is, after giving back in the background the grant `held` may have been made when the
+/// last try for it failed with the store's answer unheard ([`may_have_run`]). `held`'s id is never
+/// asked for again: each try or wait draws its own.
+pub(crate) fn unless_unheard<T>(held: QueuedLock, answer: Result<T>) -> Result<T> {
+    if matches!(&answer, Err(err) if may_have_run(err)) {
+        let lease = held.options().ttl;
+        release_in_background(lease, move || {
+            let held = held.clone();
+            async move { held.give_back_unheard().await }
+        });
+    }
+    answer
 }
 
 /// A waiter's place in a queue (fair lock) or its waiting mark (writer). [`Waiting::settle`] removes it

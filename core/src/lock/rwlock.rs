@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::options::LockOptions;
-use super::queued_lease::{lease_guard, LeaseGuard, QueuedLock, Waiting};
+use super::queued_lease::{lease_guard, unless_unheard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
 use super::run_to_end::run_to_end;
 use super::shared::RwShared;
@@ -123,10 +123,9 @@ impl ReadWriteLock {
     }
 
     async fn try_acquire(&self, mode: RwMode) -> Result<Option<LeaseGuard>> {
-        Ok(self
-            .attempt(self.shared.next_id().into(), mode, false)
-            .await?
-            .ok())
+        let id: Arc<str> = Arc::from(self.shared.next_id());
+        let answer = self.attempt(id.clone(), mode, false).await;
+        Ok(unless_unheard(QueuedLock::Rw(self.shared.clone(), id, mode), answer)?.ok())
     }
 
     async fn acquire(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
@@ -156,7 +155,8 @@ impl ReadWriteLock {
             },
         )
         .await;
-        mark.settle(granted).await
+        let answer = mark.settle(granted).await;
+        unless_unheard(QueuedLock::Rw(self.shared.clone(), id, mode), answer)
     }
 
     /// One try for grant `id` in `mode` (`queue`: marking a waiting writer), run to its end even when

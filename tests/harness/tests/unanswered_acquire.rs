@@ -2,13 +2,13 @@
 //! have been granted on the server. Nobody holds a guard over that grant. It used to keep the lock
 //! taken until its lease ran out, and the handle's own next try waited on its own owner token. Here the
 //! fault proxy throws the replies away while the server runs the scripts: the grant is given back
-//! soon after the store answers again, and a hold the handle's live guard (or another owner) has is
-//! never touched.
+//! soon after the store answers again (a lock, a permit, a fair lock's hold, a write hold), and a hold
+//! the handle's live guard (or another owner) has is never touched.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use ratelock::{DistributedLock, LockOptions, Semaphore, Store, StoreOptions};
+use ratelock::{DistributedLock, FairLock, LockOptions, ReadWriteLock, Semaphore, Store, StoreOptions};
 use ratelock_testkit::fault::{Fault, FaultProxy};
 use ratelock_testkit::RedisServer;
 
@@ -171,4 +171,46 @@ async fn a_permit_granted_to_an_unanswered_try_is_given_back() {
     assert_eq!(seen.in_use().await.unwrap(), 1, "the waited-for permit");
     held.release().await.unwrap();
     assert_eq!(seen.in_use().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_fair_or_write_hold_granted_to_an_unanswered_try_is_given_back() {
+    let setup = setup().await;
+    let fair = FairLock::new(&setup.through, "unanswered:fair", options()).unwrap();
+    let fair_seen = FairLock::new(&setup.direct, "unanswered:fair", options()).unwrap();
+    fair.try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let err = unanswered(&setup, fair.try_acquire()).await;
+    assert!(err.is_store_failure(), "{err}");
+    assert!(
+        soon(|| async { !fair_seen.is_locked().await.unwrap() }).await,
+        "the fair hold nobody heard of still holds the lock"
+    );
+    // A wait whose every answer is lost ends in the outage, and its grant is given back too.
+    let err = unanswered(&setup, fair.acquire(Duration::from_millis(800))).await;
+    assert!(err.is_store_failure(), "{err}");
+    assert!(
+        soon(|| async { !fair_seen.is_locked().await.unwrap() }).await,
+        "the waited-for fair hold nobody heard of still holds the lock"
+    );
+    fair.acquire(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    let rw = ReadWriteLock::new(&setup.through, "unanswered:rw", options()).unwrap();
+    let rw_seen = ReadWriteLock::new(&setup.direct, "unanswered:rw", options()).unwrap();
+    let err = unanswered(&setup, rw.try_acquire_write()).await;
+    assert!(err.is_store_failure(), "{err}");
+    assert!(
+        soon(|| async { !rw_seen.state().await.unwrap().writer }).await,
+        "the write hold nobody heard of still holds the lock"
+    );
 }
