@@ -1,4 +1,5 @@
-"""ratelock.flask: 429 with Retry-After and rate-limit headers from one decision, default limits,
+"""ratelock.flask: 429 with Retry-After and rate-limit headers from one decision, default limits (per view),
+application limits (shared by every view),
 exemptions, methods, keys, scopes that never share a bucket, unusable keys, the failure policy with a
 stopped Redis (503 under raise), and a real HTTP server process."""
 
@@ -361,3 +362,57 @@ def test_deduct_when_settles_an_error_flask_lets_propagate(store_url):
     from ratelock.http import scoped_key
 
     assert limits.limiter.peek(scoped_key("crash", "127.0.0.1"), "1/minute").allowed, "the failures were given back"
+
+
+def test_default_limits_count_each_view_and_application_limits_count_all(store_url):
+    # Flask-Limiter's meanings: a default limit is per route, an application limit is one bucket for the
+    # whole app; an exempt view is out of both.
+    app = Flask(__name__)
+    limits = RateLimiter(
+        app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute", application_limits="5/minute"
+    )
+
+    @app.get("/a")
+    def view_a():
+        return jsonify(ok=True)
+
+    @app.get("/b")
+    def view_b():
+        return jsonify(ok=True)
+
+    @app.get("/own")
+    @limits.limit("10/minute")
+    def own():
+        return jsonify(ok=True)
+
+    @app.get("/health")
+    @limits.exempt
+    def health():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/a").status_code for _ in range(3)] == [200, 200, 429], "the default limit on /a"
+    assert [client.get("/b").status_code for _ in range(2)] == [200, 200], "/b counts on its own"
+    # 5 of the application limit spent (the refused /a too: it passed the application limit first).
+    assert client.get("/own").status_code == 429, "the application limit covers views with their own limits"
+    assert all(client.get("/health").status_code == 200 for _ in range(3)), "exempt from both"
+
+
+def test_override_defaults_false_keeps_the_default_limits(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")
+
+    @app.get("/both")
+    @limits.limit("10/minute", override_defaults=False)
+    def both():
+        return jsonify(ok=True)
+
+    @app.get("/own")
+    @limits.limit("10/minute")
+    def own():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/both").status_code for _ in range(3)] == [200, 200, 429], "the default limit too"
+    assert client.get("/both").headers["RateLimit-Policy"] == '"2/minute";q=2;w=60'
+    assert [client.get("/own").status_code for _ in range(3)] == [200, 200, 200], "its own limit only"

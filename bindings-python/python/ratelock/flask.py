@@ -6,7 +6,7 @@ limited response carries the chosen rate-limit headers (the latest IETF draft by
     from ratelock.flask import RateLimiter
 
     app = Flask(__name__)
-    rl = RateLimiter(app, default_limits="100/minute")
+    rl = RateLimiter(app, default_limits="100/minute", application_limits="5000/hour")
 
     @app.get("/login")
     @rl.limit("5/minute", key_func=lambda: request.form["user"])
@@ -29,8 +29,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 KeyFunc = Callable[[], Union[str, bytes, None]]
 RulesFunc = Callable[[], str]
 
-#: A limit on a view: the limit, the HTTP methods it applies to (None: all), and its own scope if given.
-_Mark = Tuple[Limit, Optional[FrozenSet[str]], Optional[str]]
+#: A limit on a view: the limit, the HTTP methods it applies to (None: all), its own scope if given, and
+#: whether the default limits still apply to the view (``override_defaults=False``).
+_Mark = Tuple[Limit, Optional[FrozenSet[str]], Optional[str], bool]
+
+#: The scope of the application limits: one bucket per key, shared by every view.
+APPLICATION_SCOPE = "application"
 
 #: How many ``__wrapped__`` layers of a registered view are searched for marks.
 _MAX_WRAPPED_DEPTH = 32
@@ -47,7 +51,9 @@ def _of_request(function: Optional[Callable[[], Any]]) -> Optional[Callable[[Any
 
 
 class RateLimiter:
-    """Limits Flask views. ``default_limits`` apply to every view not exempted or limited itself.
+    """Limits Flask views. ``default_limits`` apply to every view not exempted or limited itself, each view
+    counted on its own (as Flask-Limiter's default limits are: per route); ``application_limits`` apply to
+    every view not exempted, all views counted together (scope ``"application"``).
 
     ``limit`` and ``exempt`` mark the view function itself (by identity, not by name) and return it
     unchanged; the marks are read in a ``before_request`` hook from the function registered for the
@@ -67,6 +73,8 @@ class RateLimiter:
         *,
         default_limits: Union[str, RulesFunc, None] = None,
         default_limits_deduct_when: Optional[Callable[[Response], bool]] = None,
+        application_limits: Union[str, RulesFunc, None] = None,
+        application_limits_deduct_when: Optional[Callable[[Response], bool]] = None,
         key_func: Optional[KeyFunc] = None,
         skip: Optional[Callable[[], bool]] = None,
         **options: "Unpack[HttpLimiterOptions]",
@@ -82,7 +90,12 @@ class RateLimiter:
         self.default_limit = (
             None
             if default_limits is None
-            else self._limit(default_limits, "default", None, 1, None, default_limits_deduct_when)
+            else self._limit(default_limits, "", None, 1, None, default_limits_deduct_when)
+        )
+        self.application_limit = (
+            None
+            if application_limits is None
+            else self._limit(application_limits, APPLICATION_SCOPE, None, 1, None, application_limits_deduct_when)
         )
         self._exempt: Set[Callable[..., Any]] = set()
         self._limits: Dict[Callable[..., Any], List[_Mark]] = {}
@@ -116,6 +129,7 @@ class RateLimiter:
         methods: Optional[Iterable[str]] = None,
         scope: Optional[str] = None,
         deduct_when: Optional[Callable[[Response], bool]] = None,
+        override_defaults: bool = True,
     ) -> Callable[[F], F]:
         """Decorates a view with its own limit (replacing the default limits for it), above or below its
         route decorator. ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is
@@ -123,7 +137,8 @@ class RateLimiter:
         methods (``GET`` includes ``HEAD``, which Flask answers with the GET view). Several limits on one view are checked from the outermost down, and the first refusal
         answers. ``deduct_when(response)``, as in Flask-Limiter, keeps an allowed request counted only when
         it answers true (count only failed logins: ``lambda response: response.status_code >= 400``); its
-        units are given back otherwise, once the response is made. Bad rule text raises here, when the app
+        units are given back otherwise, once the response is made. ``override_defaults=False`` keeps the
+        default limits on the view as well (checked after its own). Bad rule text raises here, when the app
         is built."""
         only = frozenset(method.upper() for method in methods) if methods else None
         if only is not None and "GET" in only:
@@ -132,14 +147,15 @@ class RateLimiter:
         mark = self._limit(rules, scope or "", key_func, cost, exempt_when, deduct_when)
 
         def decorate(view: F) -> F:
-            self._limits.setdefault(view, []).insert(0, (mark, only, scope))
+            self._limits.setdefault(view, []).insert(0, (mark, only, scope, not override_defaults))
             self._found_marks.clear()
             return view
 
         return decorate
 
     def exempt(self, view: F) -> F:
-        """Exempts a view from the default limits (above or below its route decorator)."""
+        """Exempts a view from the default and application limits (above or below its route decorator); its
+        own limits still apply."""
         self._exempt.add(view)
         self._found_marks.clear()
         return view
@@ -169,17 +185,22 @@ class RateLimiter:
         if endpoint is None:
             return None
         marks, exempt = self._marks_of(app.view_functions.get(endpoint))
-        if marks:
-            for mark, only, scope in marks:
-                if only is not None and current.method not in only:
-                    continue
-                refusal = self._check(mark if scope else self._scoped(mark, endpoint), current)
-                if refusal is not None:
-                    return refusal
+        limited = not exempt and endpoint != "static"
+        if limited and self.application_limit is not None:
+            refusal = self._check(self.application_limit, current)
+            if refusal is not None:
+                return refusal
+        with_defaults = not marks
+        for mark, only, scope, keeps_defaults in marks:
+            with_defaults = with_defaults or keeps_defaults
+            if only is not None and current.method not in only:
+                continue
+            refusal = self._check(mark if scope else self._scoped(mark, endpoint), current)
+            if refusal is not None:
+                return refusal
+        if not with_defaults or not limited or self.default_limit is None:
             return None
-        if self.default_limit is None or exempt or endpoint == "static":
-            return None
-        return self._check(self.default_limit, current)
+        return self._check(self._scoped(self.default_limit, endpoint), current)
 
     def _marks_of(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
         """`_marks` of `view`, found once per view (``limit`` and ``exempt`` forget what was found)."""
