@@ -327,6 +327,57 @@ def test_django_ratelimit_deduct_when_gives_back_what_it_does_not_count() -> Non
     ]
 
 
+def test_django_ratelimit_methods_and_block_false() -> None:
+    # django-ratelimit's names: only the given methods count (GET with HEAD), and block=False lets the
+    # view run with request.limited set instead of answering 429.
+    script = textwrap.dedent(
+        """
+        import asyncio
+        import django
+        from django.conf import settings
+        settings.configure(SECRET_KEY="x", INSTALLED_APPS=["ratelock.django"])
+        django.setup()
+        from django.http import HttpResponse
+        from django.test import RequestFactory
+        from ratelock.django import ratelimit
+
+        @ratelimit("1/minute", methods=["POST"])
+        def form(request):
+            return HttpResponse("ok")
+
+        @ratelimit("1/minute", methods=["get"])
+        def page(request):
+            return HttpResponse("ok")
+
+        @ratelimit("1/minute", block=False)
+        def soft(request):
+            return HttpResponse("limited" if request.limited else "fine")
+
+        @ratelimit("1/minute", block=False)
+        async def soft_async(request):
+            return HttpResponse("limited" if request.limited else "fine")
+
+        factory = RequestFactory()
+        print([form(factory.get("/")).status_code for _ in range(3)], [form(factory.post("/")).status_code for _ in range(2)])
+        print(page(factory.get("/")).status_code, page(factory.head("/")).status_code, page(factory.post("/")).status_code)
+        print([soft(factory.get("/")).content.decode() for _ in range(2)])
+
+        async def run():
+            return [(await soft_async(factory.get("/"))).content.decode() for _ in range(2)]
+
+        print(asyncio.run(run()))
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "[200, 200, 200] [200, 429]",
+        "200 429 200",
+        "['fine', 'limited']",
+        "['fine', 'limited']",
+    ]
+
+
 def test_the_flow_gives_back_only_what_the_rules_spent() -> None:
     # Nothing for a request let through in shadow, allow-listed, or degraded: a refund gives back to
     # every rule, so it would take back units that other requests spent.

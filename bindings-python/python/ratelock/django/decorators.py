@@ -3,7 +3,7 @@ its own scope (the view's dotted name unless given)."""
 
 import functools
 import inspect
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, FrozenSet, Iterable, Optional, TypeVar, Union
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
@@ -26,12 +26,18 @@ def ratelimit(
     scope: Optional[str] = None,
     skip: Optional[Callable[[HttpRequest], Maybe]] = None,
     deduct_when: Optional[Callable[[HttpResponseBase], Maybe]] = None,
+    methods: Optional[Iterable[str]] = None,
+    block: bool = True,
 ) -> Callable[[V], V]:
     """Limits a view: `rules` (text, or a function of the request answering text) keyed by ``key(request)``
     (default: the client address), taking ``cost``, unless ``skip(request)``. ``deduct_when(response)``
     (Flask-Limiter's name) keeps an allowed request counted only when it answers true for the view's
-    response (a 500 when the view raised); otherwise its units are given back once the view returns. On a
-    class-based view it limits ``dispatch``. Bad rule text raises here, when the view is defined."""
+    response (a 500 when the view raised); otherwise its units are given back once the view returns.
+    ``methods`` limits only those HTTP methods (``GET`` includes ``HEAD``, which Django answers with the GET
+    view); others pass uncounted. ``block=False`` (django-ratelimit's name) answers no refusal: the view
+    runs, and ``request.limited`` says whether the limit refused (it is False otherwise). On a class-based
+    view it limits ``dispatch``. Bad rule text raises here, when the view is defined."""
+    only = only_methods(methods)
     conf.limiters()[0].limit(rules, scope=scope or "", key_func=key, cost=cost, skip=skip, deduct_when=deduct_when)  # checks it now
 
     def decorate(view: V) -> V:
@@ -59,17 +65,24 @@ def ratelimit(
             request: HttpRequest = args[1] if is_method else args[0]
             return request
 
+        def exempt(request: HttpRequest) -> bool:
+            return only is not None and (request.method or "GET").upper() not in only
+
         if asynchronous:
 
             @functools.wraps(function)
             async def limited_async(*args: Any, **kwargs: Any) -> HttpResponseBase:
-                checked = await check_async(http, limit, request_of(args))
-                refused = refusal_of(checked)
+                request = request_of(args)
+                if exempt(request):
+                    response: HttpResponseBase = await function(*args, **kwargs)
+                    return response
+                checked = await check_async(http, limit, request)
+                refused = answered(refusal_of(checked), request, block)
                 if refused is not None:
                     return refused
                 if checked.counted is None:
                     return add_headers(checked, await function(*args, **kwargs))
-                response: HttpResponseBase = HttpResponse(status=500)
+                response = HttpResponse(status=500)
                 try:
                     response = await function(*args, **kwargs)
                 finally:
@@ -81,13 +94,17 @@ def ratelimit(
 
         @functools.wraps(function)
         def limited(*args: Any, **kwargs: Any) -> HttpResponseBase:
-            checked = check(http, limit, request_of(args))
-            refused = refusal_of(checked)
+            request = request_of(args)
+            if exempt(request):
+                response: HttpResponseBase = function(*args, **kwargs)
+                return response
+            checked = check(http, limit, request)
+            refused = answered(refusal_of(checked), request, block)
             if refused is not None:
                 return refused
             if checked.counted is None:
                 return add_headers(checked, function(*args, **kwargs))
-            response: HttpResponseBase = HttpResponse(status=500)
+            response = HttpResponse(status=500)
             try:
                 response = function(*args, **kwargs)
             finally:
@@ -98,6 +115,22 @@ def ratelimit(
         return limited
 
     return decorate
+
+
+def only_methods(methods: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:
+    """The HTTP methods a limit given ``methods`` covers (None: all), ``HEAD`` with ``GET``."""
+    if methods is None:
+        return None
+    only = frozenset(method.upper() for method in methods)
+    return only | {"HEAD"} if "GET" in only else only
+
+
+def answered(refused: Optional[HttpResponse], request: HttpRequest, block: bool) -> Optional[HttpResponse]:
+    """The refusal to answer: `refused` when blocking; otherwise none, with ``request.limited`` set."""
+    if block:
+        return refused
+    setattr(request, "limited", getattr(request, "limited", False) or refused is not None)
+    return None
 
 
 def ratelimit_exempt(view: V) -> V:
