@@ -77,7 +77,23 @@ pub enum Error {
     Protocol(String),
 }
 
+/// How an outage whose call never left this process begins: the breaker refused it.
+pub(crate) const BREAKER_OPEN: &str = "circuit breaker open";
+/// What an outage whose call never left this process says: no connection opened for it.
+pub(crate) const NOTHING_SENT: &str = "nothing was sent";
+
 impl Error {
+    /// Whether the call that failed with this error may have run on the server all the same: an outage
+    /// after its request may have been written (a timeout, a connection lost), or an answer of the
+    /// wrong shape. Not a call the breaker refused or one no connection opened for.
+    pub(crate) fn may_have_run(&self) -> bool {
+        match self {
+            Error::Timeout(_) | Error::Protocol(_) => true,
+            Error::StoreUnavailable(why) => !why.starts_with(BREAKER_OPEN) && !why.contains(NOTHING_SENT),
+            _ => false,
+        }
+    }
+
     /// True for rule text or rule values that are not valid.
     pub fn is_invalid_rule(&self) -> bool {
         matches!(self, Error::InvalidRule { .. })

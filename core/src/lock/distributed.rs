@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use super::give_back::may_have_run;
 use super::lock_lease::{lock_guard, LockGuard};
 use super::options::{check_lease, LockOptions};
-use super::own_grants::{begin_try, give_back_orphan, OwnGrants};
+use super::orphan::give_back_orphan;
+use super::own_grants::begin_try;
 use super::owner::ProcessOwner;
 use super::run_to_end::run_to_end;
 use super::shared::DistributedShared;
@@ -72,7 +73,7 @@ impl DistributedLock {
                 owner: ProcessOwner::new()?,
                 name: String::from_utf8_lossy(name).into_owned(),
                 options,
-                own: OwnGrants::default(),
+                own: Arc::default(),
             }),
         })
     }
@@ -147,7 +148,7 @@ impl DistributedLock {
     async fn attempt(&self) -> Result<Attempt<LockGuard>> {
         let shared = self.shared.clone();
         run_to_end(async move {
-            let in_flight = begin_try(&shared);
+            let in_flight = begin_try(&shared.own);
             let sent = Instant::now();
             // This process's token: a handle made before a fork is another owner in the child.
             let owner = shared.owner.token();

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::give_back::{may_have_run, Unheard, WaitEnd};
 use super::options::LockOptions;
-use super::queued_lease::{lease_guard, unless_unheard, LeaseGuard, QueuedLock, Waiting};
+use super::queued_lease::{before_next_try, give_back_later, lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
 use super::run_to_end::run_to_end;
 use super::shared::FairShared;
@@ -79,8 +80,7 @@ impl FairLock {
     /// Takes the lock if it is free and nobody is waiting; never queues.
     pub async fn try_acquire(&self) -> Result<Option<LeaseGuard>> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
-        let answer = self.attempt(id.clone(), false).await;
-        Ok(unless_unheard(QueuedLock::Fair(self.shared.clone(), id), answer)?.ok())
+        Ok(self.attempt(id, false, Unheard::lone()).await?.ok())
     }
 
     /// Queues for the lock and waits up to `timeout` for its turn ([`Error::WaitTimeout`](crate::Error::WaitTimeout) after).
@@ -90,9 +90,14 @@ impl FairLock {
         wait::reported(hooks, "fair lock", self.wait_for_turn(timeout)).await
     }
 
+    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait gives
+    /// that back before its next try, and when it ends without a grant or is dropped.
     async fn wait_for_turn(&self, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
-        let place = Waiting::new(Some(QueuedLock::Fair(self.shared.clone(), id.clone())));
+        let held = QueuedLock::Fair(self.shared.clone(), id.clone());
+        let place = Waiting::new(Some(held.clone()));
+        let unheard = Unheard::for_wait();
+        let _end = WaitEnd::new(&unheard, || give_back_later(held.clone()));
         let channel = self.shared.keys.wake_channel(&id);
         let granted = wait::until_granted(
             &self.shared.store,
@@ -100,7 +105,8 @@ impl FairLock {
             &self.shared.owner.token(),
             timeout,
             || async {
-                Ok(match self.attempt(id.clone(), true).await? {
+                before_next_try(&held, &unheard).await;
+                Ok(match self.attempt(id.clone(), true, unheard.clone()).await? {
                     Ok(guard) => Attempt::Got(guard),
                     Err(FairReply::Busy { retry_us, .. }) => Attempt::Busy(Duration::from_micros(retry_us)),
                     Err(other) => return Err(unexpected(other)),
@@ -108,8 +114,10 @@ impl FairLock {
             },
         )
         .await;
-        let answer = place.settle(granted).await;
-        unless_unheard(QueuedLock::Fair(self.shared.clone(), id), answer)
+        if granted.is_ok() {
+            unheard.granted();
+        }
+        place.settle(granted).await
     }
 
     /// The lock as it stands: holder, lease, last token, queue length.
@@ -142,12 +150,22 @@ impl FairLock {
     }
 
     /// One try for grant `id` (`queue`: keeping a place in the queue), run to its end even when the
-    /// caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing.
-    async fn attempt(&self, id: Arc<str>, queue: bool) -> Result<std::result::Result<LeaseGuard, FairReply>> {
+    /// caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing. A try whose
+    /// answer was lost tells `unheard`, and gives the grant back itself when no wait is there to.
+    async fn attempt(
+        &self,
+        id: Arc<str>,
+        queue: bool,
+        unheard: Arc<Unheard>,
+    ) -> Result<std::result::Result<LeaseGuard, FairReply>> {
         let lock = self.clone();
         run_to_end(async move {
             let sent = Instant::now();
-            Ok(match lock.call(&id, queue).await? {
+            let answer = lock.call(&id, queue).await;
+            if matches!(&answer, Err(err) if may_have_run(err)) && unheard.lost() {
+                give_back_later(QueuedLock::Fair(lock.shared.clone(), id.clone()));
+            }
+            Ok(match answer? {
                 FairReply::Granted { fence } => Ok(lock.guard(id, fence, sent)),
                 other => Err(other),
             })

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 use crate::error::{Error, Result};
 use crate::store::outage_retry::while_outage;
 
-/// Whether a try that failed with `err` may have run on the server all the same: its request may have
-/// been written before the store stopped answering, or it was answered with something unexpected.
+/// Whether a try that failed with `err` may have been granted on the server all the same
+/// ([`Error::may_have_run`]).
 pub(crate) fn may_have_run(err: &Error) -> bool {
-    err.is_store_failure() || err.is_protocol()
+    err.may_have_run()
 }
 
 /// Runs `release` in a task of the current runtime, again while the store is out, for at most `lease`
@@ -30,4 +30,81 @@ where
     runtime.spawn(async move {
         let _ = while_outage(Instant::now() + lease, release).await;
     });
+}
+
+/// What the tries of one wait (or one lone try) left unheard: whether a try's answer was lost, and
+/// whether the wait is still there to see to it. Within a wait every try asks for the same grant id,
+/// so the wait sees to a lost answer itself (a semaphore's next try is granted the same permit again;
+/// a fair lock or a writer gives the grant back before its next try, which would otherwise wait on its
+/// own grant), and gives back what is left when it ends without a grant, or is dropped. A try whose
+/// wait has gone gives back itself.
+pub(crate) struct Unheard {
+    /// (the wait is still there, a try's answer was lost)
+    state: parking_lot::Mutex<(bool, bool)>,
+}
+
+impl Unheard {
+    /// The book of a wait's tries.
+    pub(crate) fn for_wait() -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Unheard {
+            state: parking_lot::Mutex::new((true, false)),
+        })
+    }
+
+    /// The book of a lone try, with no wait to see to it.
+    pub(crate) fn lone() -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Unheard {
+            state: parking_lot::Mutex::new((false, false)),
+        })
+    }
+
+    /// A try's answer was lost: true when no wait is there, and the try must give back itself.
+    pub(crate) fn lost(&self) -> bool {
+        let mut state = self.state.lock();
+        state.1 = state.0;
+        !state.0
+    }
+
+    /// Takes the lost mark: true when a try's answer was lost since (the wait gives back now).
+    pub(crate) fn take(&self) -> bool {
+        std::mem::take(&mut self.state.lock().1)
+    }
+
+    /// The wait was granted: what a lost answer granted is the grant it holds now.
+    pub(crate) fn granted(&self) {
+        self.state.lock().1 = false;
+    }
+
+    /// The wait ends: true when a lost answer is left for it to give back.
+    fn end(&self) -> bool {
+        let mut state = self.state.lock();
+        state.0 = false;
+        std::mem::take(&mut state.1)
+    }
+}
+
+/// Ends a wait's [`Unheard`] when dropped (the wait returned, or was dropped mid-way), and then runs
+/// `give_back` if a lost answer is left.
+pub(crate) struct WaitEnd<F: FnOnce()> {
+    unheard: std::sync::Arc<Unheard>,
+    give_back: Option<F>,
+}
+
+impl<F: FnOnce()> WaitEnd<F> {
+    pub(crate) fn new(unheard: &std::sync::Arc<Unheard>, give_back: F) -> Self {
+        WaitEnd {
+            unheard: unheard.clone(),
+            give_back: Some(give_back),
+        }
+    }
+}
+
+impl<F: FnOnce()> Drop for WaitEnd<F> {
+    fn drop(&mut self) {
+        if self.unheard.end() {
+            if let Some(give_back) = self.give_back.take() {
+                give_back();
+            }
+        }
+    }
 }

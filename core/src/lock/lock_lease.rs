@@ -49,7 +49,7 @@ pub(crate) fn lock_guard(
 ) -> LockGuard {
     Guard::start(
         LockLease {
-            _live: live_grant(&shared, fence),
+            _live: live_grant(&shared.own, fence),
             shared,
             owner,
             fence,

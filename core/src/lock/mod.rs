@@ -17,6 +17,7 @@ mod lease_end;
 mod lock_lease;
 mod lost;
 mod options;
+mod orphan;
 mod own_grants;
 mod owner;
 mod queued_lease;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::{may_have_run, release_in_background};
+use super::give_back::{release_in_background, Unheard};
 use super::guard::{Guard, Lease, Sealed};
 use super::options::LockOptions;
 use super::shared::{FairShared, RwShared};
@@ -144,18 +144,26 @@ impl QueuedLock {
     }
 }
 
-/// `answer` as it is, after giving back in the background the grant `held` may have been made when the
-/// last try for it failed with the store's answer unheard ([`may_have_run`]). `held`'s id is never
-/// asked for again: each try or wait draws its own.
-pub(crate) fn unless_unheard<T>(held: QueuedLock, answer: Result<T>) -> Result<T> {
-    if matches!(&answer, Err(err) if may_have_run(err)) {
-        let lease = held.options().ttl;
-        release_in_background(lease, move || {
-            let held = held.clone();
-            async move { held.give_back_unheard().await }
-        });
+/// Gives back, in the background, the grant `held`'s id may have been made by a try whose answer was
+/// lost ([`QueuedLock::give_back_unheard`]; nothing for a read hold, which cannot be found).
+pub(crate) fn give_back_later(held: QueuedLock) {
+    if matches!(held, QueuedLock::Rw(_, _, RwMode::Read)) {
+        return;
     }
-    answer
+    let lease = held.options().ttl;
+    release_in_background(lease, move || {
+        let held = held.clone();
+        async move { held.give_back_unheard().await }
+    });
+}
+
+/// Before a wait's next try for `held`'s id: gives back what an earlier try's lost answer granted,
+/// which the next try would otherwise wait on (the holder is its own id). A store still out keeps the
+/// mark, for the try after.
+pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) {
+    if unheard.take() && held.give_back_unheard().await.is_err() {
+        unheard.lost();
+    }
 }
 
 /// A waiter's place in a queue (fair lock) or its waiting mark (writer). [`Waiting::settle`] removes it

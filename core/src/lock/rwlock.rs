@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::give_back::{may_have_run, Unheard, WaitEnd};
 use super::options::LockOptions;
-use super::queued_lease::{lease_guard, unless_unheard, LeaseGuard, QueuedLock, Waiting};
+use super::queued_lease::{before_next_try, give_back_later, lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
 use super::run_to_end::run_to_end;
 use super::shared::RwShared;
@@ -124,8 +125,7 @@ impl ReadWriteLock {
 
     async fn try_acquire(&self, mode: RwMode) -> Result<Option<LeaseGuard>> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
-        let answer = self.attempt(id.clone(), mode, false).await;
-        Ok(unless_unheard(QueuedLock::Rw(self.shared.clone(), id, mode), answer)?.ok())
+        Ok(self.attempt(id, mode, false, Unheard::lone()).await?.ok())
     }
 
     async fn acquire(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
@@ -136,10 +136,15 @@ impl ReadWriteLock {
         wait::reported(&self.shared.options.hooks, what, self.wait_for(mode, timeout)).await
     }
 
+    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait gives
+    /// that back before its next try, and when it ends without a grant or is dropped.
     async fn wait_for(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
+        let held = QueuedLock::Rw(self.shared.clone(), id.clone(), mode);
         let marks = mode == RwMode::Write && self.shared.options.prefer_writers;
-        let mark = Waiting::new(marks.then(|| QueuedLock::Rw(self.shared.clone(), id.clone(), mode)));
+        let mark = Waiting::new(marks.then(|| held.clone()));
+        let unheard = Unheard::for_wait();
+        let _end = WaitEnd::new(&unheard, || give_back_later(held.clone()));
         let shared = &self.shared;
         let granted = wait::until_granted(
             &shared.store,
@@ -147,30 +152,41 @@ impl ReadWriteLock {
             &shared.owner.token(),
             timeout,
             || async {
-                Ok(match self.attempt(id.clone(), mode, true).await? {
-                    Ok(guard) => Attempt::Got(guard),
-                    Err(RwReply::Busy { retry_us }) => Attempt::Busy(Duration::from_micros(retry_us)),
-                    Err(other) => return Err(unexpected(other)),
-                })
+                before_next_try(&held, &unheard).await;
+                Ok(
+                    match self.attempt(id.clone(), mode, true, unheard.clone()).await? {
+                        Ok(guard) => Attempt::Got(guard),
+                        Err(RwReply::Busy { retry_us }) => Attempt::Busy(Duration::from_micros(retry_us)),
+                        Err(other) => return Err(unexpected(other)),
+                    },
+                )
             },
         )
         .await;
-        let answer = mark.settle(granted).await;
-        unless_unheard(QueuedLock::Rw(self.shared.clone(), id, mode), answer)
+        if granted.is_ok() {
+            unheard.granted();
+        }
+        mark.settle(granted).await
     }
 
     /// One try for grant `id` in `mode` (`queue`: marking a waiting writer), run to its end even when
-    /// the caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing.
+    /// the caller stops waiting ([`run_to_end`]): its guard, or the reply that granted nothing. A try
+    /// whose answer was lost tells `unheard`, and gives the grant back itself when no wait is there to.
     async fn attempt(
         &self,
         id: Arc<str>,
         mode: RwMode,
         queue: bool,
+        unheard: Arc<Unheard>,
     ) -> Result<std::result::Result<LeaseGuard, RwReply>> {
         let lock = self.clone();
         run_to_end(async move {
             let sent = Instant::now();
-            Ok(match lock.call(&id, mode, queue).await? {
+            let answer = lock.call(&id, mode, queue).await;
+            if matches!(&answer, Err(err) if may_have_run(err)) && unheard.lost() {
+                give_back_later(QueuedLock::Rw(lock.shared.clone(), id.clone(), mode));
+            }
+            Ok(match answer? {
                 RwReply::Granted { fence } => Ok(lock.guard(id, mode, fence, sent)),
                 other => Err(other),
             })

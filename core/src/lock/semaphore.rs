@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::{may_have_run, release_in_background};
+use super::give_back::{may_have_run, release_in_background, Unheard, WaitEnd};
 use super::guard::{Guard, Lease, Sealed};
 use super::options::{check_lease, LockOptions};
 use super::owner::ProcessOwner;
@@ -99,9 +99,7 @@ impl Semaphore {
 
     /// Takes a permit if one is free.
     pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
-        let id = self.next_id();
-        let answer = self.attempt(id.clone()).await;
-        Ok(match self.given_up(answer, id)? {
+        Ok(match self.attempt(self.next_id(), Unheard::lone()).await? {
             Attempt::Got(guard) => Some(guard),
             Attempt::Busy(_) => None,
         })
@@ -112,32 +110,25 @@ impl Semaphore {
         wait::reported(&self.shared.options.hooks, "permit", self.wait(timeout)).await
     }
 
+    /// A wait for one permit id: a try whose answer was lost may have been granted it, and the next
+    /// try is granted the same permit again; a wait that ends without it, or is dropped, gives it back.
     async fn wait(&self, timeout: Duration) -> Result<PermitGuard> {
         let shared = &self.shared;
         let id = self.next_id();
-        let answer = wait::until_granted(
+        let unheard = Unheard::for_wait();
+        let _end = WaitEnd::new(&unheard, || give_back_permit(shared.clone(), id.clone()));
+        let granted = wait::until_granted(
             &shared.store,
             &shared.keys.channel,
             &shared.owner.token(),
             timeout,
-            || self.attempt(id.clone()),
+            || self.attempt(id.clone(), unheard.clone()),
         )
         .await;
-        self.given_up(answer, id)
-    }
-
-    /// `answer` as it is, after giving back in the background the permit `id` may have been granted
-    /// when its last try failed with the store's answer unheard. (Within a wait, each try asks for the
-    /// same `id`, and a grant nobody heard of is granted again to the next try.)
-    fn given_up<T>(&self, answer: Result<T>, id: String) -> Result<T> {
-        if matches!(&answer, Err(err) if may_have_run(err)) {
-            let shared = self.shared.clone();
-            release_in_background(self.shared.options.ttl, move || {
-                let (shared, id) = (shared.clone(), id.clone());
-                async move { shared.done(SemaphoreCall::Release { id: &id }).await.map(drop) }
-            });
+        if granted.is_ok() {
+            unheard.granted();
         }
-        answer
+        granted
     }
 
     /// Permits in use now (leases not yet ended).
@@ -158,8 +149,10 @@ impl Semaphore {
         format!("{}:{n}", self.shared.owner.token())
     }
 
-    /// One try for permit `id`, run to its end even when the caller stops waiting ([`run_to_end`]).
-    async fn attempt(&self, id: String) -> Result<Attempt<PermitGuard>> {
+    /// One try for permit `id`, run to its end even when the caller stops waiting ([`run_to_end`]). A
+    /// try whose answer was lost tells `unheard`, and gives the permit back itself when no wait is
+    /// there to.
+    async fn attempt(&self, id: String, unheard: Arc<Unheard>) -> Result<Attempt<PermitGuard>> {
         let shared = self.shared.clone();
         run_to_end(async move {
             let sent = Instant::now();
@@ -168,14 +161,19 @@ impl Semaphore {
                 limit: shared.permits,
                 ttl_us: shared.options.ttl.as_micros() as u64,
             };
-            Ok(
-                match reply_as!(shared.call(call).await?, SemaphoreReply::Acquired)? {
-                    PermitAcquired::Granted { .. } => Attempt::Got(permit_guard(shared.clone(), id, sent)),
-                    PermitAcquired::Full { next_free_us } => {
-                        Attempt::Busy(Duration::from_micros(next_free_us))
-                    }
-                },
-            )
+            let answer = match shared.call(call).await {
+                Ok(reply) => reply_as!(reply, SemaphoreReply::Acquired),
+                Err(err) => Err(err),
+            };
+            if let Err(err) = &answer {
+                if may_have_run(err) && unheard.lost() {
+                    give_back_permit(shared.clone(), id.clone());
+                }
+            }
+            Ok(match answer? {
+                PermitAcquired::Granted { .. } => Attempt::Got(permit_guard(shared.clone(), id, sent)),
+                PermitAcquired::Full { next_free_us } => Attempt::Busy(Duration::from_micros(next_free_us)),
+            })
         })
         .await
     }
@@ -191,6 +189,15 @@ impl SemaphoreShared {
     async fn done(&self, call: SemaphoreCall<'_>) -> Result<bool> {
         reply_as!(self.call(call).await?, SemaphoreReply::Done)
     }
+}
+
+/// Gives back, in the background, permit `id` of `shared`'s semaphore (a release answered "not held"
+/// when it was never granted).
+fn give_back_permit(shared: Arc<SemaphoreShared>, id: String) {
+    release_in_background(shared.options.ttl, move || {
+        let (shared, id) = (shared.clone(), id.clone());
+        async move { shared.done(SemaphoreCall::Release { id: &id }).await.map(drop) }
+    });
 }
 
 /// One permit of a [`Semaphore`] (see [`PermitGuard`]).

@@ -4,6 +4,7 @@
 //! in `semaphore.rs`, beside the only kind that uses it.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::options::{check_lease, check_waiter_ttl, LockOptions};
 use super::own_grants::OwnGrants;
@@ -67,7 +68,7 @@ pub(crate) struct DistributedShared {
     /// The lock's name as given (for `Debug`).
     pub(crate) name: String,
     /// This handle's live grants and tries in flight, to give back a grant nobody heard of.
-    pub(crate) own: OwnGrants,
+    pub(crate) own: Arc<OwnGrants>,
 }
 
 impl DistributedShared {

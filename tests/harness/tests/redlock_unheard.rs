@@ -162,7 +162,7 @@ async fn the_servers_part_of_a_live_grant_is_kept() {
     assert!(before.held);
     let again = setup.unheard_on(&[2], lock.try_acquire()).await.unwrap();
     assert!(again.is_none(), "held by this handle already");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let after = setup.state_on(2, "unheard:live").await;
     assert!(
         after.held && after.holder_fence == before.holder_fence,
@@ -198,4 +198,37 @@ async fn a_release_a_server_did_not_answer_is_sent_there_again() {
             setup.state_on(at, "unheard:release").await
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_try_beside_a_live_grant_leaves_that_grant_whole() {
+    // The handle holds servers 0 and 1; another owner holds server 2 with a later (higher) token. A
+    // second try of the handle that two servers do not answer fails: what it may have been granted is
+    // given back per server, and the live grant keeps both its servers. (A lock-wide look named server
+    // 2's token, which the Redlock store then released as the live grant, on every server.)
+    let setup = setup().await;
+    let name = "unheard:beside";
+    let lock = DistributedLock::new(&setup.redlock, name, options()).unwrap();
+    let other = DistributedLock::new(&setup.seen[2], name, options()).unwrap();
+    let held_two = other.try_acquire().await.unwrap().expect("server 2 free");
+    let guard = lock.try_acquire().await.unwrap().expect("servers 0 and 1");
+    held_two.release().await.unwrap();
+    let taken_two = other.try_acquire().await.unwrap().expect("server 2 free again");
+    let err = setup
+        .unheard_on(&[1, 2], lock.try_acquire())
+        .await
+        .expect_err("only one of three servers answered");
+    assert!(err.is_store_failure(), "{err}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        setup.state_on(0, name).await.held,
+        "server 0's part of the live grant was released"
+    );
+    assert!(
+        setup.state_on(1, name).await.held,
+        "server 1's part of the live grant was released"
+    );
+    assert!(!guard.is_lost());
+    taken_two.release().await.unwrap();
+    guard.release().await.unwrap();
 }

@@ -118,7 +118,7 @@ async fn a_handles_live_guard_and_another_owners_hold_are_left_alone() {
     let err = unanswered(&setup, lock.try_acquire()).await;
     assert!(err.is_store_failure(), "{err}");
     // Long enough for a give-back to have run (its first look comes at once once the store answers).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let state = seen.state().await.unwrap();
     assert!(
         state.held && state.holder_fence == guard.fencing_token(),
@@ -129,7 +129,7 @@ async fn a_handles_live_guard_and_another_owners_hold_are_left_alone() {
     let other = seen.try_acquire().await.unwrap().unwrap();
     let err = unanswered(&setup, lock.try_acquire()).await;
     assert!(err.is_store_failure(), "{err}");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let state = seen.state().await.unwrap();
     assert!(
         state.held && state.holder_fence == other.fencing_token(),
@@ -167,7 +167,7 @@ async fn a_permit_granted_to_an_unanswered_try_is_given_back() {
     };
     let (held, ()) = tokio::join!(permits.acquire(Duration::from_secs(10)), clear);
     let held = held.unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(seen.in_use().await.unwrap(), 1, "the waited-for permit");
     held.release().await.unwrap();
     assert_eq!(seen.in_use().await.unwrap(), 0);
@@ -213,4 +213,86 @@ async fn a_fair_or_write_hold_granted_to_an_unanswered_try_is_given_back() {
         soon(|| async { !rw_seen.state().await.unwrap().writer }).await,
         "the write hold nobody heard of still holds the lock"
     );
+}
+
+/// Runs `wait` while replies are thrown away for its first 500 ms, then heard again.
+async fn with_a_lost_answer_first<T>(setup: &Setup, wait: impl Future<Output = T>) -> T {
+    setup.proxy.set(0, DROP_REPLIES);
+    let hear_again = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        setup.proxy.set(0, Fault::default());
+    };
+    tokio::join!(wait, hear_again).0
+}
+
+#[tokio::test]
+async fn a_fair_or_write_wait_whose_first_answer_was_lost_gets_its_grant() {
+    // Every try of a wait asks for one id. The first try's answer is lost but the server granted it:
+    // the next try found its own id holding the lock and waited on it until the wait gave up, leaving
+    // the grant to its 30 s lease.
+    let setup = setup().await;
+    let fair = FairLock::new(&setup.through, "unanswered:fair-wait", options()).unwrap();
+    fair.try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let held = with_a_lost_answer_first(&setup, fair.acquire(Duration::from_secs(5)))
+        .await
+        .expect("the fair wait gets the lock once the store answers");
+    held.release().await.unwrap();
+
+    let rw = ReadWriteLock::new(&setup.through, "unanswered:write-wait", options()).unwrap();
+    let held = with_a_lost_answer_first(&setup, rw.acquire_write(Duration::from_secs(5)))
+        .await
+        .expect("the write wait gets the lock once the store answers");
+    held.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_wait_dropped_after_a_lost_answer_gives_its_grant_back() {
+    let setup = setup().await;
+    let permits = Semaphore::new(&setup.through, "unanswered:dropped", 2, options()).unwrap();
+    let seen = Semaphore::new(&setup.direct, "unanswered:dropped", 2, options()).unwrap();
+    permits
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let dropped = unanswered_for(
+        &setup,
+        tokio::time::timeout(Duration::from_secs(1), permits.acquire(Duration::from_secs(10))),
+    )
+    .await;
+    assert!(dropped.is_err(), "the wait ended before it was dropped");
+    assert!(
+        soon(|| async { seen.in_use().await.unwrap() == 0 }).await,
+        "the dropped wait's permit is still in use"
+    );
+
+    let fair = FairLock::new(&setup.through, "unanswered:dropped-fair", options()).unwrap();
+    let fair_seen = FairLock::new(&setup.direct, "unanswered:dropped-fair", options()).unwrap();
+    let dropped = unanswered_for(
+        &setup,
+        tokio::time::timeout(Duration::from_secs(1), fair.acquire(Duration::from_secs(10))),
+    )
+    .await;
+    assert!(dropped.is_err(), "the wait ended before it was dropped");
+    assert!(
+        soon(|| async { !fair_seen.is_locked().await.unwrap() }).await,
+        "the dropped fair wait's grant still holds the lock"
+    );
+}
+
+/// Runs `call` with every reply thrown away, and answers what it answered.
+async fn unanswered_for<T>(setup: &Setup, call: impl Future<Output = T>) -> T {
+    setup.proxy.set(0, DROP_REPLIES);
+    let answer = call.await;
+    setup.proxy.set(0, Fault::default());
+    answer
 }

@@ -24,7 +24,7 @@
 //! Outages follow the failure policy; configuration errors and bugs always raise. A `NOPERM` met by a
 //! capability probe is not sorted here: the probe takes it to mean "use the fallback path".
 
-use crate::error::Error;
+use crate::error::{Error, NOTHING_SENT};
 
 /// Server error codes that mean the server cannot serve now but will (an outage).
 const OUTAGE_CODES: &[&str] = &[
@@ -323,7 +323,7 @@ pub fn connect_timed_out(timeout: std::time::Duration, tls: bool) -> Error {
         ""
     };
     Error::StoreUnavailable(format!(
-        "connecting timed out after {} ms; nothing was sent{hint}",
+        "connecting timed out after {} ms; {NOTHING_SENT}{hint}",
         timeout.as_millis()
     ))
 }

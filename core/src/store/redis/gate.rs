@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, BREAKER_OPEN};
 use crate::store::connection_core::{Admission, BreakerState, SharedBreaker};
 
 /// A blocking check whether the server answers (true) or not, run on a thread of its own.
@@ -136,7 +136,7 @@ fn open_error(probed: bool) -> Error {
         "a call let out after a short pause reaches it"
     };
     Error::StoreUnavailable(format!(
-        "circuit breaker open: the server failed a moment ago; calls answer at once until {until}"
+        "{BREAKER_OPEN}: the server failed a moment ago; calls answer at once until {until}"
     ))
 }
 

@@ -21,6 +21,7 @@ mod pipelined;
 #[cfg(feature = "cluster")]
 mod recent_answers;
 pub mod redlock;
+mod redlock_unheard;
 pub(crate) mod reply;
 mod route_walk;
 mod script;

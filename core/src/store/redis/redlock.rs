@@ -3,8 +3,8 @@
 //! and a remaining validity of `ttl − elapsed − drift` (drift = 1% of the ttl + 2 ms); a failed attempt
 //! is released everywhere (a server that cannot be reached for that is asked again in the background
 //! until the lease would have run out). A server whose answer to an acquire never came is asked what it
-//! holds, and a grant to the owner there that is not its part of a live grant is released; a last
-//! release a server did not get is sent again. The fencing token is the largest of the servers' tokens; each
+//! holds, and a grant to the owner there that is not its part of a live grant is released
+//! (`redlock_unheard.rs`); a last release a server did not get is sent again. The fencing token is the largest of the servers' tokens; each
 //! server's own token is kept so release and extend show every server the grant it made. A call
 //! without a majority fails with the first refusal no retry mends (configuration, protocol) when a
 //! server gave one, else as an outage naming what each server said.
@@ -21,6 +21,7 @@ use futures_util::FutureExt;
 
 use super::lease_calls::LeaseCalls;
 use super::multi_host_urls::node_urls;
+use super::redlock_unheard::{give_back_unheard, GrantKey, Tries};
 use super::RedisStore;
 use crate::algorithm::lease::LockState;
 use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};
@@ -73,10 +74,11 @@ struct Shared {
     /// `None`: the server could not be reached when the store was made (it never counts).
     nodes: Vec<RedisStore>,
     grants: Mutex<Grants>,
+    tries: Arc<Tries>,
 }
 
 /// Each live grant, by (lease key, owner).
-type Grants = HashMap<(Vec<u8>, String), Grant>;
+type Grants = HashMap<GrantKey, Grant>;
 
 /// A live grant: each server's own fencing token (`None` where it did not grant), and its lease length.
 struct Grant {
@@ -146,6 +148,7 @@ impl RedlockStore {
             shared: Arc::new(Shared {
                 nodes,
                 grants: Mutex::new(HashMap::new()),
+                tries: Arc::default(),
             }),
         })
     }
@@ -250,10 +253,12 @@ impl RedlockStore {
         refused.map_or(Ok(()), Err)
     }
 
-    /// Each server's token of the grant (`fence` on every server when the grant is not known here).
+    /// Each server's token of the grant whose token is `fence` (`fence` on every server when that
+    /// grant is not the one recorded here).
     fn fences_of(&self, keys: &LockKeys, owner: &str, fence: u64) -> Vec<Option<u64>> {
         self.grants()
             .get(&grant_key(keys, owner))
+            .filter(|grant| grant.fences.iter().flatten().max() == Some(&fence))
             .map(|grant| grant.fences.clone())
             .unwrap_or_else(|| vec![Some(fence); self.shared.nodes.len()])
     }
@@ -295,7 +300,7 @@ impl RedlockStore {
 struct Answers<T> {
     answers: Vec<Option<T>>,
     failures: Vec<Error>,
-    /// The servers whose call failed after it may have run there (an outage or a protocol error).
+    /// The servers whose call failed after it may have run there (`Error::may_have_run`).
     unheard: Vec<usize>,
 }
 
@@ -307,7 +312,7 @@ impl<T> Answers<T> {
             .enumerate()
             .map(|(at, result)| {
                 result.unwrap_or_else(|failure| {
-                    if failure.is_store_failure() || failure.is_protocol() {
+                    if failure.may_have_run() {
                         unheard.push(at);
                     }
                     failures.push(failure);
@@ -346,42 +351,6 @@ fn release_later(node: RedisStore, keys: LockKeys, owner: String, fence: u64, un
     });
 }
 
-/// Gives back, in the background, a grant to `owner` on server `at` that no answer told of (its acquire
-/// failed after it may have run there), unless it is the server's part of the grant this handle holds.
-/// The server is asked what it holds, then to release that fence of `owner` only, so another owner's
-/// hold is never touched; again while it cannot be reached, until `until`.
-fn give_back_unheard(
-    shared: Arc<Shared>,
-    at: usize,
-    keys: LockKeys,
-    owner: String,
-    until: tokio::time::Instant,
-) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        let node = &shared.nodes[at];
-        let look = || async {
-            let state = node.lock_state(&keys).await?;
-            let held_here = shared
-                .grants
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .get(&grant_key(&keys, &owner))
-                .and_then(|grant| grant.fences[at]);
-            if !state.held || held_here == Some(state.holder_fence) {
-                return Ok(());
-            }
-            node.lock_release(&keys, &owner, state.holder_fence)
-                .await
-                .map(drop)
-        };
-        // Nobody awaits this: a refusal, like a last outage, leaves the grant to its lease.
-        let _ = crate::store::outage_retry::while_outage(until, look).await;
-    });
-}
-
 /// Every call goes to all servers at once and is answered by the majority.
 impl LeaseCalls for RedlockStore {
     /// Takes the lock on a majority within its validity, or releases what it took.
@@ -392,6 +361,7 @@ impl LeaseCalls for RedlockStore {
         ttl_us: u64,
         reentrant: bool,
     ) -> Result<Acquired> {
+        let _in_flight = self.shared.tries.begin(grant_key(keys, owner));
         let started = Instant::now();
         let answers = self
             .each(|node| node.lock_acquire(keys, owner, ttl_us, reentrant))
@@ -428,7 +398,18 @@ impl LeaseCalls for RedlockStore {
         // recorded, so its own parts are known).
         let until = tokio::time::Instant::now() + Duration::from_micros(ttl_us);
         for &at in &answers.unheard {
-            give_back_unheard(self.shared.clone(), at, keys.clone(), owner.to_owned(), until);
+            let shared = self.shared.clone();
+            let key = grant_key(keys, owner);
+            let held_here = move || {
+                let grants = shared
+                    .grants
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                grants.get(&key).and_then(|grant| grant.fences[at])
+            };
+            let node = self.shared.nodes[at].clone();
+            let tries = self.shared.tries.clone();
+            give_back_unheard(node, tries, keys.clone(), owner.to_owned(), until, held_here);
         }
         if won {
             let fence = fences.iter().flatten().copied().max().unwrap_or(0);
@@ -540,7 +521,7 @@ impl LeaseCalls for RedlockStore {
     }
 }
 
-fn grant_key(keys: &LockKeys, owner: &str) -> (Vec<u8>, String) {
+fn grant_key(keys: &LockKeys, owner: &str) -> GrantKey {
     (keys.lease.clone(), owner.to_owned())
 }
 
@@ -590,6 +571,7 @@ mod tests {
                 .map(|url| RedisStore::new(url, &StoreOptions::default()).unwrap())
                 .collect(),
             grants: Mutex::new(HashMap::new()),
+            tries: Arc::default(),
         });
         let store = RedlockStore { shared };
         let keys = LockKeys::new("rl", b"job");

@@ -33,7 +33,7 @@ use super::server_code::{refused_without_running, Check, CodeChoice, Route};
 use super::wire_call::{script_load_command, WireAnswer, WireCall};
 use super::wire_reader::{Reply, ReplyReader};
 use crate::decision::Decision;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, NOTHING_SENT};
 use crate::limiter::Limiter;
 use crate::rule::Rules;
 use crate::store::connection_core::{
@@ -630,9 +630,9 @@ impl WireConnection {
         let why = if connected {
             format!("connection lost ({why})")
         } else if why.starts_with("connecting") {
-            format!("{why}; nothing was sent")
+            format!("{why}; {NOTHING_SENT}")
         } else {
-            format!("connecting failed ({why}); nothing was sent")
+            format!("connecting failed ({why}); {NOTHING_SENT}")
         };
         let calls = std::mem::take(&mut self.calls);
         self.timed_out = 0;
