@@ -65,9 +65,14 @@ impl Unheard {
         !state.0
     }
 
-    /// Takes the lost mark: true when a try's answer was lost since (the wait gives back now).
-    pub(crate) fn take(&self) -> bool {
-        std::mem::take(&mut self.state.lock().1)
+    /// Whether a try's answer was lost and nothing has given its grant back yet.
+    pub(crate) fn pending(&self) -> bool {
+        self.state.lock().1
+    }
+
+    /// The grant a lost answer left was given back.
+    pub(crate) fn given_back(&self) {
+        self.state.lock().1 = false;
     }
 
     /// The wait was granted: what a lost answer granted is the grant it holds now.

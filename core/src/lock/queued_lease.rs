@@ -158,11 +158,12 @@ pub(crate) fn give_back_later(held: QueuedLock) {
 }
 
 /// Before a wait's next try for `held`'s id: gives back what an earlier try's lost answer granted,
-/// which the next try would otherwise wait on (the holder is its own id). A store still out keeps the
-/// mark, for the try after.
+/// which the next try would otherwise wait on (the holder is its own id). The mark is cleared only once
+/// that is done: a store still out keeps it for the try after, and a wait dropped meanwhile still
+/// gives back when it ends.
 pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) {
-    if unheard.take() && held.give_back_unheard().await.is_err() {
-        unheard.lost();
+    if unheard.pending() && held.give_back_unheard().await.is_ok() {
+        unheard.given_back();
     }
 }
 

@@ -8,6 +8,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use ratelock::algorithm::lease::Extended;
+use ratelock::key::LockKeys;
 use ratelock::store::LockState;
 use ratelock::{AnyLockStore, DistributedLock, LockOptions, Store, StoreOptions};
 use ratelock_testkit::fault::{Fault, FaultProxy};
@@ -28,7 +30,7 @@ const DROP_REPLIES: Fault = Fault {
 /// Three servers, the second and third behind a proxy each; `redlock` reaches them that way, and
 /// `seen[i]` reaches server `i` straight.
 struct Setup {
-    _servers: Vec<RedisServer>,
+    servers: Vec<RedisServer>,
     proxies: Vec<FaultProxy>,
     redlock: AnyLockStore,
     seen: Vec<Store>,
@@ -64,7 +66,7 @@ async fn setup() -> Setup {
         );
     }
     Setup {
-        _servers: servers,
+        servers,
         proxies,
         redlock,
         seen,
@@ -231,4 +233,42 @@ async fn a_failed_try_beside_a_live_grant_leaves_that_grant_whole() {
     assert!(!guard.is_lost());
     taken_two.release().await.unwrap();
     guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_a_server_did_not_answer_keeps_the_outer_guard_whole() {
+    // Server 2's token is the grant's largest. A re-entry that server 2 does not answer wins on servers
+    // 0 and 1: it is the same grant, so both guards name server 2's token, and the outer guard still
+    // renews and releases on every server. (The re-entry's record replaced the grant's, and the outer
+    // guard's token then matched no record: its renewal answered HeldByOther, and its release left
+    // servers 0 and 1 held with no guard.)
+    let setup = setup().await;
+    let name = "unheard:reentry";
+    let _: () = redis::cmd("SET")
+        .arg(LockKeys::new("rl", name.as_bytes()).fence)
+        .arg(4_000_000_000_000_000u64)
+        .query(&mut setup.servers[2].connection())
+        .unwrap();
+    let options = options().with_reentrant(true).with_auto_renew(false);
+    let lock = DistributedLock::new(&setup.redlock, name, options).unwrap();
+    let outer = lock.try_acquire().await.unwrap().expect("free");
+    let inner = setup
+        .unheard_on(&[2], lock.try_acquire())
+        .await
+        .unwrap()
+        .expect("re-entered on servers 0 and 1");
+    assert_eq!(
+        inner.fencing_token(),
+        outer.fencing_token(),
+        "one grant, one token"
+    );
+    // Server 2's breaker closes once it answers again.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let renewed = outer.extend(TTL).await.unwrap();
+    assert_eq!(renewed, Extended::Extended, "the outer guard's renewal");
+    inner.release().await.unwrap();
+    outer.release().await.unwrap();
+    for at in 0..3 {
+        assert!(setup.let_go(at, name).await, "server {at} still holds the lock");
+    }
 }

@@ -388,11 +388,20 @@ impl LeaseCalls for RedlockStore {
         let valid = ttl_us.saturating_sub(elapsed_us + drift_us) > 0;
         let won = granted >= self.quorum() && valid;
         if won {
+            let mut grants = self.grants();
+            let key = grant_key(keys, owner);
+            // A re-entry is the same grant: a server that did not answer it keeps its token from the
+            // first entry, so every guard of the grant names one fencing token (the largest).
+            if let (true, Some(entered)) = (holds > 1, grants.get(&key)) {
+                for (fence, before) in fences.iter_mut().zip(&entered.fences) {
+                    *fence = fence.or(*before);
+                }
+            }
             let grant = Grant {
                 fences: fences.clone(),
                 ttl_us,
             };
-            self.grants().insert(grant_key(keys, owner), grant);
+            grants.insert(key, grant);
         }
         // A server that did not answer may have granted all the same (after the grant above is
         // recorded, so its own parts are known).
