@@ -78,14 +78,17 @@ pub enum Error {
 }
 
 /// How an outage whose call never left this process begins: the breaker refused it.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) const BREAKER_OPEN: &str = "circuit breaker open";
 /// What an outage whose call never left this process says: no connection opened for it.
+#[cfg_attr(not(feature = "runtime"), allow(dead_code))]
 pub(crate) const NOTHING_SENT: &str = "nothing was sent";
 
 impl Error {
     /// Whether the call that failed with this error may have run on the server all the same: an outage
     /// after its request may have been written (a timeout, a connection lost), or an answer of the
     /// wrong shape. Not a call the breaker refused or one no connection opened for.
+    #[cfg_attr(not(feature = "runtime"), allow(dead_code))]
     pub(crate) fn may_have_run(&self) -> bool {
         match self {
             Error::Timeout(_) | Error::Protocol(_) => true,
