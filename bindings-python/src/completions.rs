@@ -17,7 +17,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyWeakrefReference;
 
 use crate::decision::PyDecision;
-use crate::runtime::{poll_here, runtime, settle};
+use crate::process_runtime::{poll_here, runtime, settle};
 use crate::stale_answers::{Watch, Watched};
 
 /// What a finished call delivers to its asyncio future: its answer, or its error.
@@ -178,7 +178,7 @@ impl Completions {
         match poll_here(work.as_mut()) {
             Poll::Ready(outcome) => resolve(py, &future, settle(outcome))?,
             Poll::Pending => {
-                if let Err(exiting) = crate::runtime::live() {
+                if let Err(exiting) = crate::process_runtime::live() {
                     resolve(py, &future, Err(exiting))?;
                     return Ok(future);
                 }

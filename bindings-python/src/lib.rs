@@ -6,6 +6,7 @@ mod completions;
 mod convert;
 mod decision;
 mod errors;
+mod exit;
 mod fair_lock;
 mod guards;
 mod http;
@@ -16,6 +17,8 @@ mod lock_options;
 mod lock_states;
 mod metrics;
 mod metrics_queue;
+mod process_runtime;
+mod recorder_call;
 mod runtime;
 mod rwlock;
 mod semaphore;
@@ -53,7 +56,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MAX_KEY_BYTES", ratelock::MAX_KEY_BYTES)?;
     module.add("MAX_RULES", ratelock::MAX_RULES)?;
     // Not an attribute of the module: the runtime stops once, at exit, and nothing else may call it.
-    let stop = wrap_pyfunction!(runtime::stop_at_exit, module)?;
+    let stop = wrap_pyfunction!(exit::stop_at_exit, module)?;
     module.py().import("atexit")?.call_method1("register", (stop,))?;
     Ok(())
 }

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use ratelock::hook::Hook;
 use ratelock::metrics::{Instrument, Measurement, Recording};
 
-use crate::metrics_queue::{self, Queued};
+use crate::metrics_queue;
+use crate::recorder_call::{call, Queued};
 
 /// Hands one measurement to `record`: at once on a thread that holds the GIL, else through the queue
 /// (`metrics_queue`), so that no thread waits for the GIL to record (the runtime's thread least of
@@ -41,50 +42,6 @@ fn send(record: &Arc<Py<PyAny>>, measurement: Measurement<'_>) {
                 .map(|(key, value)| (*key, value.as_str().to_owned()))
                 .collect(),
         });
-    }
-}
-
-/// Records a queued measurement (the GIL held).
-pub(crate) fn send_now(py: Python<'_>, queued: Queued) {
-    let attributes = queued
-        .attributes
-        .iter()
-        .map(|(key, value)| (*key, value.as_str()));
-    call(
-        py,
-        &queued.record,
-        queued.name,
-        queued.histogram,
-        queued.value,
-        attributes,
-    );
-}
-
-/// `record(name, value, attributes)` (the GIL held; a counter's value as an integer). An exception
-/// `record` raises cannot reach the call that made the measurement: it goes to `sys.unraisablehook`, as
-/// an exception in a `__del__` does.
-fn call<'a>(
-    py: Python<'_>,
-    record: &Py<PyAny>,
-    name: &'static str,
-    histogram: bool,
-    value: f64,
-    attributes: impl Iterator<Item = (&'static str, &'a str)>,
-) {
-    let sent = (|| -> PyResult<()> {
-        let given = PyDict::new(py);
-        for (key, text) in attributes {
-            given.set_item(key, text)?;
-        }
-        if histogram {
-            record.call1(py, (name, value, given))?;
-        } else {
-            record.call1(py, (name, value as u64, given))?;
-        }
-        Ok(())
-    })();
-    if let Err(err) = sent {
-        err.write_unraisable(py, Some(record.bind(py)));
     }
 }
 

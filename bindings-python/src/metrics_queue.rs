@@ -19,11 +19,12 @@
 //! many. Once the interpreter starts to exit ([`close`]), no thread of the runtime attaches to it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
+
+use crate::recorder_call::Queued;
 
 /// The most measurements that wait for the GIL; beyond, they are dropped (and counted).
 const MAX_QUEUED: usize = 100_000;
@@ -32,16 +33,6 @@ const MAX_QUEUED: usize = 100_000;
 /// blocking pool records it. Long enough that a busy loop or caller records its own (on its thread);
 /// metrics are exported every few seconds at the most.
 const LATE_DRAIN: Duration = Duration::from_secs(1);
-
-/// One measurement as made: where it goes, the instrument's name, a histogram's or a counter's value,
-/// and the attributes.
-pub(crate) struct Queued {
-    pub(crate) record: Arc<Py<PyAny>>,
-    pub(crate) name: &'static str,
-    pub(crate) histogram: bool,
-    pub(crate) value: f64,
-    pub(crate) attributes: Vec<(&'static str, String)>,
-}
 
 #[derive(Default)]
 struct Queue {
@@ -67,8 +58,8 @@ struct Waiting {
 thread_local! {
     /// Whether this thread is inside a drain.
     static DRAINING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Whether this thread runs ratelock's code without the GIL: a thread of the runtime, or a caller
-    /// inside [`detached`].
+    /// Whether this thread runs ratelock's code without the GIL as a caller inside [`detached`] (the
+    /// runtime's own threads are known to `process_runtime`).
     static OFF_THE_GIL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -82,12 +73,7 @@ fn queue() -> &'static Queue {
 /// Whether the calling thread holds the GIL, as far as ratelock's code can tell: any thread but the
 /// runtime's and a caller inside [`detached`] (another thread, a breaker's probe, attaches to record).
 pub(crate) fn holds_the_gil() -> bool {
-    !OFF_THE_GIL.get()
-}
-
-/// Marks a thread of the runtime (its `on_thread_start`).
-pub(crate) fn runtime_thread_started() {
-    OFF_THE_GIL.set(true);
+    !OFF_THE_GIL.get() && !crate::process_runtime::on_a_runtime_thread()
 }
 
 /// `work` with the GIL released, then what it measured recorded (the GIL held again).
@@ -123,11 +109,11 @@ pub(crate) fn push(measurement: Queued) {
 /// Records on a thread of the blocking pool what has waited [`LATE_DRAIN`], and again while anything
 /// waits (the runtime's own threads never wait for the GIL). None once the interpreter exits.
 fn schedule_late_drain(queue: &'static Queue) {
-    if crate::runtime::live().is_err() {
+    if crate::process_runtime::live().is_err() {
         queue.waiting.lock().late_drain_scheduled = false;
         return;
     }
-    crate::runtime::runtime().spawn(async move {
+    crate::process_runtime::runtime().spawn(async move {
         loop {
             tokio::time::sleep(LATE_DRAIN).await;
             let recorded = tokio::task::spawn_blocking(move || late_drain(queue)).await;
@@ -208,7 +194,7 @@ fn record(py: Python<'_>, queue: &Queue, batch: Vec<Queued>) {
     DRAINING_HERE.set(true);
     let _reset = ResetOnDrop;
     for measurement in batch {
-        crate::metrics::send_now(py, measurement);
+        measurement.send_now(py);
     }
     let dropped = queue.dropped.swap(0, Ordering::Relaxed);
     if dropped > 0 {

@@ -1,93 +1,19 @@
-//! The tokio runtime of the Python process: one per process, built on first use and built again in a
-//! forked child (gunicorn `--preload`, uWSGI, Celery prefork, `multiprocessing` with fork), whose copy of
-//! the parent's runtime has no threads. `run` blocks (GIL released) for the sync API; `spawn` returns an
-//! asyncio awaitable for `ratelock.asyncio`. Either way a panic becomes a Python exception instead of
-//! crossing into the interpreter.
+//! The calls of the Python binding on the process's runtime (`process_runtime.rs`): `run` blocks (GIL
+//! released) for the sync API; `spawn` and `awaitable` return an asyncio awaitable for
+//! `ratelock.asyncio`. Either way a panic becomes a Python exception instead of crossing into the
+//! interpreter.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 
 use crate::errors::{internal_error, to_py};
-
-/// One worker thread: measured on 2 vCPUs, it serves sync calls about 15% faster than two (fewer
-/// threads to wake per round trip; asyncio loses ~6%), and the GIL bounds Python's parallelism anyway.
-static RUNTIME: ratelock::process::PerProcess<ProcessRuntimeSlot> = ratelock::process::PerProcess::new();
-
-/// This process's runtime: the handle every call uses, and the runtime itself until the interpreter
-/// exits ([`stop_at_exit`] takes it out and shuts it down).
-struct ProcessRuntimeSlot {
-    handle: tokio::runtime::Handle,
-    owned: parking_lot::Mutex<Option<tokio::runtime::Runtime>>,
-    stopped: std::sync::atomic::AtomicBool,
-}
-
-/// This process's runtime (a forked child builds its own).
-pub(crate) fn runtime() -> &'static tokio::runtime::Handle {
-    &slot().handle
-}
-
-fn slot() -> &'static ProcessRuntimeSlot {
-    RUNTIME.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("ratelock")
-            // The host's stop and reload signals go to its own threads (see ratelock::host_signals).
-            .on_thread_start(|| {
-                ratelock::host_signals::keep_off_this_thread();
-                // Its measurements wait for a thread that holds the GIL (`metrics_queue`).
-                crate::metrics_queue::runtime_thread_started();
-            })
-            .enable_all()
-            .build()
-            .expect("ratelock cannot start its tokio runtime");
-        ProcessRuntimeSlot {
-            handle: runtime.handle().clone(),
-            owned: parking_lot::Mutex::new(Some(runtime)),
-            stopped: std::sync::atomic::AtomicBool::new(false),
-        }
-    })
-}
-
-/// `Ok` while the runtime runs; after [`stop_at_exit`], the error every call that needs it raises
-/// (a task spawned then would be dropped unanswered: its awaitable would never resolve).
-pub(crate) fn live() -> PyResult<()> {
-    let stopped = RUNTIME
-        .get()
-        .is_some_and(|slot| slot.stopped.load(std::sync::atomic::Ordering::Acquire));
-    if stopped {
-        return Err(crate::errors::RatelockError::new_err(
-            "ratelock's runtime is stopped: the interpreter is exiting",
-        ));
-    }
-    Ok(())
-}
-
-/// How long the exit waits for runtime threads to finish what they are doing (a completion that holds
-/// the GIL, a release on its way to the store).
-const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Shuts this process's runtime down while the interpreter can still run Python code (registered with
-/// `atexit` when the module loads, so after every exit handler registered later). A runtime thread
-/// that attaches to the interpreter once it is finalizing aborts the process (`PyGILState_Release`:
-/// "must be current when releasing"); the exit closes the metrics queue so that its late drain never
-/// does. Holds still open are not released here; their leases run out on the store.
-#[pyfunction]
-pub(crate) fn stop_at_exit(py: Python<'_>) {
-    let Some(slot) = RUNTIME.get() else { return };
-    slot.stopped.store(true, std::sync::atomic::Ordering::Release);
-    if let Some(runtime) = slot.owned.lock().take() {
-        py.detach(|| runtime.shutdown_timeout(EXIT_GRACE));
-    }
-    // Measurements the runtime's threads made last, while a recorder can still take them; no thread
-    // of the runtime attaches after this.
-    crate::metrics_queue::close(py);
-    crate::stale_answers::close(py);
-}
+pub(crate) use crate::process_runtime::catch_panic;
+use crate::process_runtime::{live, poll_here, runtime};
 
 /// Runs `future` to completion. It is polled once on the calling thread first: a memory-store call (or
 /// any call that needs no I/O) finishes there, with no thread switch. Otherwise the GIL is released and
@@ -176,24 +102,6 @@ async fn or_signal<F: Future + ?Sized>(mut future: Pin<&mut F>) -> PyResult<F::O
             None => Python::attach(|py| py.check_signals())?,
         }
     }
-}
-
-/// Polls `future` once on this thread, inside the runtime's context, with a waker that does nothing:
-/// a call that needs no I/O finishes here, and any other has sent what it could (in call order) before
-/// it goes on elsewhere, where its next poll gives it a real waker.
-pub(crate) fn poll_here<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
-    let _context = runtime().enter();
-    future.poll(&mut Context::from_waker(Waker::noop()))
-}
-
-/// A call's outcome, a panic inside it as a Python exception like any other failure.
-pub(crate) fn settle<T>(outcome: std::thread::Result<PyResult<T>>) -> PyResult<T> {
-    outcome.unwrap_or_else(|panic| Err(internal_error(panic)))
-}
-
-/// Runs `call` on this thread, turning a panic into a Python exception.
-pub(crate) fn catch_panic<T>(call: impl FnOnce() -> T) -> PyResult<T> {
-    std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(internal_error)
 }
 
 /// Starts `future` and returns an asyncio future of its result, resolved through the running loop's

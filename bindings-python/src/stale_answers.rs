@@ -65,11 +65,11 @@ pub(crate) trait Watched: Send + Sync + 'static {
 /// Looks at `queue` every [`LOOK_AFTER`] while answers wait there; when no drain came since the last
 /// look, it sweeps under the GIL on a thread of the blocking pool. Call it when [`Watch::needs_look`].
 pub(crate) fn look_later<Q: Watched>(queue: std::sync::Arc<Q>) {
-    if crate::runtime::live().is_err() {
+    if crate::process_runtime::live().is_err() {
         queue.watch().stop();
         return;
     }
-    crate::runtime::runtime().spawn(async move {
+    crate::process_runtime::runtime().spawn(async move {
         let mut drains = queue.watch().drains.load(Ordering::Relaxed);
         let mut wait = LOOK_AFTER;
         loop {

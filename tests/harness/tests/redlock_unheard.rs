@@ -18,15 +18,6 @@ use ratelock_testkit::RedisServer;
 /// Much longer than the test: a grant still there at its end was never given back.
 const TTL: Duration = Duration::from_secs(30);
 
-const DROP_REPLIES: Fault = Fault {
-    latency: Duration::ZERO,
-    jitter: Duration::ZERO,
-    stall_replies: false,
-    drop_replies: true,
-    partitioned: false,
-    bandwidth: None,
-};
-
 /// Three servers, the second and third behind a proxy each; `redlock` reaches them that way, and
 /// `seen[i]` reaches server `i` straight.
 struct Setup {
@@ -86,7 +77,7 @@ impl Setup {
     /// Throws away the replies of the proxied servers in `muted` (1 or 2) while `call` runs.
     async fn unheard_on<T>(&self, muted: &[usize], call: impl Future<Output = T>) -> T {
         for at in muted {
-            self.proxies[at - 1].set(0, DROP_REPLIES);
+            self.proxies[at - 1].set(0, Fault::DROP_REPLIES);
         }
         let answer = call.await;
         for at in muted {

@@ -15,16 +15,6 @@ use ratelock_testkit::RedisServer;
 /// Much longer than the test: a hold still taken at its end was never given back.
 const TTL: Duration = Duration::from_secs(30);
 
-/// Replies thrown away: the server runs every command, the client hears nothing.
-const DROP_REPLIES: Fault = Fault {
-    latency: Duration::ZERO,
-    jitter: Duration::ZERO,
-    stall_replies: false,
-    drop_replies: true,
-    partitioned: false,
-    bandwidth: None,
-};
-
 /// The server, a proxy in front of it, a store through the proxy (short timeout) and one straight
 /// to the server, which sees the truth.
 struct Setup {
@@ -56,7 +46,7 @@ async fn unanswered<T: std::fmt::Debug>(
     setup: &Setup,
     call: impl Future<Output = ratelock::Result<T>>,
 ) -> ratelock::Error {
-    setup.proxy.set(0, DROP_REPLIES);
+    setup.proxy.set(0, Fault::DROP_REPLIES);
     let answer = call.await;
     setup.proxy.set(0, Fault::default());
     let probe = DistributedLock::new(&setup.through, "unanswered:probe", options()).unwrap();
@@ -160,7 +150,7 @@ async fn a_permit_granted_to_an_unanswered_try_is_given_back() {
     );
 
     // Within a wait, the next try asks for the same permit and is granted it: that one is kept.
-    setup.proxy.set(0, DROP_REPLIES);
+    setup.proxy.set(0, Fault::DROP_REPLIES);
     let clear = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
         setup.proxy.set(0, Fault::default());
@@ -217,7 +207,7 @@ async fn a_fair_or_write_hold_granted_to_an_unanswered_try_is_given_back() {
 
 /// Runs `wait` while replies are thrown away for its first 500 ms, then heard again.
 async fn with_a_lost_answer_first<T>(setup: &Setup, wait: impl Future<Output = T>) -> T {
-    setup.proxy.set(0, DROP_REPLIES);
+    setup.proxy.set(0, Fault::DROP_REPLIES);
     let hear_again = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
         setup.proxy.set(0, Fault::default());
@@ -291,7 +281,7 @@ async fn a_wait_dropped_after_a_lost_answer_gives_its_grant_back() {
 
 /// Runs `call` with every reply thrown away, and answers what it answered.
 async fn unanswered_for<T>(setup: &Setup, call: impl Future<Output = T>) -> T {
-    setup.proxy.set(0, DROP_REPLIES);
+    setup.proxy.set(0, Fault::DROP_REPLIES);
     let answer = call.await;
     setup.proxy.set(0, Fault::default());
     answer

@@ -32,6 +32,18 @@ pub struct Fault {
     pub bandwidth: Option<u64>,
 }
 
+impl Fault {
+    /// Replies thrown away while the server runs every command: a call whose answer never comes.
+    pub const DROP_REPLIES: Fault = Fault {
+        latency: Duration::ZERO,
+        jitter: Duration::ZERO,
+        stall_replies: false,
+        drop_replies: true,
+        partitioned: false,
+        bandwidth: None,
+    };
+}
+
 /// One door's fault and the cuts made to its connections.
 struct Door {
     port: u16,
