@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::may_have_run;
 use super::lock_lease::{lock_guard, LockGuard};
 use super::options::{check_lease, LockOptions};
 use super::orphan::give_back_orphan;
@@ -157,10 +156,7 @@ impl DistributedLock {
                 ttl_us: shared.options.ttl.as_micros() as u64,
                 reentrant: shared.options.reentrant,
             };
-            let answer = match shared.call(call).await {
-                Ok(reply) => reply_as!(reply, LockReply::Acquired),
-                Err(err) => Err(err),
-            };
+            let answer = (shared.call(call).await).and_then(|reply| reply_as!(reply, LockReply::Acquired));
             let attempt = match answer {
                 Ok(Acquired::Granted { fence, holds }) => {
                     Attempt::Got(lock_guard(shared.clone(), owner.clone(), fence, holds, sent))
@@ -168,7 +164,7 @@ impl DistributedLock {
                 Ok(Acquired::Busy { remaining_us }) => Attempt::Busy(Duration::from_micros(remaining_us)),
                 Err(err) => {
                     drop(in_flight);
-                    if may_have_run(&err) {
+                    if err.may_have_run() {
                         give_back_orphan(&shared, owner);
                     }
                     return Err(err);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::{may_have_run, Unheard, WaitEnd};
+use super::give_back::{Unheard, WaitEnd};
 use super::options::LockOptions;
 use super::queued_lease::{before_next_try, give_back_later, lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
@@ -115,7 +115,7 @@ impl FairLock {
         )
         .await;
         if granted.is_ok() {
-            unheard.granted();
+            unheard.settled();
         }
         place.settle(granted).await
     }
@@ -162,7 +162,7 @@ impl FairLock {
         run_to_end(async move {
             let sent = Instant::now();
             let answer = lock.call(&id, queue).await;
-            if matches!(&answer, Err(err) if may_have_run(err)) && unheard.lost() {
+            if unheard.try_must_give_back(&answer) {
                 give_back_later(QueuedLock::Fair(lock.shared.clone(), id.clone()));
             }
             Ok(match answer? {

@@ -1,35 +1,23 @@
-//! Giving back, in the background, what a try whose answer never came may have been granted: which
-//! failures leave that possibility, and a release nobody awaits, asked again through an outage until
-//! the lease would have run out anyway.
+//! Giving back, in the background, what a try whose answer never came may have been granted
+//! ([`Error::may_have_run`](crate::Error)): a release nobody awaits, asked again through an outage until
+//! the lease would have run out anyway, and the book of what a wait's tries left unheard.
 
 use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::store::outage_retry::while_outage;
-
-/// Whether a try that failed with `err` may have been granted on the server all the same
-/// ([`Error::may_have_run`]).
-pub(crate) fn may_have_run(err: &Error) -> bool {
-    err.may_have_run()
-}
+use crate::error::Result;
+use crate::store::outage_retry::in_background_while_outage;
 
 /// Runs `release` in a task of the current runtime, again while the store is out, for at most `lease`
-/// (after which the grant has lapsed). Outside a runtime nothing runs, and the grant lapses with its
-/// lease. Nobody is left to tell of a failure.
+/// (after which the grant has lapsed anyway).
 pub(crate) fn release_in_background<F, Fut>(lease: Duration, release: F)
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<()>> + Send,
 {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        let _ = while_outage(Instant::now() + lease, release).await;
-    });
+    in_background_while_outage(Instant::now() + lease, release);
 }
 
 /// What the tries of one wait (or one lone try) left unheard: whether a try's answer was lost, and
@@ -51,15 +39,24 @@ impl Unheard {
         })
     }
 
-    /// The book of a lone try, with no wait to see to it.
+    /// The book of a lone try, with no wait to see to it: one for every lone try, since nothing ever
+    /// changes in it (no wait is there to mark), so a try allocates nothing for it.
     pub(crate) fn lone() -> std::sync::Arc<Self> {
-        std::sync::Arc::new(Unheard {
-            state: parking_lot::Mutex::new((false, false)),
-        })
+        static LONE: std::sync::LazyLock<std::sync::Arc<Unheard>> = std::sync::LazyLock::new(|| {
+            std::sync::Arc::new(Unheard {
+                state: parking_lot::Mutex::new((false, false)),
+            })
+        });
+        LONE.clone()
     }
 
-    /// A try's answer was lost: true when no wait is there, and the try must give back itself.
-    pub(crate) fn lost(&self) -> bool {
+    /// A try answered `answer`: true when its answer may have been lost after a grant
+    /// ([`Error::may_have_run`](crate::Error)) and no wait is there, so the try must give back itself
+    /// (a wait is told, and sees to it).
+    pub(crate) fn try_must_give_back<T>(&self, answer: &Result<T>) -> bool {
+        if !matches!(answer, Err(err) if err.may_have_run()) {
+            return false;
+        }
         let mut state = self.state.lock();
         state.1 = state.0;
         !state.0
@@ -70,13 +67,9 @@ impl Unheard {
         self.state.lock().1
     }
 
-    /// The grant a lost answer left was given back.
-    pub(crate) fn given_back(&self) {
-        self.state.lock().1 = false;
-    }
-
-    /// The wait was granted: what a lost answer granted is the grant it holds now.
-    pub(crate) fn granted(&self) {
+    /// Nothing a lost answer granted is left: it was given back, or the wait was granted (what a lost
+    /// answer granted is then the grant it holds).
+    pub(crate) fn settled(&self) {
         self.state.lock().1 = false;
     }
 

@@ -163,7 +163,7 @@ pub(crate) fn give_back_later(held: QueuedLock) {
 /// gives back when it ends.
 pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) {
     if unheard.pending() && held.give_back_unheard().await.is_ok() {
-        unheard.given_back();
+        unheard.settled();
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::{may_have_run, Unheard, WaitEnd};
+use super::give_back::{Unheard, WaitEnd};
 use super::options::LockOptions;
 use super::queued_lease::{before_next_try, give_back_later, lease_guard, LeaseGuard, QueuedLock, Waiting};
 use super::reply::unexpected;
@@ -164,7 +164,7 @@ impl ReadWriteLock {
         )
         .await;
         if granted.is_ok() {
-            unheard.granted();
+            unheard.settled();
         }
         mark.settle(granted).await
     }
@@ -183,7 +183,7 @@ impl ReadWriteLock {
         run_to_end(async move {
             let sent = Instant::now();
             let answer = lock.call(&id, mode, queue).await;
-            if matches!(&answer, Err(err) if may_have_run(err)) && unheard.lost() {
+            if unheard.try_must_give_back(&answer) {
                 give_back_later(QueuedLock::Rw(lock.shared.clone(), id.clone(), mode));
             }
             Ok(match answer? {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::give_back::{may_have_run, release_in_background, Unheard, WaitEnd};
+use super::give_back::{release_in_background, Unheard, WaitEnd};
 use super::guard::{Guard, Lease, Sealed};
 use super::options::{check_lease, LockOptions};
 use super::owner::ProcessOwner;
@@ -126,7 +126,7 @@ impl Semaphore {
         )
         .await;
         if granted.is_ok() {
-            unheard.granted();
+            unheard.settled();
         }
         granted
     }
@@ -161,14 +161,10 @@ impl Semaphore {
                 limit: shared.permits,
                 ttl_us: shared.options.ttl.as_micros() as u64,
             };
-            let answer = match shared.call(call).await {
-                Ok(reply) => reply_as!(reply, SemaphoreReply::Acquired),
-                Err(err) => Err(err),
-            };
-            if let Err(err) = &answer {
-                if may_have_run(err) && unheard.lost() {
-                    give_back_permit(shared.clone(), id.clone());
-                }
+            let answer =
+                (shared.call(call).await).and_then(|reply| reply_as!(reply, SemaphoreReply::Acquired));
+            if unheard.try_must_give_back(&answer) {
+                give_back_permit(shared.clone(), id.clone());
             }
             Ok(match answer? {
                 PermitAcquired::Granted { .. } => Attempt::Got(permit_guard(shared.clone(), id, sent)),

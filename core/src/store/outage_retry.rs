@@ -13,6 +13,23 @@ use crate::error::Result;
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const LONGEST_PAUSE: Duration = Duration::from_secs(1);
 
+/// Runs [`while_outage`] in a task of the current runtime, for a call nobody awaits (a release, a
+/// give-back): a refusal, like a last outage, leaves what it would have freed to its lease, since
+/// nobody is left to tell. Outside a runtime nothing runs, and the same holds.
+pub(crate) fn in_background_while_outage<F, Fut, T>(until: Instant, attempt: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T>> + Send,
+    T: Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let _ = while_outage(until, attempt).await;
+    });
+}
+
 /// Runs `attempt` until it answers anything but an outage, or until the next try would start after
 /// `until`; the last answer.
 pub(crate) async fn while_outage<T, F, Fut>(until: Instant, mut attempt: F) -> Result<T>

@@ -8,7 +8,9 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use ratelock::{DistributedLock, FairLock, LockOptions, ReadWriteLock, Semaphore, Store, StoreOptions};
+use ratelock::{
+    DistributedLock, FairLock, Guard, Lease, LockOptions, ReadWriteLock, Semaphore, Store, StoreOptions,
+};
 use ratelock_testkit::fault::{Fault, FaultProxy};
 use ratelock_testkit::RedisServer;
 
@@ -69,6 +71,11 @@ async fn soon<F: Future<Output = bool>>(done: impl Fn() -> F) -> bool {
     false
 }
 
+/// Takes once and gives back: the connection made and the scripts loaded before any fault.
+async fn take_once<L: Lease>(taken: impl Future<Output = ratelock::Result<Option<Guard<L>>>>) {
+    taken.await.unwrap().expect("free").release().await.unwrap();
+}
+
 fn options() -> LockOptions {
     LockOptions::default().with_ttl(TTL)
 }
@@ -79,13 +86,7 @@ async fn a_lock_granted_to_an_unanswered_acquire_is_given_back_and_the_handle_ta
     let lock = DistributedLock::new(&setup.through, "unanswered:lock", options()).unwrap();
     let seen = DistributedLock::new(&setup.direct, "unanswered:lock", options()).unwrap();
     // Scripts loaded and the connection made before the fault.
-    lock.try_acquire()
-        .await
-        .unwrap()
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    take_once(lock.try_acquire()).await;
 
     let err = unanswered(&setup, lock.try_acquire()).await;
     assert!(err.is_store_failure(), "{err}");
@@ -133,14 +134,7 @@ async fn a_permit_granted_to_an_unanswered_try_is_given_back() {
     let setup = setup().await;
     let permits = Semaphore::new(&setup.through, "unanswered:permits", 2, options()).unwrap();
     let seen = Semaphore::new(&setup.direct, "unanswered:permits", 2, options()).unwrap();
-    permits
-        .try_acquire()
-        .await
-        .unwrap()
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    take_once(permits.try_acquire()).await;
 
     let err = unanswered(&setup, permits.try_acquire()).await;
     assert!(err.is_store_failure(), "{err}");
@@ -168,13 +162,7 @@ async fn a_fair_or_write_hold_granted_to_an_unanswered_try_is_given_back() {
     let setup = setup().await;
     let fair = FairLock::new(&setup.through, "unanswered:fair", options()).unwrap();
     let fair_seen = FairLock::new(&setup.direct, "unanswered:fair", options()).unwrap();
-    fair.try_acquire()
-        .await
-        .unwrap()
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    take_once(fair.try_acquire()).await;
     let err = unanswered(&setup, fair.try_acquire()).await;
     assert!(err.is_store_failure(), "{err}");
     assert!(
@@ -222,13 +210,7 @@ async fn a_fair_or_write_wait_whose_first_answer_was_lost_gets_its_grant() {
     // the grant to its 30 s lease.
     let setup = setup().await;
     let fair = FairLock::new(&setup.through, "unanswered:fair-wait", options()).unwrap();
-    fair.try_acquire()
-        .await
-        .unwrap()
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    take_once(fair.try_acquire()).await;
     let held = with_a_lost_answer_first(&setup, fair.acquire(Duration::from_secs(5)))
         .await
         .expect("the fair wait gets the lock once the store answers");
@@ -246,14 +228,7 @@ async fn a_wait_dropped_after_a_lost_answer_gives_its_grant_back() {
     let setup = setup().await;
     let permits = Semaphore::new(&setup.through, "unanswered:dropped", 2, options()).unwrap();
     let seen = Semaphore::new(&setup.direct, "unanswered:dropped", 2, options()).unwrap();
-    permits
-        .try_acquire()
-        .await
-        .unwrap()
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    take_once(permits.try_acquire()).await;
     let dropped = unanswered_for(
         &setup,
         tokio::time::timeout(Duration::from_secs(1), permits.acquire(Duration::from_secs(10))),

@@ -338,16 +338,11 @@ impl<T> Answers<T> {
 }
 
 /// Asks `node` again to give back the grant `fence` of `owner` while it cannot be reached, until `until`
-/// (after which the lease has run out there anyway). Needs a runtime; there is one, since the caller
-/// is a store call.
+/// (after which the lease has run out there anyway), in a task nobody awaits.
 fn release_later(node: RedisStore, keys: LockKeys, owner: String, fence: u64, until: tokio::time::Instant) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        // Nobody awaits this: a refusal, like a last outage, leaves the grant to its lease.
-        let _ =
-            crate::store::outage_retry::while_outage(until, || node.lock_release(&keys, &owner, fence)).await;
+    crate::store::outage_retry::in_background_while_outage(until, move || {
+        let (node, keys, owner) = (node.clone(), keys.clone(), owner.clone());
+        async move { node.lock_release(&keys, &owner, fence).await }
     });
 }
 
