@@ -8,7 +8,7 @@ import time
 import uuid
 
 import http_sf
-from flask import Blueprint, Flask, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 
 from conftest import RedisServer
 from ratelock.flask import RateLimiter
@@ -416,3 +416,151 @@ def test_override_defaults_false_keeps_the_default_limits(store_url):
     assert [client.get("/both").status_code for _ in range(3)] == [200, 200, 429], "the default limit too"
     assert client.get("/both").headers["RateLimit-Policy"] == '"2/minute";q=2;w=60'
     assert [client.get("/own").status_code for _ in range(3)] == [200, 200, 200], "its own limit only"
+
+
+def test_blueprint_limits_replace_the_default_ones_and_a_views_own_replace_the_blueprints(store_url):
+    # Flask-Limiter's order: a view's own limits, else its blueprint's, else the default ones; each
+    # counted per view.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")
+    shop = limits.limit("3/minute")(Blueprint("shop", __name__))
+    both = limits.limit("4/minute", override_defaults=False)(Blueprint("both", __name__))
+
+    @shop.get("/a")
+    def shop_a():
+        return jsonify(ok=True)
+
+    @shop.get("/b")
+    def shop_b():
+        return jsonify(ok=True)
+
+    @shop.get("/own")
+    @limits.limit("5/minute")
+    def shop_own():
+        return jsonify(ok=True)
+
+    @both.get("/c")
+    def both_c():
+        return jsonify(ok=True)
+
+    @app.get("/plain")
+    def plain():
+        return jsonify(ok=True)
+
+    app.register_blueprint(shop, url_prefix="/shop")
+    app.register_blueprint(both, url_prefix="/both")
+    client = app.test_client()
+    assert [client.get("/shop/a").status_code for _ in range(4)] == [200, 200, 200, 429], "the blueprint's limit"
+    assert client.get("/shop/a").headers["RateLimit-Policy"] == '"3/minute";q=3;w=60'
+    assert [client.get("/shop/b").status_code for _ in range(4)] == [200, 200, 200, 429], "counted per view"
+    assert [client.get("/shop/own").status_code for _ in range(6)] == [200] * 5 + [429], "the view's own limit"
+    assert [client.get("/both/c").status_code for _ in range(3)] == [200, 200, 429], "the defaults kept too"
+    assert [client.get("/plain").status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_a_nested_blueprints_limits_replace_its_parents_and_an_exempt_parent_covers_it(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(
+        app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="1/minute", application_limits="50/minute"
+    )
+    api = limits.limit("3/minute")(Blueprint("api", __name__))
+    v1 = limits.limit("2/minute")(Blueprint("v1", __name__))
+    internal = limits.exempt(Blueprint("internal", __name__))
+    tools = Blueprint("tools", __name__)
+
+    @api.get("/status")
+    def status():
+        return jsonify(ok=True)
+
+    @v1.get("/items")
+    def items():
+        return jsonify(ok=True)
+
+    @tools.get("/sweep")
+    def sweep():
+        return jsonify(ok=True)
+
+    @tools.get("/guarded")
+    @limits.limit("1/minute")
+    def guarded():
+        return jsonify(ok=True)
+
+    api.register_blueprint(v1, url_prefix="/v1")
+    internal.register_blueprint(tools, url_prefix="/tools")
+    app.register_blueprint(api, url_prefix="/api")
+    app.register_blueprint(internal, url_prefix="/internal")
+    client = app.test_client()
+    assert [client.get("/api/v1/items").status_code for _ in range(3)] == [200, 200, 429], "the nested one's own"
+    assert [client.get("/api/status").status_code for _ in range(4)] == [200, 200, 200, 429], "the parent's"
+    assert all(client.get("/internal/tools/sweep").status_code == 200 for _ in range(60)), "no limit, nor the app's"
+    assert [client.get("/internal/tools/guarded").status_code for _ in range(2)] == [200, 429], "its own still"
+
+
+def test_per_method_counts_each_method_on_its_own(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.route("/split", methods=["GET", "POST"])
+    @limits.limit("1/minute", per_method=True)
+    def split():
+        return jsonify(ok=True)
+
+    @app.route("/shared", methods=["GET", "POST"])
+    @limits.limit("1/minute", scope="shared")
+    def shared():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/split").status_code, client.get("/split").status_code] == [200, 429]
+    assert [client.post("/split").status_code, client.post("/split").status_code] == [200, 429]
+    assert [client.get("/shared").status_code, client.post("/shared").status_code] == [200, 429]
+
+
+def test_where_no_own_limit_counts_the_method_the_default_limits_apply(store_url):
+    # Flask-Limiter's rule: a view's own limits replace the defaults only for the methods they count.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")
+
+    @app.route("/form", methods=["GET", "POST"])
+    @limits.limit("5/minute", methods=["POST"])
+    def form():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/form").status_code for _ in range(3)] == [200, 200, 429], "GET: the default limit"
+    assert [client.post("/form").status_code for _ in range(6)] == [200] * 5 + [429], "POST: its own limit"
+
+
+def test_on_breach_is_told_the_refusing_decision_and_may_answer_instead(store_url):
+    app = Flask(__name__)
+    told = []
+
+    def teapot(decision):
+        told.append(("limiter", decision.allowed, decision.limit))
+        return Response("slow down, tea is brewing", status=418)
+
+    def note_only(decision):
+        told.append(("view", decision.allowed, decision.limit))
+        return None
+
+    limits = RateLimiter(
+        app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="1/minute", on_breach=teapot
+    )
+
+    @app.get("/default")
+    def default_view():
+        return jsonify(ok=True)
+
+    @app.get("/own")
+    @limits.limit("1/minute", on_breach=note_only)
+    def own():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert client.get("/default").status_code == 200 and told == [], "not called for an allowed request"
+    breached = client.get("/default")
+    assert (breached.status_code, breached.get_data(as_text=True)) == (418, "slow down, tea is brewing")
+    assert int(breached.headers["Retry-After"]) > 0, "the refusal's headers come with the chosen response"
+    assert client.get("/own").status_code == 200
+    assert client.get("/own").status_code == 429, "None: the usual refusal"
+    assert told == [("limiter", False, 1), ("view", False, 1)], "the limit's own replaces the limiter's"

@@ -13,9 +13,25 @@ limited response carries the chosen rate-limit headers (the latest IETF draft by
     def login(): ...
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar, Union, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
 
-from flask import Flask, Request, Response, g, request
+from flask import Blueprint, Flask, Request, Response, g, request
 from werkzeug.local import LocalProxy
 
 from ratelock._native import Decision
@@ -25,13 +41,29 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: What ``limit`` and ``exempt`` mark: a view function, or a blueprint (every view registered through it).
+Marked = TypeVar("Marked", bound=Union[Callable[..., Any], Blueprint])
 #: Flask's own idiom: functions of no arguments that read ``flask.request``.
 KeyFunc = Callable[[], Union[str, bytes, None]]
 RulesFunc = Callable[[], str]
+#: Called with the decision that refused a request; a ``Response`` it returns is sent instead of the 429.
+OnBreach = Callable[[Decision], Optional[Response]]
 
-#: A limit on a view: the limit, the HTTP methods it applies to (None: all), its own scope if given, and
-#: whether the default limits still apply to the view (``override_defaults=False``).
-_Mark = Tuple[Limit, Optional[FrozenSet[str]], Optional[str], bool]
+
+class _Mark(NamedTuple):
+    """A limit put on a view or a blueprint, as ``limit`` was asked for it."""
+
+    limit: Limit
+    #: The HTTP methods it counts (None: all).
+    methods: Optional[FrozenSet[str]]
+    #: Whether ``limit`` was given a scope of its own (else it counts per endpoint).
+    scoped: bool
+    #: Whether the limits around it (the blueprint's, the default ones) still apply (``override_defaults=False``).
+    keeps_defaults: bool
+    #: Whether each HTTP method counts on its own (``per_method=True``).
+    per_method: bool
+    on_breach: Optional[OnBreach]
+
 
 #: The scope of the application limits: one bucket per key, shared by every view.
 APPLICATION_SCOPE = "application"
@@ -58,7 +90,13 @@ class RateLimiter:
     ``limit`` and ``exempt`` mark the view function itself (by identity, not by name) and return it
     unchanged; the marks are read in a ``before_request`` hook from the function registered for the
     request's endpoint (and the functions it wraps, following ``__wrapped__``). So they work above or
-    below ``@app.route``, and two blueprints' views of the same name keep their own marks.
+    below ``@app.route``, and two blueprints' views of the same name keep their own marks. Called on a
+    ``Blueprint``, they mark every view registered through it (by the blueprint's name; a nested
+    blueprint's views are under its parents' marks too).
+
+    ``on_breach(decision)`` is called with the decision of every limit that refuses a request (a limit's
+    own ``on_breach`` is called instead where it has one); a ``Response`` it returns is sent instead of
+    the 429. It is not called for an outage's 503 or an unusable key's 400.
 
     The default key is the client address (``ratelock.http.ClientAddress``: IPv6 by /56, IPv4-mapped
     folded, ``X-Forwarded-For`` read only through ``trusted_proxies``). Under ``on_error="raise"`` a store
@@ -77,6 +115,7 @@ class RateLimiter:
         application_limits_deduct_when: Optional[Callable[[Response], bool]] = None,
         key_func: Optional[KeyFunc] = None,
         skip: Optional[Callable[[], bool]] = None,
+        on_breach: Optional[OnBreach] = None,
         **options: "Unpack[HttpLimiterOptions]",
     ) -> None:
         # No I/O here (lazy start): an app boots while Redis is down, and its first requests follow
@@ -87,18 +126,22 @@ class RateLimiter:
             **options,
         )
         self.limiter = self.http.limiter
-        self.default_limit = (
+        self.on_breach = on_breach
+        self._default_mark = (
             None
             if default_limits is None
-            else self._limit(default_limits, "", None, 1, None, default_limits_deduct_when)
+            else self._mark(default_limits, None, None, 1, None, default_limits_deduct_when)
         )
-        self.application_limit = (
+        self._application_mark = (
             None
             if application_limits is None
-            else self._limit(application_limits, APPLICATION_SCOPE, None, 1, None, application_limits_deduct_when)
+            else self._mark(application_limits, APPLICATION_SCOPE, None, 1, None, application_limits_deduct_when)
         )
         self._exempt: Set[Callable[..., Any]] = set()
         self._limits: Dict[Callable[..., Any], List[_Mark]] = {}
+        # Blueprints' marks and exemptions, by the blueprint's name.
+        self._blueprint_limits: Dict[str, List[_Mark]] = {}
+        self._exempt_blueprints: Set[str] = set()
         # Each registered view's marks as `_marks` found them, so a request looks them up once.
         self._found_marks: Dict[Optional[Callable[..., Any]], Tuple[List[_Mark], bool]] = {}
         self._endpoint_limits: Dict[Tuple[int, str], Limit] = {}
@@ -127,56 +170,86 @@ class RateLimiter:
         cost: Union[int, Callable[[], int]] = 1,
         exempt_when: Optional[Callable[[], bool]] = None,
         methods: Optional[Iterable[str]] = None,
+        per_method: bool = False,
         scope: Optional[str] = None,
         deduct_when: Optional[Callable[[Response], bool]] = None,
         override_defaults: bool = True,
-    ) -> Callable[[F], F]:
+        on_breach: Optional[OnBreach] = None,
+    ) -> Callable[[Marked], Marked]:
         """Decorates a view with its own limit (replacing the default limits for it), above or below its
-        route decorator. ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is
-        ``scope`` (default: the view's endpoint) joined to ``key_func()``; ``methods`` limits only those HTTP
-        methods (``GET`` includes ``HEAD``, which Flask answers with the GET view). Several limits on one view are checked from the outermost down, and the first refusal
-        answers. ``deduct_when(response)``, as in Flask-Limiter, keeps an allowed request counted only when
-        it answers true (count only failed logins: ``lambda response: response.status_code >= 400``); its
+        route decorator; or, called on a ``Blueprint``, limits every view registered through it (replacing
+        the default limits for them, while a view's own limits replace the blueprint's).
+
+        ``rules`` is text or a function answering text (a tenant's plan, say). The bucket is ``scope``
+        (default: the view's endpoint) joined to ``key_func()``; ``per_method=True`` counts each HTTP
+        method in a bucket of its own. ``methods`` limits only those HTTP methods (``GET`` includes
+        ``HEAD``, which Flask answers with the GET view); where none of a view's own limits counts the
+        request's method, the blueprint's or the default limits apply instead. Several limits on one
+        view are checked from the outermost down, and the first refusal answers.
+
+        ``deduct_when(response)``, as in Flask-Limiter, keeps an allowed request counted only when it
+        answers true (count only failed logins: ``lambda response: response.status_code >= 400``); its
         units are given back otherwise, once the response is made. ``override_defaults=False`` keeps the
-        default limits on the view as well (checked after its own). Bad rule text raises here, when the app
-        is built."""
+        limits around this one as well (the blueprint's and the default ones, checked after it).
+        ``on_breach(decision)`` is called when this limit refuses (instead of the limiter's
+        ``on_breach``); a ``Response`` it returns is sent instead of the 429, with the refusal's headers
+        it does not set itself. Bad rule text raises here, when the app is built.
+
+        Examples:
+            >>> from flask import Blueprint
+            >>> from ratelock.flask import RateLimiter
+            >>> limits = RateLimiter(default_limits="100/minute")
+            >>> admin = limits.limit("10/minute", per_method=True)(Blueprint("admin", __name__))
+            >>> admin.name
+            'admin'
+        """
         only = frozenset(method.upper() for method in methods) if methods else None
         if only is not None and "GET" in only:
             # Flask answers HEAD by running the GET view: a GET limit that left HEAD out was bypassed.
             only = only | {"HEAD"}
-        mark = self._limit(rules, scope or "", key_func, cost, exempt_when, deduct_when)
+        mark = self._mark(rules, scope, key_func, cost, exempt_when, deduct_when)._replace(
+            methods=only, keeps_defaults=not override_defaults, per_method=per_method, on_breach=on_breach
+        )
 
-        def decorate(view: F) -> F:
-            self._limits.setdefault(view, []).insert(0, (mark, only, scope, not override_defaults))
+        def decorate(target: Marked) -> Marked:
+            if isinstance(target, Blueprint):
+                self._blueprint_limits.setdefault(target.name, []).insert(0, mark)
+            else:
+                self._limits.setdefault(target, []).insert(0, mark)
             self._found_marks.clear()
-            return view
+            return target
 
         return decorate
 
-    def exempt(self, view: F) -> F:
-        """Exempts a view from the default and application limits (above or below its route decorator); its
-        own limits still apply."""
-        self._exempt.add(view)
+    def exempt(self, target: Marked) -> Marked:
+        """Exempts a view, or every view registered through a blueprint (its nested blueprints' too), from
+        the default, application and blueprint limits (above or below its route decorator); a view's own
+        limits still apply."""
+        if isinstance(target, Blueprint):
+            self._exempt_blueprints.add(target.name)
+        else:
+            self._exempt.add(target)
         self._found_marks.clear()
-        return view
+        return target
 
-    def _limit(
+    def _mark(
         self,
         rules: Union[str, RulesFunc],
-        scope: str,
+        scope: Optional[str],
         key_func: Optional[KeyFunc],
         cost: Union[int, Callable[[], int]],
         skip: Optional[Callable[[], bool]],
         deduct_when: Optional[Callable[[Response], bool]],
-    ) -> Limit:
-        return self.http.limit(
+    ) -> _Mark:
+        limit = self.http.limit(
             rules if isinstance(rules, str) else (lambda _request: rules()),
-            scope=scope,
+            scope=scope or "",
             key_func=_of_request(key_func),
             cost=cost if isinstance(cost, int) else (lambda _request: cost()),
             skip=_of_request(skip),
             deduct_when=deduct_when,
         )
+        return _Mark(limit, None, bool(scope), False, False, None)
 
     def _check_limits(self, app: Flask) -> Optional[Response]:
         # The request behind Flask's proxy, taken once: each read through the proxy costs a lookup.
@@ -185,22 +258,37 @@ class RateLimiter:
         if endpoint is None:
             return None
         marks, exempt = self._marks_of(app.view_functions.get(endpoint))
-        limited = not exempt and endpoint != "static"
-        if limited and self.application_limit is not None:
-            refusal = self._check(self.application_limit, current)
+        # Blueprints are looked at only when one is marked: `request.blueprints` is built on each read.
+        blueprints: Sequence[str] = (
+            [name.rpartition(".")[2] for name in current.blueprints]
+            if self._blueprint_limits or self._exempt_blueprints
+            else ()
+        )
+        exempt = exempt or any(name in self._exempt_blueprints for name in blueprints) or endpoint == "static"
+        if not exempt and self._application_mark is not None:
+            refusal = self._check(self._application_mark, endpoint, current)
             if refusal is not None:
                 return refusal
-        with_defaults = not marks
-        for mark, only, scope, keeps_defaults in marks:
-            with_defaults = with_defaults or keeps_defaults
-            if only is not None and current.method not in only:
-                continue
-            refusal = self._check(mark if scope else self._scoped(mark, endpoint), current)
-            if refusal is not None:
-                return refusal
-        if not with_defaults or not limited or self.default_limit is None:
-            return None
-        return self._check(self._scoped(self.default_limit, endpoint), current)
+        # The view's own limits, then its blueprints' (the innermost first), then the default ones: the
+        # first of these levels that counts the request's method is the last checked, unless all its
+        # limits were put with override_defaults=False.
+        levels: List[Sequence[_Mark]] = [marks]
+        if not exempt:
+            levels.extend(self._blueprint_limits.get(name, ()) for name in blueprints)
+            if self._default_mark is not None:
+                levels.append((self._default_mark,))
+        for level in levels:
+            replaces = False
+            for mark in level:
+                if mark.methods is not None and current.method not in mark.methods:
+                    continue
+                refusal = self._check(mark, endpoint, current)
+                if refusal is not None:
+                    return refusal
+                replaces = replaces or not mark.keeps_defaults
+            if replaces:
+                return None
+        return None
 
     def _marks_of(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
         """`_marks` of `view`, found once per view (``limit`` and ``exempt`` forget what was found)."""
@@ -227,7 +315,8 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(self, limit: Limit, current: Request) -> Optional[Response]:
+    def _check(self, mark: _Mark, endpoint: str, current: Request) -> Optional[Response]:
+        limit = self._scoped(mark, endpoint, current.method)
         proxy_header = self.http.proxy_header
         forwarded = current.headers.get(proxy_header) if proxy_header else None
         checked = self.http.check(limit, current, peer=current.remote_addr, forwarded=forwarded)
@@ -236,8 +325,9 @@ class RateLimiter:
             return None
         # The request's globals behind Flask's proxy, taken once (as the request above).
         store = g._get_current_object()
-        if checked.decision is not None:
-            store.ratelock_decision = checked.decision
+        decision = checked.decision
+        if decision is not None:
+            store.ratelock_decision = decision
         if checked.counted is not None:
             store.setdefault("ratelock_counted", []).append((limit, checked.counted))
         if answer.proceed:
@@ -245,14 +335,28 @@ class RateLimiter:
             return None
         # The refusal carries its own headers: an earlier limit's must not be added over them.
         store.ratelock_headers = None
+        on_breach = mark.on_breach or self.on_breach
+        if on_breach is not None and decision is not None and not decision.allowed:
+            chosen = on_breach(decision)
+            if chosen is not None:
+                for name, value in answer.headers:
+                    chosen.headers.setdefault(name, value)
+                return chosen
         return refusal(answer)
 
-    def _scoped(self, limit: Limit, endpoint: str) -> Limit:
-        """`limit` under the view's endpoint, when it was given no scope of its own (made once)."""
-        scoped = self._endpoint_limits.get((id(limit), endpoint))
+    def _scoped(self, mark: _Mark, endpoint: str, method: str) -> Limit:
+        """The mark's limit in its bucket: under the view's endpoint when it was given no scope of its own,
+        and under the request's method with ``per_method`` (each made once)."""
+        if mark.scoped and not mark.per_method:
+            return mark.limit
+        scope = mark.limit.scope if mark.scoped else endpoint
+        if mark.per_method:
+            scope = f"{scope}:{method}"
+        scoped = self._endpoint_limits.get((id(mark.limit), scope))
         if scoped is None:
-            scoped = Limit(limit.rules, endpoint, limit.key_func, limit.cost, limit.skip, limit.deduct_when)
-            self._endpoint_limits[(id(limit), endpoint)] = scoped
+            limit = mark.limit
+            scoped = Limit(limit.rules, scope, limit.key_func, limit.cost, limit.skip, limit.deduct_when)
+            self._endpoint_limits[(id(mark.limit), scope)] = scoped
         return scoped
 
     def _add_headers(self, response: Response) -> Response:
