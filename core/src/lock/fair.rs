@@ -90,8 +90,8 @@ impl FairLock {
         wait::reported(hooks, "fair lock", self.wait_for_turn(timeout)).await
     }
 
-    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait gives
-    /// that back before its next try, and when it ends without a grant or is dropped.
+    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait keeps
+    /// that grant before its next try, and gives it back when it ends without a grant or is dropped.
     async fn wait_for_turn(&self, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
         let held = QueuedLock::Fair(self.shared.clone(), id.clone());
@@ -105,7 +105,9 @@ impl FairLock {
             &self.shared.owner.token(),
             timeout,
             || async {
-                before_next_try(&held, &unheard).await;
+                if let Some(guard) = before_next_try(&held, &unheard).await {
+                    return Ok(Attempt::Got(guard));
+                }
                 Ok(match self.attempt(id.clone(), true, unheard.clone()).await? {
                     Ok(guard) => Attempt::Got(guard),
                     Err(FairReply::Busy { retry_us, .. }) => Attempt::Busy(Duration::from_micros(retry_us)),
@@ -186,5 +188,47 @@ impl FairLock {
 
     fn guard(&self, id: impl Into<Arc<str>>, fence: u64, sent: Instant) -> LeaseGuard {
         lease_guard(QueuedLock::Fair(self.shared.clone(), id.into()), fence, sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreOptions;
+
+    /// A wait keeps a grant its lost answer made (`before_next_try`). Its tries after the lost one may
+    /// have queued its own id meanwhile (the holder is its own id, so the store queued it): that place,
+    /// left at the head, kept the next waiter waiting `waiter_ttl` after the release.
+    #[tokio::test]
+    async fn a_kept_grant_leaves_no_place_of_its_own_in_the_queue() {
+        let store = Store::new("memory://", &StoreOptions::default()).unwrap();
+        let lock = FairLock::new(&store, "kept", LockOptions::default()).unwrap();
+        let granted = match lock.call("first", true).await.unwrap() {
+            FairReply::Granted { fence } => fence,
+            other => panic!("the free lock was not granted: {other:?}"),
+        };
+        // The wait's next try, after the lost answer, queues its own id; a later waiter queues behind.
+        for id in ["first", "later"] {
+            let busy = lock.call(id, true).await.unwrap();
+            assert!(matches!(busy, FairReply::Busy { .. }), "{busy:?}");
+        }
+        let unheard = Unheard::for_wait();
+        assert!(!unheard.try_must_give_back::<()>(&Err(crate::Error::Timeout(Duration::from_millis(1)))));
+        let held = QueuedLock::Fair(lock.shared.clone(), Arc::from("first"));
+        let kept = before_next_try(&held, &unheard)
+            .await
+            .expect("the wait keeps the grant its lost answer made");
+        assert_eq!(kept.fencing_token(), granted);
+        assert_eq!(
+            lock.state().await.unwrap().waiting,
+            1,
+            "the kept grant's own place is still queued"
+        );
+        kept.release().await.unwrap();
+        let next = lock.call("later", true).await.unwrap();
+        assert!(
+            matches!(next, FairReply::Granted { .. }),
+            "the later waiter waits on a place nobody holds: {next:?}"
+        );
     }
 }

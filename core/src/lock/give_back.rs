@@ -23,8 +23,8 @@ where
 /// What the tries of one wait (or one lone try) left unheard: whether a try's answer was lost, and
 /// whether the wait is still there to see to it. Within a wait every try asks for the same grant id,
 /// so the wait sees to a lost answer itself (a semaphore's next try is granted the same permit again;
-/// a fair lock or a writer gives the grant back before its next try, which would otherwise wait on its
-/// own grant), and gives back what is left when it ends without a grant, or is dropped. A try whose
+/// a fair lock or a writer keeps the grant before its next try, which would otherwise wait on its own
+/// grant), and gives back what is left when it ends without a grant, or is dropped. A try whose
 /// wait has gone gives back itself.
 pub(crate) struct Unheard {
     /// (the wait is still there, a try's answer was lost)

@@ -76,12 +76,12 @@ impl QueuedLock {
         })
     }
 
-    /// Gives back a grant to this id that no answer told of. The lock's state names the holder's (or
-    /// the writer's) fencing token, and a release by this id with that token gives back only a grant
-    /// this id holds. A read hold cannot be found so (the state names no reader's token): it lapses
-    /// with its lease.
-    async fn give_back_unheard(&self) -> Result<()> {
-        let fence = match self {
+    /// The fencing token of a grant to this id that no answer told of, if it may hold one: the lock's
+    /// state names the holder's (or the writer's) token, and only a call by this id with that token
+    /// acts on it (`0`: the lock is free, or held by a reader; a read hold cannot be found so, since the
+    /// state names no reader's token, and it lapses with its lease).
+    async fn unheard_fence(&self) -> Result<u64> {
+        Ok(match self {
             QueuedLock::Fair(shared, _) => {
                 match shared
                     .store
@@ -99,11 +99,39 @@ impl QueuedLock {
                 }
             }
             QueuedLock::Rw(_, _, RwMode::Read) => 0,
-        };
+        })
+    }
+
+    /// Gives back a grant to this id that no answer told of ([`QueuedLock::unheard_fence`]).
+    async fn give_back_unheard(&self) -> Result<()> {
+        let fence = self.unheard_fence().await?;
         if fence != 0 {
             self.release(fence).await?;
         }
         Ok(())
+    }
+
+    /// Keeps a grant to this id that no answer told of: extended by this id with the token the state
+    /// names, it is this id's exactly when the extension is done. The id's place in the queue (or its
+    /// waiting mark), which the wait's tries after the lost one kept asking for, is then withdrawn: left
+    /// at the head, it would keep those behind it waiting for it to lapse after the release. Answers the
+    /// grant's token and when the extension was sent (where its lease is counted from), or `None` when
+    /// this id holds nothing.
+    async fn keep_unheard(&self) -> Result<Option<(u64, Instant)>> {
+        let fence = self.unheard_fence().await?;
+        if fence == 0 {
+            return Ok(None);
+        }
+        let sent = Instant::now();
+        if !self.extend(fence, self.options().ttl).await? {
+            return Ok(None);
+        }
+        // A withdrawal the store does not answer leaves the place to lapse (`waiter_ttl`), as a dropped
+        // wait's does; the grant is kept all the same.
+        match self.withdraw().await {
+            Err(failure) if !failure.is_store_failure() => Err(failure),
+            _ => Ok(Some((fence, sent))),
+        }
     }
 
     /// Leaves the queue (fair lock) or removes the waiting mark (writer); false if there was none.
@@ -157,14 +185,18 @@ pub(crate) fn give_back_later(held: QueuedLock) {
     });
 }
 
-/// Before a wait's next try for `held`'s id: gives back what an earlier try's lost answer granted,
-/// which the next try would otherwise wait on (the holder is its own id). The mark is cleared only once
-/// that is done: a store still out keeps it for the try after, and a wait dropped meanwhile still
-/// gives back when it ends.
-pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) {
-    if unheard.pending() && held.give_back_unheard().await.is_ok() {
-        unheard.settled();
+/// Before a wait's next try for `held`'s id: what an earlier try's lost answer granted is the wait's
+/// grant, and its guard is answered ([`QueuedLock::keep_unheard`]). The next try would otherwise wait
+/// on it (the holder is its own id); giving it back instead sent the waiter to the back of the queue,
+/// behind those that came after it. The mark is cleared only once the store has answered: a store
+/// still out keeps it for the try after, and a wait dropped meanwhile gives the grant back when it ends.
+pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) -> Option<LeaseGuard> {
+    if !unheard.pending() {
+        return None;
     }
+    let kept = held.keep_unheard().await.ok()?;
+    unheard.settled();
+    kept.map(|(fence, sent)| lease_guard(held.clone(), fence, sent))
 }
 
 /// A waiter's place in a queue (fair lock) or its waiting mark (writer). [`Waiting::settle`] removes it

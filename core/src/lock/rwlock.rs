@@ -136,8 +136,8 @@ impl ReadWriteLock {
         wait::reported(&self.shared.options.hooks, what, self.wait_for(mode, timeout)).await
     }
 
-    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait gives
-    /// that back before its next try, and when it ends without a grant or is dropped.
+    /// A wait for one grant id. A try whose answer was lost may have been granted it: the wait keeps
+    /// that grant before its next try, and gives it back when it ends without a grant or is dropped.
     async fn wait_for(&self, mode: RwMode, timeout: Duration) -> Result<LeaseGuard> {
         let id: Arc<str> = Arc::from(self.shared.next_id());
         let held = QueuedLock::Rw(self.shared.clone(), id.clone(), mode);
@@ -152,7 +152,9 @@ impl ReadWriteLock {
             &shared.owner.token(),
             timeout,
             || async {
-                before_next_try(&held, &unheard).await;
+                if let Some(guard) = before_next_try(&held, &unheard).await {
+                    return Ok(Attempt::Got(guard));
+                }
                 Ok(
                     match self.attempt(id.clone(), mode, true, unheard.clone()).await? {
                         Ok(guard) => Attempt::Got(guard),

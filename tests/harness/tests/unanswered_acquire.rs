@@ -224,6 +224,55 @@ async fn a_fair_or_write_wait_whose_first_answer_was_lost_gets_its_grant() {
 }
 
 #[tokio::test]
+async fn a_fair_wait_whose_first_answer_was_lost_keeps_its_place_ahead_of_later_waiters() {
+    // The grant a lost answer made is the waiter's turn. Giving it back freed the lock for a waiter who
+    // came later, and sent this one to the back of the queue: a fair lock served out of order.
+    let setup = setup().await;
+    let fair = FairLock::new(&setup.through, "unanswered:fair-place", options()).unwrap();
+    let later = FairLock::new(&setup.direct, "unanswered:fair-place", options()).unwrap();
+    take_once(fair.try_acquire()).await;
+    setup.proxy.set(0, Fault::DROP_REPLIES);
+    let first = tokio::spawn({
+        let fair = fair.clone();
+        async move { fair.acquire(Duration::from_secs(10)).await }
+    });
+    assert!(
+        soon(|| async { later.is_locked().await.unwrap() }).await,
+        "the first waiter's try never reached the server"
+    );
+    let granted = later.state().await.unwrap().holder_fence;
+    let second = tokio::spawn({
+        let later = later.clone();
+        async move {
+            let guard = later.acquire(Duration::from_secs(20)).await.unwrap();
+            (guard.fencing_token(), Instant::now())
+        }
+    });
+    assert!(
+        soon(|| async { later.state().await.unwrap().waiting == 1 }).await,
+        "the later waiter never queued: {:?}",
+        later.state().await.unwrap()
+    );
+    setup.proxy.set(0, Fault::default());
+    let held = first.await.unwrap().expect("the first waiter is served");
+    assert_eq!(
+        held.fencing_token(),
+        granted,
+        "the first waiter holds the grant its lost answer made, not one after the later waiter's"
+    );
+    assert!(!second.is_finished(), "the later waiter was served first");
+    let released = Instant::now();
+    held.release().await.unwrap();
+    let (fence, served) = second.await.unwrap();
+    assert!(fence > granted);
+    assert!(
+        served - released < Duration::from_secs(2),
+        "the later waiter waited {:?} after the release",
+        served - released
+    );
+}
+
+#[tokio::test]
 async fn a_wait_dropped_after_a_lost_answer_gives_its_grant_back() {
     let setup = setup().await;
     let permits = Semaphore::new(&setup.through, "unanswered:dropped", 2, options()).unwrap();
