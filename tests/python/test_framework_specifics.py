@@ -44,6 +44,9 @@ def test_django_system_checks_report_bad_rules_urls_and_keys() -> None:
     assert django_check('RATELOCK={"URL": "redis://127.0.0.1/", "DEFAULT_LIMITS": "10/minute"}').returncode == 0
     bad_rule = django_check('RATELOCK={"DEFAULT_LIMITS": "10/fortnight"}')
     assert bad_rule.returncode != 0 and "ratelock.E003" in bad_rule.stderr and "fortnight" in bad_rule.stderr
+    bad_application = django_check('RATELOCK={"APPLICATION_LIMITS": "10/fortnight"}')
+    assert bad_application.returncode != 0 and "ratelock.E003" in bad_application.stderr
+    assert "APPLICATION_LIMITS" in bad_application.stderr
     bad_url = django_check('RATELOCK={"URL": "http://127.0.0.1/"}')
     assert bad_url.returncode != 0 and "ratelock.E002" in bad_url.stderr
     typo = django_check('RATELOCK={"DEFAULT_LIMIT": "10/minute"}')
@@ -60,6 +63,26 @@ def test_django_middleware_limits_views_without_their_own_limit(redis_server, fr
         assert limited.status == 200 and limited.headers["RateLimit"] == '"100/hour";r=99;t=36'
         assert "RateLimit" not in app.get("/exempt").headers
         assert app.get("/search").headers["RateLimit"].startswith('"3/hour"'), "a view's own limit, not the default"
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("framework", ["django-wsgi", "django-asgi"])
+def test_django_default_limits_count_each_view_and_application_limits_count_all(redis_server, framework: str) -> None:
+    # Flask-Limiter's meanings, as the Flask adapter has them: the default limits were one bucket shared
+    # by every view, so one busy view used up every other view's allowance.
+    app = AppServer(framework, {"RATELOCK_URL": redis_server.url, "RATELOCK_APPLICATION_LIMITS": "6/hour"})
+    try:
+        assert app.get("/default").headers["RateLimit"] == '"100/hour";r=99;t=36'
+        assert app.get("/default-other").headers["RateLimit"] == '"100/hour";r=99;t=36', "a bucket of its own"
+        own = app.get("/search")
+        assert own.status == 200 and own.headers["RateLimit"].startswith('"3/hour"'), "its own limit's headers"
+        assert all(app.get("/exempt").status == 200 for _ in range(3)), "out of the application limit"
+        # Three requests counted by the application limit (/default, /default-other, /search): three more
+        # pass, whichever view they reach, and the seventh is refused.
+        assert [app.get("/default").status for _ in range(4)] == [200, 200, 200, 429]
+        assert app.get("/search").status == 429, "the application limit covers views with their own limits"
+        assert app.get("/exempt").status == 200
     finally:
         app.stop()
 

@@ -1,6 +1,7 @@
 """The Django adapter app, settings, URLs and views in one module: gunicorn serves its WSGI app (sync
 views, the blocking limiter), uvicorn its ASGI app (async views, the asyncio limiter). The middleware
-puts the default limit on `/default`; each other view has its own ``@ratelimit``."""
+puts the default limit on `/default` and `/default-other` (each counted on its own); each other view has its own
+``@ratelimit``. ``RATELOCK_APPLICATION_LIMITS`` sets the application limits."""
 
 import os
 from typing import Any
@@ -27,6 +28,7 @@ settings.configure(
         "DENIED_BODY": _options["denied_body"],
         "LEGACY_HEADERS": _options["legacy_headers"],
         "DEFAULT_LIMITS": "100/hour",
+        "APPLICATION_LIMITS": os.environ.get("RATELOCK_APPLICATION_LIMITS") or None,
         "SKIP": lambda request: request.path == "/skip",
     },
 )
@@ -100,6 +102,7 @@ urlpatterns = [
     path("skip", view(ok)),
     path("decision", ratelimit("50/hour", scope="decision")(view(current))),
     path("default", view(ok)),
+    path("default-other", view(ok)),
     path("exempt", ratelimit_exempt(view(ok))),
 ]
 

@@ -21,12 +21,13 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> List[checks.CheckM
             Client(config["URL"], timeout=float(config["TIMEOUT"]))
         except (RatelockError, TypeError, ValueError) as error:
             problems.append(checks.Error(f"RATELOCK['URL'] is not usable: {error}", id="ratelock.E002"))
-    rules = config["DEFAULT_LIMITS"]
-    if rules is not None and not callable(rules):
-        try:
-            parse_rules(rules)
-        except (RatelockError, TypeError) as error:
-            problems.append(checks.Error(f"RATELOCK['DEFAULT_LIMITS'] is not valid: {error}", id="ratelock.E003"))
+    for name in ("DEFAULT_LIMITS", "APPLICATION_LIMITS"):
+        rules = config[name]
+        if rules is not None and not callable(rules):
+            try:
+                parse_rules(rules)
+            except (RatelockError, TypeError) as error:
+                problems.append(checks.Error(f"RATELOCK[{name!r}] is not valid: {error}", id="ratelock.E003"))
     try:
         conf.build(asynchronous=False)
     except (RatelockError, ValueError, ImportError, TypeError) as error:

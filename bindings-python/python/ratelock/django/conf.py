@@ -18,6 +18,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS: Dict[str, Any] = {
     "URL": None,
     "DEFAULT_LIMITS": None,
+    "APPLICATION_LIMITS": None,
     "KEY_FUNC": None,
     "SKIP": None,
     "PREFIX": "rl",
@@ -122,9 +123,20 @@ def for_mode(asynchronous: bool) -> HttpLimiter:
     return async_ if asynchronous else sync
 
 
+#: The scope of ``APPLICATION_LIMITS``: one bucket per key, shared by every view.
+APPLICATION_SCOPE = "application"
+
+
 def default_limit(http: HttpLimiter) -> Optional[Limit]:
+    """``DEFAULT_LIMITS``, to be counted per view (the middleware gives each view its own scope)."""
     rules = configured()["DEFAULT_LIMITS"]
     return None if rules is None else http.limit(rules, scope="default")
+
+
+def application_limit(http: HttpLimiter) -> Optional[Limit]:
+    """``APPLICATION_LIMITS``: one bucket for every view that is not exempt."""
+    rules = configured()["APPLICATION_LIMITS"]
+    return None if rules is None else http.limit(rules, scope=APPLICATION_SCOPE)
 
 
 def peer_and_forwarded(http: HttpLimiter, request: HttpRequest) -> Tuple[Optional[str], Optional[str]]:

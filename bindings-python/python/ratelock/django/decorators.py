@@ -16,6 +16,8 @@ V = TypeVar("V", bound=Any)
 #: The attribute that marks a view as limited by its own decorator (or exempt): the middleware then
 #: leaves it to that decorator.
 MARK = "ratelock_limited"
+#: The attribute that marks a view exempt: out of the middleware's application limits too.
+EXEMPT = "ratelock_exempt"
 
 
 def ratelimit(
@@ -134,6 +136,7 @@ def answered(refused: Optional[HttpResponse], request: HttpRequest, block: bool)
 
 
 def ratelimit_exempt(view: V) -> V:
-    """Keeps the middleware's default limits off a view (function or class)."""
+    """Keeps the middleware's default and application limits off a view (function or class)."""
     setattr(view, MARK, True)
+    setattr(view, EXEMPT, True)
     return view

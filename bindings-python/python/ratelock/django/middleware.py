@@ -1,15 +1,18 @@
-"""``RateLimitMiddleware``: the ``RATELOCK["DEFAULT_LIMITS"]`` on every view that has no ``@ratelimit`` of
-its own and is not exempt. Sync and async: under ASGI it awaits the asyncio limiter and never blocks the
-event loop; under WSGI it calls the blocking one."""
+"""``RateLimitMiddleware``: ``RATELOCK["DEFAULT_LIMITS"]`` on every view that has no ``@ratelimit`` of its
+own and is not exempt, each view counted on its own, and ``RATELOCK["APPLICATION_LIMITS"]`` on every view
+that is not exempt, all counted together. Sync and async: under ASGI it awaits the asyncio limiter and
+never blocks the event loop; under WSGI it calls the blocking one."""
 
-from typing import Any, Callable, Optional
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
 from ratelock.django import conf
-from ratelock.django.decorators import MARK
+from ratelock.django.decorators import EXEMPT, MARK
 from ratelock.django.responses import add_headers, check, check_async, refusal_of
+from ratelock.http import Checked, Limit
 
 #: Where the middleware keeps a request's check until its response passes back.
 _CHECKED = "_ratelock_checked"
@@ -24,6 +27,9 @@ class RateLimitMiddleware:
         self.asynchronous = iscoroutinefunction(get_response)
         self.http = conf.for_mode(self.asynchronous)
         self.limit = conf.default_limit(self.http)
+        self.application_limit = conf.application_limit(self.http)
+        # The default limit under each view's own scope, made once per view.
+        self._by_view: Dict[str, Limit] = {}
         if self.asynchronous:
             markcoroutinefunction(self)
             self.process_view = self._process_view_async  # type: ignore[method-assign, assignment]
@@ -38,26 +44,54 @@ class RateLimitMiddleware:
         response = await self.get_response(request)
         return add_headers(getattr(request, _CHECKED, None), response)
 
-    def _applies(self, view: Callable[..., Any]) -> bool:
+    def _limits(self, request: HttpRequest, view: Callable[..., Any]) -> Tuple[List[Limit], bool]:
+        """The limits the middleware checks on this request, in order (the application limit, then the
+        view's default limit), and whether the headers are the middleware's to add: not on a view with
+        a limit of its own, whose decorator adds its own."""
         owner = getattr(view, "view_class", None) or getattr(view, "cls", None)
-        return self.limit is not None and not getattr(view, MARK, False) and not getattr(owner, MARK, False)
+        own = getattr(view, MARK, False) or getattr(owner, MARK, False)
+        exempt = getattr(view, EXEMPT, False) or getattr(owner, EXEMPT, False)
+        limits: List[Limit] = []
+        if self.application_limit is not None and not exempt:
+            limits.append(self.application_limit)
+        if self.limit is not None and not own:
+            limits.append(self._of_view(request, view, self.limit))
+        return limits, not own
+
+    def _of_view(self, request: HttpRequest, view: Callable[..., Any], limit: Limit) -> Limit:
+        """The default limit under the view's scope: its URL pattern (``ResolverMatch.route``, includes
+        joined: one bucket per route, as Starlette's and Flask's adapters count), else the function's
+        dotted path. Not the view name: an unnamed pattern's is the function's path, which the views one
+        factory makes all share."""
+        match = getattr(request, "resolver_match", None)
+        name = getattr(match, "route", None) or f"{getattr(view, '__module__', '')}.{getattr(view, '__qualname__', view)}"
+        scoped = self._by_view.get(name)
+        if scoped is None:
+            scoped = self._by_view[name] = replace(limit, scope=name)
+        return scoped
 
     def process_view(self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any) -> Optional[HttpResponseBase]:
-        if not self._applies(view):
-            return None
-        assert self.limit is not None
-        checked = check(self.http, self.limit, request)
-        setattr(request, _CHECKED, checked)
-        return refusal_of(checked)
+        limits, adds_headers = self._limits(request, view)
+        for limit in limits:
+            refused = self._keep(request, check(self.http, limit, request), adds_headers)
+            if refused is not None:
+                return refused
+        return None
 
     async def _process_view_async(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
     ) -> Optional[HttpResponseBase]:
-        if not self._applies(view):
-            return None
-        assert self.limit is not None
-        checked = await check_async(self.http, self.limit, request)
-        setattr(request, _CHECKED, checked)
+        limits, adds_headers = self._limits(request, view)
+        for limit in limits:
+            refused = self._keep(request, await check_async(self.http, limit, request), adds_headers)
+            if refused is not None:
+                return refused
+        return None
+
+    @staticmethod
+    def _keep(request: HttpRequest, checked: Checked, adds_headers: bool) -> Optional[HttpResponseBase]:
+        """Keeps the check for the response's headers (the last check's, the most specific), and answers
+        its refusal if any."""
+        if adds_headers:
+            setattr(request, _CHECKED, checked)
         return refusal_of(checked)
-
-
