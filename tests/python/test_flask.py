@@ -177,13 +177,15 @@ def test_store_failures_follow_on_error():
     server = RedisServer()
     try:
         allow = make_app(server.url, on_error="allow", timeout=0.3).test_client()
-        deny = make_app(server.url, on_error="deny", timeout=0.3).test_client()
+        breaches = []
+        deny = make_app(server.url, on_error="deny", timeout=0.3, on_breach=breaches.append).test_client()
         raising = make_app(server.url, timeout=0.3, denied_body="problem").test_client()
         assert allow.get("/open").status_code == 200
     finally:
         server.stop()
     assert allow.get("/limited").status_code == 200
     assert deny.get("/limited").status_code == 429
+    assert breaches == [], "on_breach is told of denials, not of an outage's"
     unavailable = raising.get("/limited")
     assert (unavailable.status_code, unavailable.headers["Retry-After"]) == (503, "1")
     assert unavailable.get_json()["title"] == "Service Unavailable"
@@ -467,6 +469,7 @@ def test_a_nested_blueprints_limits_replace_its_parents_and_an_exempt_parent_cov
     v1 = limits.limit("2/minute")(Blueprint("v1", __name__))
     internal = limits.exempt(Blueprint("internal", __name__))
     tools = Blueprint("tools", __name__)
+    audit = limits.limit("2/minute")(Blueprint("audit", __name__))
 
     @api.get("/status")
     def status():
@@ -485,15 +488,39 @@ def test_a_nested_blueprints_limits_replace_its_parents_and_an_exempt_parent_cov
     def guarded():
         return jsonify(ok=True)
 
+    @audit.get("/log")
+    def log():
+        return jsonify(ok=True)
+
     api.register_blueprint(v1, url_prefix="/v1")
     internal.register_blueprint(tools, url_prefix="/tools")
+    internal.register_blueprint(audit, url_prefix="/audit")
     app.register_blueprint(api, url_prefix="/api")
+    app.register_blueprint(api, url_prefix="/api2", name="api2")
     app.register_blueprint(internal, url_prefix="/internal")
     client = app.test_client()
     assert [client.get("/api/v1/items").status_code for _ in range(3)] == [200, 200, 429], "the nested one's own"
     assert [client.get("/api/status").status_code for _ in range(4)] == [200, 200, 200, 429], "the parent's"
+    assert [client.get("/api2/status").status_code for _ in range(4)] == [200, 200, 200, 429], "registered again"
+    assert [client.get("/internal/audit/log").status_code for _ in range(3)] == [200, 200, 429], "nested in exempt"
     assert all(client.get("/internal/tools/sweep").status_code == 200 for _ in range(60)), "no limit, nor the app's"
     assert [client.get("/internal/tools/guarded").status_code for _ in range(2)] == [200, 429], "its own still"
+
+
+def test_the_same_rule_at_two_levels_counts_once_in_each(store_url):
+    # Every level counted under the endpoint alone: one request spent 2 of a rule both levels name.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="3/minute")
+    shop = limits.limit("3/minute", override_defaults=False)(Blueprint("shop", __name__))
+
+    @shop.get("/a")
+    @limits.limit("3/minute", override_defaults=False)
+    def shop_a():
+        return jsonify(ok=True)
+
+    app.register_blueprint(shop, url_prefix="/shop")
+    client = app.test_client()
+    assert [client.get("/shop/a").status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
 def test_per_method_counts_each_method_on_its_own(store_url):

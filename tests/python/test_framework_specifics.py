@@ -70,7 +70,8 @@ def test_django_middleware_limits_views_without_their_own_limit(redis_server, fr
 @pytest.mark.parametrize("framework", ["django-wsgi", "django-asgi"])
 def test_django_default_limits_count_each_view_and_application_limits_count_all(redis_server, framework: str) -> None:
     # Flask-Limiter's meanings, as the Flask adapter has them: the default limits were one bucket shared
-    # by every view, so one busy view used up every other view's allowance.
+    # by every view, so one busy view used up every other view's allowance. The application limits are a
+    # plain function Django refuses to run on an event loop: under ASGI it runs off the loop.
     app = AppServer(framework, {"RATELOCK_URL": redis_server.url, "RATELOCK_APPLICATION_LIMITS": "6/hour"})
     try:
         assert app.get("/default").headers["RateLimit"] == '"100/hour";r=99;t=36'
@@ -83,6 +84,17 @@ def test_django_default_limits_count_each_view_and_application_limits_count_all(
         assert [app.get("/default").status for _ in range(4)] == [200, 200, 200, 429]
         assert app.get("/search").status == 429, "the application limit covers views with their own limits"
         assert app.get("/exempt").status == 200
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("framework", ["django-wsgi", "django-asgi"])
+def test_django_a_view_limited_on_post_alone_is_under_the_default_limits_for_get(redis_server, framework: str) -> None:
+    # Flask-Limiter's rule, as the Flask adapter has it: any @ratelimit kept the default limits off every
+    # method of the view, so a GET of a view limited on POST had no limit at all.
+    app = AppServer(framework, {"RATELOCK_URL": redis_server.url})
+    try:
+        assert app.get("/post-only").headers.get("RateLimit") == '"100/hour";r=99;t=36'
     finally:
         app.stop()
 

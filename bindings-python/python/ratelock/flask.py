@@ -91,12 +91,13 @@ class RateLimiter:
     unchanged; the marks are read in a ``before_request`` hook from the function registered for the
     request's endpoint (and the functions it wraps, following ``__wrapped__``). So they work above or
     below ``@app.route``, and two blueprints' views of the same name keep their own marks. Called on a
-    ``Blueprint``, they mark every view registered through it (by the blueprint's name; a nested
-    blueprint's views are under its parents' marks too).
+    ``Blueprint``, they mark every view registered through it (the blueprint itself, under whatever name
+    it is registered; a nested blueprint's views are under its parents' marks too).
 
     ``on_breach(decision)`` is called with the decision of every limit that refuses a request (a limit's
     own ``on_breach`` is called instead where it has one); a ``Response`` it returns is sent instead of
-    the 429. It is not called for an outage's 503 or an unusable key's 400.
+    the 429. It is not called for an outage (a 503, or the 429 of ``on_error="deny"``) or an unusable
+    key's 400.
 
     The default key is the client address (``ratelock.http.ClientAddress``: IPv6 by /56, IPv4-mapped
     folded, ``X-Forwarded-For`` read only through ``trusted_proxies``). Under ``on_error="raise"`` a store
@@ -139,9 +140,10 @@ class RateLimiter:
         )
         self._exempt: Set[Callable[..., Any]] = set()
         self._limits: Dict[Callable[..., Any], List[_Mark]] = {}
-        # Blueprints' marks and exemptions, by the blueprint's name.
-        self._blueprint_limits: Dict[str, List[_Mark]] = {}
-        self._exempt_blueprints: Set[str] = set()
+        # Blueprints' marks and exemptions, by the blueprint itself (one registered twice, under
+        # another name, is the same blueprint).
+        self._blueprint_limits: Dict[Blueprint, List[_Mark]] = {}
+        self._exempt_blueprints: Set[Blueprint] = set()
         # Each registered view's marks as `_marks` found them, so a request looks them up once.
         self._found_marks: Dict[Optional[Callable[..., Any]], Tuple[List[_Mark], bool]] = {}
         self._endpoint_limits: Dict[Tuple[int, str], Limit] = {}
@@ -213,7 +215,7 @@ class RateLimiter:
 
         def decorate(target: Marked) -> Marked:
             if isinstance(target, Blueprint):
-                self._blueprint_limits.setdefault(target.name, []).insert(0, mark)
+                self._blueprint_limits.setdefault(target, []).insert(0, mark)
             else:
                 self._limits.setdefault(target, []).insert(0, mark)
             self._found_marks.clear()
@@ -223,10 +225,11 @@ class RateLimiter:
 
     def exempt(self, target: Marked) -> Marked:
         """Exempts a view, or every view registered through a blueprint (its nested blueprints' too), from
-        the default, application and blueprint limits (above or below its route decorator); a view's own
-        limits still apply."""
+        the default and application limits, and from the limits of the blueprint and those around it
+        (above or below its route decorator); a view's own limits, and those of blueprints nested in an
+        exempt one, still apply."""
         if isinstance(target, Blueprint):
-            self._exempt_blueprints.add(target.name)
+            self._exempt_blueprints.add(target)
         else:
             self._exempt.add(target)
         self._found_marks.clear()
@@ -258,31 +261,33 @@ class RateLimiter:
         if endpoint is None:
             return None
         marks, exempt = self._marks_of(app.view_functions.get(endpoint))
-        # Blueprints are looked at only when one is marked: `request.blueprints` is built on each read.
-        blueprints: Sequence[str] = (
-            [name.rpartition(".")[2] for name in current.blueprints]
-            if self._blueprint_limits or self._exempt_blueprints
-            else ()
-        )
-        exempt = exempt or any(name in self._exempt_blueprints for name in blueprints) or endpoint == "static"
+        exempt = exempt or endpoint == "static"
+        # The view's own limits (counted under its endpoint), then its blueprints' (the innermost first),
+        # then the default ones, each level in buckets of its own: the first level with a limit that
+        # counts the request's method is the last checked, unless all its limits there were put with
+        # override_defaults=False.
+        levels: List[Tuple[str, Sequence[_Mark]]] = [(endpoint, marks)]
+        if not exempt and (self._blueprint_limits or self._exempt_blueprints):
+            # Looked at only when a blueprint is marked: `request.blueprints` is built on each read.
+            for name in current.blueprints:
+                blueprint = app.blueprints.get(name)
+                if blueprint in self._exempt_blueprints:
+                    exempt = True
+                    break
+                if blueprint in self._blueprint_limits:
+                    levels.append((f"{endpoint}@{name}", self._blueprint_limits[blueprint]))
         if not exempt and self._application_mark is not None:
             refusal = self._check(self._application_mark, endpoint, current)
             if refusal is not None:
                 return refusal
-        # The view's own limits, then its blueprints' (the innermost first), then the default ones: the
-        # first of these levels that counts the request's method is the last checked, unless all its
-        # limits were put with override_defaults=False.
-        levels: List[Sequence[_Mark]] = [marks]
-        if not exempt:
-            levels.extend(self._blueprint_limits.get(name, ()) for name in blueprints)
-            if self._default_mark is not None:
-                levels.append((self._default_mark,))
-        for level in levels:
+        if not exempt and self._default_mark is not None:
+            levels.append((f"{endpoint}@default", (self._default_mark,)))
+        for bucket, level in levels:
             replaces = False
             for mark in level:
                 if mark.methods is not None and current.method not in mark.methods:
                     continue
-                refusal = self._check(mark, endpoint, current)
+                refusal = self._check(mark, bucket, current)
                 if refusal is not None:
                     return refusal
                 replaces = replaces or not mark.keeps_defaults
@@ -315,8 +320,8 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(self, mark: _Mark, endpoint: str, current: Request) -> Optional[Response]:
-        limit = self._scoped(mark, endpoint, current.method)
+    def _check(self, mark: _Mark, bucket: str, current: Request) -> Optional[Response]:
+        limit = self._scoped(mark, bucket, current.method)
         proxy_header = self.http.proxy_header
         forwarded = current.headers.get(proxy_header) if proxy_header else None
         checked = self.http.check(limit, current, peer=current.remote_addr, forwarded=forwarded)
@@ -336,7 +341,8 @@ class RateLimiter:
         # The refusal carries its own headers: an earlier limit's must not be added over them.
         store.ratelock_headers = None
         on_breach = mark.on_breach or self.on_breach
-        if on_breach is not None and decision is not None and not decision.allowed:
+        # A denial: not an outage's (a degraded decision under on_error="deny").
+        if on_breach is not None and decision is not None and not decision.allowed and not decision.degraded:
             chosen = on_breach(decision)
             if chosen is not None:
                 for name, value in answer.headers:
@@ -344,12 +350,13 @@ class RateLimiter:
                 return chosen
         return refusal(answer)
 
-    def _scoped(self, mark: _Mark, endpoint: str, method: str) -> Limit:
-        """The mark's limit in its bucket: under the view's endpoint when it was given no scope of its own,
-        and under the request's method with ``per_method`` (each made once)."""
+    def _scoped(self, mark: _Mark, bucket: str, method: str) -> Limit:
+        """The mark's limit in its bucket: under `bucket` (the view's endpoint, with the blueprint's name or
+        ``default`` for those levels) when it was given no scope of its own, and under the request's
+        method with ``per_method`` (each made once)."""
         if mark.scoped and not mark.per_method:
             return mark.limit
-        scope = mark.limit.scope if mark.scoped else endpoint
+        scope = mark.limit.scope if mark.scoped else bucket
         if mark.per_method:
             scope = f"{scope}:{method}"
         scoped = self._endpoint_limits.get((id(mark.limit), scope))

@@ -105,7 +105,7 @@ impl FairLock {
             &self.shared.owner.token(),
             timeout,
             || async {
-                if let Some(guard) = before_next_try(&held, &unheard).await {
+                if let Some(guard) = before_next_try(&held, &unheard).await? {
                     return Ok(Attempt::Got(guard));
                 }
                 Ok(match self.attempt(id.clone(), true, unheard.clone()).await? {
@@ -217,6 +217,7 @@ mod tests {
         let held = QueuedLock::Fair(lock.shared.clone(), Arc::from("first"));
         let kept = before_next_try(&held, &unheard)
             .await
+            .unwrap()
             .expect("the wait keeps the grant its lost answer made");
         assert_eq!(kept.fencing_token(), granted);
         assert_eq!(

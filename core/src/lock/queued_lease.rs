@@ -190,13 +190,19 @@ pub(crate) fn give_back_later(held: QueuedLock) {
 /// on it (the holder is its own id); giving it back instead sent the waiter to the back of the queue,
 /// behind those that came after it. The mark is cleared only once the store has answered: a store
 /// still out keeps it for the try after, and a wait dropped meanwhile gives the grant back when it ends.
-pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) -> Option<LeaseGuard> {
+/// Any other failure (configuration, protocol, an unexpected state) ends the wait with it: the wait
+/// then gives back what its id holds, as a wait that fails does.
+pub(crate) async fn before_next_try(held: &QueuedLock, unheard: &Unheard) -> Result<Option<LeaseGuard>> {
     if !unheard.pending() {
-        return None;
+        return Ok(None);
     }
-    let kept = held.keep_unheard().await.ok()?;
+    let kept = match held.keep_unheard().await {
+        Ok(kept) => kept,
+        Err(failure) if failure.is_store_failure() => return Ok(None),
+        Err(failure) => return Err(failure),
+    };
     unheard.settled();
-    kept.map(|(fence, sent)| lease_guard(held.clone(), fence, sent))
+    Ok(kept.map(|(fence, sent)| lease_guard(held.clone(), fence, sent)))
 }
 
 /// A waiter's place in a queue (fair lock) or its waiting mark (writer). [`Waiting::settle`] removes it

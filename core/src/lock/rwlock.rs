@@ -152,7 +152,7 @@ impl ReadWriteLock {
             &shared.owner.token(),
             timeout,
             || async {
-                if let Some(guard) = before_next_try(&held, &unheard).await {
+                if let Some(guard) = before_next_try(&held, &unheard).await? {
                     return Ok(Attempt::Got(guard));
                 }
                 Ok(

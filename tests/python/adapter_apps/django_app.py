@@ -8,10 +8,20 @@ from typing import Any
 
 import django
 from django.conf import settings
+from django.utils.asyncio import async_unsafe
 
 from adapter_apps.settings import BAN_RULES, PLANS, SEARCH_RULES, SHADOW_RULES, options, query_int
 
 _options = options()
+
+
+@async_unsafe
+def application_rules(_request: Any) -> str:
+    """The application limits as a plan read the way Django code reads one (the ORM, ``request.user``):
+    Django refuses to run it on an event loop."""
+    return os.environ["RATELOCK_APPLICATION_LIMITS"]
+
+
 settings.configure(
     DEBUG=False,
     SECRET_KEY="ratelock-tests",
@@ -28,7 +38,7 @@ settings.configure(
         "DENIED_BODY": _options["denied_body"],
         "LEGACY_HEADERS": _options["legacy_headers"],
         "DEFAULT_LIMITS": "100/hour",
-        "APPLICATION_LIMITS": os.environ.get("RATELOCK_APPLICATION_LIMITS") or None,
+        "APPLICATION_LIMITS": application_rules if os.environ.get("RATELOCK_APPLICATION_LIMITS") else None,
         "SKIP": lambda request: request.path == "/skip",
     },
 )
@@ -38,7 +48,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.views import View  # noqa: E402
 
-from django.utils.asyncio import async_unsafe  # noqa: E402
 
 from ratelock.django import ratelimit, ratelimit_exempt  # noqa: E402
 
@@ -103,6 +112,7 @@ urlpatterns = [
     path("decision", ratelimit("50/hour", scope="decision")(view(current))),
     path("default", view(ok)),
     path("default-other", view(ok)),
+    path("post-only", ratelimit("1/hour", scope="post-only", methods=["POST"])(view(ok))),
     path("exempt", ratelimit_exempt(view(ok))),
 ]
 

@@ -127,16 +127,25 @@ def for_mode(asynchronous: bool) -> HttpLimiter:
 APPLICATION_SCOPE = "application"
 
 
-def default_limit(http: HttpLimiter) -> Optional[Limit]:
+def default_limit(http: HttpLimiter, asynchronous: bool) -> Optional[Limit]:
     """``DEFAULT_LIMITS``, to be counted per view (the middleware gives each view its own scope)."""
-    rules = configured()["DEFAULT_LIMITS"]
-    return None if rules is None else http.limit(rules, scope="default")
+    return _configured_limit(http, "DEFAULT_LIMITS", "default", asynchronous)
 
 
-def application_limit(http: HttpLimiter) -> Optional[Limit]:
+def application_limit(http: HttpLimiter, asynchronous: bool) -> Optional[Limit]:
     """``APPLICATION_LIMITS``: one bucket for every view that is not exempt."""
-    rules = configured()["APPLICATION_LIMITS"]
-    return None if rules is None else http.limit(rules, scope=APPLICATION_SCOPE)
+    return _configured_limit(http, "APPLICATION_LIMITS", APPLICATION_SCOPE, asynchronous)
+
+
+def _configured_limit(http: HttpLimiter, name: str, scope: str, asynchronous: bool) -> Optional[Limit]:
+    """The limit of setting `name`: rule text, or a function of the request (its dotted path too), run
+    off the event loop when ``asynchronous`` (a plan read through ``request.user``)."""
+    rules = configured()[name]
+    if rules is None:
+        return None
+    if not isinstance(rules, str):
+        rules = off_the_loop(cast(Callable[..., Any], function(rules, name)), asynchronous)
+    return http.limit(rules, scope=scope)
 
 
 def peer_and_forwarded(http: HttpLimiter, request: HttpRequest) -> Tuple[Optional[str], Optional[str]]:

@@ -14,7 +14,8 @@ from ratelock.http import Maybe
 V = TypeVar("V", bound=Any)
 
 #: The attribute that marks a view as limited by its own decorator (or exempt): the middleware then
-#: leaves it to that decorator.
+#: leaves the HTTP methods its own limits count to that decorator. True: every method; else the
+#: frozenset of methods.
 MARK = "ratelock_limited"
 #: The attribute that marks a view exempt: out of the middleware's application limits too.
 EXEMPT = "ratelock_exempt"
@@ -45,7 +46,7 @@ def ratelimit(
     def decorate(view: V) -> V:
         if inspect.isclass(view):
             setattr(view, "dispatch", decorate_function(getattr(view, "dispatch"), view, is_method=True))
-            setattr(view, MARK, True)
+            mark(view, only)
             return view
         decorated: V = decorate_function(view, view, is_method=False)
         return decorated
@@ -91,7 +92,7 @@ def ratelimit(
                     await http.settle_async(limit, checked.counted, response)
                 return add_headers(checked, response)
 
-            setattr(limited_async, MARK, True)
+            mark(limited_async, only)
             return limited_async
 
         @functools.wraps(function)
@@ -113,10 +114,26 @@ def ratelimit(
                 http.settle(limit, checked.counted, response)
             return add_headers(checked, response)
 
-        setattr(limited, MARK, True)
+        mark(limited, only)
         return limited
 
     return decorate
+
+
+def mark(view: Any, only: Optional[FrozenSet[str]]) -> None:
+    """Marks `view` as limited by its own decorator for the methods `only` (None: all), with those its
+    inner decorators marked (``functools.wraps`` copied their mark onto it)."""
+    earlier = getattr(view, MARK, None)
+    if only is None or earlier is True:
+        setattr(view, MARK, True)
+    else:
+        setattr(view, MARK, only | (earlier if isinstance(earlier, frozenset) else frozenset()))
+
+
+def limits_itself(view: Any, method: str) -> bool:
+    """Whether `view`'s own limits count requests of `method` (or it is exempt)."""
+    marked = getattr(view, MARK, None)
+    return marked is True or (isinstance(marked, frozenset) and method in marked)
 
 
 def only_methods(methods: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:

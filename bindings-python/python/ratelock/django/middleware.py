@@ -10,7 +10,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
 from ratelock.django import conf
-from ratelock.django.decorators import EXEMPT, MARK
+from ratelock.django.decorators import EXEMPT, limits_itself
 from ratelock.django.responses import add_headers, check, check_async, refusal_of
 from ratelock.http import Checked, Limit
 
@@ -26,8 +26,8 @@ class RateLimitMiddleware:
         self.get_response = get_response
         self.asynchronous = iscoroutinefunction(get_response)
         self.http = conf.for_mode(self.asynchronous)
-        self.limit = conf.default_limit(self.http)
-        self.application_limit = conf.application_limit(self.http)
+        self.limit = conf.default_limit(self.http, self.asynchronous)
+        self.application_limit = conf.application_limit(self.http, self.asynchronous)
         # The default limit under each view's own scope, made once per view.
         self._by_view: Dict[str, Limit] = {}
         if self.asynchronous:
@@ -46,10 +46,12 @@ class RateLimitMiddleware:
 
     def _limits(self, request: HttpRequest, view: Callable[..., Any]) -> Tuple[List[Limit], bool]:
         """The limits the middleware checks on this request, in order (the application limit, then the
-        view's default limit), and whether the headers are the middleware's to add: not on a view with
-        a limit of its own, whose decorator adds its own."""
+        view's default limit), and whether the headers are the middleware's to add: not on a view whose
+        own limits count the request's method, whose decorator adds its own. A view limited on ``POST``
+        alone is under the default limits for ``GET``, as in Flask-Limiter."""
         owner = getattr(view, "view_class", None) or getattr(view, "cls", None)
-        own = getattr(view, MARK, False) or getattr(owner, MARK, False)
+        method = (request.method or "GET").upper()
+        own = limits_itself(view, method) or limits_itself(owner, method)
         exempt = getattr(view, EXEMPT, False) or getattr(owner, EXEMPT, False)
         limits: List[Limit] = []
         if self.application_limit is not None and not exempt:
@@ -63,8 +65,9 @@ class RateLimitMiddleware:
         joined: one bucket per route, as Starlette's and Flask's adapters count), else the function's
         dotted path. Not the view name: an unnamed pattern's is the function's path, which the views one
         factory makes all share."""
-        match = getattr(request, "resolver_match", None)
-        name = getattr(match, "route", None) or f"{getattr(view, '__module__', '')}.{getattr(view, '__qualname__', view)}"
+        route = getattr(getattr(request, "resolver_match", None), "route", None)
+        # "/" in front: the root pattern's route is "", a scope of its own all the same.
+        name = f"/{route}" if route is not None else f"{getattr(view, '__module__', '')}.{getattr(view, '__qualname__', view)}"
         scoped = self._by_view.get(name)
         if scoped is None:
             scoped = self._by_view[name] = replace(limit, scope=name)
