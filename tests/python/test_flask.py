@@ -523,6 +523,20 @@ def test_the_same_rule_at_two_levels_counts_once_in_each(store_url):
     assert [client.get("/shop/a").status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
+def test_a_blueprint_named_default_counts_apart_from_the_default_limits(store_url):
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", default_limits="2/minute")
+    named = limits.limit("2/minute", override_defaults=False)(Blueprint("default", __name__))
+
+    @named.get("/a")
+    def named_a():
+        return jsonify(ok=True)
+
+    app.register_blueprint(named, url_prefix="/named")
+    client = app.test_client()
+    assert [client.get("/named/a").status_code for _ in range(3)] == [200, 200, 429]
+
+
 def test_per_method_counts_each_method_on_its_own(store_url):
     app = Flask(__name__)
     limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")

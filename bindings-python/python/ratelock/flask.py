@@ -13,6 +13,7 @@ limited response carries the chosen rate-limit headers (the latest IETF draft by
     def login(): ...
 """
 
+from dataclasses import replace
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -146,7 +147,8 @@ class RateLimiter:
         self._exempt_blueprints: Set[Blueprint] = set()
         # Each registered view's marks as `_marks` found them, so a request looks them up once.
         self._found_marks: Dict[Optional[Callable[..., Any]], Tuple[List[_Mark], bool]] = {}
-        self._endpoint_limits: Dict[Tuple[int, str], Limit] = {}
+        # Each mark's limit in each bucket it counted in (`_scoped`), by (mark, endpoint, level, method).
+        self._endpoint_limits: Dict[Tuple[int, str, str, str], Limit] = {}
         if app is not None:
             self.init_app(app)
 
@@ -262,11 +264,12 @@ class RateLimiter:
             return None
         marks, exempt = self._marks_of(app.view_functions.get(endpoint))
         exempt = exempt or endpoint == "static"
-        # The view's own limits (counted under its endpoint), then its blueprints' (the innermost first),
-        # then the default ones, each level in buckets of its own: the first level with a limit that
-        # counts the request's method is the last checked, unless all its limits there were put with
-        # override_defaults=False.
-        levels: List[Tuple[str, Sequence[_Mark]]] = [(endpoint, marks)]
+        # The view's own limits, then its blueprints' (the innermost first), then the default ones, each
+        # level in buckets of its own, named "" for the view's own, by the blueprint's full name, or
+        # ".default", which no blueprint's name can be (Flask refuses a dot in one). The first level with
+        # a limit that counts the request's method is the last checked, unless all its limits there were
+        # put with override_defaults=False.
+        levels: List[Tuple[str, Sequence[_Mark]]] = [("", marks)]
         if not exempt and (self._blueprint_limits or self._exempt_blueprints):
             # Looked at only when a blueprint is marked: `request.blueprints` is built on each read.
             for name in current.blueprints:
@@ -275,19 +278,19 @@ class RateLimiter:
                     exempt = True
                     break
                 if blueprint in self._blueprint_limits:
-                    levels.append((f"{endpoint}@{name}", self._blueprint_limits[blueprint]))
+                    levels.append((name, self._blueprint_limits[blueprint]))
         if not exempt and self._application_mark is not None:
-            refusal = self._check(self._application_mark, endpoint, current)
+            refusal = self._check(self._application_mark, endpoint, "", current)
             if refusal is not None:
                 return refusal
         if not exempt and self._default_mark is not None:
-            levels.append((f"{endpoint}@default", (self._default_mark,)))
-        for bucket, level in levels:
+            levels.append((".default", (self._default_mark,)))
+        for name, level in levels:
             replaces = False
             for mark in level:
                 if mark.methods is not None and current.method not in mark.methods:
                     continue
-                refusal = self._check(mark, bucket, current)
+                refusal = self._check(mark, endpoint, name, current)
                 if refusal is not None:
                     return refusal
                 replaces = replaces or not mark.keeps_defaults
@@ -320,8 +323,8 @@ class RateLimiter:
             view = getattr(view, "__wrapped__", None)
         return limits, exempt
 
-    def _check(self, mark: _Mark, bucket: str, current: Request) -> Optional[Response]:
-        limit = self._scoped(mark, bucket, current.method)
+    def _check(self, mark: _Mark, endpoint: str, level: str, current: Request) -> Optional[Response]:
+        limit = self._scoped(mark, endpoint, level, current.method)
         proxy_header = self.http.proxy_header
         forwarded = current.headers.get(proxy_header) if proxy_header else None
         checked = self.http.check(limit, current, peer=current.remote_addr, forwarded=forwarded)
@@ -350,20 +353,19 @@ class RateLimiter:
                 return chosen
         return refusal(answer)
 
-    def _scoped(self, mark: _Mark, bucket: str, method: str) -> Limit:
-        """The mark's limit in its bucket: under `bucket` (the view's endpoint, with the blueprint's name or
-        ``default`` for those levels) when it was given no scope of its own, and under the request's
-        method with ``per_method`` (each made once)."""
+    def _scoped(self, mark: _Mark, endpoint: str, level: str, method: str) -> Limit:
+        """The mark's limit in its bucket: under the view's endpoint (with ``@`` and the level's name for a
+        blueprint's or the default limits) when it was given no scope of its own, and under the request's
+        method with ``per_method``. Made once per bucket; a request builds no scope text."""
         if mark.scoped and not mark.per_method:
             return mark.limit
-        scope = mark.limit.scope if mark.scoped else bucket
-        if mark.per_method:
-            scope = f"{scope}:{method}"
-        scoped = self._endpoint_limits.get((id(mark.limit), scope))
+        found = (id(mark.limit), endpoint, level, method if mark.per_method else "")
+        scoped = self._endpoint_limits.get(found)
         if scoped is None:
-            limit = mark.limit
-            scoped = Limit(limit.rules, scope, limit.key_func, limit.cost, limit.skip, limit.deduct_when)
-            self._endpoint_limits[(id(mark.limit), scope)] = scoped
+            scope = mark.limit.scope if mark.scoped else (f"{endpoint}@{level}" if level else endpoint)
+            if mark.per_method:
+                scope = f"{scope}:{method}"
+            scoped = self._endpoint_limits[found] = replace(mark.limit, scope=scope)
         return scoped
 
     def _add_headers(self, response: Response) -> Response:
