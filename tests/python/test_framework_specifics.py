@@ -413,6 +413,84 @@ def test_django_ratelimit_methods_and_block_false() -> None:
     ]
 
 
+def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it() -> None:
+    # Django's documented way to decorate a class-based view's method. The middleware saw a mark on
+    # dispatch (as_view copies it onto the view) but not on one handler, so a view limited on post alone
+    # was counted by the default limits (2/hour) too; every view decorated on dispatch shared one bucket
+    # (the scope was the inherited View.dispatch's name); an async view's refusal was a sync response
+    # Django could not await.
+    script = textwrap.dedent(
+        """
+        import asyncio
+        import django
+        from django.conf import settings
+        settings.configure(
+            SECRET_KEY="x", ALLOWED_HOSTS=["*"], ROOT_URLCONF=__name__, INSTALLED_APPS=["ratelock.django"],
+            MIDDLEWARE=["ratelock.django.RateLimitMiddleware"], RATELOCK={"DEFAULT_LIMITS": "2/hour"},
+        )
+        django.setup()
+        from django.http import HttpResponse
+        from django.test import AsyncClient, Client
+        from django.urls import path
+        from django.utils.decorators import method_decorator
+        from django.views import View
+        from ratelock.django import ratelimit, ratelimit_exempt
+
+        @method_decorator(ratelimit("3/hour"), name="dispatch")
+        class Dispatched(View):
+            def get(self, request):
+                return HttpResponse("ok")
+
+        @method_decorator(ratelimit("3/hour"), name="post")
+        class PostLimited(View):
+            def get(self, request):
+                return HttpResponse("ok")
+
+            def post(self, request):
+                return HttpResponse("ok")
+
+        @method_decorator(ratelimit_exempt, name="dispatch")
+        class Exempt(View):
+            def get(self, request):
+                return HttpResponse("ok")
+
+        @method_decorator(ratelimit("3/hour"), name="dispatch")
+        class AsyncDispatched(View):
+            async def get(self, request):
+                return HttpResponse("ok")
+
+        urlpatterns = [
+            path("dispatched", Dispatched.as_view()),
+            path("post-limited", PostLimited.as_view()),
+            path("exempt", Exempt.as_view()),
+            path("async-dispatched", AsyncDispatched.as_view()),
+        ]
+
+        def seen(responses):
+            return [(response.status_code, response.headers.get("RateLimit", "-").split(";")[0]) for response in responses]
+
+        client = Client()
+        print(seen(client.get("/dispatched") for _ in range(4)))
+        print(seen([client.get("/post-limited")] + [client.post("/post-limited") for _ in range(4)]))
+        print(seen(client.get("/exempt") for _ in range(3)))
+
+        async def run():
+            client = AsyncClient()
+            return seen([await client.get("/async-dispatched") for _ in range(4)])
+
+        print(asyncio.run(run()))
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
+        "[(200, '\"2/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
+        "[(200, '-'), (200, '-'), (200, '-')]",
+        "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
+    ]
+
+
 def test_the_flow_gives_back_only_what_the_rules_spent() -> None:
     # Nothing for a request let through in shadow, allow-listed, or degraded: a refund gives back to
     # every rule, so it would take back units that other requests spent.

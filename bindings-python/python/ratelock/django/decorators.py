@@ -3,13 +3,13 @@ its own scope (the view's dotted name unless given)."""
 
 import functools
 import inspect
-from typing import Any, Callable, FrozenSet, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Tuple, TypeVar, Union
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from ratelock.django import conf
 from ratelock.django.responses import add_headers, check, check_async, refusal_of
-from ratelock.http import Maybe
+from ratelock.http import HttpLimiter, Limit, Maybe
 
 V = TypeVar("V", bound=Any)
 
@@ -39,9 +39,14 @@ def ratelimit(
     ``methods`` limits only those HTTP methods (``GET`` includes ``HEAD``, which Django answers with the GET
     view); others pass uncounted. ``block=False`` (django-ratelimit's name) answers no refusal: the view
     runs, and ``request.limited`` says whether the limit refused (it is False otherwise). On a class-based
-    view it limits ``dispatch``. Bad rule text raises here, when the view is defined."""
+    view it limits ``dispatch``; Django's ``method_decorator(ratelimit(...), name="post")`` limits one
+    handler (``name="dispatch"``: all of them), and the middleware sees it. Bad rule text raises here, when
+    the view is defined."""
     only = only_methods(methods)
     conf.limiters()[0].limit(rules, scope=scope or "", key_func=key, cost=cost, skip=skip, deduct_when=deduct_when)  # checks it now
+    # The limit of each scope and mode, made once: ``method_decorator`` decorates a bound method again
+    # on every request.
+    made: Dict[Tuple[str, bool], Tuple[HttpLimiter, Limit]] = {}
 
     def decorate(view: V) -> V:
         if inspect.isclass(view):
@@ -51,9 +56,10 @@ def ratelimit(
         decorated: V = decorate_function(view, view, is_method=False)
         return decorated
 
-    def decorate_function(function: Callable[..., Any], owner: Any, is_method: bool) -> Any:
-        name = scope or f"{owner.__module__}.{owner.__qualname__}"
-        asynchronous = inspect.iscoroutinefunction(function) or bool(getattr(owner, "view_is_async", False))
+    def limit_of(name: str, asynchronous: bool) -> Tuple[HttpLimiter, Limit]:
+        known = made.get((name, asynchronous))
+        if known is not None:
+            return known
         http = conf.for_mode(asynchronous)
         limit = http.limit(
             rules if isinstance(rules, str) else conf.off_the_loop(rules, asynchronous),
@@ -63,6 +69,27 @@ def ratelimit(
             skip=conf.maybe_off_the_loop(skip, asynchronous),
             deduct_when=conf.maybe_off_the_loop(deduct_when, asynchronous),
         )
+        made[(name, asynchronous)] = (http, limit)
+        return http, limit
+
+    def decorate_function(function: Callable[..., Any], owner: Any, is_method: bool) -> Any:
+        # ``method_decorator`` hands over the method bound to the view instance (a partial). Its name is
+        # the method's, which may be a base class's (``View.dispatch``, shared by every view): the scope is
+        # the view's class and the method's name. The class says whether its handlers are async.
+        instance = getattr(getattr(function, "func", None), "__self__", None)
+        if scope:
+            name = scope
+        elif instance is not None:
+            view_class = type(instance)
+            name = f"{view_class.__module__}.{view_class.__qualname__}.{function.__name__}"
+        else:
+            name = f"{owner.__module__}.{owner.__qualname__}"
+        asynchronous = (
+            inspect.iscoroutinefunction(function)
+            or bool(getattr(owner, "view_is_async", False))
+            or bool(getattr(instance, "view_is_async", False))
+        )
+        http, limit = limit_of(name, asynchronous)
 
         def request_of(args: Any) -> HttpRequest:
             request: HttpRequest = args[1] if is_method else args[0]
@@ -134,6 +161,20 @@ def limits_itself(view: Any, method: str) -> bool:
     """Whether `view`'s own limits count requests of `method` (or it is exempt)."""
     marked = getattr(view, MARK, None)
     return marked is True or (isinstance(marked, frozenset) and method in marked)
+
+
+def marked_parts(view: Any, method: str) -> Tuple[Any, ...]:
+    """What may carry a mark for a request of `method` to `view`: the view (``as_view`` copies what a
+    decorator set on ``dispatch`` onto it); for a class-based view its class and the handler of `method`
+    (``method_decorator(..., name="post")`` copies the decorator's mark onto the handler's wrapper).
+    ``HEAD`` falls to ``get`` where the class has no ``head``, as Django's ``View`` does."""
+    owner = getattr(view, "view_class", None) or getattr(view, "cls", None)
+    if owner is None:
+        return (view,)
+    handler = getattr(owner, method.lower(), None)
+    if handler is None and method == "HEAD":
+        handler = getattr(owner, "get", None)
+    return (view, owner, handler)
 
 
 def only_methods(methods: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:

@@ -10,7 +10,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
 from ratelock.django import conf
-from ratelock.django.decorators import EXEMPT, limits_itself
+from ratelock.django.decorators import EXEMPT, limits_itself, marked_parts
 from ratelock.django.responses import add_headers, check, check_async, refusal_of
 from ratelock.http import Checked, Limit
 
@@ -49,10 +49,10 @@ class RateLimitMiddleware:
         view's default limit), and whether the headers are the middleware's to add: not on a view whose
         own limits count the request's method, whose decorator adds its own. A view limited on ``POST``
         alone is under the default limits for ``GET``, as in Flask-Limiter."""
-        owner = getattr(view, "view_class", None) or getattr(view, "cls", None)
         method = (request.method or "GET").upper()
-        own = limits_itself(view, method) or limits_itself(owner, method)
-        exempt = getattr(view, EXEMPT, False) or getattr(owner, EXEMPT, False)
+        parts = marked_parts(view, method)
+        own = any(limits_itself(part, method) for part in parts)
+        exempt = any(getattr(part, EXEMPT, False) for part in parts)
         limits: List[Limit] = []
         if self.application_limit is not None and not exempt:
             limits.append(self.application_limit)
