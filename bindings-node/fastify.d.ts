@@ -22,6 +22,10 @@ declare namespace ratelockFastify {
     hook?: 'onRequest' | 'preHandler'
     /** A refusal body of your own. */
     errorResponseBuilder?: (request: Request, context: ErrorResponseContext) => Awaitable<unknown>
+    /** Told of each request a limit let through, with the key it counted on (awaited before the route runs). */
+    onExceeding?: (request: Request, key: string | Buffer) => Awaitable<unknown>
+    /** Told of each request a limit refused, with the key it counted on (awaited before the refusal is sent). */
+    onExceeded?: (request: Request, key: string | Buffer) => Awaitable<unknown>
   }
 
   /** A route's own limit, under `config.rateLimit`. */
@@ -31,6 +35,10 @@ declare namespace ratelockFastify {
     keyGenerator?: (request: Request, reply: Reply) => Awaitable<string | Buffer | null | undefined>
     cost?: number | ((request: Request, reply: Reply) => Awaitable<number>)
     skip?: (request: Request, reply: Reply) => Awaitable<boolean>
+    /** This route's `onExceeding`, in place of the plugin's. */
+    onExceeding?: (request: Request, key: string | Buffer) => Awaitable<unknown>
+    /** This route's `onExceeded`, in place of the plugin's. */
+    onExceeded?: (request: Request, key: string | Buffer) => Awaitable<unknown>
   }
   export { ratelockFastify, ratelockFastify as default }
 }

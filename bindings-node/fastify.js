@@ -3,6 +3,7 @@
 // mean the same. Limits every route (`global`, default true) and per route through
 // `config: { rateLimit: { rules, ... } }` (or `rateLimit: false`):
 //   await fastify.register(require('ratelock/fastify'), { url: process.env.REDIS_URL, rules: '100/minute' })
+// Its `onExceeding` and `onExceeded` tell the app of each counted request, as @fastify/rate-limit's do.
 
 const { httpLimiterOf, headerPairs, peerOf, forwardedOf, settleWhenSent } = require('./lib/http')
 const { invalidArgument } = require('./lib/errors')
@@ -14,13 +15,19 @@ const { invalidArgument } = require('./lib/errors')
  *   `allowList` (keys, or a function of `(request, key)`, let through uncounted), `cost`, `global`
  *   (limit every route, default true), `hook` ('onRequest' or 'preHandler', default 'onRequest'),
  *   `errorResponseBuilder(request, context)` (a body of your own), `requestPropertyName` ('rateLimit');
+ *   `onExceeding(request, key)` and `onExceeded(request, key)`, told of each request the limit let through
+ *   or refused (not of one skipped, allow-listed or answered through an outage);
  *   `skipSuccessfulRequests`, `skipFailedRequests` and `requestWasSuccessful(request, reply)` (which
  *   answered requests stay counted, as express-rate-limit names them).
  */
 async function ratelockFastify(fastify, options = {}) {
   // `logLevel` and `logSerializers` are Fastify's own options for any plugin it registers.
-  const own = ['allowList', 'global', 'hook', 'errorResponseBuilder', 'requestPropertyName', 'logLevel', 'logSerializers']
+  const own = [
+    'allowList', 'global', 'hook', 'errorResponseBuilder', 'requestPropertyName', 'onExceeding', 'onExceeded', 'logLevel',
+    'logSerializers',
+  ]
   const http = httpLimiterOf(options, own)
+  const told = { onExceeding: callbackOf(options, 'onExceeding'), onExceeded: callbackOf(options, 'onExceeded') }
   const allowList = options.allowList
   if (allowList !== undefined && !Array.isArray(allowList) && typeof allowList !== 'function') {
     throw invalidArgument('allowList', 'expected an array of keys or a function of (request, key)')
@@ -36,12 +43,13 @@ async function ratelockFastify(fastify, options = {}) {
     skipFailedRequests: options.skipFailedRequests,
     requestWasSuccessful: options.requestWasSuccessful,
   }
-  const global = options.global === false ? null : http.limit({ rules: options.rules ?? '60/minute', scope: options.scope, ...shared })
+  const global =
+    options.global === false ? null : { limit: http.limit({ rules: options.rules ?? '60/minute', scope: options.scope, ...shared }), ...told }
   const hook = options.hook ?? 'onRequest'
   if (hook !== 'onRequest' && hook !== 'preHandler') throw invalidArgument('hook', "expected 'onRequest' or 'preHandler'")
   const property = options.requestPropertyName ?? 'rateLimit'
   const build = options.errorResponseBuilder
-  /** Each route's own limit, made once per route. */
+  /** Each route's own limit with the callbacks it tells, made once per route. */
   const routeLimits = new Map()
 
   fastify.addHook('onRoute', (route) => {
@@ -51,18 +59,29 @@ async function ratelockFastify(fastify, options = {}) {
     const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
     // A route's own keyGenerator is the key its allowList is matched on too.
     const skip = own.skip ?? (own.keyGenerator === undefined ? shared.skip : skipFor(own.keyGenerator))
-    const limit = http.limit({ ...shared, ...own, skip, scope: own.scope ?? `${methods} ${route.url}` })
-    for (const method of [route.method].flat()) routeLimits.set(`${method} ${route.url}`, limit)
+    const { onExceeding, onExceeded, ...limitOptions } = own
+    const limited = {
+      limit: http.limit({ ...shared, ...limitOptions, skip, scope: own.scope ?? `${methods} ${route.url}` }),
+      onExceeding: onExceeding === undefined ? told.onExceeding : callbackOf(own, 'onExceeding', 'config.rateLimit.'),
+      onExceeded: onExceeded === undefined ? told.onExceeded : callbackOf(own, 'onExceeded', 'config.rateLimit.'),
+    }
+    for (const method of [route.method].flat()) routeLimits.set(`${method} ${route.url}`, limited)
   })
 
   fastify.addHook(hook, async (request, reply) => {
     const own = request.routeOptions?.config?.rateLimit
     if (own === false) return
-    const limit = routeLimits.get(`${request.method} ${request.routeOptions?.url}`) ?? global
-    if (limit === null || limit === undefined) return
-    const { answer, decision, counted } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
+    const limited = routeLimits.get(`${request.method} ${request.routeOptions?.url}`) ?? global
+    if (limited === null || limited === undefined) return
+    const { limit } = limited
+    const { answer, decision, counted, key } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
     if (answer === null) return
-    if (decision !== null) request[property] = decision
+    if (decision !== null) {
+      request[property] = decision
+      // A degraded answer is the failure policy's, not the limit's: neither callback hears of it.
+      const callback = decision.degraded ? undefined : answer.proceed ? limited.onExceeding : limited.onExceeded
+      if (callback !== undefined) await callback(request, key)
+    }
     settleWhenSent(http, limit, counted, [request, reply], reply.raw)
     for (const [name, value] of headerPairs(answer)) reply.header(name, value)
     if (answer.proceed) return
@@ -73,6 +92,13 @@ async function ratelockFastify(fastify, options = {}) {
     // A Buffer, so that Fastify sends the content type as given (it adds a charset to a string's).
     return reply.header('content-type', answer.contentType).send(Buffer.from(answer.body))
   })
+}
+
+/** The callback `options[name]`, checked: a function, or undefined when not given. */
+function callbackOf(options, name, path = '') {
+  const callback = options[name]
+  if (callback !== undefined && typeof callback !== 'function') throw invalidArgument(`${path}${name}`, 'expected a function of (request, key)')
+  return callback
 }
 
 /**

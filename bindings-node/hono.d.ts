@@ -1,12 +1,22 @@
 // Types of `ratelock/hono` (hono.js), structural so that Hono itself is not required.
 
-import type { AdapterOptions, Awaitable } from './http'
+import type { Decision } from './index'
+import type { AdapterOptions, Awaitable, HttpAnswer } from './http'
+
+/** What a refusal `handler` is given besides the context. */
+export interface RefusalContext {
+  answer: HttpAnswer
+  decision: Decision | null
+  message: unknown
+}
 
 export interface RateLimitOptions<C = any> extends AdapterOptions<[C]> {
   /** The connection's address (default: the Node socket's, under `@hono/node-server`). */
   getPeer?: (c: C) => string | null | undefined
   /** A refusal body of your own (a string is sent as text, else as JSON), or a function of the context. */
   message?: unknown | ((c: C) => Awaitable<unknown>)
+  /** Answers a refusal (hono-rate-limiter's name): the response it returns is sent, with the refusal's headers set on `c` first. */
+  handler?: (c: C, next: () => Promise<void>, refusal: RefusalContext) => Awaitable<Response>
 }
 
 /** The middleware: `app.use(rateLimit({ url, rules: '100/minute' }))`; the decision is `c.get('rateLimit')`. */

@@ -10,15 +10,22 @@ const { invalidArgument } = require('./lib/errors')
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
  *   function of `c`; default '60/minute'), `scope`, `keyGenerator(c)`, `skip(c)`, `cost`, `getPeer(c)`
  *   (the connection's address; default: the Node socket's), `message` (a body of your own, or a
- *   function of `c`), `requestPropertyName` (the decision goes to `c.set(...)`, default 'rateLimit');
+ *   function of `c`), `handler(c, next, { answer, decision, message })` for refusals (hono-rate-limiter's
+ *   name: the response it returns is sent; the refusal's headers are set on `c` first, so `c.text`,
+ *   `c.json` and `c.body` carry them), `requestPropertyName` (the decision goes to `c.set(...)`, default
+ *   'rateLimit');
  *   `skipSuccessfulRequests`, `skipFailedRequests` and `requestWasSuccessful(c)` (which answered
  *   requests stay counted, as express-rate-limit and hono-rate-limiter name them).
  */
 function rateLimit(options = {}) {
-  const { http, limit } = middlewareOf(options, ['getPeer', 'message', 'requestPropertyName'])
+  const { http, limit } = middlewareOf(options, ['getPeer', 'handler', 'message', 'requestPropertyName'])
   if (options.getPeer !== undefined && typeof options.getPeer !== 'function') {
     throw invalidArgument('getPeer', 'expected a function of the context')
   }
+  if (options.handler !== undefined && typeof options.handler !== 'function') {
+    throw invalidArgument('handler', 'expected a function of (c, next, { answer, decision, message })')
+  }
+  const handler = options.handler
   const getPeer = options.getPeer ?? ((c) => c.env?.incoming?.socket?.remoteAddress ?? null)
   const property = options.requestPropertyName ?? 'rateLimit'
   const message = options.message
@@ -29,6 +36,10 @@ function rateLimit(options = {}) {
     if (answer === null) return next()
     if (decision !== null) c.set(property, decision)
     if (!answer.proceed) {
+      if (handler !== undefined) {
+        for (const [name, value] of headerPairs(answer)) c.header(name, value)
+        return handler(c, next, { answer, decision, message })
+      }
       const headers = Object.fromEntries(headerPairs(answer))
       if (message !== undefined) {
         const body = typeof message === 'function' ? await message(c) : message

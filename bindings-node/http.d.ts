@@ -21,6 +21,8 @@ export interface Checked {
   decision: Decision | null
   /** What the request spent, when its limit may give it back once answered (for `settle`); else `null`. */
   counted: Counted | null
+  /** The request's key before its scope (the `keyGenerator`'s, else the client's address); `null` when skipped or unusable. */
+  key: string | Buffer | null
 }
 
 /** What an allowed request spent: its scoped key, its rules and its cost. */

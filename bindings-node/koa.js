@@ -3,16 +3,20 @@
 //   app.use(require('ratelock/koa').rateLimit({ url: process.env.REDIS_URL, rules: '100/minute' }))
 
 const { middlewareOf, headerPairs, peerOf, forwardedOf, settleWhenSent } = require('./lib/http')
+const { invalidArgument } = require('./lib/errors')
 
 /**
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
  *   function of `ctx`; default '60/minute'), `scope`, `keyGenerator(ctx)`, `skip(ctx)`, `cost`,
- *   `message` (a body of your own, or a function of `ctx`), `requestPropertyName` (the decision goes on
- *   `ctx.state`, default 'rateLimit'); `skipSuccessfulRequests`, `skipFailedRequests` and
+ *   `message` (a body of your own, or a function of `ctx`), `throw` (koa-ratelimit's name: a refusal is
+ *   `ctx.throw(status, body, { headers })`, for the app's error middleware to answer), `requestPropertyName`
+ *   (the decision goes on `ctx.state`, default 'rateLimit'); `skipSuccessfulRequests`, `skipFailedRequests` and
  *   `requestWasSuccessful(ctx)` (which answered requests stay counted, as express-rate-limit names them).
  */
 function rateLimit(options = {}) {
-  const { http, limit } = middlewareOf(options, ['message', 'requestPropertyName'])
+  const { http, limit } = middlewareOf(options, ['message', 'requestPropertyName', 'throw'])
+  if (options.throw !== undefined && typeof options.throw !== 'boolean') throw invalidArgument('throw', 'expected true or false')
+  const throwing = options.throw === true
   const property = options.requestPropertyName ?? 'rateLimit'
   const message = options.message
 
@@ -24,6 +28,11 @@ function rateLimit(options = {}) {
     if (answer.proceed) {
       settleWhenSent(http, limit, counted, [ctx], ctx.res)
       return next()
+    }
+    if (throwing) {
+      const body = message === undefined ? answer.body : typeof message === 'function' ? await message(ctx) : message
+      // Koa's error handling drops the headers set so far and sets the error's own.
+      ctx.throw(answer.status, typeof body === 'string' ? body : JSON.stringify(body), { headers: Object.fromEntries(headerPairs(answer)) })
     }
     ctx.status = answer.status
     if (message !== undefined) {

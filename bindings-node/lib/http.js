@@ -145,26 +145,27 @@ class HttpLimiter {
    * Decides one request. `args` are what the framework passes to functions of the request (Express:
    * `[req, res]`, Koa and Hono: `[ctx]`, Fastify: `[request, reply]`); `peer` is the connection's address
    * and `forwarded` the value of `proxyHeader` (read only when a proxy is trusted). Resolves to
-   * `{ answer, decision, counted }`: `answer` is `null` when skipped; `decision` is `null` when skipped,
-   * keyless or answered by the outage status; `counted` is what the request spent when the limit may give
-   * it back once answered (`skipSuccessfulRequests`, `skipFailedRequests`), for [`settle`], else `null`. A
-   * bug (a protocol or configuration error) rejects.
+   * `{ answer, decision, counted, key }`: `answer` is `null` when skipped; `decision` is `null` when
+   * skipped, keyless or answered by the outage status; `counted` is what the request spent when the limit
+   * may give it back once answered (`skipSuccessfulRequests`, `skipFailedRequests`), for [`settle`], else
+   * `null`; `key` is the request's key before its scope (the `keyGenerator`'s, else the client's address),
+   * `null` when skipped or unusable. A bug (a protocol or configuration error) rejects.
    */
   async check(limit, args, peer, forwarded) {
     const skip = limit.skip ?? this.skip
-    if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null, counted: null }
+    if (skip !== undefined && (await skip(...args))) return { answer: null, decision: null, counted: null, key: null }
     const keyGenerator = limit.keyGenerator ?? this.keyGenerator
     const key = keyGenerator !== undefined ? await keyGenerator(...args) : this.clientKey(peer, forwarded)
     if (typeof key !== 'string' && !Buffer.isBuffer(key)) {
       warn(`the keyGenerator answered ${key === null ? 'null' : typeof key}, not a string or Buffer: answering 400`)
-      return { answer: this.#options.badKey(), decision: null, counted: null }
+      return { answer: this.#options.badKey(), decision: null, counted: null, key: null }
     }
     let joined
     try {
       joined = native.scopedKey(limit.scope, key)
     } catch (error) {
       warn(`the request's key is not usable (${fromNative(error).message}): answering 400`)
-      return { answer: this.#options.badKey(), decision: null, counted: null }
+      return { answer: this.#options.badKey(), decision: null, counted: null, key: null }
     }
     // A value that is not a function is used as it is: awaiting it would cost a microtask hop.
     const rules = isFunction(limit.rules) ? await limit.rules(...args) : limit.rules
@@ -176,7 +177,7 @@ class HttpLimiter {
       const answer = error instanceof RatelockError ? this.#options.failure(error.code ?? '') : null
       if (answer === null) throw error
       warn(`the store failed (${error.message}): answering ${answer.status}`)
-      return { answer, decision: null, counted: null }
+      return { answer, decision: null, counted: null, key }
     }
     const answer = this.#options.answer(
       rules,
@@ -198,7 +199,7 @@ class HttpLimiter {
       !decision.degraded &&
       !decision.wouldDeny &&
       decision.reason === 'rule'
-    return { answer, decision, counted: mayGiveBack ? { key: joined, rules, cost } : null }
+    return { answer, decision, counted: mayGiveBack ? { key: joined, rules, cost } : null, key }
   }
 
   /**

@@ -204,6 +204,39 @@ test("fastify: a route's own keyGenerator is the key its allowList is matched on
   }
 })
 
+test('fastify: onExceeding and onExceeded hear of each counted request with its key, a route\'s in place of the plugin\'s', async () => {
+  // @fastify/rate-limit's callbacks: an app written for it logs or bans a client from onExceeded.
+  const Fastify = require('fastify')
+  const app = Fastify()
+  const heard = []
+  await app.register(require('ratelock/fastify'), {
+    rules: '2/minute',
+    onExceeding: (request, key) => heard.push(`plugin exceeding ${request.url} ${key}`),
+    onExceeded: async (request, key) => heard.push(`plugin exceeded ${request.url} ${key}`),
+  })
+  const route = { rules: '1/minute', keyGenerator: (request) => String(request.headers['x-user']), onExceeded: (request, key) => heard.push(`route exceeded ${key}`) }
+  app.get('/', async () => 'ok')
+  app.get('/own', { config: { rateLimit: route } }, async () => 'ok')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  try {
+    const base = `http://127.0.0.1:${app.server.address().port}`
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(`${base}/`)).status)
+    for (let i = 0; i < 2; i++) statuses.push((await fetch(`${base}/own`, { headers: { 'x-user': 'bob' } })).status)
+    assert.deepEqual(statuses, [200, 200, 429, 200, 429])
+    assert.deepEqual(heard, [
+      'plugin exceeding / 127.0.0.1',
+      'plugin exceeding / 127.0.0.1',
+      'plugin exceeded / 127.0.0.1',
+      'plugin exceeding /own bob',
+      'route exceeded bob',
+    ])
+  } finally {
+    await app.close()
+  }
+  await assert.rejects(require('ratelock/fastify')({ addHook() {} }, { onExceeded: 'log' }), /onExceeded.*expected a function/)
+})
+
 test("every adapter refuses an option it does not take, naming it (a peer's windowMs would be ignored)", async () => {
   const ratelock = require('../../bindings-node')
   const { rateLimit } = require('../../bindings-node/express')
@@ -394,4 +427,54 @@ test('express: a client gone while the store was asked is settled as failed', as
     await new Promise((r) => setTimeout(r, 300)) // its hit, then its refund
     assert.ok((await limiter.peek('default:client', '1/hour')).allowed, 'the request whose client left was given back')
   })
+})
+
+test("koa: throw refuses through ctx.throw, so the app's error middleware answers, with the refusal's headers", async () => {
+  // koa-ratelimit's `throw`: apps that answer every error in one middleware expect the 429 as an error.
+  const Koa = require('koa')
+  const { rateLimit } = require('../../bindings-node/koa')
+  const app = new Koa()
+  const caught = []
+  app.use(async (ctx, next) => {
+    try {
+      await next()
+    } catch (error) {
+      caught.push(`${error.status} ${error.message}`)
+      throw error
+    }
+  })
+  app.use(rateLimit({ rules: '1/hour', prefix: `k${randomUUID().slice(0, 8)}`, throw: true, message: 'slow down' }))
+  app.use((ctx) => {
+    ctx.body = 'ok'
+  })
+  app.silent = true
+  await servingListener(app.callback(), async (base) => {
+    assert.equal((await fetch(base)).status, 200)
+    const refused = await fetch(base)
+    assert.equal(refused.status, 429)
+    assert.equal(await refused.text(), 'slow down')
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1, 'Koa set the error\'s headers')
+    assert.match(refused.headers.get('ratelimit') ?? '', /^"1\/hour";r=0/)
+  })
+  assert.deepEqual(caught, ['429 slow down'])
+  assert.throws(() => rateLimit({ rules: '1/hour', throw: 'yes' }), /throw.*expected true or false/)
+})
+
+test("hono: handler answers a refusal (hono-rate-limiter's name), its response carrying the refusal's headers", async () => {
+  const { Hono } = require('hono')
+  const { getRequestListener } = require('@hono/node-server')
+  const { rateLimit } = require('../../bindings-node/hono')
+  const app = new Hono()
+  const handler = (c, _next, { decision }) => c.json({ wait: Math.ceil(decision.retryAfterMs / 1000) }, 503)
+  app.use(rateLimit({ rules: '1/hour', prefix: `h${randomUUID().slice(0, 8)}`, getPeer: () => '127.0.0.1', handler }))
+  app.get('/', (c) => c.text('ok'))
+  await servingListener(getRequestListener(app.fetch), async (base) => {
+    assert.equal((await fetch(base)).status, 200)
+    const refused = await fetch(base)
+    assert.equal(refused.status, 503)
+    assert.ok((await refused.json()).wait > 3000)
+    assert.ok(Number(refused.headers.get('retry-after')) > 3000)
+    assert.match(refused.headers.get('ratelimit') ?? '', /^"1\/hour";r=0/)
+  })
+  assert.throws(() => rateLimit({ rules: '1/hour', handler: 'text' }), /handler.*expected a function/)
 })

@@ -20,13 +20,15 @@ async function fastifyApp(): Promise<void> {
     standardHeaders: 'draft-11',
     deniedBody: 'problem',
     allowList: ['127.0.0.1'],
+    onExceeded: (request: { url: string }, key: string | Buffer) => console.log('refused', request.url, key),
   })
-  app.get('/search', { config: { rateLimit: { rules: '3/minute', scope: 'search' } } }, async () => ({ ok: true }))
+  const search = { rules: '3/minute', scope: 'search', onExceeding: async (_request: unknown, key: string | Buffer) => console.log(key) }
+  app.get('/search', { config: { rateLimit: search } }, async () => ({ ok: true }))
 }
 
 function koaApp(): Koa {
   const app = new Koa()
-  app.use(koaRateLimit<Koa.Context>({ rules: (ctx) => (ctx.query.plan === 'pro' ? '100/minute' : '10/minute'), trustedProxies: 1 }))
+  app.use(koaRateLimit<Koa.Context>({ rules: (ctx) => (ctx.query.plan === 'pro' ? '100/minute' : '10/minute'), trustedProxies: 1, throw: true }))
   app.use((ctx) => {
     const decision = ctx.state.rateLimit as Decision
     ctx.body = { remaining: decision.remaining }
@@ -37,6 +39,7 @@ function koaApp(): Koa {
 function honoApp(): Hono {
   const app = new Hono()
   app.use(honoRateLimit({ rules: '100/minute', keyGenerator: (c) => c.req.header('x-api-key') ?? null, legacyHeaders: true }))
+  app.use(honoRateLimit({ rules: '1000/hour', handler: (c, _next, { decision }) => c.text(`wait ${decision?.retryAfterMs} ms`, 429) }))
   app.get('/', (c) => c.text('ok'))
   return app
 }
@@ -57,7 +60,8 @@ async function ownFramework(): Promise<number> {
   const http = new HttpLimiter<[{ peer: string }]>({ deniedBody: 'json' })
   const limit = http.limit({ rules: '5/second', scope: 'mine' })
   const checked: Checked = await http.check(limit, [{ peer: '::1' }], '::1', null)
-  const joined: string = scopedKey('mine', 'ann')
+  const counted: string | Buffer | null = checked.key
+  const joined: string = scopedKey('mine', typeof counted === 'string' ? counted : 'ann')
   for (const [name, value] of checked.answer ? headerPairs(checked.answer) : []) console.log(name, value, joined)
   return checked.answer?.status ?? 200
 }
