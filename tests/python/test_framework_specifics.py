@@ -417,11 +417,13 @@ def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it(
     # Django's documented way to decorate a class-based view's method. The middleware saw a mark on
     # dispatch (as_view copies it onto the view) but not on one handler, so a view limited on post alone
     # was counted by the default limits (2/hour) too; every view decorated on dispatch shared one bucket
-    # (the scope was the inherited View.dispatch's name); an async view's refusal was a sync response
-    # Django could not await.
+    # (the scope was the inherited View.dispatch's name), also when listed with other decorators; an
+    # async view's refusal was a sync response Django could not await. A handler Django never runs
+    # (outside http_method_names) keeps the default limits on its method.
     script = textwrap.dedent(
         """
         import asyncio
+        import functools
         import django
         from django.conf import settings
         settings.configure(
@@ -433,6 +435,7 @@ def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it(
         from django.test import AsyncClient, Client
         from django.urls import path
         from django.utils.decorators import method_decorator
+        from django.views.decorators.cache import never_cache
         from django.views import View
         from ratelock.django import ratelimit, ratelimit_exempt
 
@@ -459,11 +462,51 @@ def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it(
             async def get(self, request):
                 return HttpResponse("ok")
 
+        # Listed with another decorator after it, ratelimit is handed that decorator's wrapper.
+        @method_decorator([ratelimit("3/hour"), never_cache], name="dispatch")
+        class Stacked(View):
+            def get(self, request):
+                return HttpResponse("ok")
+
+        @method_decorator([ratelimit("3/hour"), never_cache], name="dispatch")
+        class OtherStacked(View):
+            def get(self, request):
+                return HttpResponse("ok")
+
+        def passing(function):
+            # A decorator that only wraps (never_cache reads the response, which Django's own sync
+            # wrapper cannot do on an async view).
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                return function(*args, **kwargs)
+
+            return wrapper
+
+        @method_decorator([ratelimit("3/hour"), passing], name="dispatch")
+        class AsyncStacked(View):
+            async def get(self, request):
+                return HttpResponse("ok")
+
+        # Django answers a POST here 405 without running post: the default limits count it.
+        @method_decorator(ratelimit("3/hour"), name="post")
+        class GetOnly(View):
+            http_method_names = ["get"]
+
+            def get(self, request):
+                return HttpResponse("ok")
+
+            def post(self, request):
+                return HttpResponse("ok")
+
         urlpatterns = [
             path("dispatched", Dispatched.as_view()),
             path("post-limited", PostLimited.as_view()),
             path("exempt", Exempt.as_view()),
             path("async-dispatched", AsyncDispatched.as_view()),
+            path("stacked", Stacked.as_view()),
+            path("other-stacked", OtherStacked.as_view()),
+            path("async-stacked", AsyncStacked.as_view()),
+            path("get-only", GetOnly.as_view()),
         ]
 
         def seen(responses):
@@ -473,10 +516,12 @@ def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it(
         print(seen(client.get("/dispatched") for _ in range(4)))
         print(seen([client.get("/post-limited")] + [client.post("/post-limited") for _ in range(4)]))
         print(seen(client.get("/exempt") for _ in range(3)))
+        print(seen([client.get("/stacked") for _ in range(4)] + [client.get("/other-stacked")]))
+        print(seen(client.post("/get-only") for _ in range(3)))
 
         async def run():
             client = AsyncClient()
-            return seen([await client.get("/async-dispatched") for _ in range(4)])
+            return seen([await client.get(path) for path in ["/async-dispatched"] * 4 + ["/async-stacked"] * 4])
 
         print(asyncio.run(run()))
         """
@@ -487,7 +532,10 @@ def test_django_method_decorator_limits_a_class_view_and_the_middleware_sees_it(
         "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
         "[(200, '\"2/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
         "[(200, '-'), (200, '-'), (200, '-')]",
-        "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
+        "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"'), (200, '\"3/hour\"')]",
+        "[(405, '\"2/hour\"'), (405, '\"2/hour\"'), (429, '\"2/hour\"')]",
+        "[(200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')"
+        ", (200, '\"3/hour\"'), (200, '\"3/hour\"'), (200, '\"3/hour\"'), (429, '\"3/hour\"')]",
     ]
 
 

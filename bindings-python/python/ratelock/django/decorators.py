@@ -5,6 +5,7 @@ import functools
 import inspect
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Tuple, TypeVar, Union
 
+from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from ratelock.django import conf
@@ -73,10 +74,11 @@ def ratelimit(
         return http, limit
 
     def decorate_function(function: Callable[..., Any], owner: Any, is_method: bool) -> Any:
-        # ``method_decorator`` hands over the method bound to the view instance (a partial). Its name is
-        # the method's, which may be a base class's (``View.dispatch``, shared by every view): the scope is
-        # the view's class and the method's name. The class says whether its handlers are async.
-        instance = getattr(getattr(function, "func", None), "__self__", None)
+        # ``method_decorator`` hands over the method bound to the view instance (a partial, perhaps under
+        # the decorators listed after this one). Its name is the method's, which may be a base class's
+        # (``View.dispatch``, shared by every view): the scope is the view's class (each subclass its own,
+        # as in django-ratelimit) and the method's name. The class says whether its handlers are async.
+        instance = bound_instance(function)
         if scope:
             name = scope
         elif instance is not None:
@@ -85,7 +87,7 @@ def ratelimit(
         else:
             name = f"{owner.__module__}.{owner.__qualname__}"
         asynchronous = (
-            inspect.iscoroutinefunction(function)
+            iscoroutinefunction(function)
             or bool(getattr(owner, "view_is_async", False))
             or bool(getattr(instance, "view_is_async", False))
         )
@@ -163,16 +165,37 @@ def limits_itself(view: Any, method: str) -> bool:
     return marked is True or (isinstance(marked, frozenset) and method in marked)
 
 
+def bound_instance(function: Any) -> Any:
+    """The view instance `function` is bound to when ``method_decorator`` made it: its partial over the
+    bound method, found under the wrappers of the decorators listed after this one (``__wrapped__``).
+    None for a plain function, and for a method bound to a class."""
+    seen = 0
+    while function is not None and seen < 32:
+        instance = getattr(getattr(function, "func", None), "__self__", None)
+        if instance is not None:
+            return None if inspect.isclass(instance) else instance
+        function, seen = getattr(function, "__wrapped__", None), seen + 1
+    return None
+
+
 def marked_parts(view: Any, method: str) -> Tuple[Any, ...]:
     """What may carry a mark for a request of `method` to `view`: the view (``as_view`` copies what a
-    decorator set on ``dispatch`` onto it); for a class-based view its class and the handler of `method`
-    (``method_decorator(..., name="post")`` copies the decorator's mark onto the handler's wrapper).
-    ``HEAD`` falls to ``get`` where the class has no ``head``, as Django's ``View`` does."""
+    decorator set on ``dispatch`` onto it); for a class-based view its class and the handler Django
+    dispatches `method` to (``method_decorator(..., name="post")`` copies the decorator's mark onto the
+    handler's wrapper): none for a method outside ``http_method_names`` (Django answers 405 without
+    running it), ``get`` for a ``HEAD`` where the class has no ``head``, as Django's ``View`` does, and
+    the action a REST framework ViewSet maps the method to."""
     owner = getattr(view, "view_class", None) or getattr(view, "cls", None)
     if owner is None:
         return (view,)
-    handler = getattr(owner, method.lower(), None)
-    if handler is None and method == "HEAD":
+    name = method.lower()
+    actions = getattr(view, "actions", None)
+    if isinstance(actions, dict):
+        name = actions.get(name) or ("" if name != "head" else actions.get("get", ""))
+    elif name not in getattr(owner, "http_method_names", (name,)):
+        name = ""
+    handler = getattr(owner, name, None) if name else None
+    if handler is None and name == "head":
         handler = getattr(owner, "get", None)
     return (view, owner, handler)
 
