@@ -10,6 +10,8 @@ export interface RefusalContext {
   answer: HttpAnswer
   decision: Decision | null
   message: unknown
+  /** The refusal's status (`answer.status`), as express-rate-limit names it. */
+  statusCode: number
 }
 
 export interface RateLimitOptions<Req = any, Res = any> extends AdapterOptions<[Req, Res]> {

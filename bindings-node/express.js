@@ -34,7 +34,7 @@ function rateLimit(options = {}) {
       settleWhenSent(http, limit, counted, [req, res], res)
       for (const [name, value] of headerPairs(answer)) res.setHeader(name, value)
       if (answer.proceed) return next()
-      return await handler(req, res, next, { answer, decision, message })
+      return await handler(req, res, next, { answer, decision, message, statusCode: answer.status })
     } catch (error) {
       return next(error)
     }

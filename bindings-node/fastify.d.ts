@@ -35,10 +35,10 @@ declare namespace ratelockFastify {
     keyGenerator?: (request: Request, reply: Reply) => Awaitable<string | Buffer | null | undefined>
     cost?: number | ((request: Request, reply: Reply) => Awaitable<number>)
     skip?: (request: Request, reply: Reply) => Awaitable<boolean>
-    /** This route's `onExceeding`, in place of the plugin's. */
-    onExceeding?: (request: Request, key: string | Buffer) => Awaitable<unknown>
-    /** This route's `onExceeded`, in place of the plugin's. */
-    onExceeded?: (request: Request, key: string | Buffer) => Awaitable<unknown>
+    /** This route's `onExceeding`, in place of the plugin's (`null`: none here). */
+    onExceeding?: ((request: Request, key: string | Buffer) => Awaitable<unknown>) | null
+    /** This route's `onExceeded`, in place of the plugin's (`null`: none here). */
+    onExceeded?: ((request: Request, key: string | Buffer) => Awaitable<unknown>) | null
   }
   export { ratelockFastify, ratelockFastify as default }
 }

@@ -56,12 +56,14 @@ async function ratelockFastify(fastify, options = {}) {
     const own = route.config?.rateLimit
     if (own === undefined || own === false || own === null) return
     if (typeof own !== 'object') throw invalidArgument('config.rateLimit', 'expected an object or false')
-    const methods = Array.isArray(route.method) ? route.method.join(',') : route.method
+    // HEAD counts with GET (Fastify adds a HEAD route beside each GET one, answered by the GET handler).
+    const methods = [...new Set([route.method].flat().map((method) => (method === 'HEAD' ? 'GET' : method)))].join(',')
     // A route's own keyGenerator is the key its allowList is matched on too.
     const skip = own.skip ?? (own.keyGenerator === undefined ? shared.skip : skipFor(own.keyGenerator))
     const { onExceeding, onExceeded, ...limitOptions } = own
     const limited = {
       limit: http.limit({ ...shared, ...limitOptions, skip, scope: own.scope ?? `${methods} ${route.url}` }),
+      // A route's own callback replaces the plugin's; null turns it off there.
       onExceeding: onExceeding === undefined ? told.onExceeding : callbackOf(own, 'onExceeding', 'config.rateLimit.'),
       onExceeded: onExceeded === undefined ? told.onExceeded : callbackOf(own, 'onExceeded', 'config.rateLimit.'),
     }
@@ -76,13 +78,13 @@ async function ratelockFastify(fastify, options = {}) {
     const { limit } = limited
     const { answer, decision, counted, key } = await http.check(limit, [request, reply], peerOf(request.raw), forwardedOf(http, request.raw))
     if (answer === null) return
+    settleWhenSent(http, limit, counted, [request, reply], reply.raw)
     if (decision !== null) {
       request[property] = decision
       // A degraded answer is the failure policy's, not the limit's: neither callback hears of it.
       const callback = decision.degraded ? undefined : answer.proceed ? limited.onExceeding : limited.onExceeded
-      if (callback !== undefined) await callback(request, key)
+      if (callback) await callback(request, key)
     }
-    settleWhenSent(http, limit, counted, [request, reply], reply.raw)
     for (const [name, value] of headerPairs(answer)) reply.header(name, value)
     if (answer.proceed) return
     reply.code(answer.status)
@@ -94,10 +96,11 @@ async function ratelockFastify(fastify, options = {}) {
   })
 }
 
-/** The callback `options[name]`, checked: a function, or undefined when not given. */
+/** The callback `options[name]`, checked: a function, or undefined (null: none) when not given. */
 function callbackOf(options, name, path = '') {
   const callback = options[name]
-  if (callback !== undefined && typeof callback !== 'function') throw invalidArgument(`${path}${name}`, 'expected a function of (request, key)')
+  if (callback === null || callback === undefined) return undefined
+  if (typeof callback !== 'function') throw invalidArgument(`${path}${name}`, 'expected a function of (request, key), or null')
   return callback
 }
 

@@ -8,6 +8,8 @@ export interface RefusalContext {
   answer: HttpAnswer
   decision: Decision | null
   message: unknown
+  /** The refusal's status (`answer.status`), as hono-rate-limiter names it; `c` has it already. */
+  statusCode: number
 }
 
 export interface RateLimitOptions<C = any> extends AdapterOptions<[C]> {
@@ -15,8 +17,11 @@ export interface RateLimitOptions<C = any> extends AdapterOptions<[C]> {
   getPeer?: (c: C) => string | null | undefined
   /** A refusal body of your own (a string is sent as text, else as JSON), or a function of the context. */
   message?: unknown | ((c: C) => Awaitable<unknown>)
-  /** Answers a refusal (hono-rate-limiter's name): the response it returns is sent, with the refusal's headers set on `c` first. */
-  handler?: (c: C, next: () => Promise<void>, refusal: RefusalContext) => Awaitable<Response>
+  /**
+   * Answers a refusal (hono-rate-limiter's name): the response it returns is sent. The refusal's status
+   * and headers are set on `c` first; a response it builds itself gets the headers it lacks.
+   */
+  handler?: (c: C, next: () => Promise<void>, refusal: RefusalContext) => Awaitable<Response | void>
 }
 
 /** The middleware: `app.use(rateLimit({ url, rules: '100/minute' }))`; the decision is `c.get('rateLimit')`. */

@@ -10,9 +10,9 @@ const { invalidArgument } = require('./lib/errors')
  * @param {object} [options] the `HttpLimiter` options (see `HttpLimiter`), or `http`; `rules` (text or a
  *   function of `c`; default '60/minute'), `scope`, `keyGenerator(c)`, `skip(c)`, `cost`, `getPeer(c)`
  *   (the connection's address; default: the Node socket's), `message` (a body of your own, or a
- *   function of `c`), `handler(c, next, { answer, decision, message })` for refusals (hono-rate-limiter's
- *   name: the response it returns is sent; the refusal's headers are set on `c` first, so `c.text`,
- *   `c.json` and `c.body` carry them), `requestPropertyName` (the decision goes to `c.set(...)`, default
+ *   function of `c`), `handler(c, next, { answer, decision, message, statusCode })` for refusals
+ *   (hono-rate-limiter's name: the response it returns is sent; the refusal's status and headers are set
+ *   on `c` first, and a response it builds itself gets the headers it lacks), `requestPropertyName` (the decision goes to `c.set(...)`, default
  *   'rateLimit');
  *   `skipSuccessfulRequests`, `skipFailedRequests` and `requestWasSuccessful(c)` (which answered
  *   requests stay counted, as express-rate-limit and hono-rate-limiter name them).
@@ -23,7 +23,7 @@ function rateLimit(options = {}) {
     throw invalidArgument('getPeer', 'expected a function of the context')
   }
   if (options.handler !== undefined && typeof options.handler !== 'function') {
-    throw invalidArgument('handler', 'expected a function of (c, next, { answer, decision, message })')
+    throw invalidArgument('handler', 'expected a function of (c, next, { answer, decision, message, statusCode })')
   }
   const handler = options.handler
   const getPeer = options.getPeer ?? ((c) => c.env?.incoming?.socket?.remoteAddress ?? null)
@@ -37,8 +37,13 @@ function rateLimit(options = {}) {
     if (decision !== null) c.set(property, decision)
     if (!answer.proceed) {
       if (handler !== undefined) {
-        for (const [name, value] of headerPairs(answer)) c.header(name, value)
-        return handler(c, next, { answer, decision, message })
+        // As hono-rate-limiter sets them: `c.text(...)` answers with the refusal's status and headers.
+        const pairs = [...headerPairs(answer)]
+        for (const [name, value] of pairs) c.header(name, value)
+        c.status(answer.status)
+        const response = await handler(c, next, { answer, decision, message, statusCode: answer.status })
+        // A response the handler built itself (`new Response(...)`) gets the headers it did not set.
+        return response instanceof Response ? withHeaders(response, pairs, false) : response
       }
       const headers = Object.fromEntries(headerPairs(answer))
       if (message !== undefined) {
@@ -56,17 +61,25 @@ function rateLimit(options = {}) {
     // Hono has answered a handler's error by now (its onError's response, a 500 by default). The
     // response is made, not yet sent: Hono hands it to its runtime after the middleware returns.
     http.settle(limit, counted, [c], c.res.status)
-    const pairs = [...headerPairs(answer)]
-    try {
-      for (const [name, value] of pairs) c.res.headers.set(name, value)
-    } catch (error) {
-      // A response whose headers cannot change (`Response.redirect`, one passed on from `fetch`): a
-      // copy takes them. Setting them threw, and the client got a 500 for an allowed request.
-      if (!(error instanceof TypeError)) throw error
-      const copy = new Response(c.res.body, c.res)
-      for (const [name, value] of pairs) copy.headers.set(name, value)
-      c.res = copy
-    }
+    c.res = withHeaders(c.res, [...headerPairs(answer)], true)
+  }
+}
+
+/**
+ * `response` with the headers `pairs` (each one it already has replaced when `replace`, else kept). A
+ * response whose headers cannot change (`Response.redirect`, one passed on from `fetch`) is copied:
+ * setting them threw, and the client got a 500 for an allowed request.
+ */
+function withHeaders(response, pairs, replace) {
+  const missing = replace ? pairs : pairs.filter(([name]) => !response.headers.has(name))
+  try {
+    for (const [name, value] of missing) response.headers.set(name, value)
+    return response
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error
+    const copy = new Response(response.body, response)
+    for (const [name, value] of missing) copy.headers.set(name, value)
+    return copy
   }
 }
 

@@ -215,15 +215,19 @@ test('fastify: onExceeding and onExceeded hear of each counted request with its 
     onExceeded: async (request, key) => heard.push(`plugin exceeded ${request.url} ${key}`),
   })
   const route = { rules: '1/minute', keyGenerator: (request) => String(request.headers['x-user']), onExceeded: (request, key) => heard.push(`route exceeded ${key}`) }
+  const quiet = { rules: '1/minute', onExceeding: null, onExceeded: null }
   app.get('/', async () => 'ok')
   app.get('/own', { config: { rateLimit: route } }, async () => 'ok')
+  app.get('/quiet', { config: { rateLimit: quiet } }, async () => 'ok')
   await app.listen({ port: 0, host: '127.0.0.1' })
   try {
     const base = `http://127.0.0.1:${app.server.address().port}`
     const statuses = []
     for (let i = 0; i < 3; i++) statuses.push((await fetch(`${base}/`)).status)
     for (let i = 0; i < 2; i++) statuses.push((await fetch(`${base}/own`, { headers: { 'x-user': 'bob' } })).status)
-    assert.deepEqual(statuses, [200, 200, 429, 200, 429])
+    // Fastify's HEAD route beside /quiet counts with its GET: one bucket, as every adapter counts them.
+    statuses.push((await fetch(`${base}/quiet`, { method: 'HEAD' })).status, (await fetch(`${base}/quiet`)).status)
+    assert.deepEqual(statuses, [200, 200, 429, 200, 429, 200, 429])
     assert.deepEqual(heard, [
       'plugin exceeding / 127.0.0.1',
       'plugin exceeding / 127.0.0.1',
@@ -457,6 +461,17 @@ test("koa: throw refuses through ctx.throw, so the app's error middleware answer
     assert.match(refused.headers.get('ratelimit') ?? '', /^"1\/hour";r=0/)
   })
   assert.deepEqual(caught, ['429 slow down'])
+  // An outage is no limit's refusal: its 503 is answered as without `throw`, with the core's body.
+  const down = new Koa()
+  down.use(rateLimit({ rules: '1/hour', url: `redis://127.0.0.1:${await deadPort()}`, timeoutMs: 300, throw: true }))
+  down.use((ctx) => {
+    ctx.body = 'ok'
+  })
+  await servingListener(down.callback(), async (base) => {
+    const refused = await fetch(base)
+    assert.equal(refused.status, 503)
+    assert.notEqual(await refused.text(), 'Service Unavailable', 'the core\'s body, not a thrown 5xx\'s')
+  })
   assert.throws(() => rateLimit({ rules: '1/hour', throw: 'yes' }), /throw.*expected true or false/)
 })
 
@@ -466,15 +481,25 @@ test("hono: handler answers a refusal (hono-rate-limiter's name), its response c
   const { rateLimit } = require('../../bindings-node/hono')
   const app = new Hono()
   const handler = (c, _next, { decision }) => c.json({ wait: Math.ceil(decision.retryAfterMs / 1000) }, 503)
-  app.use(rateLimit({ rules: '1/hour', prefix: `h${randomUUID().slice(0, 8)}`, getPeer: () => '127.0.0.1', handler }))
-  app.get('/', (c) => c.text('ok'))
+  const prefix = `h${randomUUID().slice(0, 8)}`
+  app.use('/json', rateLimit({ rules: '1/hour', prefix, scope: 'json', getPeer: () => '127.0.0.1', handler }))
+  // A handler written for the peer: the status is on c, or in the options it is given.
+  app.use('/text', rateLimit({ rules: '1/hour', prefix, scope: 'text', getPeer: () => '127.0.0.1', handler: (c) => c.text('slow down') }))
+  app.use('/own', rateLimit({ rules: '1/hour', prefix, scope: 'own', getPeer: () => '127.0.0.1', handler: (_c, _next, o) => new Response('own', { status: o.statusCode }) }))
+  app.get('*', (c) => c.text('ok'))
   await servingListener(getRequestListener(app.fetch), async (base) => {
-    assert.equal((await fetch(base)).status, 200)
-    const refused = await fetch(base)
+    assert.equal((await fetch(`${base}/json`)).status, 200)
+    const refused = await fetch(`${base}/json`)
     assert.equal(refused.status, 503)
     assert.ok((await refused.json()).wait > 3000)
     assert.ok(Number(refused.headers.get('retry-after')) > 3000)
     assert.match(refused.headers.get('ratelimit') ?? '', /^"1\/hour";r=0/)
+    for (const path of ['/text', '/own']) {
+      assert.equal((await fetch(`${base}${path}`)).status, 200)
+      const answered = await fetch(`${base}${path}`)
+      assert.equal(answered.status, 429, path)
+      assert.ok(Number(answered.headers.get('retry-after')) > 3000, path)
+    }
   })
   assert.throws(() => rateLimit({ rules: '1/hour', handler: 'text' }), /handler.*expected a function/)
 })
