@@ -14,6 +14,8 @@ use serde_json::json;
 use crate::args::{DoctorArgs, StoreArgs};
 use crate::exit::Exit;
 use crate::inspect::{connect, now_us, server_now_us};
+use crate::output;
+use crate::store_url::shown as shown_url;
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,7 +61,7 @@ impl Report {
 pub async fn run(store: &StoreArgs, args: DoctorArgs, json: bool) -> Result<i32, Exit> {
     let url = args.url.unwrap_or_else(|| store.url.clone());
     let node = node_url(&url)?;
-    let mut connection = connect(&node, store.timeout).await?;
+    let mut connection = connect(&node, store.timeout, "doctor").await?;
     let mut report = Report::default();
     let info = info(&mut connection, "server").await;
     let version = server_version(&info, &mut report);
@@ -77,16 +79,17 @@ pub async fn run(store: &StoreArgs, args: DoctorArgs, json: bool) -> Result<i32,
             .iter()
             .map(|f| json!({ "severity": f.severity.name(), "check": f.check, "message": f.message }))
             .collect();
-        println!("{}", json!({ "url": url, "path": path, "findings": findings }));
+        let url = shown_url(&url);
+        output::line(&json!({ "url": url, "path": path, "findings": findings }).to_string())?;
     } else {
-        println!("ratelock doctor {url}");
+        output::line(&format!("ratelock doctor {}", shown_url(&url)))?;
         for finding in &report.0 {
-            println!(
+            output::line(&format!(
                 "  {:<5}  {:<12} {}",
                 finding.severity.name(),
                 finding.check,
                 finding.message
-            );
+            ))?;
         }
     }
     Ok(if worst == Severity::Error { 1 } else { 0 })
@@ -240,7 +243,22 @@ async fn topology(
     report: &mut Report,
 ) {
     let replication = info(connection, "replication").await;
-    let role = field(&replication, "role").unwrap_or("unknown");
+    let role = match field(&replication, "role") {
+        Some(role) => role.to_owned(),
+        // INFO refused (an ACL without it, a managed service): ROLE says it, else it is not guessed.
+        None => match call(connection, &redis::cmd("ROLE")).await {
+            Ok(Value::Array(reply)) if !reply.is_empty() => text(&reply[0]),
+            Ok(other) => format!("unknown (ROLE answered {})", text(&other)),
+            Err(err) => {
+                report.add(
+                    Severity::Warn,
+                    "topology",
+                    format!("unknown: INFO replication and ROLE are refused ({err}); make sure the URL names a master"),
+                );
+                return;
+            }
+        },
+    };
     let mode = field(server, "redis_mode")
         .or(field(server, "server_mode"))
         .unwrap_or("standalone");
@@ -253,7 +271,15 @@ async fn topology(
         );
         return;
     }
-    let replicas = field(&replication, "connected_slaves").unwrap_or("0");
+    if role != "master" {
+        report.add(
+            Severity::Warn,
+            "topology",
+            format!("unknown role {role:?}: make sure the URL names a master"),
+        );
+        return;
+    }
+    let replicas = field(&replication, "connected_slaves").unwrap_or("an unknown number of");
     if mode == "cluster" {
         let state = match call(connection, redis::cmd("CLUSTER").arg("INFO")).await {
             Ok(value) => text(&value)
@@ -308,7 +334,8 @@ async fn server_path(connection: &mut MultiplexedConnection, major: u32, report:
         ),
         Err(_) => report.add(Severity::Info, "module", "the ratelock module is not loaded (optional: the fastest path)"),
     }
-    if major < 7 {
+    // An unknown version (INFO refused) is not taken for an old one: FUNCTION answers for itself.
+    if major != 0 && major < 7 {
         report.add(
             Severity::Ok,
             "path",

@@ -12,13 +12,14 @@ use serde_json::{json, Value as Json};
 
 use crate::args::{InspectArgs, StoreArgs};
 use crate::exit::Exit;
-use crate::output::{decision_json, decision_line, human};
+use crate::output::{self, decision_json, decision_line, human};
+use crate::store_url;
 
 pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32, Exit> {
     if args.lock {
         return inspect_lock(store, &args.key, json).await;
     }
-    let mut connection = connect(&store.url, store.timeout).await?;
+    let mut connection = connect(&store.url, store.timeout, "inspect").await?;
     let mut base = Vec::new();
     ratelock::key::write_base(&mut base, &store.prefix, args.key.as_bytes());
     // The server's clock, which every stored time was read from: the local one may be off.
@@ -66,9 +67,8 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
         next = Some(decision_json(&decision, &rules));
     }
     if json {
-        println!(
-            "{}",
-            json!({
+        output::line(
+            &json!({
                 "key": args.key,
                 "prefix": store.prefix,
                 "entry": entry.0,
@@ -76,25 +76,39 @@ pub async fn run(store: &StoreArgs, args: InspectArgs, json: bool) -> Result<i32
                 "rules": rules_json,
                 "next_hit": next,
             })
-        );
+            .to_string(),
+        )?;
     } else {
-        println!("{}", lines.join("\n"));
+        output::line(&lines.join("\n"))?;
     }
     Ok(0)
 }
 
-/// One connection to the server of `url` (a single node).
-pub async fn connect(url: &str, timeout: Duration) -> Result<MultiplexedConnection, Exit> {
-    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+/// One connection to the server of `url` (a single node: `command` names the command that needs one),
+/// each reply waited for `timeout` at most, as the connection itself.
+pub async fn connect(url: &str, timeout: Duration, command: &str) -> Result<MultiplexedConnection, Exit> {
+    let shown = store_url::shown(url);
+    if !(url.starts_with("redis://")
+        || url.starts_with("rediss://")
+        || url.starts_with("redis+unix://")
+        || url.starts_with("unix://"))
+    {
         return Err(Exit::Failed(format!(
-            "inspect reads one server: give a redis:// or rediss:// URL (the node that holds the key), not {url:?}"
+            "{command} reads one server: give a redis://, rediss:// or redis+unix:// URL (the node that holds the key), not {shown:?}"
         )));
     }
-    let client = redis::Client::open(url).map_err(|err| Exit::Failed(format!("{url:?}: {err}")))?;
-    tokio::time::timeout(timeout, client.get_multiplexed_async_connection())
-        .await
-        .map_err(|_| Exit::Failed(format!("connecting to {url:?} took longer than {timeout:?}")))?
-        .map_err(|err| Exit::Failed(format!("connecting to {url:?}: {err}")))
+    let client = redis::Client::open(url).map_err(|err| Exit::Failed(format!("{shown:?}: {err}")))?;
+    // redis-rs's own limits (500 ms a reply, 1 s to connect) would otherwise cut `--timeout` short.
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout));
+    tokio::time::timeout(
+        timeout,
+        client.get_multiplexed_async_connection_with_config(&config),
+    )
+    .await
+    .map_err(|_| Exit::Failed(format!("connecting to {shown:?} took longer than {timeout:?}")))?
+    .map_err(|err| Exit::Failed(format!("connecting to {shown:?}: {err}")))
 }
 
 pub async fn query(connection: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Result<Value, Exit> {
@@ -303,7 +317,7 @@ pub fn now_us() -> u64 {
 /// `--lock NAME`: the lock's state.
 async fn inspect_lock(store: &StoreArgs, name: &str, json: bool) -> Result<i32, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let locks = AnyLockStore::connect(&store.url, &options).await?;
+    let locks = AnyLockStore::connect(store_url::shared(&store.url)?, &options).await?;
     let lock = DistributedLock::new(
         locks,
         name.as_bytes(),
@@ -311,25 +325,28 @@ async fn inspect_lock(store: &StoreArgs, name: &str, json: bool) -> Result<i32, 
     )?;
     let state = lock.state().await?;
     if json {
-        println!(
-            "{}",
-            json!({
+        output::line(
+            &json!({
                 "lock": name,
                 "held": state.held,
                 "remaining_ms": state.remaining_us / 1000,
                 "holder_fencing_token": (state.held).then_some(state.holder_fence),
                 "last_fencing_token": state.last_fence,
             })
-        );
+            .to_string(),
+        )?;
     } else if state.held {
-        println!(
+        output::line(&format!(
             "lock {name:?}: held, fencing token {}, lease ends in {}; last token minted {}",
             state.holder_fence,
             human(Duration::from_micros(state.remaining_us)),
             state.last_fence
-        );
+        ))?;
     } else {
-        println!("lock {name:?}: free; last token minted {}", state.last_fence);
+        output::line(&format!(
+            "lock {name:?}: free; last token minted {}",
+            state.last_fence
+        ))?;
     }
     Ok(0)
 }

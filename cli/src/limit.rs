@@ -5,12 +5,13 @@ use ratelock::{Limiter, LimiterOptions, Store, StoreOptions};
 
 use crate::args::{LimitArgs, StoreArgs};
 use crate::exit::Exit;
-use crate::output::{decision_json, decision_line};
+use crate::output::{self, decision_json, decision_line};
+use crate::store_url;
 
 /// The limiter of the command line's store options.
 pub async fn limiter(store: &StoreArgs) -> Result<Limiter, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let connected = Store::connect(&store.url, &options).await?;
+    let connected = Store::connect(store_url::shared(&store.url)?, &options).await?;
     Ok(Limiter::with_store(
         connected,
         LimiterOptions::default().with_prefix(store.prefix.clone()),
@@ -22,9 +23,9 @@ pub async fn run(store: &StoreArgs, args: LimitArgs, spend: bool, json: bool) ->
     let rules = limiter.rules(&args.rules)?;
     let decision = limiter.check(&args.key, &rules, args.cost, spend, None).await?;
     if json {
-        println!("{}", decision_json(&decision, &rules));
+        output::line(&decision_json(&decision, &rules).to_string())?;
     } else {
-        println!("{}", decision_line(&decision, &rules));
+        output::line(&decision_line(&decision, &rules))?;
     }
     Ok(if decision.allowed { 0 } else { 1 })
 }

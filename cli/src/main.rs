@@ -4,11 +4,14 @@
 mod args;
 mod doctor;
 mod exit;
+mod forwarded_signals;
+mod held_command;
 mod inspect;
 mod limit;
 mod lock_run;
 mod output;
 mod span;
+mod store_url;
 
 use clap::{CommandFactory, Parser};
 

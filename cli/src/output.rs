@@ -1,7 +1,24 @@
 //! How decisions and findings are printed: one line of text for a person, or JSON for a script.
 
+use std::io::Write;
+
 use ratelock::Decision;
 use serde_json::{json, Value};
+
+use crate::exit::Exit;
+
+/// Prints `text` and a newline on standard output. A reader that has gone (`ratelock ... | head -0`)
+/// is no failure: what it would have read is dropped, and the exit code stays the command's (a
+/// `println!` panicked there, exit 101, after the hit was spent).
+pub fn line(text: &str) -> Result<(), Exit> {
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Exit::Failed(format!("writing to standard output: {err}")))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// A decision as JSON: the deciding rule's figures (durations in ms) and every rule's.
 pub fn decision_json(decision: &Decision, rules: &ratelock::Rules) -> Value {
