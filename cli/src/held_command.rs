@@ -1,29 +1,30 @@
-//! The command `lock run` runs while it holds the lock: started so that nothing it starts outlives the
-//! lock unseen, signalled, and stopped when the lock is lost.
+//! The command `lock run` runs while it holds the lock: started, signalled, and stopped when the lock
+//! is lost.
 //!
-//! Outside a terminal's foreground (cron, systemd, a script, a background job) the command leads a
-//! process group of its own, and every signal goes to the whole group: a shell's or a wrapper's
-//! children stop with it. In a terminal's foreground the command stays in this process's group, so it
-//! can read the terminal; the terminal already sends ^C and a hangup to the whole group, so those are
-//! not sent again. In both, the command is killed if this process is (`PR_SET_PDEATHSIG`): a holder
-//! killed by the OOM killer leaves no command running without the lock.
+//! With no controlling terminal (cron, systemd, CI, a container without `-t`) the command leads a
+//! process group of its own, and every signal goes to the whole group: what a shell or a wrapper
+//! started stops with it, and a lost lock's stop waits for the whole group. With a terminal the command
+//! stays in `ratelock`'s group, so that job control (^Z, `fg`, `bg`) and reading the terminal work as
+//! for any command; signals then reach the command alone. In both, the command is killed if this
+//! process is (`PR_SET_PDEATHSIG`, Linux): a holder killed by the OOM killer leaves no command running
+//! without the lock.
 
 use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
 /// A running command and how to reach it.
 pub struct HeldCommand {
     child: Child,
-    /// The command leads a process group of its own: signals go to the group.
-    own_group: bool,
+    /// The process group the command leads (no controlling terminal), whose members are signalled.
+    group: Option<libc::pid_t>,
 }
 
 impl HeldCommand {
     /// Starts `command` (program and arguments) with `token` as `RATELOCK_FENCING_TOKEN`.
     pub fn start(command: &[String], token: u64) -> std::io::Result<Self> {
-        let own_group = !in_terminal_foreground();
+        let own_group = !has_controlling_terminal();
         let mut starting = Command::new(&command[0]);
         starting
             .args(&command[1..])
@@ -34,6 +35,8 @@ impl HeldCommand {
         }
         #[cfg(target_os = "linux")]
         {
+            // The death signal follows the thread that forks: this runs on the thread `block_on`
+            // drives (the main thread, alive until the process exits), never on a pool thread.
             let parent = std::process::id();
             // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
             // functions (prctl, getppid, raise).
@@ -48,10 +51,13 @@ impl HeldCommand {
                 });
             }
         }
-        Ok(HeldCommand {
-            child: starting.spawn()?,
-            own_group,
-        })
+        let child = starting.spawn()?;
+        let group = if own_group {
+            child.id().map(|pid| pid as libc::pid_t)
+        } else {
+            None
+        };
+        Ok(HeldCommand { child, group })
     }
 
     /// Waits for the command to end.
@@ -59,47 +65,65 @@ impl HeldCommand {
         self.child.wait().await
     }
 
-    /// Passes on `signo`, received by this process, to the command: to its group, or (in a terminal's
-    /// foreground, where the terminal sent ^C and a hangup to the command as well) only SIGTERM.
+    /// Passes on `signo`, received by this process, to the command (its group, when it leads one).
     pub fn forward(&self, signo: i32) {
-        if self.own_group || (signo != libc::SIGINT && signo != libc::SIGHUP) {
-            self.send(signo);
-        }
+        self.send(signo);
     }
 
-    /// SIGTERM, then SIGKILL after `grace` if the command is still running.
+    /// Whether a process of the command's group still runs after the command ended: what it started
+    /// and left behind (never with a terminal, where the command leads no group).
+    pub fn left_behind(&self) -> bool {
+        self.group.is_some_and(group_alive)
+    }
+
+    /// SIGTERM, then SIGKILL once `grace` has passed while the command, or a process of its group, is
+    /// still running.
     pub async fn stop(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
         self.send(libc::SIGTERM);
-        if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
-            self.send(libc::SIGKILL);
+        let ended = tokio::time::timeout(grace, self.child.wait()).await.is_ok();
+        // The command ended; what it started may still be on its way out. Its group's id cannot be
+        // taken by another process while one member lives.
+        if ended {
+            while self.left_behind() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        if let Some(group) = self.group.filter(|&group| group_alive(group)) {
+            // SAFETY: kill(2) to the group a member of which is alive, so its id is still the group's.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+        if !ended {
             let _ = self.child.start_kill();
             let _ = self.child.wait().await;
         }
     }
 
-    /// Sends `signo` to the command's group, or to the command (nothing once it has been reaped).
+    /// Sends `signo` to the command's group while it has a member, else to the command while it has
+    /// not been reaped.
     fn send(&self, signo: i32) {
-        if let Some(pid) = self.child.id() {
-            let target = if self.own_group {
-                -(pid as libc::pid_t)
-            } else {
-                pid as libc::pid_t
-            };
-            // SAFETY: kill(2) to a process (or the group it leads) this process spawned and has not
-            // reaped, so the pid is not reused.
-            unsafe {
-                libc::kill(target, signo);
-            }
+        let target = match (self.group, self.child.id()) {
+            (Some(group), _) if group_alive(group) => -group,
+            (_, Some(pid)) => pid as libc::pid_t,
+            _ => return,
+        };
+        // SAFETY: kill(2) to a live group this process made, or to a child not yet reaped: neither id
+        // can have been reused.
+        unsafe {
+            libc::kill(target, signo);
         }
     }
 }
 
-/// Whether this process runs in the foreground process group of its controlling terminal.
-fn in_terminal_foreground() -> bool {
-    let Ok(terminal) = std::fs::File::open("/dev/tty") else {
-        return false;
-    };
-    use std::os::fd::AsRawFd;
-    // SAFETY: tcgetpgrp and getpgrp only read; the descriptor is open for the call.
-    unsafe { libc::tcgetpgrp(terminal.as_raw_fd()) == libc::getpgrp() }
+/// Whether a process of group `group` is alive (signal 0 reaches it).
+fn group_alive(group: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the group exists and may be signalled.
+    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// Whether this process has a controlling terminal (`/dev/tty` opens).
+fn has_controlling_terminal() -> bool {
+    std::fs::File::open("/dev/tty").is_ok()
 }

@@ -317,7 +317,8 @@ pub fn now_us() -> u64 {
 /// `--lock NAME`: the lock's state.
 async fn inspect_lock(store: &StoreArgs, name: &str, json: bool) -> Result<i32, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let locks = AnyLockStore::connect(store_url::shared(&store.url)?, &options).await?;
+    let locks = AnyLockStore::connect(&store.url, &options).await?;
+    store_url::require_shared(locks.does_io(), &store.url)?;
     let lock = DistributedLock::new(
         locks,
         name.as_bytes(),

@@ -11,7 +11,8 @@ use crate::store_url;
 /// The limiter of the command line's store options.
 pub async fn limiter(store: &StoreArgs) -> Result<Limiter, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let connected = Store::connect(store_url::shared(&store.url)?, &options).await?;
+    let connected = Store::connect(&store.url, &options).await?;
+    store_url::require_shared(connected.does_io(), &store.url)?;
     Ok(Limiter::with_store(
         connected,
         LimiterOptions::default().with_prefix(store.prefix.clone()),

@@ -16,7 +16,8 @@ use crate::store_url;
 
 pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let locks = AnyLockStore::connect(store_url::shared(&store.url)?, &options).await?;
+    let locks = AnyLockStore::connect(&store.url, &options).await?;
+    store_url::require_shared(locks.does_io(), &store.url)?;
     let lock_options = LockOptions::default()
         .with_ttl(args.ttl)
         .with_auto_renew(true)
@@ -47,6 +48,13 @@ async fn run_holding(guard: &LockGuard, args: &LockRunArgs) -> Result<i32, Exit>
         tokio::select! {
             status = command.wait() => {
                 let status = status.map_err(|err| Exit::Failed(format!("waiting for the command: {err}")))?;
+                if command.left_behind() {
+                    // As with any lock: what the command left running is not covered once it is given back.
+                    eprintln!(
+                        "ratelock: the command ended, leaving processes it started running; lock {:?} is released",
+                        args.name
+                    );
+                }
                 return Ok(code_of(status));
             }
             () = lost.wait() => {

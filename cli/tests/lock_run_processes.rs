@@ -1,7 +1,8 @@
 //! `ratelock lock run` and the processes around it, against a real redis-server: a lock found lost at
-//! the release, a command's own children stopped with it, the command killed when ratelock is, and a
-//! signal ignored at start (`nohup`) left ignored.
+//! the release, a command's own children stopped with it (with no controlling terminal, as under cron),
+//! the command killed when ratelock is, and a signal ignored at start (`nohup`) left ignored.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,19 @@ use ratelock_testkit::RedisServer;
 fn ratelock(server: &RedisServer, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ratelock"));
     command.env("RATELOCK_URL", server.url()).args(args);
+    command
+}
+
+/// `command` in a session of its own, with no controlling terminal, as cron and systemd start jobs
+/// (whether `cargo test` runs in a terminal or not).
+fn without_terminal(mut command: Command) -> Command {
+    // SAFETY: setsid is async-signal-safe; it runs in the forked child before exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
     command
 }
 
@@ -78,13 +92,20 @@ fn a_lost_lock_stops_the_commands_own_children_too() {
     let dir = std::env::temp_dir().join(format!("ratelock-cli-group-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let late = dir.join("late");
-    let script = format!("(sleep 2; echo late > {}) & wait", late.display());
-    let holder = ratelock(
+    // One child ends at once on SIGTERM; another takes its time (longer than --grace) and must be
+    // killed: the stop waited only for the shell.
+    let slow = dir.join("slow");
+    let script = format!(
+        "(sleep 2; echo late > {}) & (trap 'sleep 2; echo slow > {}' TERM; sleep 5) & wait",
+        late.display(),
+        slow.display()
+    );
+    let holder = without_terminal(ratelock(
         &server,
         &[
             "lock", "run", "group", "--ttl", "900ms", "--grace", "1s", "--", "sh", "-c", &script,
         ],
-    )
+    ))
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
@@ -98,7 +119,25 @@ fn a_lost_lock_stops_the_commands_own_children_too() {
         !late.exists(),
         "the command's child ran on after the lock was lost"
     );
+    assert!(!slow.exists(), "a child slow to stop ran on past --grace");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_command_that_leaves_processes_running_is_told_of_at_the_release() {
+    let server = RedisServer::start();
+    let output = without_terminal(ratelock(
+        &server,
+        &["lock", "run", "left", "--", "sh", "-c", "sleep 2 & exit 0"],
+    ))
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("leaving processes it started running"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
