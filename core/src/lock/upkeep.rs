@@ -36,6 +36,9 @@ pub(crate) struct Upkeep {
     /// The process generation that took the hold (see `crate::process`).
     generation: u64,
     events: HoldEvents,
+    /// A release failed after it may have reached the store ([`Error::may_have_run`]): a later one
+    /// that finds the lease gone (or another's) is this one's doing, not a loss.
+    release_unheard: bool,
 }
 
 impl Upkeep {
@@ -63,6 +66,7 @@ impl Upkeep {
             runtime: tokio::runtime::Handle::try_current().ok(),
             generation: crate::process::generation(),
             events,
+            release_unheard: false,
         };
         upkeep.resume();
         upkeep
@@ -168,13 +172,20 @@ impl Upkeep {
         // server's lease has not quite ended, but answers as lost: the holder was told to stop.
         let was_lost = self.lost.is_lost();
         self.stop();
-        let outcome = release
-            .await
-            .map(|answer| if was_lost { as_lost(answer) } else { answer });
+        let unheard_before = self.release_unheard;
+        let outcome = release.await.map(|answer| match answer {
+            _ if was_lost => as_lost(answer),
+            // An earlier release whose answer was lost ran after all: the lease it finds gone (or taken
+            // since by another) is its doing. Reporting it lost told a caller who retried, as the
+            // failed release advised, that its lock had been lost while held.
+            Released::NotHeld | Released::HeldByOther if unheard_before => Released::Released,
+            answer => answer,
+        });
         match &outcome {
             Err(err) if err.is_store_failure() => {
                 // Still ours, so release can be called again, but no longer renewed: unless it is, the
                 // lease runs out by itself (a renewed one would stay taken while its owner lives).
+                self.release_unheard |= err.may_have_run();
                 self.auto_renew = false;
                 self.resume();
             }

@@ -76,3 +76,38 @@ async fn a_hold_whose_release_failed_is_not_renewed_and_frees_itself_at_its_leas
     };
     assert_eq!(again.unwrap(), Released::NotHeld);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_ran_though_its_answer_was_lost_answers_released_when_called_again() {
+    // The failed release advises calling again; the first one had reached the server (it was frozen,
+    // and ran once it woke) and freed the lock, so the second found it gone and answered NotHeld: the
+    // caller was told its lock had been lost while held (LockLost in Python and Node).
+    let server = RedisServer::start();
+    let options = StoreOptions::default().with_timeout(Duration::from_millis(200));
+    let store = Store::connect(&server.url(), &options).await.unwrap();
+    let lock = DistributedLock::new(
+        &store,
+        "unheard:release",
+        LockOptions::default().with_ttl(Duration::from_secs(30)),
+    )
+    .unwrap();
+    let mut guard = lock.try_acquire().await.unwrap().expect("free");
+    server.pause();
+    let failed = guard.try_release().await;
+    server.resume();
+    assert!(
+        matches!(failed, Err(ref err) if err.is_timeout()),
+        "the release met the frozen server: {failed:?}"
+    );
+    let until = Instant::now() + Duration::from_secs(5);
+    let again = loop {
+        match guard.try_release().await {
+            Err(err) if err.is_store_failure() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            answer => break answer,
+        }
+    };
+    assert_eq!(again.unwrap(), Released::Released, "the first release freed it");
+    assert!(!lock.is_locked().await.unwrap());
+}
