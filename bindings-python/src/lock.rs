@@ -16,7 +16,7 @@ pub(crate) struct PyLockHandle {
 
 lock_handle_pymethods! {
     impl PyLockHandle {
-        new(name) = |store, options| ratelock::DistributedLock::new(&store.lock_store()?, convert::key(name)?, options);
+        new(name) = |store, options| ratelock::DistributedLock::new(&store.lock_store()?, convert::name(name)?, options);
         acquires PyLockGuard;
         twins {
             /// Whether anyone holds the lock now.

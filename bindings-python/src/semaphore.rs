@@ -16,7 +16,7 @@ pub(crate) struct PySemaphoreHandle {
 lock_handle_pymethods! {
     impl PySemaphoreHandle {
         new(name, permits) = |store, options| {
-            let (name, permits) = (convert::key(name)?, convert::count("permits", permits)?);
+            let (name, permits) = (convert::name(name)?, convert::count("permits", permits)?);
             ratelock::Semaphore::new(&store.store()?, name, permits, options)
         };
         acquires PyPermitGuard;

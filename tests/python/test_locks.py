@@ -125,3 +125,60 @@ def test_release_says_what_it_did_and_a_hold_found_gone_says_how_it_was_lost(sto
         hold.release()
     assert hold.lost_reason == "expired"
     assert rw.acquire_read(timeout=1).release() == "released"
+
+
+def test_a_reentrant_lock_is_reentered_by_the_thread_or_task_that_holds_it_alone(store_url):
+    # One owner token per instance let a second thread (or task) re-enter the first one's hold: both
+    # were inside the lock at once.
+    import asyncio
+    import threading
+
+    import ratelock.asyncio as aio
+
+    lock = ratelock.DistributedLock(fresh_name(), store_url, reentrant=True, ttl=5)
+    assert lock.acquire() and lock.acquire(), "the holder re-enters"
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(lock.acquire(blocking=False)))
+    other.start()
+    other.join()
+    assert seen == [False], "another thread waits, as another process would"
+    assert lock.release() == "still_held" and lock.release() == "released"
+    taken = threading.Thread(target=lambda: seen.append(lock.acquire(timeout=2) and lock.release()))
+    taken.start()
+    taken.join()
+    assert seen == [False, "released"], "free again: another thread takes it"
+    assert lock._own_handles == {}, "no handle is kept for threads that hold nothing"
+
+    async def tasks() -> list:
+        shared = aio.DistributedLock(fresh_name(), store_url, reentrant=True, ttl=5)
+        inside = []
+
+        async def enter(who: str) -> None:
+            async with shared:
+                async with shared:
+                    inside.append(who)
+                    assert len(inside) == 1, f"two tasks inside at once: {inside}"
+                    await asyncio.sleep(0.05)
+                    inside.remove(who)
+
+        await asyncio.gather(enter("a"), enter("b"))
+        return [await shared.locked(), len(shared._own_handles)]
+
+    assert asyncio.run(tasks()) == [False, 0]
+
+
+def test_acquire_timeouts_read_as_threading_reads_them(store_url):
+    name = fresh_name()
+    holder = ratelock.DistributedLock(name, store_url)
+    other = ratelock.DistributedLock(name, store_url)
+    assert other.acquire(timeout=0) is True, "0: one try, which the free lock grants"
+    other.release()
+    assert holder.acquire(timeout=-1) is True, "-1: no limit"
+    assert other.acquire(timeout=0) is False, "0: one try, refused at once"
+    holder.release()
+    assert other.acquire(True, -1) is True, "threading's order: blocking, with no limit"
+    other.release()
+    with pytest.raises(ratelock.InvalidArgument, match="`name`"):
+        ratelock.DistributedLock(42, store_url)  # type: ignore[arg-type]
+    with pytest.raises(ratelock.InvalidArgument, match="`name`"):
+        ratelock.Semaphore(42, store_url, permits=2)  # type: ignore[arg-type]

@@ -18,7 +18,11 @@ class AsyncHolding(Holds[G], Asynchronous):
     async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
         blocking, timeout = waits(timeout, blocking)
-        granted = self._keep(await (self._handle.acquire_async(timeout) if blocking else self._handle.try_acquire_async()))
+        handle = self._acquirer()
+        try:
+            granted = self._keep(await (handle.acquire_async(timeout) if blocking else handle.try_acquire_async()))
+        finally:
+            self._acquired()
         if not granted:
             # A memory store answers at once: a loop of tries must still let the holder's task run.
             await asyncio.sleep(0)

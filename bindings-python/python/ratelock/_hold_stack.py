@@ -45,12 +45,17 @@ def _holder() -> object:
 def waits(timeout: Any, blocking: Any) -> Tuple[bool, Optional[float]]:
     """``acquire``'s arguments as ``threading.Lock.acquire`` users also write them: whether it waits,
     and for how long. A bool first is ``threading``'s order, ``(blocking, timeout)``: ``acquire(False)``
-    is a try, ``acquire(True, 5)`` waits up to 5 s (``-1``: no limit). A timeout given with a
-    non-blocking acquire is refused, as ``threading`` refuses it."""
+    is a try, ``acquire(True, 5)`` waits up to 5 s. As in ``threading``, a timeout of ``-1`` is no limit
+    and ``0`` is a single try; a timeout given with a non-blocking acquire is refused, as ``threading``
+    refuses it."""
     if isinstance(timeout, bool):
-        timeout, blocking = (None if isinstance(blocking, bool) or blocking == -1 else blocking), timeout
+        timeout, blocking = (None if isinstance(blocking, bool) else blocking), timeout
+    if isinstance(timeout, (int, float)) and timeout == -1:
+        timeout = None
     if not blocking and timeout is not None:
         raise InvalidArgument("invalid argument `timeout`: a non-blocking acquire takes no timeout")
+    if isinstance(timeout, (int, float)) and timeout == 0:
+        return False, None
     return bool(blocking), timeout
 
 
@@ -138,6 +143,19 @@ class Holds(Generic[G]):
                 raise LockNotOwned(f"this instance holds no {self._what}")
             return last
 
+    def _acquirer(self) -> Acquirer[G]:
+        """The handle the asker takes a hold through: the instance's (a re-entrant lock gives each
+        thread or task its own, see ``LockKind``)."""
+        return self._handle
+
+    def _acquired(self) -> None:
+        """Called once the asker's acquire has ended, granted or not (a re-entrant lock forgets the
+        handles of threads and tasks that hold nothing)."""
+
+    def _released(self) -> None:
+        """Called once a hold was given back (a re-entrant lock forgets the handles of threads and tasks
+        that hold nothing)."""
+
     def _lease(self, ttl: Optional[float]) -> float:
         """``ttl``, or the lock's own when ``None``."""
         return self._ttl if ttl is None else ttl
@@ -155,6 +173,7 @@ class Holds(Generic[G]):
         guard = held[1]
         try:
             yield guard
+            self._released()
         except StoreUnavailable:
             with self._mutex:
                 # Among the holds taken before it: any taken since stay later.

@@ -18,7 +18,11 @@ class Holding(Holds[G], Blocking):
         seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes. ``acquire(False)``
         is a non-blocking try, as with ``threading.Lock``."""
         blocking, timeout = waits(timeout, blocking)
-        return self._keep(self._handle.acquire(timeout) if blocking else self._handle.try_acquire())
+        handle = self._acquirer()
+        try:
+            return self._keep(handle.acquire(timeout) if blocking else handle.try_acquire())
+        finally:
+            self._acquired()
 
     def release(self) -> ReleaseOutcome:
         """Gives back this instance's latest hold: ``"released"``, or ``"still_held"`` when a re-entrant

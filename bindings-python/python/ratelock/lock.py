@@ -2,19 +2,20 @@
 ``threading.Lock`` (``with lock:``, ``acquire``/``release``), and ``LockKind``, what it shares with
 ``ratelock.asyncio.DistributedLock``. The work is done by the Rust core."""
 
-from typing import Optional, Union
+from typing import Dict, Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import HandleCall
 from ratelock._holding import Holding
-from ratelock._hold_stack import Fenced
+from ratelock._hold_stack import Fenced, _holder
 from ratelock._native import Client, LockHandle
 from ratelock.otel import MetricsRecorder
 
 
 class LockKind(Fenced[_native.LockGuard]):
-    """A distributed lock, sync or asyncio: the constructor (each instance has its own owner token),
-    the fencing token of the latest hold, and the questions to the store."""
+    """A distributed lock, sync or asyncio: the constructor (each instance has its own owner token; a
+    re-entrant one, one per thread or task), the fencing token of the latest hold, and the questions
+    to the store."""
 
     _handle: LockHandle
     _what = "lock"
@@ -35,6 +36,51 @@ class LockKind(Fenced[_native.LockGuard]):
             ttl=ttl, auto_renew=auto_renew, reentrant=reentrant, prefix=prefix, timeout=timeout, metrics=metrics
         )
         super().__init__(LockHandle(name, url, options), ttl)
+        # A re-entrant lock's holds are re-entered by the thread or task that holds them, never by
+        # another: each one takes its holds through a handle (an owner token) of its own, so the store
+        # keeps the others out as it keeps out another process. One shared token let a second thread
+        # re-enter the first one's hold: both were inside at once.
+        self._opened = (name, url, options) if reentrant else None
+        self._own_handles: Dict[object, LockHandle] = {}
+        # How many acquires of each thread or task are under way (its handle must outlive them).
+        self._entering: Dict[object, int] = {}
+
+    def _acquirer(self) -> LockHandle:
+        if self._opened is None:
+            return self._handle
+        me = _holder()
+        with self._mutex:
+            self._entering[me] = self._entering.get(me, 0) + 1
+            handle = self._own_handles.get(me)
+        if handle is None:
+            handle = LockHandle(*self._opened)
+            with self._mutex:
+                handle = self._own_handles.setdefault(me, handle)
+        return handle
+
+    def _acquired(self) -> None:
+        if self._opened is None:
+            return
+        me = _holder()
+        with self._mutex:
+            entering = self._entering.get(me, 0) - 1
+            if entering > 0:
+                self._entering[me] = entering
+            else:
+                self._entering.pop(me, None)
+            self._forget_idle()
+
+    def _released(self) -> None:
+        if self._opened is not None:
+            with self._mutex:
+                self._forget_idle()
+
+    def _forget_idle(self) -> None:
+        """Drops the handles of threads and tasks that neither hold the lock nor are acquiring it.
+        Called with the mutex held."""
+        holding = {holder for holder, _ in self._holds}
+        for holder in [h for h in self._own_handles if h not in holding and h not in self._entering]:
+            del self._own_handles[holder]
 
     locked = HandleCall(LockHandle.is_locked, LockHandle.is_locked_async, "Whether anyone holds the lock now.")
     remaining_ttl = HandleCall(
@@ -50,8 +96,11 @@ class LockKind(Fenced[_native.LockGuard]):
 
     @property
     def owner_token(self) -> str:
-        """This instance's owner token (the same for all its holds)."""
-        return self._handle.owner_token
+        """This instance's owner token (the same for all its holds); for a re-entrant lock, that of the
+        asking thread or task while it holds the lock."""
+        with self._mutex:
+            handle = self._own_handles.get(_holder(), self._handle)
+        return handle.owner_token
 
 
 class DistributedLock(LockKind, Holding[_native.LockGuard]):
