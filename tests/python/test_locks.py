@@ -89,7 +89,7 @@ def test_a_release_that_finds_the_hold_lost_leaves_why_to_read(store_url):
 def test_bad_lock_arguments_are_typed_errors():
     with pytest.raises(ratelock.InvalidArgument, match="ttl"):
         ratelock.DistributedLock("x", ttl=0.001)
-    with pytest.raises(ratelock.InvalidArgument, match="key"):
+    with pytest.raises(ratelock.InvalidArgument, match="`name`"):
         ratelock.DistributedLock(None)
     with pytest.raises(ratelock.InvalidArgument, match="timeout"):
         ratelock.DistributedLock("x").acquire(timeout=float("nan"))
@@ -181,4 +181,4 @@ def test_acquire_timeouts_read_as_threading_reads_them(store_url):
     with pytest.raises(ratelock.InvalidArgument, match="`name`"):
         ratelock.DistributedLock(42, store_url)  # type: ignore[arg-type]
     with pytest.raises(ratelock.InvalidArgument, match="`name`"):
-        ratelock.Semaphore(42, store_url, permits=2)  # type: ignore[arg-type]
+        ratelock.Semaphore(42, 2, store_url)  # type: ignore[arg-type]
