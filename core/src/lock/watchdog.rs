@@ -52,7 +52,14 @@ pub(crate) async fn run(
             events.lost(&lost, LostReason::Expired);
             return;
         }
-        let wake = if auto_renew { next.min(end) } else { end };
+        // An extension longer than the ttl (`extend(60 s)` on a lock of 3 s) moved the end past what a
+        // renewal would give: the next renewal waits until it would no longer shorten the lease (it
+        // cut the 60 s back to 3 s at the next third, so a holder that then stalled lost what it asked
+        // for).
+        let due = end
+            .checked_sub(valid)
+            .map_or(next, |start| next.max(start + every));
+        let wake = if auto_renew { due.min(end) } else { end };
         tokio::select! {
             _ = sleep_until(wake) => {}
             _ = &mut moved => continue,

@@ -431,3 +431,28 @@ async fn a_release_that_finds_the_lease_gone_says_how_it_was_lost() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_longer_than_the_ttl_is_not_cut_back_by_the_watchdog() {
+    // extend(3 s) on a lock of 300 ms: the next renewal (at a third of the ttl) set the lease back to
+    // 300 ms, so a holder that stalled after extending lost the time it had asked for.
+    on_both_stores(async |store| {
+        let options = LockOptions::default().with_ttl(Duration::from_millis(300));
+        let lock = DistributedLock::new(&store, "extended:long", options).unwrap();
+        let guard = lock.try_acquire().await.unwrap().expect("free");
+        assert_eq!(
+            guard.extend(Duration::from_secs(3)).await.unwrap(),
+            Extended::Extended
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let left = lock.remaining_ttl().await.unwrap().expect("held");
+        assert!(
+            left > Duration::from_secs(2),
+            "the watchdog cut the extension back: {left:?} left"
+        );
+        // Nor was the hold given up meanwhile.
+        assert!(!guard.is_lost());
+        guard.release().await.unwrap();
+    })
+    .await;
+}
