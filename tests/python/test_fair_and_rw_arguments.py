@@ -50,7 +50,7 @@ def test_other_bad_arguments_are_typed_errors():
         with pytest.raises(ratelock.InvalidArgument, match="`url`"):
             kind("x", 5)
     with pytest.raises(ratelock.InvalidArgument, match="`timeout`"):
-        ratelock.FairLock("x").acquire(timeout=-1)
+        ratelock.FairLock("x").acquire(timeout=-2)  # -1 is threading's "no limit"; other negatives are refused
     rw = ratelock.ReadWriteLock("args:rw")
     for acquire in (rw.acquire_read, rw.acquire_write):
         with pytest.raises(ratelock.InvalidArgument, match="`timeout`"):

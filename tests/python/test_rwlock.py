@@ -190,3 +190,23 @@ def test_hold_is_the_deprecated_name_of_lease_guard():
         assert ratelock.Hold is ratelock.LeaseGuard
     with pytest.warns(DeprecationWarning, match="LeaseGuard"):
         assert ratelock.asyncio.Hold is ratelock.asyncio.LeaseGuard
+
+
+def test_a_hold_dropped_while_held_warns_as_an_unclosed_file_does(store_url):
+    # A bare rw.acquire_write() (Redisson's lock() ... unlock()) is given back at once: the work after
+    # it ran unprotected, without a word.
+    import gc
+    import warnings
+
+    rw = ratelock.ReadWriteLock(fresh_name("rw"), store_url)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rw.acquire_write(timeout=1)
+        gc.collect()
+        with rw.acquire_read(timeout=1):
+            pass
+        rw.try_acquire_write().release()
+        gc.collect()
+    dropped = [w for w in seen if issubclass(w.category, ResourceWarning)]
+    assert len(dropped) == 1, [str(w.message) for w in seen]
+    assert "dropped while held" in str(dropped[0].message)

@@ -2,6 +2,7 @@
 lost signal, ``extend`` and ``release``, usable as a context manager; and ``LeaseGuardBase``, what it
 shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."""
 
+import warnings
 from typing import Optional
 
 from ratelock import _native
@@ -47,6 +48,21 @@ class LeaseGuardBase:
     def __repr__(self) -> str:
         state = "released" if self._guard.is_released() else "lost" if self.lost else "held"
         return f"<{self._shown_as} {self._guard.what} fencing_token={self.fencing_token} {state}>"
+
+    def __del__(self) -> None:
+        # A hold dropped while held is given back at once, in the background: a bare
+        # ``rw.acquire_write()`` (Redisson's lock() ... unlock()) protected nothing, without a word.
+        # Warned as an unclosed file is (ResourceWarning: shown under -X dev and in test runs).
+        try:
+            if not self._guard.is_released() and not self._guard.is_lost():
+                warnings.warn(
+                    f"{self!r} was dropped while held and is given back now: keep it (with ...) until the "
+                    "work it protects is done",
+                    ResourceWarning,
+                    stacklevel=2,
+                )
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the warnings machinery may be gone
+            pass
 
 
 class LeaseGuard(LeaseGuardBase):
