@@ -16,14 +16,18 @@ use crate::store_url;
 
 pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
     let options = StoreOptions::default().with_timeout(store.timeout);
-    let locks = AnyLockStore::connect(&store.url, &options).await?;
+    let locks = AnyLockStore::connect(&store.url, &options)
+        .await
+        .map_err(store_url::failed_at(&store.url))?;
     store_url::require_shared(locks.does_io(), &store.url)?;
     let lock_options = LockOptions::default()
         .with_ttl(args.ttl)
         .with_auto_renew(true)
         .with_prefix(store.prefix.clone());
     let lock = DistributedLock::new(locks, args.name.as_bytes(), lock_options)?;
-    let guard = take(&lock, &args).await?;
+    let guard = take(&lock, &args)
+        .await
+        .map_err(|exit| store_url::naming(&store.url, exit))?;
     let outcome = run_holding(&guard, &args).await;
     // Every way out gives the lock back first, a command that could not start included: a dropped
     // guard's release runs in the background, which the process's exit cut short (the lock then

@@ -16,6 +16,20 @@ pub fn require_shared(does_io: bool, url: &str) -> Result<(), Exit> {
     )))
 }
 
+/// A failure met while opening (or first using) the store of `url`, naming the server: "store
+/// unavailable: connecting: Connection refused" did not say which one. Bad input stays a usage error.
+pub fn failed_at(url: &str) -> impl Fn(ratelock::Error) -> Exit + '_ {
+    move |err| naming(url, Exit::from(err))
+}
+
+/// `exit`, a store failure's message led by the (shown) URL of the server it met.
+pub fn naming(url: &str, exit: Exit) -> Exit {
+    match exit {
+        Exit::Failed(why) => Exit::Failed(format!("{}: {why}", shown(url))),
+        other => other,
+    }
+}
+
 /// `url` with every password in it replaced by `***`: the user part's (`user:password@`) and the
 /// `pass` or `password` query parameter's (unix-socket URLs), for output and error messages.
 ///

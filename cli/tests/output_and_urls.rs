@@ -151,3 +151,32 @@ fn doctor_under_a_user_without_info_does_not_guess() {
         assert_eq!(view["path"], "fcall", "{}", finding("path"));
     }
 }
+
+#[test]
+fn a_store_failure_names_the_server_it_met() {
+    // "store unavailable: connecting: Connection refused" did not say which server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://app:s3cret-pw@127.0.0.1:{port}/");
+    for args in [
+        &["limit", "hit", "k", "1/hour"][..],
+        &["lock", "run", "x", "--", "true"][..],
+    ] {
+        let output = ratelock(&url, args);
+        assert_eq!(
+            output.status.code(),
+            Some(78),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        let said = text(&output.stderr);
+        assert!(
+            said.contains(&format!("app:***@127.0.0.1:{port}")),
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("s3cret"), "{said}");
+    }
+}
