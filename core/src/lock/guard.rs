@@ -52,6 +52,12 @@ pub trait Lease: sealed::Sealed + Clone + Send + Sync + 'static {
     fn release_is_idempotent(&self) -> bool {
         true
     }
+    /// After a release whose earlier try failed on the way (it may have run) found the lease gone:
+    /// whether that earlier try is what freed it. `false` where the kind cannot tell.
+    #[doc(hidden)]
+    fn freed_by_unheard_release(&self) -> impl Future<Output = Result<bool>> + Send {
+        async { Ok(false) }
+    }
     /// How much of a lease of a given length its store's clocks may have taken before this process
     /// counts it (Redlock's drift allowance; none for one server).
     #[doc(hidden)]
@@ -174,7 +180,11 @@ impl<L: Lease> Guard<L> {
     /// outer guard; its hold ends with its lease instead, and further calls answer as not held.
     pub async fn try_release(&mut self) -> Result<Released> {
         let release = self.lease.release();
-        let answer = self.upkeep.give_back(&mut self.released, release).await;
+        let lease = &self.lease;
+        let answer = self
+            .upkeep
+            .give_back(&mut self.released, release, || lease.freed_by_unheard_release())
+            .await;
         if answer.is_err() && !self.lease.release_is_idempotent() {
             self.released = true;
         }

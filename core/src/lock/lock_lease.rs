@@ -118,6 +118,13 @@ impl Lease for LockLease {
         reply_as!(self.shared.call(self.release_call()).await?, LockReply::Released)
     }
 
+    /// The lock is free and its last grant is still this one: nobody took it since, and its fencing
+    /// counter survived (a restart without persistence loses both the lease and the counter).
+    async fn freed_by_unheard_release(&self) -> Result<bool> {
+        let state = self.shared.state().await?;
+        Ok(!state.held && state.last_fence == self.fence)
+    }
+
     fn release_in_memory(&self) {
         #[allow(irrefutable_let_patterns)]
         if let AnyLockStore::Store(Store::Memory(store)) = &self.shared.store {

@@ -37,7 +37,7 @@ pub(crate) struct Upkeep {
     generation: u64,
     events: HoldEvents,
     /// A release failed after it may have reached the store ([`Error::may_have_run`]): a later one
-    /// that finds the lease gone (or another's) is this one's doing, not a loss.
+    /// that finds the lease gone asks whether this one freed it.
     release_unheard: bool,
 }
 
@@ -155,11 +155,16 @@ impl Upkeep {
     /// renewals off for good (its watchdog, if it has hooks to tell, only watches the lease's end). A
     /// hold already signalled lost answers as lost (see [`as_lost`]). The hooks hear one event of it
     /// ([`HoldEvents::settled`]); a release that finds the lease gone marks the hold lost.
-    pub(crate) async fn give_back(
+    pub(crate) async fn give_back<R, C>(
         &mut self,
         released: &mut bool,
-        release: impl std::future::Future<Output = Result<Released>>,
-    ) -> Result<Released> {
+        release: R,
+        freed_by_unheard: impl FnOnce() -> C,
+    ) -> Result<Released>
+    where
+        R: std::future::Future<Output = Result<Released>>,
+        C: std::future::Future<Output = Result<bool>>,
+    {
         if *released {
             return Ok(Released::NotHeld);
         }
@@ -173,14 +178,19 @@ impl Upkeep {
         let was_lost = self.lost.is_lost();
         self.stop();
         let unheard_before = self.release_unheard;
-        let outcome = release.await.map(|answer| match answer {
-            _ if was_lost => as_lost(answer),
-            // An earlier release whose answer was lost ran after all: the lease it finds gone (or taken
-            // since by another) is its doing. Reporting it lost told a caller who retried, as the
-            // failed release advised, that its lock had been lost while held.
-            Released::NotHeld | Released::HeldByOther if unheard_before => Released::Released,
-            answer => answer,
-        });
+        let mut outcome = release
+            .await
+            .map(|answer| if was_lost { as_lost(answer) } else { answer });
+        // An earlier release whose answer was lost may have run after all, and a lease it freed is
+        // found gone: when the lease can tell that it was (the lock is free and its last grant is
+        // still this one), the answer is released. Reporting it lost told a caller who retried, as
+        // the failed release advised, that its lock had been lost while held. A lease gone some other
+        // way (a restart without persistence, a grant to another since) stays not held.
+        if unheard_before && !was_lost && matches!(outcome, Ok(Released::NotHeld)) {
+            if let Ok(true) = freed_by_unheard().await {
+                outcome = Ok(Released::Released);
+            }
+        }
         match &outcome {
             Err(err) if err.is_store_failure() => {
                 // Still ours, so release can be called again, but no longer renewed: unless it is, the
