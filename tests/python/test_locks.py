@@ -174,7 +174,12 @@ def test_acquire_timeouts_read_as_threading_reads_them(store_url):
     assert other.acquire(timeout=0) is True, "0: one try, which the free lock grants"
     other.release()
     assert holder.acquire(timeout=-1) is True, "-1: no limit"
-    assert other.acquire(timeout=0) is False, "0: one try, refused at once"
+    with pytest.raises(ratelock.WaitTimeout, match="timeout=0 is one try"):
+        other.acquire(timeout=0)  # a wait that ends at once, as any wait that ran out
+    slots = ratelock.ConcurrencyLimiter(1, store_url)
+    with slots.slot("k"):
+        with pytest.raises(ratelock.WaitTimeout):
+            slots.slot("k", timeout=0)  # a slot handed back unheld would run past the limit
     holder.release()
     assert other.acquire(True, -1) is True, "threading's order: blocking, with no limit"
     other.release()

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
-from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, at_once, ran_out, waits
 from ratelock._interrupted import release_at_exit_async
 
 S = TypeVar("S", bound="AsyncHolding[Any]")
@@ -18,9 +18,14 @@ class AsyncHolding(Holds[G], Asynchronous):
     async def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold; see ``ratelock.DistributedLock.acquire``."""
         blocking, timeout = waits(timeout, blocking)
-        handle = self._acquirer()
         try:
-            granted = self._keep(await (handle.acquire_async(timeout) if blocking else handle.try_acquire_async()))
+            handle = self._acquirer()
+            if blocking and not at_once(timeout):
+                return self._keep(await handle.acquire_async(timeout))
+            guard = await handle.try_acquire_async()
+            if guard is None and blocking:
+                raise ran_out(self._what)
+            granted = self._keep(guard)
         finally:
             self._acquired()
         if not granted:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable
+from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable, WaitTimeout
 
 #: What a release did: the hold was given back ("released"), or one hold of a re-entrant lock was and
 #: others remain ("still_held"). A hold found lost raises ``LockLost`` instead.
@@ -45,18 +45,26 @@ def _holder() -> object:
 def waits(timeout: Any, blocking: Any) -> Tuple[bool, Optional[float]]:
     """``acquire``'s arguments as ``threading.Lock.acquire`` users also write them: whether it waits,
     and for how long. A bool first is ``threading``'s order, ``(blocking, timeout)``: ``acquire(False)``
-    is a try, ``acquire(True, 5)`` waits up to 5 s. As in ``threading``, a timeout of ``-1`` is no limit
-    and ``0`` is a single try; a timeout given with a non-blocking acquire is refused, as ``threading``
-    refuses it."""
+    is a try, ``acquire(True, 5)`` waits up to 5 s. As in ``threading``, a timeout of ``-1`` is no limit;
+    ``0`` is a wait that ends at once (one try, then ``WaitTimeout`` as for any wait that ran out). A
+    timeout given with a non-blocking acquire is refused, as ``threading`` refuses it."""
     if isinstance(timeout, bool):
         timeout, blocking = (None if isinstance(blocking, bool) else blocking), timeout
     if isinstance(timeout, (int, float)) and timeout == -1:
         timeout = None
     if not blocking and timeout is not None:
         raise InvalidArgument("invalid argument `timeout`: a non-blocking acquire takes no timeout")
-    if isinstance(timeout, (int, float)) and timeout == 0:
-        return False, None
     return bool(blocking), timeout
+
+
+def at_once(timeout: Optional[float]) -> bool:
+    """Whether a blocking acquire's wait ends at once (``timeout=0``): one try, then ``WaitTimeout``."""
+    return isinstance(timeout, (int, float)) and timeout == 0
+
+
+def ran_out(what: str) -> WaitTimeout:
+    """The ``WaitTimeout`` of a wait that ended at once (``timeout=0``) with the hold taken."""
+    return WaitTimeout(f"gave up waiting after 0s: the {what} is held (timeout=0 is one try)")
 
 
 class Holds(Generic[G]):

@@ -4,7 +4,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
-from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, at_once, ran_out, waits
 from ratelock._interrupted import release_at_exit
 
 S = TypeVar("S", bound="Holding[Any]")
@@ -15,12 +15,17 @@ class Holding(Holds[G], Blocking):
 
     def acquire(self, timeout: Optional[float] = None, blocking: bool = True) -> bool:
         """Takes a hold. Non-blocking: ``False`` if none is free. Blocking: waits up to ``timeout``
-        seconds (``None``: no limit) and raises ``WaitTimeout`` when that passes. ``acquire(False)``
-        is a non-blocking try, as with ``threading.Lock``."""
+        seconds (``None`` or ``-1``: no limit; ``0``: one try) and raises ``WaitTimeout`` when that
+        passes. ``acquire(False)`` is a non-blocking try, as with ``threading.Lock``."""
         blocking, timeout = waits(timeout, blocking)
-        handle = self._acquirer()
         try:
-            return self._keep(handle.acquire(timeout) if blocking else handle.try_acquire())
+            handle = self._acquirer()
+            if blocking and not at_once(timeout):
+                return self._keep(handle.acquire(timeout))
+            guard = handle.try_acquire()
+            if guard is None and blocking:
+                raise ran_out(self._what)
+            return self._keep(guard)
         finally:
             self._acquired()
 

@@ -2,6 +2,7 @@
 lost signal, ``extend`` and ``release``, usable as a context manager; and ``LeaseGuardBase``, what it
 shares with ``ratelock.asyncio.LeaseGuard``. The work is done by the Rust core."""
 
+import os
 import warnings
 from typing import Optional
 
@@ -20,6 +21,8 @@ class LeaseGuardBase:
     def __init__(self, guard: _native.LeaseGuard, ttl: float) -> None:
         self._guard = guard
         self._ttl = ttl
+        # A forked child's copy is not its hold: dropping it gives nothing back, and warns of nothing.
+        self._pid = os.getpid()
 
     @property
     def fencing_token(self) -> int:
@@ -54,15 +57,16 @@ class LeaseGuardBase:
         # ``rw.acquire_write()`` (Redisson's lock() ... unlock()) protected nothing, without a word.
         # Warned as an unclosed file is (ResourceWarning: shown under -X dev and in test runs).
         try:
-            if not self._guard.is_released() and not self._guard.is_lost():
-                warnings.warn(
-                    f"{self!r} was dropped while held and is given back now: keep it (with ...) until the "
-                    "work it protects is done",
-                    ResourceWarning,
-                    stacklevel=2,
-                )
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the warnings machinery may be gone
-            pass
+            held = self._pid == os.getpid() and not self._guard.is_released() and not self._guard.is_lost()
+            shown = repr(self) if held else ""
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the guard's module may be gone
+            return
+        if held:
+            warnings.warn(
+                f"{shown} was dropped while held and is given back now: keep it (with ...) until the work it "
+                "protects is done",
+                ResourceWarning,
+            )
 
 
 class LeaseGuard(LeaseGuardBase):

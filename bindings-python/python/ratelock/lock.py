@@ -76,11 +76,12 @@ class LockKind(Fenced[_native.LockGuard]):
                 self._forget_idle()
 
     def _forget_idle(self) -> None:
-        """Drops the handles of threads and tasks that neither hold the lock nor are acquiring it.
-        Called with the mutex held."""
-        holding = {holder for holder, _ in self._holds}
-        for holder in [h for h in self._own_handles if h not in holding and h not in self._entering]:
-            del self._own_handles[holder]
+        """Drops the asker's handle when it neither holds the lock nor is acquiring it. Only its own:
+        another thread's may be between taking its hold off and putting it back (a release that failed
+        on the way), and would come back without its owner token. Called with the mutex held."""
+        me = _holder()
+        if me not in self._entering and all(holder != me for holder, _ in self._holds):
+            self._own_handles.pop(me, None)
 
     locked = HandleCall(LockHandle.is_locked, LockHandle.is_locked_async, "Whether anyone holds the lock now.")
     remaining_ttl = HandleCall(
@@ -96,8 +97,9 @@ class LockKind(Fenced[_native.LockGuard]):
 
     @property
     def owner_token(self) -> str:
-        """This instance's owner token (the same for all its holds); for a re-entrant lock, that of the
-        asking thread or task while it holds the lock."""
+        """This instance's owner token (the same for all its holds). A re-entrant lock has one per
+        thread or task that holds it: the asker's while it holds the lock, else the instance's own,
+        which no hold uses."""
         with self._mutex:
             handle = self._own_handles.get(_holder(), self._handle)
         return handle.owner_token
