@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use ratelock::{DistributedLock, LockOptions, Released, Store, StoreOptions};
+use ratelock::{DistributedLock, LockGuard, LockOptions, Released, Store, StoreOptions};
 use ratelock_testkit::fault::{Fault, FaultProxy};
 use ratelock_testkit::RedisServer;
 
@@ -21,6 +21,20 @@ async fn freed_within(lock: &DistributedLock, within: Duration) -> Option<Durati
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     None
+}
+
+/// `guard.try_release()` again until the store answers (a breaker opened by the failure lets calls
+/// through again within a few seconds), for at most 5 s.
+async fn release_once_answered(guard: &mut LockGuard) -> ratelock::Result<Released> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match guard.try_release().await {
+            Err(err) if err.is_store_failure() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            answer => return answer,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,15 +79,7 @@ async fn a_hold_whose_release_failed_is_not_renewed_and_frees_itself_at_its_leas
     assert!(guard.is_lost(), "its lease ran out: the holder is told");
     // Calling release again is still allowed; once the store answers (the breaker the partition opened
     // lets calls through again), it finds nothing left to give back.
-    let until = Instant::now() + Duration::from_secs(5);
-    let again = loop {
-        match guard.try_release().await {
-            Err(err) if err.is_store_failure() && Instant::now() < until => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            answer => break answer,
-        }
-    };
+    let again = release_once_answered(&mut guard).await;
     assert_eq!(again.unwrap(), Released::NotHeld);
 }
 
@@ -99,15 +105,7 @@ async fn a_release_that_ran_though_its_answer_was_lost_answers_released_when_cal
         matches!(failed, Err(ref err) if err.is_timeout()),
         "the release met the frozen server: {failed:?}"
     );
-    let until = Instant::now() + Duration::from_secs(5);
-    let again = loop {
-        match guard.try_release().await {
-            Err(err) if err.is_store_failure() && Instant::now() < until => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            answer => break answer,
-        }
-    };
+    let again = release_once_answered(&mut guard).await;
     assert_eq!(again.unwrap(), Released::Released, "the first release freed it");
     assert!(!lock.is_locked().await.unwrap());
 }
