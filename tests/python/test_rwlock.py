@@ -210,3 +210,27 @@ def test_a_hold_dropped_while_held_warns_as_an_unclosed_file_does(store_url):
     dropped = [w for w in seen if issubclass(w.category, ResourceWarning)]
     assert len(dropped) == 1, [str(w.message) for w in seen]
     assert "dropped while held" in str(dropped[0].message)
+
+
+def test_read_write_timeouts_read_as_the_other_locks_read_them(store_url):
+    # The other lock kinds take timeout=-1 (no limit) and timeout=0 (one try, then WaitTimeout); the
+    # read-write lock refused both.
+    import asyncio
+
+    rw = ratelock.ReadWriteLock(fresh_name("rw"), store_url)
+    with rw.acquire_write(timeout=-1):
+        with pytest.raises(ratelock.WaitTimeout, match="timeout=0 is one try"):
+            rw.acquire_read(timeout=0)
+    with rw.acquire_read(timeout=0), rw.acquire_read(timeout=-1):
+        with pytest.raises(ratelock.WaitTimeout):
+            rw.acquire_write(timeout=0)
+
+    async def asynchronous() -> None:
+        shared = ratelock.asyncio.ReadWriteLock(fresh_name("rw"), store_url)
+        async with shared.acquire_write(timeout=-1):
+            with pytest.raises(ratelock.WaitTimeout):
+                await shared.acquire_read(timeout=0)
+        async with shared.acquire_read(timeout=0):
+            pass
+
+    asyncio.run(asynchronous())

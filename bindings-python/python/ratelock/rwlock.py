@@ -6,9 +6,22 @@ from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import Blocking, HandleCall
+from ratelock._hold_stack import at_once, ran_out
 from ratelock._native import Client, ReadWriteLockHandle
 from ratelock.otel import MetricsRecorder
 from ratelock.lease_guard import LeaseGuard
+
+
+def no_limit(timeout: Optional[float]) -> Optional[float]:
+    """``timeout`` as a wait reads it: ``-1`` is no limit, as in ``threading``."""
+    return None if isinstance(timeout, (int, float)) and timeout == -1 else timeout
+
+
+def acquired_once(guard: Optional[_native.LeaseGuard], what: str) -> _native.LeaseGuard:
+    """The hold of a wait that ended at once (``timeout=0``: one try), or its ``WaitTimeout``."""
+    if guard is None:
+        raise ran_out(what)
+    return guard
 
 
 class ReadWriteLockKind:
@@ -70,8 +83,11 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
     """
 
     def acquire_read(self, timeout: Optional[float] = None) -> LeaseGuard:
-        """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
-        return LeaseGuard(self._reading.acquire(timeout), self._ttl)
+        """Waits up to ``timeout`` seconds (``None`` or ``-1``: no limit; ``0``: one try) for a read hold;
+        raises ``WaitTimeout``."""
+        if at_once(timeout):
+            return LeaseGuard(acquired_once(self._reading.try_acquire(), "read hold"), self._ttl)
+        return LeaseGuard(self._reading.acquire(no_limit(timeout)), self._ttl)
 
     def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
@@ -80,7 +96,9 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
     def acquire_write(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        return LeaseGuard(self._writing.acquire(timeout), self._ttl)
+        if at_once(timeout):
+            return LeaseGuard(acquired_once(self._writing.try_acquire(), "write hold"), self._ttl)
+        return LeaseGuard(self._writing.acquire(no_limit(timeout)), self._ttl)
 
     def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None`` (never holds readers back)."""
