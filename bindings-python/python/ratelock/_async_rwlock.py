@@ -7,15 +7,15 @@ from typing import Optional
 from ratelock import _native
 from ratelock._async_lease_guard import Acquiring, LeaseGuard
 from ratelock._handle_call import Asynchronous
-from ratelock._hold_stack import at_once
-from ratelock.rwlock import ReadWriteLockKind, acquired_once, no_limit
+from ratelock._hold_stack import at_once, waits
+from ratelock.rwlock import ReadWriteLockKind, acquired_once
 
 
 async def waited(side: _native.ReadWriteLockSide, timeout: Optional[float], what: str) -> _native.LeaseGuard:
     """One side's hold within ``timeout`` (``None`` or ``-1``: no limit; ``0``: one try)."""
     if at_once(timeout):
         return acquired_once(await side.try_acquire_async(), what)
-    return await side.acquire_async(no_limit(timeout))
+    return await side.acquire_async(waits(timeout, True)[1])
 
 
 class ReadWriteLock(ReadWriteLockKind, Asynchronous):

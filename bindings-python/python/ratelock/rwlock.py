@@ -6,15 +6,10 @@ from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import Blocking, HandleCall
-from ratelock._hold_stack import at_once, ran_out
+from ratelock._hold_stack import at_once, ran_out, waits
 from ratelock._native import Client, ReadWriteLockHandle
 from ratelock.otel import MetricsRecorder
 from ratelock.lease_guard import LeaseGuard
-
-
-def no_limit(timeout: Optional[float]) -> Optional[float]:
-    """``timeout`` as a wait reads it: ``-1`` is no limit, as in ``threading``."""
-    return None if isinstance(timeout, (int, float)) and timeout == -1 else timeout
 
 
 def acquired_once(guard: Optional[_native.LeaseGuard], what: str) -> _native.LeaseGuard:
@@ -87,7 +82,7 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
         raises ``WaitTimeout``."""
         if at_once(timeout):
             return LeaseGuard(acquired_once(self._reading.try_acquire(), "read hold"), self._ttl)
-        return LeaseGuard(self._reading.acquire(no_limit(timeout)), self._ttl)
+        return LeaseGuard(self._reading.acquire(waits(timeout, True)[1]), self._ttl)
 
     def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
@@ -98,7 +93,7 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
         With writer preference, new readers are held back while it waits."""
         if at_once(timeout):
             return LeaseGuard(acquired_once(self._writing.try_acquire(), "write hold"), self._ttl)
-        return LeaseGuard(self._writing.acquire(no_limit(timeout)), self._ttl)
+        return LeaseGuard(self._writing.acquire(waits(timeout, True)[1]), self._ttl)
 
     def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None`` (never holds readers back)."""
