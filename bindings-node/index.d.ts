@@ -86,7 +86,8 @@ export interface LimiterOptions extends StoreOptions {
   onError?: 'raise' | 'allow' | 'deny' | 'local'
   /** Under `onError: 'local'`: how many processes (across all hosts) share the limits (default 1). */
   instances?: number
-  /** Shadow mode: a denial is let through with `wouldDeny` set, for rolling a limit out (default false). */
+  /** Shadow mode: a denial is let through with `wouldDeny` set, for rolling a limit out (default false). A
+   * rule that `block`s is refused (`InvalidRuleError`): its ban would deny for every limiter on the key. */
   shadow?: boolean
   /**
    * A local deny cache of about this many keys: once the store denies a key, its further calls with the

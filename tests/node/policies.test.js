@@ -80,6 +80,14 @@ test('bad arguments are named', async () => {
   await assert.rejects(limiter.hit('k', '5/minute block 1 hour shadow'), ratelock.InvalidRuleError)
 })
 
+test('a limiter in shadow refuses a blocking rule (its ban would deny for every limiter)', async () => {
+  const rollout = new ratelock.Limiter({ shadow: true })
+  for (let i = 0; i < 3; i++) {
+    await assert.rejects(rollout.hit('k', '2/minute block 1 hour'), (error) => error instanceof ratelock.InvalidRuleError && /shadow cannot block/.test(error.message))
+    assert.throws(() => rollout.hitSync('k', '2/minute block 1 hour'), ratelock.InvalidRuleError)
+  }
+})
+
 test('an entry change during an outage rejects, whatever onError says', async () => {
   const server = await RedisServer.start()
   await server.close()

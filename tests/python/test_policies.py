@@ -88,6 +88,15 @@ def test_a_rule_that_is_both_shadow_and_blocking_is_refused():
         ratelock.Limiter().hit("k", "5/minute block 1 hour shadow")
 
 
+def test_a_limiter_in_shadow_refuses_a_blocking_rule(store_url):
+    # Its ban would be the key's entry, which enforcing limiters on the same prefix obey.
+    rollout = ratelock.Limiter(store_url, shadow=True, prefix="shadow-ban")
+    for _ in range(3):
+        with pytest.raises(ratelock.InvalidRule, match="shadow cannot block"):
+            rollout.hit("k", "2/minute block 1 hour")
+    assert ratelock.Limiter(store_url, prefix="shadow-ban").hit("k", "100/minute").allowed
+
+
 def test_an_entry_change_during_an_outage_raises_whatever_on_error_says():
     server = RedisServer()
     server.halt()

@@ -147,7 +147,9 @@ impl LimiterOptions {
     /// enforcing (the store's state is what enforcement would leave), but a denial of any kind (a rule,
     /// a ban, the deny list, the failure policy's `deny`) comes back allowed, with
     /// [`Decision::would_deny`] set and enforcement's figures. For rolling a new limit out: watch what
-    /// it would deny, then turn shadow off. One rule alone: its `shadow` word.
+    /// it would deny, then turn shadow off. One rule alone: its `shadow` word. A rule that `block`s is
+    /// refused ([`Error::InvalidRule`](crate::Error)): its ban is the key's entry, which every limiter on
+    /// the prefix obeys, so it would deny for real.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -899,6 +901,9 @@ impl Limiter {
     ) -> Result<LimitRequest<'r>> {
         check_key("key", key)?;
         crate::clock::check_now(now)?;
+        if self.shared.options.shadow {
+            refuse_bans_in_shadow(rules)?;
+        }
         let now_us = now.or_else(|| (self.shared.options.clock == ClockSource::Local).then(now_us));
         Ok(self.checked_request(key, rules, cost, now_us, spend))
     }
@@ -1171,5 +1176,20 @@ impl Limiter {
             (FailurePolicy::Local, Some(fallback)) => fallback.decide(request),
             _ => Err(err),
         }
+    }
+}
+
+/// A limiter in shadow refuses a rule that `block`s: the ban its denial writes is the key's entry, which
+/// every limiter on the prefix obeys, so it would deny for real what shadow only reports (the same
+/// reason a shadow rule cannot block).
+fn refuse_bans_in_shadow(rules: &Rules) -> Result<()> {
+    match rules.iter().find(|rule| rule.block().is_some()) {
+        None => Ok(()),
+        Some(rule) => Err(Error::invalid_rule(
+            &rule.to_string(),
+            "block",
+            "a limiter in shadow cannot block (the ban would enforce it for every limiter on the key); \
+             roll the rule out without block first",
+        )),
     }
 }

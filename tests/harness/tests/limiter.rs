@@ -421,3 +421,30 @@ async fn a_wrong_password_over_a_unix_socket_is_never_an_outage() {
     drop(_server);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_limiter_in_shadow_refuses_a_banning_rule_and_bans_nobody() {
+    on_both_stores(async |store| {
+        let options = LimiterOptions::default();
+        let rollout = Limiter::with_store(store.clone(), options.clone().with_shadow(true)).unwrap();
+        let serving = Limiter::with_store(store, options).unwrap();
+        let banning: Rules = "2/minute block 1 hour".parse().unwrap();
+        for _ in 0..3 {
+            let refused = rollout.hit("user", &banning, 1).await.unwrap_err();
+            assert_eq!(refused.code(), "INVALID_RULE", "{refused}");
+            assert!(refused.to_string().contains("shadow cannot block"), "{refused}");
+        }
+        assert!(rollout.peek("user", &banning, 1).await.is_err());
+        // What the rollout would have written (a ban on the key) would deny here for real.
+        let other: Rules = "100/minute".parse().unwrap();
+        let decision = serving.hit("user", &other, 1).await.unwrap();
+        assert!(decision.allowed, "{decision:?}");
+        // Without block, the same limit rolls out in shadow.
+        let trial: Rules = "2/minute".parse().unwrap();
+        for _ in 0..3 {
+            assert!(rollout.hit("user", &trial, 1).await.unwrap().allowed);
+        }
+        assert!(rollout.hit("user", &trial, 1).await.unwrap().would_deny);
+    })
+    .await;
+}
