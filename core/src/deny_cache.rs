@@ -20,6 +20,9 @@ use crate::{Decision, Result};
 const SHARDS: usize = 16;
 /// How many keys a shard looks at to find one to forget when it is full.
 const EVICTION_SAMPLE: usize = 8;
+/// The most denials kept for one key (each for other rules or another cost): past it, the one ending
+/// first is forgotten, so a key called with ever new costs holds neither more memory nor a longer scan.
+const DENIALS_PER_KEY: usize = 4;
 
 /// A bounded, process-local memory of denials (see the module docs).
 ///
@@ -150,7 +153,13 @@ impl DenyCache {
         };
         let mut shard = self.shard(call.key).lock();
         if let Some(denials) = shard.get_mut(call.key) {
-            denials.retain(|kept| !kept.matches(call));
+            denials.retain(|kept| kept.until > now && !kept.matches(call));
+            if denials.len() >= DENIALS_PER_KEY {
+                let soonest = (0..denials.len()).min_by_key(|&at| denials[at].until);
+                if let Some(at) = soonest {
+                    denials.swap_remove(at);
+                }
+            }
             denials.push(denial);
             return;
         }
@@ -351,6 +360,27 @@ mod tests {
                 !aged.allowed && !aged.cached,
                 "past max_age the store answers again"
             );
+        });
+    }
+
+    #[test]
+    fn one_key_keeps_a_few_denials_however_many_costs_it_is_called_with() {
+        block_on(async {
+            let limiter = limiter(DenyCache::new(16));
+            let rules = limiter.rules("2000/hour").unwrap();
+            assert!(limiter.hit_at("k", &rules, 2_000, T).await.unwrap().allowed);
+            for cost in 1..=2_000 {
+                assert!(!limiter.hit_at("k", &rules, cost, T).await.unwrap().allowed);
+            }
+            let cache = limiter.deny_cache().unwrap();
+            let held = cache
+                .shard(b"k")
+                .lock()
+                .get(b"k".as_slice())
+                .map_or(0, |kept| kept.len());
+            assert!(held <= super::DENIALS_PER_KEY, "{held} denials held for one key");
+            // The latest are kept and answer.
+            assert!(limiter.hit_at("k", &rules, 2_000, T + 1).await.unwrap().cached);
         });
     }
 
