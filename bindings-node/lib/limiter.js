@@ -12,7 +12,7 @@ const check = require('./arguments')
 const { ConfigurationError, fromCode, fromNative, invalidArgument, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
-const { WireClient } = require('./wire-socket')
+const { WireClient, LONGEST_TIMER_MS } = require('./wire-socket')
 
 /** A memory-store check, answered into the checker's numbers (the addon makes this function once). */
 const checkInMemory = native.memoryCheckFunction()
@@ -181,16 +181,27 @@ class Limiter {
       throw signal.reason
     }
     if (booked.retryAfterMs <= 0) return booked
+    // Whole ms: a timer of 100.6 ms may fire at 100, before the slot.
+    const slot = performance.now() + Math.ceil(booked.retryAfterMs)
     await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', cancel)
-        resolve()
-      }, Math.ceil(booked.retryAfterMs)) // whole ms: a timer of 100.6 ms may fire at 100, before the slot
+      let timer
+      // Node fires a timer of more than 2^31 - 1 ms (24.8 days) after 1 ms: a longer wait is slept
+      // in steps.
+      const sleep = () => {
+        const left = slot - performance.now()
+        if (left <= 0) {
+          signal?.removeEventListener('abort', cancel)
+          resolve()
+          return
+        }
+        timer = setTimeout(sleep, Math.min(Math.ceil(left), LONGEST_TIMER_MS))
+      }
       const cancel = () => {
         clearTimeout(timer)
         giveBack().then(() => reject(signal.reason))
       }
       signal?.addEventListener('abort', cancel, { once: true })
+      sleep()
     })
     return booked
   }

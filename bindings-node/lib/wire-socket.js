@@ -372,4 +372,4 @@ function flush(link) {
   link.flush()
 }
 
-module.exports = { WireClient }
+module.exports = { WireClient, LONGEST_TIMER_MS }

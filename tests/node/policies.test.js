@@ -181,6 +181,22 @@ for (const store of ['memory', 'redis']) {
     assert.equal((await limiter.peek(now, '5/minute')).remaining, unspent, 'the booking was given back')
   })
 
+  test(`a wait for a slot past 24.8 days (Node's longest timer) still waits (${store})`, async () => {
+    const limiter = new ratelock.Limiter({ url: store === 'memory' ? undefined : redis.url, prefix: 'reservations' })
+    const key = fresh()
+    const rules = '1 per 30 days burst 1'
+    await limiter.hit(key, rules)
+    const controller = new AbortController()
+    let settled = false
+    const waiting = limiter.wait(key, rules, { maxWaitMs: 31 * 86_400_000, signal: controller.signal }).finally(() => { settled = true })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.equal(settled, false, 'a 30-day wait ended within 200 ms')
+    controller.abort(new Error('gave up'))
+    await assert.rejects(waiting, /gave up/)
+    const next = await limiter.peek(key, rules)
+    assert.ok(next.retryAfterMs > 29 * 86_400_000 && next.retryAfterMs <= 30 * 86_400_000, `${next.retryAfterMs} ms: the booking was not given back`)
+  })
+
   test(`concurrent waiters are served in booking order with one call each (${store})`, async () => {
     const limiter = new ratelock.Limiter({ url: store === 'memory' ? undefined : redis.url, prefix: 'reservations' })
     const key = fresh()

@@ -126,13 +126,14 @@ impl HeaderOptions {
         if decision.degraded {
             return;
         }
-        let limit = rule.limit();
+        // The limit the store decided on: a key's override (a tenant's plan) replaces the rule's.
+        let limit = limit_of(decision, decision.rule_index, rule);
         let remaining = decision.remaining;
         let reset = ceil_seconds(decision.reset_after);
         if let Some(style) = self.standard {
             let pk = (self.partition_key && matches!(style, HeaderStyle::Draft8 | HeaderStyle::Draft11))
                 .then(|| structured::partition_key(key));
-            let (policy, named) = policies(style, rules, decision.rule_index, pk.as_deref());
+            let (policy, named) = policies(style, rules, decision, pk.as_deref());
             match style {
                 HeaderStyle::Draft6 => {
                     out.push(("RateLimit-Policy", policy));
@@ -176,14 +177,20 @@ impl HeaderOptions {
     }
 }
 
+/// Rule `index`'s limit as the store decided it (an override's, where the key has one), else as given.
+fn limit_of(decision: &Decision, index: usize, rule: &Rule) -> u64 {
+    decision.rule(index).map_or(rule.limit(), |decided| decided.limit)
+}
+
 /// `RateLimit-Policy`: every rule checked, in the order given, written in one string; with the place in
 /// it of the rule at `named` (its quoted name in drafts 8 and 11, which the `RateLimit` field repeats).
 fn policies(
     style: HeaderStyle,
     rules: &Rules,
-    named: usize,
+    decision: &Decision,
     pk: Option<&str>,
 ) -> (String, std::ops::Range<usize>) {
+    let named = decision.rule_index;
     let mut policy = String::with_capacity(48 * rules.len());
     let mut name_at = 0..0;
     for (index, rule) in rules.iter().enumerate() {
@@ -191,9 +198,10 @@ fn policies(
             policy.push_str(", ");
         }
         let window = window_seconds(rule);
+        let limit = limit_of(decision, index, rule);
         match style {
             HeaderStyle::Draft6 | HeaderStyle::Draft7 => {
-                let _ = write!(policy, "{};w={window}", rule.limit());
+                let _ = write!(policy, "{limit};w={window}");
             }
             HeaderStyle::Draft8 | HeaderStyle::Draft11 => {
                 let start = policy.len();
@@ -201,7 +209,7 @@ fn policies(
                 if index == named {
                     name_at = start..policy.len();
                 }
-                let _ = write!(policy, ";q={};w={window}", rule.limit());
+                let _ = write!(policy, ";q={limit};w={window}");
                 if let Some(pk) = pk {
                     policy.push_str(";pk=");
                     policy.push_str(pk);
@@ -257,6 +265,32 @@ mod tests {
         let draft8 = render(style(HeaderStyle::Draft8), &allowed, "10/second; 100/hour");
         assert_eq!(draft8[0].1, "\"10/second\";q=10;w=1, \"100/hour\";q=100;w=3600");
         assert_eq!(draft8[1].1, "\"10/second\";r=9;t=1");
+    }
+
+    #[test]
+    fn a_keys_override_is_the_limit_every_field_names() {
+        // The store decided on the key's override (1000/minute), not on the rule as given.
+        let overridden = Decision::from_outcomes(smallvec::smallvec![Outcome {
+            allowed: true,
+            limit: 1000,
+            remaining: 999,
+            reset_after_us: 60_000,
+            retry_after_us: 0,
+        }]);
+        let draft6 = render(style(HeaderStyle::Draft6), &overridden, "100/minute");
+        assert_eq!(draft6[0].1, "1000;w=60");
+        assert_eq!(draft6[1], ("RateLimit-Limit", "1000".into()));
+        let draft7 = render(style(HeaderStyle::Draft7), &overridden, "100/minute");
+        assert_eq!(draft7[1].1, "limit=1000, remaining=999, reset=1");
+        let draft8 = render(style(HeaderStyle::Draft8), &overridden, "100/minute");
+        assert_eq!(draft8[0].1, "\"100/minute\";q=1000;w=60");
+        let legacy = HeaderOptions {
+            standard: None,
+            legacy: true,
+            ..HeaderOptions::default()
+        };
+        let legacy = render(legacy, &overridden, "100/minute");
+        assert_eq!(legacy[0], ("X-RateLimit-Limit", "1000".into()));
     }
 
     #[test]
