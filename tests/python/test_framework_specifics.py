@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 import textwrap
+import uuid
 from typing import Any, Dict
 
 import pytest
 
 import ratelock
+import ratelock.asyncio
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 from starlette.applications import Starlette
@@ -217,15 +219,148 @@ def test_starlette_routes_without_a_scope_keep_buckets_of_their_own() -> None:
 
 def test_starlette_names_a_route_by_its_endpoint_where_the_router_sets_no_route() -> None:
     # Starlette releases before `scope["route"]` set only `scope["endpoint"]` when matching a route.
-    from ratelock.starlette import _route_name
+    from ratelock.starlette import route_name
 
     async def login(_request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    assert _route_name({"type": "http", "route": Route("/login", login), "endpoint": login}) == "/login"
-    named = _route_name({"type": "http", "endpoint": login})
+    assert route_name({"type": "http", "route": Route("/login", login), "endpoint": login}) == "GET /login"
+    named = route_name({"type": "http", "endpoint": login})
     assert named is not None and named.endswith("login") and named.startswith(__name__)
-    assert _route_name({"type": "http"}) is None, "before routing: the app's middleware"
+    assert route_name({"type": "http"}) is None, "before routing: the app's middleware"
+
+
+def test_starlette_routes_in_two_mounts_and_one_paths_methods_count_apart() -> None:
+    # The name was the innermost route's own path: /v1/login and /v2/login shared a bucket, and so did a
+    # path's GET and POST routes.
+    from ratelock.http import HttpLimiter
+    from starlette.routing import Mount
+
+    async def home(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    shared = HttpLimiter(async_limiter=True)
+    client_key = uuid.uuid4().hex
+
+    def limited(path: str, methods: Any = None) -> Route:
+        middleware = [Middleware(RateLimitMiddleware, http=shared, rules="2/minute", key_func=lambda _request: client_key)]
+        return Route(path, home, methods=methods, middleware=middleware)
+
+    app = Starlette(routes=[
+        Mount("/v1", routes=[limited("/login")]),
+        Mount("/v2", routes=[limited("/login")]),
+        limited("/things", ["GET"]),
+        limited("/things", ["POST"]),
+    ])
+    with TestClient(app) as client:
+        assert [client.get("/v1/login").status_code for _ in range(3)] == [200, 200, 429]
+        assert [client.get("/v2/login").status_code for _ in range(3)] == [200, 200, 429], "a mount of its own"
+        assert [client.post("/things").status_code for _ in range(3)] == [200, 200, 429]
+        assert [client.get("/things").status_code for _ in range(3)] == [200, 200, 429], "a method of its own"
+        assert client.head("/things").status_code == 429, "HEAD counts with GET"
+
+
+def test_starlette_nested_middlewares_send_the_most_specific_headers_once() -> None:
+    async def home(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    client_key = uuid.uuid4().hex
+    route = Middleware(RateLimitMiddleware, rules="5/minute", legacy_headers=True, key_func=lambda _request: client_key)
+    app = Starlette(routes=[Route("/login", home, middleware=[route])])
+    app.add_middleware(RateLimitMiddleware, rules="100/minute", legacy_headers=True, key_func=lambda _request: client_key)
+    with TestClient(app) as client:
+        answered = client.get("/login")
+    assert answered.headers.get_list("X-RateLimit-Limit") == ["5"]
+    assert answered.headers.get_list("X-RateLimit-Remaining") == ["4"]
+    assert len(answered.headers.get_list("RateLimit")) == 1
+
+
+def test_starlette_functions_of_the_request_may_read_its_body() -> None:
+    # The request was made without the receive channel: reading the body raised (a 500 on every request).
+    async def by_user(request: Request) -> str:
+        return str((await request.json())["user"])
+
+    async def login(request: Request) -> PlainTextResponse:
+        return PlainTextResponse(f"hello {(await request.json())['user']}")
+
+    app = Starlette(routes=[Route("/login", login, methods=["POST"])])
+    app.add_middleware(RateLimitMiddleware, rules="2/minute", key_func=by_user)
+    ann, bob = (f"{name}-{uuid.uuid4().hex}" for name in ("ann", "bob"))
+    with TestClient(app) as client:
+        answers = [client.post("/login", json={"user": ann}) for _ in range(3)]
+        assert [answer.status_code for answer in answers] == [200, 200, 429]
+        assert answers[0].text == f"hello {ann}", "the app reads the body the key function read"
+        assert client.post("/login", json={"user": bob}).status_code == 200
+
+
+def test_async_adapters_refuse_a_sync_limiter_when_the_app_is_built() -> None:
+    from ratelock import InvalidArgument
+    from ratelock.http import HttpLimiter
+
+    with pytest.raises(InvalidArgument, match="ratelock.asyncio.Limiter"):
+        RateLimitMiddleware(Starlette(), limiter=ratelock.Limiter())
+    with pytest.raises(InvalidArgument, match="ratelock.asyncio.Limiter"):
+        RateLimiter(limiter=ratelock.Limiter())
+    with pytest.raises(InvalidArgument, match="`limiter`"):
+        HttpLimiter(limiter=ratelock.asyncio.Limiter())
+
+
+def test_fastapi_settles_a_request_once_however_often_the_app_is_installed() -> None:
+    # Each installed copy of the middleware settled the request: a success's refund, made twice, gave back
+    # a failure's unit, so failures alternating with one success were never refused.
+    def failed(response: Any) -> bool:
+        return bool(response.status_code >= 400)
+
+    api = FastAPI()
+    RateLimiter(api)
+    limiter = RateLimiter(api)
+    limiter.install(api)
+
+    client_key = uuid.uuid4().hex
+
+    @api.get("/login", dependencies=[Depends(limiter.limit("2/minute", deduct_when=failed, key_func=lambda _request: client_key))])
+    async def login(password: str = "") -> JSONResponse:
+        return JSONResponse({"ok": password == "right"}, status_code=200 if password == "right" else 401)
+
+    with TestClient(api) as client:
+        answered = [client.get(path).status_code for path in ["/login", "/login?password=right"] * 3]
+    assert answered == [401, 200, 401, 429, 429, 429]
+    from ratelock.fastapi import HeadersOnEveryResponse
+
+    assert sum(middleware.cls is HeadersOnEveryResponse for middleware in api.user_middleware) == 1
+
+
+def test_fastapi_counts_each_route_a_factory_makes_and_lets_websockets_through() -> None:
+    from fastapi import APIRouter, WebSocket
+
+    client_key = uuid.uuid4().hex
+    limiter = RateLimiter(key_func=lambda _request: client_key)
+    api = FastAPI(dependencies=[Depends(limiter.limit("100/minute"))])
+
+    def crud(name: str) -> APIRouter:
+        router = APIRouter(prefix=f"/{name}")
+
+        @router.get("/", dependencies=[Depends(limiter.limit("2/minute"))])
+        async def listing() -> dict:
+            return {"name": name}
+
+        return router
+
+    api.include_router(crud("users"))
+    api.include_router(crud("orders"))
+
+    @api.websocket("/ws")
+    async def talk(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("hi")
+        await websocket.close()
+
+    with TestClient(api) as client:
+        assert [client.get("/users/").status_code for _ in range(3)] == [200, 200, 429]
+        assert [client.get("/orders/").status_code for _ in range(3)] == [200, 200, 429], "a bucket of its own"
+        for _ in range(2):
+            with client.websocket_connect("/ws") as socket:
+                assert socket.receive_text() == "hi"
 
 
 def test_starlette_refuses_http_with_options_it_would_ignore() -> None:
@@ -301,13 +436,14 @@ def test_starlette_and_fastapi_deduct_when_give_back_what_it_does_not_count() ->
     api = FastAPI()
     limiter = RateLimiter(api)
 
-    @api.get("/login", dependencies=[Depends(limiter.limit("2/minute", deduct_when=failed))])
+    # Another path: both apps' routes named "GET /login" would share one bucket (one store, one client).
+    @api.get("/sign-in", dependencies=[Depends(limiter.limit("2/minute", deduct_when=failed))])
     async def api_login(password: str = "") -> JSONResponse:
         return JSONResponse({"ok": password == "right"}, status_code=200 if password == "right" else 401)
 
     with TestClient(api) as client:
-        assert [client.get("/login?password=right").status_code for _ in range(4)] == [200] * 4
-        assert [client.get("/login").status_code for _ in range(3)] == [401, 401, 429]
+        assert [client.get("/sign-in?password=right").status_code for _ in range(4)] == [200] * 4
+        assert [client.get("/sign-in").status_code for _ in range(3)] == [401, 401, 429]
 
 
 def test_django_ratelimit_deduct_when_gives_back_what_it_does_not_count() -> None:

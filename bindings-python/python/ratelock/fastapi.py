@@ -24,10 +24,11 @@ dependency's headers only onto the responses it builds). For limits on every rou
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, MutableMapping, Optional, Tuple, Union
 
 from fastapi import FastAPI, HTTPException, Request, Response
+from starlette.requests import HTTPConnection
 
 from ratelock._native import Decision
 from ratelock.http import Counted, HttpAnswer, HttpLimiter, HttpLimiterOptions, Limit, Maybe
-from ratelock.starlette import recording_start, settle_started, with_headers
+from ratelock.starlette import route_name, recording_start, settle_started, with_headers
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -77,9 +78,12 @@ class RateLimiter:
 
     def install(self, app: FastAPI) -> None:
         """Answers ``Refused`` with the core's exact response in `app`, and puts an allowed request's
-        rate-limit headers on whatever response the endpoint gives (``HeadersOnEveryResponse``)."""
+        rate-limit headers on whatever response the endpoint gives (``HeadersOnEveryResponse``). Once per
+        app: a second ``RateLimiter`` given the same app shares the first one's middleware. Before the app
+        starts (Starlette takes no middleware after)."""
         app.add_exception_handler(Refused, refused_response)
-        app.add_middleware(HeadersOnEveryResponse)
+        if not any(getattr(middleware, "cls", None) is HeadersOnEveryResponse for middleware in app.user_middleware):
+            app.add_middleware(HeadersOnEveryResponse)
 
     def limit(
         self,
@@ -97,12 +101,15 @@ class RateLimiter:
         name) keeps an allowed request counted only when it answers true for the response (its status and
         headers; a 500 when the endpoint raised), with the app installed (``install``); otherwise the
         units are given back once the request is answered. Bad rule text raises here, when the app is
-        built."""
+        built. On a websocket route (a dependency of the whole app reaches them too) it checks nothing
+        and answers None: a websocket has no HTTP response to refuse with."""
         base = self.http.limit(rules, scope=scope or "", key_func=key_func, cost=cost, skip=skip, deduct_when=deduct_when)
         limits: Dict[str, Any] = {}
         http = self.http
 
-        async def rate_limit(request: Request, response: Response) -> Optional[Decision]:
+        async def rate_limit(request: HTTPConnection, response: Response) -> Optional[Decision]:
+            if request.scope["type"] != "http":
+                return None
             limit = base
             if scope is None:
                 name = _endpoint_name(request)
@@ -159,20 +166,22 @@ class HeadersOnEveryResponse:
         try:
             await self.app(scope, receive, recording_start(sending, started))
         finally:
-            counted = (scope.get("state") or {}).get(_COUNTED)
+            # Taken, not read: where another copy of this middleware wraps this one (a mounted app with
+            # its own, an app installed twice), the request is settled once, by the innermost. Settled
+            # twice, a success's refund would give back a failure's unit too.
+            counted = (scope.get("state") or {}).pop(_COUNTED, None)
             if counted:
                 await settle_started(counted, started)
 
 
-def _endpoint_name(request: Request) -> str:
-    """The route's endpoint as a scope name (module and qualified name), or the path for an endpoint
-    without one (a callable object, a ``functools.partial``: reading a name they lack answered 500)."""
-    endpoint = request.scope.get("endpoint")
-    qualname = getattr(endpoint, "__qualname__", None)
-    if endpoint is None or qualname is None:
-        route = request.scope.get("route")
-        return str(getattr(route, "path", None) or request.url.path)
-    return f"{getattr(endpoint, '__module__', '')}.{qualname}"
+def _endpoint_name(request: HTTPConnection) -> str:
+    """The route as a scope name (see ``ratelock.starlette``: its methods and whole path, so endpoints
+    one factory makes, which share a qualified name, count apart), or the endpoint's module and qualified
+    name, or the path, where the router sets no route."""
+    named = route_name(request.scope)
+    if named is not None:
+        return named
+    return str(request.url.path)
 
 
 __all__ = ["HeadersOnEveryResponse", "RateLimiter", "Refused", "refused_response"]

@@ -161,6 +161,9 @@ class HttpLimiter:
                 raise InvalidArgument(f"invalid argument `{name}`: expected a function of the request")
         self.key_func = key_func
         self.skip = skip
+        if limiter is not None and inspect.iscoroutinefunction(getattr(limiter, "hit", None)) != async_limiter:
+            wanted = "a ratelock.asyncio.Limiter (this adapter awaits its calls)" if async_limiter else "a ratelock.Limiter (this adapter's calls do not await)"
+            raise InvalidArgument(f"invalid argument `limiter`: expected {wanted}, got {type(limiter).__module__}.{type(limiter).__qualname__}")
         if limiter is None:
             # No I/O here (lazy start): an app boots while Redis is down; requests follow `on_error`.
             if async_limiter:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ratelock._native import InvalidArgument
@@ -76,11 +77,14 @@ class RateLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
+        read: List[Message] = []
+        request = Request(scope, _recording_body(receive, read))
         limit = self._limit_of(scope)
         checked = await self.http.check_async(limit, request, peer=_peer(scope), forwarded=self._forwarded(scope))
         if checked.decision is not None:
             request.state.rate_limit = checked.decision
+        if read:
+            receive = _replaying(read, receive)
         answer = checked.answer
         if answer is None:
             await self.app(scope, receive, send)
@@ -101,7 +105,7 @@ class RateLimitMiddleware:
         does not set it, the matched endpoint's name)."""
         if self._by_route is None:
             return self.limit
-        route = _route_name(scope)
+        route = route_name(scope)
         if route is None:
             return self.limit
         limit = self._by_route.get(route)
@@ -116,17 +120,59 @@ class RateLimitMiddleware:
         return ", ".join(values) if values else None
 
 
-def _route_name(scope: Scope) -> Optional[str]:
-    """The matched route's path, else the matched endpoint's module and name; ``None`` before routing
-    (a middleware on the app)."""
-    path = getattr(scope.get("route"), "path", None)
-    if path:
-        return str(path)
+def route_name(scope: Scope) -> Optional[str]:
+    """The matched route as a bucket's scope: its methods and its whole path, mounts' prefixes included
+    (``"GET /v1/login"``; HEAD counts with GET, as in the Node adapters), or a mount's whole prefix for a
+    middleware on a ``Mount``; the matched endpoint's module and name where the router sets no route;
+    ``None`` before routing (a middleware on the app). Two routes never share a name: the same path in
+    two mounts, or one path's GET and POST routes."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if route is not None and path is not None:
+        mounted = _mount_prefix(scope)
+        if isinstance(route, Mount):
+            return mounted or "/"
+        methods = getattr(route, "methods", None) or ()
+        named = sorted({"GET" if method == "HEAD" else method for method in methods})
+        return f"{','.join(named)} {mounted}{path}" if named else f"{mounted}{path}"
     endpoint = scope.get("endpoint")
     if endpoint is None:
         return None
     name = getattr(endpoint, "__qualname__", None) or type(endpoint).__qualname__
     return f"{getattr(endpoint, '__module__', '')}.{name}"
+
+
+def _mount_prefix(scope: Scope) -> str:
+    """The paths of the mounts the request went through (``root_path`` past the app's own, which a proxy
+    may set): ``app_root_path`` is set by the first mount, so outside any it is empty."""
+    app_root = scope.get("app_root_path")
+    root = str(scope.get("root_path", ""))
+    if app_root is None or not root.startswith(app_root):
+        return ""
+    return root[len(app_root) :]
+
+
+def _recording_body(receive: Receive, read: List[Message]) -> Receive:
+    """`receive` that keeps in `read` the body messages it hands over: what the functions of the request
+    read (``await request.form()`` in a key function), for the app to be given again."""
+
+    async def receiving() -> Message:
+        message = await receive()
+        if message["type"] == "http.request":
+            read.append(message)
+        return message
+
+    return receiving
+
+
+def _replaying(read: List[Message], receive: Receive) -> Receive:
+    """`receive` that hands the app the body messages already `read` first, then goes on with `receive`."""
+    pending = list(read)
+
+    async def receiving() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return receiving
 
 
 def _peer(scope: Scope) -> Optional[str]:
@@ -163,7 +209,9 @@ def _adding_headers(checked: Checked, send: Send) -> Send:
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and extra:
-            message = with_headers(message, extra)
+            # A middleware nearer the endpoint (a route's own) has set its headers first: the most
+            # specific limit's stay, as in the other adapters, not one value per limit.
+            message = with_headers(message, extra, keep_own=True)
         await send(message)
 
     return sending
@@ -191,4 +239,4 @@ async def send_answer(answer: HttpAnswer, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["RateLimitMiddleware", "recording_start", "send_answer", "settle_started", "with_headers"]
+__all__ = ["RateLimitMiddleware", "recording_start", "route_name", "send_answer", "settle_started", "with_headers"]
