@@ -309,9 +309,11 @@ export interface InstrumentInfo {
   name: string
   /** `counter` or `histogram`. */
   kind: string
-  /** `s` for a histogram, empty for a counter. */
+  /** `s` for a histogram; what a counter counts (`{decision}`, `{error}`, `{hold}`). */
   unit: string
   description: string
+  /** A histogram's bucket boundaries, in seconds (empty for a counter). */
+  boundaries: Array<number>
 }
 
 /** Every instrument ratelock records (the same in every language). */

@@ -38,12 +38,14 @@ class Metrics {
     const { meterProvider } = check.options('options', options, ['meterProvider'])
     const provider = meterProvider ?? openTelemetryApi().metrics.getMeterProvider()
     const meter = provider.getMeter('ratelock', VERSION)
-    for (const { name, kind, unit, description } of native.instruments()) {
+    for (const { name, kind, unit, description, boundaries } of native.instruments()) {
       if (kind === 'histogram') {
-        const histogram = meter.createHistogram(name, { unit, description })
+        // The boundaries as the API's advice (@opentelemetry/api 1.7 and later; older ones ignore it):
+        // the SDK's default ones were made for milliseconds, and put every round trip in one bucket.
+        const histogram = meter.createHistogram(name, { unit, description, advice: { explicitBucketBoundaries: boundaries } })
         this.#record.set(name, (value, attributes) => histogram.record(value, attributes))
       } else {
-        const counter = meter.createCounter(name, { description })
+        const counter = meter.createCounter(name, { unit, description })
         this.#record.set(name, (value, attributes) => counter.add(value, attributes))
       }
     }

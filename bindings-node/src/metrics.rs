@@ -64,9 +64,11 @@ pub struct InstrumentInfo {
     pub name: String,
     /// `counter` or `histogram`.
     pub kind: String,
-    /// `s` for a histogram, empty for a counter.
+    /// `s` for a histogram; what a counter counts (`{decision}`, `{error}`, `{hold}`).
     pub unit: String,
     pub description: String,
+    /// A histogram's bucket boundaries, in seconds (empty for a counter).
+    pub boundaries: Vec<f64>,
 }
 
 /// Every instrument ratelock records (the same in every language).
@@ -82,8 +84,9 @@ pub fn instruments() -> Vec<InstrumentInfo> {
                 "counter"
             }
             .to_owned(),
-            unit: instrument.unit().unwrap_or("").to_owned(),
+            unit: instrument.unit().to_owned(),
             description: instrument.description().to_owned(),
+            boundaries: instrument.boundaries().to_vec(),
         })
         .collect()
 }

@@ -63,8 +63,9 @@ pub(crate) fn hook_of(metrics: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc
     }))))
 }
 
-/// `ratelock._native.instruments()`: every instrument as `(name, kind, unit, description)`, `kind`
-/// being `"counter"` or `"histogram"` and `unit` `""` for a counter.
+/// `ratelock._native.instruments()`: every instrument as `(name, kind, unit, description, boundaries)`,
+/// `kind` being `"counter"` or `"histogram"` and `boundaries` a histogram's buckets in seconds (empty for
+/// a counter).
 #[pyfunction]
 pub(crate) fn instruments(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let rows = Instrument::ALL.iter().map(|instrument| {
@@ -73,15 +74,14 @@ pub(crate) fn instruments(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         } else {
             "counter"
         };
-        PyTuple::new(
-            py,
-            [
-                instrument.name(),
-                kind,
-                instrument.unit().unwrap_or(""),
-                instrument.description(),
-            ],
+        (
+            instrument.name(),
+            kind,
+            instrument.unit(),
+            instrument.description(),
+            PyTuple::new(py, instrument.boundaries())?,
         )
+            .into_pyobject(py)
     });
     PyList::new(py, rows.collect::<PyResult<Vec<_>>>()?)
 }

@@ -5,12 +5,12 @@
 //!
 //! | instrument | kind | attributes |
 //! |---|---|---|
-//! | `ratelock.decisions` | counter | `outcome` (allowed, denied, would_deny, degraded, cached), `reason` (rule, ban, deny_list, allow_list), `rule` (the deciding rule's id, e.g. `g100/60000`), `store` (memory, redis), `operation` (hit, peek, reserve), `route` (module, fcall, evalsha; Redis only) |
+//! | `ratelock.decisions` | counter, `{decision}` | `outcome` (allowed, denied, would_deny, degraded, cached), `reason` (rule, ban, deny_list, allow_list), `rule` (the deciding rule's id, e.g. `g100/60000`), `store` (memory, redis), `operation` (hit, peek, reserve), `route` (module, fcall, evalsha; Redis only) |
 //! | `ratelock.store.duration` | histogram, s | `operation`, `store`, `route` |
-//! | `ratelock.store.errors` | counter | `kind` (the error's code, e.g. `timeout`), `store` |
+//! | `ratelock.store.errors` | counter, `{error}` | `kind` (the error's code, e.g. `timeout`), `store` |
 //! | `ratelock.lock.wait.duration` | histogram, s | `kind` (lock, permit, fair lock, read hold, write hold), `outcome` (granted, timed_out, failed) |
 //! | `ratelock.lock.held.duration` | histogram, s | `kind`, `outcome` (released, lost) |
-//! | `ratelock.lock.lost` | counter | `kind` |
+//! | `ratelock.lock.lost` | counter, `{hold}` | `kind` |
 //!
 //! Keys are never attributes (their number has no bound); rules are.
 
@@ -87,9 +87,48 @@ impl Instrument {
         )
     }
 
-    /// Its unit: `s` for the histograms, none for the counters.
-    pub fn unit(self) -> Option<&'static str> {
-        self.is_histogram().then_some("s")
+    /// Its unit, as OpenTelemetry writes units: `s` for the histograms, and for each counter what it
+    /// counts (`{decision}`, `{error}`, `{hold}`).
+    ///
+    /// ```
+    /// use ratelock::metrics::Instrument;
+    /// assert_eq!(Instrument::StoreDuration.unit(), "s");
+    /// assert_eq!(Instrument::Decisions.unit(), "{decision}");
+    /// ```
+    pub fn unit(self) -> &'static str {
+        match self {
+            Instrument::Decisions => "{decision}",
+            Instrument::StoreErrors => "{error}",
+            Instrument::LockLost => "{hold}",
+            Instrument::StoreDuration | Instrument::LockWaitDuration | Instrument::LockHeldDuration => "s",
+        }
+    }
+
+    /// A histogram's bucket boundaries, in seconds (none for a counter), given to each language's
+    /// OpenTelemetry API as its advice. The SDKs' default boundaries (0, 5, 10, 25 ... 10000) were made
+    /// for milliseconds: in seconds, every round trip and most waits fell into one bucket. A store's round
+    /// trip spans 50 µs (loopback) to seconds (a timeout); waits and holds, a millisecond to an hour.
+    ///
+    /// ```
+    /// use ratelock::metrics::Instrument;
+    /// let round_trips = Instrument::StoreDuration.boundaries();
+    /// assert!(round_trips[0] < 0.001 && round_trips.windows(2).all(|pair| pair[0] < pair[1]));
+    /// assert!(Instrument::Decisions.boundaries().is_empty());
+    /// ```
+    pub fn boundaries(self) -> &'static [f64] {
+        const ROUND_TRIP: &[f64] = &[
+            0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+            2.5, 5.0,
+        ];
+        const WAIT_OR_HOLD: &[f64] = &[
+            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
+            3600.0,
+        ];
+        match self {
+            Instrument::StoreDuration => ROUND_TRIP,
+            Instrument::LockWaitDuration | Instrument::LockHeldDuration => WAIT_OR_HOLD,
+            Instrument::Decisions | Instrument::StoreErrors | Instrument::LockLost => &[],
+        }
     }
 
     /// What it measures, in a sentence.

@@ -43,16 +43,18 @@ impl Metrics {
             (!instrument.is_histogram()).then(|| {
                 meter
                     .u64_counter(instrument.name())
+                    .with_unit(instrument.unit())
                     .with_description(instrument.description())
                     .build()
             })
         });
         let histograms = Instrument::ALL.map(|instrument| {
-            instrument.unit().map(|unit| {
+            instrument.is_histogram().then(|| {
                 meter
                     .f64_histogram(instrument.name())
-                    .with_unit(unit)
+                    .with_unit(instrument.unit())
                     .with_description(instrument.description())
+                    .with_boundaries(instrument.boundaries().to_vec())
                     .build()
             })
         });

@@ -95,6 +95,25 @@ test('decisions, round trips and routes from a Redis limiter', async () => {
   assert.ok(byFunction > 0, 'once the check is done, calls go by FCALL (Redis 7)')
 })
 
+test('histograms have buckets for seconds, and counters units', async () => {
+  // With no advice the SDK used its default boundaries (0, 5, 10 ... 10000), made for milliseconds: every
+  // round trip, of well under a millisecond here, fell into the one bucket (0, 5 s].
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
+  const metrics = new Metrics({ meterProvider: new MeterProvider({ readers: [reader] }) })
+  const limiter = new ratelock.Limiter({ url: redis.url, metrics })
+  for (let i = 0; i < 20; i++) await limiter.hit(fresh('user'), '10/minute')
+  await sleep(20)
+  await reader.forceFlush()
+  const found = new Map(exporter.getMetrics().flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics)).map((metric) => [metric.descriptor.name, metric]))
+  const roundTrips = found.get('ratelock.store.duration')
+  const { boundaries, counts } = roundTrips.dataPoints[0].value.buckets
+  assert.ok(boundaries[0] > 0 && boundaries[0] < 0.001 && boundaries.at(-1) >= 1, JSON.stringify(boundaries))
+  assert.equal(counts.reduce((sum, count) => sum + count, 0), 20)
+  assert.equal(roundTrips.descriptor.unit, 's')
+  assert.equal(found.get('ratelock.decisions').descriptor.unit, '{decision}')
+})
+
 test('the memory store in shadow, and an outage counted as a store error', async () => {
   const { metrics, points } = inMemory()
   const shadow = new ratelock.Limiter({ shadow: true, metrics })

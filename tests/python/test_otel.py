@@ -77,6 +77,23 @@ def test_decisions_round_trips_and_routes_from_a_redis_limiter(redis_server, rea
     assert total(round_trips, store="redis") == 6, round_trips
 
 
+def test_histograms_have_buckets_for_seconds_and_counters_units(redis_server, reader, metrics):
+    # With no advice the SDK used its default boundaries (0, 5, 10 ... 10000), made for milliseconds:
+    # every round trip, of well under a millisecond here, fell into the one bucket (0, 5 s].
+    limiter = ratelock.Limiter(redis_server.url, metrics=metrics)
+    for _ in range(20):
+        limiter.hit(fresh("user"), "10/minute")
+    data = reader.get_metrics_data()
+    found = {metric.name: metric for resource in data.resource_metrics for scope in resource.scope_metrics for metric in scope.metrics}
+    (round_trips,) = found["ratelock.store.duration"].data.data_points
+    bounds = list(round_trips.explicit_bounds)
+    assert 0 < bounds[0] < 0.001 and bounds[-1] >= 1, bounds
+    assert sum(round_trips.bucket_counts) == 20
+    assert round_trips.bucket_counts[-1] == 0, "a round trip over the last boundary"
+    assert found["ratelock.store.duration"].unit == "s"
+    assert found["ratelock.decisions"].unit == "{decision}"
+
+
 def test_memory_store_shadow_and_asyncio_decisions(reader, metrics):
     limiter = ratelock.Limiter(shadow=True, metrics=metrics)
     key = fresh("k")

@@ -13,7 +13,7 @@ Examples:
     True
 """
 
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from ratelock import _native
 
@@ -38,12 +38,24 @@ class Metrics:
             ) from missing
         meter = metrics.get_meter("ratelock", _native.__version__, meter_provider=meter_provider)
         self._record: Dict[str, Callable[[Union[int, float], Mapping[str, str]], None]] = {}
-        for name, kind, unit, description in _native.instruments():
+        for name, kind, unit, description, boundaries in _native.instruments():
             if kind == "histogram":
-                self._record[name] = meter.create_histogram(name, unit=unit, description=description).record
+                self._record[name] = _histogram(meter, name, unit, description, boundaries).record
             else:
-                self._record[name] = meter.create_counter(name, description=description).add
+                self._record[name] = meter.create_counter(name, unit=unit, description=description).add
 
     def __call__(self, name: str, value: Union[int, float], attributes: Dict[str, str]) -> None:
         """Records one measurement (called by the core's hook, on the thread that made it)."""
         self._record[name](value, attributes)
+
+
+def _histogram(meter: Any, name: str, unit: str, description: str, boundaries: Tuple[float, ...]) -> Any:
+    """A histogram in seconds with ratelock's bucket boundaries as the API's advice (opentelemetry-api
+    1.23 and later): the SDK's default boundaries were made for milliseconds, and put every round trip
+    in one bucket. An older API takes no advice; a view can set the boundaries there."""
+    try:
+        return meter.create_histogram(
+            name, unit=unit, description=description, explicit_bucket_boundaries_advisory=list(boundaries)
+        )
+    except TypeError:
+        return meter.create_histogram(name, unit=unit, description=description)

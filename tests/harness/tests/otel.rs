@@ -142,6 +142,25 @@ async fn decisions_round_trips_errors_and_locks_are_recorded() {
     assert_eq!(total(&held, &["outcome=released"]), 1, "{held:?}");
     assert_eq!(total(&held, &["outcome=lost"]), 1, "{held:?}");
     assert_eq!(total(&points(&finished, "ratelock.lock.lost"), &["kind=lock"]), 1);
+    // Buckets for seconds (the SDK's defaults, 0, 5, 10 ... 10000, were made for milliseconds: every
+    // round trip fell into one), and units on the counters.
+    for resource in &finished {
+        for scope in resource.scope_metrics() {
+            for metric in scope.metrics() {
+                let wanted = ratelock::metrics::Instrument::ALL
+                    .into_iter()
+                    .find(|instrument| instrument.name() == metric.name())
+                    .unwrap();
+                assert_eq!(metric.unit(), wanted.unit(), "{}", metric.name());
+                if let AggregatedMetrics::F64(MetricData::Histogram(histogram)) = metric.data() {
+                    for point in histogram.data_points() {
+                        let bounds: Vec<f64> = point.bounds().collect();
+                        assert_eq!(bounds, wanted.boundaries(), "{}", metric.name());
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
