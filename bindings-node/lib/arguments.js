@@ -110,13 +110,28 @@ function optionalMetrics(name, value) {
   } else {
     throw invalidArgument(name, `expected a Metrics of ratelock/otel (or a record function), got ${describe(value)}`)
   }
+  // A recorder that throws is warned of, at most once a second with the count since: thrown from
+  // here it was the process's uncaughtException, and one broken exporter stopped the service.
+  let failed = 0
+  let warnedAt = -Infinity
   // The addon says how many measurements it dropped while its queue to this thread was full.
   return (instrument, measured, attributes, dropped) => {
     if (dropped > 0) {
       process.emitWarning(`${dropped} measurements were dropped: ${native.MAX_QUEUED_MEASUREMENTS} already waited for this thread`,
         { code: 'RATELOCK_METRICS_DROPPED' })
     }
-    record(instrument, measured, attributes)
+    try {
+      record(instrument, measured, attributes)
+    } catch (error) {
+      failed += 1
+      const now = performance.now()
+      if (now - warnedAt < 1000) return
+      const times = failed > 1 ? ` (${failed} measurements since the last warning)` : ''
+      process.emitWarning(`recording ${instrument} failed${times}: ${error?.name ?? 'Error'}: ${error?.message ?? String(error)}`,
+        { code: 'RATELOCK_METRICS_FAILED' })
+      warnedAt = now
+      failed = 0
+    }
   }
 }
 

@@ -186,6 +186,26 @@ test('with no provider given, Metrics records to the global one', () => {
   assert.match(run.stdout, /ratelock\.decisions/)
 })
 
+test('a recorder that throws is a process warning, never an uncaught exception', async () => {
+  // Thrown to the event loop, it was the process's uncaughtException: the service stopped.
+  const script = `
+    const ratelock = require('ratelock')
+    process.on('warning', (warning) => { if (warning.code === 'RATELOCK_METRICS_FAILED') console.log('warned:', warning.message) })
+    const limiter = new ratelock.Limiter({ metrics: () => { throw new Error('exporter down') } })
+    ;(async () => {
+      for (let i = 0; i < 50; i++) await limiter.hit('k', '100/second')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      console.log('still running')
+    })()
+  `
+  const ran = spawnSync(process.execPath, ['-e', script], { cwd: __dirname, encoding: 'utf8', timeout: 30_000 })
+  assert.equal(ran.status, 0, ran.stderr)
+  assert.match(ran.stdout, /still running/)
+  const warnings = ran.stdout.split('\n').filter((line) => line.startsWith('warned:'))
+  assert.equal(warnings.length, 1, ran.stdout)
+  assert.match(warnings[0], /recording ratelock\.\S+ failed: Error: exporter down/)
+})
+
 test('measurements beyond the queue to this thread are dropped, counted and warned of, never piled up', async () => {
   // A loop of hitSync calls that never yields queues each call's measurements with nothing to take
   // them: past the addon's bound they are dropped, and the next one handed over says how many.
