@@ -209,7 +209,10 @@ export interface LockOptions extends LockKindOptions {
 }
 
 export interface AcquireOptions {
-  /** How long to wait (default: no limit); then `WaitTimeoutError`. */
+  /**
+   * How long to wait (default, or `Infinity`: no limit); then `WaitTimeoutError`. `0` is a wait that
+   * ends at once: one try, then `WaitTimeoutError` if the lock is held.
+   */
   timeoutMs?: number
   /**
    * Stops the wait: the promise rejects with the signal's reason, and nothing stays taken (a fair

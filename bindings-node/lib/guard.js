@@ -5,7 +5,8 @@
 // be called again. Also `using`, the body of every lock kind's `using()`.
 
 const check = require('./arguments')
-const { LockLostError, fromCode, fromNative, rethrow } = require('./errors')
+const { LockLostError, fromCode, rethrow } = require('./errors')
+const { LONGEST_TIMER_MS } = require('./wire-socket')
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
 class Guard {
@@ -92,20 +93,19 @@ async function using(work, acquire, giveBack = (hold) => hold.release()) {
   let failed = false
   let failure
   let result
+  // The process stays alive while the work runs (a work may only wait for the signal), and no longer:
+  // the watch for a loss is weak. A pending watch kept it alive after the work until the lease's end
+  // when the give-back failed (the lease then runs out).
+  const alive = setInterval(() => {}, LONGEST_TIMER_MS)
   try {
     // Inside the `try`: a watch that cannot even start still gives the hold back.
-    hold.hold.waitLost().then(
-      (lost) => {
-        if (lost) controller.abort(lostWhileHeld(hold.hold))
-      },
-      // The watch itself failed: the hold can no longer be known safe, so the work is told to stop.
-      (error) => controller.abort(fromNative(error)),
-    )
+    hold.hold.onLost(() => controller.abort(lostWhileHeld(hold.hold)))
     result = await work(controller.signal)
   } catch (error) {
     failed = true
     failure = error
   }
+  clearInterval(alive)
   try {
     await giveBack(hold)
   } catch (error) {

@@ -68,7 +68,9 @@ class DistributedLock {
       // The store could not be reached: the hold is still ours, where it was, and release can be
       // called again.
       if (error instanceof StoreUnavailableError) this.#holds.splice(Math.min(at, this.#holds.length), 0, hold)
-      if (error instanceof LockLostError) this.#foundLost = hold
+      // Lost, whatever the release's error says (a renewal refused for good rejects with its own):
+      // `lost`, `lostReason` and `lostError` still tell of it.
+      else if (error instanceof LockLostError || hold.lost) this.#foundLost = hold
       throw error
     })
   }

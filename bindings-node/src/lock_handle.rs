@@ -85,9 +85,15 @@ pub(crate) fn open(
     ))
 }
 
-/// A wait limit in milliseconds (none: no limit).
+/// A wait limit in milliseconds: none or `Infinity`, no limit; `0`, a wait that ends at once (one try,
+/// then WAIT_TIMEOUT), as Python's `timeout=0`; else a positive, finite number.
 pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> Result<Duration> {
-    timeout_ms.map_or(Ok(Duration::MAX), |ms| convert::millis("timeoutMs", ms))
+    match timeout_ms {
+        None => Ok(Duration::MAX),
+        Some(ms) if ms == f64::INFINITY => Ok(Duration::MAX),
+        Some(ms) if ms == 0.0 => Ok(Duration::ZERO),
+        Some(ms) => convert::millis("timeoutMs", ms),
+    }
 }
 
 /// `call` on a clone of the core handle `inner`, on the runtime: a panic is caught and a core error

@@ -175,6 +175,28 @@ for (const store of ['memory', 'redis']) {
     await permit.release()
     await assert.rejects(permit.release(), ratelock.LockNotOwnedError)
   })
+
+  test(`${store}: timeoutMs 0 is one try and Infinity no limit, for every kind (as Python's 0 and -1)`, async () => {
+    // Both were refused as invalid arguments, even on a free lock.
+    const name = fresh('waits')
+    const kinds = [
+      [new ratelock.DistributedLock(name, { url: url() }), new ratelock.DistributedLock(name, { url: url() }), 'acquire'],
+      [new ratelock.Semaphore(name, 1, { url: url() }), new ratelock.Semaphore(name, 1, { url: url() }), 'acquire'],
+      [new ratelock.FairLock(name, { url: url() }), new ratelock.FairLock(name, { url: url() }), 'acquire'],
+      [new ratelock.ReadWriteLock(name, { url: url() }), new ratelock.ReadWriteLock(name, { url: url() }), 'acquireWrite'],
+    ]
+    // DistributedLock's acquire answers the fencing token, and the lock gives its hold back; the other
+    // kinds answer the hold.
+    const giveBack = (lock, held) => (typeof held === 'object' ? held.release() : lock.release())
+    for (const [holder, other, take] of kinds) {
+      const held = await holder[take]({ timeoutMs: 0 })
+      const started = performance.now()
+      await assert.rejects(other[take]({ timeoutMs: 0 }), ratelock.WaitTimeoutError, holder.constructor.name)
+      assert.ok(performance.now() - started < 1000, 'a wait that ends at once')
+      await giveBack(holder, held)
+      await giveBack(other, await other[take]({ timeoutMs: Infinity }))
+    }
+  })
 }
 
 test('bad lock arguments are named', async () => {
@@ -250,4 +272,61 @@ test('after release rejects with LockLostError, the lock says how the hold was l
   assert.ok(await lock.tryAcquire())
   assert.equal(lock.lostReason, null)
   assert.equal(await lock.release(), 'released')
+})
+
+test('using() whose give-back fails in an outage keeps no process alive until the lease ends', async () => {
+  // Its watch for a loss was a pending native promise: after the release failed, the process could
+  // not exit until the lease (here 20 s) ran out.
+  const server = await RedisServer.start()
+  try {
+    const script = `
+      const ratelock = require('ratelock')
+      const started = Date.now()
+      process.on('exit', () => console.log('exited after', Date.now() - started))
+      const seats = new ratelock.Semaphore('seats', 1, { url: process.argv[1], ttlMs: 20000, timeoutMs: 200 })
+      seats.using(async () => {
+        console.log('working')
+        await new Promise((resolve) => process.stdin.once('data', resolve))
+      }).then(() => console.log('resolved'), (error) => console.log('rejected', error.name, error instanceof ratelock.StoreUnavailableError))
+    `
+    const child = require('node:child_process').spawn(process.execPath, ['-e', script, server.url], { cwd: __dirname })
+    let out = ''
+    child.stdout.on('data', (chunk) => {
+      out += chunk
+      if (chunk.includes('working')) {
+        server.pause()
+        child.stdin.end('go\n')
+      }
+    })
+    const code = await new Promise((resolve) => {
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      child.on('exit', (status) => {
+        clearTimeout(killer)
+        resolve(status)
+      })
+    })
+    server.resume()
+    assert.equal(code, 0, out)
+    assert.match(out, /rejected \w+ true/)
+    const exited = Number(out.match(/exited after (\d+)/)[1])
+    assert.ok(exited < 10_000, `the process stayed ${exited} ms, until the lease ran out`)
+  } finally {
+    await server.close()
+  }
+})
+
+test('a hold whose renewal was refused for good still tells why after its release rejects', async () => {
+  // The release's own error (a protocol error) dropped the hold: lost, lostReason and lostError then
+  // answered false, null and null, and the renewal's refusal could no longer be read.
+  const name = fresh('refused')
+  const lock = new ratelock.DistributedLock(name, { url: redis.url, ttlMs: 300 })
+  const rejected = await lock.using(async (signal) => {
+    await redis.command('SET', `rl:{${name}}:lock`, 'not a lease')
+    for (let waited = 0; !signal.aborted && waited < 3000; waited += 20) await sleep(20)
+    assert.ok(signal.aborted, 'the refused renewal aborts the signal')
+  }).then(() => null, (error) => error)
+  assert.ok(rejected instanceof ratelock.RatelockError, String(rejected))
+  assert.equal(lock.lost, true)
+  assert.equal(lock.lostReason, 'failed')
+  assert.ok(lock.lostError instanceof ratelock.ProtocolError, String(lock.lostError))
 })
