@@ -5,8 +5,18 @@
 // be called again. Also `using`, the body of every lock kind's `using()`.
 
 const check = require('./arguments')
-const { LockLostError, fromCode, rethrow } = require('./errors')
+const { LockLostError, StoreUnavailableError, fromCode, fromNative, rethrow } = require('./errors')
 const { LONGEST_TIMER_MS } = require('./wire-socket')
+
+/**
+ * Warns of a hold collected before its release: its native guard then gives it back in the background,
+ * at a moment the garbage collector chooses, while the caller may still think it holds (as Python's
+ * `ResourceWarning` for a guard dropped while held).
+ */
+const collectedWhileHeld = new FinalizationRegistry((what) => {
+  process.emitWarning(`a ${what} hold was garbage-collected before its release, and given back then: keep the hold ` +
+    'until you release it (or use using())', { code: 'RATELOCK_HOLD_DROPPED' })
+})
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
 class Guard {
@@ -15,6 +25,7 @@ class Guard {
   /** @param {object} native the native guard */
   constructor(native) {
     this.#native = native
+    collectedWhileHeld.register(this, native.what, this)
   }
 
   /**
@@ -62,7 +73,17 @@ class Guard {
    * @returns {Promise<'released' | 'still_held'>}
    */
   async release() {
-    return this.#native.release().catch(rethrow)
+    let released
+    try {
+      released = await this.#native.release()
+    } catch (failure) {
+      const error = fromNative(failure)
+      // A store that could not be reached leaves the hold held (release can be called again).
+      if (!(error instanceof StoreUnavailableError)) collectedWhileHeld.unregister(this)
+      throw error
+    }
+    collectedWhileHeld.unregister(this)
+    return released
   }
 
   /** The native guard (for `using()` and the kinds' own properties). */

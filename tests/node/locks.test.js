@@ -3,7 +3,7 @@
 // AbortSignal of using() when the lock is deleted under it, re-entry, permits, and typed errors.
 
 const assert = require('node:assert/strict')
-const { execFile } = require('node:child_process')
+const { execFile, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -329,4 +329,27 @@ test('a hold whose renewal was refused for good still tells why after its releas
   assert.equal(lock.lost, true)
   assert.equal(lock.lostReason, 'failed')
   assert.ok(lock.lostError instanceof ratelock.ProtocolError, String(lock.lostError))
+})
+
+test('a hold collected before its release is warned of (its guard gave it back silently)', () => {
+  const script = `
+    const ratelock = require('ratelock')
+    process.on('warning', (warning) => { if (warning.code === 'RATELOCK_HOLD_DROPPED') console.log('warned:', warning.message) })
+    const settle = async () => { for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((resolve) => setTimeout(resolve, 20)) } }
+    ;(async () => {
+      const seats = new ratelock.Semaphore('seats', 1)
+      await seats.acquire()
+      const kept = await new ratelock.FairLock('fair').acquire()
+      await settle()
+      await kept.release()
+      await settle()
+      console.log('in use:', await seats.inUse())
+    })()
+  `
+  const ran = spawnSync(process.execPath, ['--expose-gc', '-e', script], { cwd: __dirname, encoding: 'utf8', timeout: 30_000 })
+  assert.equal(ran.status, 0, ran.stderr)
+  const warned = ran.stdout.split('\n').filter((line) => line.startsWith('warned:'))
+  assert.equal(warned.length, 1, ran.stdout)
+  assert.match(warned[0], /a permit hold was garbage-collected before its release/)
+  assert.match(ran.stdout, /in use: 0/)
 })
