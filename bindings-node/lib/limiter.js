@@ -13,6 +13,7 @@ const { ConfigurationError, fromCode, fromNative, invalidArgument, rethrow } = r
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
 const { WireClient, LONGEST_TIMER_MS } = require('./wire-socket')
+const { onAbort } = require('./abort-watch')
 
 /** A memory-store check, answered into the checker's numbers (the addon makes this function once). */
 const checkInMemory = native.memoryCheckFunction()
@@ -190,17 +191,18 @@ class Limiter {
       const sleep = () => {
         const left = slot - performance.now()
         if (left <= 0) {
-          signal?.removeEventListener('abort', cancel)
+          stopWatching()
           resolve()
           return
         }
         timer = setTimeout(sleep, Math.min(Math.ceil(left), LONGEST_TIMER_MS))
       }
+      let stopWatching = () => {}
       const cancel = () => {
         clearTimeout(timer)
         giveBack().then(() => reject(signal.reason))
       }
-      signal?.addEventListener('abort', cancel, { once: true })
+      if (signal !== undefined) stopWatching = onAbort(signal, cancel)
       sleep()
     })
     return booked

@@ -8,6 +8,7 @@ const check = require('./arguments')
 const { Connection } = require('./connection')
 const native = require('./native')
 const { LockLostError, LockNotOwnedError } = require('./errors')
+const { onAbort } = require('./abort-watch')
 
 /** The options of every lock kind besides the store's, with their type checks (the addon checks the
  * values). */
@@ -66,8 +67,7 @@ class LockHandle {
     if (signal === undefined) return new this.#Grant(await this.#connection.call(method, timeoutMs))
     signal.throwIfAborted()
     const aborts = new native.NativeAbortSwitch()
-    const abort = () => aborts.abort()
-    signal.addEventListener('abort', abort, { once: true })
+    const stopWatching = onAbort(signal, () => aborts.abort())
     let hold
     try {
       hold = new this.#Grant(await this.#connection.call(method, timeoutMs, aborts))
@@ -76,7 +76,7 @@ class LockHandle {
       if (signal.aborted) throw signal.reason
       throw error
     } finally {
-      signal.removeEventListener('abort', abort)
+      stopWatching()
     }
     // Granted, but the signal aborted before the caller could see it: given back, as a wait the abort
     // stopped gives back what the store granted meanwhile.

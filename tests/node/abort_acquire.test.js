@@ -138,3 +138,26 @@ for (const store of ['memory', 'redis']) {
     assert.equal(await new ratelock.DistributedLock(name, options).tryAcquire(), true, 'the lock was left free')
   })
 }
+
+test('one AbortSignal shared by many waits adds one listener (no MaxListenersExceededWarning)', async () => {
+  // Each wait added its own listener: past ten, Node warned of a possible leak.
+  const warned = []
+  const onWarning = (warning) => warned.push(warning.name)
+  process.on('warning', onWarning)
+  const controller = new AbortController()
+  const seats = new ratelock.Semaphore(`shared-signal:${Math.random()}`, 2)
+  const limiter = new ratelock.Limiter()
+  const job = `shared-signal:${Math.random()}`
+  await limiter.hit(job, '1/second burst 1')
+  const waits = [
+    ...Array.from({ length: 20 }, () => seats.using(() => new Promise((resolve) => setTimeout(resolve, 5)), { signal: controller.signal })),
+    ...Array.from({ length: 12 }, () => limiter.wait(job, '1/second burst 1', { maxWaitMs: 60_000, signal: controller.signal }).catch((error) => error)),
+  ]
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  controller.abort(new Error('gave up'))
+  await Promise.all(waits.map((wait) => wait.catch(() => {})))
+  await new Promise((resolve) => setImmediate(resolve))
+  process.off('warning', onWarning)
+  assert.deepEqual(warned, [])
+  assert.equal(await seats.inUse(), 0)
+})
