@@ -45,12 +45,26 @@ impl From<Error> for Failure {
 }
 
 /// A core error for JavaScript. A configuration error names the setting to fix; a store option in it
-/// is spelled as JavaScript spells it (`tlsRootCa`, not the core's `tls_root_ca`).
+/// is spelled as JavaScript spells it (`tlsRootCa`, not the core's `tls_root_ca`), and so is an invalid
+/// argument (`ttlMs`, not the core's `ttl`).
 pub(crate) fn to_js(err: ratelock::Error) -> Error {
     let code = format!("ERR_RATELOCK_{}", err.code());
     match err {
         ratelock::Error::Configuration { .. } => coded(&code, in_javascript_names(&err.to_string())),
+        ratelock::Error::InvalidArgument { name, reason } => {
+            invalid_argument(javascript_argument(name), reason)
+        }
         err => coded(&code, err),
+    }
+}
+
+/// A core argument's name as the JavaScript API spells it (durations in milliseconds, camel case).
+fn javascript_argument(name: &str) -> &str {
+    match name {
+        "ttl" => "ttlMs",
+        "max_wait" => "maxWaitMs",
+        "trusted_proxies" => "trustedProxies",
+        name => name,
     }
 }
 

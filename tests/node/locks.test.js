@@ -353,3 +353,11 @@ test('a hold collected before its release is warned of (its guard gave it back s
   assert.match(warned[0], /a permit hold was garbage-collected before its release/)
   assert.match(ran.stdout, /in use: 0/)
 })
+
+test('a lease length out of range names ttlMs, as JavaScript spells it', async () => {
+  // The core's name (`ttl`) came through.
+  await assert.rejects(new ratelock.DistributedLock(fresh('short'), { ttlMs: 2 }).acquire(), { code: 'ERR_RATELOCK_INVALID_ARGUMENT', message: /`ttlMs`/ })
+  const permit = await new ratelock.Semaphore(fresh('short'), 1).acquire()
+  await assert.rejects(permit.extend({ ttlMs: 0.5 }), { code: 'ERR_RATELOCK_INVALID_ARGUMENT', message: /`ttlMs`/ })
+  await permit.release()
+})
