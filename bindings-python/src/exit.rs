@@ -1,6 +1,7 @@
 //! The binding's exit: registered with `atexit` when the module loads, so after every exit handler
 //! registered later, it stops the runtime while the interpreter can still run Python code, then records
-//! what the runtime's threads measured last and drops the answers no loop will drain.
+//! what the runtime's threads measured last and drops the answers no loop will drain. Before every
+//! `atexit` handler (from `threading`'s exit callbacks), it records what was measured by then.
 
 use pyo3::prelude::*;
 
@@ -15,4 +16,13 @@ pub(crate) fn stop_at_exit(py: Python<'_>) {
     // of the runtime attaches after this.
     crate::metrics_queue::close(py);
     crate::stale_answers::close(py);
+}
+
+/// Records the measurements still queued when the interpreter starts to exit, before any `atexit`
+/// handler runs (`threading`'s exit callbacks run first): the OpenTelemetry SDK's provider shuts down
+/// in a handler registered after this module's, so it ran first, and what `stop_at_exit` recorded then
+/// reached no export (a hold lost just before a cron job ended, above all).
+#[pyfunction]
+pub(crate) fn record_before_exit(py: Python<'_>) {
+    crate::metrics_queue::drain(py);
 }

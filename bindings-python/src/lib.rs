@@ -58,5 +58,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // Not an attribute of the module: the runtime stops once, at exit, and nothing else may call it.
     let stop = wrap_pyfunction!(exit::stop_at_exit, module)?;
     module.py().import("atexit")?.call_method1("register", (stop,))?;
+    // And before every `atexit` handler, the measurements queued by then (see `exit.rs`).
+    let threading = module.py().import("threading")?;
+    if let Ok(register) = threading.getattr("_register_atexit") {
+        register.call1((wrap_pyfunction!(exit::record_before_exit, module)?,))?;
+    }
     Ok(())
 }

@@ -6,6 +6,7 @@ exception raised by the recorder reaches sys.unraisablehook, never the call."""
 import asyncio
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -92,6 +93,45 @@ def test_histograms_have_buckets_for_seconds_and_counters_units(redis_server, re
     assert round_trips.bucket_counts[-1] == 0, "a round trip over the last boundary"
     assert found["ratelock.store.duration"].unit == "s"
     assert found["ratelock.decisions"].unit == "{decision}"
+
+
+def test_a_loss_measured_just_before_exit_reaches_the_sdks_last_export(redis_server):
+    # The SDK's provider shuts down in an atexit handler registered after ratelock's, so it ran first:
+    # a hold lost shortly before the process ended (queued for a thread with the GIL) was never exported.
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, PeriodicExportingMetricReader
+        import ratelock
+        from ratelock.otel import Metrics
+
+        class Printing(MetricExporter):
+            def __init__(self):
+                super().__init__(preferred_temporality={})
+            def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+                names = sorted({m.name for r in metrics_data.resource_metrics for s in r.scope_metrics for m in s.metrics})
+                print("exported", " ".join(names), flush=True)
+                return MetricExportResult.SUCCESS
+            def force_flush(self, timeout_millis=10_000):
+                return True
+            def shutdown(self, timeout_millis=30_000, **kwargs):
+                pass
+
+        provider = MeterProvider(metric_readers=[PeriodicExportingMetricReader(Printing(), export_interval_millis=600_000)])
+        url = sys.argv[1]
+        lock = ratelock.DistributedLock("cron", url, ttl=0.6, metrics=Metrics(provider))
+        lock.acquire()
+        ratelock.DistributedLock("cron", url).force_release()
+        time.sleep(0.5)  # the renewal at 0.2 s finds it gone; the process ends before the late drain (1 s)
+        print("lost", lock.lost, flush=True)
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script, redis_server.url], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "lost True" in ran.stdout, ran.stdout
+    exported = [line for line in ran.stdout.splitlines() if line.startswith("exported")]
+    assert exported and "ratelock.lock.lost" in exported[-1].split(), ran.stdout
 
 
 def test_memory_store_shadow_and_asyncio_decisions(reader, metrics):
