@@ -91,7 +91,7 @@ pub(crate) fn wait_limit(timeout_ms: Option<f64>) -> Result<Duration> {
     match timeout_ms {
         None => Ok(Duration::MAX),
         Some(ms) if ms == f64::INFINITY => Ok(Duration::MAX),
-        Some(ms) if ms == 0.0 => Ok(Duration::ZERO),
+        Some(0.0) => Ok(Duration::ZERO),
         Some(ms) => convert::millis("timeoutMs", ms),
     }
 }
