@@ -77,14 +77,17 @@ pub enum Answered {
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum LockEvent<'a> {
-    /// A wait for a hold ended: granted, or not (`error`: a wait timeout, an outage...).
+    /// A wait for a hold ended: granted, or not (`error`: a wait timeout, an outage...), or given up by
+    /// its caller (`cancelled`: the future dropped, an `AbortSignal`, an asyncio cancellation).
     Waited {
         /// `"lock"`, `"permit"`, `"fair lock"`, `"read hold"` or `"write hold"`.
         what: &'static str,
         /// How long the wait took.
         waited: Duration,
-        /// `None` when granted.
+        /// `None` when granted or cancelled.
         error: Option<&'a Error>,
+        /// Whether the caller gave the wait up before it ended.
+        cancelled: bool,
     },
     /// A hold was taken.
     Acquired {

@@ -8,7 +8,7 @@
 //! | `ratelock.decisions` | counter, `{decision}` | `outcome` (allowed, denied, would_deny, degraded, cached), `reason` (rule, ban, deny_list, allow_list), `rule` (the deciding rule's id, e.g. `g100/60000`), `store` (memory, redis), `operation` (hit, peek, reserve), `route` (module, fcall, evalsha; Redis only) |
 //! | `ratelock.store.duration` | histogram, s | `operation`, `store`, `route` |
 //! | `ratelock.store.errors` | counter, `{error}` | `kind` (the error's code, e.g. `timeout`), `store` |
-//! | `ratelock.lock.wait.duration` | histogram, s | `kind` (lock, permit, fair lock, read hold, write hold), `outcome` (granted, timed_out, failed) |
+//! | `ratelock.lock.wait.duration` | histogram, s | `kind` (lock, permit, fair lock, read hold, write hold), `outcome` (granted, timed_out, failed, cancelled) |
 //! | `ratelock.lock.held.duration` | histogram, s | `kind`, `outcome` (released, lost) |
 //! | `ratelock.lock.lost` | counter, `{hold}` | `kind` |
 //!
@@ -264,6 +264,10 @@ pub fn of_answer(
                 attributes: &attributes[..count],
             });
         }
+        // A caller's mistake (bad rules, a bad argument, a cost over the capacity) is no store error,
+        // and no round trip to time: the memory store counted it as both, Redis (which checks it
+        // before the call) as neither.
+        Err(err) if is_callers(err) => return,
         Err(err) => {
             let kind = err.code().to_ascii_lowercase();
             record(Measurement {
@@ -284,12 +288,23 @@ pub fn of_answer(
     }
 }
 
+/// Whether `err` is the caller's mistake rather than the store's.
+fn is_callers(err: &crate::Error) -> bool {
+    err.is_invalid_rule() || err.is_invalid_argument() || err.is_cost_exceeds_capacity()
+}
+
 /// The measurements one lock event makes, each handed to `record`.
 #[cfg(feature = "runtime")]
 pub fn of_lock_event(event: &LockEvent<'_>, record: &mut dyn FnMut(Measurement<'_>)) {
     match event {
-        LockEvent::Waited { what, waited, error } => {
+        LockEvent::Waited {
+            what,
+            waited,
+            error,
+            cancelled,
+        } => {
             let outcome = match error {
+                _ if *cancelled => "cancelled",
                 None => "granted",
                 Some(err) if err.is_wait_timeout() => "timed_out",
                 Some(_) => "failed",

@@ -20,7 +20,7 @@ pub(crate) enum Attempt<T> {
 }
 
 /// Runs the whole wait `wait` for a hold of kind `what`, telling `hooks` how long it took and how it
-/// ended (nothing measured without hooks).
+/// ended (nothing measured without hooks), also when its caller gives it up (the future dropped).
 pub(crate) async fn reported<T>(
     hooks: &crate::hook::Hooks,
     what: &'static str,
@@ -29,14 +29,43 @@ pub(crate) async fn reported<T>(
     if hooks.is_empty() {
         return wait.await;
     }
-    let started = Instant::now();
-    let outcome = wait.await;
-    hooks.on_lock_event(&crate::hook::LockEvent::Waited {
+    let mut waiting = Waiting {
+        hooks,
         what,
-        waited: started.elapsed(),
-        error: outcome.as_ref().err(),
-    });
+        started: Instant::now(),
+        ended: false,
+    };
+    let outcome = wait.await;
+    waiting.ended = true;
+    waiting.report(outcome.as_ref().err(), false);
     outcome
+}
+
+/// A reported wait under way: dropped before it ended, it reports the wait cancelled.
+struct Waiting<'h> {
+    hooks: &'h crate::hook::Hooks,
+    what: &'static str,
+    started: Instant,
+    ended: bool,
+}
+
+impl Waiting<'_> {
+    fn report(&self, error: Option<&Error>, cancelled: bool) {
+        self.hooks.on_lock_event(&crate::hook::LockEvent::Waited {
+            what: self.what,
+            waited: self.started.elapsed(),
+            error,
+            cancelled,
+        });
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.report(None, true);
+        }
+    }
 }
 
 /// Tries `attempt` until it succeeds or `timeout` passes (then `Error::WaitTimeout`).

@@ -210,3 +210,61 @@ async fn an_outage_the_failure_policy_answers_is_still_a_store_error() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_callers_mistake_is_no_store_error_on_either_store() {
+    // The memory store counted a cost over the capacity as a store error, with a round trip; Redis,
+    // which checks it before the call, as neither.
+    let server = RedisServer::start();
+    for url in ["memory://".to_owned(), server.url()] {
+        let exporter = InMemoryMetricExporter::default();
+        let provider = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(exporter.clone()).build())
+            .build();
+        let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+        let store = Store::connect(&url, &StoreOptions::default()).await.unwrap();
+        let limiter = Limiter::with_store(store, LimiterOptions::default().with_hook(metrics)).unwrap();
+        let rules = limiter.rules("5/minute").unwrap();
+        let refused = limiter.hit("k", &rules, 10).await.unwrap_err();
+        assert!(refused.is_cost_exceeds_capacity(), "{refused}");
+        limiter.hit("k", &rules, 1).await.unwrap();
+        provider.force_flush().unwrap();
+        let finished = exporter.get_finished_metrics().unwrap();
+        assert_eq!(
+            total(&points(&finished, "ratelock.store.errors"), &[]),
+            0,
+            "{url}"
+        );
+        assert_eq!(
+            total(&points(&finished, "ratelock.store.duration"), &[]),
+            1,
+            "{url}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_wait_its_caller_gives_up_is_measured_as_cancelled() {
+    // A dropped wait (a timeout around it, an AbortSignal, an asyncio cancellation) made no measurement.
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+    let locks = AnyLockStore::connect("memory://", &StoreOptions::default())
+        .await
+        .unwrap();
+    let options = LockOptions::default().with_hook(metrics);
+    let holder = DistributedLock::new(locks.clone(), "busy", options.clone()).unwrap();
+    let held = holder.acquire(Duration::from_secs(1)).await.unwrap();
+    let waiter = DistributedLock::new(locks, "busy", options).unwrap();
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(50), waiter.acquire(Duration::from_secs(10))).await;
+    assert!(gave_up.is_err(), "the wait was still going");
+    held.release().await.unwrap();
+    provider.force_flush().unwrap();
+    let finished = exporter.get_finished_metrics().unwrap();
+    let waits = points(&finished, "ratelock.lock.wait.duration");
+    assert_eq!(total(&waits, &["outcome=cancelled"]), 1, "{waits:?}");
+    assert_eq!(total(&waits, &["outcome=granted"]), 1, "{waits:?}");
+}
