@@ -250,7 +250,8 @@ for (const store of ['memory', 'redis']) {
     await assert.rejects(fair.using('work'), expectInvalid)
     const rw = new ratelock.ReadWriteLock(fresh('rw'), { url: url() })
     await assert.rejects(rw.usingWrite(null), expectInvalid)
-    await assert.rejects(rw.acquireRead({ timeoutMs: Infinity }), expectInvalid)
+    // Infinity is no limit and 0 one try, as Python's -1 and 0; NaN means neither.
+    await assert.rejects(rw.acquireRead({ timeoutMs: Number.NaN }), expectInvalid)
     const hold = await rw.acquireRead()
     await assert.rejects(hold.extend({ ttlMs: 1 }), expectInvalid)
     await assert.rejects(hold.extend({ ttlMs: 'long' }), expectInvalid)

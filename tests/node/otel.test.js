@@ -107,9 +107,14 @@ test('histograms have buckets for seconds, and counters units', async () => {
   await reader.forceFlush()
   const found = new Map(exporter.getMetrics().flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics)).map((metric) => [metric.descriptor.name, metric]))
   const roundTrips = found.get('ratelock.store.duration')
-  const { boundaries, counts } = roundTrips.dataPoints[0].value.buckets
-  assert.ok(boundaries[0] > 0 && boundaries[0] < 0.001 && boundaries.at(-1) >= 1, JSON.stringify(boundaries))
-  assert.equal(counts.reduce((sum, count) => sum + count, 0), 20)
+  // One data point per route: the first calls go by EVALSHA, until the connection's check is done.
+  let timed = 0
+  for (const point of roundTrips.dataPoints) {
+    const { boundaries, counts } = point.value.buckets
+    assert.ok(boundaries[0] > 0 && boundaries[0] < 0.001 && boundaries.at(-1) >= 1, JSON.stringify(boundaries))
+    timed += counts.reduce((sum, count) => sum + count, 0)
+  }
+  assert.equal(timed, 20)
   assert.equal(roundTrips.descriptor.unit, 's')
   assert.equal(found.get('ratelock.decisions').descriptor.unit, '{decision}')
 })

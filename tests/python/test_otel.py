@@ -86,11 +86,13 @@ def test_histograms_have_buckets_for_seconds_and_counters_units(redis_server, re
         limiter.hit(fresh("user"), "10/minute")
     data = reader.get_metrics_data()
     found = {metric.name: metric for resource in data.resource_metrics for scope in resource.scope_metrics for metric in scope.metrics}
-    (round_trips,) = found["ratelock.store.duration"].data.data_points
-    bounds = list(round_trips.explicit_bounds)
-    assert 0 < bounds[0] < 0.001 and bounds[-1] >= 1, bounds
-    assert sum(round_trips.bucket_counts) == 20
-    assert round_trips.bucket_counts[-1] == 0, "a round trip over the last boundary"
+    # One data point per route (the first calls may go by EVALSHA until the connection's check is done).
+    points = found["ratelock.store.duration"].data.data_points
+    for round_trips in points:
+        bounds = list(round_trips.explicit_bounds)
+        assert 0 < bounds[0] < 0.001 and bounds[-1] >= 1, bounds
+        assert round_trips.bucket_counts[-1] == 0, "a round trip over the last boundary"
+    assert sum(sum(round_trips.bucket_counts) for round_trips in points) == 20
     assert found["ratelock.store.duration"].unit == "s"
     assert found["ratelock.decisions"].unit == "{decision}"
 
