@@ -92,7 +92,7 @@ export declare class NativeHttpOptions {
    * The answer to a decision (given by its deciding rule's figures, in ms) over `rules` for the
    * request keyed `key`, at `nowMs` (Unix ms).
    */
-  answer(rules: string, allowed: boolean, remaining: number, resetAfterMs: number, retryAfterMs: number, ruleIndex: number, degraded: boolean, key: string | Buffer, nowMs: number): HttpAnswerJs
+  answer(rules: string, allowed: boolean, remaining: number, resetAfterMs: number, retryAfterMs: number, ruleIndex: number, degraded: boolean, key: string | Buffer, nowMs: number, limit?: number | undefined | null): HttpAnswerJs
   /**
    * The answer when the limiter threw the error whose code is given (with or without the
    * `ERR_RATELOCK_` prefix): 503 for an outage, `null` for anything else (which the adapter rethrows).

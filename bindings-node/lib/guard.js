@@ -13,9 +13,11 @@ const { LONGEST_TIMER_MS } = require('./wire-socket')
  * at a moment the garbage collector chooses, while the caller may still think it holds (as Python's
  * `ResourceWarning` for a guard dropped while held).
  */
-const collectedWhileHeld = new FinalizationRegistry((what) => {
-  process.emitWarning(`a ${what} hold was garbage-collected before its release, and given back then: keep the hold ` +
-    'until you release it (or use using())', { code: 'RATELOCK_HOLD_DROPPED' })
+const collectedWhileHeld = new FinalizationRegistry((native) => {
+  // A hold lost meanwhile had nothing left to give back.
+  if (native.isLost()) return
+  process.emitWarning(`a ${native.what} hold was garbage-collected before its release, and given back then: keep the ` +
+    'hold until you release it (or use using())', { code: 'RATELOCK_HOLD_DROPPED' })
 })
 
 /** One hold of a lock kind; a lease, renewed while held (`autoRenew`). */
@@ -25,7 +27,7 @@ class Guard {
   /** @param {object} native the native guard */
   constructor(native) {
     this.#native = native
-    collectedWhileHeld.register(this, native.what, this)
+    collectedWhileHeld.register(this, native, this)
   }
 
   /**

@@ -189,6 +189,7 @@ class HttpLimiter {
       decision.degraded,
       key,
       Date.now(),
+      decision.limit,
     )
     // Only what the rules spent can be given back: an allowed hit decided by the rules, all of them
     // enforced. A degraded one spent nothing, an allow-listed one neither, and one let through in shadow

@@ -62,6 +62,9 @@ pub(crate) fn to_js(err: ratelock::Error) -> Error {
 fn javascript_argument(name: &str) -> &str {
     match name {
         "ttl" => "ttlMs",
+        "waiter_ttl" => "waiterTtlMs",
+        "timeout" => "timeoutMs",
+        "now" => "nowMs",
         "max_wait" => "maxWaitMs",
         "trusted_proxies" => "trustedProxies",
         name => name,

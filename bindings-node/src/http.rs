@@ -101,7 +101,8 @@ impl NativeHttpOptions {
     }
 
     /// The answer to a decision (given by its deciding rule's figures, in ms) over `rules` for the
-    /// request keyed `key`, at `nowMs` (Unix ms).
+    /// request keyed `key`, at `nowMs` (Unix ms). `limit` is the limit the store decided on (a key's
+    /// override); none: the deciding rule's own.
     #[napi]
     #[allow(clippy::too_many_arguments)]
     pub fn answer(
@@ -115,6 +116,7 @@ impl NativeHttpOptions {
         degraded: bool,
         key: Either<String, Buffer>,
         now_ms: f64,
+        limit: Option<f64>,
     ) -> Result<HttpAnswerJs> {
         guarded_sync(|| {
             let mut cache = self.rules.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -122,7 +124,10 @@ impl NativeHttpOptions {
             let rules = cache
                 .get_or_try_insert(&rules, |text| Rules::parse_with_default(text, algorithm))
                 .map_err(to_js)?;
-            let limit = rules.get(rule_index as usize).map_or(0, |rule| rule.limit());
+            let limit = match limit {
+                Some(limit) if limit.is_finite() && limit >= 0.0 => limit as u64,
+                _ => rules.get(rule_index as usize).map_or(0, |rule| rule.limit()),
+            };
             let decision = ratelock::Decision::summary(
                 allowed,
                 limit,

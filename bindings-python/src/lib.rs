@@ -61,7 +61,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // And before every `atexit` handler, the measurements queued by then (see `exit.rs`).
     let threading = module.py().import("threading")?;
     if let Ok(register) = threading.getattr("_register_atexit") {
-        register.call1((wrap_pyfunction!(exit::record_before_exit, module)?,))?;
+        // Refused once the interpreter is shutting down (ratelock imported by an exit handler): there is
+        // nothing left to record before the handlers then.
+        let _ = register.call1((wrap_pyfunction!(exit::record_before_exit, module)?,));
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ const { randomUUID } = require('node:crypto')
 const { parseList } = require('structured-headers')
 
 const { Limiter } = require('../../bindings-node')
-const { scopedKey } = require('../../bindings-node/http')
+const { HttpLimiter: Http, headerPairs, scopedKey } = require('../../bindings-node/http')
 
 const { FRAMEWORKS, COUNTED_RULES, serve } = require('./adapter-apps')
 const { RedisServer } = require('./redis-server')
@@ -502,4 +502,17 @@ test("hono: handler answers a refusal (hono-rate-limiter's name), its response c
     }
   })
   assert.throws(() => rateLimit({ rules: '1/hour', handler: 'text' }), /handler.*expected a function/)
+})
+
+test("the headers name a key's override, not the rule's own limit", async () => {
+  // The deciding rule's figures crossed to the core without its limit: limit=100 beside remaining=999
+  // under a 1000/minute override.
+  const http = new Http({ legacyHeaders: true })
+  const limit = http.limit({ rules: '100/minute', scope: 'override', keyGenerator: () => 'tenant' })
+  await http.limiter.setOverride(scopedKey('override', 'tenant'), '1000/minute')
+  const { answer, decision } = await http.check(limit, [{}], '127.0.0.1', null)
+  assert.equal(decision.limit, 1000)
+  const headers = Object.fromEntries(headerPairs(answer))
+  assert.equal(headers['X-RateLimit-Limit'], '1000', JSON.stringify(answer.headers))
+  assert.equal(headers['X-RateLimit-Remaining'], '999')
 })

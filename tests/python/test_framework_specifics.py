@@ -230,9 +230,9 @@ def test_starlette_names_a_route_by_its_endpoint_where_the_router_sets_no_route(
     assert route_name({"type": "http"}) is None, "before routing: the app's middleware"
 
 
-def test_starlette_routes_in_two_mounts_and_one_paths_methods_count_apart() -> None:
-    # The name was the innermost route's own path: /v1/login and /v2/login shared a bucket, and so did a
-    # path's GET and POST routes.
+def test_starlette_one_paths_methods_count_apart_and_a_mounts_parameter_makes_no_bucket() -> None:
+    # The name was the route's path alone: a path's GET and POST routes shared a bucket. A mount's
+    # matched path (its parameter's value) must not be part of it: a bucket per value is no limit.
     from ratelock.http import HttpLimiter
     from starlette.routing import Mount
 
@@ -247,14 +247,12 @@ def test_starlette_routes_in_two_mounts_and_one_paths_methods_count_apart() -> N
         return Route(path, home, methods=methods, middleware=middleware)
 
     app = Starlette(routes=[
-        Mount("/v1", routes=[limited("/login")]),
-        Mount("/v2", routes=[limited("/login")]),
+        Mount("/tenants/{tenant}", routes=[limited("/login")]),
         limited("/things", ["GET"]),
         limited("/things", ["POST"]),
     ])
     with TestClient(app) as client:
-        assert [client.get("/v1/login").status_code for _ in range(3)] == [200, 200, 429]
-        assert [client.get("/v2/login").status_code for _ in range(3)] == [200, 200, 429], "a mount of its own"
+        assert [client.get(f"/tenants/t{n}/login").status_code for n in range(3)] == [200, 200, 429]
         assert [client.post("/things").status_code for _ in range(3)] == [200, 200, 429]
         assert [client.get("/things").status_code for _ in range(3)] == [200, 200, 429], "a method of its own"
         assert client.head("/things").status_code == 429, "HEAD counts with GET"
@@ -293,6 +291,27 @@ def test_starlette_functions_of_the_request_may_read_its_body() -> None:
         assert client.post("/login", json={"user": bob}).status_code == 200
 
 
+def test_the_headers_name_a_keys_override() -> None:
+    # The bindings hand the core the deciding rule's figures alone, and the headers went back to the
+    # rule's own limit: limit=100 beside remaining=999 under a 1000/minute override.
+    import asyncio
+
+    from ratelock.http import HttpLimiter, scoped_key
+
+    async def home(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    client_key = uuid.uuid4().hex
+    shared = HttpLimiter(async_limiter=True, legacy_headers=True)
+    app = Starlette(routes=[Route("/", home)])
+    app.add_middleware(RateLimitMiddleware, http=shared, rules="100/minute", key_func=lambda _request: client_key)
+    asyncio.run(shared.limiter.set_override(scoped_key("default", client_key), "1000/minute"))
+    with TestClient(app) as client:
+        answered = client.get("/")
+    assert answered.headers["X-RateLimit-Limit"] == "1000", answered.headers
+    assert answered.headers["X-RateLimit-Remaining"] == "999"
+
+
 def test_async_adapters_refuse_a_sync_limiter_when_the_app_is_built() -> None:
     from ratelock import InvalidArgument
     from ratelock.http import HttpLimiter
@@ -303,6 +322,8 @@ def test_async_adapters_refuse_a_sync_limiter_when_the_app_is_built() -> None:
         RateLimiter(limiter=ratelock.Limiter())
     with pytest.raises(InvalidArgument, match="`limiter`"):
         HttpLimiter(limiter=ratelock.asyncio.Limiter())
+    with pytest.raises(InvalidArgument, match="`http`"):
+        RateLimitMiddleware(Starlette(), http=HttpLimiter())
 
 
 def test_fastapi_settles_a_request_once_however_often_the_app_is_installed() -> None:

@@ -175,9 +175,9 @@ class HeadersOnEveryResponse:
 
 
 def _endpoint_name(request: HTTPConnection) -> str:
-    """The route as a scope name (see ``ratelock.starlette``: its methods and whole path, so endpoints
-    one factory makes, which share a qualified name, count apart), or the endpoint's module and qualified
-    name, or the path, where the router sets no route."""
+    """The route as a scope name (see ``ratelock.starlette.route_name``: its methods and path template,
+    so endpoints one factory makes under their routers' prefixes, which share a qualified name, count
+    apart), or the endpoint's module and qualified name, or the path, where the router sets no route."""
     named = route_name(request.scope)
     if named is not None:
         return named

@@ -13,12 +13,12 @@ rules="5/minute")])``; each route's middleware counts in a bucket of its own (it
 ``scope`` names one). The decision is on ``request.state.rate_limit``.
 """
 
+import inspect
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ratelock._native import InvalidArgument
@@ -58,6 +58,10 @@ class RateLimitMiddleware:
         if http is not None and options:
             raise InvalidArgument(
                 f"invalid argument `http`: given with {', '.join(sorted(options))}, which only make a new HttpLimiter"
+            )
+        if http is not None and not inspect.iscoroutinefunction(getattr(http.limiter, "hit", None)):
+            raise InvalidArgument(
+                "invalid argument `http`: expected an HttpLimiter with a ratelock.asyncio.Limiter (async_limiter=True)"
             )
         self.http = http or HttpLimiter(
             async_limiter=True,
@@ -121,35 +125,24 @@ class RateLimitMiddleware:
 
 
 def route_name(scope: Scope) -> Optional[str]:
-    """The matched route as a bucket's scope: its methods and its whole path, mounts' prefixes included
-    (``"GET /v1/login"``; HEAD counts with GET, as in the Node adapters), or a mount's whole prefix for a
-    middleware on a ``Mount``; the matched endpoint's module and name where the router sets no route;
-    ``None`` before routing (a middleware on the app). Two routes never share a name: the same path in
-    two mounts, or one path's GET and POST routes."""
+    """The matched route as a bucket's scope: its methods and its path template (``"GET /login"``; HEAD
+    counts with GET, as in the Node adapters), so one path's GET and POST routes count apart; the
+    matched endpoint's module and name where the router sets no route; ``None`` before routing (a
+    middleware on the app). A mount's prefix is not part of it: the request's ``root_path`` holds the
+    mount's matched path (``/tenants/acme``), not its template, and a name per parameter value would
+    be a bucket per value. Two mounts' routes of the same path share a bucket unless ``scope=`` names
+    one."""
     route = scope.get("route")
     path = getattr(route, "path", None)
-    if route is not None and path is not None:
-        mounted = _mount_prefix(scope)
-        if isinstance(route, Mount):
-            return mounted or "/"
+    if path:
         methods = getattr(route, "methods", None) or ()
         named = sorted({"GET" if method == "HEAD" else method for method in methods})
-        return f"{','.join(named)} {mounted}{path}" if named else f"{mounted}{path}"
+        return f"{','.join(named)} {path}" if named else str(path)
     endpoint = scope.get("endpoint")
     if endpoint is None:
         return None
     name = getattr(endpoint, "__qualname__", None) or type(endpoint).__qualname__
     return f"{getattr(endpoint, '__module__', '')}.{name}"
-
-
-def _mount_prefix(scope: Scope) -> str:
-    """The paths of the mounts the request went through (``root_path`` past the app's own, which a proxy
-    may set): ``app_root_path`` is set by the first mount, so outside any it is empty."""
-    app_root = scope.get("app_root_path")
-    root = str(scope.get("root_path", ""))
-    if app_root is None or not root.startswith(app_root):
-        return ""
-    return root[len(app_root) :]
 
 
 def _recording_body(receive: Receive, read: List[Message]) -> Receive:

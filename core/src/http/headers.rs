@@ -178,8 +178,14 @@ impl HeaderOptions {
 }
 
 /// Rule `index`'s limit as the store decided it (an override's, where the key has one), else as given.
+/// A decision told by its deciding rule's figures alone (a binding's, across its FFI) has the deciding
+/// rule's limit and no other.
 fn limit_of(decision: &Decision, index: usize, rule: &Rule) -> u64 {
-    decision.rule(index).map_or(rule.limit(), |decided| decided.limit)
+    match decision.rule(index) {
+        Some(decided) => decided.limit,
+        None if index == decision.rule_index && decision.limit > 0 => decision.limit,
+        None => rule.limit(),
+    }
 }
 
 /// `RateLimit-Policy`: every rule checked, in the order given, written in one string; with the place in

@@ -62,7 +62,8 @@ impl Waiting<'_> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        if !self.ended {
+        // A wait that panicked was not given up by its caller (and no hook runs while unwinding).
+        if !self.ended && !std::thread::panicking() {
             self.report(None, true);
         }
     }
@@ -87,6 +88,8 @@ where
     let mut last_outage = None;
     match survive(attempt().await, deadline, &mut last_outage)? {
         Attempt::Got(granted) => return Ok(granted),
+        // A wait that ends at once (a zero timeout) is that one try.
+        Attempt::Busy(_) if timeout.is_zero() => return Err(Error::WaitTimeout(started.elapsed())),
         Attempt::Busy(_) => {}
     }
     // Listening is bounded by the deadline too: without it, the naps below still end every wait.
