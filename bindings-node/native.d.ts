@@ -90,7 +90,8 @@ export declare class NativeHttpOptions {
   constructor(init: HttpOptionsInit)
   /**
    * The answer to a decision (given by its deciding rule's figures, in ms) over `rules` for the
-   * request keyed `key`, at `nowMs` (Unix ms).
+   * request keyed `key`, at `nowMs` (Unix ms). `limit` is the limit the store decided on (a key's
+   * override); none: the deciding rule's own.
    */
   answer(rules: string, allowed: boolean, remaining: number, resetAfterMs: number, retryAfterMs: number, ruleIndex: number, degraded: boolean, key: string | Buffer, nowMs: number, limit?: number | undefined | null): HttpAnswerJs
   /**
