@@ -6,7 +6,7 @@
 
 const check = require('./arguments')
 const { LockLostError, StoreUnavailableError, fromCode, fromNative, rethrow } = require('./errors')
-const { LONGEST_TIMER_MS } = require('./wire-socket')
+const { LONGEST_TIMER_MS } = require('./timers')
 
 /**
  * Warns of a hold collected before its release: its native guard then gives it back in the background,

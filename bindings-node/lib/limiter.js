@@ -12,7 +12,8 @@ const check = require('./arguments')
 const { ConfigurationError, fromCode, fromNative, invalidArgument, rethrow } = require('./errors')
 const { Connection } = require('./connection')
 const { FIELDS, decision } = require('./decision')
-const { WireClient, LONGEST_TIMER_MS } = require('./wire-socket')
+const { WireClient } = require('./wire-socket')
+const { LONGEST_TIMER_MS } = require('./timers')
 const { onAbort } = require('./abort-watch')
 
 /** A memory-store check, answered into the checker's numbers (the addon makes this function once). */

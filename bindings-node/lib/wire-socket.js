@@ -19,13 +19,12 @@ const tls = require('node:tls')
 const native = require('./native')
 const { InternalError, fromCode, fromNative } = require('./errors')
 const { FIELDS, decision } = require('./decision')
+const { LONGEST_TIMER_MS } = require('./timers')
 
 /** Numbers per settled call in the addon's answers: its id, decided (1) or failed (0), its decision. */
 const SETTLED = 2 + FIELDS
 /** What the codec's `...Into` calls answer: a count, and bits for the connection's state after it. */
 const { STATUS_COUNT, STATUS_IDLE, STATUS_OUTPUT, STATUS_CLOSE, STATUS_RETIRE } = native
-/** The longest delay Node's timers take (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1
 /** A failed call whose error the codec did not hand over: a bug, still raised. */
 const UNTOLD = { code: InternalError.code, message: 'a call failed and its error was not handed over (a bug)' }
 /**
@@ -372,4 +371,4 @@ function flush(link) {
   link.flush()
 }
 
-module.exports = { WireClient, LONGEST_TIMER_MS }
+module.exports = { WireClient }

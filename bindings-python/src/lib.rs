@@ -61,9 +61,14 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // And before every `atexit` handler, the measurements queued by then (see `exit.rs`).
     let threading = module.py().import("threading")?;
     if let Ok(register) = threading.getattr("_register_atexit") {
-        // Refused once the interpreter is shutting down (ratelock imported by an exit handler): there is
-        // nothing left to record before the handlers then.
-        let _ = register.call1((wrap_pyfunction!(exit::record_before_exit, module)?,));
+        // Refused (RuntimeError) once the interpreter is shutting down, ratelock imported by an exit
+        // handler: there is nothing left to record before the handlers then. Any other error is raised.
+        let registered = register.call1((wrap_pyfunction!(exit::record_before_exit, module)?,));
+        if let Err(error) = registered {
+            if !error.is_instance_of::<pyo3::exceptions::PyRuntimeError>(module.py()) {
+                return Err(error);
+            }
+        }
     }
     Ok(())
 }

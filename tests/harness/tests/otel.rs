@@ -43,6 +43,16 @@ fn points(finished: &[ResourceMetrics], name: &str) -> Vec<(Vec<String>, u64)> {
     found
 }
 
+/// A meter provider whose reader exports to memory on `force_flush`, and ratelock's instruments on it.
+fn in_memory() -> (InMemoryMetricExporter, SdkMeterProvider, Arc<Metrics>) {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+    (exporter, provider, metrics)
+}
+
 fn total(points: &[(Vec<String>, u64)], with: &[&str]) -> u64 {
     points
         .iter()
@@ -53,11 +63,7 @@ fn total(points: &[(Vec<String>, u64)], with: &[&str]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decisions_round_trips_errors_and_locks_are_recorded() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+    let (exporter, provider, metrics) = in_memory();
     let server = RedisServer::start();
     let store = Store::connect(&server.url(), &StoreOptions::default())
         .await
@@ -169,11 +175,7 @@ async fn an_outage_the_failure_policy_answers_is_still_a_store_error() {
     // an answer: ratelock.store.errors stayed at 0 in exactly the deployments that fail open.
     use ratelock::FailurePolicy;
     for policy in [FailurePolicy::Allow, FailurePolicy::Deny, FailurePolicy::Local] {
-        let exporter = InMemoryMetricExporter::default();
-        let provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(exporter.clone()).build())
-            .build();
-        let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+        let (exporter, provider, metrics) = in_memory();
         let mut server = RedisServer::start();
         let store = Store::connect(
             &server.url(),
@@ -217,11 +219,7 @@ async fn a_callers_mistake_is_no_store_error_on_either_store() {
     // which checks it before the call, as neither.
     let server = RedisServer::start();
     for url in ["memory://".to_owned(), server.url()] {
-        let exporter = InMemoryMetricExporter::default();
-        let provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(exporter.clone()).build())
-            .build();
-        let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+        let (exporter, provider, metrics) = in_memory();
         let store = Store::connect(&url, &StoreOptions::default()).await.unwrap();
         let limiter = Limiter::with_store(store, LimiterOptions::default().with_hook(metrics)).unwrap();
         let rules = limiter.rules("5/minute").unwrap();
@@ -246,11 +244,7 @@ async fn a_callers_mistake_is_no_store_error_on_either_store() {
 #[tokio::test]
 async fn a_wait_its_caller_gives_up_is_measured_as_cancelled() {
     // A dropped wait (a timeout around it, an AbortSignal, an asyncio cancellation) made no measurement.
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let metrics = Arc::new(Metrics::new(&provider.meter("ratelock")));
+    let (exporter, provider, metrics) = in_memory();
     let locks = AnyLockStore::connect("memory://", &StoreOptions::default())
         .await
         .unwrap();
