@@ -153,23 +153,29 @@ pub(crate) fn seconds_of(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Durat
 /// A reservation's longest wait in seconds: an int or float (not a bool), finite, from 0; to the
 /// nearest µs (the unit every store counts in).
 pub(crate) fn max_wait_of(value: &Bound<'_, PyAny>) -> PyResult<Duration> {
-    match value.extract::<f64>() {
-        Ok(seconds) if !value.is_instance_of::<PyBool>() && seconds == 0.0 => Ok(Duration::ZERO),
-        Ok(seconds) if !value.is_instance_of::<PyBool>() => {
-            self::seconds("max_wait", seconds).map(|_| Duration::from_micros((seconds * 1e6).round() as u64))
-        }
-        _ => Err(InvalidArgument::new_err(format!(
-            "invalid argument `max_wait`: expected a finite number of seconds from 0, got {}",
-            described(value)
-        ))),
+    wait_from_zero("max_wait", value)
+}
+
+/// How long to wait, given as any Python object: `None` for no limit, else seconds from 0 as for
+/// `max_wait_of` (0 is a wait that ends at once: one try).
+pub(crate) fn wait_of(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Duration> {
+    match timeout.filter(|value| !value.is_none()) {
+        Some(value) => wait_from_zero("timeout", value),
+        None => Ok(Duration::MAX),
     }
 }
 
-/// How long to wait, given as any Python object: `None` for no limit, else seconds as for `seconds_of`.
-pub(crate) fn wait_of(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Duration> {
-    match timeout.filter(|value| !value.is_none()) {
-        Some(value) => seconds_of("timeout", value),
-        None => Ok(Duration::MAX),
+/// A wait in seconds: an int or float (not a bool), finite, from 0; to the nearest µs.
+fn wait_from_zero(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    match value.extract::<f64>() {
+        Ok(seconds) if !value.is_instance_of::<PyBool>() && seconds == 0.0 => Ok(Duration::ZERO),
+        Ok(seconds) if !value.is_instance_of::<PyBool>() => {
+            self::seconds(name, seconds).map(|_| Duration::from_micros((seconds * 1e6).round() as u64))
+        }
+        _ => Err(InvalidArgument::new_err(format!(
+            "invalid argument `{name}`: expected a finite number of seconds from 0, got {}",
+            described(value)
+        ))),
     }
 }
 

@@ -174,7 +174,7 @@ def test_acquire_timeouts_read_as_threading_reads_them(store_url):
     assert other.acquire(timeout=0) is True, "0: one try, which the free lock grants"
     other.release()
     assert holder.acquire(timeout=-1) is True, "-1: no limit"
-    with pytest.raises(ratelock.WaitTimeout, match="timeout=0 is one try"):
+    with pytest.raises(ratelock.WaitTimeout, match="gave up waiting after"):
         other.acquire(timeout=0)  # a wait that ends at once, as any wait that ran out
     slots = ratelock.ConcurrencyLimiter(1, store_url)
     with slots.slot("k"):

@@ -185,6 +185,31 @@ def test_lock_waits_holds_and_losses(redis_server, reader, metrics):
     assert total(points(reader, "ratelock.lock.lost"), kind="lock") == 1
 
 
+def test_a_wait_that_ends_at_once_is_measured_like_any_wait(redis_server, reader, metrics):
+    # timeout=0 (one try) was a try made in Python: a busy lock raised WaitTimeout with no wait
+    # measured, and a free one was granted with none either.
+    name = fresh("job")
+    holder = ratelock.DistributedLock(name, redis_server.url)
+    waiter = ratelock.DistributedLock(name, redis_server.url, metrics=metrics)
+    with holder:
+        with pytest.raises(ratelock.WaitTimeout):
+            waiter.acquire(timeout=0)
+    assert waiter.acquire(timeout=0) is True
+    waiter.release()
+
+    async def asynchronous() -> None:
+        shared = ratelock.asyncio.ReadWriteLock(fresh("rw"), redis_server.url, metrics=metrics)
+        async with shared.acquire_write():
+            with pytest.raises(ratelock.WaitTimeout):
+                await shared.acquire_read(timeout=0)
+
+    asyncio.run(asynchronous())
+    waits = points(reader, "ratelock.lock.wait.duration")
+    assert total(waits, kind="lock", outcome="timed_out") == 1, waits
+    assert total(waits, kind="lock", outcome="granted") == 1, waits
+    assert total(waits, outcome="timed_out") == 2, waits
+
+
 def test_a_recorder_that_raises_reaches_the_unraisable_hook_not_the_call(monkeypatch):
     seen: List[BaseException] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(unraisable.exc_value))

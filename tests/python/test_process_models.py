@@ -20,7 +20,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
@@ -52,17 +52,26 @@ class Served:
         )
         self.port = port
 
-    def wait_ready(self, probe: str = "/lock") -> None:
+    def wait_ready(self, probe: str = "/lock", workers: int = 2) -> None:
+        """Until `workers` worker processes have answered `probe`: one that answers first would
+        otherwise take the whole load while the others still boot (seen under uvicorn workers)."""
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{probe}", timeout=2):
+        answered: Set[int] = set()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            while time.monotonic() < deadline and self.process.poll() is None:
+                answered |= set(pool.map(lambda _: self.probe(probe), range(8))) - {None}
+                if len(answered) >= workers:
                     return
-            except (OSError, urllib.error.URLError):
                 time.sleep(0.1)
-        raise AssertionError(f"the server did not come up:\n{self.output()}")
+        raise AssertionError(f"{len(answered)} of {workers} workers answered:\n{self.output()}")
+
+    def probe(self, path: str) -> Optional[int]:
+        """The pid of the worker that answered `path`, or None when nothing answered."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as response:
+                return int(json.loads(response.read())["pid"])
+        except (OSError, urllib.error.URLError):
+            return None
 
     def output(self) -> str:
         self.log.flush()

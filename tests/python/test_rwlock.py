@@ -219,7 +219,7 @@ def test_read_write_timeouts_read_as_the_other_locks_read_them(store_url):
 
     rw = ratelock.ReadWriteLock(fresh_name("rw"), store_url)
     with rw.acquire_write(timeout=-1):
-        with pytest.raises(ratelock.WaitTimeout, match="timeout=0 is one try"):
+        with pytest.raises(ratelock.WaitTimeout, match="gave up waiting after"):
             rw.acquire_read(timeout=0)
     with rw.acquire_read(timeout=0), rw.acquire_read(timeout=-1):
         with pytest.raises(ratelock.WaitTimeout):

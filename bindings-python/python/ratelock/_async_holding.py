@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Asynchronous
-from ratelock._hold_stack import G, Holds, ReleaseOutcome, at_once, ran_out, waits
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
 from ratelock._interrupted import release_at_exit_async
 
 S = TypeVar("S", bound="AsyncHolding[Any]")
@@ -20,12 +20,9 @@ class AsyncHolding(Holds[G], Asynchronous):
         blocking, timeout = waits(timeout, blocking)
         try:
             handle = self._acquirer()
-            if blocking and not at_once(timeout):
+            if blocking:
                 return self._keep(await handle.acquire_async(timeout))
-            guard = await handle.try_acquire_async()
-            if guard is None and blocking:
-                raise ran_out(self._what)
-            granted = self._keep(guard)
+            granted = self._keep(await handle.try_acquire_async())
         finally:
             self._acquired()
         if not granted:

@@ -7,15 +7,8 @@ from typing import Optional
 from ratelock import _native
 from ratelock._async_lease_guard import Acquiring, LeaseGuard
 from ratelock._handle_call import Asynchronous
-from ratelock._hold_stack import at_once, waits
-from ratelock.rwlock import ReadWriteLockKind, acquired_once
-
-
-async def waited(side: _native.ReadWriteLockSide, timeout: Optional[float], what: str) -> _native.LeaseGuard:
-    """One side's hold within ``timeout`` (``None`` or ``-1``: no limit; ``0``: one try)."""
-    if at_once(timeout):
-        return acquired_once(await side.try_acquire_async(), what)
-    return await side.acquire_async(waits(timeout, True)[1])
+from ratelock._hold_stack import waits
+from ratelock.rwlock import ReadWriteLockKind
 
 
 class ReadWriteLock(ReadWriteLockKind, Asynchronous):
@@ -36,7 +29,7 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
 
     def acquire_read(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for a read hold; raises ``WaitTimeout``."""
-        return Acquiring(lambda: waited(self._reading, timeout, "read hold"), self._ttl)
+        return Acquiring(lambda: self._reading.acquire_async(waits(timeout, True)[1]), self._ttl)
 
     async def try_acquire_read(self) -> Optional[LeaseGuard]:
         """A read hold if no writer holds (or, with writer preference, waits for) the lock; else ``None``."""
@@ -45,7 +38,7 @@ class ReadWriteLock(ReadWriteLockKind, Asynchronous):
     def acquire_write(self, timeout: Optional[float] = None) -> Acquiring:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        return Acquiring(lambda: waited(self._writing, timeout, "write hold"), self._ttl)
+        return Acquiring(lambda: self._writing.acquire_async(waits(timeout, True)[1]), self._ttl)
 
     async def try_acquire_write(self) -> Optional[LeaseGuard]:
         """The write hold if nobody holds the lock; else ``None``."""

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, Awaitable, Generic, Iterator, List, Literal, Optional, Protocol, Tuple, TypeVar, Union
 
 from ratelock import _native
-from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable, WaitTimeout
+from ratelock._native import InvalidArgument, LockLost, LockNotOwned, RatelockError, StoreUnavailable
 
 #: What a release did: the hold was given back ("released"), or one hold of a re-entrant lock was and
 #: others remain ("still_held"). A hold found lost raises ``LockLost`` instead.
@@ -55,16 +55,6 @@ def waits(timeout: Any, blocking: Any) -> Tuple[bool, Optional[float]]:
     if not blocking and timeout is not None:
         raise InvalidArgument("invalid argument `timeout`: a non-blocking acquire takes no timeout")
     return bool(blocking), timeout
-
-
-def at_once(timeout: Optional[float]) -> bool:
-    """Whether a blocking acquire's wait ends at once (``timeout=0``): one try, then ``WaitTimeout``."""
-    return isinstance(timeout, (int, float)) and timeout == 0
-
-
-def ran_out(what: str) -> WaitTimeout:
-    """The ``WaitTimeout`` of a wait that ended at once (``timeout=0``) with the hold taken."""
-    return WaitTimeout(f"gave up waiting after 0s: the {what} is held (timeout=0 is one try)")
 
 
 class Holds(Generic[G]):

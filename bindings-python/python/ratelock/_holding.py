@@ -4,7 +4,7 @@
 from typing import Any, Optional, TypeVar
 
 from ratelock._handle_call import Blocking
-from ratelock._hold_stack import G, Holds, ReleaseOutcome, at_once, ran_out, waits
+from ratelock._hold_stack import G, Holds, ReleaseOutcome, waits
 from ratelock._interrupted import release_at_exit
 
 S = TypeVar("S", bound="Holding[Any]")
@@ -20,12 +20,7 @@ class Holding(Holds[G], Blocking):
         blocking, timeout = waits(timeout, blocking)
         try:
             handle = self._acquirer()
-            if blocking and not at_once(timeout):
-                return self._keep(handle.acquire(timeout))
-            guard = handle.try_acquire()
-            if guard is None and blocking:
-                raise ran_out(self._what)
-            return self._keep(guard)
+            return self._keep(handle.acquire(timeout) if blocking else handle.try_acquire())
         finally:
             self._acquired()
 

@@ -6,17 +6,10 @@ from typing import Optional, Union
 
 from ratelock import _native
 from ratelock._handle_call import Blocking, HandleCall
-from ratelock._hold_stack import at_once, ran_out, waits
+from ratelock._hold_stack import waits
 from ratelock._native import Client, ReadWriteLockHandle
 from ratelock.otel import MetricsRecorder
 from ratelock.lease_guard import LeaseGuard
-
-
-def acquired_once(guard: Optional[_native.LeaseGuard], what: str) -> _native.LeaseGuard:
-    """The hold of a wait that ended at once (``timeout=0``: one try), or its ``WaitTimeout``."""
-    if guard is None:
-        raise ran_out(what)
-    return guard
 
 
 class ReadWriteLockKind:
@@ -80,8 +73,6 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
     def acquire_read(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None`` or ``-1``: no limit; ``0``: one try) for a read hold;
         raises ``WaitTimeout``."""
-        if at_once(timeout):
-            return LeaseGuard(acquired_once(self._reading.try_acquire(), "read hold"), self._ttl)
         return LeaseGuard(self._reading.acquire(waits(timeout, True)[1]), self._ttl)
 
     def try_acquire_read(self) -> Optional[LeaseGuard]:
@@ -91,8 +82,6 @@ class ReadWriteLock(ReadWriteLockKind, Blocking):
     def acquire_write(self, timeout: Optional[float] = None) -> LeaseGuard:
         """Waits up to ``timeout`` seconds (``None``: no limit) for the write hold; raises ``WaitTimeout``.
         With writer preference, new readers are held back while it waits."""
-        if at_once(timeout):
-            return LeaseGuard(acquired_once(self._writing.try_acquire(), "write hold"), self._ttl)
         return LeaseGuard(self._writing.acquire(waits(timeout, True)[1]), self._ttl)
 
     def try_acquire_write(self) -> Optional[LeaseGuard]:
