@@ -307,11 +307,18 @@ async fn holds_that_vanish_raise_the_lost_signal() {
 async fn a_zero_timeout_is_one_try_that_leaves_no_place_behind() {
     on_both_stores(async |store: Store| {
         let fair = FairLock::new(&store, "zero-fair", options()).unwrap();
-        let held = fair.acquire(Duration::ZERO).await.expect("a free lock grants the one try");
+        let held = fair
+            .acquire(Duration::ZERO)
+            .await
+            .expect("a free lock grants the one try");
         let started = Instant::now();
         let gave_up = fair.acquire(Duration::ZERO).await.unwrap_err();
         assert!(matches!(gave_up, Error::WaitTimeout(_)), "{gave_up:?}");
-        assert!(started.elapsed() < Duration::from_secs(1), "no wait: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "no wait: {:?}",
+            started.elapsed()
+        );
         assert_eq!(fair.state().await.unwrap().waiting, 0, "the try left the queue");
         held.release().await.unwrap();
 
@@ -319,8 +326,15 @@ async fn a_zero_timeout_is_one_try_that_leaves_no_place_behind() {
         let reading = rw.acquire_read(Duration::ZERO).await.unwrap();
         let gave_up = rw.acquire_write(Duration::ZERO).await.unwrap_err();
         assert!(matches!(gave_up, Error::WaitTimeout(_)), "{gave_up:?}");
-        assert_eq!(rw.state().await.unwrap().waiting_writers, 0, "no writer mark left");
-        let second = rw.acquire_read(Duration::ZERO).await.expect("readers still get in");
+        assert_eq!(
+            rw.state().await.unwrap().waiting_writers,
+            0,
+            "no writer mark left"
+        );
+        let second = rw
+            .acquire_read(Duration::ZERO)
+            .await
+            .expect("readers still get in");
         second.release().await.unwrap();
         reading.release().await.unwrap();
     })
