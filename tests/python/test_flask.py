@@ -605,3 +605,69 @@ def test_on_breach_is_told_the_refusing_decision_and_may_answer_instead(store_ur
     assert client.get("/own").status_code == 200
     assert client.get("/own").status_code == 429, "None: the usual refusal"
     assert told == [("limiter", False, 1), ("view", False, 1)], "the limit's own replaces the limiter's"
+
+
+def test_limits_on_a_method_view_count(store_url):
+    # A MethodView's handler or class marked as Flask-Limiter users mark them was never seen: the view
+    # Flask registers is as_view's function, which wraps neither. Four logins all passed a 2/minute limit.
+    from flask.views import MethodView
+
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    class Login(MethodView):
+        def get(self):
+            return jsonify(form=True)
+
+        @limits.limit("2/minute")
+        def post(self):
+            return jsonify(ok=True)
+
+    @limits.limit("1/minute")
+    class Report(MethodView):
+        def get(self):
+            return jsonify(ok=True)
+
+    class Quiet(MethodView):
+        @limits.exempt
+        def get(self):
+            return jsonify(ok=True)
+
+    app.add_url_rule("/login", view_func=Login.as_view("login"))
+    app.add_url_rule("/report", view_func=Report.as_view("report"))
+    app.add_url_rule("/quiet", view_func=Quiet.as_view("quiet"))
+    client = app.test_client()
+    assert [client.post("/login").status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/login").status_code for _ in range(3)] == [200, 200, 200], "the limit is post's"
+    assert [client.get("/report").status_code for _ in range(2)] == [200, 429]
+
+
+def test_per_method_counts_head_with_get(store_url):
+    # Flask answers HEAD by running the GET view: per_method gave HEAD a bucket of its own, so a 2/minute
+    # GET limit let the view run 4 times.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}")
+
+    @app.get("/page")
+    @limits.limit("2/minute", per_method=True)
+    def page():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    answers = [client.get("/page").status_code, client.head("/page").status_code, client.get("/page").status_code]
+    assert answers == [200, 200, 429]
+
+
+def test_a_view_named_application_has_a_bucket_of_its_own(store_url):
+    # Its scope was its endpoint's name, "application", the application limits' scope: with the same
+    # rule text each request counted twice in one bucket.
+    app = Flask(__name__)
+    limits = RateLimiter(app, url=store_url, prefix=f"f{uuid.uuid4().hex[:8]}", application_limits="4/minute")
+
+    @app.get("/application")
+    @limits.limit("4/minute")
+    def application():
+        return jsonify(ok=True)
+
+    client = app.test_client()
+    assert [client.get("/application").status_code for _ in range(5)] == [200, 200, 200, 200, 429]

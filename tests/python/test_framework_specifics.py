@@ -519,6 +519,39 @@ def test_django_ratelimit_deduct_when_gives_back_what_it_does_not_count() -> Non
     ]
 
 
+def test_django_ratelimit_on_as_view_counts_each_class_apart() -> None:
+    # ratelimit(...)(SomeView.as_view()): as_view's function is named View.as_view.<locals>.view in every
+    # view's module, so two class-based views so wrapped shared one bucket.
+    script = textwrap.dedent(
+        """
+        import django
+        from django.conf import settings
+        settings.configure(SECRET_KEY="x", INSTALLED_APPS=["ratelock.django"])
+        django.setup()
+        from django.http import HttpResponse
+        from django.test import RequestFactory
+        from django.views import View
+        from ratelock.django import ratelimit
+
+        class First(View):
+            def get(self, request):
+                return HttpResponse("first")
+
+        class Second(View):
+            def get(self, request):
+                return HttpResponse("second")
+
+        first = ratelimit("2/minute")(First.as_view())
+        second = ratelimit("2/minute")(Second.as_view())
+        factory = RequestFactory()
+        print([first(factory.get("/a")).status_code for _ in range(2)], second(factory.get("/b")).status_code)
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["[200, 200] 200"]
+
+
 def test_django_ratelimit_methods_and_block_false() -> None:
     # django-ratelimit's names: only the given methods count (GET with HEAD), and block=False lets the
     # view run with request.limited set instead of answering 429.

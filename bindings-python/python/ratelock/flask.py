@@ -66,8 +66,9 @@ class _Mark(NamedTuple):
     on_breach: Optional[OnBreach]
 
 
-#: The scope of the application limits: one bucket per key, shared by every view.
-APPLICATION_SCOPE = "application"
+#: The scope of the application limits: one bucket per key, shared by every view. Its dot keeps it apart
+#: from every endpoint's scope (a view named ``application`` shared this bucket when it was the name).
+APPLICATION_SCOPE = ".application"
 
 #: How many ``__wrapped__`` layers of a registered view are searched for marks.
 _MAX_WRAPPED_DEPTH = 32
@@ -86,7 +87,8 @@ def _of_request(function: Optional[Callable[[], Any]]) -> Optional[Callable[[Any
 class RateLimiter:
     """Limits Flask views. ``default_limits`` apply to every view not exempted or limited itself, each view
     counted on its own (as Flask-Limiter's default limits are: per route); ``application_limits`` apply to
-    every view not exempted, all views counted together (scope ``"application"``).
+    every view not exempted, all views counted together (scope ``".application"``: no view's endpoint
+    starts with a dot, so none shares its bucket).
 
     ``limit`` and ``exempt`` mark the view function itself (by identity, not by name) and return it
     unchanged; the marks are read in a ``before_request`` hook from the function registered for the
@@ -146,7 +148,7 @@ class RateLimiter:
         self._blueprint_limits: Dict[Blueprint, List[_Mark]] = {}
         self._exempt_blueprints: Set[Blueprint] = set()
         # Each registered view's marks as `_marks` found them, so a request looks them up once.
-        self._found_marks: Dict[Optional[Callable[..., Any]], Tuple[List[_Mark], bool]] = {}
+        self._found_marks: Dict[Tuple[Optional[Callable[..., Any]], str], Tuple[List[_Mark], bool]] = {}
         # Each mark's limit in each bucket it counted in (`_scoped`), by (mark, endpoint, level, method).
         self._endpoint_limits: Dict[Tuple[int, str, str, str], Limit] = {}
         if app is not None:
@@ -262,7 +264,7 @@ class RateLimiter:
         endpoint = current.endpoint
         if endpoint is None:
             return None
-        marks, exempt = self._marks_of(app.view_functions.get(endpoint))
+        marks, exempt = self._marks_of(app.view_functions.get(endpoint), current.method)
         exempt = exempt or endpoint == "static"
         # The view's own limits, then its blueprints' (the innermost first), then the default ones, each
         # level in buckets of its own, named "" for the view's own, by the blueprint's full name, or
@@ -298,29 +300,40 @@ class RateLimiter:
                 return None
         return None
 
-    def _marks_of(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
-        """`_marks` of `view`, found once per view (``limit`` and ``exempt`` forget what was found)."""
+    def _marks_of(self, view: Optional[Callable[..., Any]], method: str) -> "Tuple[List[_Mark], bool]":
+        """`_marks` of `view` for `method`, found once per view and method (``limit`` and ``exempt``
+        forget what was found)."""
         try:
-            found = self._found_marks.get(view)
+            found = self._found_marks.get((view, method))
         except TypeError:  # an unhashable callable: looked through on every request
-            return self._marks(view)
+            return self._marks(view, method)
         if found is None:
-            found = self._found_marks[view] = self._marks(view)
+            found = self._found_marks[(view, method)] = self._marks(view, method)
         return found
 
-    def _marks(self, view: Optional[Callable[..., Any]]) -> "Tuple[List[_Mark], bool]":
-        """The limits on `view` and on the functions it wraps, outermost first, and whether any is exempt."""
+    def _marks(self, view: Optional[Callable[..., Any]], method: str) -> "Tuple[List[_Mark], bool]":
+        """The limits on `view` and on the functions it wraps, outermost first, and whether any is exempt.
+        A class-based view's (``View.as_view``) are also those on the handler of `method` (``get`` for
+        HEAD without a ``head``) and on the class, as Flask-Limiter users mark a ``MethodView``."""
         limits: List[_Mark] = []
         exempt = False
-        for _ in range(_MAX_WRAPPED_DEPTH):
-            if view is None:
-                break
-            try:
-                limits.extend(self._limits.get(view, ()))
-                exempt = exempt or view in self._exempt
-            except TypeError:  # an unhashable callable cannot carry a mark
-                pass
-            view = getattr(view, "__wrapped__", None)
+        targets: List[Any] = [view]
+        view_class = getattr(view, "view_class", None)
+        if view_class is not None:
+            handler = getattr(view_class, method.lower(), None)
+            if handler is None and method == "HEAD":
+                handler = getattr(view_class, "get", None)
+            targets += [handler, view_class]
+        for target in targets:
+            for _ in range(_MAX_WRAPPED_DEPTH):
+                if target is None:
+                    break
+                try:
+                    limits.extend(self._limits.get(target, ()))
+                    exempt = exempt or target in self._exempt
+                except TypeError:  # an unhashable callable cannot carry a mark
+                    pass
+                target = getattr(target, "__wrapped__", None)
         return limits, exempt
 
     def _check(self, mark: _Mark, endpoint: str, level: str, current: Request) -> Optional[Response]:
@@ -359,6 +372,8 @@ class RateLimiter:
         method with ``per_method``. Made once per bucket; a request builds no scope text."""
         if mark.scoped and not mark.per_method:
             return mark.limit
+        # Flask answers HEAD by running the GET view: a HEAD counts in the GET bucket.
+        method = "GET" if method == "HEAD" else method
         found = (id(mark.limit), endpoint, level, method if mark.per_method else "")
         scoped = self._endpoint_limits.get(found)
         if scoped is None:

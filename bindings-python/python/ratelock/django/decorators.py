@@ -84,6 +84,10 @@ def ratelimit(
         elif instance is not None:
             view_class = type(instance)
             name = f"{view_class.__module__}.{view_class.__qualname__}.{function.__name__}"
+        elif getattr(owner, "view_class", None) is not None:
+            # ``SomeView.as_view()``: the function it makes is named ``View.as_view.<locals>.view`` in
+            # every view's module, so all the views so wrapped in a module shared one bucket.
+            name = f"{owner.view_class.__module__}.{owner.view_class.__qualname__}"
         else:
             name = f"{owner.__module__}.{owner.__qualname__}"
         asynchronous = (
