@@ -230,3 +230,37 @@ async fn a_minority_grant_is_given_back_once_its_server_answers_again() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn giving_back_a_lost_hold_leaves_the_handles_newer_grant_alone() {
+    // The release of a hold found lost forgot the handle's record of its newer grant (each server's own
+    // token): that grant's extend and release then sent one token to every server, which only one
+    // server knew, so the newer hold read as lost and stayed taken on a majority for its whole ttl.
+    let servers = servers();
+    let store = store(&servers).await;
+    let lock = DistributedLock::new(&store, "redlock:newer", lease_options(10_000, false, false)).unwrap();
+    let first = lock.try_acquire().await.unwrap().expect("free");
+    let breaker = DistributedLock::new(&store, "redlock:newer", lease_options(10_000, false, false)).unwrap();
+    assert!(breaker.force_release().await.unwrap());
+    let second = lock.try_acquire().await.unwrap().expect("free again");
+    let given_back = first.release().await.unwrap();
+    assert_ne!(
+        given_back,
+        ratelock::Released::Released,
+        "the first hold was lost"
+    );
+    assert_eq!(
+        second.extend(Duration::from_secs(10)).await.unwrap(),
+        ratelock::Extended::Extended
+    );
+    assert!(!second.is_lost());
+    second.release().await.unwrap();
+    let next = DistributedLock::new(&store, "redlock:newer", lease_options(10_000, false, false)).unwrap();
+    next.try_acquire()
+        .await
+        .unwrap()
+        .expect("given back on every server")
+        .release()
+        .await
+        .unwrap();
+}

@@ -451,7 +451,20 @@ impl LeaseCalls for RedlockStore {
             Released::NotHeld
         };
         if !matches!(outcome, Released::StillHeld { .. }) {
-            let grant = self.grants().remove(&grant_key(keys, owner));
+            // Only this grant's record goes: a hold found lost may be an older grant of the same owner,
+            // whose newer grant still needs each server's own token.
+            let grant = {
+                let mut grants = self.grants();
+                let key = grant_key(keys, owner);
+                let ours = grants
+                    .get(&key)
+                    .is_some_and(|grant| grant.fences.iter().flatten().max() == Some(&fence));
+                if ours {
+                    grants.remove(&key)
+                } else {
+                    None
+                }
+            };
             // The last hold is given back: a server that could not be told is asked again in the
             // background (its fence alone, so a later grant there is never touched).
             if let (Released::Released, Some(grant)) = (outcome, grant) {
