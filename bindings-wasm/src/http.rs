@@ -7,7 +7,7 @@ use std::time::Duration;
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::{invalid_argument, option, option_number, option_string, to_js};
+use crate::{arguments, invalid_argument, now_us, option, option_number, option_string, to_js};
 
 #[wasm_bindgen(typescript_custom_section)]
 const HTTP_ANSWER_TYPE: &str = r#"
@@ -86,11 +86,16 @@ impl HttpOptions {
     #[wasm_bindgen(unchecked_return_type = "HttpAnswer")]
     pub fn answer(
         &mut self,
-        rules: &str,
-        #[wasm_bindgen(unchecked_param_type = "Decision")] decision: Object,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Decision")] decision: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
+        let rules = &arguments::text("rules", &rules)?;
+        let key = arguments::text("key", &key)?;
+        let decision: Object = decision
+            .dyn_into()
+            .map_err(|_| invalid_argument("decision", "expected a Decision of `Limiter.hit`".to_owned()))?;
         let algorithm = self.algorithm;
         let parsed = self
             .rules
@@ -100,26 +105,49 @@ impl HttpOptions {
             option_number(&decision, name)?
                 .ok_or_else(|| invalid_argument("decision", format!("has no `{name}`")))
         };
-        let flag = |name: &str| -> Result<bool, JsValue> {
-            Ok(option(&decision, name, "a boolean", JsValue::as_bool)?.unwrap_or(false))
+        let allowed = option(&decision, "allowed", "a boolean", JsValue::as_bool)?
+            .ok_or_else(|| invalid_argument("decision", "has no `allowed`".to_owned()))?;
+        let degraded = option(&decision, "degraded", "a boolean", JsValue::as_bool)?.unwrap_or(false);
+        let rule_index = number("ruleIndex")?;
+        let rule = usize::try_from(rule_index as i64)
+            .ok()
+            .filter(|&at| rule_index.fract() == 0.0 && at < parsed.len())
+            .and_then(|at| parsed.get(at).map(|rule| (at, rule)));
+        let Some((rule_index, rule)) = rule else {
+            return Err(invalid_argument(
+                "decision",
+                format!(
+                    "`ruleIndex` {rule_index} names none of the {} rules",
+                    parsed.len()
+                ),
+            ));
         };
-        let rule_index = number("ruleIndex")?.max(0.0) as usize;
+        // The limit the store decided on (a key's override), as the headers must name it; a decision
+        // without one (made by hand) names the rule's own.
+        let limit = match option_number(&decision, "limit")? {
+            Some(limit) if limit.is_finite() && limit >= 0.0 => limit as u64,
+            _ => rule.limit(),
+        };
         let summary = ratelock::Decision::summary(
-            flag("allowed")?,
-            parsed.get(rule_index).map_or(0, |rule| rule.limit()),
+            allowed,
+            limit,
             number("remaining")?.max(0.0) as u64,
             micros(number("resetAfterMs")?),
             micros(number("retryAfterMs")?),
             rule_index,
-            flag("degraded")?,
+            degraded,
         );
-        let now_ms = now_ms.unwrap_or_else(js_sys::Date::now).max(0.0) as u64;
+        let now_ms = now_us(now_ms)?.map_or(0, |us| us / 1000);
         answer_object(self.inner.answer(&summary, parsed, key.as_bytes(), now_ms))
     }
 
     /// The answer when a limiter failed with `code`: 503 for an outage, `null` otherwise.
     #[wasm_bindgen(unchecked_return_type = "HttpAnswer | null")]
-    pub fn failure(&self, code: &str) -> Result<JsValue, JsValue> {
+    pub fn failure(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] code: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let code = &arguments::text("code", &code)?;
         let code = code.strip_prefix("ERR_RATELOCK_").unwrap_or(code);
         match self.inner.failure(code) {
             Some(answer) => answer_object(answer).map(Into::into),
@@ -195,16 +223,29 @@ impl ClientAddress {
     }
 
     /// The key of a request from `peer` whose proxy header reads `forwarded`.
-    pub fn key(&self, peer: Option<String>, forwarded: Option<String>) -> String {
-        self.inner
-            .key(peer.as_deref().unwrap_or(""), forwarded.as_deref())
+    pub fn key(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] peer: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] forwarded: Option<JsValue>,
+    ) -> Result<String, JsValue> {
+        let peer = peer.map(|peer| arguments::text("peer", &peer)).transpose()?;
+        let forwarded = forwarded
+            .map(|forwarded| arguments::text("forwarded", &forwarded))
+            .transpose()?;
+        Ok(self
+            .inner
+            .key(peer.as_deref().unwrap_or(""), forwarded.as_deref()))
     }
 }
 
 /// `<scope>:<key>` with the scope's `%` and `:` escaped, so no two (scope, key) pairs meet.
 #[wasm_bindgen(js_name = scopedKey)]
-pub fn scoped_key(scope: &str, key: &str) -> Result<String, JsValue> {
-    let joined = ratelock::http::scoped_key(scope, key.as_bytes()).map_err(to_js)?;
+pub fn scoped_key(
+    #[wasm_bindgen(unchecked_param_type = "string")] scope: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+) -> Result<String, JsValue> {
+    let (scope, key) = (arguments::text("scope", &scope)?, arguments::text("key", &key)?);
+    let joined = ratelock::http::scoped_key(&scope, key.as_bytes()).map_err(to_js)?;
     Ok(String::from_utf8(joined).expect("a joined text key is UTF-8"))
 }
 

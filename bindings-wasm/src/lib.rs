@@ -5,6 +5,7 @@
 use js_sys::{Error as JsError, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+mod arguments;
 mod http;
 
 pub use http::{scoped_key, ClientAddress, HttpOptions};
@@ -109,11 +110,13 @@ impl Limiter {
     #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn hit(
         &mut self,
-        key: &str,
-        rules: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         self.check(key, rules, cost, now_ms, true)
     }
 
@@ -121,11 +124,13 @@ impl Limiter {
     #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn peek(
         &mut self,
-        key: &str,
-        rules: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         self.check(key, rules, cost, now_ms, false)
     }
 
@@ -134,11 +139,13 @@ impl Limiter {
     #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn refund(
         &mut self,
-        key: &str,
-        rules: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         self.ask_store(key, rules, cost, now_ms, None, |store, request| {
             store.refund(request)
         })
@@ -151,12 +158,14 @@ impl Limiter {
     #[wasm_bindgen(unchecked_return_type = "Decision")]
     pub fn reserve(
         &mut self,
-        key: &str,
-        rules: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
         #[wasm_bindgen(js_name = maxWaitMs)] max_wait_ms: f64,
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         if !(max_wait_ms.is_finite()
             && (0.0..=ratelock::MAX_PERIOD.as_millis() as f64).contains(&max_wait_ms))
         {
@@ -182,11 +191,13 @@ impl Limiter {
     #[wasm_bindgen(js_name = setOverride)]
     pub fn set_override(
         &mut self,
-        key: &str,
-        rules: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
         #[wasm_bindgen(js_name = ttlMs)] ttl_ms: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<(), JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         let now_us = now_us(now_ms)?;
         let for_us = match ttl_ms {
             None => None,
@@ -220,9 +231,10 @@ impl Limiter {
     #[wasm_bindgen(js_name = clearOverride)]
     pub fn clear_override(
         &mut self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<bool, JsValue> {
+        let key = &arguments::key(&key)?;
         let now_us = now_us(now_ms)?;
         let inner = self.inner.clone();
         Ok(match inner.store() {
@@ -238,7 +250,13 @@ impl Limiter {
     }
 
     /// Forgets the state of every given rule for `key`.
-    pub fn reset(&mut self, key: &str, rules: &str) -> Result<(), JsValue> {
+    pub fn reset(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] rules: JsValue,
+    ) -> Result<(), JsValue> {
+        let key = &arguments::key(&key)?;
+        let rules = &arguments::text("rules", &rules)?;
         let inner = self.inner.clone();
         let parsed = self.parse(rules)?;
         if let ratelock::Store::Memory(store) = inner.store() {
@@ -252,10 +270,11 @@ impl Limiter {
     /// denies a hit.
     pub fn block(
         &self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = durationMs)] duration_ms: f64,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<(), JsValue> {
+        let key = &arguments::key(&key)?;
         self.change_entry("block", key, Some(duration_ms), now_ms)
             .map(drop)
     }
@@ -263,19 +282,21 @@ impl Limiter {
     /// Lifts `key`'s ban; true when it had one (a list entry stays).
     pub fn unblock(
         &self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<bool, JsValue> {
+        let key = &arguments::key(&key)?;
         self.change_entry("unblock", key, None, now_ms)
     }
 
     /// Puts `key` on the deny list for `ttlMs`: every hit and peek is denied with `reason: 'deny_list'`.
     pub fn deny(
         &self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = ttlMs)] ttl_ms: f64,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<(), JsValue> {
+        let key = &arguments::key(&key)?;
         self.change_entry("deny", key, Some(ttl_ms), now_ms).map(drop)
     }
 
@@ -283,19 +304,21 @@ impl Limiter {
     /// spending nothing.
     pub fn allow(
         &self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = ttlMs)] ttl_ms: f64,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<(), JsValue> {
+        let key = &arguments::key(&key)?;
         self.change_entry("allow", key, Some(ttl_ms), now_ms).map(drop)
     }
 
     /// Takes `key` off the deny or allow list; true when it was on one (a ban stays).
     pub fn clear(
         &self,
-        key: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] key: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<bool, JsValue> {
+        let key = &arguments::key(&key)?;
         self.change_entry("clear", key, None, now_ms)
     }
 }

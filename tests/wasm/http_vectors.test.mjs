@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 
-import { ClientAddress, HttpOptions, scopedKey } from '../../bindings-wasm/node.mjs'
+import { ClientAddress, HttpOptions, Limiter, scopedKey } from '../../bindings-wasm/node.mjs'
 
 const VECTORS = new URL('../vectors/http/', import.meta.url)
 const load = (name) => JSON.parse(readFileSync(new URL(name, VECTORS), 'utf8'))
@@ -57,6 +57,32 @@ for (const c of load('client_keys.json').cases) {
 
 test('scoped keys', () => {
   for (const c of load('scoped_keys.json').cases) assert.equal(scopedKey(c.scope, c.key), c.expect)
+})
+
+test('the headers name the limit the store decided on, and a bad decision is refused by name', () => {
+  // An override's limit (100 for a 10/minute rule) was answered as the rule's own: q=10 beside r=99.
+  const limiter = new Limiter()
+  limiter.setOverride('t', '100/minute')
+  const decision = limiter.hit('t', '10/minute')
+  assert.equal(decision.limit, 100)
+  const options = new HttpOptions({})
+  const headers = options.answer('10/minute', decision, 't').headers
+  assert.match(headers[headers.indexOf('RateLimit-Policy') + 1], /;q=100;/, JSON.stringify(headers))
+  for (const [call, message] of [
+    [() => options.answer('10/minute', { ...decision, allowed: undefined }, 't'), /has no `allowed`/],
+    [() => options.answer('10/minute', { ...decision, ruleIndex: 3 }, 't'), /`ruleIndex` 3 names none of the 1 rules/],
+    [() => options.answer('10/minute', decision, 't', NaN), /`nowMs`/],
+    [() => options.answer('10/minute', decision, 7), /`key`: expected a string/],
+    [() => options.answer('10/minute', 'allowed', 't'), /`decision`/],
+    [() => new ClientAddress({}).key(10), /`peer`: expected a string/],
+    [() => scopedKey('api', 5), /`key`: expected a string/],
+  ]) {
+    assert.throws(call, (error) => {
+      assert.equal(error.code, 'ERR_RATELOCK_INVALID_ARGUMENT', String(error))
+      assert.match(error.message, message)
+      return true
+    })
+  }
 })
 
 test('ClientAddress refuses options it would have coerced', () => {

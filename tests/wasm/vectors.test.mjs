@@ -97,6 +97,30 @@ test('bad input gets named, typed errors', () => {
   }
 })
 
+test('a key or rule that is not a string is refused by name, and the module keeps working', () => {
+  // wasm-bindgen's glue copied a number as if it were text: a read past the module's memory (a trap
+  // that left the module unusable), or "Cannot read properties of undefined" naming no argument.
+  const limiter = new Limiter()
+  const refused = [
+    [() => limiter.hit(42, '1/minute'), /`key`: expected a string, got number/],
+    [() => limiter.hit(undefined, '1/minute'), /`key`: expected a string, got undefined/],
+    [() => limiter.peek('k', { rule: '1/minute' }), /`rules`: expected a string, got object/],
+    [() => limiter.setOverride(7, '5/minute'), /`key`/],
+    [() => limiter.block(['k'], 1000), /`key`/],
+    [() => limiter.reset('k'.repeat(65 * 1024), '1/minute'), /`key`/],
+    [() => limiter.deny('k'.repeat(65 * 1024), 1000), /`key`/],
+  ]
+  for (const [call, message] of refused) {
+    assert.throws(call, (error) => {
+      assert.equal(error.code, 'ERR_RATELOCK_INVALID_ARGUMENT', String(error))
+      assert.match(error.message, message)
+      return true
+    })
+  }
+  assert.equal(limiter.hit('42', '1/minute').allowed, true)
+  assert.equal(limiter.hit('42', '1/minute').allowed, false)
+})
+
 test('a full store and an override cleared on the caller\'s clock answer as in Node', () => {
   // A full memory store refused with a RatelockError (Node: StoreUnavailableError); clearOverride read
   // Date.now() whatever clock set the override, so one set at nowMs 0 for a minute "had none".
