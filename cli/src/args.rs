@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::span::parse_span;
+use crate::span::{parse_span, parse_timeout};
 
 /// Distributed locks and rate limits on Redis, from the shell.
 #[derive(Debug, Parser)]
@@ -36,7 +36,7 @@ pub struct StoreArgs {
     #[arg(long, env = "RATELOCK_PREFIX", default_value = "rl", global = true)]
     pub prefix: String,
     /// How long one store call may take (e.g. 1s, 500ms).
-    #[arg(long, default_value = "2s", value_parser = parse_span, global = true)]
+    #[arg(long, default_value = "2s", value_parser = parse_timeout, global = true)]
     pub timeout: Duration,
 }
 

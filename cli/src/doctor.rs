@@ -62,6 +62,15 @@ pub async fn run(store: &StoreArgs, args: DoctorArgs, json: bool) -> Result<i32,
     let url = args.url.unwrap_or_else(|| store.url.clone());
     let node = node_url(&url)?;
     let mut connection = connect(&node, store.timeout, "doctor").await?;
+    // A server that refuses a PING (NOAUTH, WRONGPASS, a user without +ping) can be told nothing more:
+    // each later check read its refusal as an absence ("the module is not loaded", "FUNCTION is
+    // refused here").
+    if let Err(why) = call(&mut connection, &redis::cmd("PING")).await {
+        return Err(crate::store_url::naming(
+            &url,
+            Exit::Failed(format!("PING was refused: {why}")),
+        ));
+    }
     let mut report = Report::default();
     let info = info(&mut connection, "server").await;
     let version = server_version(&info, &mut report);
@@ -188,8 +197,8 @@ async fn round_trip(connection: &mut MultiplexedConnection, report: &mut Report)
     let mut times = Vec::with_capacity(20);
     for _ in 0..20 {
         let started = Instant::now();
-        if call(connection, &redis::cmd("PING")).await.is_err() {
-            report.add(Severity::Error, "round trip", "PING failed");
+        if let Err(why) = call(connection, &redis::cmd("PING")).await {
+            report.add(Severity::Error, "round trip", format!("PING failed: {why}"));
             return;
         }
         times.push(started.elapsed());

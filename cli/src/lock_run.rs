@@ -12,6 +12,7 @@ use crate::args::{LockRunArgs, StoreArgs};
 use crate::exit::Exit;
 use crate::forwarded_signals::ForwardedSignals;
 use crate::held_command::HeldCommand;
+use crate::output;
 use crate::store_url;
 
 pub async fn run(store: &StoreArgs, args: LockRunArgs) -> Result<i32, Exit> {
@@ -54,10 +55,10 @@ async fn run_holding(guard: &LockGuard, args: &LockRunArgs) -> Result<i32, Exit>
                 let status = status.map_err(|err| Exit::Failed(format!("waiting for the command: {err}")))?;
                 if command.left_behind() {
                     // As with any lock: what the command left running is not covered once it is given back.
-                    eprintln!(
-                        "ratelock: the command ended, leaving processes it started running; lock {:?} is released",
+                    output::warning(&format!(
+                        "the command ended, leaving processes it started running; lock {:?} is released",
                         args.name
-                    );
+                    ));
                 }
                 return Ok(code_of(status));
             }
@@ -109,7 +110,9 @@ async fn release(guard: LockGuard, name: &str) -> Result<(), Exit> {
         Ok(_) => Ok(()),
         Err(err) if err.is_lock_lost() => Err(lost(err.to_string())),
         Err(err) => {
-            eprintln!("ratelock: releasing the lock failed (it ends with its lease): {err}");
+            output::warning(&format!(
+                "releasing the lock failed (it ends with its lease): {err}"
+            ));
             Ok(())
         }
     }

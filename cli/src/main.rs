@@ -29,7 +29,7 @@ fn main() {
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("ratelock: {failure}");
+            output::warning(&failure.to_string());
             failure.code()
         }
     };

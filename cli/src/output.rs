@@ -20,6 +20,14 @@ pub fn line(text: &str) -> Result<(), Exit> {
     }
 }
 
+/// Prints `text` and a newline on standard error, with every URL's password masked. A standard error
+/// that cannot be written is no failure: the command's outcome (a lock to give back, an exit code)
+/// matters more than the note (an `eprintln!` panicked there, and left the lock taken).
+pub fn warning(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "ratelock: {}", crate::store_url::masked(text));
+}
+
 /// A decision as JSON: the deciding rule's figures (durations in ms) and every rule's.
 pub fn decision_json(decision: &Decision, rules: &ratelock::Rules) -> Value {
     let per_rule: Vec<Value> = decision

@@ -27,9 +27,26 @@ pub fn parse_span(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// A store call's time limit: a span from 1 ms (a zero limit failed every call, with another exit
+/// code per command).
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let span = parse_span(text)?;
+    if span < Duration::from_millis(1) {
+        return Err(format!("{:?} is out of range (1 ms to 366 days)", text.trim()));
+    }
+    Ok(span)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_is_at_least_a_millisecond() {
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_timeout("0.5ms").is_err());
+        assert_eq!(parse_timeout("1ms"), Ok(Duration::from_millis(1)));
+    }
 
     #[test]
     fn units_and_errors() {

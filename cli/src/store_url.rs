@@ -37,11 +37,23 @@ pub fn naming(url: &str, exit: Exit) -> Exit {
 /// assert_eq!(shown("redis://app:s3cret@db:6379/0"), "redis://app:***@db:6379/0");
 /// ```
 pub fn shown(url: &str) -> String {
-    let (address, query) = match url.split_once('?') {
-        Some((address, query)) => (address, Some(query)),
-        None => (url, None),
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    // The user part ends at the URL's last '@': a password may hold '@', '/' or '?' too.
+    let rest = match rest.rfind('@').map(|at| (at, rest[..at].split_once(':'))) {
+        Some((at, Some((name, _password)))) => format!("{name}:***@{}", &rest[at + 1..]),
+        // A user name alone is no secret.
+        _ => rest.to_owned(),
     };
-    let mut shown = without_user_password(address);
+    let mut shown = if scheme.is_empty() {
+        String::new()
+    } else {
+        format!("{scheme}://")
+    };
+    let (address, query) = match rest.split_once('?') {
+        Some((address, query)) => (address, Some(query)),
+        None => (rest.as_str(), None),
+    };
+    shown.push_str(address);
     if let Some(query) = query {
         let masked: Vec<String> = query
             .split('&')
@@ -56,20 +68,25 @@ pub fn shown(url: &str) -> String {
     shown
 }
 
-fn without_user_password(address: &str) -> String {
-    let Some((scheme, rest)) = address.split_once("://") else {
-        return address.to_owned();
-    };
-    // The user part ends at the last '@' before the path (a password may hold '@' too).
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return address.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((name, _password)) => format!("{scheme}://{name}:***@{}", &rest[at + 1..]),
-        // A user name alone is no secret.
-        None => address.to_owned(),
+/// `text` (an error message, which may quote the URL it was given) with every URL in it `shown`.
+pub fn masked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find("://") {
+        let start = rest[..found]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        let end = rest[found..]
+            .find(|c: char| c.is_whitespace() || "\"'`".contains(c))
+            .map_or(rest.len(), |after| found + after);
+        out.push_str(&rest[..start]);
+        out.push_str(&shown(&rest[start..end]));
+        rest = &rest[end..];
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -91,6 +108,23 @@ mod tests {
             "redis+unix:///run/redis.sock?db=1&user=app&pass=***"
         );
         assert_eq!(shown("unix:///s.sock?password=x"), "unix:///s.sock?password=***");
+        // A password holding '/' or '?' was shown whole, or in part.
+        assert_eq!(shown("redis://app:pa/ss@db:1/"), "redis://app:***@db:1/");
+        assert_eq!(shown("redis://app:pa?ss@db:1/"), "redis://app:***@db:1/");
+    }
+
+    #[test]
+    fn every_url_quoted_in_a_message_is_shown_without_its_password() {
+        assert_eq!(
+            masked(r#"unsupported URL "reds://app:s3cret@h:1/" (expected redis://)"#),
+            r#"unsupported URL "reds://app:***@h:1/" (expected redis://)"#
+        );
+        assert_eq!(
+            masked("a: redis://u:p@x/ and b: rediss://v:q@y/"),
+            "a: redis://u:***@x/ and b: rediss://v:***@y/"
+        );
+        assert_eq!(masked("no address here"), "no address here");
+        assert_eq!(masked("«redis://u:p@x/»"), "«redis://u:***@x/»");
     }
 
     #[test]

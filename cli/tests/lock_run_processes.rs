@@ -188,3 +188,22 @@ fn a_hangup_ignored_at_start_stays_ignored() {
     let output = holder.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
 }
+
+#[test]
+fn a_standard_error_gone_changes_no_exit_code_and_leaves_no_lock_taken() {
+    // The note on processes left running was an eprintln!, which panicked on the closed pipe: exit 101
+    // for the command's 3, and the lock stayed taken until its lease ran out.
+    let server = RedisServer::start();
+    let mut run = without_terminal(ratelock(
+        &server,
+        &["lock", "run", "unread", "--", "sh", "-c", "sleep 1 & exit 3"],
+    ))
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    drop(run.stderr.take());
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(!force_free(&server, "unread"), "the lock was given back");
+}

@@ -68,6 +68,42 @@ fn a_password_in_the_url_is_never_printed() {
             text(&report.stdout)
         );
     }
+    // A URL the core refuses is quoted in its error; a password holding '/' was shown whole.
+    let refused = ratelock(
+        "reds://app:s3cret-pw@127.0.0.1:1/",
+        &["limit", "hit", "k", "1/second"],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        !text(&refused.stderr).contains("s3cret"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("slash")
+        .arg("on")
+        .arg(">pa/ss-pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .query(&mut admin)
+        .unwrap();
+    let slashed = format!("redis://slash:pa%2Fss-pw@127.0.0.1:{}/", server.port());
+    let raw = format!("redis://slash:pa/ss-pw@127.0.0.1:{}/", server.port());
+    for url in [slashed, raw] {
+        let report = ratelock(&url, &["doctor"]);
+        assert!(
+            !text(&report.stdout).contains("ss-pw"),
+            "{}",
+            text(&report.stdout)
+        );
+        assert!(
+            !text(&report.stderr).contains("ss-pw"),
+            "{}",
+            text(&report.stderr)
+        );
+    }
     let wrong = format!("redis://app:wrong-pw@127.0.0.1:{}/", server.port());
     let refused = ratelock(&wrong, &["inspect", "k"]);
     assert_ne!(refused.status.code(), Some(0));
@@ -179,4 +215,35 @@ fn a_store_failure_names_the_server_it_met() {
         );
         assert!(!said.contains("s3cret"), "{said}");
     }
+}
+
+#[test]
+fn doctor_says_the_server_refused_its_credentials_and_guesses_nothing_else() {
+    // Without a password it reported "the ratelock module is not loaded" and "FUNCTION is refused
+    // here", then a bare "PING failed": every refusal read as an absence.
+    let server = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("resetpass")
+        .arg(">only-with-this")
+        .query(&mut server.connection())
+        .unwrap();
+    let report = ratelock(&server.url(), &["doctor"]);
+    assert_ne!(report.status.code(), Some(0));
+    assert!(
+        text(&report.stderr).contains("PING was refused"),
+        "{}",
+        text(&report.stderr)
+    );
+    assert!(
+        text(&report.stderr).contains("NOAUTH"),
+        "{}",
+        text(&report.stderr)
+    );
+    assert!(
+        !text(&report.stdout).contains("not loaded"),
+        "{}",
+        text(&report.stdout)
+    );
 }
