@@ -264,3 +264,92 @@ async fn giving_back_a_lost_hold_leaves_the_handles_newer_grant_alone() {
         .await
         .unwrap();
 }
+
+/// A Redlock store over three servers, the first behind a proxy that answers the EVALSHA of `script`
+/// (a lock script's file name) with `-ERR Connection refused` (nothing run) while it answers; and the
+/// servers and the proxy.
+async fn first_behind_a_refusing_proxy(
+    script: &str,
+) -> (
+    AnyLockStore,
+    Vec<RedisServer>,
+    ratelock_testkit::answering_proxy::AnsweringProxy,
+) {
+    use ratelock::store::ServerCode;
+    use ratelock_testkit::answering_proxy::AnsweringProxy;
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let path = format!("{}/../../core/lua/{script}", env!("CARGO_MANIFEST_DIR"));
+    let text = ratelock::store::tagged_script(&std::fs::read_to_string(path).unwrap());
+    let sha = redis::Script::new(&text).get_hash().to_owned();
+    let proxy = AnsweringProxy::start_matching(servers[0].port(), "-ERR Connection refused", &sha);
+    proxy.set_answering(false);
+    let url = format!(
+        "redlock://127.0.0.1:{},127.0.0.1:{},127.0.0.1:{}",
+        proxy.port(),
+        servers[1].port(),
+        servers[2].port()
+    );
+    let options = StoreOptions::default().with_server_code(ServerCode::Scripts);
+    let store = AnyLockStore::connect(&url, &options).await.unwrap();
+    (store, servers, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_release_never_sent_to_a_server_is_sent_there_later() {
+    // Only a release that may have run was sent again: one its breaker kept from being sent (a server
+    // that stalled) left that server's lease taken until its ttl.
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let store = store(&servers).await;
+    let lock = DistributedLock::new(&store, "redlock:resent", lease_options(20_000, false, false)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    servers[0].pause();
+    // Calls that time out on server 0 until its breaker opens (the majority still answers them).
+    for _ in 0..6 {
+        assert!(lock.is_locked().await.unwrap());
+    }
+    assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
+    servers[0].resume();
+    let first = Store::connect(&servers[0].url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let seen = DistributedLock::new(&first, "redlock:resent", lease_options(20_000, false, false)).unwrap();
+    let until = Instant::now() + Duration::from_secs(8);
+    while seen.is_locked().await.unwrap() {
+        assert!(Instant::now() < until, "server 0 still holds the released lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_a_server_in_an_outage_could_have_carried_is_an_outage_not_a_loss() {
+    // One server extended, one had let the lease go, one could not be reached: the last could still
+    // make the majority, and the hold read as lost at once.
+    let (store, servers, proxy) = first_behind_a_refusing_proxy("lock_extend.lua").await;
+    let lock = DistributedLock::new(&store, "redlock:open", lease_options(20_000, false, false)).unwrap();
+    let guard = lock.try_acquire().await.unwrap().expect("free");
+    let keys = LockKeys::new("rl", b"redlock:open");
+    let _: () = redis::cmd("DEL")
+        .arg(&keys.lease)
+        .query(&mut servers[2].connection())
+        .unwrap();
+    proxy.set_answering(true);
+    let open = guard.extend(Duration::from_secs(20)).await.unwrap_err();
+    assert!(open.is_store_failure(), "{open:?}");
+    assert!(!guard.is_lost());
+    proxy.set_answering(false);
+    // Retried once server 0's breaker lets calls through again, the renewal carries.
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match guard.extend(Duration::from_secs(20)).await {
+            Ok(extended) => {
+                assert_eq!(extended, ratelock::Extended::Extended);
+                break;
+            }
+            Err(err) if err.is_store_failure() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(err) => panic!("{err:?}"),
+        }
+    }
+    guard.release().await.unwrap();
+}

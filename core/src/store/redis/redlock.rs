@@ -285,8 +285,14 @@ impl RedlockStore {
             return refused.clone();
         }
         let said: Vec<String> = answers.failures.iter().map(ToString::to_string).collect();
+        // With a majority answering, the servers in an outage could still have tipped it.
+        let open = if answers.answered() >= self.quorum() {
+            " but too few agree without the ones in an outage"
+        } else {
+            ""
+        };
         Error::StoreUnavailable(format!(
-            "Redlock: {} of {} servers answered, {} are needed ({})",
+            "Redlock: {} of {} servers answered{open}, {} are needed ({})",
             answers.answered(),
             self.shared.nodes.len(),
             self.quorum(),
@@ -302,11 +308,14 @@ struct Answers<T> {
     failures: Vec<Error>,
     /// The servers whose call failed after it may have run there (`Error::may_have_run`).
     unheard: Vec<usize>,
+    /// The servers that failed with an outage (a store failure, whether or not the call ran there):
+    /// what they would have answered is open.
+    outages: Vec<usize>,
 }
 
 impl<T> Answers<T> {
     fn of(results: Vec<Result<Option<T>>>) -> Self {
-        let (mut failures, mut unheard) = (Vec::new(), Vec::new());
+        let (mut failures, mut unheard, mut outages) = (Vec::new(), Vec::new(), Vec::new());
         let answers = results
             .into_iter()
             .enumerate()
@@ -314,6 +323,9 @@ impl<T> Answers<T> {
                 result.unwrap_or_else(|failure| {
                     if failure.may_have_run() {
                         unheard.push(at);
+                    }
+                    if failure.is_store_failure() {
+                        outages.push(at);
                     }
                     failures.push(failure);
                     None
@@ -324,6 +336,7 @@ impl<T> Answers<T> {
             answers,
             failures,
             unheard,
+            outages,
         }
     }
 
@@ -465,11 +478,12 @@ impl LeaseCalls for RedlockStore {
                     None
                 }
             };
-            // The last hold is given back: a server that could not be told is asked again in the
-            // background (its fence alone, so a later grant there is never touched).
+            // The last hold is given back: a server that could not be told (whether the call ran
+            // there or was never sent, its breaker open) is asked again in the background (its fence
+            // alone, so a later grant there is never touched).
             if let (Released::Released, Some(grant)) = (outcome, grant) {
                 let until = tokio::time::Instant::now() + Duration::from_micros(grant.ttl_us);
-                for &at in &answers.unheard {
+                for &at in &answers.outages {
                     if let Some(fence) = fences[at] {
                         let node = self.shared.nodes[at].clone();
                         release_later(node, keys.clone(), owner.to_owned(), fence, until);
@@ -492,7 +506,11 @@ impl LeaseCalls for RedlockStore {
         if count(Extended::Extended) >= self.quorum() {
             return Ok(Extended::Extended);
         }
-        if answers.answered() < self.quorum() {
+        // Servers in an outage may have extended: while they could still make a majority with those
+        // that did, the renewal's outcome is open (an outage, retried), not a loss.
+        if answers.answered() < self.quorum()
+            || count(Extended::Extended) + answers.outages.len() >= self.quorum()
+        {
             return Err(self.too_few(&answers));
         }
         Ok(if count(Extended::HeldByOther) > count(Extended::Expired) {
