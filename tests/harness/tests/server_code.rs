@@ -3,7 +3,8 @@
 //! The shared vectors give the same decisions through memory (tests/vectors.rs), the module, Functions
 //! and EVALSHA; the servers' command statistics show which code actually ran. The choice is checked
 //! again after a reconnect, and a refusal (the module unloaded, a function flushed, an ACL denial)
-//! moves the call to the next route without failing it.
+//! moves the call to the next route without failing it. On a cluster, each module call goes to its
+//! key's node.
 
 use ratelock::store::{LimitRequest, LimitStore, ServerCode};
 use ratelock::{Store, StoreOptions};
@@ -399,4 +400,37 @@ async fn a_function_name_held_by_another_library_sends_the_calls_by_evalsha() {
         "no call ran the other library's function"
     );
     assert_eq!(command_calls(&server, "evalsha"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_sends_each_module_call_to_its_keys_node() {
+    // redis-rs routes a command it does not know by its first argument: a module call's key count,
+    // so most calls went to another node, were answered MOVED and set off a refresh of the slot map.
+    let module = ratelock_testkit::module::module_path().display().to_string();
+    let cluster = ratelock_testkit::RedisCluster::start_with(3, 0, &["--loadmodule", &module]);
+    let store = store_at(&cluster.url(), ServerCode::Auto).await;
+    for n in 0..150 {
+        assert!(hit(&store, &format!("user:{n}")).await.unwrap());
+    }
+    let nodes = cluster.nodes();
+    let served: u64 = nodes
+        .iter()
+        .map(|node| command_calls(node, "ratelock.limit"))
+        .sum();
+    assert!(served >= 150, "the module served {served} of 150 calls");
+    let moved: u64 = nodes
+        .iter()
+        .map(|node| {
+            let stats: String = redis::cmd("INFO")
+                .arg("errorstats")
+                .query(&mut node.connection())
+                .unwrap();
+            stats
+                .lines()
+                .filter_map(|line| line.strip_prefix("errorstat_MOVED:count="))
+                .filter_map(|count| count.trim().parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum();
+    assert!(moved < 5, "{moved} calls were answered MOVED");
 }

@@ -146,9 +146,18 @@ impl SharedConnection {
             ))),
             SharedConnection::Single(connection) => connection.send_packed_command(cmd).await,
             #[cfg(feature = "cluster")]
-            SharedConnection::Cluster(connection) => {
-                redis::aio::ConnectionLike::req_packed_command(connection, cmd).await
-            }
+            SharedConnection::Cluster(connection) => match module_call_key(cmd) {
+                // redis-rs routes a command it does not know by its first argument, which is a module
+                // call's key count: sent by its key instead (else most calls meet a MOVED, and each
+                // refreshes the slot map).
+                Some(key) => {
+                    use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                    let route = Route::with_key(key, SlotAddr::Master);
+                    let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                    connection.route_command(cmd.clone(), routing).await
+                }
+                None => redis::aio::ConnectionLike::req_packed_command(connection, cmd).await,
+            },
             #[cfg(feature = "sentinel")]
             SharedConnection::Sentinel(_) => Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
@@ -156,6 +165,22 @@ impl SharedConnection {
             ))),
         }
     }
+}
+
+/// The first key of a module call (`RATELOCK.<COMMAND> numkeys key ...`), `None` for any other command
+/// or one without keys.
+#[cfg(feature = "cluster")]
+fn module_call_key(cmd: &Cmd) -> Option<&[u8]> {
+    let mut args = cmd.args_iter().map(|arg| match arg {
+        redis::Arg::Simple(bytes) => Some(bytes),
+        _ => None,
+    });
+    let name = args.next()??;
+    if name.len() < 9 || !name[..9].eq_ignore_ascii_case(b"RATELOCK.") {
+        return None;
+    }
+    let keys: u64 = std::str::from_utf8(args.next()??).ok()?.parse().ok()?;
+    (keys > 0).then(|| args.next()?)?
 }
 
 /// A call already written as RESP bytes on the plain connection, as a value or a typed failure (the
