@@ -200,3 +200,27 @@ async fn rediss_sentinel_where_every_process_asks_for_a_client_certificate() {
     let refused = refuses_as_configuration(&setup.url(), trusted, "no client certificate").await;
     assert!(refused.to_string().contains("tls_client_cert"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_down_behind_sentinels_without_a_password_is_an_outage_not_a_refusal() {
+    // The URL's password is the master's alone: the first ask, giving it to the sentinels too, is refused,
+    // and the retry giving it to the master only met the master down. That outage was dropped and the
+    // first refusal answered, a configuration error that on_error = allow could not admit.
+    let mut setup = RedisSentinels::start_secured(Secured {
+        password: Some("s3cret"),
+        sentinel_password: None,
+        tls: None,
+        asking_clients: false,
+    });
+    let url = setup.url_with_password(Some("s3cret"));
+    setup.master().stop();
+    let mut options = LimiterOptions::default();
+    options.store.timeout = Duration::from_secs(1);
+    options.on_error = FailurePolicy::Allow;
+    let limiter = Limiter::connect_with(&url, options).await.unwrap();
+    let rules: Rules = "2/minute".parse().unwrap();
+    match limiter.hit("k", &rules, 1).await {
+        Ok(decision) => assert!(decision.allowed && decision.degraded, "{decision:?}"),
+        Err(err) => panic!("expected the failure policy's answer, got {err:?}"),
+    }
+}

@@ -196,7 +196,9 @@ impl Sentinels {
 
     /// Asks; when the credentials were refused, asks again giving them to the master only, then to the
     /// sentinels only (one side may have no password: redis-rs does not say which refused). The first
-    /// way that works is kept; if none does, the first refusal is the answer.
+    /// way that works is kept. If none does, a way that failed other than by a refusal (the master
+    /// down, a sentinel unreachable) is the answer: that way got past the credentials, so the outage is
+    /// what stands in the way. Else the first refusal is.
     async fn ask_with_credentials_that_work(&mut self) -> RedisResult<ConnectionInfo> {
         let first = self.ask().await;
         let refused = match first {
@@ -210,16 +212,21 @@ impl Sentinels {
             }
             answer => return answer,
         };
+        let mut outage = None;
         for credentials in [Credentials::MasterOnly, Credentials::SentinelsOnly] {
             self.credentials = credentials;
             self.client = None;
-            if let Ok(named) = self.ask().await {
-                return Ok(named);
+            match self.ask().await {
+                Ok(named) => return Ok(named),
+                Err(err) if err.kind() != ErrorKind::AuthenticationFailed => {
+                    outage.get_or_insert(err);
+                }
+                Err(_) => {}
             }
         }
         self.credentials = Credentials::Both;
         self.client = None;
-        Err(refused)
+        Err(outage.unwrap_or(refused))
     }
 
     async fn ask(&mut self) -> RedisResult<ConnectionInfo> {
