@@ -161,6 +161,9 @@ pub(crate) enum WatchSource {
     Memory(std::sync::Arc<tokio::sync::Notify>),
     #[cfg(feature = "redis")]
     Redis(super::redis::subscriber::Registration),
+    /// Every server of a Redlock store.
+    #[cfg(feature = "redis")]
+    Redlock(super::redis::redlock_watch::RedlockWatch),
 }
 
 #[cfg(feature = "runtime")]
@@ -170,6 +173,18 @@ impl ReleaseWatch {
             WatchSource::Memory(notify) => notify,
             #[cfg(feature = "redis")]
             WatchSource::Redis(registration) => &registration.notify,
+            #[cfg(feature = "redis")]
+            WatchSource::Redlock(watch) => &watch.notify,
+        }
+    }
+
+    /// [`notify`](Self::notify), shared.
+    #[cfg(feature = "redis")]
+    pub(crate) fn shared_notify(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        match &self.source {
+            WatchSource::Memory(notify) => notify.clone(),
+            WatchSource::Redis(registration) => registration.notify.clone(),
+            WatchSource::Redlock(watch) => watch.notify.clone(),
         }
     }
 }

@@ -353,3 +353,37 @@ async fn a_renewal_a_server_in_an_outage_could_have_carried_is_an_outage_not_a_l
     }
     guard.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_hears_a_release_made_on_servers_other_than_the_first() {
+    // Waiters listened on the first server alone, and a release is published only where the lock was
+    // granted: with the first server no part of the holder's grant, the waiter slept until the
+    // holder's lease would have ended (10 s here).
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let name = "redlock:heard";
+    // Another owner holds the lock on server 0 alone (for longer than the test).
+    let single = Store::connect(&servers[0].url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let elsewhere = DistributedLock::new(&single, name, lease_options(60_000, false, false)).unwrap();
+    let _blocking = elsewhere.try_acquire().await.unwrap().expect("free");
+    let store = store(&servers).await;
+    let holder = DistributedLock::new(&store, name, lease_options(10_000, false, false)).unwrap();
+    let held = holder
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("servers 1 and 2 grant it");
+    let waiter = DistributedLock::new(&store, name, lease_options(10_000, false, false)).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire(Duration::from_secs(20)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    held.release().await.unwrap();
+    let granted = tokio::time::timeout(Duration::from_secs(3), waiting)
+        .await
+        .expect("the waiter is woken by the release")
+        .unwrap()
+        .unwrap();
+    assert!(released.elapsed() < Duration::from_secs(3));
+    granted.release().await.unwrap();
+}

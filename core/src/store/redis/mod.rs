@@ -22,6 +22,7 @@ mod pipelined;
 mod recent_answers;
 pub mod redlock;
 mod redlock_unheard;
+pub(crate) mod redlock_watch;
 pub(crate) mod reply;
 mod route_walk;
 mod script;

@@ -22,6 +22,7 @@ use futures_util::FutureExt;
 use super::lease_calls::LeaseCalls;
 use super::multi_host_urls::node_urls;
 use super::redlock_unheard::{give_back_unheard, GrantKey, Tries};
+use super::redlock_watch::RedlockWatch;
 use super::RedisStore;
 use crate::algorithm::lease::LockState;
 use crate::algorithm::lease::{Acquired, Extended, LockCall, LockReply, Released};
@@ -29,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::key::LockKeys;
 use crate::store::options::StoreOptions;
 use crate::store::roles::sealed::Sealed;
-use crate::store::roles::{LockStore, ReleaseWatch};
+use crate::store::roles::{LockStore, ReleaseWatch, WatchSource};
 
 /// What the servers' clocks may have taken of a lease of `ttl` (1% of it, plus 2 ms): a grant is valid
 /// only if the majority answered before `ttl` less this, and a guard counts its lease as ending that
@@ -102,12 +103,30 @@ impl LockStore for RedlockStore {
         Box::pin(RedlockStore::ping(self))
     }
 
-    /// Waiters listen for releases on the first server, with their timers behind.
+    /// Waiters listen for releases on every server (a release is published where it was granted),
+    /// with their timers behind; a server whose channel cannot be had is left out, unless none can.
     fn watch_releases(
         &self,
         channel: &[u8],
     ) -> impl std::future::Future<Output = Result<ReleaseWatch>> + Send {
-        self.first_node().watch_releases(channel)
+        Box::pin(async move {
+            let mut watches = Vec::new();
+            let mut first_failure = None;
+            for watch in join_all(self.shared.nodes.iter().map(|node| node.watch_releases(channel))).await {
+                match watch {
+                    Ok(watch) => watches.push(watch),
+                    Err(failure) => {
+                        first_failure.get_or_insert(failure);
+                    }
+                }
+            }
+            match first_failure {
+                Some(failure) if watches.is_empty() => Err(failure),
+                _ => Ok(ReleaseWatch {
+                    source: WatchSource::Redlock(RedlockWatch::over(watches)),
+                }),
+            }
+        })
     }
 }
 
@@ -167,11 +186,6 @@ impl RedlockStore {
                 self.shared.nodes.len()
             ))
         }))
-    }
-
-    /// The first server (lock waiters listen for releases there, with their timers behind).
-    pub(crate) fn first_node(&self) -> &RedisStore {
-        &self.shared.nodes[0]
     }
 
     /// `call` on every server at once.
