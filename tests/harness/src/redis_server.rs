@@ -138,6 +138,19 @@ impl RedisServer {
             .sum()
     }
 
+    /// How many `MOVED` replies the server has given (`INFO errorstats`).
+    pub fn moved_replies(&self) -> u64 {
+        let stats: String = redis::cmd("INFO")
+            .arg("errorstats")
+            .query(&mut self.connection())
+            .unwrap();
+        stats
+            .lines()
+            .filter_map(|line| line.strip_prefix("errorstat_MOVED:count="))
+            .filter_map(|count| count.trim().parse::<u64>().ok())
+            .sum()
+    }
+
     /// Kills every normal client connection but the caller's (`CLIENT KILL TYPE normal SKIPME yes`), as
     /// an operator or an idle-closing proxy would.
     pub fn kill_clients(&self) {

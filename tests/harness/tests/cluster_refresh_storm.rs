@@ -58,19 +58,6 @@ async fn load(limiter: &Arc<Limiter>, failing: &str, healthy: &str, span: Durati
     seen
 }
 
-/// How many MOVED replies `node` has given.
-fn moved_of(node: &RedisServer) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("errorstats")
-        .query(&mut node.connection())
-        .unwrap();
-    stats
-        .lines()
-        .filter_map(|line| line.strip_prefix("errorstat_MOVED:count="))
-        .filter_map(|count| count.trim().parse::<u64>().ok())
-        .sum()
-}
-
 /// The calls of `command` the masters after the first have served.
 fn healthy_calls_of(cluster: &RedisCluster, command: &str) -> u64 {
     cluster.nodes()[1..]
@@ -94,12 +81,16 @@ async fn a_dead_master_makes_no_refresh_storm_on_the_others() {
         healthy_calls_of(&cluster, "cluster|slots"),
         healthy_calls_of(&cluster, "ping"),
     );
-    let moved_before: u64 = cluster.nodes()[1..].iter().map(moved_of).sum();
+    let moved_before: u64 = cluster.nodes()[1..].iter().map(RedisServer::moved_replies).sum();
     cluster.nodes_mut()[0].stop();
     let during = load(&limiter, &failing, &healthy, span).await;
     let slot_maps = healthy_calls_of(&cluster, "cluster|slots") - slot_maps;
     let pings = healthy_calls_of(&cluster, "ping") - pings;
-    let moved = cluster.nodes()[1..].iter().map(moved_of).sum::<u64>() - moved_before;
+    let moved = cluster.nodes()[1..]
+        .iter()
+        .map(RedisServer::moved_replies)
+        .sum::<u64>()
+        - moved_before;
     let (before, during) = (
         before.answered.load(Ordering::Relaxed),
         (
