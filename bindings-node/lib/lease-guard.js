@@ -19,14 +19,20 @@ class LeaseGuard extends Guard {
 
   /**
    * An AbortSignal that aborts with a `LockLostError` as soon as the hold is known lost (watched from
-   * the first read of this property until the hold is released; the watch keeps no process alive).
+   * the first read of this property until the hold is released; the watch keeps no process alive, and
+   * no hold: one dropped without its release is still collected and given back).
    * @returns {AbortSignal}
    */
   get signal() {
     if (this.#controller === null) {
       const controller = new AbortController()
       this.#controller = controller
-      this.hold.onLost(() => controller.abort(lostWhileHeld(this.hold)))
+      // The watch holds neither this guard nor its native hold (only a weak reference): a hold dropped
+      // without its release is still collected, warned of and given back. Closing over `this` kept it,
+      // renewed, for good.
+      const native = new WeakRef(this.hold)
+      const what = this.hold.what
+      this.hold.onLost(() => controller.abort(lostWhileHeld(native.deref() ?? { what, lostDescription: null })))
     }
     return this.#controller.signal
   }

@@ -330,7 +330,7 @@ class Limiter {
       this.#waiting.delete(id)
       return Promise.reject(fromNative(error))
     }
-    if (!this.#draining) this.#drain(limiter)
+    if (!this.#draining) this.#drain(limiter).catch((error) => this.#failWaiting(error))
     return answer
   }
 
@@ -380,6 +380,14 @@ class Limiter {
     } finally {
       this.#draining = false
     }
+  }
+
+  /** The batch reader failed (a bug, or the addon could not answer): every waiting call learns it,
+   * none is left pending for good, and no rejection goes unhandled. */
+  #failWaiting(error) {
+    const failure = fromNative(error)
+    for (const waiting of this.#waiting.values()) waiting.reject(failure)
+    this.#waiting.clear()
   }
 
   #take(id) {

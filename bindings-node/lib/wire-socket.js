@@ -203,8 +203,9 @@ class Link {
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
     let failure = null
-    const connecting = setTimeout(() => {
-      if (this.#connected) return
+    // Checked after the loop's next reads, as the calls' deadlines are (see `afterReads`).
+    const connecting = setTimeout(() => setImmediate(() => {
+      if (this.#connected || socket.destroyed) return
       // A TLS socket stops `connecting` once its TCP connection opens, before the handshake. A port
       // that serves plain Redis takes the TLS hello for a command and waits for its end.
       const stalled = secure && !socket.connecting ? ': the TCP connection opened but the TLS handshake got no answer (does this port serve TLS?)' : ''
@@ -213,7 +214,7 @@ class Link {
       // whose deadlines fall in the same turn, learn why, and that nothing was sent.
       this.#end(why)
       socket.destroy(new Error(why))
-    }, Math.min(timeoutMs, LONGEST_TIMER_MS)).unref()
+    }), Math.min(timeoutMs, LONGEST_TIMER_MS)).unref()
     socket.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(connecting)
       this.#connected = true
@@ -289,14 +290,14 @@ class Link {
 
   /** A timer for the earliest deadline, keeping the process alive while a call waits. */
   #arm() {
-    if (this.#timer === null) this.#timer = setTimeout(() => this.#expire(), Math.min(this.#timeoutMs, LONGEST_TIMER_MS))
+    if (this.#timer === null) this.#timer = setTimeout(afterReads, Math.min(this.#timeoutMs, LONGEST_TIMER_MS), this)
     else this.#timer.ref()
   }
 
   /** A timer for `deadline` (ms on `performance.now()`'s clock, `null`: none) seen at `now`. */
   #armAt(deadline, now) {
     if (deadline === null) return
-    this.#timer = setTimeout(() => this.#expire(), Math.min(Math.max(1, deadline - now), LONGEST_TIMER_MS))
+    this.#timer = setTimeout(afterReads, Math.min(Math.max(1, deadline - now), LONGEST_TIMER_MS), this)
   }
 
   /** Settles the calls a codec answer (`status`: a count and the `STATUS_*` bits) says it wrote, and
@@ -330,7 +331,8 @@ class Link {
     if (this.#retired && status & STATUS_IDLE) this.#socket.destroy() // its last awaited reply came
   }
 
-  #expire() {
+  /** The deadlines' check (see `afterReads`). */
+  expire() {
     this.#timer = null
     const now = performance.now()
     let status = this.#settle(native.wireExpireInto(this.#codec, now))
@@ -369,6 +371,20 @@ class Link {
 
 function flush(link) {
   link.flush()
+}
+
+/**
+ * A deadline timer's callback: the check runs after the loop's next reads. Node runs timers before it
+ * reads sockets, so a thread blocked past a call's timeout (a long synchronous task, a GC pause) timed
+ * out calls whose replies were already waiting, and opened the store's breaker on a server that
+ * answered in a millisecond.
+ */
+function afterReads(link) {
+  setImmediate(expire, link)
+}
+
+function expire(link) {
+  link.expire()
 }
 
 module.exports = { WireClient }

@@ -354,6 +354,26 @@ test('a hold collected before its release is warned of (its guard gave it back s
   assert.match(ran.stdout, /in use: 0/)
 })
 
+test('a hold whose signal was read is still collected, warned of and given back', () => {
+  // The lost watch behind \`signal\` held the guard (its callback closed over it), so a hold dropped
+  // after its signal was read was renewed and kept for good: never collected, never warned of.
+  const script = `
+    const ratelock = require('ratelock')
+    process.on('warning', (warning) => { if (warning.code === 'RATELOCK_HOLD_DROPPED') console.log('warned:', warning.message) })
+    const settle = async () => { for (let i = 0; i < 15; i++) { globalThis.gc(); await new Promise((resolve) => setTimeout(resolve, 100)) } }
+    ;(async () => {
+      const fair = new ratelock.FairLock('signalled', { ttlMs: 400 })
+      let signal = (await fair.acquire()).signal
+      await settle()
+      console.log('locked:', await fair.isLocked(), 'aborted:', signal.aborted)
+    })()
+  `
+  const ran = spawnSync(process.execPath, ['--expose-gc', '-e', script], { cwd: __dirname, encoding: 'utf8', timeout: 30_000 })
+  assert.equal(ran.status, 0, ran.stderr)
+  assert.match(ran.stdout, /warned: a fair lock hold was garbage-collected before its release/)
+  assert.match(ran.stdout, /locked: false aborted: false/)
+})
+
 test('a lease length out of range names ttlMs, as JavaScript spells it', async () => {
   // The core's name (`ttl`) came through.
   await assert.rejects(new ratelock.DistributedLock(fresh('short'), { ttlMs: 2 }).acquire(), { code: 'ERR_RATELOCK_INVALID_ARGUMENT', message: /`ttlMs`/ })

@@ -104,6 +104,22 @@ test('a call past its timeout is a StoreTimeoutError; its late reply goes to no 
   }
 })
 
+test('a JavaScript thread blocked past the timeout is no outage: replies that came meanwhile settle first', async () => {
+  // Node runs timers before it reads sockets: the call's timer timed out a hit whose reply was waiting
+  // in the socket, opened the store's breaker (the next call was refused) and gave the connection up.
+  const limiter = new ratelock.Limiter({ url: redis.url, timeoutMs: 300 })
+  const key = fresh()
+  assert.ok((await limiter.hit(key, '10/minute')).allowed)
+  const pending = limiter.hit(key, '10/minute')
+  await new Promise((resolve) => process.nextTick(resolve)) // the hit is written
+  const until = Date.now() + 500
+  while (Date.now() < until); // a long synchronous task
+  const decision = await pending
+  assert.deepEqual([decision.allowed, decision.degraded, decision.remaining], [true, false, 8])
+  assert.equal(limiter.breakerState, 'closed')
+  assert.equal((await limiter.hit(key, '10/minute')).remaining, 7)
+})
+
 test('a timeoutMs past what Node timers take (2^31 ms) still serves calls', async () => {
   // A longer delay fires at once in Node: every call failed as "connecting timed out".
   const limiter = new ratelock.Limiter({ url: redis.url, timeoutMs: 3e9 })
