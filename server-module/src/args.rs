@@ -175,7 +175,8 @@ fn build_calendar_rule(
     let bad = || format!("ERR ratelock: bad rule arguments for key {i}");
     let number = |text: &[u8]| parse_u64(text).filter(|&n| n >= 1);
     let offset = parse_i64(argv[at + 2])
-        .filter(|offset| offset.abs() <= i64::from(MAX_OFFSET_MINUTES))
+        // A range, not `abs()`: i64::MIN has none (a panic, or a wrap to UTC in a release build).
+        .filter(|offset| (-i64::from(MAX_OFFSET_MINUTES)..=i64::from(MAX_OFFSET_MINUTES)).contains(offset))
         .ok_or_else(bad)?;
     let (limit, policy) = match (number(argv[at + 1]), number(argv[at + 3]), policy(argv[at + 4])) {
         (Some(limit), Some(_), Some(policy)) => (limit, policy),

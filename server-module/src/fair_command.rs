@@ -49,8 +49,9 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     };
     let mut after = before.state.clone();
     let (reply, wake) = apply(&mut after, now, parsed.call);
-    if after.last_fence != before.state.last_fence || matches!(parsed.call, FairCall::State) {
-        crate::lease_fields::check_counter(cx, keys.counter)?;
+    let minted = after.last_fence != before.state.last_fence;
+    if minted || matches!(parsed.call, FairCall::State) {
+        crate::lease_fields::check_counter(cx, keys.counter, minted)?;
     }
     if let Some(lacking) = parsed.lacking.filter(|lacking| lacking.mattered(reply)) {
         return clear_then_fail(cx, &keys, now, &before, lacking.message().into());

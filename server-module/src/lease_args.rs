@@ -38,16 +38,30 @@ pub fn at_least_one(arg: Option<&[u8]>) -> Option<u64> {
     arg.and_then(parse_u64).filter(|&n| n >= 1)
 }
 
+/// The longest lease a call may ask for, in µs (about 142 years): a lease end stays below 2^53, where
+/// every path keeps it exact, and no sum with the clock can wrap. ratelock's own clients ask for 366
+/// days at most; a longer one overflowed (a lease of 2^64 - 1 µs ended 1 ms after it was granted).
+pub const MAX_LEASE_US: u64 = 1 << 52;
+
+/// An acquire's lease length `ttl_us` (at least 1 µs, as the script checks) refused past
+/// [`MAX_LEASE_US`], which the script takes.
+pub fn within_lease_bound(ttl_us: u64, call: &str) -> Result<u64, String> {
+    match ttl_us <= MAX_LEASE_US {
+        true => Ok(ttl_us),
+        false => Err(format!("ERR ratelock module: {call}'s lease is past 2^52 µs")),
+    }
+}
+
 /// A new lease length for an extend, which the scripts do not check: a decimal integer, maybe
 /// negative; an error naming `call` for anything else, where the script would fail on its arithmetic.
 pub fn extend_length(arg: Option<&[u8]>, call: &str) -> Result<i64, String> {
     let text = arg.unwrap_or_default();
     let magnitude = parse_u64(text.strip_prefix(b"-").unwrap_or(text)).and_then(|n| i64::try_from(n).ok());
-    match magnitude {
+    match magnitude.filter(|&n| n.unsigned_abs() <= MAX_LEASE_US) {
         Some(n) if text.starts_with(b"-") => Ok(-n),
         Some(n) => Ok(n),
         None => Err(format!(
-            "ERR ratelock module: {call} needs a lease length in µs (an integer)"
+            "ERR ratelock module: {call} needs a lease length in µs (an integer, at most 2^52 either way)"
         )),
     }
 }

@@ -4,6 +4,8 @@
 //! end. Every write is propagated as itself (`!`); expiry is the scripts' relative PEXPIRE, which
 //! Redis propagates as an absolute PEXPIREAT, so replicas and the AOF never decide anything again.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::ctx::{Context, Effect};
 use crate::key_read::{KeyRead, ReadKey};
 use crate::queued_lock_args::number;
@@ -75,9 +77,12 @@ pub fn sync_scored(
     before: &[(String, u64)],
     after: &[(String, u64)],
 ) -> Result<(), String> {
+    // Looked up by member, not scanned per member (quadratic on a large set).
+    let kept: HashSet<&str> = after.iter().map(|(member, _)| member.as_str()).collect();
+    let had: HashMap<&str, u64> = before.iter().map(|(member, score)| (member.as_str(), *score)).collect();
     let gone: Vec<&[u8]> = before
         .iter()
-        .filter(|(member, _)| !after.iter().any(|(kept, _)| kept == member))
+        .filter(|(member, _)| !kept.contains(member.as_str()))
         .map(|(member, _)| member.as_bytes())
         .collect();
     if !gone.is_empty() {
@@ -87,7 +92,7 @@ pub fn sync_scored(
     }
     let moved: Vec<(String, &str)> = after
         .iter()
-        .filter(|entry| !before.contains(entry))
+        .filter(|(member, score)| had.get(member.as_str()) != Some(score))
         .map(|(member, score)| (score.to_string(), member.as_str()))
         .collect();
     if !moved.is_empty() {
@@ -111,10 +116,16 @@ pub fn read_counter(cx: &Context, key: &[u8]) -> Result<u64, String> {
         .unwrap_or(0))
 }
 
-/// Fails the call when the counter at `key` is not a number ratelock writes, or can mint no further
-/// token (the scripts' `stored` and `mint_fence`): for the calls that mint a token or report the counter.
-pub fn check_counter(cx: &Context, key: &[u8]) -> Result<(), String> {
-    crate::args::fence_counter(ReadKey::open(cx, key).string()?, key).map(drop)
+/// Fails the call when the counter at `key` is not a number ratelock writes (the scripts' `stored`),
+/// or, for a call `minting` a token, can mint no further one (`mint_fence`). A call that reports the
+/// counter still answers at 2^53 - 1, the last token a grant can mint.
+pub fn check_counter(cx: &Context, key: &[u8], minting: bool) -> Result<(), String> {
+    let counter = ReadKey::open(cx, key);
+    let raw = counter.string()?;
+    match minting {
+        true => crate::args::fence_counter(raw, key).map(drop),
+        false => crate::args::stored(raw, key).map(drop),
+    }
 }
 
 /// Stores the last token minted at `key` (a plain SET: the one key with no expiry).

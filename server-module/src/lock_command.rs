@@ -10,8 +10,8 @@ use ratelock::algorithm::lease::{apply_held, Acquired, Extended, LockCall, LockR
 
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
-use crate::ctx::{Context, Value};
-use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text};
+use crate::ctx::{Context, Effect, Value};
+use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text, within_lease_bound};
 use crate::lock_keys::{self, LeaseEnd, LockKeys, OpenLock};
 use crate::publish::publish;
 use crate::scripted::scripted;
@@ -62,6 +62,7 @@ fn acquire(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     let (Some(owner), Some(ttl_us)) = (owner, at_least_one(argv.get(1).copied())) else {
         return Err("ERR ratelock: lock_acquire needs an owner and a lease of at least 1 µs".into());
     };
+    let ttl_us = within_lease_bound(ttl_us, "lock_acquire")?;
     let reentrant = argv.get(2).copied() == Some(b"1".as_slice());
     let now = now_or_clock(argv.get(3).copied())?;
     let owner = token_text(owner);
@@ -136,7 +137,7 @@ fn state(cx: &Context, keys: &[&[u8]], _argv: &[&[u8]]) -> Result<Value, String>
     let now = now_or_clock(None)?;
     let mut record = lock_keys::read(cx, keys, now, LeaseEnd::Read)?;
     if let Some(counter) = keys.counter {
-        lock_keys::check_counter(&crate::key_read::ReadKey::open(cx, counter), counter)?;
+        lock_keys::check_counter(&crate::key_read::ReadKey::open(cx, counter), counter, false)?;
     }
     match apply_held(&mut record, now, LockCall::State).0 {
         LockReply::State(s) => Ok(ints(&[
@@ -151,18 +152,17 @@ fn state(cx: &Context, keys: &[&[u8]], _argv: &[&[u8]]) -> Result<Value, String>
 
 /// `lock_force_release.lua`: 1 if a lease was deleted, 0 if the lock was free; "released" is
 /// published either way.
+/// The lease is deleted whatever it holds, as the script deletes it: the operator's way out must work
+/// on a lease that is not one ratelock wrote (it was refused, or left in place, when it lacked a field).
 fn force_release(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String> {
     let keys = lock_keys_of(keys, false, "lock_force_release")?;
-    match settle(
-        cx,
-        keys,
-        now_or_clock(None)?,
-        LockCall::ForceRelease,
-        argv.first().copied(),
-    )? {
-        LockReply::ForceReleased(was_held) => Ok(Value::Int(i64::from(was_held))),
-        other => Err(unexpected(other)),
-    }
+    let channel = argv
+        .first()
+        .copied()
+        .ok_or("ERR ratelock module: no channel to tell of the release")?;
+    let deleted = cx.call(Effect::Replicated, "DEL", &[keys.lease])?;
+    publish(cx, channel, b"released")?;
+    Ok(deleted)
 }
 
 /// Reads the lock, has the core answer `call` at `now`, writes back what changed and, when the core
@@ -207,7 +207,7 @@ fn decide<'cx>(
     let (reply, wake) = apply_held(&mut after, now, call);
     if let (Some(counter), Some(name)) = (lock.counter.as_ref(), keys.counter) {
         if after.last_fence != before.last_fence {
-            lock_keys::check_counter(counter, name)?;
+            lock_keys::check_counter(counter, name, true)?;
         }
     }
     Ok(Decided {

@@ -108,10 +108,13 @@ fn read_counter(stored: &impl KeyRead) -> Result<u64, String> {
     Ok(stored.string()?.and_then(parse_u64).unwrap_or(0))
 }
 
-/// Fails the call when the counter is not a number ratelock writes or can mint no further token (the
-/// scripts' `stored` and `mint_fence`): for a call that mints a token or reports the counter.
-pub fn check_counter(stored: &impl KeyRead, key: &[u8]) -> Result<(), String> {
-    crate::args::fence_counter(stored.string()?, key).map(drop)
+/// Fails the call when the counter is not a number ratelock writes (the scripts' `stored`), or, for a
+/// call `minting` a token, can mint no further one (`mint_fence`).
+pub fn check_counter(stored: &impl KeyRead, key: &[u8], minting: bool) -> Result<(), String> {
+    match minting {
+        true => crate::args::fence_counter(stored.string()?, key).map(drop),
+        false => crate::args::stored(stored.string()?, key).map(drop),
+    }
 }
 
 /// Stores what changed from `before` to `after` (the record the core returned for a call at `now`)

@@ -50,8 +50,9 @@ pub fn run(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     };
     let mut after = before.clone();
     let (reply, wake) = apply(&mut after, now, parsed.call);
-    if after.last_fence != before.last_fence || matches!(parsed.call, RwCall::State) {
-        crate::lease_fields::check_counter(cx, keys.counter)?;
+    let minted = after.last_fence != before.last_fence;
+    if minted || matches!(parsed.call, RwCall::State) {
+        crate::lease_fields::check_counter(cx, keys.counter, minted)?;
     }
     if parsed.lacks_mark_length && matches!(reply, RwReply::Busy { .. }) {
         let message =

@@ -11,7 +11,7 @@ use ratelock::algorithm::permits::{apply, PermitAcquired, SemaphoreCall, Semapho
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
 use crate::ctx::{Context, Value};
-use crate::lease_args::{at_least_one, extend_length, token_text};
+use crate::lease_args::{at_least_one, extend_length, token_text, within_lease_bound};
 use crate::permit_keys;
 use crate::publish::publish;
 use crate::scripted::scripted;
@@ -57,6 +57,7 @@ fn acquire(cx: &Context, keys: &[&[u8]], argv: &[&[u8]]) -> Result<Value, String
     let (Some(id), Some(limit), Some(ttl_us)) = (id, limit, ttl_us) else {
         return Err("ERR ratelock: semaphore_acquire needs an id, N >= 1 and a lease >= 1 µs".into());
     };
+    let ttl_us = within_lease_bound(ttl_us, "semaphore_acquire")?;
     let now = now_or_clock(argv.get(3).copied())?;
     let id = token_text(id);
     let call = SemaphoreCall::Acquire {

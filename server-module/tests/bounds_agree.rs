@@ -221,3 +221,92 @@ fn a_fencing_counter_at_its_bound_mints_no_token_on_both_paths() {
         assert!(corrupt.contains("ERR ratelock:"), "module {module}: {corrupt}");
     }
 }
+
+#[test]
+fn a_calendar_offset_of_the_smallest_integer_is_a_bad_rule_on_both_paths() {
+    // The module took its absolute value, which i64 has none of: a panic (debug) or, wrapped, UTC.
+    let server = start_server();
+    let mut con = connect(&server);
+    let mut args = limit_args("cd", "1763800000000000");
+    args[5] = i64::MIN.to_string();
+    for module in [false, true] {
+        let keys = ["rl:{c}:cd5", ENTRY];
+        let refused = run(&mut con, &script_or_module(module, "limit", &keys, &str_args(&args))).unwrap_err();
+        assert!(
+            refused.contains("bad rule arguments for key 1"),
+            "module {module}: {refused}"
+        );
+    }
+}
+
+#[test]
+fn the_lock_state_answers_at_the_counters_last_token_on_both_paths() {
+    // A grant may mint 2^53 - 1 (above); the module's state call then failed as "exhausted".
+    let server = start_server();
+    let mut con = connect(&server);
+    let (lease, fence) = ("rl:{s}:lock", "rl:{s}:fence");
+    let _: () = redis::cmd("SET")
+        .arg(fence)
+        .arg("9007199254740991")
+        .query(&mut con)
+        .unwrap();
+    let mut answers = Vec::new();
+    for module in [false, true] {
+        answers.push(run(&mut con, &script_or_module(module, "lock_state", &[lease, fence], &[])).unwrap());
+    }
+    assert_eq!(answers[0], answers[1]);
+}
+
+#[test]
+fn a_force_release_deletes_a_lease_ratelock_did_not_write_on_both_paths() {
+    // The operator's way out refused a lease without its token (f), left one without its owner (o) in
+    // place, and met WRONGTYPE on a plain string; the script deletes whatever is there.
+    let server = start_server();
+    let mut con = connect(&server);
+    let lease = "rl:{x}:lock";
+    let plant: [&[&str]; 3] = [&["HSET", lease, "o", "someone"], &["HSET", lease, "f", "7"], &["SET", lease, "junk"]];
+    for planted in plant {
+        for module in [false, true] {
+            let _: () = redis::cmd("DEL").arg(lease).query(&mut con).unwrap();
+            let mut cmd = redis::cmd(planted[0]);
+            cmd.arg(&planted[1..]);
+            let _: redis::Value = cmd.query(&mut con).unwrap();
+            let freed = run(
+                &mut con,
+                &script_or_module(module, "lock_force_release", &[lease], &["rl:{x}:released"]),
+            )
+            .unwrap();
+            assert_eq!(freed, redis::Value::Int(1), "module {module}, {planted:?}");
+            let left: i64 = redis::cmd("EXISTS").arg(lease).query(&mut con).unwrap();
+            assert_eq!(left, 0, "module {module}, {planted:?}");
+        }
+    }
+}
+
+#[test]
+fn a_lease_past_two_to_the_52_microseconds_is_refused_by_the_module() {
+    // Added to the clock, it overflowed: a panic (debug) or, wrapped, a lease that ended 1 ms after its
+    // grant; a semaphore's score then left JavaScript's exact range and every later call failed.
+    let server = start_server();
+    let mut con = connect(&server);
+    let huge = u64::MAX.to_string();
+    let refused = run(
+        &mut con,
+        &script_or_module(true, "lock_acquire", &["rl:{h}:lock", "rl:{h}:fence"], &["o", &huge, "0", ""]),
+    )
+    .unwrap_err();
+    assert!(refused.contains("2^52"), "{refused}");
+    let permits = (1u64 << 60).to_string();
+    let refused = run(
+        &mut con,
+        &script_or_module(true, "semaphore_acquire", &["rl:{h}:permits"], &["id", "2", &permits, ""]),
+    )
+    .unwrap_err();
+    assert!(refused.contains("2^52"), "{refused}");
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+fn str_args(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
