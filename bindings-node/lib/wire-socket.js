@@ -160,6 +160,8 @@ class Link {
   #onEnd
   #onUnsent
   #timer = null
+  /** The deadlines' check queued by a timer that fired, to run after the loop's next reads. */
+  #checking = null
   #flushing = false
   #unwritten = 0
   /** Whether this is a TLS socket, whose writes after the first wait for the server's first answer. */
@@ -203,7 +205,7 @@ class Link {
     // An idle connection does not keep the process alive; a call in flight does (its timer).
     socket.unref()
     let failure = null
-    // Checked after the loop's next reads, as the calls' deadlines are (see `afterReads`).
+    // Checked after the loop's next reads, as the calls' deadlines are (see `deadlineDue`).
     const connecting = setTimeout(() => setImmediate(() => {
       if (this.#connected || socket.destroyed) return
       // A TLS socket stops `connecting` once its TCP connection opens, before the handshake. A port
@@ -253,8 +255,7 @@ class Link {
     native.wireAdopt(this.#codec, unsent)
     this.#write()
     // Their deadlines are the ones they were submitted with, sooner than a new call's.
-    if (this.#timer !== null) clearTimeout(this.#timer)
-    this.#timer = null
+    this.#disarm()
     this.#armAt(native.wireNextDeadline(this.#codec), performance.now())
   }
 
@@ -290,14 +291,32 @@ class Link {
 
   /** A timer for the earliest deadline, keeping the process alive while a call waits. */
   #arm() {
-    if (this.#timer === null) this.#timer = setTimeout(afterReads, Math.min(this.#timeoutMs, LONGEST_TIMER_MS), this)
+    if (this.#timer === null) this.#timer = setTimeout(deadlineDue, Math.min(this.#timeoutMs, LONGEST_TIMER_MS), this)
     else this.#timer.ref()
   }
 
   /** A timer for `deadline` (ms on `performance.now()`'s clock, `null`: none) seen at `now`. */
   #armAt(deadline, now) {
     if (deadline === null) return
-    this.#timer = setTimeout(afterReads, Math.min(Math.max(1, deadline - now), LONGEST_TIMER_MS), this)
+    this.#timer = setTimeout(deadlineDue, Math.min(Math.max(1, deadline - now), LONGEST_TIMER_MS), this)
+  }
+
+  /**
+   * A deadline timer fired: the check runs after the loop's next reads. Node runs timers before it
+   * reads sockets, so a thread blocked past a call's timeout (a long synchronous task, a GC pause)
+   * timed out calls whose replies were already waiting, and opened the store's breaker on a server
+   * that answered in a millisecond.
+   */
+  deadlineDue() {
+    this.#checking = setImmediate(expire, this)
+  }
+
+  /** No deadline timer, and no check queued by one. */
+  #disarm() {
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+    if (this.#checking !== null) clearImmediate(this.#checking)
+    this.#checking = null
   }
 
   /** Settles the calls a codec answer (`status`: a count and the `STATUS_*` bits) says it wrote, and
@@ -331,9 +350,11 @@ class Link {
     if (this.#retired && status & STATUS_IDLE) this.#socket.destroy() // its last awaited reply came
   }
 
-  /** The deadlines' check (see `afterReads`). */
+  /** The deadlines' check (see `deadlineDue`). */
   expire() {
     this.#timer = null
+    this.#checking = null
+    if (this.#ended) return
     const now = performance.now()
     let status = this.#settle(native.wireExpireInto(this.#codec, now))
     // A call timed out: the connection may have died without a word (no FIN, no RST), so it is given
@@ -363,8 +384,7 @@ class Link {
     if (this.#ended) return
     this.#ended = true
     this.#onEnd()
-    if (this.#timer !== null) clearTimeout(this.#timer)
-    this.#timer = null
+    this.#disarm()
     this.#settle(native.wireClosedInto(this.#codec, this.#connected, why))
   }
 }
@@ -373,14 +393,8 @@ function flush(link) {
   link.flush()
 }
 
-/**
- * A deadline timer's callback: the check runs after the loop's next reads. Node runs timers before it
- * reads sockets, so a thread blocked past a call's timeout (a long synchronous task, a GC pause) timed
- * out calls whose replies were already waiting, and opened the store's breaker on a server that
- * answered in a millisecond.
- */
-function afterReads(link) {
-  setImmediate(expire, link)
+function deadlineDue(link) {
+  link.deadlineDue()
 }
 
 function expire(link) {

@@ -13,6 +13,15 @@ pub(crate) fn text(name: &str, value: &JsValue) -> Result<String, JsValue> {
         .ok_or_else(|| invalid_argument(name, format!("expected a string, got {}", type_of(value))))
 }
 
+/// Optional argument `name` as text: left out, `undefined` and `null` (what `Headers.get` answers for a
+/// header that is not there) are none.
+pub(crate) fn optional_text(name: &str, value: Option<JsValue>) -> Result<Option<String>, JsValue> {
+    match value {
+        Some(value) if !value.is_null() && !value.is_undefined() => text(name, &value).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// A key: text of at most the core's `MAX_KEY_BYTES`, as every other package checks it.
 pub(crate) fn key(value: &JsValue) -> Result<String, JsValue> {
     let key = text("key", value)?;

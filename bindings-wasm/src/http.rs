@@ -228,10 +228,8 @@ impl ClientAddress {
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] peer: Option<JsValue>,
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] forwarded: Option<JsValue>,
     ) -> Result<String, JsValue> {
-        let peer = peer.map(|peer| arguments::text("peer", &peer)).transpose()?;
-        let forwarded = forwarded
-            .map(|forwarded| arguments::text("forwarded", &forwarded))
-            .transpose()?;
+        let peer = arguments::optional_text("peer", peer)?;
+        let forwarded = arguments::optional_text("forwarded", forwarded)?;
         Ok(self
             .inner
             .key(peer.as_deref().unwrap_or(""), forwarded.as_deref()))

@@ -68,7 +68,7 @@ pub async fn run(store: &StoreArgs, args: DoctorArgs, json: bool) -> Result<i32,
     if let Err(why) = call(&mut connection, &redis::cmd("PING")).await {
         return Err(crate::store_url::naming(
             &url,
-            Exit::Failed(format!("PING was refused: {why}")),
+            Exit::Failed(format!("PING failed: {why}")),
         ));
     }
     let mut report = Report::default();

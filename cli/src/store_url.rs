@@ -38,8 +38,7 @@ pub fn naming(url: &str, exit: Exit) -> Exit {
 /// ```
 pub fn shown(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    // The user part ends at the URL's last '@': a password may hold '@', '/' or '?' too.
-    let rest = match rest.rfind('@').map(|at| (at, rest[..at].split_once(':'))) {
+    let rest = match user_part_end(rest).map(|at| (at, rest[..at].split_once(':'))) {
         Some((at, Some((name, _password)))) => format!("{name}:***@{}", &rest[at + 1..]),
         // A user name alone is no secret.
         _ => rest.to_owned(),
@@ -68,6 +67,17 @@ pub fn shown(url: &str) -> String {
     shown
 }
 
+/// Where the user part of `rest` (a URL after its `scheme://`) ends: the last '@' that is not in the
+/// query (a password may hold '@', '/' or '?' too; a query's `password=p@ss` is no user part).
+fn user_part_end(rest: &str) -> Option<usize> {
+    rest.match_indices('@').map(|(at, _)| at).rev().find(|&at| {
+        let before = &rest[..at];
+        !before
+            .find('?')
+            .is_some_and(|query| before[query..].contains('='))
+    })
+}
+
 /// `text` (an error message, which may quote the URL it was given) with every URL in it `shown`.
 pub fn masked(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -78,9 +88,14 @@ pub fn masked(text: &str) -> String {
             .rev()
             .find(|&(_, c)| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
             .map_or(0, |(at, c)| at + c.len_utf8());
-        let end = rest[found..]
-            .find(|c: char| c.is_whitespace() || "\"'`".contains(c))
-            .map_or(rest.len(), |after| found + after);
+        // The URL ends at a space or a quote; an escaped quote (`\"` in a quoted URL) is part of it.
+        let bytes = rest.as_bytes();
+        let end = (found..rest.len())
+            .find(|&at| {
+                let c = bytes[at];
+                c.is_ascii_whitespace() || (b"\"'`".contains(&c) && (at == 0 || bytes[at - 1] != b'\\'))
+            })
+            .unwrap_or(rest.len());
         out.push_str(&rest[..start]);
         out.push_str(&shown(&rest[start..end]));
         rest = &rest[end..];
@@ -111,6 +126,11 @@ mod tests {
         // A password holding '/' or '?' was shown whole, or in part.
         assert_eq!(shown("redis://app:pa/ss@db:1/"), "redis://app:***@db:1/");
         assert_eq!(shown("redis://app:pa?ss@db:1/"), "redis://app:***@db:1/");
+        // An '@' in the query's password is no user part.
+        assert_eq!(
+            shown("redis://db:6379/0?password=p@ss"),
+            "redis://db:6379/0?password=***"
+        );
     }
 
     #[test]
@@ -125,6 +145,8 @@ mod tests {
         );
         assert_eq!(masked("no address here"), "no address here");
         assert_eq!(masked("«redis://u:p@x/»"), "«redis://u:***@x/»");
+        // A quote inside the password, escaped as Debug quotes it.
+        assert_eq!(masked(r#""redis://app:ab\"cd@h/""#), r#""redis://app:***@h/""#);
     }
 
     #[test]

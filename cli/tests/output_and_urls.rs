@@ -232,7 +232,7 @@ fn doctor_says_the_server_refused_its_credentials_and_guesses_nothing_else() {
     let report = ratelock(&server.url(), &["doctor"]);
     assert_ne!(report.status.code(), Some(0));
     assert!(
-        text(&report.stderr).contains("PING was refused"),
+        text(&report.stderr).contains("PING failed"),
         "{}",
         text(&report.stderr)
     );

@@ -102,4 +102,7 @@ test('ClientAddress refuses options it would have coerced', () => {
     }, JSON.stringify(options))
   }
   assert.equal(new ClientAddress({ trustedProxies: 2 }).key('10.0.0.1', '203.0.113.5, 10.0.0.2'), '203.0.113.5')
+  // A header that is not there, as Headers.get answers it.
+  assert.equal(new ClientAddress({ trustedProxies: 1 }).key('10.0.0.1', null), '10.0.0.1')
+  assert.equal(new ClientAddress({}).key('10.0.0.1'), '10.0.0.1')
 })

@@ -297,26 +297,45 @@ async fn first_behind_a_refusing_proxy(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_last_release_never_sent_to_a_server_is_sent_there_later() {
     // Only a release that may have run was sent again: one its breaker kept from being sent (a server
-    // that stalled) left that server's lease taken until its ttl.
+    // that stalled) left that server's lease taken until its ttl. So did any release whose verdict was
+    // not "released" (one server had let the lease go, so the hold read as lost).
     let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
     let store = store(&servers).await;
-    let lock = DistributedLock::new(&store, "redlock:resent", lease_options(20_000, false, false)).unwrap();
-    let guard = lock.try_acquire().await.unwrap().expect("free");
-    servers[0].pause();
-    // Calls that time out on server 0 until its breaker opens (the majority still answers them).
-    for _ in 0..6 {
-        assert!(lock.is_locked().await.unwrap());
-    }
-    assert_eq!(guard.release().await.unwrap(), ratelock::Released::Released);
-    servers[0].resume();
     let first = Store::connect(&servers[0].url(), &StoreOptions::default())
         .await
         .unwrap();
-    let seen = DistributedLock::new(&first, "redlock:resent", lease_options(20_000, false, false)).unwrap();
-    let until = Instant::now() + Duration::from_secs(8);
-    while seen.is_locked().await.unwrap() {
-        assert!(Instant::now() < until, "server 0 still holds the released lease");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    for lost_on_one in [false, true] {
+        let name = format!("redlock:resent:{lost_on_one}");
+        let lock = DistributedLock::new(&store, &name, lease_options(20_000, false, false)).unwrap();
+        let guard = lock.try_acquire().await.unwrap().expect("free");
+        if lost_on_one {
+            let keys = LockKeys::new("rl", name.as_bytes());
+            let _: () = redis::cmd("DEL")
+                .arg(&keys.lease)
+                .query(&mut servers[2].connection())
+                .unwrap();
+        }
+        servers[0].pause();
+        // Calls that time out on server 0 until its breaker opens (the majority still answers them).
+        for _ in 0..6 {
+            let _ = lock.is_locked().await;
+        }
+        let verdict = guard.release().await.unwrap();
+        let expected = match lost_on_one {
+            false => ratelock::Released::Released,
+            true => ratelock::Released::NotHeld,
+        };
+        assert_eq!(verdict, expected);
+        servers[0].resume();
+        let seen = DistributedLock::new(&first, &name, lease_options(20_000, false, false)).unwrap();
+        let until = Instant::now() + Duration::from_secs(8);
+        while seen.is_locked().await.unwrap() {
+            assert!(
+                Instant::now() < until,
+                "server 0 still holds the given-back lease ({lost_on_one})"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 

@@ -492,10 +492,11 @@ impl LeaseCalls for RedlockStore {
                     None
                 }
             };
-            // The last hold is given back: a server that could not be told (whether the call ran
-            // there or was never sent, its breaker open) is asked again in the background (its fence
-            // alone, so a later grant there is never touched).
-            if let (Released::Released, Some(grant)) = (outcome, grant) {
+            // The last hold is given back (or found lost, which a server in an outage may not know):
+            // a server that could not be told (whether the call ran there or was never sent, its
+            // breaker open) is asked again in the background (its fence alone, so a later grant there
+            // is never touched).
+            if let Some(grant) = grant {
                 let until = tokio::time::Instant::now() + Duration::from_micros(grant.ttl_us);
                 for &at in &answers.outages {
                     if let Some(fence) = fences[at] {

@@ -25,9 +25,13 @@ impl RedlockWatch {
             .iter()
             .map(|watch| {
                 let (heard, told) = (watch.shared_notify(), notify.clone());
+                // Listening from here, before the task first runs: a release heard in between is
+                // passed on (a `Notified` hears `notify_waiters` from its creation).
+                let mut next = heard.clone().notified_owned();
                 tokio::spawn(async move {
                     loop {
-                        heard.notified().await;
+                        next.await;
+                        next = heard.clone().notified_owned();
                         told.notify_waiters();
                     }
                 })

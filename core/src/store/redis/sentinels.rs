@@ -218,7 +218,9 @@ impl Sentinels {
             self.client = None;
             match self.ask().await {
                 Ok(named) => return Ok(named),
-                Err(err) if err.kind() != ErrorKind::AuthenticationFailed => {
+                // An outage only: a NOAUTH (another refusal, which redis-rs does not file as one)
+                // must not stand in for the first refusal.
+                Err(err) if is_outage(&err) => {
                     outage.get_or_insert(err);
                 }
                 Err(_) => {}
@@ -282,6 +284,16 @@ impl Sentinels {
     pub(crate) fn tls(&self) -> &TlsSettings {
         &self.tls
     }
+}
+
+/// Whether `err` is a server or its network failing (a refused or dropped connection, a timeout, a
+/// master that is down), not a refusal of the client.
+fn is_outage(err: &redis::RedisError) -> bool {
+    err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_refusal()
+        || err.is_connection_dropped()
+        || matches!(err.code(), Some("MASTERDOWN" | "LOADING" | "TRYAGAIN"))
 }
 
 #[cfg(test)]
