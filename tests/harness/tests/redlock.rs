@@ -221,12 +221,19 @@ async fn a_minority_grant_is_given_back_once_its_server_answers_again() {
     let seen = DistributedLock::new(&first, name, ttl).unwrap();
     assert!(seen.is_locked().await.unwrap(), "server 0 granted the attempt");
     proxy.set_answering(false);
-    let until = Instant::now() + Duration::from_secs(3);
+    freed_within(
+        &seen,
+        Duration::from_secs(3),
+        "server 0 still holds the failed attempt's grant",
+    )
+    .await;
+}
+
+/// Waits until `seen` (one server's view of a lock) is free, failing with `still` after `limit`.
+async fn freed_within(seen: &DistributedLock, limit: Duration, still: &str) {
+    let until = Instant::now() + limit;
     while seen.is_locked().await.unwrap() {
-        assert!(
-            Instant::now() < until,
-            "server 0 still holds the failed attempt's grant"
-        );
+        assert!(Instant::now() < until, "{still}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -328,14 +335,8 @@ async fn a_last_release_never_sent_to_a_server_is_sent_there_later() {
         assert_eq!(verdict, expected);
         servers[0].resume();
         let seen = DistributedLock::new(&first, &name, lease_options(20_000, false, false)).unwrap();
-        let until = Instant::now() + Duration::from_secs(8);
-        while seen.is_locked().await.unwrap() {
-            assert!(
-                Instant::now() < until,
-                "server 0 still holds the given-back lease ({lost_on_one})"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let still = format!("server 0 still holds the given-back lease ({lost_on_one})");
+        freed_within(&seen, Duration::from_secs(8), &still).await;
     }
 }
 
