@@ -103,6 +103,7 @@ fn parse<'a>(argv: &[&'a [u8]]) -> Result<Parsed<'a>, String> {
     let call = match op {
         b"acquire" | b"try" => {
             let ttl_us = number(argv[4]).filter(|&ttl| ttl >= 1).ok_or(ACQUIRE_ERROR)?;
+            let ttl_us = crate::lease_args::within_lease_bound(ttl_us, "fair_lock acquire")?;
             if id.is_empty() {
                 return Err(ACQUIRE_ERROR.into());
             }

@@ -84,6 +84,7 @@ fn parse<'a>(argv: &[&'a [u8]]) -> Result<Parsed<'a>, String> {
     let call = match op {
         b"acquire" => {
             let ttl_us = number(argv[5]).filter(|&ttl| ttl >= 1).ok_or(ACQUIRE_ERROR)?;
+            let ttl_us = crate::lease_args::within_lease_bound(ttl_us, "rw_lock acquire")?;
             let mode = match mode {
                 b"r" => RwMode::Read,
                 b"w" => RwMode::Write,

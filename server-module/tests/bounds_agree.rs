@@ -303,6 +303,19 @@ fn a_lease_past_two_to_the_52_microseconds_is_refused_by_the_module() {
     )
     .unwrap_err();
     assert!(refused.contains("2^52"), "{refused}");
+    // Fair and read-write leases: below 2^53 (what they parse), past 2^52.
+    let long = "9007199254740000";
+    let fair = ["rl:{h}:fair", "rl:{h}:fair-queue", "rl:{h}:fair-places", "rl:{h}:fence"];
+    let refused = run(
+        &mut con,
+        &script_or_module(true, "fair_lock", &fair, &["acquire", "", "g1", "0", long, "1000000", "rl:{h}:wake:"]),
+    )
+    .unwrap_err();
+    assert!(refused.contains("2^52"), "{refused}");
+    let rw = ["rl:{h}:rw-readers", "rl:{h}:rw-writer", "rl:{h}:rw-waiting", "rl:{h}:fence"];
+    let args = ["acquire", "", "g1", "w", "0", long, "1000000", "1", "1", "rl:{h}:released"];
+    let refused = run(&mut con, &script_or_module(true, "rw_lock", &rw, &args)).unwrap_err();
+    assert!(refused.contains("2^52"), "{refused}");
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
 }
