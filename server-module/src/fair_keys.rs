@@ -61,7 +61,10 @@ pub fn read(cx: &Context, keys: &FairKeys) -> Result<Stored, String> {
     };
     let places = read_scored(cx, keys.places)?;
     // Each place found by id (a scan per queued id was quadratic: 20,000 waiters took seconds).
-    let by_id: HashMap<&str, u64> = places.iter().map(|(member, ends)| (member.as_str(), *ends)).collect();
+    let by_id: HashMap<&str, u64> = places
+        .iter()
+        .map(|(member, ends)| (member.as_str(), *ends))
+        .collect();
     let mut taken: HashSet<String> = HashSet::with_capacity(listed.len());
     let mut queue = Vec::with_capacity(listed.len());
     for item in listed {

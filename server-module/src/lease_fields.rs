@@ -79,7 +79,10 @@ pub fn sync_scored(
 ) -> Result<(), String> {
     // Looked up by member, not scanned per member (quadratic on a large set).
     let kept: HashSet<&str> = after.iter().map(|(member, _)| member.as_str()).collect();
-    let had: HashMap<&str, u64> = before.iter().map(|(member, score)| (member.as_str(), *score)).collect();
+    let had: HashMap<&str, u64> = before
+        .iter()
+        .map(|(member, score)| (member.as_str(), *score))
+        .collect();
     let gone: Vec<&[u8]> = before
         .iter()
         .filter(|(member, _)| !kept.contains(member.as_str()))

@@ -11,7 +11,9 @@ use ratelock::algorithm::lease::{apply_held, Acquired, Extended, LockCall, LockR
 use crate::api::{Ctx, RString};
 use crate::args::now_or_clock;
 use crate::ctx::{Context, Effect, Value};
-use crate::lease_args::{at_least_one, extend_length, named_fence, named_owner, token_text, within_lease_bound};
+use crate::lease_args::{
+    at_least_one, extend_length, named_fence, named_owner, token_text, within_lease_bound,
+};
 use crate::lock_keys::{self, LeaseEnd, LockKeys, OpenLock};
 use crate::publish::publish;
 use crate::scripted::scripted;

@@ -231,7 +231,11 @@ fn a_calendar_offset_of_the_smallest_integer_is_a_bad_rule_on_both_paths() {
     args[5] = i64::MIN.to_string();
     for module in [false, true] {
         let keys = ["rl:{c}:cd5", ENTRY];
-        let refused = run(&mut con, &script_or_module(module, "limit", &keys, &str_args(&args))).unwrap_err();
+        let refused = run(
+            &mut con,
+            &script_or_module(module, "limit", &keys, &str_args(&args)),
+        )
+        .unwrap_err();
         assert!(
             refused.contains("bad rule arguments for key 1"),
             "module {module}: {refused}"
@@ -252,7 +256,13 @@ fn the_lock_state_answers_at_the_counters_last_token_on_both_paths() {
         .unwrap();
     let mut answers = Vec::new();
     for module in [false, true] {
-        answers.push(run(&mut con, &script_or_module(module, "lock_state", &[lease, fence], &[])).unwrap());
+        answers.push(
+            run(
+                &mut con,
+                &script_or_module(module, "lock_state", &[lease, fence], &[]),
+            )
+            .unwrap(),
+        );
     }
     assert_eq!(answers[0], answers[1]);
 }
@@ -264,7 +274,11 @@ fn a_force_release_deletes_a_lease_ratelock_did_not_write_on_both_paths() {
     let server = start_server();
     let mut con = connect(&server);
     let lease = "rl:{x}:lock";
-    let plant: [&[&str]; 3] = [&["HSET", lease, "o", "someone"], &["HSET", lease, "f", "7"], &["SET", lease, "junk"]];
+    let plant: [&[&str]; 3] = [
+        &["HSET", lease, "o", "someone"],
+        &["HSET", lease, "f", "7"],
+        &["SET", lease, "junk"],
+    ];
     for planted in plant {
         for module in [false, true] {
             let _: () = redis::cmd("DEL").arg(lease).query(&mut con).unwrap();
@@ -292,28 +306,64 @@ fn a_lease_past_two_to_the_52_microseconds_is_refused_by_the_module() {
     let huge = u64::MAX.to_string();
     let refused = run(
         &mut con,
-        &script_or_module(true, "lock_acquire", &["rl:{h}:lock", "rl:{h}:fence"], &["o", &huge, "0", ""]),
+        &script_or_module(
+            true,
+            "lock_acquire",
+            &["rl:{h}:lock", "rl:{h}:fence"],
+            &["o", &huge, "0", ""],
+        ),
     )
     .unwrap_err();
     assert!(refused.contains("2^52"), "{refused}");
     let permits = (1u64 << 60).to_string();
     let refused = run(
         &mut con,
-        &script_or_module(true, "semaphore_acquire", &["rl:{h}:permits"], &["id", "2", &permits, ""]),
+        &script_or_module(
+            true,
+            "semaphore_acquire",
+            &["rl:{h}:permits"],
+            &["id", "2", &permits, ""],
+        ),
     )
     .unwrap_err();
     assert!(refused.contains("2^52"), "{refused}");
     // Fair and read-write leases: below 2^53 (what they parse), past 2^52.
     let long = "9007199254740000";
-    let fair = ["rl:{h}:fair", "rl:{h}:fair-queue", "rl:{h}:fair-places", "rl:{h}:fence"];
+    let fair = [
+        "rl:{h}:fair",
+        "rl:{h}:fair-queue",
+        "rl:{h}:fair-places",
+        "rl:{h}:fence",
+    ];
     let refused = run(
         &mut con,
-        &script_or_module(true, "fair_lock", &fair, &["acquire", "", "g1", "0", long, "1000000", "rl:{h}:wake:"]),
+        &script_or_module(
+            true,
+            "fair_lock",
+            &fair,
+            &["acquire", "", "g1", "0", long, "1000000", "rl:{h}:wake:"],
+        ),
     )
     .unwrap_err();
     assert!(refused.contains("2^52"), "{refused}");
-    let rw = ["rl:{h}:rw-readers", "rl:{h}:rw-writer", "rl:{h}:rw-waiting", "rl:{h}:fence"];
-    let args = ["acquire", "", "g1", "w", "0", long, "1000000", "1", "1", "rl:{h}:released"];
+    let rw = [
+        "rl:{h}:rw-readers",
+        "rl:{h}:rw-writer",
+        "rl:{h}:rw-waiting",
+        "rl:{h}:fence",
+    ];
+    let args = [
+        "acquire",
+        "",
+        "g1",
+        "w",
+        "0",
+        long,
+        "1000000",
+        "1",
+        "1",
+        "rl:{h}:released",
+    ];
     let refused = run(&mut con, &script_or_module(true, "rw_lock", &rw, &args)).unwrap_err();
     assert!(refused.contains("2^52"), "{refused}");
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
