@@ -115,7 +115,7 @@ impl Limiter {
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
-        let key = &arguments::key(&key)?;
+        let key = &arguments::text("key", &key)?; // its size: the core's request checks it
         let rules = &arguments::text("rules", &rules)?;
         self.check(key, rules, cost, now_ms, true)
     }
@@ -129,7 +129,7 @@ impl Limiter {
         cost: Option<f64>,
         #[wasm_bindgen(js_name = nowMs)] now_ms: Option<f64>,
     ) -> Result<Object, JsValue> {
-        let key = &arguments::key(&key)?;
+        let key = &arguments::text("key", &key)?; // its size: the core's request checks it
         let rules = &arguments::text("rules", &rules)?;
         self.check(key, rules, cost, now_ms, false)
     }

@@ -166,7 +166,7 @@ impl Sentinels {
     /// How to reach the master the sentinels name now (its address, the URL's credentials, TLS), within
     /// `timeout`. redis-rs checks the master they name answers as a master before it is returned.
     pub(crate) async fn master(&mut self, timeout: Duration) -> Result<ConnectionInfo> {
-        let asked = tokio::time::timeout(timeout, self.ask_with_credentials_that_work()).await;
+        let asked = tokio::time::timeout(timeout, self.ask_with_credentials_that_work(timeout)).await;
         match asked {
             Ok(answer) => {
                 answer.map_err(|err| self.naming_credentials(connect_error(&err, timeout, self.url.tls())))
@@ -199,7 +199,7 @@ impl Sentinels {
     /// way that works is kept. If none does, a way that failed other than by a refusal (the master
     /// down, a sentinel unreachable) is the answer: that way got past the credentials, so the outage is
     /// what stands in the way. Else the first refusal is.
-    async fn ask_with_credentials_that_work(&mut self) -> RedisResult<ConnectionInfo> {
+    async fn ask_with_credentials_that_work(&mut self, timeout: Duration) -> RedisResult<ConnectionInfo> {
         let first = self.ask().await;
         let refused = match first {
             Err(refused)
@@ -218,9 +218,9 @@ impl Sentinels {
             self.client = None;
             match self.ask().await {
                 Ok(named) => return Ok(named),
-                // An outage only: a NOAUTH (another refusal, which redis-rs does not file as one)
-                // must not stand in for the first refusal.
-                Err(err) if is_outage(&err) => {
+                // An outage only, as the error table files it: a NOAUTH (another refusal, which
+                // redis-rs does not file as one) must not stand in for the first refusal.
+                Err(err) if connect_error(&err, timeout, self.url.tls()).is_store_failure() => {
                     outage.get_or_insert(err);
                 }
                 Err(_) => {}
@@ -284,16 +284,6 @@ impl Sentinels {
     pub(crate) fn tls(&self) -> &TlsSettings {
         &self.tls
     }
-}
-
-/// Whether `err` is a server or its network failing (a refused or dropped connection, a timeout, a
-/// master that is down), not a refusal of the client.
-fn is_outage(err: &redis::RedisError) -> bool {
-    err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_refusal()
-        || err.is_connection_dropped()
-        || matches!(err.code(), Some("MASTERDOWN" | "LOADING" | "TRYAGAIN"))
 }
 
 #[cfg(test)]
